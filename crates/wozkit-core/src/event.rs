@@ -1,0 +1,271 @@
+//! Events: everything that happens in a session, as appended to its log.
+//!
+//! The engine emits [`EventKind`]s; the store wraps each in an [`Event`] with the session id, a
+//! gap-free `seq` and a server timestamp. Events are versioned by [`EVENT_SCHEMA_VERSION`]: a new
+//! field is added with a default so old logs stay readable, and a changed meaning gets a new kind.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ActType, LockKind};
+
+/// Version of the event schema written with every event.
+pub const EVENT_SCHEMA_VERSION: u32 = 1;
+
+/// The side a participant plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Wizard,
+}
+
+impl Role {
+    pub fn other(self) -> Role {
+        match self {
+            Role::User => Role::Wizard,
+            Role::Wizard => Role::User,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Wizard => "wizard",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "user" => Some(Role::User),
+            "wizard" => Some(Role::Wizard),
+            _ => None,
+        }
+    }
+}
+
+/// Who caused an event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Actor {
+    /// A participant in a role (`participant` is the store's participant id, when known).
+    Participant {
+        role: Role,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        participant: Option<String>,
+    },
+    /// A built-in or connected bot playing a role.
+    Bot { role: Role, name: String },
+    /// The engine or server (timers, world simulation).
+    System,
+}
+
+impl Actor {
+    pub fn role(&self) -> Option<Role> {
+        match self {
+            Actor::Participant { role, .. } | Actor::Bot { role, .. } => Some(*role),
+            Actor::System => None,
+        }
+    }
+}
+
+/// How a wizard message was produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum MessageSource {
+    /// A dialogue state chosen from the offered options.
+    State {
+        state: String,
+        label: String,
+        act_type: ActType,
+        template: usize,
+    },
+    /// A fixed option.
+    Fixed {
+        id: String,
+        label: String,
+        act_type: ActType,
+    },
+    /// Typed free text.
+    Free,
+}
+
+impl MessageSource {
+    /// Dialogue-act label and type, when labelled.
+    pub fn act(&self) -> Option<(&str, ActType)> {
+        match self {
+            MessageSource::State {
+                label, act_type, ..
+            }
+            | MessageSource::Fixed {
+                label, act_type, ..
+            } => Some((label, *act_type)),
+            MessageSource::Free => None,
+        }
+    }
+}
+
+/// Why a session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    Terminal,
+    TimeLimit,
+    Finished,
+    Disconnect,
+    NoPartner,
+    Aborted,
+}
+
+impl EndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Terminal => "terminal",
+            EndReason::TimeLimit => "time_limit",
+            EndReason::Finished => "finished",
+            EndReason::Disconnect => "disconnect",
+            EndReason::NoPartner => "no_partner",
+            EndReason::Aborted => "aborted",
+        }
+    }
+}
+
+/// A snapshot of one robot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RobotSnapshot {
+    pub id: String,
+    pub location: String,
+    pub battery: f64,
+    pub busy: bool,
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The session started; `seed` reproduces every random choice.
+    SessionStarted {
+        study: String,
+        study_version: String,
+        seed: u64,
+        initial_state: String,
+    },
+    /// A participant (or bot) entered the room.
+    Joined {
+        role: Role,
+        #[serde(default)]
+        bot: bool,
+    },
+    /// The time limit clock started.
+    ClockStarted { deadline_ms: u64 },
+    /// A chat message.
+    Message {
+        role: Role,
+        text: String,
+        #[serde(flatten)]
+        source: MessageSource,
+    },
+    /// The dialogue state moved. `template_seed` picks the templates offered next.
+    StateEntered {
+        from: String,
+        to: String,
+        template_seed: u64,
+        /// True when a world event (not a wizard choice) moved the state.
+        #[serde(default)]
+        by_event: bool,
+    },
+    /// The current subtask changed.
+    SubtaskEntered { subtask: String },
+    /// World variables changed.
+    WorldSet {
+        values: IndexMap<String, serde_json::Value>,
+    },
+    /// A robot action started.
+    ActionStarted {
+        action: String,
+        label: String,
+        robot: String,
+        #[serde(default)]
+        target: Option<String>,
+        ends_at_ms: u64,
+        world: IndexMap<String, serde_json::Value>,
+        robots: Vec<RobotSnapshot>,
+    },
+    /// A running action progressed.
+    ActionProgress {
+        action: String,
+        robot: String,
+        percent: u32,
+        eta_s: u32,
+    },
+    /// A robot action finished.
+    ActionCompleted {
+        action: String,
+        robot: String,
+        #[serde(default)]
+        target: Option<String>,
+        battery: f64,
+    },
+    /// A subtask was completed.
+    Milestone { subtask: String, progress: u32 },
+    /// Media shown to both participants.
+    MediaShown { media: String, file: String },
+    /// States offered from now on.
+    OptionsUnlocked { states: Vec<String> },
+    /// The wizard waits for the user.
+    LockStarted {
+        state: String,
+        lock: LockKind,
+        #[serde(default)]
+        prompt: Option<String>,
+    },
+    /// The lock was released.
+    LockReleased { how: LockRelease },
+    /// A hint highlighted an option.
+    HintGiven { state: String },
+    /// A participant's connection dropped.
+    Disconnected { role: Role, grace_until_ms: u64 },
+    /// A participant came back.
+    Reconnected { role: Role },
+    /// The session ended.
+    SessionEnded {
+        reason: EndReason,
+        goal_reached: bool,
+    },
+    /// A participant answered the questionnaire.
+    SurveyAnswered {
+        role: Role,
+        answers: IndexMap<String, serde_json::Value>,
+    },
+    /// A completion code was issued.
+    CompletionIssued {
+        role: Role,
+        code: String,
+        #[serde(default)]
+        no_partner: bool,
+    },
+    /// Information from an imported dataset that has no event of its own.
+    Annotation { key: String, value: serde_json::Value },
+}
+
+/// How a lock was released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockRelease {
+    Reply,
+    Approved,
+    Denied,
+}
+
+/// An event as stored: the kind plus who, when and where in the log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Event schema version.
+    pub v: u32,
+    pub session: String,
+    /// Gap-free position in the session's log, from 1.
+    pub seq: u64,
+    /// Server time, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    pub actor: Actor,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}

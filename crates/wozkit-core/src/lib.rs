@@ -1,0 +1,8 @@
+//! wozkit-core: the study format, its loader and validator, the dialogue engine and the event
+//! types. Pure: no tokio, no database, no clock and no global randomness (time and a seeded RNG are
+//! passed in), so every session can be reproduced from its seed and commands.
+
+#![forbid(unsafe_code)]
+
+pub mod event;
+pub mod model;

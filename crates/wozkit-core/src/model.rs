@@ -1,0 +1,672 @@
+//! The study format: the types a study file (YAML) deserialises into.
+//!
+//! These types are the single source of truth for the format: the loader deserialises into them,
+//! `wozkit schema` derives the JSON Schema from them, and the engine reads them. Every struct
+//! rejects unknown keys so a typo is reported instead of silently ignored.
+//!
+//! Conditions (`when`, `guard`, `goal`, bonus `when`, finish `when`) are CEL expressions. The world
+//! variables are CEL variables of the same name; the engine adds `subtask`, `state`, `messages`,
+//! `elapsed`, `time_left`, `milestones` and `busy_robots`, and in action guards `robot` and `target`.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A whole study: roles, the dialogue state machine, the world, surveys, pages and payment.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Study {
+    /// Short machine name, e.g. `offshore-emergency`.
+    pub id: String,
+    /// Title shown to participants.
+    pub title: String,
+    /// One paragraph for the researcher (not shown to participants).
+    #[serde(default)]
+    pub description: String,
+    /// Version of the study file; logged with every session.
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// The two sides of the conversation.
+    pub roles: Roles,
+    /// Time limit, clock start, finish and disconnect rules.
+    #[serde(default)]
+    pub session: SessionRules,
+    /// How participants are paired.
+    #[serde(default)]
+    pub pairing: Pairing,
+    /// The simulated world: variables, locations, robots.
+    #[serde(default)]
+    pub world: World,
+    /// Subtasks shown as milestones on the progress bar, in order.
+    #[serde(default)]
+    pub subtasks: Vec<Subtask>,
+    /// Media (GIF/PNG/SVG) by id; files are relative to the study folder.
+    #[serde(default)]
+    pub media: IndexMap<String, Media>,
+    /// The dialogue states of the wizard; exactly one is `initial`.
+    pub states: Vec<State>,
+    /// Options always offered to the wizard; they do not move the state machine.
+    #[serde(default)]
+    pub fixed_options: Vec<FixedOption>,
+    /// Non-verbal actions (robot commands) of the wizard.
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    /// CEL condition: the session's goal was reached (evaluated when it ends).
+    #[serde(default)]
+    pub goal: Option<String>,
+    /// The post-task questionnaire.
+    #[serde(default)]
+    pub survey: Survey,
+    /// How participants are paid.
+    #[serde(default)]
+    pub payment: Option<Payment>,
+    /// The pages each role goes through.
+    #[serde(default)]
+    pub flow: Flow,
+}
+
+fn default_version() -> String {
+    "1".into()
+}
+
+/// The user side and the wizard side.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Roles {
+    pub user: RoleDef,
+    pub wizard: RoleDef,
+}
+
+/// One side of the conversation.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleDef {
+    /// Role name shown in instructions, e.g. "Operator".
+    pub label: String,
+    /// Name shown in the chat, e.g. "Fred".
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Instructions shown before the room (plain text, paragraphs separated by blank lines).
+    #[serde(default)]
+    pub instructions: String,
+}
+
+/// When the clock starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockStart {
+    /// When both participants are in the room.
+    #[default]
+    Start,
+    /// At the wizard's first message.
+    FirstWizardMessage,
+}
+
+/// Time limit, clock start, finish and disconnect rules.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRules {
+    /// Seconds the dialogue may last; 0 means no limit.
+    #[serde(default = "default_time_limit")]
+    pub time_limit_s: u32,
+    #[serde(default)]
+    pub clock_starts: ClockStart,
+    /// The user cannot type until the wizard has spoken.
+    #[serde(default)]
+    pub user_waits_for_wizard: bool,
+    /// When a participant may press "finish".
+    #[serde(default)]
+    pub finish: FinishRule,
+    /// Seconds a disconnected partner is waited for before the session ends.
+    #[serde(default = "default_grace")]
+    pub disconnect_grace_s: u32,
+}
+
+fn default_time_limit() -> u32 {
+    360
+}
+fn default_grace() -> u32 {
+    45
+}
+
+impl Default for SessionRules {
+    fn default() -> Self {
+        Self {
+            time_limit_s: default_time_limit(),
+            clock_starts: ClockStart::default(),
+            user_waits_for_wizard: false,
+            finish: FinishRule::default(),
+            disconnect_grace_s: default_grace(),
+        }
+    }
+}
+
+/// When "finish" is allowed.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishRule {
+    /// Chat messages needed before finishing.
+    #[serde(default)]
+    pub min_messages: u32,
+    /// CEL condition that must also hold.
+    #[serde(default)]
+    pub when: Option<String>,
+}
+
+/// What happens to a participant left without a partner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnNoPartner {
+    /// A completion code marked "no partner", paid the waiting-time rate.
+    #[default]
+    Complete,
+    /// A built-in bot takes the missing role.
+    Bot,
+}
+
+/// How participants are paired.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pairing {
+    /// Seconds in the waiting room before `on_timeout` applies.
+    #[serde(default = "default_wait")]
+    pub wait_limit_s: u32,
+    #[serde(default)]
+    pub on_timeout: OnNoPartner,
+}
+
+fn default_wait() -> u32 {
+    180
+}
+
+impl Default for Pairing {
+    fn default() -> Self {
+        Self {
+            wait_limit_s: default_wait(),
+            on_timeout: OnNoPartner::default(),
+        }
+    }
+}
+
+/// The simulated world.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct World {
+    /// World variables and their initial values (bool, number or string).
+    #[serde(default)]
+    pub variables: IndexMap<String, serde_json::Value>,
+    /// Places robots can be sent to.
+    #[serde(default)]
+    pub locations: Vec<Location>,
+    /// Media id of the map shown to the user.
+    #[serde(default)]
+    pub map: Option<String>,
+    /// Kinds of robots, e.g. `ground`, `aerial`.
+    #[serde(default)]
+    pub robot_kinds: IndexMap<String, RobotKind>,
+    #[serde(default)]
+    pub robots: Vec<Robot>,
+}
+
+/// A place in the world.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Location {
+    pub id: String,
+    pub name: String,
+    /// Position on the map in percent of its width and height.
+    #[serde(default)]
+    pub x: f64,
+    #[serde(default)]
+    pub y: f64,
+}
+
+/// A kind of robot.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RobotKind {
+    pub label: String,
+}
+
+/// One robot.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Robot {
+    pub id: String,
+    pub name: String,
+    /// A key of `world.robot_kinds`.
+    pub kind: String,
+    /// Skills, matched against an action's `requires`.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    #[serde(default)]
+    pub equipment: Vec<String>,
+    /// Speed in m/s (shown in templates).
+    #[serde(default)]
+    pub speed: f64,
+    /// Battery in percent at the start.
+    #[serde(default = "full_battery")]
+    pub battery: f64,
+    /// Location id where it starts.
+    pub start: String,
+}
+
+fn full_battery() -> f64 {
+    100.0
+}
+
+/// A subtask shown as a milestone.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Subtask {
+    pub id: String,
+    pub label: String,
+    /// Progress bar percentage once this subtask is done.
+    pub progress: u32,
+}
+
+/// A media file.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Media {
+    /// Path relative to the study folder.
+    pub file: String,
+    /// Text alternative for screen readers.
+    #[serde(default)]
+    pub alt: String,
+}
+
+/// The dialogue-act type of a wizard turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActType {
+    Request,
+    Interaction,
+    Action,
+    Update,
+}
+
+impl ActType {
+    pub const ALL: [ActType; 4] = [
+        ActType::Request,
+        ActType::Interaction,
+        ActType::Action,
+        ActType::Update,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActType::Request => "request",
+            ActType::Interaction => "interaction",
+            ActType::Action => "action",
+            ActType::Update => "update",
+        }
+    }
+}
+
+/// A dialogue state: one wizard utterance with its dialogue act.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub id: String,
+    /// Dialogue-act label; defaults to the id.
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(rename = "type")]
+    pub act_type: ActType,
+    /// Utterances; one is picked at random. `{slot}` placeholders are filled from the world.
+    #[serde(default)]
+    pub templates: Vec<String>,
+    /// States offered next.
+    #[serde(default)]
+    pub transitions: Vec<Transition>,
+    /// CEL condition for this state to be offered at all.
+    #[serde(default)]
+    pub when: Option<String>,
+    /// Offered from every state (e.g. status updates).
+    #[serde(default)]
+    pub global: bool,
+    /// The start state (never said).
+    #[serde(default)]
+    pub initial: bool,
+    /// Entering this state ends the dialogue.
+    #[serde(default)]
+    pub terminal: bool,
+    /// Entering this state sets the current subtask.
+    #[serde(default)]
+    pub subtask: Option<String>,
+    /// Effects when the wizard says this.
+    #[serde(default)]
+    pub effects: Effects,
+    /// The wizard waits after saying this.
+    #[serde(default)]
+    pub lock: Option<Lock>,
+}
+
+impl State {
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.id)
+    }
+}
+
+/// A transition, written either as the target id or with a prior and guard.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Transition {
+    To(String),
+    Full(TransitionFull),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransitionFull {
+    pub to: String,
+    /// Hint prior weight (default 1).
+    #[serde(default = "one")]
+    pub prior: f64,
+    /// CEL condition for this transition.
+    #[serde(default)]
+    pub when: Option<String>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Transition {
+    pub fn to(&self) -> &str {
+        match self {
+            Transition::To(s) => s,
+            Transition::Full(f) => &f.to,
+        }
+    }
+    pub fn prior(&self) -> f64 {
+        match self {
+            Transition::To(_) => 1.0,
+            Transition::Full(f) => f.prior,
+        }
+    }
+    pub fn when(&self) -> Option<&str> {
+        match self {
+            Transition::To(_) => None,
+            Transition::Full(f) => f.when.as_deref(),
+        }
+    }
+}
+
+/// Changes to the world and the dialogue.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Effects {
+    /// World variables to set.
+    #[serde(default)]
+    pub set: IndexMap<String, serde_json::Value>,
+    /// Subtask completed: the milestone is shown on the progress bar.
+    #[serde(default)]
+    pub milestone: Option<String>,
+    /// Subtask that becomes current.
+    #[serde(default)]
+    pub subtask: Option<String>,
+    /// Media shown to both participants.
+    #[serde(default)]
+    pub media: Option<String>,
+    /// Dialogue state entered (without a wizard message): its transitions are offered next.
+    #[serde(default)]
+    pub enter: Option<String>,
+    /// States offered from now on until said.
+    #[serde(default)]
+    pub unlock: Vec<String>,
+}
+
+impl Effects {
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+            && self.milestone.is_none()
+            && self.subtask.is_none()
+            && self.media.is_none()
+            && self.enter.is_none()
+            && self.unlock.is_empty()
+    }
+}
+
+/// The kind of lock a state puts on the wizard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LockKind {
+    /// Wait for any reply from the user.
+    Reply,
+    /// The user must approve or deny.
+    Approval,
+}
+
+/// A lock after a state is said.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    pub kind: LockKind,
+    /// Question shown to the user for an approval.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default = "approve")]
+    pub approve_label: String,
+    #[serde(default = "deny")]
+    pub deny_label: String,
+    #[serde(default)]
+    pub on_approve: Effects,
+    #[serde(default)]
+    pub on_deny: Effects,
+}
+
+fn approve() -> String {
+    "Approve".into()
+}
+fn deny() -> String {
+    "Deny".into()
+}
+
+/// An option always offered to the wizard.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FixedOption {
+    pub id: String,
+    pub text: String,
+    #[serde(rename = "type", default = "interaction")]
+    pub act_type: ActType,
+}
+
+fn interaction() -> ActType {
+    ActType::Interaction
+}
+
+/// A non-verbal action of the wizard, done by a robot.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    pub id: String,
+    /// Button label.
+    pub label: String,
+    /// Dialogue-act label logged for the action (defaults to the id).
+    #[serde(default)]
+    pub act: Option<String>,
+    /// The action takes a target location.
+    #[serde(default)]
+    pub target: bool,
+    /// The robot moves to the target (its location changes on completion).
+    #[serde(default)]
+    pub moves: bool,
+    /// Capability the robot must have.
+    #[serde(default)]
+    pub requires: Option<String>,
+    /// CEL condition; `robot` (id, kind, location, capabilities, battery) and `target` are bound.
+    #[serde(default)]
+    pub guard: Option<String>,
+    /// No other robot may be busy.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// Duration in seconds.
+    pub duration: Duration,
+    /// Seconds between progress updates; 0 means none.
+    #[serde(default)]
+    pub progress_every_s: f64,
+    /// Battery percent used.
+    #[serde(default)]
+    pub battery_cost: f64,
+    /// Effects on completion.
+    #[serde(default)]
+    pub on_complete: Effects,
+    /// Media shown on completion by robot kind (overrides `on_complete.media`).
+    #[serde(default)]
+    pub media_by_kind: IndexMap<String, String>,
+}
+
+/// How long an action takes.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Duration {
+    /// Seconds when no kind matches.
+    pub default: f64,
+    /// Seconds by robot kind.
+    #[serde(default)]
+    pub by_kind: IndexMap<String, f64>,
+}
+
+/// The post-task questionnaire.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Survey {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub questions: Vec<Question>,
+}
+
+/// The kind of a question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionKind {
+    Likert,
+    Choice,
+    Text,
+}
+
+/// One question.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    pub id: String,
+    pub text: String,
+    pub kind: QuestionKind,
+    /// Points on a Likert scale.
+    #[serde(default = "seven")]
+    pub points: u32,
+    /// Label of the low end (1).
+    #[serde(default)]
+    pub low: Option<String>,
+    /// Label of the high end.
+    #[serde(default)]
+    pub high: Option<String>,
+    /// Reverse-coded: flip before combining with other items.
+    #[serde(default)]
+    pub reverse: bool,
+    /// Choices for `choice` questions.
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+fn seven() -> u32 {
+    7
+}
+fn yes() -> bool {
+    true
+}
+
+/// The payment scheme.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Payment {
+    #[serde(default = "usd")]
+    pub currency: String,
+    pub base: f64,
+    #[serde(default)]
+    pub per_minute: f64,
+    /// Minutes paid at most.
+    #[serde(default)]
+    pub max_minutes: f64,
+    #[serde(default)]
+    pub bonus: Option<Bonus>,
+    /// Paid to someone who got no partner.
+    #[serde(default)]
+    pub no_partner: f64,
+}
+
+fn usd() -> String {
+    "USD".into()
+}
+
+/// A bonus on a condition.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Bonus {
+    pub amount: f64,
+    /// CEL condition over the final world.
+    pub when: String,
+}
+
+/// The pages per role.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    #[serde(default = "default_pages")]
+    pub user: Vec<Page>,
+    #[serde(default = "default_pages")]
+    pub wizard: Vec<Page>,
+    /// Prolific completion redirect, e.g. `https://app.prolific.com/submissions/complete?cc={code}`.
+    #[serde(default)]
+    pub completion_url: Option<String>,
+}
+
+impl Default for Flow {
+    fn default() -> Self {
+        Self {
+            user: default_pages(),
+            wizard: default_pages(),
+            completion_url: None,
+        }
+    }
+}
+
+/// Kinds of pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PageKind {
+    Consent,
+    Instructions,
+    Waiting,
+    Room,
+    Survey,
+    Completion,
+}
+
+/// One page in the flow.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    pub kind: PageKind,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+fn default_pages() -> Vec<Page> {
+    use PageKind::*;
+    [Consent, Instructions, Waiting, Room, Survey, Completion]
+        .into_iter()
+        .map(|kind| Page {
+            kind,
+            title: None,
+            text: None,
+        })
+        .collect()
+}
