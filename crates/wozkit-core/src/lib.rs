@@ -6,3 +6,7 @@
 
 pub mod event;
 pub mod model;
+pub mod engine;
+pub mod expr;
+pub mod load;
+pub mod slots;

@@ -1,0 +1,165 @@
+//! The fold: how each event changes a session. Used by live steps and by replay alike.
+
+use super::{ActiveLock, Activity, Session};
+use crate::event::{Actor, Event, EventKind, MessageSource, Role};
+use crate::load::LoadedStudy;
+
+/// Applies one event. Unknown references (impossible for events this engine emitted) are ignored,
+/// so a log written by an older study version still replays.
+pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventKind, at_ms: u64) {
+    s.now_ms = s.now_ms.max(at_ms);
+    match kind {
+        EventKind::SessionStarted { seed, .. } => {
+            s.started = true;
+            s.seed = *seed;
+            s.started_at_ms = at_ms;
+        }
+        EventKind::Joined { role, .. } => {
+            if !s.joined.contains(role) {
+                s.joined.push(*role);
+            }
+        }
+        EventKind::ClockStarted { deadline_ms } => s.deadline_ms = Some(*deadline_ms),
+        EventKind::Message { role, source, .. } => {
+            s.messages += 1;
+            if *role == Role::Wizard {
+                s.wizard_spoke = true;
+            }
+            s.hint = None;
+            if let MessageSource::State { state, .. } = source
+                && let Some(i) = study.state_idx(state)
+            {
+                s.unlocked.retain(|u| *u != i);
+            }
+        }
+        EventKind::StateEntered {
+            to, template_seed, ..
+        } => {
+            if let Some(i) = study.state_idx(to) {
+                s.current = i;
+                s.template_seed = *template_seed;
+                s.unlocked.retain(|u| *u != i);
+            }
+        }
+        EventKind::SubtaskEntered { subtask } => s.subtask = Some(subtask.clone()),
+        EventKind::WorldSet { values } => {
+            for (k, v) in values {
+                s.world.insert(k.clone(), v.clone());
+            }
+        }
+        EventKind::ActionStarted {
+            action,
+            robot,
+            target,
+            ends_at_ms,
+            ..
+        } => {
+            let ai = study.study.actions.iter().position(|a| &a.id == action);
+            let ri = study.study.world.robots.iter().position(|r| &r.id == robot);
+            if let (Some(ai), Some(ri)) = (ai, ri) {
+                let every = study.study.actions[ai].progress_every_s;
+                let next = (every > 0.0)
+                    .then(|| at_ms + (every * 1000.0) as u64)
+                    .filter(|t| t < ends_at_ms);
+                s.robots[ri].activity = Some(Activity {
+                    action: ai,
+                    target: target.clone(),
+                    started_ms: at_ms,
+                    ends_ms: *ends_at_ms,
+                    next_progress_ms: next,
+                    percent: 0,
+                });
+                s.last_robot = Some(ri);
+                s.last_target = target.clone();
+            }
+        }
+        EventKind::ActionProgress { robot, percent, .. } => {
+            if let Some(ri) = study.study.world.robots.iter().position(|r| &r.id == robot)
+                && let Some(a) = s.robots[ri].activity.as_mut()
+            {
+                a.percent = *percent;
+                let every = study.study.actions[a.action].progress_every_s;
+                a.next_progress_ms = (every > 0.0)
+                    .then(|| at_ms + (every * 1000.0) as u64)
+                    .filter(|t| *t < a.ends_ms);
+            }
+        }
+        EventKind::ActionCompleted {
+            robot,
+            target,
+            battery,
+            action,
+        } => {
+            if let Some(ri) = study.study.world.robots.iter().position(|r| &r.id == robot) {
+                let moves = study
+                    .study
+                    .actions
+                    .iter()
+                    .find(|a| &a.id == action)
+                    .is_some_and(|a| a.moves);
+                let r = &mut s.robots[ri];
+                r.activity = None;
+                r.battery = *battery;
+                if moves && let Some(t) = target {
+                    r.location = t.clone();
+                }
+                s.last_robot = Some(ri);
+            }
+        }
+        EventKind::Milestone { subtask, .. } => {
+            if !s.milestones.contains(subtask) {
+                s.milestones.push(subtask.clone());
+            }
+        }
+        EventKind::MediaShown { media, .. } => s.media.push(media.clone()),
+        EventKind::OptionsUnlocked { states } => {
+            for st in states {
+                if let Some(i) = study.state_idx(st)
+                    && !s.unlocked.contains(&i)
+                {
+                    s.unlocked.push(i);
+                }
+            }
+        }
+        EventKind::LockStarted { state, lock, .. } => {
+            if let Some(i) = study.state_idx(state) {
+                s.lock = Some(ActiveLock {
+                    state: i,
+                    kind: *lock,
+                });
+            }
+        }
+        EventKind::LockReleased { .. } => s.lock = None,
+        EventKind::HintGiven { state } => s.hint = Some(state.clone()),
+        EventKind::Disconnected {
+            role,
+            grace_until_ms,
+        } => {
+            s.away.retain(|(r, _)| r != role);
+            s.away.push((*role, *grace_until_ms));
+        }
+        EventKind::Reconnected { role } => s.away.retain(|(r, _)| r != role),
+        EventKind::SessionEnded {
+            reason,
+            goal_reached,
+        } => {
+            s.ended = Some((*reason, *goal_reached));
+            s.lock = None;
+            for r in &mut s.robots {
+                r.activity = None;
+            }
+        }
+        EventKind::SurveyAnswered { .. }
+        | EventKind::CompletionIssued { .. }
+        | EventKind::Annotation { .. } => {}
+    }
+}
+
+/// Rebuilds a session from its log.
+pub fn replay<'a>(study: &LoadedStudy, session_id: &str, events: impl IntoIterator<Item = &'a Event>) -> Session {
+    let mut s = Session::new(study, session_id);
+    for e in events {
+        apply(study, &mut s, &e.actor, &e.kind, e.at_ms);
+    }
+    s
+}

@@ -1,0 +1,252 @@
+//! The dialogue engine: `step(state, command, now, rng) → (state', events)`, pure.
+//!
+//! A step *decides* what happens from the current state and a command, then *applies* each event
+//! it emits with the same [`apply`] that [`replay`] uses, so a live session and a replayed log
+//! cannot disagree. A refused command returns a typed [`Refusal`] and leaves the state untouched
+//! (the step works on a copy). Time is passed in; timers are data ([`next_wakeup`] says when the
+//! engine must be woken with [`Command::Tick`]); randomness comes from the caller's RNG and every
+//! random outcome is written into the events.
+
+mod apply;
+mod command;
+mod offer;
+
+pub use apply::{apply, replay};
+pub use command::{Command, Refusal};
+pub use offer::{Offer, OfferKind, action_check, goal_reached, offered, render_state, valid_actions, vars};
+
+use indexmap::IndexMap;
+use rand::{Rng, RngExt};
+use serde::Serialize;
+
+use crate::event::{Actor, EndReason, EventKind, Role};
+use crate::load::LoadedStudy;
+use crate::model::LockKind;
+
+/// Longest chat message accepted, in characters.
+pub const MAX_TEXT_CHARS: usize = 2000;
+
+/// A robot's live state.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RobotState {
+    pub location: String,
+    pub battery: f64,
+    pub activity: Option<Activity>,
+}
+
+/// A running robot action: a timer as data.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Activity {
+    pub action: usize,
+    pub target: Option<String>,
+    pub started_ms: u64,
+    pub ends_ms: u64,
+    pub next_progress_ms: Option<u64>,
+    pub percent: u32,
+}
+
+/// A lock the wizard is waiting on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ActiveLock {
+    pub state: usize,
+    pub kind: LockKind,
+}
+
+/// The whole live state of one session: a fold over its events.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Session {
+    pub id: String,
+    pub seed: u64,
+    pub started: bool,
+    pub started_at_ms: u64,
+    /// Index of the current dialogue state.
+    pub current: usize,
+    /// Picks the templates of the options offered from the current state.
+    pub template_seed: u64,
+    pub world: IndexMap<String, serde_json::Value>,
+    /// Same order as the study's robots.
+    pub robots: Vec<RobotState>,
+    /// States offered until said (indices).
+    pub unlocked: Vec<usize>,
+    pub lock: Option<ActiveLock>,
+    pub subtask: Option<String>,
+    pub milestones: Vec<String>,
+    pub messages: u32,
+    pub wizard_spoke: bool,
+    pub deadline_ms: Option<u64>,
+    /// Robot and target of the latest action, for slots.
+    pub last_robot: Option<usize>,
+    pub last_target: Option<String>,
+    pub joined: Vec<Role>,
+    /// Disconnected roles and when their grace ends.
+    pub away: Vec<(Role, u64)>,
+    pub hint: Option<String>,
+    pub media: Vec<String>,
+    pub ended: Option<(EndReason, bool)>,
+    /// Last time the session saw an event.
+    pub now_ms: u64,
+}
+
+impl Session {
+    /// The state before `Start`: the study's initial world.
+    pub fn new(study: &LoadedStudy, id: &str) -> Session {
+        let s = &study.study;
+        Session {
+            id: id.to_string(),
+            seed: 0,
+            started: false,
+            started_at_ms: 0,
+            current: study.compiled.initial,
+            template_seed: 0,
+            world: s.world.variables.clone(),
+            robots: s
+                .world
+                .robots
+                .iter()
+                .map(|r| RobotState {
+                    location: r.start.clone(),
+                    battery: r.battery,
+                    activity: None,
+                })
+                .collect(),
+            unlocked: vec![],
+            lock: None,
+            subtask: None,
+            milestones: vec![],
+            messages: 0,
+            wizard_spoke: false,
+            deadline_ms: None,
+            last_robot: None,
+            last_target: None,
+            joined: vec![],
+            away: vec![],
+            hint: None,
+            media: vec![],
+            ended: None,
+            now_ms: 0,
+        }
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.ended.is_some()
+    }
+
+    pub fn busy_robots(&self) -> usize {
+        self.robots.iter().filter(|r| r.activity.is_some()).count()
+    }
+
+    /// Seconds left on the clock (the full limit before it starts; None when there is no limit).
+    pub fn time_left_s(&self, study: &LoadedStudy) -> Option<u64> {
+        let limit = study.study.session.time_limit_s;
+        if limit == 0 {
+            return None;
+        }
+        Some(match self.deadline_ms {
+            Some(d) => d.saturating_sub(self.now_ms) / 1000,
+            None => u64::from(limit),
+        })
+    }
+
+    /// Progress bar percentage: the highest milestone reached.
+    pub fn progress(&self, study: &LoadedStudy) -> u32 {
+        study
+            .study
+            .subtasks
+            .iter()
+            .filter(|t| self.milestones.contains(&t.id))
+            .map(|t| t.progress)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// An event emitted by a step, before the store gives it a seq.
+pub type Emitted = (Actor, EventKind);
+
+/// The outcome of a step.
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub session: Session,
+    pub events: Vec<Emitted>,
+}
+
+/// A step in progress: events are applied to the copy as they are emitted.
+pub(crate) struct Tx<'a> {
+    pub study: &'a LoadedStudy,
+    pub s: Session,
+    pub events: Vec<Emitted>,
+    pub now: u64,
+}
+
+impl Tx<'_> {
+    pub fn emit(&mut self, actor: Actor, kind: EventKind) {
+        apply(self.study, &mut self.s, &actor, &kind, self.now);
+        self.events.push((actor, kind));
+    }
+    pub fn system(&mut self, kind: EventKind) {
+        self.emit(Actor::System, kind);
+    }
+    pub fn end(&mut self, reason: EndReason) {
+        if self.s.ended.is_none() {
+            let goal = goal_reached(self.study, &self.s);
+            self.system(EventKind::SessionEnded {
+                reason,
+                goal_reached: goal,
+            });
+        }
+    }
+}
+
+/// Runs one command. On refusal, nothing changes.
+pub fn step(
+    study: &LoadedStudy,
+    session: &Session,
+    actor: &Actor,
+    command: Command,
+    now_ms: u64,
+    rng: &mut impl Rng,
+) -> Result<Step, Refusal> {
+    let mut tx = Tx {
+        study,
+        s: session.clone(),
+        events: vec![],
+        now: now_ms.max(session.now_ms),
+    };
+    tx.s.now_ms = tx.now;
+    command::decide(&mut tx, actor, command, rng)?;
+    if tx.events.is_empty() {
+        // Nothing happened: the state must equal what a replay of the log gives.
+        tx.s.now_ms = session.now_ms;
+    }
+    Ok(Step {
+        session: tx.s,
+        events: tx.events,
+    })
+}
+
+/// When the engine must next be woken with `Tick` (None: nothing pending).
+pub fn next_wakeup(study: &LoadedStudy, s: &Session) -> Option<u64> {
+    if s.ended.is_some() || !s.started {
+        return None;
+    }
+    let _ = study;
+    let mut t: Option<u64> = s.deadline_ms;
+    let mut consider = |x: u64| t = Some(t.map_or(x, |y| y.min(x)));
+    for r in &s.robots {
+        if let Some(a) = &r.activity {
+            consider(a.ends_ms);
+            if let Some(p) = a.next_progress_ms {
+                consider(p);
+            }
+        }
+    }
+    for (_, until) in &s.away {
+        consider(*until);
+    }
+    t
+}
+
+/// A fresh random template seed.
+pub(crate) fn fresh_seed(rng: &mut impl Rng) -> u64 {
+    rng.random()
+}

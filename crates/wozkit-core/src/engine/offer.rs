@@ -1,0 +1,317 @@
+//! What each role may do now: offered dialogue options, allowed robot actions, finishing — and the
+//! condition variables and slot values these are computed from.
+
+use std::sync::Arc;
+
+use cel::Value;
+use serde::Serialize;
+
+use super::{Refusal, Session};
+use crate::event::RobotSnapshot;
+use crate::expr::{Vars, json_to_cel};
+use crate::load::LoadedStudy;
+use crate::model::ActType;
+
+/// Why an option is offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OfferKind {
+    Transition,
+    Global,
+    Unlocked,
+}
+
+/// A dialogue option offered to the wizard, with the text it will say.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Offer {
+    pub state: String,
+    pub label: String,
+    pub act_type: ActType,
+    pub text: String,
+    pub template: usize,
+    pub prior: f64,
+    pub kind: OfferKind,
+}
+
+fn cel_str(s: &str) -> Value {
+    Value::String(Arc::new(s.to_string()))
+}
+
+fn cel_map(pairs: Vec<(&str, Value)>) -> Value {
+    let m: std::collections::HashMap<String, Value> =
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    Value::Map(m.into())
+}
+
+/// The variables every condition sees.
+pub fn vars(study: &LoadedStudy, s: &Session) -> Vars {
+    let mut v = Vars::default();
+    for (k, val) in &s.world {
+        v.set(k, json_to_cel(val));
+    }
+    v.set("subtask", cel_str(s.subtask.as_deref().unwrap_or("")));
+    v.set("state", cel_str(&study.study.states[s.current].id));
+    v.set("messages", Value::Int(i64::from(s.messages)));
+    let elapsed = s.now_ms.saturating_sub(s.started_at_ms) / 1000;
+    v.set("elapsed", Value::Int(elapsed as i64));
+    v.set("time_left", Value::Int(s.time_left_s(study).unwrap_or(0) as i64));
+    v.set(
+        "milestones",
+        Value::List(Arc::new(s.milestones.iter().map(|m| cel_str(m)).collect())),
+    );
+    v.set("busy_robots", Value::Int(s.busy_robots() as i64));
+    let robots: std::collections::HashMap<String, Value> = study
+        .study
+        .world
+        .robots
+        .iter()
+        .zip(&s.robots)
+        .map(|(def, r)| (def.id.clone(), robot_value(def, r)))
+        .collect();
+    v.set("robots", Value::Map(robots.into()));
+    v
+}
+
+fn robot_value(def: &crate::model::Robot, r: &super::RobotState) -> Value {
+    cel_map(vec![
+        ("id", cel_str(&def.id)),
+        ("kind", cel_str(&def.kind)),
+        ("location", cel_str(&r.location)),
+        ("busy", Value::Bool(r.activity.is_some())),
+        ("battery", Value::Float(r.battery)),
+        (
+            "capabilities",
+            Value::List(Arc::new(def.capabilities.iter().map(|c| cel_str(c)).collect())),
+        ),
+    ])
+}
+
+/// Template of `state` while the current state lasts: FNV-1a of the seed and the id, so the pick
+/// is random per visit yet stable across processes and compiler versions.
+fn template_index(s: &Session, state: &str, n: usize) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.template_seed.to_le_bytes().iter().chain(state.as_bytes()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % n.max(1) as u64) as usize
+}
+
+/// Fills a template's slots from the session.
+pub fn render(study: &LoadedStudy, s: &Session, template: &str) -> String {
+    let st = &study.study;
+    let loc_name = |id: &str| {
+        st.world
+            .locations
+            .iter()
+            .find(|l| l.id == id)
+            .map_or_else(|| id.to_string(), |l| l.name.clone())
+    };
+    crate::slots::render(template, |slot| {
+        if let Some(v) = s.world.get(slot) {
+            return Some(match v {
+                serde_json::Value::String(x) => x.clone(),
+                other => other.to_string(),
+            });
+        }
+        let robot = s.last_robot.map(|i| (&st.world.robots[i], &s.robots[i]));
+        Some(match slot {
+            "time_left" => {
+                let t = s.time_left_s(study).unwrap_or(0);
+                format!("{}:{:02}", t / 60, t % 60)
+            }
+            "elapsed" => (s.now_ms.saturating_sub(s.started_at_ms) / 1000).to_string(),
+            "subtask" => s
+                .subtask
+                .as_ref()
+                .and_then(|id| st.subtasks.iter().find(|t| &t.id == id))
+                .map_or_else(String::new, |t| t.label.clone()),
+            "wizard.name" => st.roles.wizard.name.clone().unwrap_or_else(|| st.roles.wizard.label.clone()),
+            "user.name" => st.roles.user.name.clone().unwrap_or_else(|| st.roles.user.label.clone()),
+            "target.name" => s.last_target.as_deref().map_or_else(|| "the target".into(), loc_name),
+            "robot.name" => robot.map_or_else(|| "the robot".into(), |(d, _)| d.name.clone()),
+            "robot.kind" => robot.map_or_else(String::new, |(d, _)| {
+                st.world.robot_kinds.get(&d.kind).map_or_else(|| d.kind.clone(), |k| k.label.clone())
+            }),
+            "robot.location" => robot.map_or_else(String::new, |(_, r)| loc_name(&r.location)),
+            "robot.battery" => robot.map_or_else(String::new, |(_, r)| format!("{:.0}", r.battery)),
+            "robot.speed" => robot.map_or_else(String::new, |(d, _)| format!("{}", d.speed)),
+            "robot.eta" => robot.map_or_else(|| "0".into(), |(_, r)| {
+                r.activity.as_ref().map_or(0, |a| a.ends_ms.saturating_sub(s.now_ms).div_ceil(1000)).to_string()
+            }),
+            "robot.progress" => robot.map_or_else(|| "0".into(), |(_, r)| {
+                r.activity.as_ref().map_or(100, |a| a.percent).to_string()
+            }),
+            "robot.status" => robot.map_or_else(String::new, |(_, r)| match &r.activity {
+                None => "on standby".into(),
+                Some(a) => format!("busy ({})", st.actions[a.action].label.to_lowercase()),
+            }),
+            _ => return None,
+        })
+    })
+}
+
+/// The text the wizard says for `state` now (its template picked by the session's template seed).
+pub fn render_state(study: &LoadedStudy, s: &Session, state: usize) -> (usize, String) {
+    let def = &study.study.states[state];
+    let i = template_index(s, &def.id, def.templates.len());
+    let text = def.templates.get(i).map(|t| render(study, s, t)).unwrap_or_default();
+    (i, text)
+}
+
+/// The dialogue options offered to the wizard now (empty while a lock is on or after the end).
+pub fn offered(study: &LoadedStudy, s: &Session) -> Vec<Offer> {
+    if s.lock.is_some() || s.ended.is_some() || !s.started {
+        return vec![];
+    }
+    let st = &study.study;
+    let c = &study.compiled;
+    let vars = vars(study, s);
+    let state_ok = |i: usize| c.state_when[i].as_ref().is_none_or(|w| w.holds(&vars));
+    let mut out: Vec<Offer> = vec![];
+    let push = |i: usize, prior: f64, kind: OfferKind, out: &mut Vec<Offer>| {
+        if out.iter().any(|o| o.state == st.states[i].id) || st.states[i].initial {
+            return;
+        }
+        let (template, text) = render_state(study, s, i);
+        out.push(Offer {
+            state: st.states[i].id.clone(),
+            label: st.states[i].label().to_string(),
+            act_type: st.states[i].act_type,
+            text,
+            template,
+            prior,
+            kind,
+        });
+    };
+    for (j, t) in st.states[s.current].transitions.iter().enumerate() {
+        let Some(i) = study.state_idx(t.to()) else { continue };
+        let t_ok = c.transition_when[s.current][j].as_ref().is_none_or(|w| w.holds(&vars));
+        if t_ok && state_ok(i) {
+            push(i, t.prior(), OfferKind::Transition, &mut out);
+        }
+    }
+    for &i in &s.unlocked {
+        if state_ok(i) {
+            push(i, 1.0, OfferKind::Unlocked, &mut out);
+        }
+    }
+    for (i, def) in st.states.iter().enumerate() {
+        if def.global && state_ok(i) {
+            push(i, 1.0, OfferKind::Global, &mut out);
+        }
+    }
+    out
+}
+
+/// Snapshots of every robot, for the log.
+pub fn robot_snapshots(study: &LoadedStudy, s: &Session) -> Vec<RobotSnapshot> {
+    study
+        .study
+        .world
+        .robots
+        .iter()
+        .zip(&s.robots)
+        .map(|(d, r)| RobotSnapshot {
+            id: d.id.clone(),
+            location: r.location.clone(),
+            battery: r.battery,
+            busy: r.activity.is_some(),
+        })
+        .collect()
+}
+
+/// Checks that the wizard may start `action` with `robot` on `target`; returns their indices.
+pub fn action_check(
+    study: &LoadedStudy,
+    s: &Session,
+    action: &str,
+    robot: &str,
+    target: Option<&str>,
+) -> Result<(usize, usize), Refusal> {
+    let st = &study.study;
+    let ai = st
+        .actions
+        .iter()
+        .position(|a| a.id == action)
+        .ok_or_else(|| Refusal::UnknownAction { id: action.into() })?;
+    let ri = st
+        .world
+        .robots
+        .iter()
+        .position(|r| r.id == robot)
+        .ok_or_else(|| Refusal::UnknownRobot { id: robot.into() })?;
+    let a = &st.actions[ai];
+    let def = &st.world.robots[ri];
+    let target = match (a.target, target) {
+        (true, None) => return Err(Refusal::TargetRequired),
+        (true, Some(t)) if !st.world.locations.iter().any(|l| l.id == t) => {
+            return Err(Refusal::UnknownLocation { id: t.into() });
+        }
+        (true, Some(t)) => t,
+        (false, _) => "",
+    };
+    if let Some(cap) = &a.requires
+        && !def.capabilities.contains(cap)
+    {
+        return Err(Refusal::LacksCapability {
+            robot: def.name.clone(),
+            capability: cap.clone(),
+        });
+    }
+    if s.robots[ri].activity.is_some() {
+        return Err(Refusal::RobotBusy { robot: def.name.clone() });
+    }
+    if a.exclusive
+        && let Some(j) = s.robots.iter().position(|r| r.activity.is_some())
+    {
+        return Err(Refusal::OtherRobotActive {
+            robot: st.world.robots[j].name.clone(),
+        });
+    }
+    if let Some(g) = &study.compiled.action_guard[ai] {
+        let mut v = vars(study, s);
+        v.set("robot", robot_value(def, &s.robots[ri]));
+        v.set("target", cel_str(target));
+        if !g.holds(&v) {
+            return Err(Refusal::GuardFailed { action: a.label.clone() });
+        }
+    }
+    Ok((ai, ri))
+}
+
+/// Every (action, robot, target) the wizard may start now.
+pub fn valid_actions(study: &LoadedStudy, s: &Session) -> Vec<(String, String, Option<String>)> {
+    if !s.started || s.ended.is_some() {
+        return vec![];
+    }
+    let st = &study.study;
+    let mut out = vec![];
+    for a in &st.actions {
+        for r in &st.world.robots {
+            let targets: Vec<Option<&str>> = if a.target {
+                st.world.locations.iter().map(|l| Some(l.id.as_str())).collect()
+            } else {
+                vec![None]
+            };
+            for t in targets {
+                if action_check(study, s, &a.id, &r.id, t).is_ok() {
+                    out.push((a.id.clone(), r.id.clone(), t.map(str::to_string)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether "finish" is allowed now.
+pub fn finish_allowed(study: &LoadedStudy, s: &Session) -> bool {
+    let rule = &study.study.session.finish;
+    s.messages >= rule.min_messages
+        && study.compiled.finish_when.as_ref().is_none_or(|w| w.holds(&vars(study, s)))
+}
+
+/// Whether the study's goal holds (false when the study sets none).
+pub fn goal_reached(study: &LoadedStudy, s: &Session) -> bool {
+    study.compiled.goal.as_ref().is_some_and(|g| g.holds(&vars(study, s)))
+}

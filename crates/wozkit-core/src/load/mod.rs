@@ -1,0 +1,250 @@
+//! Loading a study: YAML text → checked [`Study`] with compiled conditions.
+//!
+//! Loading runs in three passes so that an author sees *every* problem at once:
+//! 1. YAML syntax (serde-saphyr; duplicate keys rejected) into a JSON value;
+//! 2. shape against the JSON Schema derived from the model (unknown keys, wrong types), all errors;
+//! 3. meaning (`validate`): references, reachability, conditions, slots, media.
+//!
+//! Every problem is a [`Diagnostic`] printed as `FILE:LINE:COL: message` with a hint.
+
+mod builtin;
+mod positions;
+mod validate;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use builtin::{builtin_names, builtin_files};
+pub use positions::{Pos, Positions};
+
+use crate::expr::Condition;
+use crate::model::Study;
+
+/// One problem in a study file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\n  hint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// All problems found in a study.
+#[derive(Clone, Debug)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.0 {
+            writeln!(f, "{d}")?;
+        }
+        write!(f, "{} problem(s)", self.0.len())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+/// Where the study's files (YAML and media) come from.
+#[derive(Clone, Debug)]
+pub enum StudySource {
+    /// A folder on disk.
+    Dir(PathBuf),
+    /// A study built into the binary, by name.
+    Builtin(String),
+}
+
+impl StudySource {
+    /// Reads a file of the study by relative path; refuses absolute paths and `..`.
+    pub fn read(&self, rel: &str) -> Option<Vec<u8>> {
+        let p = Path::new(rel);
+        if rel.is_empty()
+            || p.is_absolute()
+            || p.components().any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return None;
+        }
+        match self {
+            StudySource::Dir(dir) => std::fs::read(dir.join(p)).ok(),
+            StudySource::Builtin(name) => builtin::read(name, rel),
+        }
+    }
+}
+
+/// Conditions compiled once, indexed like the study's vectors.
+#[derive(Clone, Debug, Default)]
+pub struct Compiled {
+    pub state_index: HashMap<String, usize>,
+    pub initial: usize,
+    pub state_when: Vec<Option<Condition>>,
+    pub transition_when: Vec<Vec<Option<Condition>>>,
+    pub action_guard: Vec<Option<Condition>>,
+    pub goal: Option<Condition>,
+    pub finish_when: Option<Condition>,
+    pub bonus_when: Option<Condition>,
+}
+
+/// A study that passed every check, ready for the engine.
+#[derive(Clone, Debug)]
+pub struct LoadedStudy {
+    pub study: Study,
+    pub source: StudySource,
+    pub compiled: Compiled,
+}
+
+impl LoadedStudy {
+    pub fn state_idx(&self, id: &str) -> Option<usize> {
+        self.compiled.state_index.get(id).copied()
+    }
+}
+
+/// Loads `arg`: a study file, a folder holding `study.yaml`, or the name of a built-in study.
+pub fn resolve(arg: &str) -> Result<LoadedStudy, Diagnostics> {
+    let path = Path::new(arg);
+    if path.exists() {
+        return load_path(path);
+    }
+    if builtin_names().iter().any(|n| *n == arg) {
+        return load_builtin(arg);
+    }
+    Err(Diagnostics(vec![Diagnostic {
+        file: arg.to_string(),
+        line: 1,
+        col: 1,
+        message: format!("no study file, folder or built-in study named `{arg}`"),
+        hint: Some(format!("built-in studies: {}", builtin_names().join(", "))),
+    }]))
+}
+
+/// Loads a study file or a folder with `study.yaml`.
+pub fn load_path(path: &Path) -> Result<LoadedStudy, Diagnostics> {
+    let (dir, file) = if path.is_dir() {
+        (path.to_path_buf(), path.join("study.yaml"))
+    } else {
+        (
+            path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            path.to_path_buf(),
+        )
+    };
+    let label = file.display().to_string();
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        Diagnostics(vec![Diagnostic {
+            file: label.clone(),
+            line: 1,
+            col: 1,
+            message: format!("cannot read the study file: {e}"),
+            hint: Some("pass a study YAML file, or a folder containing study.yaml".into()),
+        }])
+    })?;
+    load_text(&label, &text, StudySource::Dir(dir))
+}
+
+/// Loads a built-in study by name.
+pub fn load_builtin(name: &str) -> Result<LoadedStudy, Diagnostics> {
+    let text = builtin::read(name, "study.yaml")
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
+    load_text(
+        &format!("builtin:{name}/study.yaml"),
+        &text,
+        StudySource::Builtin(name.to_string()),
+    )
+}
+
+/// Loads a study from its YAML text; `file` labels the diagnostics.
+pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedStudy, Diagnostics> {
+    let positions = Positions::of(text);
+    let diag = |pointer: &str, message: String, hint: Option<String>| {
+        let pos = positions.find(pointer);
+        Diagnostic {
+            file: file.to_string(),
+            line: pos.line,
+            col: pos.col,
+            message,
+            hint,
+        }
+    };
+
+    // Pass 1: syntax.
+    let value: serde_json::Value = match serde_saphyr::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let (line, col) = e
+                .location()
+                .map(|l| (l.line() as usize, l.column() as usize))
+                .unwrap_or((1, 1));
+            let message = e.without_snippet().to_string();
+            let message = message.lines().next().unwrap_or("invalid YAML").to_string();
+            return Err(Diagnostics(vec![Diagnostic {
+                file: file.to_string(),
+                line,
+                col,
+                message: format!("invalid YAML: {message}"),
+                hint: Some("check indentation and quoting on this line".into()),
+            }]));
+        }
+    };
+
+    // Pass 2: shape.
+    let schema = serde_json::to_value(schemars::schema_for!(Study)).unwrap_or_default();
+    let mut problems = Vec::new();
+    match jsonschema::validator_for(&schema) {
+        Ok(validator) => {
+            for err in validator.iter_errors(&value) {
+                let ptr = err.instance_path().as_str().to_string();
+                match err.kind() {
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                        for key in unexpected {
+                            problems.push(diag(
+                                &format!("{ptr}/{key}"),
+                                format!("unknown key `{key}`"),
+                                Some(validate::expected_keys_hint(&schema, &value, &ptr, key)),
+                            ));
+                        }
+                    }
+                    _ => problems.push(diag(
+                        &ptr,
+                        format!("{} (at {})", err, if ptr.is_empty() { "/" } else { &ptr }),
+                        None,
+                    )),
+                }
+            }
+        }
+        Err(e) => problems.push(diag("", format!("internal schema error: {e}"), None)),
+    }
+    if !problems.is_empty() {
+        return Err(Diagnostics(problems));
+    }
+    let study: Study = match serde_json::from_value(value) {
+        Ok(s) => s,
+        Err(e) => return Err(Diagnostics(vec![diag("", e.to_string(), None)])),
+    };
+
+    // Pass 3: meaning.
+    let (compiled, problems) = validate::check(&study, &source, &|ptr, msg, hint| diag(ptr, msg, hint));
+    if problems.is_empty() {
+        Ok(LoadedStudy {
+            study,
+            source,
+            compiled,
+        })
+    } else {
+        Err(Diagnostics(problems))
+    }
+}
+
+/// The JSON Schema of the study format, for editors.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Study)).unwrap_or_default()
+}

@@ -1,0 +1,386 @@
+//! The meaning checks of a study: references, reachability, conditions, slots and media.
+//!
+//! Each check adds problems and goes on, so the author sees all of them in one run.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::{Compiled, Diagnostic, StudySource};
+use crate::expr::Condition;
+use crate::model::{Effects, QuestionKind, Study};
+use crate::slots;
+
+/// Variables the engine binds in every condition besides the world variables.
+pub const BUILTIN_VARS: &[&str] = &[
+    "subtask",
+    "state",
+    "messages",
+    "elapsed",
+    "time_left",
+    "milestones",
+    "busy_robots",
+    "robots",
+];
+/// Variables bound only in action guards.
+pub const ACTION_VARS: &[&str] = &["robot", "target"];
+
+type Diag<'a> = &'a dyn Fn(&str, String, Option<String>) -> Diagnostic;
+
+fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut best: Option<(f64, &str)> = None;
+    for c in candidates {
+        let score = strsim::jaro_winkler(word, c);
+        if score > 0.8 && best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, c));
+        }
+    }
+    best.map(|(_, c)| format!("did you mean `{c}`?"))
+}
+
+/// Hint for an unknown key: the closest allowed key, or the list of allowed keys.
+pub fn expected_keys_hint(
+    schema: &serde_json::Value,
+    _value: &serde_json::Value,
+    _ptr: &str,
+    key: &str,
+) -> String {
+    // Every property name of every object in the schema: enough for a "did you mean".
+    let mut names: HashSet<String> = HashSet::new();
+    collect_props(schema, &mut names);
+    did_you_mean(key, names.iter().map(String::as_str))
+        .unwrap_or_else(|| "remove it, or see `wozkit schema` for the allowed keys".into())
+}
+
+fn collect_props(v: &serde_json::Value, out: &mut HashSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::Object(props)) = m.get("properties") {
+                out.extend(props.keys().cloned());
+            }
+            m.values().for_each(|x| collect_props(x, out));
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_props(x, out)),
+        _ => {}
+    }
+}
+
+struct Checker<'a> {
+    study: &'a Study,
+    diag: Diag<'a>,
+    problems: Vec<Diagnostic>,
+    states: HashMap<&'a str, usize>,
+}
+
+impl<'a> Checker<'a> {
+    fn err(&mut self, ptr: &str, msg: String, hint: Option<String>) {
+        self.problems.push((self.diag)(ptr, msg, hint));
+    }
+
+    fn unique<'b>(&mut self, what: &str, base: &str, ids: impl Iterator<Item = &'b str>) {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, id) in ids.enumerate() {
+            if let Some(first) = seen.insert(id, i) {
+                self.err(
+                    &format!("{base}/{i}/id"),
+                    format!("duplicate {what} id `{id}`"),
+                    Some(format!("the first is {base}/{first}; ids must be unique")),
+                );
+            }
+        }
+    }
+
+    fn state_ref(&mut self, ptr: &str, id: &str) {
+        if !self.states.contains_key(id) {
+            let hint = did_you_mean(id, self.states.keys().copied())
+                .or_else(|| Some("add a state with this id, or fix the name".into()));
+            self.err(ptr, format!("transition to missing state `{id}`"), hint);
+        }
+    }
+
+    fn condition(&mut self, ptr: &str, src: &str, extra: &[&str]) -> Option<Condition> {
+        match Condition::compile(src) {
+            Err(e) => {
+                self.err(
+                    ptr,
+                    format!("condition `{src}` does not parse: {e}"),
+                    Some("conditions are CEL expressions, e.g. `fire_out && subtask == 'assess_damage'`".into()),
+                );
+                None
+            }
+            Ok(c) => {
+                let known: Vec<&str> = self
+                    .study
+                    .world
+                    .variables
+                    .keys()
+                    .map(String::as_str)
+                    .chain(BUILTIN_VARS.iter().copied())
+                    .chain(extra.iter().copied())
+                    .collect();
+                for v in c.variables() {
+                    if !known.contains(&v.as_str()) {
+                        let hint = did_you_mean(&v, known.iter().copied()).or_else(|| {
+                            Some(format!("declare it under world.variables, or use one of: {}", BUILTIN_VARS.join(", ")))
+                        });
+                        self.err(ptr, format!("condition names unknown variable `{v}`"), hint);
+                    }
+                }
+                Some(c)
+            }
+        }
+    }
+
+    fn media_ref(&mut self, ptr: &str, id: &str) {
+        if !self.study.media.contains_key(id) {
+            let hint = did_you_mean(id, self.study.media.keys().map(String::as_str))
+                .or_else(|| Some("declare it under `media:` with its file".into()));
+            self.err(ptr, format!("unknown media `{id}`"), hint);
+        }
+    }
+
+    fn subtask_ref(&mut self, ptr: &str, id: &str) {
+        if !self.study.subtasks.iter().any(|s| s.id == id) {
+            let hint = did_you_mean(id, self.study.subtasks.iter().map(|s| s.id.as_str()));
+            self.err(ptr, format!("unknown subtask `{id}`"), hint);
+        }
+    }
+
+    fn effects(&mut self, ptr: &str, e: &Effects) {
+        for key in e.set.keys() {
+            if !self.study.world.variables.contains_key(key) {
+                let hint = did_you_mean(key, self.study.world.variables.keys().map(String::as_str))
+                    .or_else(|| Some("declare it under world.variables with its initial value".into()));
+                self.err(&format!("{ptr}/set/{key}"), format!("unknown world variable `{key}`"), hint);
+            }
+        }
+        if let Some(m) = &e.milestone {
+            self.subtask_ref(&format!("{ptr}/milestone"), m);
+        }
+        if let Some(s) = &e.subtask {
+            self.subtask_ref(&format!("{ptr}/subtask"), s);
+        }
+        if let Some(m) = &e.media {
+            self.media_ref(&format!("{ptr}/media"), m);
+        }
+        if let Some(s) = &e.enter {
+            self.state_ref(&format!("{ptr}/enter"), s);
+        }
+        for (i, s) in e.unlock.iter().enumerate() {
+            self.state_ref(&format!("{ptr}/unlock/{i}"), s);
+        }
+    }
+
+    fn template(&mut self, ptr: &str, text: &str) {
+        match slots::parse(text) {
+            Err(e) => self.err(ptr, format!("template: {e}"), Some("write `{{` for a literal brace".into())),
+            Ok(parts) => {
+                for name in slots::names(&parts) {
+                    if !slots::is_known(name, self.study) {
+                        let hint = Some(format!(
+                            "slots come from world variables ({}) or {}",
+                            self.study.world.variables.keys().cloned().collect::<Vec<_>>().join(", "),
+                            slots::BUILTIN_SLOTS.join(", ")
+                        ));
+                        self.err(ptr, format!("slot `{{{name}}}` has no source"), hint);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs every meaning check; returns the compiled conditions and the problems.
+pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, Vec<Diagnostic>) {
+    let mut c = Checker {
+        study,
+        diag,
+        problems: vec![],
+        states: study.states.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect(),
+    };
+    let mut compiled = Compiled {
+        state_index: study.states.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect(),
+        ..Compiled::default()
+    };
+
+    // Unique ids.
+    c.unique("state", "/states", study.states.iter().map(|s| s.id.as_str()));
+    c.unique("fixed option", "/fixed_options", study.fixed_options.iter().map(|s| s.id.as_str()));
+    c.unique("action", "/actions", study.actions.iter().map(|s| s.id.as_str()));
+    c.unique("robot", "/world/robots", study.world.robots.iter().map(|s| s.id.as_str()));
+    c.unique("location", "/world/locations", study.world.locations.iter().map(|s| s.id.as_str()));
+    c.unique("subtask", "/subtasks", study.subtasks.iter().map(|s| s.id.as_str()));
+    c.unique("question", "/survey/questions", study.survey.questions.iter().map(|s| s.id.as_str()));
+
+    // World.
+    for name in study.world.variables.keys() {
+        if BUILTIN_VARS.contains(&name.as_str()) || ACTION_VARS.contains(&name.as_str()) {
+            c.err(
+                &format!("/world/variables/{name}"),
+                format!("world variable `{name}` clashes with a built-in variable"),
+                Some("rename it".into()),
+            );
+        }
+    }
+    if let Some(m) = &study.world.map {
+        c.media_ref("/world/map", m);
+    }
+    let locations: HashSet<&str> = study.world.locations.iter().map(|l| l.id.as_str()).collect();
+    for (i, r) in study.world.robots.iter().enumerate() {
+        if !study.world.robot_kinds.contains_key(&r.kind) {
+            let hint = did_you_mean(&r.kind, study.world.robot_kinds.keys().map(String::as_str));
+            c.err(&format!("/world/robots/{i}/kind"), format!("unknown robot kind `{}`", r.kind), hint);
+        }
+        if !locations.contains(r.start.as_str()) {
+            let hint = did_you_mean(&r.start, locations.iter().copied());
+            c.err(&format!("/world/robots/{i}/start"), format!("unknown location `{}`", r.start), hint);
+        }
+    }
+
+    // Media files.
+    for (id, m) in &study.media {
+        if source.read(&m.file).is_none() {
+            c.err(
+                &format!("/media/{id}/file"),
+                format!("media file `{}` not found", m.file),
+                Some("paths are relative to the study folder".into()),
+            );
+        }
+    }
+
+    // States.
+    let initials: Vec<usize> = study.states.iter().enumerate().filter(|(_, s)| s.initial).map(|(i, _)| i).collect();
+    match initials.as_slice() {
+        [one] => compiled.initial = *one,
+        [] => c.err("/states", "no state is marked `initial: true`".into(), Some("mark the start state".into())),
+        [_, rest @ ..] => {
+            for i in rest {
+                c.err(&format!("/states/{i}/initial"), "more than one initial state".into(), None);
+            }
+        }
+    }
+    let any_global = study.states.iter().any(|s| s.global && !s.terminal);
+    for (i, s) in study.states.iter().enumerate() {
+        let base = format!("/states/{i}");
+        compiled.state_when.push(s.when.as_ref().and_then(|w| c.condition(&format!("{base}/when"), w, &[])));
+        let mut tw = vec![];
+        for (j, t) in s.transitions.iter().enumerate() {
+            c.state_ref(&format!("{base}/transitions/{j}"), t.to());
+            tw.push(t.when().and_then(|w| c.condition(&format!("{base}/transitions/{j}/when"), w, &[])));
+            if t.prior() < 0.0 {
+                c.err(&format!("{base}/transitions/{j}/prior"), "prior must not be negative".into(), None);
+            }
+        }
+        compiled.transition_when.push(tw);
+        if !s.initial && s.templates.is_empty() {
+            c.err(&base, format!("state `{}` has no templates", s.id), Some("add at least one utterance under `templates`".into()));
+        }
+        for (j, t) in s.templates.iter().enumerate() {
+            c.template(&format!("{base}/templates/{j}"), t);
+        }
+        if let Some(st) = &s.subtask {
+            c.subtask_ref(&format!("{base}/subtask"), st);
+        }
+        c.effects(&format!("{base}/effects"), &s.effects);
+        if let Some(lock) = &s.lock {
+            c.effects(&format!("{base}/lock/on_approve"), &lock.on_approve);
+            c.effects(&format!("{base}/lock/on_deny"), &lock.on_deny);
+        }
+        let has_way_out = !s.transitions.is_empty() || s.global || any_global || study.actions.iter().any(|a| a.on_complete.enter.is_some() || !a.on_complete.unlock.is_empty());
+        if !s.terminal && !has_way_out {
+            c.err(&base, format!("state `{}` has no way out and is not terminal", s.id), Some("add transitions, or mark it `terminal: true`".into()));
+        }
+    }
+
+    // Actions.
+    for (i, a) in study.actions.iter().enumerate() {
+        let base = format!("/actions/{i}");
+        compiled.action_guard.push(a.guard.as_ref().and_then(|g| c.condition(&format!("{base}/guard"), g, ACTION_VARS)));
+        c.effects(&format!("{base}/on_complete"), &a.on_complete);
+        for kind in a.duration.by_kind.keys() {
+            if !study.world.robot_kinds.contains_key(kind) {
+                c.err(&format!("{base}/duration/by_kind/{kind}"), format!("unknown robot kind `{kind}`"), None);
+            }
+        }
+        for (kind, media) in &a.media_by_kind {
+            if !study.world.robot_kinds.contains_key(kind) {
+                c.err(&format!("{base}/media_by_kind/{kind}"), format!("unknown robot kind `{kind}`"), None);
+            }
+            c.media_ref(&format!("{base}/media_by_kind/{kind}"), media);
+        }
+        if let Some(cap) = &a.requires
+            && !study.world.robots.iter().any(|r| r.capabilities.contains(cap))
+        {
+            c.err(&format!("{base}/requires"), format!("no robot has capability `{cap}`"), None);
+        }
+    }
+    for (i, f) in study.fixed_options.iter().enumerate() {
+        c.template(&format!("/fixed_options/{i}/text"), &f.text);
+    }
+
+    // Global conditions.
+    compiled.goal = study.goal.as_ref().and_then(|g| c.condition("/goal", g, &[]));
+    compiled.finish_when = study.session.finish.when.as_ref().and_then(|g| c.condition("/session/finish/when", g, &[]));
+    compiled.bonus_when = study
+        .payment
+        .as_ref()
+        .and_then(|p| p.bonus.as_ref())
+        .and_then(|b| c.condition("/payment/bonus/when", &b.when, &[]));
+
+    // Survey.
+    for (i, q) in study.survey.questions.iter().enumerate() {
+        if q.kind == QuestionKind::Likert && q.points < 2 {
+            c.err(&format!("/survey/questions/{i}/points"), "a Likert scale needs at least 2 points".into(), None);
+        }
+        if q.kind == QuestionKind::Choice && q.options.is_empty() {
+            c.err(&format!("/survey/questions/{i}/options"), "a choice question needs options".into(), None);
+        }
+    }
+
+    // Reachability: from the initial state through transitions, globals, unlocks and enters.
+    if c.problems.is_empty() && !study.states.is_empty() {
+        let mut edges: Vec<Vec<usize>> = vec![vec![]; study.states.len()];
+        let mut roots = vec![compiled.initial];
+        let idx = |id: &str| compiled.state_index.get(id).copied();
+        let effect_targets = |e: &Effects| -> Vec<usize> {
+            e.enter.iter().chain(e.unlock.iter()).filter_map(|s| idx(s)).collect()
+        };
+        for (i, s) in study.states.iter().enumerate() {
+            edges[i].extend(s.transitions.iter().filter_map(|t| idx(t.to())));
+            edges[i].extend(effect_targets(&s.effects));
+            if let Some(l) = &s.lock {
+                edges[i].extend(effect_targets(&l.on_approve));
+                edges[i].extend(effect_targets(&l.on_deny));
+            }
+            if s.global {
+                roots.push(i);
+            }
+        }
+        for a in &study.actions {
+            roots.extend(effect_targets(&a.on_complete));
+        }
+        let mut seen = vec![false; study.states.len()];
+        let mut queue: VecDeque<usize> = roots.into_iter().collect();
+        while let Some(i) = queue.pop_front() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            queue.extend(edges[i].iter().copied());
+        }
+        for (i, s) in study.states.iter().enumerate() {
+            if !seen[i] {
+                c.err(
+                    &format!("/states/{i}"),
+                    format!("state `{}` is unreachable", s.id),
+                    Some("add a transition to it, unlock it from an action, or remove it".into()),
+                );
+            }
+        }
+    }
+
+    if !study.flow.user.iter().any(|p| p.kind == crate::model::PageKind::Room)
+        || !study.flow.wizard.iter().any(|p| p.kind == crate::model::PageKind::Room)
+    {
+        c.err("/flow", "each role's flow needs a `room` page".into(), None);
+    }
+
+    (compiled, c.problems)
+}

@@ -1,0 +1,125 @@
+//! Template slots: `{name}` placeholders in utterances, filled from the world when shown.
+//!
+//! `{{` and `}}` stand for literal braces. Which names exist is decided here, once, for both the
+//! validator (a slot with no source is an error) and the engine (which fills them).
+
+use crate::model::Study;
+
+/// Slots the engine fills besides the world variables.
+pub const BUILTIN_SLOTS: &[&str] = &[
+    "robot.name",
+    "robot.kind",
+    "robot.location",
+    "robot.battery",
+    "robot.eta",
+    "robot.progress",
+    "robot.speed",
+    "robot.status",
+    "target.name",
+    "time_left",
+    "elapsed",
+    "subtask",
+    "wizard.name",
+    "user.name",
+];
+
+/// A piece of a template.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Part {
+    Text(String),
+    Slot(String),
+}
+
+/// Splits a template into text and slots.
+pub fn parse(template: &str) -> Result<Vec<Part>, String> {
+    let mut parts = vec![];
+    let mut text = String::new();
+    let mut chars = template.char_indices().peekable();
+    while let Some((i, ch)) = chars.next() {
+        match ch {
+            '{' if chars.peek().map(|(_, c)| *c) == Some('{') => {
+                chars.next();
+                text.push('{');
+            }
+            '}' if chars.peek().map(|(_, c)| *c) == Some('}') => {
+                chars.next();
+                text.push('}');
+            }
+            '{' => {
+                let mut name = String::new();
+                loop {
+                    match chars.next() {
+                        Some((_, '}')) => break,
+                        Some((_, c)) if c.is_alphanumeric() || c == '_' || c == '.' => name.push(c),
+                        Some((j, c)) => {
+                            return Err(format!("unexpected `{c}` in the slot opened at character {} (found at {j})", i + 1));
+                        }
+                        None => return Err(format!("slot opened at character {} is not closed", i + 1)),
+                    }
+                }
+                if name.is_empty() {
+                    return Err(format!("empty slot `{{}}` at character {}", i + 1));
+                }
+                if !text.is_empty() {
+                    parts.push(Part::Text(std::mem::take(&mut text)));
+                }
+                parts.push(Part::Slot(name));
+            }
+            '}' => return Err(format!("stray `}}` at character {}", i + 1)),
+            c => text.push(c),
+        }
+    }
+    if !text.is_empty() {
+        parts.push(Part::Text(text));
+    }
+    Ok(parts)
+}
+
+/// The slot names of a parsed template.
+pub fn names(parts: &[Part]) -> impl Iterator<Item = &str> {
+    parts.iter().filter_map(|p| match p {
+        Part::Slot(s) => Some(s.as_str()),
+        Part::Text(_) => None,
+    })
+}
+
+/// Whether a slot has a source in this study.
+pub fn is_known(name: &str, study: &Study) -> bool {
+    BUILTIN_SLOTS.contains(&name) || study.world.variables.contains_key(name)
+}
+
+/// Fills a template; unknown slots (impossible after validation) are kept as written.
+pub fn render(template: &str, fill: impl Fn(&str) -> Option<String>) -> String {
+    match parse(template) {
+        Ok(parts) => parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.clone(),
+                Part::Slot(s) => fill(s).unwrap_or_else(|| format!("{{{s}}}")),
+            })
+            .collect(),
+        Err(_) => template.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_slots_and_literal_braces() {
+        let p = parse("Send {robot.name} to {{x}} now").unwrap();
+        assert_eq!(
+            p,
+            vec![
+                Part::Text("Send ".into()),
+                Part::Slot("robot.name".into()),
+                Part::Text(" to {x} now".into())
+            ]
+        );
+        assert!(parse("open {slot").is_err());
+        assert!(parse("bad {sl ot}").is_err());
+        assert!(parse("stray }").is_err());
+        assert_eq!(render("{a}-{b}", |s| (s == "a").then(|| "1".into())), "1-{b}");
+    }
+}
