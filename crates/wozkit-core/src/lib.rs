@@ -10,3 +10,5 @@ pub mod engine;
 pub mod expr;
 pub mod load;
 pub mod slots;
+pub mod sim;
+pub mod graph;

@@ -1,1 +1,54 @@
-fn main(){}
+//! The `wozkit` command line: a thin layer over the library crates. Each subcommand parses its
+//! arguments, calls one library function and prints the result; errors get context with anyhow.
+
+mod study_cmds;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// wozkit: collect and evaluate task-oriented dialogues with crowdworkers.
+#[derive(Parser)]
+#[command(name = "wozkit", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List the built-in studies, or export one as editable files.
+    Studies {
+        #[command(subcommand)]
+        action: Option<study_cmds::StudiesCmd>,
+    },
+    /// Check a study; prints every problem as FILE:LINE:COL and exits 1 if there are any.
+    Validate {
+        /// A study file, a folder with study.yaml, or a built-in study's name.
+        study: String,
+    },
+    /// Play sessions with random wizard and user policies; exits 1 if a dead end is reachable.
+    Simulate(study_cmds::SimulateArgs),
+    /// Draw the state diagram.
+    Graph(study_cmds::GraphArgs),
+    /// Print the JSON Schema of the study format.
+    Schema,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Studies { action } => study_cmds::studies(action),
+        Cmd::Validate { study } => study_cmds::validate(&study),
+        Cmd::Simulate(args) => study_cmds::simulate(args),
+        Cmd::Graph(args) => study_cmds::graph(args),
+        Cmd::Schema => study_cmds::schema(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -13,7 +13,10 @@ mod offer;
 
 pub use apply::{apply, replay};
 pub use command::{Command, Refusal};
-pub use offer::{Offer, OfferKind, action_check, goal_reached, offered, render_state, valid_actions, vars};
+pub use offer::{
+    Offer, OfferKind, action_check, finish_allowed, goal_reached, offered, render, render_state,
+    robot_snapshots, valid_actions, vars,
+};
 
 use indexmap::IndexMap;
 use rand::{Rng, RngExt};

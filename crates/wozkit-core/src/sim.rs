@@ -1,0 +1,245 @@
+//! Simulation: plays sessions with random wizard and user policies to find dead ends and measure
+//! coverage before any crowdworker is paid. Also the policy of the built-in bots.
+
+use std::collections::{BTreeMap, HashSet};
+
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::engine::{self, Command, OfferKind, Session};
+use crate::event::{Actor, EndReason, EventKind, MessageSource, Role};
+use crate::load::LoadedStudy;
+use crate::model::LockKind;
+
+/// How the simulated wizard picks among offered options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WizardPolicy {
+    /// Weighted by the transitions' hint priors.
+    Priors,
+    /// Uniformly.
+    Uniform,
+}
+
+/// A summary of several numbers.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    pub fn of(mut xs: Vec<f64>) -> Summary {
+        if xs.is_empty() {
+            return Summary::default();
+        }
+        xs.sort_by(f64::total_cmp);
+        let q = |p: f64| xs[((xs.len() - 1) as f64 * p).round() as usize];
+        Summary {
+            mean: xs.iter().sum::<f64>() / xs.len() as f64,
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            max: xs[xs.len() - 1],
+        }
+    }
+}
+
+/// What `wozkit simulate` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimReport {
+    pub study: String,
+    pub policy: WizardPolicy,
+    pub seed: u64,
+    pub sessions: usize,
+    pub goal_reached: usize,
+    pub goal_share: f64,
+    pub states_covered: usize,
+    pub states_total: usize,
+    pub transitions_covered: usize,
+    pub transitions_total: usize,
+    /// States where a session could go no further (no option, no action, nothing pending).
+    pub dead_ends: Vec<String>,
+    pub uncovered_states: Vec<String>,
+    pub end_reasons: BTreeMap<String, usize>,
+    pub steps: Summary,
+    pub simulated_seconds: Summary,
+}
+
+/// One simulated session.
+pub struct Played {
+    pub session: Session,
+    pub events: Vec<(Actor, EventKind, u64)>,
+    pub steps: usize,
+    pub dead_end: Option<String>,
+}
+
+/// The next command of a random wizard; None when it has nothing to do.
+pub fn wizard_move(study: &LoadedStudy, s: &Session, policy: WizardPolicy, rng: &mut impl Rng) -> Option<Command> {
+    let offers = engine::offered(study, s);
+    let actions = engine::valid_actions(study, s);
+    let mut choices: Vec<(f64, Command)> = offers
+        .iter()
+        .map(|o| {
+            let w = match policy {
+                WizardPolicy::Priors => o.prior.max(0.0),
+                WizardPolicy::Uniform => 1.0,
+            };
+            // Status updates are offered everywhere; keep them from drowning the dialogue.
+            let w = if o.kind == OfferKind::Global { w * 0.15 } else { w };
+            (w, Command::Say { state: o.state.clone() })
+        })
+        .collect();
+    let per_action = if actions.is_empty() { 0.0 } else { 1.5 / actions.len() as f64 };
+    choices.extend(actions.into_iter().map(|(action, robot, target)| (per_action, Command::Act { action, robot, target })));
+    if choices.is_empty() {
+        return None;
+    }
+    if !study.study.fixed_options.is_empty() && rng.random_bool(0.05) {
+        let f = &study.study.fixed_options[rng.random_range(0..study.study.fixed_options.len())];
+        return Some(Command::Fixed { id: f.id.clone() });
+    }
+    if engine::finish_allowed(study, s) && rng.random_bool(0.05) {
+        return Some(Command::Finish);
+    }
+    let total: f64 = choices.iter().map(|c| c.0).sum();
+    if total <= 0.0 {
+        let i = rng.random_range(0..choices.len());
+        return Some(choices.swap_remove(i).1);
+    }
+    let mut x = rng.random_range(0.0..total);
+    let last = choices.len() - 1;
+    for (i, (w, _)) in choices.iter().enumerate() {
+        x -= w;
+        if x < 0.0 || i == last {
+            return Some(choices.swap_remove(i).1);
+        }
+    }
+    None
+}
+
+/// The next command of a random user.
+pub fn user_move(study: &LoadedStudy, s: &Session, rng: &mut impl Rng) -> Option<Command> {
+    if study.study.session.user_waits_for_wizard && !s.wizard_spoke {
+        return None;
+    }
+    match s.lock.as_ref().map(|l| l.kind) {
+        Some(LockKind::Approval) => Some(if rng.random_bool(0.8) { Command::Approve } else { Command::Deny }),
+        Some(LockKind::Reply) => Some(Command::Text { text: "Okay, go ahead.".into() }),
+        None => rng.random_bool(0.2).then(|| Command::Text { text: "What is the status?".into() }),
+    }
+}
+
+/// Plays one session to its end.
+pub fn play(study: &LoadedStudy, seed: u64, policy: WizardPolicy) -> Played {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut s = Session::new(study, &format!("sim-{seed}"));
+    let mut now: u64 = 0;
+    let mut events = vec![];
+    let mut steps = 0;
+    let mut dead_end = None;
+    let user = Actor::Bot { role: Role::User, name: "sim".into() };
+    let wizard = Actor::Bot { role: Role::Wizard, name: "sim".into() };
+    let run = |s: &mut Session, actor: &Actor, cmd: Command, now: u64, rng: &mut ChaCha8Rng, events: &mut Vec<_>| {
+        if let Ok(step) = engine::step(study, s, actor, cmd, now, rng) {
+            events.extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
+            *s = step.session;
+        }
+    };
+    run(&mut s, &Actor::System, Command::Start { seed }, now, &mut rng, &mut events);
+    run(&mut s, &user, Command::Join { role: Role::User, bot: true }, now, &mut rng, &mut events);
+    run(&mut s, &wizard, Command::Join { role: Role::Wizard, bot: true }, now, &mut rng, &mut events);
+    while !s.is_ended() && steps < 5000 {
+        steps += 1;
+        now += rng.random_range(2000..8000);
+        if let Some(t) = engine::next_wakeup(study, &s)
+            && t <= now
+        {
+            run(&mut s, &Actor::System, Command::Tick, t, &mut rng, &mut events);
+            now = now.max(t);
+            continue;
+        }
+        if let Some(cmd) = user_move(study, &s, &mut rng) {
+            run(&mut s, &user, cmd, now, &mut rng, &mut events);
+            if s.lock.is_some() || rng.random_bool(0.5) {
+                continue;
+            }
+        }
+        match wizard_move(study, &s, policy, &mut rng) {
+            Some(cmd) => run(&mut s, &wizard, cmd, now, &mut rng, &mut events),
+            None => {
+                let pending = s.lock.is_some() || s.busy_robots() > 0;
+                if !pending {
+                    dead_end = Some(study.study.states[s.current].id.clone());
+                    run(&mut s, &Actor::System, Command::Abort { reason: EndReason::Aborted }, now, &mut rng, &mut events);
+                }
+            }
+        }
+    }
+    Played { session: s, events, steps, dead_end }
+}
+
+/// Plays `n` sessions with seeds derived from `seed` and reports coverage and outcomes.
+pub fn simulate(study: &LoadedStudy, n: usize, seed: u64, policy: WizardPolicy) -> SimReport {
+    let st = &study.study;
+    let mut covered: HashSet<String> = HashSet::new();
+    covered.insert(st.states[study.compiled.initial].id.clone());
+    let mut covered_t: HashSet<(String, String)> = HashSet::new();
+    let all_t: HashSet<(String, String)> = st
+        .states
+        .iter()
+        .flat_map(|s| s.transitions.iter().map(|t| (s.id.clone(), t.to().to_string())))
+        .collect();
+    let mut dead: BTreeMap<String, usize> = BTreeMap::new();
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut goals, mut steps, mut secs) = (0, vec![], vec![]);
+    let mut seeder = ChaCha8Rng::seed_from_u64(seed);
+    for _ in 0..n {
+        let p = play(study, seeder.random(), policy);
+        for (_, kind, _) in &p.events {
+            match kind {
+                EventKind::Message { source: MessageSource::State { state, .. }, .. } => {
+                    covered.insert(state.clone());
+                }
+                EventKind::StateEntered { from, to, by_event, .. } => {
+                    if !by_event {
+                        covered_t.insert((from.clone(), to.clone()));
+                    }
+                    covered.insert(to.clone());
+                }
+                _ => {}
+            }
+        }
+        if let Some(d) = p.dead_end {
+            *dead.entry(d).or_default() += 1;
+        }
+        if let Some((reason, goal)) = p.session.ended {
+            *reasons.entry(reason.as_str().to_string()).or_default() += 1;
+            goals += usize::from(goal);
+        }
+        steps.push(p.steps as f64);
+        secs.push(p.session.now_ms.saturating_sub(p.session.started_at_ms) as f64 / 1000.0);
+    }
+    let uncovered: Vec<String> = st.states.iter().filter(|s| !covered.contains(&s.id)).map(|s| s.id.clone()).collect();
+    SimReport {
+        study: st.id.clone(),
+        policy,
+        seed,
+        sessions: n,
+        goal_reached: goals,
+        goal_share: if n == 0 { 0.0 } else { goals as f64 / n as f64 },
+        states_covered: st.states.len() - uncovered.len(),
+        states_total: st.states.len(),
+        transitions_covered: covered_t.intersection(&all_t).count(),
+        transitions_total: all_t.len(),
+        dead_ends: dead.into_keys().collect(),
+        uncovered_states: uncovered,
+        end_reasons: reasons,
+        steps: Summary::of(steps),
+        simulated_seconds: Summary::of(secs),
+    }
+}

@@ -1,0 +1,169 @@
+//! Subcommands that work on a study alone: studies, validate, simulate, graph, schema.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use wozkit_core::load::{self, LoadedStudy};
+use wozkit_core::sim::{self, WizardPolicy};
+
+#[derive(Subcommand)]
+pub enum StudiesCmd {
+    /// Write a built-in study out as editable files (the way to start a new study).
+    Export {
+        /// Built-in study name.
+        name: String,
+        /// Folder to create.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// A study file, a folder with study.yaml, or a built-in study's name.
+    study: String,
+    #[arg(long, default_value_t = 1000)]
+    sessions: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// How the simulated wizard picks options.
+    #[arg(long, value_enum, default_value_t = Policy::Priors)]
+    policy: Policy,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Policy {
+    Priors,
+    Uniform,
+}
+
+#[derive(Args)]
+pub struct GraphArgs {
+    study: String,
+    #[arg(long, value_enum, default_value_t = GraphFormat::Svg)]
+    format: GraphFormat,
+    /// Write to a file instead of standard output.
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum GraphFormat {
+    Svg,
+    Dot,
+    Mermaid,
+}
+
+/// Loads a study or prints its problems.
+pub fn load(arg: &str) -> Result<LoadedStudy> {
+    load::resolve(arg).map_err(|d| anyhow::anyhow!("{d}"))
+}
+
+pub fn studies(action: Option<StudiesCmd>) -> Result<ExitCode> {
+    match action {
+        None => {
+            for name in load::builtin_names() {
+                let title = load::load_builtin(&name)
+                    .map(|s| s.study.title)
+                    .unwrap_or_else(|_| "(does not load)".into());
+                println!("{name:<24} {title}");
+            }
+        }
+        Some(StudiesCmd::Export { name, dir }) => {
+            let files = load::builtin_files(&name);
+            if files.is_empty() {
+                bail!("no built-in study named `{name}` (see `wozkit studies`)");
+            }
+            if dir.exists() && dir.read_dir().map(|mut d| d.next().is_some()).unwrap_or(true) {
+                bail!("{} exists and is not empty; choose a new folder", dir.display());
+            }
+            let source = load::StudySource::Builtin(name.clone());
+            for rel in &files {
+                let bytes = source.read(rel).with_context(|| format!("reading {rel}"))?;
+                let path = dir.join(rel);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+                }
+                std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+            }
+            println!("wrote {} files to {}", files.len(), dir.display());
+            println!("edit {}/study.yaml, then: wozkit validate {}", dir.display(), dir.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn validate(arg: &str) -> Result<ExitCode> {
+    match load::resolve(arg) {
+        Ok(s) => {
+            println!(
+                "{}: valid ({} states, {} actions, {} robots)",
+                s.study.id,
+                s.study.states.len(),
+                s.study.actions.len(),
+                s.study.world.robots.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(d) => {
+            eprintln!("{d}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
+    let study = load(&args.study)?;
+    let policy = match args.policy {
+        Policy::Priors => WizardPolicy::Priors,
+        Policy::Uniform => WizardPolicy::Uniform,
+    };
+    let r = sim::simulate(&study, args.sessions, args.seed, policy);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!("study               {}", r.study);
+        println!("sessions            {}", r.sessions);
+        println!("goal reached        {} ({:.1}%)", r.goal_reached, r.goal_share * 100.0);
+        println!("states covered      {}/{}", r.states_covered, r.states_total);
+        println!("transitions covered {}/{}", r.transitions_covered, r.transitions_total);
+        println!("dead ends           {}", if r.dead_ends.is_empty() { "none".into() } else { r.dead_ends.join(", ") });
+        if !r.uncovered_states.is_empty() {
+            println!("never reached       {}", r.uncovered_states.join(", "));
+        }
+        let reasons: Vec<String> = r.end_reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("end reasons         {}", reasons.join(", "));
+        println!(
+            "steps               mean {:.1}, p50 {:.0}, p90 {:.0}, p99 {:.0}",
+            r.steps.mean, r.steps.p50, r.steps.p90, r.steps.p99
+        );
+        println!(
+            "simulated time (s)  mean {:.0}, p50 {:.0}, p90 {:.0}, max {:.0}",
+            r.simulated_seconds.mean, r.simulated_seconds.p50, r.simulated_seconds.p90, r.simulated_seconds.max
+        );
+    }
+    Ok(if r.dead_ends.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+pub fn graph(args: GraphArgs) -> Result<ExitCode> {
+    let study = load(&args.study)?;
+    let text = match args.format {
+        GraphFormat::Dot => wozkit_core::graph::to_dot(&study),
+        GraphFormat::Mermaid => wozkit_core::graph::to_mermaid(&study),
+        GraphFormat::Svg => wozkit_core::graph::to_svg(&study).map_err(anyhow::Error::msg)?,
+    };
+    match args.out {
+        Some(p) => std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn schema() -> Result<ExitCode> {
+    println!("{}", serde_json::to_string_pretty(&load::json_schema())?);
+    Ok(ExitCode::SUCCESS)
+}
