@@ -1,0 +1,18 @@
+//! Shared fixtures: a small study that exercises every engine feature.
+#![allow(dead_code)]
+
+use wozkit_core::load::{LoadedStudy, StudySource, load_text};
+
+pub const MINI: &str = include_str!("mini.yaml");
+
+pub fn mini() -> LoadedStudy {
+    load_text("mini.yaml", MINI, StudySource::Dir(".".into())).expect("the fixture study loads")
+}
+
+/// Loads a variant of the fixture; returns the diagnostics as printed lines.
+pub fn problems(text: &str) -> Vec<String> {
+    match load_text("s.yaml", text, StudySource::Dir(std::env::temp_dir())) {
+        Ok(_) => vec![],
+        Err(d) => d.0.iter().map(|x| format!("{}:{}: {}", x.line, x.col, x.message)).collect(),
+    }
+}
