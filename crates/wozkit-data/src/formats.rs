@@ -1,0 +1,49 @@
+//! Importers and exporters of the public dialogue datasets, as pure functions between file
+//! content and sessions of events. Each module's doc says how its fields map to events and what a
+//! session from elsewhere (a live wizard-of-oz session, another dataset) looks like in it; what a
+//! format cannot hold goes to the [sidecar](crate::sidecar).
+
+use std::io::Write;
+
+use crate::error::{ExportError, ImportError};
+use crate::input::Input;
+use crate::session::{Format, ImportedSession};
+
+pub mod convlab3;
+pub mod crosswoz;
+pub mod crsarena;
+pub mod crwiz;
+pub mod crwiz_labels;
+pub mod multiwoz;
+mod record;
+pub mod taskmaster1;
+
+/// Imports `input` as `format`.
+pub fn import(format: Format, input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
+    match format {
+        Format::Taskmaster1 => taskmaster1::import_taskmaster1(input),
+        Format::CrossWoz => crosswoz::import_crosswoz(input),
+        Format::MultiWoz21 => multiwoz::import_multiwoz21(input),
+        Format::ConvLab3 => convlab3::import_convlab3(input),
+        Format::CrsArena => crsarena::import_crsarena(input),
+        Format::CrsArenaEval => crsarena::import_crsarena_eval(input),
+        Format::Crwiz => crwiz::import_crwiz(input),
+    }
+}
+
+/// Exports `sessions` as `format` (the plain JSON; see [`crate::write_zipped`] for archives).
+pub fn export(
+    format: Format,
+    sessions: &[ImportedSession],
+    out: impl Write,
+) -> Result<(), ExportError> {
+    match format {
+        Format::Taskmaster1 => taskmaster1::export_taskmaster1(sessions, out),
+        Format::CrossWoz => crosswoz::export_crosswoz(sessions, out),
+        Format::MultiWoz21 => multiwoz::export_multiwoz21(sessions, out),
+        Format::ConvLab3 => convlab3::export_convlab3(sessions, out),
+        Format::CrsArena => crsarena::export_crsarena(sessions, out),
+        Format::CrsArenaEval => crsarena::export_crsarena_eval(sessions, out),
+        Format::Crwiz => crwiz::export_crwiz(sessions, out),
+    }
+}

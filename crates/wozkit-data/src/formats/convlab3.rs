@@ -1,0 +1,106 @@
+//! The ConvLab-3 unified format (`dialogues.json` / `dummy_data.json`): a JSON array of
+//! dialogues. Goals, domains, ids and dataset-specific extras ride in `convlab3.dialogue`; each
+//! turn's `utt_idx`, `dialogue_acts`, `state`, `db_results` and extras in `convlab3.turn`. The
+//! session id is the `dialogue_id`.
+//!
+//! Sessions from elsewhere become `dataset` `"wozkit"`, `data_split` `"train"`, `dialogue_id`
+//! `wozkit-train-<n>` with `original_id` = the session id, an empty goal, an empty `state` on user
+//! turns and empty `db_results` on system turns. A labelled wizard message becomes the binary act
+//! `{intent: label, domain: "general", slot: ""}`. Speakers are written as they come (the format
+//! wants them alternating). Timestamps, act types and every other event go to the sidecar.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+use wozkit_core::event::Role;
+
+use super::record::{
+    Defaults, Fields, Layout, export_record, exported, import_record, wizard_label,
+};
+use crate::error::{ExportError, ImportError};
+use crate::input::{Ctx, Input, expected};
+use crate::output::JsonStream;
+use crate::session::{Format, ImportedSession, Turn};
+
+const LAYOUT: Layout = Layout {
+    format: Format::ConvLab3,
+    turns_key: "turns",
+    speaker: Some(("speaker", "user", "system")),
+    text_key: "utterance",
+    head: &["speaker", "utterance", "utt_idx"],
+};
+
+/// Reads a unified-format dialogue list.
+pub fn import_convlab3(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
+    let value = input.json()?;
+    let Value::Array(items) = &value else {
+        return Err(Ctx::new(input.name(), "-").err("", expected("an array", &value)));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let ctx = Ctx::new(input.name(), i.to_string());
+            let record = ctx.object(item, "")?;
+            let id = ctx.string(
+                ctx.get(record, "dialogue_id", "dialogue_id")?,
+                "dialogue_id",
+            )?;
+            import_record(&LAYOUT, &Ctx::new(input.name(), id), id, record)
+        })
+        .collect()
+}
+
+/// Writes a unified-format dialogue list (indent 2, the layout of the released files).
+pub fn export_convlab3(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
+    let mut stream = JsonStream::array(out, 2)?;
+    for (index, session) in exported(Format::ConvLab3, sessions) {
+        stream.item(&Value::Object(export_record(
+            &LAYOUT,
+            session,
+            index,
+            &ConvLabDefaults,
+        )?))?;
+    }
+    stream.finish()?;
+    Ok(())
+}
+
+struct ConvLabDefaults;
+
+impl Defaults for ConvLabDefaults {
+    fn record(&self, session: &ImportedSession, index: usize) -> Fields {
+        let mut record = Fields::new();
+        record.insert("dataset".into(), json!("wozkit"));
+        record.insert("data_split".into(), json!("train"));
+        record.insert("dialogue_id".into(), json!(format!("wozkit-train-{index}")));
+        record.insert("original_id".into(), json!(session.id));
+        record.insert("domains".into(), json!([]));
+        let goal = json!({"description": "", "inform": {}, "request": {}});
+        record.insert("goal".into(), goal);
+        record.insert("turns".into(), Value::Null);
+        record
+    }
+
+    fn turn(
+        &self,
+        _session: &ImportedSession,
+        position: usize,
+        role: Role,
+        turn: Option<&Turn<'_>>,
+    ) -> Fields {
+        let binary: Vec<Value> = wizard_label(turn)
+            .map(|label| json!({"intent": label, "domain": "general", "slot": ""}))
+            .into_iter()
+            .collect();
+        let acts = json!({"binary": binary, "categorical": [], "non-categorical": []});
+        let mut fields = Fields::new();
+        fields.insert("utt_idx".into(), position.into());
+        fields.insert("dialogue_acts".into(), acts);
+        match role {
+            Role::User => fields.insert("state".into(), json!({})),
+            Role::Wizard => fields.insert("db_results".into(), json!({})),
+        };
+        fields
+    }
+}

@@ -1,0 +1,90 @@
+//! MultiWOZ 2.1 in the `data.json` layout: one object keyed by dialogue id, each `{goal, log}`,
+//! where even log turns are the user's and odd ones the system's (zipped or not). Each turn's
+//! `metadata`, `dialog_act` and `span_info` ride in `multiwoz21.turn`.
+//!
+//! Sessions from elsewhere get an empty goal, turns forced to alternate (an empty turn is
+//! inserted between two messages of the same speaker, and an empty system turn closes an
+//! odd-length dialogue; these come back as empty messages on import), empty belief states, and a
+//! labelled wizard message as the general act `{"general-<label>": [["none", "none"]]}`.
+//! Timestamps, act types and every other event go to the sidecar.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+use wozkit_core::event::Role;
+
+use super::record::{
+    Defaults, Fields, Layout, export_record, exported, import_record, wizard_label,
+};
+use crate::error::{ExportError, ImportError};
+use crate::input::{Ctx, Input};
+use crate::output::JsonStream;
+use crate::session::{Format, ImportedSession, Turn};
+
+const LAYOUT: Layout = Layout {
+    format: Format::MultiWoz21,
+    turns_key: "log",
+    speaker: None,
+    text_key: "text",
+    head: &["text"],
+};
+
+/// Reads MultiWOZ 2.1 `data.json` (or a split of it), zipped or not.
+pub fn import_multiwoz21(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
+    let value = input.json()?;
+    let top = Ctx::new(input.name(), "-").object(&value, "")?;
+    top.iter()
+        .map(|(id, record)| {
+            let ctx = Ctx::new(input.name(), id.as_str());
+            import_record(&LAYOUT, &ctx, id, ctx.object(record, "")?)
+        })
+        .collect()
+}
+
+/// Writes the `data.json` layout (indent 2). Wrap it with [`crate::write_zipped`] for a zip.
+pub fn export_multiwoz21(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
+    let mut stream = JsonStream::object(out, 2)?;
+    for (index, session) in exported(Format::MultiWoz21, sessions) {
+        let record = export_record(&LAYOUT, session, index, &MultiWozDefaults)?;
+        stream.entry(&session.id, &Value::Object(record))?;
+    }
+    stream.finish()?;
+    Ok(())
+}
+
+struct MultiWozDefaults;
+
+impl Defaults for MultiWozDefaults {
+    fn record(&self, _session: &ImportedSession, _index: usize) -> Fields {
+        let mut goal = Fields::new();
+        for domain in ["taxi", "police", "hospital", "hotel", "attraction", "train"] {
+            goal.insert(domain.into(), json!({}));
+        }
+        goal.insert("message".into(), json!([]));
+        goal.insert("restaurant".into(), json!({}));
+        let mut record = Fields::new();
+        record.insert("goal".into(), Value::Object(goal));
+        record.insert("log".into(), Value::Null);
+        record
+    }
+
+    fn turn(
+        &self,
+        _session: &ImportedSession,
+        _position: usize,
+        role: Role,
+        turn: Option<&Turn<'_>>,
+    ) -> Fields {
+        let mut acts = Fields::new();
+        if role == Role::Wizard
+            && let Some(label) = wizard_label(turn)
+        {
+            acts.insert(format!("general-{label}"), json!([["none", "none"]]));
+        }
+        let mut fields = Fields::new();
+        fields.insert("metadata".into(), json!({}));
+        fields.insert("dialog_act".into(), Value::Object(acts));
+        fields.insert("span_info".into(), json!([]));
+        fields
+    }
+}

@@ -1,0 +1,201 @@
+//! The shared shape of a dialogue record: an object whose turn list holds one object per message
+//! with a speaker field and a text field. Importing turns a record into a session (see the
+//! conventions in [`crate::session`]); exporting puts the stored fields back where they were, so a
+//! record read from a file is written again identically, key order included.
+
+use serde_json::{Map, Value};
+use wozkit_core::event::{MessageSource, Role};
+
+use crate::error::{ExportError, ImportError};
+use crate::input::Ctx;
+use crate::session::{Format, ImportedSession, SessionBuilder, Turn};
+
+pub(crate) type Fields = Map<String, Value>;
+
+/// How one format lays out a record's turns.
+pub(crate) struct Layout {
+    pub format: Format,
+    /// The record field holding the turn list.
+    pub turns_key: &'static str,
+    /// The turn field holding the speaker, with its values for the user and for the wizard.
+    /// `None`: speakers alternate, the user first (MultiWOZ).
+    pub speaker: Option<(&'static str, &'static str, &'static str)>,
+    /// The turn field holding the text.
+    pub text_key: &'static str,
+    /// Turn fields written first, in this order; the other stored fields follow in stored order.
+    pub head: &'static [&'static str],
+}
+
+impl Layout {
+    fn speaker_value(&self, role: Role) -> Option<(&'static str, &'static str)> {
+        self.speaker.map(|(key, user, wizard)| match role {
+            Role::User => (key, user),
+            Role::Wizard => (key, wizard),
+        })
+    }
+}
+
+/// Reads one record into a session called `id`.
+pub(crate) fn import_record(
+    layout: &Layout,
+    ctx: &Ctx<'_>,
+    id: &str,
+    record: &Fields,
+) -> Result<ImportedSession, ImportError> {
+    let turns_key = layout.turns_key;
+    let turns = ctx.array(ctx.get(record, turns_key, turns_key)?, turns_key)?;
+    let mut session = SessionBuilder::new(id);
+    let dialogue: Fields = record
+        .iter()
+        .map(|(k, v)| {
+            let v = if k == turns_key {
+                Value::Null
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    session.annotate(layout.format.dialogue_key(), Value::Object(dialogue));
+    for (i, turn) in turns.iter().enumerate() {
+        let path = format!("{turns_key}[{i}]");
+        let turn = ctx.object(turn, &path)?;
+        let role = match layout.speaker {
+            Some((key, user, wizard)) => {
+                let field = format!("{path}.{key}");
+                match ctx.string(ctx.get(turn, key, &field)?, &field)? {
+                    s if s == user => Role::User,
+                    s if s == wizard => Role::Wizard,
+                    other => {
+                        let problem = format!("expected {user:?} or {wizard:?}, found {other:?}");
+                        return Err(ctx.err(field, problem));
+                    }
+                }
+            }
+            None if i % 2 == 0 => Role::User,
+            None => Role::Wizard,
+        };
+        let field = format!("{path}.{}", layout.text_key);
+        let text = ctx.string(ctx.get(turn, layout.text_key, &field)?, &field)?;
+        session.message(role, text, MessageSource::Free);
+        let speaker_key = layout.speaker.map(|(k, _, _)| k);
+        let extras: Fields = turn
+            .iter()
+            .filter(|(k, _)| *k != layout.text_key && Some(k.as_str()) != speaker_key)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        session.annotate_fields(layout.format.turn_key(), extras);
+    }
+    Ok(session.finish())
+}
+
+/// What a format supplies for sessions that were not imported from it.
+pub(crate) trait Defaults {
+    /// The record's own fields, with the turn-list field present (any value) to fix its place.
+    fn record(&self, session: &ImportedSession, index: usize) -> Fields;
+    /// A turn's extra fields. `turn` is `None` for an empty turn inserted to keep speakers
+    /// alternating.
+    fn turn(
+        &self,
+        session: &ImportedSession,
+        position: usize,
+        role: Role,
+        turn: Option<&Turn<'_>>,
+    ) -> Fields;
+}
+
+/// Builds the record of a session: stored fields where the session came from this format,
+/// defaults elsewhere.
+pub(crate) fn export_record(
+    layout: &Layout,
+    session: &ImportedSession,
+    index: usize,
+    defaults: &impl Defaults,
+) -> Result<Fields, ExportError> {
+    let mut record = match session.dialogue_note(layout.format) {
+        Some(Value::Object(fields)) => fields.clone(),
+        Some(_) => {
+            let field = layout.format.dialogue_key();
+            return Err(ExportError::field(
+                &session.id,
+                field,
+                "annotation is not an object",
+            ));
+        }
+        None => defaults.record(session, index),
+    };
+    let mut turns = Vec::new();
+    for (role, turn) in arranged(layout, session.turns()) {
+        let position = turns.len();
+        let extras = match turn.as_ref().and_then(|t| t.note(layout.format.turn_key())) {
+            Some(Value::Object(fields)) => fields.clone(),
+            Some(_) => {
+                let field = format!("{}[{position}]", layout.format.turn_key());
+                return Err(ExportError::field(
+                    &session.id,
+                    field,
+                    "annotation is not an object",
+                ));
+            }
+            None => defaults.turn(session, position, role, turn.as_ref()),
+        };
+        let text = turn.as_ref().map_or("", |t| t.text);
+        turns.push(Value::Object(turn_fields(layout, role, text, extras)));
+    }
+    // `insert` keeps the position of an existing key, so the turn list lands where it was read.
+    record.insert(layout.turns_key.to_string(), Value::Array(turns));
+    Ok(record)
+}
+
+/// The turns in order; where speakers must alternate, empty turns fill the gaps and an empty
+/// wizard turn closes an odd-length dialogue.
+fn arranged<'a>(layout: &Layout, turns: Vec<Turn<'a>>) -> Vec<(Role, Option<Turn<'a>>)> {
+    if layout.speaker.is_some() {
+        return turns.into_iter().map(|t| (t.role, Some(t))).collect();
+    }
+    let mut out: Vec<(Role, Option<Turn<'a>>)> = Vec::new();
+    let expected = |n: usize| if n.is_multiple_of(2) { Role::User } else { Role::Wizard };
+    for turn in turns {
+        if turn.role != expected(out.len()) {
+            out.push((expected(out.len()), None));
+        }
+        out.push((turn.role, Some(turn)));
+    }
+    if out.len() % 2 == 1 {
+        out.push((Role::Wizard, None));
+    }
+    out
+}
+
+fn turn_fields(layout: &Layout, role: Role, text: &str, mut extras: Fields) -> Fields {
+    let mut fields = Fields::new();
+    for &key in layout.head {
+        if key == layout.text_key {
+            fields.insert(key.to_string(), Value::String(text.to_string()));
+        } else if let Some((speaker_key, value)) =
+            layout.speaker_value(role).filter(|(k, _)| *k == key)
+        {
+            fields.insert(speaker_key.to_string(), Value::String(value.to_string()));
+        } else if let Some(value) = extras.shift_remove(key) {
+            fields.insert(key.to_string(), value);
+        }
+    }
+    fields.extend(extras);
+    fields
+}
+
+/// The label of a labelled wizard message, for formats that can state it as a general act.
+pub(crate) fn wizard_label<'a>(turn: Option<&Turn<'a>>) -> Option<&'a str> {
+    turn.and_then(|t| t.source.act()).map(|(label, _)| label)
+}
+
+/// The sessions an export to `format` writes, numbered from 0.
+pub(crate) fn exported(
+    format: Format,
+    sessions: &[ImportedSession],
+) -> impl Iterator<Item = (usize, &ImportedSession)> {
+    sessions
+        .iter()
+        .filter(move |s| s.is_dialogue_for(format))
+        .enumerate()
+}

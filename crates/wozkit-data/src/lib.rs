@@ -1,0 +1,46 @@
+//! wozkit-data: the data side of wozkit — dataset imports and exports, and the statistics that
+//! reports print. Everything here is a pure function over sessions of events and bytes: no
+//! database, no network, no clock. It must not decide how sessions are stored or served.
+//!
+//! Map of the modules:
+//! - [`session`]: [`ImportedSession`], [`Format`] and the annotation conventions every format uses.
+//! - [`formats`]: one module per dataset (Taskmaster-1, CrossWOZ, MultiWOZ 2.1, ConvLab-3 unified,
+//!   CRSArena-Dial and -Eval, CRWIZ), plus [`formats::import`] / [`formats::export`] by name.
+//! - [`votes`], [`survey`]: the votes CSV (CRSArena layout) and the survey-answer CSV.
+//! - [`native`]: wozkit's own JSON Lines event log, the lossless export.
+//! - [`sidecar`]: what an export's format cannot hold, next to the export.
+//! - [`input`], [`output`]: reading files (zip, lenient JSON) and streaming pretty JSON and zips.
+//! - [`stats`]: descriptive statistics, tests, correlations, ratings and agreement for reports.
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod formats;
+pub mod input;
+pub mod native;
+pub mod output;
+pub mod session;
+pub mod sidecar;
+pub mod stats;
+pub mod survey;
+pub mod votes;
+
+pub use error::{ExportError, ImportError};
+pub use formats::convlab3::{export_convlab3, import_convlab3};
+pub use formats::crosswoz::{export_crosswoz, import_crosswoz};
+pub use formats::crsarena::{
+    export_crsarena, export_crsarena_eval, import_crsarena, import_crsarena_eval,
+};
+pub use formats::crwiz::{export_crwiz, import_crwiz};
+pub use formats::crwiz_labels::crwiz_act_type;
+pub use formats::multiwoz::{export_multiwoz21, import_multiwoz21};
+pub use formats::taskmaster1::{
+    export_taskmaster1, export_taskmaster1_conversation, import_taskmaster1,
+};
+pub use input::Input;
+pub use native::{export_jsonl, import_jsonl};
+pub use output::write_zipped;
+pub use session::{Format, ImportedSession};
+pub use sidecar::{lost_events, read_sidecar, sidecar_path, write_sidecar};
+pub use survey::export_survey_csv;
+pub use votes::{Vote, export_votes_csv, import_votes_csv, votes};
