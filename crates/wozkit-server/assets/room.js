@@ -1,0 +1,335 @@
+// The room: a WebSocket client for docs/protocol.md. It sends intents only (say, fixed, text, act,
+// approve, deny, hint, finish) and renders what the server sends: events as chat, the per-role
+// view as options, action panel, timer, progress, robots and media. Text from anyone is set with
+// textContent, never as HTML. On reconnect it sends the last seq it saw and gets what it missed.
+
+const $ = (id) => document.getElementById(id);
+const main = $('room');
+const role = main.dataset.role;
+const seat = main.dataset.seat;
+const query = seat ? `?seat=${encodeURIComponent(seat)}` : '';
+const ACT_TYPES = ['request', 'interaction', 'action', 'update'];
+
+const st = {
+  lastSeq: 0, study: null, view: null, ws: null, n: 0, done: false, retry: 500,
+  skew: 0, typingSent: 0, typingTimer: null, noticeTimer: null,
+};
+
+function el(tag, attrs = {}, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+const fmt = (s) => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
+const safeNext = (n) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') ? n : `/p${query}`);
+
+function notice(text) {
+  $('notice').textContent = text;
+  clearTimeout(st.noticeTimer);
+  st.noticeTimer = setTimeout(() => { $('notice').textContent = ''; }, 6000);
+}
+
+function send(frame) {
+  if (st.ws && st.ws.readyState === WebSocket.OPEN) {
+    st.ws.send(JSON.stringify(frame));
+    return true;
+  }
+  notice('Not connected. Reconnecting…');
+  return false;
+}
+
+function cmd(c) {
+  st.n += 1;
+  return send({ type: 'cmd', id: `c${st.n}`, cmd: c });
+}
+
+// ---------------------------------------------------------------- chat
+
+function nameOf(r) {
+  if (!st.study) return r;
+  return r === role ? 'You' : st.study.partner.name;
+}
+
+function addLine(e, cls, who, text, label) {
+  const li = el('li', { class: cls, 'data-seq': e.seq, 'data-testid': cls.startsWith('msg') ? 'message' : 'system' });
+  if (who) li.append(el('span', { class: 'who' }, who));
+  li.append(el('span', { class: 'text' }, text));
+  if (label) li.append(el('span', { class: 'act' }, label));
+  const chat = $('chat');
+  const stick = chat.scrollTop + chat.clientHeight >= chat.scrollHeight - 40;
+  chat.append(li);
+  if (stick) chat.scrollTop = chat.scrollHeight;
+}
+
+function robotName(id) {
+  const r = st.study && st.study.robots.find((x) => x.id === id);
+  return r ? r.name : id;
+}
+
+function placeName(id) {
+  const l = st.study && st.study.locations.find((x) => x.id === id);
+  return l ? l.name : id;
+}
+
+function renderEvent(e) {
+  switch (e.kind) {
+    case 'message': {
+      const mine = e.role === role;
+      const label = role === 'wizard' && e.role === 'wizard' ? (e.source === 'free' ? 'free text' : e.label) : null;
+      addLine(e, `msg ${mine ? 'mine' : 'theirs'} from-${e.role}`, nameOf(e.role), e.text, label);
+      $('typing').hidden = true;
+      break;
+    }
+    case 'action_started':
+      addLine(e, 'sys', null, `${robotName(e.robot)}: ${e.label.replace(/_/g, ' ')}${e.target ? ` → ${placeName(e.target)}` : ''} started`);
+      break;
+    case 'action_completed':
+      addLine(e, 'sys', null, `${robotName(e.robot)} finished${e.target ? ` at ${placeName(e.target)}` : ''}`);
+      break;
+    case 'milestone': {
+      const t = st.study && st.study.subtasks.find((x) => x.id === e.subtask);
+      addLine(e, 'sys milestone', null, `Milestone: ${t ? t.label : e.subtask} (${e.progress}%)`);
+      break;
+    }
+    case 'lock_released':
+      if (e.how !== 'reply') addLine(e, 'sys', null, e.how === 'approved' ? 'Approved' : 'Denied');
+      break;
+    case 'session_ended':
+      addLine(e, 'sys', null, 'The conversation has ended.');
+      break;
+    default:
+  }
+}
+
+// ---------------------------------------------------------------- view
+
+function renderTimer() {
+  const v = st.view;
+  if (!v) return;
+  const t = v.timer;
+  let text = '';
+  if (t.deadline_ms) text = fmt(Math.max(0, (t.deadline_ms - (Date.now() - st.skew)) / 1000));
+  else if (t.limit_s) text = fmt(t.limit_s);
+  $('timer').textContent = text;
+}
+
+function renderRobots(v) {
+  const ul = $('robots');
+  ul.replaceChildren(...v.robots.map((r) => {
+    const li = el('li', { 'data-testid': `robot-${r.id}`, 'data-busy': r.busy ? 'true' : 'false' });
+    li.append(el('strong', {}, r.name), el('span', {}, ` · ${r.location_name} · battery ${Math.round(r.battery)}%`));
+    if (r.busy) {
+      const what = `${r.action}${r.target ? ` → ${r.target}` : ''} (${r.percent ?? 0}%, ${r.eta_s ?? '?'} s left)`;
+      li.append(el('div', { class: 'busy' }, what));
+    } else {
+      li.append(el('div', { class: 'muted' }, 'on standby'));
+    }
+    return li;
+  }));
+}
+
+function renderOptions(v) {
+  const box = $('options');
+  const groups = ACT_TYPES.map((t) => {
+    const opts = v.options.filter((o) => o.act_type === t);
+    if (!opts.length) return null;
+    const fs = el('fieldset', { 'data-act-type': t });
+    fs.append(el('legend', {}, t));
+    for (const o of opts) {
+      const b = el('button', {
+        type: 'button', class: `option${o.hint ? ' hinted' : ''}`, 'data-testid': `option-${o.state}`,
+        'data-state': o.state, 'data-kind': o.kind, title: o.label,
+      });
+      b.append(el('span', { class: 'label' }, o.label.replace(/_/g, ' ')), el('span', { class: 'text' }, o.text));
+      b.addEventListener('click', () => cmd({ cmd: 'say', state: o.state }));
+      fs.append(b);
+    }
+    return fs;
+  }).filter(Boolean);
+  box.replaceChildren(...groups);
+  if (!groups.length) box.append(el('p', { class: 'muted' }, v.lock ? 'Waiting for the user…' : 'No dialogue option right now: use the buttons below or type.'));
+  $('fixed').replaceChildren(...v.fixed.map((f) => {
+    const b = el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id }, f.text);
+    b.addEventListener('click', () => cmd({ cmd: 'fixed', id: f.id }));
+    return b;
+  }));
+  $('hint').disabled = !v.can_hint;
+  const lock = $('lock-status');
+  lock.hidden = !v.lock;
+  lock.textContent = v.lock ? (v.lock.kind === 'approval' ? 'Waiting for the user to approve or deny.' : 'Waiting for the user to reply.') : '';
+}
+
+function fillSelect(sel, items) {
+  const keep = sel.value;
+  sel.replaceChildren(...items.map(([value, text]) => el('option', { value }, text)));
+  if (items.some(([value]) => value === keep)) sel.value = keep;
+}
+
+function renderActions() {
+  const v = st.view;
+  if (!v || role !== 'wizard' || !st.study) return;
+  fillSelect($('action-select'), v.actions.map((a) => [a.id, a.label]));
+  fillSelect($('robot-select'), st.study.robots.map((r) => [r.id, `${r.name} (${r.kind_label})`]));
+  const action = v.actions.find((a) => a.id === $('action-select').value);
+  const needsTarget = Boolean(action && action.target);
+  $('target-label').hidden = !needsTarget;
+  if (needsTarget) fillSelect($('target-select'), st.study.locations.map((l) => [l.id, l.name]));
+  const target = needsTarget ? $('target-select').value : null;
+  const combo = action && action.combos.find((c) => c.robot === $('robot-select').value && (c.target ?? null) === target);
+  const ok = Boolean(combo && combo.ok);
+  $('action-send').disabled = !ok;
+  $('action-reason').textContent = ok ? '' : (combo && combo.reason) || (action ? 'Not possible now.' : 'No actions in this study.');
+}
+
+function renderView(v) {
+  st.view = v;
+  st.skew = Date.now() - v.now_ms;
+  renderTimer();
+  const bar = $('progress-bar');
+  bar.style.width = `${v.progress}%`;
+  bar.setAttribute('aria-valuenow', String(v.progress));
+  $('subtask').textContent = v.subtask ? v.subtask.label : '';
+  $('finish').disabled = !v.can_finish;
+  const input = $('text-input');
+  input.disabled = Boolean(v.muted) || Boolean(v.ended);
+  $('send').disabled = input.disabled;
+  input.placeholder = v.muted ? `Wait for ${st.study ? st.study.partner.name : 'your partner'} to start the conversation` : 'Type a message and press Enter';
+  $('partner-status').hidden = !v.partner_away;
+  if (v.partner_away) $('partner-status').textContent = 'Your partner lost the connection. Waiting for them to reconnect…';
+  if (role === 'user') {
+    const a = $('approval');
+    const lock = v.lock && v.lock.kind === 'approval' ? v.lock : null;
+    a.hidden = !lock;
+    if (lock) {
+      $('approval-prompt').textContent = lock.prompt || 'Do you approve?';
+      $('approve').textContent = lock.approve_label;
+      $('deny').textContent = lock.deny_label;
+    }
+  } else {
+    renderOptions(v);
+    renderActions();
+  }
+  renderRobots(v);
+  if (v.media) {
+    $('media-panel').hidden = false;
+    if ($('media').getAttribute('src') !== v.media.url) $('media').setAttribute('src', v.media.url);
+    $('media').alt = v.media.alt;
+  }
+}
+
+function renderWelcome(study) {
+  st.study = study;
+  if (study.map) {
+    $('map-panel').hidden = false;
+    $('map').setAttribute('src', study.map.url);
+    $('map').alt = study.map.alt;
+  }
+  $('typing').textContent = `${study.partner.name} is typing…`;
+}
+
+// ---------------------------------------------------------------- connection
+
+function onFrame(f) {
+  switch (f.type) {
+    case 'welcome': renderWelcome(f.study); break;
+    case 'event':
+      if (f.event.seq <= st.lastSeq) return;
+      st.lastSeq = f.event.seq;
+      renderEvent(f.event);
+      break;
+    case 'view': renderView(f.view); break;
+    case 'ack': break;
+    case 'error': notice(f.message); break;
+    case 'partner':
+      if (f.status === 'typing') {
+        $('typing').hidden = false;
+        clearTimeout(st.typingTimer);
+        st.typingTimer = setTimeout(() => { $('typing').hidden = true; }, 3000);
+      } else {
+        $('partner-status').hidden = f.status !== 'reconnecting';
+        $('partner-status').textContent = 'Your partner lost the connection. Waiting for them to reconnect…';
+      }
+      break;
+    case 'ended':
+      st.done = true;
+      setTimeout(() => { location.href = safeNext(f.next); }, 1200);
+      break;
+    default:
+  }
+}
+
+function connect() {
+  const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws${query}`);
+  st.ws = ws;
+  ws.onopen = () => {
+    st.retry = 500;
+    ws.send(JSON.stringify({ type: 'hello', last_seq: st.lastSeq }));
+    $('conn-status').textContent = 'connected';
+    main.dataset.connected = 'true';
+  };
+  ws.onmessage = (m) => {
+    let f;
+    try { f = JSON.parse(m.data); } catch { return; }
+    onFrame(f);
+  };
+  ws.onclose = () => {
+    main.dataset.connected = 'false';
+    if (st.done) return;
+    $('conn-status').textContent = 'reconnecting…';
+    setTimeout(connect, st.retry);
+    st.retry = Math.min(st.retry * 2, 5000);
+  };
+}
+
+// ---------------------------------------------------------------- input
+
+function sendText() {
+  const input = $('text-input');
+  const text = input.value.trim();
+  if (!text) return;
+  if (cmd({ cmd: 'text', text })) input.value = '';
+}
+
+$('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendText(); });
+$('text-input').addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && !ev.shiftKey) { ev.preventDefault(); sendText(); }
+});
+$('text-input').addEventListener('input', () => {
+  const now = Date.now();
+  if (now - st.typingSent > 2000) { st.typingSent = now; send({ type: 'typing' }); }
+});
+// Finishing takes two clicks (no modal dialog, so keyboards and test drivers need nothing special).
+$('finish').addEventListener('click', () => {
+  const b = $('finish');
+  if (b.dataset.armed === 'true') {
+    b.dataset.armed = 'false';
+    b.textContent = 'Finish';
+    cmd({ cmd: 'finish' });
+    return;
+  }
+  b.dataset.armed = 'true';
+  b.textContent = 'Click again to end';
+  setTimeout(() => { b.dataset.armed = 'false'; b.textContent = 'Finish'; }, 5000);
+});
+if (role === 'user') {
+  $('approve').addEventListener('click', () => cmd({ cmd: 'approve' }));
+  $('deny').addEventListener('click', () => cmd({ cmd: 'deny' }));
+} else {
+  $('hint').addEventListener('click', () => cmd({ cmd: 'hint' }));
+  for (const id of ['action-select', 'robot-select', 'target-select']) $(id).addEventListener('change', renderActions);
+  $('action-send').addEventListener('click', () => {
+    const action = $('action-select').value;
+    const a = st.view && st.view.actions.find((x) => x.id === action);
+    const c = { cmd: 'act', action, robot: $('robot-select').value };
+    if (a && a.target) c.target = $('target-select').value;
+    cmd(c);
+  });
+}
+setInterval(renderTimer, 250);
+connect();

@@ -1,0 +1,46 @@
+// Waiting room: keeps a WebSocket open so that the lobby holds this participant's place, shows
+// the waiting time, and moves on when the server says so (`paired` → the room, `ended` → the
+// completion page). Reconnects by itself; the wait limit counts from the first connection.
+
+const main = document.querySelector('main[data-page="waiting"]');
+const seat = main ? main.dataset.seat : '';
+const query = seat ? `?seat=${encodeURIComponent(seat)}` : '';
+const status = document.getElementById('waiting-status');
+let done = false;
+let retry = 500;
+
+const fmt = (s) => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
+const go = (next) => {
+  done = true;
+  location.href = typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') ? next : `/p${query}`;
+};
+
+function connect() {
+  const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws${query}`);
+  ws.onopen = () => {
+    retry = 500;
+    ws.send(JSON.stringify({ type: 'hello', last_seq: 0 }));
+    status.textContent = 'Waiting for a partner…';
+  };
+  ws.onmessage = (m) => {
+    let f;
+    try { f = JSON.parse(m.data); } catch { return; }
+    if (f.type === 'waiting') {
+      status.textContent = `Waiting for a partner… ${fmt(f.waited_s)} (at most ${fmt(f.limit_s)})`;
+    } else if (f.type === 'paired' || f.type === 'ended') {
+      status.textContent = f.type === 'paired' ? 'Partner found. Starting…' : 'No partner was found.';
+      go(f.next);
+    } else if (f.type === 'error') {
+      status.textContent = f.message;
+      if (f.code === 'replaced') done = true;
+    }
+  };
+  ws.onclose = () => {
+    if (done) return;
+    status.textContent = 'Connection lost. Reconnecting…';
+    setTimeout(connect, retry);
+    retry = Math.min(retry * 2, 5000);
+  };
+}
+
+connect();

@@ -1,0 +1,149 @@
+//! The shared state every handler, connection and room holds: a cheap-to-clone handle around an
+//! `Arc`. It owns no dialogue state itself: live sessions belong to their room tasks, the waiting
+//! queues to the lobby, and everything durable to the store.
+
+use std::ops::Deref;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use indexmap::IndexMap;
+use tokio::sync::{mpsc, watch};
+use wozkit_core::load::LoadedStudy;
+use wozkit_store::Store;
+
+use crate::auth::ResearcherSessions;
+use crate::completion::CodeKey;
+use crate::error::StartError;
+use crate::lobby::Lobby;
+use crate::room::Rooms;
+
+/// What to serve and how.
+pub struct Config {
+    /// Studies served; the first is used when an entry link names none.
+    pub studies: Vec<LoadedStudy>,
+    pub tunables: Tunables,
+}
+
+/// Timings that tests shrink and deployments rarely change.
+#[derive(Clone, Debug)]
+pub struct Tunables {
+    /// A built-in bot waits between these many milliseconds before each move, so that it reads
+    /// like a person typing rather than an instant answer.
+    pub bot_pace_ms: (u64, u64),
+    /// How often the waiting room tells a participant their place and waiting time.
+    pub waiting_update_ms: u64,
+    /// A WebSocket must send `hello` within this time.
+    pub hello_timeout_ms: u64,
+    /// An ended room stays alive this long for late connections before its task stops.
+    pub room_linger_ms: u64,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            bot_pace_ms: (2500, 5000),
+            waiting_update_ms: 5000,
+            hello_timeout_ms: 15_000,
+            room_linger_ms: 60_000,
+        }
+    }
+}
+
+/// The handle to the shared state.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+/// What the handle points to.
+pub struct Inner {
+    /// Every event, session and participant.
+    pub store: Arc<dyn Store>,
+    /// Studies by id, in the order given (the default first).
+    pub studies: IndexMap<String, Arc<LoadedStudy>>,
+    /// Waiting participants, per study and role.
+    pub(crate) lobby: Lobby,
+    /// Live room tasks by session id.
+    pub(crate) rooms: Rooms,
+    /// Key of the completion codes (kept in the store's meta table, so codes stay verifiable).
+    pub(crate) code_key: CodeKey,
+    /// Logged-in researchers.
+    pub(crate) researchers: ResearcherSessions,
+    pub tunables: Tunables,
+    /// Turns true when the server stops; rooms and connections end their loops on it.
+    pub(crate) shutdown: watch::Receiver<bool>,
+    /// Dropped with the last handle: tells `launch_with_listener` that every task has ended.
+    _alive: mpsc::Sender<()>,
+    /// Numbers connections so a room can tell two tabs of one participant apart.
+    next_conn: AtomicU64,
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub(crate) async fn new(
+        config: Config,
+        store: Arc<dyn Store>,
+        shutdown: watch::Receiver<bool>,
+        alive: mpsc::Sender<()>,
+    ) -> Result<AppState, StartError> {
+        if config.studies.is_empty() {
+            return Err(StartError::NoStudy);
+        }
+        let mut studies = IndexMap::new();
+        for s in config.studies {
+            let id = s.study.id.clone();
+            if studies.insert(id.clone(), Arc::new(s)).is_some() {
+                return Err(StartError::DuplicateStudy(id));
+            }
+        }
+        let code_key = CodeKey::load_or_create(store.as_ref()).await?;
+        Ok(AppState(Arc::new(Inner {
+            store,
+            studies,
+            lobby: Lobby::default(),
+            rooms: Rooms::default(),
+            code_key,
+            researchers: ResearcherSessions::default(),
+            tunables: config.tunables,
+            shutdown,
+            _alive: alive,
+            next_conn: AtomicU64::new(1),
+        })))
+    }
+
+    /// The study with this id, or the default one when `id` is `None`.
+    pub fn study(&self, id: Option<&str>) -> Option<Arc<LoadedStudy>> {
+        match id {
+            Some(id) => self.studies.get(id).cloned(),
+            None => self.studies.values().next().cloned(),
+        }
+    }
+
+    pub(crate) fn conn_id(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Resolves when the server is stopping.
+    pub(crate) async fn stopping(&self) {
+        let mut rx = self.shutdown.clone();
+        // An error means the sender is gone, which also means stop.
+        let _ = rx.wait_for(|stop| *stop).await;
+    }
+}
+
+/// Server time in milliseconds since the Unix epoch: the time of every event.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Sleeps until the epoch time `at_ms` (at once if it has passed).
+pub(crate) async fn sleep_until_ms(at_ms: u64) {
+    tokio::time::sleep(Duration::from_millis(at_ms.saturating_sub(now_ms()))).await;
+}

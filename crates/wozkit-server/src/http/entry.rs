@@ -1,0 +1,252 @@
+//! Entry: the landing page, the entry link (`/join`) that creates or resumes a participant and
+//! sets its cookie, and the lookup of the participant behind a cookie.
+//!
+//! Platforms are recognised by their parameters: Prolific (`PROLIFIC_PID`, `STUDY_ID`,
+//! `SESSION_ID`), MTurk (`workerId`, `assignmentId`, `hitId`, `turkSubmitTo`) and lab links
+//! (`participant`, optional; `role` and `pair` are honoured for lab links only, so a crowd worker
+//! cannot choose a role). A worker who comes back resumes where they were: with the old cookie
+//! directly, without it through a new token stored as an alias in the meta table.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::extract::{Query, State};
+use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use wozkit_core::event::Role;
+use wozkit_store::{
+    NewParticipant, Participant, ParticipantPatch, Platform, StoreError, hash_token, new_id,
+    new_token,
+};
+
+use super::html::{esc, layout, query_escape};
+use crate::app::{AppState, now_ms};
+use crate::error::HttpError;
+use crate::flow;
+use crate::pairing::role_or;
+use crate::security::{cookie, parse_seat, participant_cookie, seat_query, set_cookie};
+use crate::ws::waiting::PAIR_KEY;
+
+/// Meta key prefix of extra tokens issued to returning workers.
+const ALIAS_PREFIX: &str = "participant_token_alias/";
+/// Participant cookies last 30 days.
+const COOKIE_AGE_S: u64 = 30 * 24 * 3600;
+/// Longest id accepted from a platform.
+const MAX_ID_LEN: usize = 128;
+
+/// The participant holding the request's cookie (of `seat`, if given).
+pub async fn current_participant(
+    app: &AppState,
+    headers: &HeaderMap,
+    seat: Option<&str>,
+) -> Result<Option<Participant>, StoreError> {
+    let Some(token) = cookie(headers, &participant_cookie(seat)) else {
+        return Ok(None);
+    };
+    if token.len() > 256 {
+        return Ok(None);
+    }
+    let hash = hash_token(&token);
+    if let Some(p) = app.store.participant_by_token_hash(&hash).await? {
+        return Ok(Some(p));
+    }
+    match app.store.meta(&format!("{ALIAS_PREFIX}{hash}")).await? {
+        Some(id) => app.store.participant(&id).await,
+        None => Ok(None),
+    }
+}
+
+/// `GET /`: what this server is and how to take part.
+pub async fn landing(State(app): State<AppState>) -> Html<String> {
+    let studies: String = app
+        .studies
+        .values()
+        .map(|s| {
+            format!(
+                "<li><strong>{}</strong> — entry link: <a href=\"/join?study={}\"><code>/join?study={}</code></a></li>",
+                esc(&s.study.title),
+                query_escape(&s.study.id),
+                esc(&s.study.id)
+            )
+        })
+        .collect();
+    let body = format!(
+        "<main class=\"narrow\"><h1>wozkit</h1>\
+         <p>This server runs dialogue studies. Participants start from an entry link:</p><ul>{studies}</ul>\
+         <p>Crowd platforms add their ids to the link: Prolific <code>?PROLIFIC_PID=…&amp;STUDY_ID=…&amp;SESSION_ID=…</code>, \
+         MTurk <code>?workerId=…&amp;assignmentId=…&amp;hitId=…</code>, a lab <code>?participant=NAME</code>.</p>\
+         <p>Researchers: <a href=\"/researcher\">sessions</a> · <a href=\"/try\">try both roles yourself</a></p></main>"
+    );
+    Html(layout("wozkit", &body, &[]))
+}
+
+/// Who is joining, as the platform says.
+struct Identity {
+    platform: Platform,
+    worker: Option<String>,
+    external: BTreeMap<String, String>,
+}
+
+fn valid_id(v: &str) -> bool {
+    !v.is_empty() && v.len() <= MAX_ID_LEN && !v.chars().any(char::is_control)
+}
+
+fn identify(q: &HashMap<String, String>) -> Result<Identity, HttpError> {
+    let take = |keys: &[&str]| -> Result<BTreeMap<String, String>, HttpError> {
+        let mut out = BTreeMap::new();
+        for k in keys {
+            if let Some(v) = q.get(*k) {
+                if !valid_id(v) {
+                    return Err(HttpError::BadRequest(format!(
+                        "`{k}` must be 1–{MAX_ID_LEN} printable characters"
+                    )));
+                }
+                out.insert((*k).to_string(), v.clone());
+            }
+        }
+        Ok(out)
+    };
+    if let Some(pid) = q.get("PROLIFIC_PID") {
+        return Ok(Identity {
+            platform: Platform::Prolific,
+            worker: Some(pid.clone()),
+            external: take(&["PROLIFIC_PID", "STUDY_ID", "SESSION_ID"])?,
+        });
+    }
+    if let Some(w) = q.get("workerId") {
+        return Ok(Identity {
+            platform: Platform::Mturk,
+            worker: Some(w.clone()),
+            external: take(&["workerId", "assignmentId", "hitId", "turkSubmitTo"])?,
+        });
+    }
+    Ok(Identity {
+        platform: Platform::Lab,
+        worker: q.get("participant").cloned(),
+        external: take(&["participant", PAIR_KEY])?,
+    })
+}
+
+fn redirect_with_cookie(headers: &HeaderMap, seat: Option<&str>, token: Option<&str>) -> Response {
+    let mut res = (
+        StatusCode::SEE_OTHER,
+        [(LOCATION, format!("/p{}", seat_query(seat)))],
+    )
+        .into_response();
+    if let Some(token) = token
+        && let Ok(v) = set_cookie(headers, &participant_cookie(seat), token, COOKIE_AGE_S).parse()
+    {
+        res.headers_mut().insert(SET_COOKIE, v);
+    }
+    res
+}
+
+/// `GET /join`: creates or resumes the participant and sends it to its current page.
+pub async fn join(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, HttpError> {
+    let study = app
+        .study(q.get("study").map(String::as_str))
+        .ok_or_else(|| {
+            HttpError::BadRequest("unknown study: check the `study` parameter of the link".into())
+        })?;
+    if q.get("assignmentId")
+        .is_some_and(|a| a == "ASSIGNMENT_ID_NOT_AVAILABLE")
+    {
+        let body = format!(
+            "<main class=\"narrow\"><h1>{}</h1><p id=\"preview\">Accept the task to take part.</p></main>",
+            esc(&study.study.title)
+        );
+        return Ok(Html(layout(&study.study.title, &body, &[])).into_response());
+    }
+    let seat = match q.get("seat") {
+        Some(s) => Some(parse_seat(s).ok_or_else(|| {
+            HttpError::BadRequest("`seat` must be 1–12 lowercase letters or digits".into())
+        })?),
+        None => None,
+    };
+    let id = identify(&q)?;
+    let study_id = study.study.id.clone();
+    if let Some(p) = current_participant(&app, &headers, seat.as_deref()).await?
+        && p.study_id == study_id
+        && (id.worker.is_none() || (p.worker_id == id.worker && p.platform == id.platform))
+    {
+        return Ok(redirect_with_cookie(&headers, seat.as_deref(), None));
+    }
+    if let Some(worker) = &id.worker
+        && let Some(p) = app
+            .store
+            .participant_by_worker(&study_id, id.platform, worker)
+            .await?
+    {
+        return Ok(resume(&app, &headers, seat.as_deref(), &p).await?);
+    }
+    let role = match (id.platform, q.get("role")) {
+        (Platform::Lab, Some(r)) => Some(
+            Role::parse(r)
+                .ok_or_else(|| HttpError::BadRequest("`role` must be `user` or `wizard`".into()))?,
+        ),
+        _ => None,
+    };
+    let role = role_or(role, &app, &study_id);
+    let (token, token_hash) = new_token();
+    let new = NewParticipant {
+        id: new_id(),
+        token_hash,
+        study_id: study_id.clone(),
+        platform: id.platform,
+        worker_id: id.worker.clone(),
+        external_ids: id.external,
+        flow_step: flow::encode(&study.study, role, 0),
+        created_at_ms: now_ms(),
+    };
+    let p = match app.store.create_participant(new).await {
+        Ok(p) => p,
+        // The same worker joined twice at once: resume the one that won.
+        Err(StoreError::Conflict { .. }) if id.worker.is_some() => {
+            let worker = id.worker.as_deref().unwrap_or_default();
+            match app
+                .store
+                .participant_by_worker(&study_id, id.platform, worker)
+                .await?
+            {
+                Some(p) => return Ok(resume(&app, &headers, seat.as_deref(), &p).await?),
+                None => return Err(HttpError::BadRequest("please open the link again".into())),
+            }
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let patch = ParticipantPatch {
+        role: Some(Some(role)),
+        ..ParticipantPatch::default()
+    };
+    app.store.update_participant(&p.id, patch).await?;
+    tracing::info!(
+        participant = p.id,
+        study = study_id,
+        role = role.as_str(),
+        platform = p.platform.as_str(),
+        "joined"
+    );
+    Ok(redirect_with_cookie(
+        &headers,
+        seat.as_deref(),
+        Some(&token),
+    ))
+}
+
+/// A returning worker without the cookie: a fresh token for the same participant.
+async fn resume(
+    app: &AppState,
+    headers: &HeaderMap,
+    seat: Option<&str>,
+    p: &Participant,
+) -> Result<Response, StoreError> {
+    let (token, hash) = new_token();
+    app.store
+        .set_meta(&format!("{ALIAS_PREFIX}{hash}"), &p.id)
+        .await?;
+    Ok(redirect_with_cookie(headers, seat, Some(&token)))
+}

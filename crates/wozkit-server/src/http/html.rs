@@ -1,0 +1,115 @@
+//! HTML building blocks. Every piece of text that did not come from this file (study text,
+//! participant text, ids) goes through [`esc`]; pages carry no inline scripts or styles, so the
+//! Content-Security-Policy can forbid both.
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Plain text as paragraphs: blank lines separate paragraphs, single newlines are kept as
+/// spaces (study files wrap long lines).
+pub fn paragraphs(text: &str) -> String {
+    text.split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            format!(
+                "<p>{}</p>",
+                esc(&p.split_whitespace().collect::<Vec<_>>().join(" "))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A whole page: `body` is trusted HTML built with [`esc`]; `scripts` are asset names.
+pub fn layout(title: &str, body: &str, scripts: &[&str]) -> String {
+    let scripts: String = scripts
+        .iter()
+        .map(|s| {
+            format!(
+                "<script type=\"module\" src=\"/assets/{}\"></script>",
+                esc(s)
+            )
+        })
+        .collect();
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><link rel=\"stylesheet\" href=\"/assets/style.css\"></head>\
+         <body>{body}{scripts}</body></html>",
+        esc(title)
+    )
+}
+
+/// Percent-encodes a URL path (keeps `/` and unreserved characters).
+pub fn path_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Percent-encodes a query value.
+pub fn query_escape(s: &str) -> String {
+    path_escape(s).replace('/', "%2F")
+}
+
+/// URL of a study's media file.
+pub fn media_url(study: &str, file: &str) -> String {
+    format!("/study/{}/{}", query_escape(study), path_escape(file))
+}
+
+/// A form that posts to `action` with a hidden `step` and one submit button.
+pub fn button_form(action: &str, step: &str, button_id: &str, label: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"{}\"><input type=\"hidden\" name=\"step\" value=\"{}\">\
+         <button type=\"submit\" id=\"{}\" data-testid=\"{}\" class=\"primary\">{}</button></form>",
+        esc(action),
+        esc(step),
+        esc(button_id),
+        esc(button_id),
+        esc(label)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            esc("<img src=x onerror='a'>&\""),
+            "&lt;img src=x onerror=&#39;a&#39;&gt;&amp;&quot;"
+        );
+    }
+
+    #[test]
+    fn paragraphs_are_escaped_and_joined() {
+        assert_eq!(paragraphs("a\nb\n\n<c>"), "<p>a b</p>\n<p>&lt;c&gt;</p>");
+    }
+
+    #[test]
+    fn urls_are_encoded() {
+        assert_eq!(media_url("s", "media/a b.gif"), "/study/s/media/a%20b.gif");
+        assert_eq!(query_escape("a/b&c"), "a%2Fb%26c");
+    }
+}

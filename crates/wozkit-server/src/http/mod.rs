@@ -1,0 +1,77 @@
+//! The HTTP routes. Each module owns its handlers; this one assembles the router and the
+//! response headers every page gets (a Content-Security-Policy without inline scripts, no
+//! sniffing, frames only from this site).
+//!
+//! | route | module |
+//! |---|---|
+//! | `GET /`, `GET /join` | [`entry`] |
+//! | `GET /p`, `POST /p/next` | [`pages`] |
+//! | `POST /p/survey` | [`survey`] |
+//! | `GET /ws` | `crate::ws` |
+//! | `GET /assets/{file}`, `GET /study/{study}/{*file}` | [`static_files`] |
+//! | `GET /try` | [`try_it`] |
+//! | `/researcher…` | [`researcher`] |
+//! | `GET /healthz` | here |
+
+pub mod entry;
+pub mod html;
+pub mod pages;
+pub mod researcher;
+pub mod room_page;
+pub mod static_files;
+pub mod survey;
+pub mod try_it;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::HeaderValue;
+use axum::http::header::{
+    CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::middleware::map_response;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+use crate::app::AppState;
+use crate::ws;
+
+/// Largest request body (forms): 64 KiB.
+const MAX_BODY: usize = 64 * 1024;
+
+const CSP: &str = "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; \
+                   connect-src 'self'; frame-ancestors 'self'; form-action 'self' https:; base-uri 'none'; object-src 'none'";
+
+async fn headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    if !h.contains_key(CONTENT_SECURITY_POLICY) {
+        h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    }
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
+    h.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    res
+}
+
+pub fn router(app: AppState) -> Router {
+    Router::new()
+        .route("/", get(entry::landing))
+        .route("/join", get(entry::join))
+        .route("/p", get(pages::current))
+        .route("/p/next", post(pages::next))
+        .route("/p/survey", post(survey::submit))
+        .route("/ws", get(ws::upgrade))
+        .route("/assets/{file}", get(static_files::asset))
+        .route("/study/{study}/{*file}", get(static_files::media))
+        .route("/try", get(try_it::page))
+        .route("/researcher", get(researcher::index))
+        .route(
+            "/researcher/login",
+            get(researcher::login_form).post(researcher::login),
+        )
+        .route("/researcher/logout", post(researcher::logout))
+        .route("/researcher/session/{id}", get(researcher::session))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(map_response(headers))
+        .with_state(app)
+}

@@ -1,0 +1,244 @@
+//! The participant's pages: `GET /p` renders wherever the participant is in the flow, and
+//! `POST /p/next` accepts a consent or instructions page. The room and the waiting room are
+//! skeletons filled by their scripts over the WebSocket.
+
+use axum::Form;
+use axum::extract::{Query, State};
+use axum::http::header::LOCATION;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use serde::Deserialize;
+use wozkit_core::event::{Actor, EventKind, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::{Page, PageKind};
+use wozkit_store::{NewEvent, Participant, ParticipantPatch};
+
+use super::entry::current_participant;
+use super::html::{button_form, esc, layout, paragraphs};
+use super::{room_page, survey};
+use crate::app::{AppState, now_ms};
+use crate::error::HttpError;
+use crate::flow;
+use crate::security::{origin_ok, parse_seat, seat_query};
+
+#[derive(Deserialize)]
+pub struct SeatQuery {
+    seat: Option<String>,
+}
+
+impl SeatQuery {
+    pub fn seat(&self) -> Option<String> {
+        self.seat.as_deref().and_then(parse_seat)
+    }
+}
+
+/// The participant of the request, its study and role.
+pub async fn who(
+    app: &AppState,
+    headers: &HeaderMap,
+    seat: Option<&str>,
+) -> Result<(Participant, std::sync::Arc<LoadedStudy>, Role), HttpError> {
+    let p = current_participant(app, headers, seat)
+        .await?
+        .ok_or(HttpError::Unauthorized("Open the link you were given to take part: this browser has no participation in this study."))?;
+    let study = app.study(Some(&p.study_id)).ok_or(HttpError::NotFound)?;
+    let role = p.role.unwrap_or(Role::User);
+    Ok((p, study, role))
+}
+
+/// 303 to the participant's page.
+pub fn to_page(seat: Option<&str>) -> Response {
+    (
+        StatusCode::SEE_OTHER,
+        [(LOCATION, format!("/p{}", seat_query(seat)))],
+    )
+        .into_response()
+}
+
+/// `GET /p`.
+pub async fn current(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    let seat = q.seat();
+    let (mut p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let st = &study.study;
+    let mut i = flow::index(&p.flow_step);
+    // A survey without questions is skipped.
+    if flow::kind_at(st, role, i) == PageKind::Survey && st.survey.questions.is_empty() {
+        i += 1;
+        p = advance(&app, &p, &study, role, i).await?;
+    }
+    let page = flow::pages(st, role).get(i);
+    let title = page.and_then(|pg| pg.title.clone());
+    let action = |path: &str| format!("{path}{}", seat_query(seat.as_deref()));
+    let seat_attr = esc(seat.as_deref().unwrap_or(""));
+    let html = match flow::kind_at(st, role, i) {
+        PageKind::Consent => {
+            let body = format!(
+                "<main class=\"narrow\" data-page=\"consent\"><h1>{}</h1>{}{}</main>",
+                esc(title.as_deref().unwrap_or("Consent")),
+                page_text(page),
+                button_form(
+                    &action("/p/next"),
+                    &p.flow_step,
+                    "accept",
+                    "I agree and want to take part"
+                )
+            );
+            layout(&st.title, &body, &[])
+        }
+        PageKind::Instructions => {
+            let me = match role {
+                Role::User => &st.roles.user,
+                Role::Wizard => &st.roles.wizard,
+            };
+            let body = format!(
+                "<main class=\"narrow\" data-page=\"instructions\"><h1>{}</h1>\
+                 <p class=\"role-badge\" data-testid=\"role\" data-role=\"{}\">Your role: <strong>{}</strong></p>{}{}{}</main>",
+                esc(title.as_deref().unwrap_or("Instructions")),
+                role.as_str(),
+                esc(&me.label),
+                paragraphs(&me.instructions),
+                page_text(page),
+                button_form(
+                    &action("/p/next"),
+                    &p.flow_step,
+                    "continue",
+                    "I have read this — continue"
+                )
+            );
+            layout(&st.title, &body, &[])
+        }
+        PageKind::Waiting | PageKind::Room if p.session_id.is_none() => {
+            let body = format!(
+                "<main class=\"narrow\" data-page=\"waiting\" data-seat=\"{seat_attr}\"><h1>{}</h1>{}\
+                 <p id=\"waiting-status\" data-testid=\"waiting-status\" role=\"status\">Connecting…</p>\
+                 <p class=\"muted\">Keep this tab open. You will be moved on automatically.</p></main>",
+                esc(title.as_deref().unwrap_or("Waiting for a partner")),
+                page_text(page),
+            );
+            layout(&st.title, &body, &["waiting.js"])
+        }
+        PageKind::Waiting | PageKind::Room => room_page::render(&study, role, seat.as_deref()),
+        PageKind::Survey => survey::render(
+            &study,
+            page,
+            &action("/p/survey"),
+            &p.flow_step,
+            &[],
+            &Default::default(),
+        ),
+        PageKind::Completion => {
+            let code = ensure_code(&app, &p, role).await?;
+            completion(&study, page, &code)
+        }
+    };
+    Ok(Html(html).into_response())
+}
+
+fn page_text(page: Option<&Page>) -> String {
+    page.and_then(|p| p.text.as_deref())
+        .map(paragraphs)
+        .unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+pub struct NextForm {
+    step: String,
+}
+
+/// `POST /p/next`: accept a consent or instructions page. Idempotent: a repeated post (double
+/// click, back button) for a page already accepted only redirects.
+pub async fn next(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(form): Form<NextForm>,
+) -> Result<Response, HttpError> {
+    if !origin_ok(&headers, false) {
+        return Err(HttpError::Forbidden(
+            "This form must be sent from this site's page.",
+        ));
+    }
+    let seat = q.seat();
+    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let i = flow::index(&p.flow_step);
+    let acceptable = matches!(
+        flow::kind_at(&study.study, role, i),
+        PageKind::Consent | PageKind::Instructions
+    );
+    if acceptable && form.step == p.flow_step {
+        advance(&app, &p, &study, role, i + 1).await?;
+    }
+    Ok(to_page(seat.as_deref()))
+}
+
+/// Moves the participant to step `i`.
+pub async fn advance(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    role: Role,
+    i: usize,
+) -> Result<Participant, HttpError> {
+    let patch = ParticipantPatch {
+        flow_step: Some(flow::encode(&study.study, role, i)),
+        ..ParticipantPatch::default()
+    };
+    Ok(app.store.update_participant(&p.id, patch).await?)
+}
+
+/// The participant's completion code, issued (and logged in the session) the first time.
+async fn ensure_code(app: &AppState, p: &Participant, role: Role) -> Result<String, HttpError> {
+    if let Some(code) = &p.completion_code {
+        return Ok(code.clone());
+    }
+    let code = app.code_key.code(&p.id);
+    if let Some(session) = &p.session_id {
+        let event = NewEvent {
+            actor: Actor::Participant {
+                role,
+                participant: Some(p.id.clone()),
+            },
+            kind: EventKind::CompletionIssued {
+                role,
+                code: code.clone(),
+                no_partner: false,
+            },
+            at_ms: now_ms(),
+        };
+        app.store.append(session, vec![event]).await?;
+    }
+    let patch = ParticipantPatch {
+        completion_code: Some(Some(code.clone())),
+        ..ParticipantPatch::default()
+    };
+    app.store.update_participant(&p.id, patch).await?;
+    Ok(code)
+}
+
+fn completion(study: &LoadedStudy, page: Option<&Page>, code: &str) -> String {
+    let st = &study.study;
+    let link = st
+        .flow
+        .completion_url
+        .as_ref()
+        .map(|url| {
+            let href = url.replace("{code}", code);
+            format!(
+                "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\">Return to the study platform</a></p>",
+                esc(&href)
+            )
+        })
+        .unwrap_or_default();
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"completion\"><h1>{}</h1>{}\
+         <p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>{link}</main>",
+        esc(page.and_then(|p| p.title.as_deref()).unwrap_or("Thank you")),
+        page_text(page),
+        esc(code),
+    );
+    layout(&st.title, &body, &[])
+}

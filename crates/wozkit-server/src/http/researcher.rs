@@ -1,0 +1,349 @@
+//! Researcher pages: login, the list of sessions (live and finished, with the waiting queues) and
+//! a read-only live view of one session's events. Server-rendered, refreshed by the browser.
+
+use std::time::Duration;
+
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use serde::Deserialize;
+use wozkit_core::event::{Actor, Event, EventKind};
+use wozkit_store::{SessionFilter, SessionRecord};
+
+use super::html::{esc, layout, query_escape};
+use crate::app::AppState;
+use crate::auth::check_password;
+use crate::error::HttpError;
+use crate::security::{RESEARCHER_COOKIE, cookie, origin_ok, set_cookie};
+
+/// Sessions shown on the list (the newest).
+const LIST_LIMIT: u32 = 200;
+
+/// Whether the request carries a current researcher login.
+pub fn logged_in(app: &AppState, headers: &HeaderMap) -> bool {
+    cookie(headers, RESEARCHER_COOKIE).is_some_and(|t| app.researchers.valid(&t))
+}
+
+/// Redirect to the login page, coming back to `next` afterwards.
+pub fn to_login(next: &str) -> Response {
+    (
+        StatusCode::SEE_OTHER,
+        [(
+            LOCATION,
+            format!("/researcher/login?next={}", query_escape(next)),
+        )],
+    )
+        .into_response()
+}
+
+/// Only local paths, so the login cannot be turned into a redirect to another site.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_string(),
+        _ => "/researcher".to_string(),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct NextQuery {
+    next: Option<String>,
+}
+
+fn login_page(next: &str, problem: Option<&str>) -> String {
+    let problem = problem
+        .map(|p| {
+            format!(
+                "<p class=\"problem\" role=\"alert\" id=\"login-problem\">{}</p>",
+                esc(p)
+            )
+        })
+        .unwrap_or_default();
+    let body = format!(
+        "<main class=\"narrow\"><h1>Researcher login</h1>{problem}\
+         <form method=\"post\" action=\"/researcher/login\"><input type=\"hidden\" name=\"next\" value=\"{}\">\
+         <label>Password <input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"current-password\" required autofocus></label>\
+         <button type=\"submit\" id=\"login\" class=\"primary\">Log in</button></form>\
+         <p class=\"muted\">The password was printed when the server first started, or set with WOZKIT_RESEARCHER_PASSWORD.</p></main>",
+        esc(next)
+    );
+    layout("Researcher login", &body, &[])
+}
+
+/// `GET /researcher/login`.
+pub async fn login_form(Query(q): Query<NextQuery>) -> Html<String> {
+    Html(login_page(&safe_next(q.next.as_deref()), None))
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    password: String,
+    next: Option<String>,
+}
+
+/// `POST /researcher/login`.
+pub async fn login(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Result<Response, HttpError> {
+    if !origin_ok(&headers, false) {
+        return Err(HttpError::Forbidden(
+            "This form must be sent from this site's page.",
+        ));
+    }
+    let next = safe_next(form.next.as_deref());
+    if form.password.len() > 1024 || !check_password(app.store.as_ref(), &form.password).await? {
+        // Slows down guessing; argon2 itself already costs tens of milliseconds.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        return Ok((
+            StatusCode::UNAUTHORIZED,
+            Html(login_page(&next, Some("Wrong password."))),
+        )
+            .into_response());
+    }
+    let token = app.researchers.create();
+    let cookie = set_cookie(&headers, RESEARCHER_COOKIE, &token, 12 * 3600);
+    let mut res = (StatusCode::SEE_OTHER, [(LOCATION, next)]).into_response();
+    if let Ok(v) = cookie.parse() {
+        res.headers_mut().insert(SET_COOKIE, v);
+    }
+    Ok(res)
+}
+
+/// `POST /researcher/logout`.
+pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(t) = cookie(&headers, RESEARCHER_COOKIE) {
+        app.researchers.remove(&t);
+    }
+    (
+        StatusCode::SEE_OTHER,
+        [(LOCATION, "/researcher/login".to_string())],
+    )
+        .into_response()
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of an epoch time in milliseconds.
+pub fn fmt_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn status(r: &SessionRecord) -> String {
+    match &r.ended {
+        None => "<span class=\"live\">live</span>".into(),
+        Some(end) => format!("ended: {}", esc(end.reason.as_str())),
+    }
+}
+
+/// `GET /researcher`.
+pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, HttpError> {
+    if !logged_in(&app, &headers) {
+        return Ok(to_login("/researcher"));
+    }
+    let total = app.store.count_sessions(&SessionFilter::default()).await?;
+    let filter = SessionFilter {
+        limit: Some(LIST_LIMIT),
+        offset: u32::try_from(total.saturating_sub(u64::from(LIST_LIMIT))).unwrap_or(0),
+        ..SessionFilter::default()
+    };
+    let mut sessions = app.store.list_sessions(&filter).await?;
+    sessions.reverse();
+    let mut rows = String::new();
+    for r in &sessions {
+        let people: Vec<String> = app
+            .store
+            .participants_in_session(&r.id)
+            .await?
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} ({})",
+                    p.role.map_or("?", |r| r.as_str()),
+                    p.platform.as_str()
+                )
+            })
+            .collect();
+        rows.push_str(&format!(
+            "<tr><td><a href=\"/researcher/session/{id}\"><code>{id}</code></a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.study_id),
+            fmt_time(r.created_at_ms),
+            status(r),
+            r.last_seq,
+            esc(&people.join(", ")),
+            id = esc(&r.id),
+        ));
+    }
+    let queues: String = app
+        .lobby
+        .counts()
+        .iter()
+        .map(|q| {
+            format!(
+                "<li>{}{}: {} user(s), {} wizard(s) waiting</li>",
+                esc(&q.key.study),
+                q.key
+                    .pair
+                    .as_ref()
+                    .map(|p| format!(" (pair {})", esc(p)))
+                    .unwrap_or_default(),
+                q.users,
+                q.wizards
+            )
+        })
+        .collect();
+    let queues = if queues.is_empty() {
+        "<li>nobody is waiting</li>".to_string()
+    } else {
+        queues
+    };
+    let body = format!(
+        "<main><header class=\"bar\"><h1>Sessions</h1><a href=\"/try\">Try it</a>\
+         <form method=\"post\" action=\"/researcher/logout\"><button type=\"submit\">Log out</button></form></header>\
+         <h2>Waiting room</h2><ul id=\"queues\">{queues}</ul><p>{} room(s) in memory; {total} session(s) in all.</p>\
+         <table id=\"sessions\"><thead><tr><th>session</th><th>study</th><th>created (UTC)</th><th>state</th><th>events</th><th>participants</th></tr></thead>\
+         <tbody>{rows}</tbody></table></main>",
+        app.rooms.len()
+    );
+    Ok(Html(layout("Sessions", &body, &["refresh.js"])).into_response())
+}
+
+fn actor(a: &Actor) -> String {
+    match a {
+        Actor::Participant { role, .. } => role.as_str().to_string(),
+        Actor::Bot { role, name } => format!("bot {name} ({})", role.as_str()),
+        Actor::System => "system".into(),
+    }
+}
+
+fn details(e: &Event) -> String {
+    match &e.kind {
+        EventKind::Message { role, text, source } => {
+            let act = source
+                .act()
+                .map(|(l, t)| format!(" [{l} / {}]", t.as_str()))
+                .unwrap_or_else(|| " [free text]".into());
+            format!(
+                "<strong>{}</strong>: {}<span class=\"muted\">{}</span>",
+                role.as_str(),
+                esc(text),
+                esc(&act)
+            )
+        }
+        other => {
+            let mut json = serde_json::to_string(other).unwrap_or_default();
+            if json.len() > 400 {
+                let cut = (0..=400)
+                    .rev()
+                    .find(|i| json.is_char_boundary(*i))
+                    .unwrap_or(0);
+                json.truncate(cut);
+                json.push('…');
+            }
+            format!("<code>{}</code>", esc(&json))
+        }
+    }
+}
+
+fn kind_name(k: &EventKind) -> String {
+    serde_json::to_value(k)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// `GET /researcher/session/{id}`: the session's events, refreshed while it is live.
+pub async fn session(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, HttpError> {
+    if !logged_in(&app, &headers) {
+        return Ok(to_login(&format!(
+            "/researcher/session/{}",
+            query_escape(&id)
+        )));
+    }
+    let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
+    let events = app.store.events(&id, 0).await?;
+    let start = events.first().map_or(record.created_at_ms, |e| e.at_ms);
+    let rows: String = events
+        .iter()
+        .map(|e| {
+            format!(
+                "<tr data-seq=\"{}\"><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                e.seq,
+                e.seq,
+                e.at_ms.saturating_sub(start) as f64 / 1000.0,
+                esc(&actor(&e.actor)),
+                esc(&kind_name(&e.kind)),
+                details(e)
+            )
+        })
+        .collect();
+    let people: String = app
+        .store
+        .participants_in_session(&id)
+        .await?
+        .iter()
+        .map(|p| {
+            format!(
+                "<li>{} — {} <code>{}</code>, page {}, code {}</li>",
+                p.role.map_or("?", |r| r.as_str()),
+                p.platform.as_str(),
+                esc(&p.id),
+                esc(&p.flow_step),
+                esc(p.completion_code.as_deref().unwrap_or("—"))
+            )
+        })
+        .collect();
+    let body = format!(
+        "<main data-live=\"{}\"><p><a href=\"/researcher\">← sessions</a></p><h1>Session <code>{}</code></h1>\
+         <p>study {} (version {}), seed {}, created {} UTC — {}</p><ul>{people}</ul>\
+         <table id=\"events\"><thead><tr><th>seq</th><th>s</th><th>actor</th><th>kind</th><th>details</th></tr></thead><tbody>{rows}</tbody></table></main>",
+        record.is_live(),
+        esc(&record.id),
+        esc(&record.study_id),
+        esc(&record.study_version),
+        record.seed,
+        fmt_time(record.created_at_ms),
+        status(&record),
+    );
+    Ok(Html(layout("Session", &body, &["refresh.js"])).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_civil_utc() {
+        assert_eq!(fmt_time(0), "1970-01-01 00:00:00");
+        assert_eq!(fmt_time(1_700_000_000_000), "2023-11-14 22:13:20");
+        assert_eq!(fmt_time(951_782_400_000), "2000-02-29 00:00:00");
+    }
+
+    #[test]
+    fn next_stays_on_this_site() {
+        assert_eq!(safe_next(Some("/try")), "/try");
+        assert_eq!(safe_next(Some("//evil.example")), "/researcher");
+        assert_eq!(safe_next(Some("https://evil.example")), "/researcher");
+    }
+}

@@ -1,0 +1,68 @@
+//! `GET /try`: the researcher plays both roles side by side. Each frame is a fresh lab
+//! participant in its own "seat" (its own cookie), and both carry the same private pair key, so
+//! they are paired with each other and never with a real participant.
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::{Html, IntoResponse, Response};
+use serde::Deserialize;
+use wozkit_store::new_id;
+
+use super::html::{esc, layout, query_escape};
+use super::researcher::{logged_in, to_login};
+use crate::app::AppState;
+use crate::error::HttpError;
+
+#[derive(Deserialize)]
+pub struct TryQuery {
+    study: Option<String>,
+}
+
+pub async fn page(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<TryQuery>,
+) -> Result<Response, HttpError> {
+    if !logged_in(&app, &headers) {
+        let next = match &q.study {
+            Some(s) => format!("/try?study={}", query_escape(s)),
+            None => "/try".into(),
+        };
+        return Ok(to_login(&next));
+    }
+    let study = app.study(q.study.as_deref()).ok_or(HttpError::NotFound)?;
+    let pair = new_id();
+    // Seats: lowercase letters and digits, at most 12.
+    let seat = |role: char| format!("{role}{}", &pair[..8]);
+    let src = |role: &str, s: &str| {
+        format!(
+            "/join?study={}&role={role}&pair=try-{pair}&seat={s}",
+            query_escape(&study.study.id)
+        )
+    };
+    let (us, ws) = (seat('u'), seat('w'));
+    let others: String = app
+        .studies
+        .keys()
+        .filter(|id| **id != study.study.id)
+        .map(|id| {
+            format!(
+                " · <a href=\"/try?study={}\">{}</a>",
+                query_escape(id),
+                esc(id)
+            )
+        })
+        .collect();
+    let body = format!(
+        "<main class=\"try\"><header class=\"bar\"><h1>Try: {}</h1>\
+         <span class=\"muted\">Left: the user. Right: the wizard. Both are test participants paired with each other.</span>\
+         <a href=\"/try?study={}\">Start again</a>{others}<a href=\"/researcher\">Sessions</a></header>\
+         <div class=\"frames\"><iframe id=\"try-user\" title=\"User\" src=\"{}\"></iframe>\
+         <iframe id=\"try-wizard\" title=\"Wizard\" src=\"{}\"></iframe></div></main>",
+        esc(&study.study.title),
+        query_escape(&study.study.id),
+        esc(&src("user", &us)),
+        esc(&src("wizard", &ws)),
+    );
+    Ok(Html(layout("Try it", &body, &[])).into_response())
+}

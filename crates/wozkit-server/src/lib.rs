@@ -1,0 +1,76 @@
+//! wozkit-server: the HTTP and WebSocket side of wozkit. It serves the participant flow (entry
+//! link → consent → instructions → waiting room → room → survey → completion code), pairs
+//! participants, runs one task per live room around the pure engine, and gives the researcher a
+//! login, a session list and a live view. It also holds the projections the CLI prints from the
+//! store: the per-session log with metrics, and the payment table.
+//!
+//! It must not decide dialogue semantics (that is `wozkit_core::engine`) nor how events are stored
+//! (that is `wozkit_store`): a room calls `step`, appends what the engine emitted, and only then
+//! tells anyone.
+//!
+//! Map of the crate:
+//! - [`app`]: the shared state handle ([`AppState`]), configuration and the clock.
+//! - `http`: routes: entry links, flow pages, survey, assets and media, researcher pages, `/try`.
+//! - `ws`: the WebSocket protocol (frames, limits) and the per-connection loop.
+//! - `lobby`: the waiting queues and pairing (pure, behind a std mutex);
+//!   `pairing`: what happens once a pair (or a timeout) is decided.
+//! - `room`: the room registry and the room actor, its per-role views and the built-in bots.
+//! - `flow`: where a participant is in the study's page flow.
+//! - [`auth`]: the researcher password and login sessions; `security`: cookies, Origin, rate limits.
+//! - [`completion`]: completion codes (an HMAC of the participant id under a stored key).
+//! - [`records`]: the dialogue log export with automatic metrics, and payments.
+
+#![forbid(unsafe_code)]
+
+pub mod app;
+pub mod auth;
+pub mod completion;
+mod error;
+mod flow;
+mod http;
+mod lobby;
+mod pairing;
+pub mod records;
+mod room;
+mod security;
+mod ws;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use wozkit_store::Store;
+
+pub use app::{AppState, Config, Tunables, now_ms};
+pub use error::StartError;
+
+/// Serves `config` on `listener` until `shutdown` resolves, then stops every room and connection
+/// and closes the store. Events are written as they happen, so stopping (or being killed) at any
+/// moment loses nothing that was acknowledged; rooms are rebuilt from the log when participants
+/// come back.
+pub async fn launch_with_listener(
+    config: Config,
+    store: Arc<dyn Store>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Every task that holds the state holds this sender through it; `recv` returning `None`
+    // tells that the last of them has finished.
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    let state = AppState::new(config, store.clone(), stop_rx, alive_tx).await?;
+    room::resume_live_rooms(state.clone());
+    let router = http::router(state.clone());
+    drop(state);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        })
+        .await
+        .map_err(StartError::Io)?;
+    let _ = alive_rx.recv().await;
+    store.close().await;
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! What happens once the lobby has decided: a pair gets a session and a room; a participant whose
+//! wait ran out gets either a bot partner or a "no partner" completion code. Every outcome is a
+//! session with its own log, so even an unpaired participant's code is an event.
+
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use wozkit_core::engine::{self, Command, Session};
+use wozkit_core::event::{Actor, EndReason, EventKind, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_store::{NewEvent, NewSession, ParticipantPatch, StoreError, new_id};
+
+use crate::app::{AppState, now_ms};
+use crate::flow;
+use crate::lobby::Ticket;
+use crate::room;
+
+async fn create_session(app: &AppState, study: &LoadedStudy) -> Result<(String, u64), StoreError> {
+    let id = new_id();
+    let seed: u64 = rand::random();
+    app.store
+        .create_session(NewSession {
+            id: id.clone(),
+            study_id: study.study.id.clone(),
+            study_version: study.study.version.clone(),
+            seed,
+            created_at_ms: now_ms(),
+        })
+        .await?;
+    Ok((id, seed))
+}
+
+/// Places the participant in the session, on its room page.
+async fn seat(
+    app: &AppState,
+    study: &LoadedStudy,
+    t: &Ticket,
+    session: &str,
+) -> Result<(), StoreError> {
+    let from = match app.store.participant(&t.participant).await? {
+        Some(p) => flow::index(&p.flow_step),
+        None => 0,
+    };
+    let step = flow::room_step(&study.study, t.role, from);
+    app.store
+        .update_participant(
+            &t.participant,
+            ParticipantPatch {
+                role: Some(Some(t.role)),
+                session_id: Some(Some(session.to_string())),
+                flow_step: Some(flow::encode(&study.study, t.role, step)),
+                ..ParticipantPatch::default()
+            },
+        )
+        .await?;
+    Ok(())
+}
+
+/// Two complementary participants: a new session and its room. Returns the session id.
+pub async fn pair(
+    app: &AppState,
+    study: &Arc<LoadedStudy>,
+    a: &Ticket,
+    b: &Ticket,
+) -> Result<String, StoreError> {
+    let (id, seed) = create_session(app, study).await?;
+    seat(app, study, a, &id).await?;
+    seat(app, study, b, &id).await?;
+    let humans = vec![
+        (a.role, a.participant.clone()),
+        (b.role, b.participant.clone()),
+    ];
+    room::start_new(app, study.clone(), &id, seed, humans, vec![]);
+    tracing::info!(session = id, study = study.study.id, "paired");
+    Ok(id)
+}
+
+/// The wait ran out and the study backfills: a built-in bot takes the other role.
+pub async fn with_bot(
+    app: &AppState,
+    study: &Arc<LoadedStudy>,
+    me: &Ticket,
+) -> Result<String, StoreError> {
+    let (id, seed) = create_session(app, study).await?;
+    seat(app, study, me, &id).await?;
+    let humans = vec![(me.role, me.participant.clone())];
+    room::start_new(app, study.clone(), &id, seed, humans, vec![me.role.other()]);
+    tracing::info!(session = id, study = study.study.id, "paired with a bot");
+    Ok(id)
+}
+
+/// The wait ran out: the participant gets a session that ends at once for lack of a partner,
+/// a completion code marked `no_partner`, and goes to the completion page.
+pub async fn no_partner(
+    app: &AppState,
+    study: &Arc<LoadedStudy>,
+    me: &Ticket,
+) -> Result<(), StoreError> {
+    let (id, seed) = create_session(app, study).await?;
+    let now = now_ms();
+    let person = Actor::Participant {
+        role: me.role,
+        participant: Some(me.participant.clone()),
+    };
+    let mut s = Session::new(study, &id);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut events: Vec<NewEvent> = vec![];
+    for (actor, cmd) in [
+        (Actor::System, Command::Start { seed }),
+        (
+            person.clone(),
+            Command::Join {
+                role: me.role,
+                bot: false,
+            },
+        ),
+        (
+            Actor::System,
+            Command::Abort {
+                reason: EndReason::NoPartner,
+            },
+        ),
+    ] {
+        // These three always apply to a fresh session; a refusal would only skip its events.
+        if let Ok(step) = engine::step(study, &s, &actor, cmd, now, &mut rng) {
+            events.extend(step.events.into_iter().map(|(actor, kind)| NewEvent {
+                actor,
+                kind,
+                at_ms: now,
+            }));
+            s = step.session;
+        }
+    }
+    let code = app.code_key.code(&me.participant);
+    events.push(NewEvent {
+        actor: Actor::System,
+        kind: EventKind::CompletionIssued {
+            role: me.role,
+            code: code.clone(),
+            no_partner: true,
+        },
+        at_ms: now,
+    });
+    app.store.append(&id, events).await?;
+    app.store
+        .end_session(&id, EndReason::NoPartner, now)
+        .await?;
+    let from = match app.store.participant(&me.participant).await? {
+        Some(p) => flow::index(&p.flow_step),
+        None => 0,
+    };
+    let step = flow::after_no_partner(&study.study, me.role, from);
+    app.store
+        .update_participant(
+            &me.participant,
+            ParticipantPatch {
+                role: Some(Some(me.role)),
+                session_id: Some(Some(id.clone())),
+                flow_step: Some(flow::encode(&study.study, me.role, step)),
+                completion_code: Some(Some(code)),
+            },
+        )
+        .await?;
+    tracing::info!(session = id, study = study.study.id, "no partner");
+    Ok(())
+}
+
+/// The role a participant without one gets (lab links may name it).
+pub fn role_or(role: Option<Role>, app: &AppState, study: &str) -> Role {
+    role.unwrap_or_else(|| app.lobby.assign_role(study))
+}

@@ -1,0 +1,511 @@
+//! The room task: a loop around `engine::step` that owns one session.
+//!
+//! Order of every step: run the engine on a copy → append the emitted events (durable) → adopt
+//! the new state → if the session ended, record that on the session and move both participants
+//! on to their next page → send the events and views → ack. A refused command changes nothing
+//! and is answered with an error frame; a failed append changes nothing either.
+//!
+//! Randomness: each step's RNG is seeded from the session seed and the step's first `seq`, so a
+//! room rebuilt after a restart draws exactly what the lost task would have drawn.
+
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::mpsc;
+use wozkit_core::engine::{self, Command, Refusal, Session};
+use wozkit_core::event::{Actor, EndReason, Event, EventKind, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::PageKind;
+use wozkit_store::{NewEvent, ParticipantPatch, StoreError};
+
+use super::bot::Bot;
+use super::{RoomMsg, view};
+use crate::app::{AppState, now_ms, sleep_until_ms};
+use crate::flow;
+use crate::ws::frames::{ServerFrame, error_frame, refusal_frame};
+
+/// How the room came to be.
+pub enum Origin {
+    /// Just paired: start the session and seat the bots.
+    Fresh,
+    /// Rebuilt from the log: fire overdue timers and wait for the participants to come back.
+    Log,
+}
+
+/// One connection of a participant.
+struct Conn {
+    id: u64,
+    role: Role,
+    next: String,
+    out: mpsc::Sender<Arc<str>>,
+}
+
+enum StepError {
+    Refused(Refusal),
+    Store(StoreError),
+}
+
+pub struct RoomActor {
+    app: AppState,
+    study: Arc<LoadedStudy>,
+    /// The engine state: the fold of every event appended so far.
+    session: Session,
+    /// Seed of the session (from its record), for `Start` and the per-step RNGs.
+    seed: u64,
+    /// `seq` of the last event appended.
+    last_seq: u64,
+    /// Roles played by people, with their participant ids.
+    humans: Vec<(Role, String)>,
+    bots: Vec<Bot>,
+    conns: Vec<Conn>,
+    /// Paired participants who have not joined by then make the session end.
+    join_deadline: Option<u64>,
+    /// When this task saw the session end; it lingers a little for late connections.
+    ended_at: Option<u64>,
+}
+
+impl RoomActor {
+    pub fn new(
+        app: AppState,
+        study: Arc<LoadedStudy>,
+        session: Session,
+        seed: u64,
+        last_seq: u64,
+        humans: Vec<(Role, String)>,
+        bots: Vec<Role>,
+    ) -> RoomActor {
+        let pace = app.tunables.bot_pace_ms;
+        RoomActor {
+            bots: bots.into_iter().map(|r| Bot::new(r, seed, pace)).collect(),
+            app,
+            study,
+            session,
+            seed,
+            last_seq,
+            humans,
+            conns: vec![],
+            join_deadline: None,
+            ended_at: None,
+        }
+    }
+
+    pub async fn run(mut self, mut inbox: mpsc::Receiver<RoomMsg>, origin: Origin) {
+        self.on_start(origin).await;
+        loop {
+            if self.finished() {
+                break;
+            }
+            let wake = self.next_wake();
+            tokio::select! {
+                msg = inbox.recv() => match msg {
+                    Some(msg) => self.handle(msg).await,
+                    None => break,
+                },
+                () = sleep_until_ms(wake.unwrap_or(u64::MAX)), if wake.is_some() => self.on_timer().await,
+                () = self.app.stopping() => break,
+            }
+        }
+        let id = self.session.id.clone();
+        drop(inbox);
+        self.app.rooms.remove_closed(&id);
+    }
+
+    async fn on_start(&mut self, origin: Origin) {
+        let grace = u64::from(self.study.study.session.disconnect_grace_s) * 1000;
+        match origin {
+            Origin::Fresh => {
+                let _ = self
+                    .step(Actor::System, Command::Start { seed: self.seed })
+                    .await;
+                for role in self.bots.iter().map(|b| b.role).collect::<Vec<_>>() {
+                    let bot = Actor::Bot {
+                        role,
+                        name: super::bot::NAME.into(),
+                    };
+                    let _ = self.step(bot, Command::Join { role, bot: true }).await;
+                }
+            }
+            Origin::Log => {
+                if self.session.is_ended() {
+                    self.finalize().await;
+                    return;
+                }
+                if engine::next_wakeup(&self.study, &self.session).is_some_and(|t| t <= now_ms()) {
+                    let _ = self.step(Actor::System, Command::Tick).await;
+                }
+                // Everybody was cut off by the restart: their grace periods start now.
+                let present: Vec<Role> = self
+                    .humans
+                    .iter()
+                    .map(|(r, _)| *r)
+                    .filter(|r| {
+                        self.session.joined.contains(r)
+                            && !self.session.away.iter().any(|(a, _)| a == r)
+                    })
+                    .collect();
+                for role in present {
+                    let _ = self.step(Actor::System, Command::Disconnect { role }).await;
+                }
+            }
+        }
+        if !self.session.is_ended()
+            && self
+                .humans
+                .iter()
+                .any(|(r, _)| !self.session.joined.contains(r))
+        {
+            self.join_deadline = Some(now_ms() + grace);
+        }
+        self.schedule_bots(&[]);
+    }
+
+    /// The earliest of: engine timers, bot moves, the join deadline, the end of lingering.
+    fn next_wake(&self) -> Option<u64> {
+        let engine = engine::next_wakeup(&self.study, &self.session);
+        let linger = self.ended_at.map(|t| t + self.app.tunables.room_linger_ms);
+        [engine, self.join_deadline, linger]
+            .into_iter()
+            .chain(self.bots.iter().map(|b| b.next_at))
+            .flatten()
+            .min()
+    }
+
+    fn finished(&self) -> bool {
+        match self.ended_at {
+            Some(t) => self.conns.is_empty() || now_ms() >= t + self.app.tunables.room_linger_ms,
+            None => false,
+        }
+    }
+
+    async fn on_timer(&mut self) {
+        let now = now_ms();
+        if self.join_deadline.is_some_and(|t| t <= now) {
+            self.join_deadline = None;
+            let missing = self
+                .humans
+                .iter()
+                .any(|(r, _)| !self.session.joined.contains(r));
+            if missing && !self.session.is_ended() {
+                let _ = self
+                    .step(
+                        Actor::System,
+                        Command::Abort {
+                            reason: EndReason::Disconnect,
+                        },
+                    )
+                    .await;
+            }
+        }
+        if engine::next_wakeup(&self.study, &self.session).is_some_and(|t| t <= now) {
+            let _ = self.step(Actor::System, Command::Tick).await;
+        }
+        for i in 0..self.bots.len() {
+            if self.bots[i].next_at.is_some_and(|t| t <= now) {
+                let mv = self.bots[i].decide(&self.study, &self.session, now);
+                if let Some(cmd) = mv {
+                    let role = self.bots[i].role;
+                    let actor = Actor::Bot {
+                        role,
+                        name: super::bot::NAME.into(),
+                    };
+                    if let Err(StepError::Refused(r)) = self.step(actor, cmd).await {
+                        tracing::debug!(session = self.session.id, "bot move refused: {r}");
+                    }
+                }
+            }
+        }
+    }
+
+    async fn handle(&mut self, msg: RoomMsg) {
+        match msg {
+            RoomMsg::Connect {
+                conn,
+                role,
+                last_seq,
+                next,
+                out,
+            } => self.connect(conn, role, last_seq, next, out).await,
+            RoomMsg::Cmd {
+                conn,
+                role,
+                participant,
+                id,
+                cmd,
+            } => {
+                let actor = Actor::Participant {
+                    role,
+                    participant: Some(participant),
+                };
+                let reply = match self.step(actor, cmd).await {
+                    Ok(seq) => ServerFrame::Ack { id: &id, seq }.text(),
+                    Err(StepError::Refused(r)) => refusal_frame(&id, &r),
+                    Err(StepError::Store(e)) => {
+                        tracing::error!(session = self.session.id, "append failed: {e}");
+                        error_frame(
+                            Some(&id),
+                            "internal",
+                            "the server could not save this; please try again",
+                        )
+                    }
+                };
+                self.send_to(conn, reply.into());
+            }
+            RoomMsg::Typing { role } => {
+                let frame: Arc<str> = ServerFrame::Partner { status: "typing" }.text().into();
+                self.send_role(role.other(), &frame);
+            }
+            RoomMsg::Leave { conn, role } => {
+                // The connection may already be gone (dropped for being too slow).
+                self.conns.retain(|c| c.id != conn);
+                self.maybe_disconnect(role).await;
+            }
+        }
+    }
+
+    async fn connect(
+        &mut self,
+        conn: u64,
+        role: Role,
+        last_seq: u64,
+        next: String,
+        out: mpsc::Sender<Arc<str>>,
+    ) {
+        self.conns.push(Conn {
+            id: conn,
+            role,
+            next,
+            out,
+        });
+        let missed = match self.app.store.events(&self.session.id, last_seq).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::error!(session = self.session.id, "cannot read the log: {e}");
+                self.send_to(
+                    conn,
+                    error_frame(None, "internal", "the server could not read the session").into(),
+                );
+                return;
+            }
+        };
+        let mut frames: Vec<Arc<str>> = missed
+            .iter()
+            .filter_map(|e| view::event_for(role, e))
+            .map(|e| ServerFrame::Event { event: &e }.text().into())
+            .collect();
+        frames.push(self.view_frame(role));
+        if self.session.away.iter().any(|(r, _)| *r == role.other()) {
+            frames.push(
+                ServerFrame::Partner {
+                    status: "reconnecting",
+                }
+                .text()
+                .into(),
+            );
+        }
+        if let Some(c) = self.conns.iter().find(|c| c.id == conn) {
+            frames.push(self.ended_frame(&c.next));
+        }
+        for f in frames.into_iter().filter(|f| !f.is_empty()) {
+            self.send_to(conn, f);
+        }
+        if self.session.is_ended() || !self.humans.iter().any(|(r, _)| *r == role) {
+            return;
+        }
+        let participant = self
+            .humans
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, p)| p.clone());
+        if !self.session.joined.contains(&role) {
+            let actor = Actor::Participant { role, participant };
+            let _ = self.step(actor, Command::Join { role, bot: false }).await;
+            if self
+                .humans
+                .iter()
+                .all(|(r, _)| self.session.joined.contains(r))
+            {
+                self.join_deadline = None;
+            }
+        } else if self.session.away.iter().any(|(r, _)| *r == role) {
+            let _ = self.step(Actor::System, Command::Reconnect { role }).await;
+        }
+    }
+
+    /// After a role's last connection closed: start its grace period (not while stopping: a
+    /// restart is not the participant's doing, and the rebuilt room records it anyway).
+    async fn maybe_disconnect(&mut self, role: Role) {
+        let still_here = self.conns.iter().any(|c| c.role == role);
+        if still_here
+            || self.session.is_ended()
+            || *self.app.shutdown.borrow()
+            || !self.session.joined.contains(&role)
+        {
+            return;
+        }
+        let _ = self.step(Actor::System, Command::Disconnect { role }).await;
+    }
+
+    /// Runs one command: engine, then store, then the world.
+    async fn step(&mut self, actor: Actor, cmd: Command) -> Result<u64, StepError> {
+        let now = now_ms().max(self.session.now_ms);
+        let mut rng = ChaCha8Rng::seed_from_u64(
+            self.seed ^ (self.last_seq + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
+        let out = engine::step(&self.study, &self.session, &actor, cmd, now, &mut rng)
+            .map_err(StepError::Refused)?;
+        if out.events.is_empty() {
+            self.session = out.session;
+            return Ok(self.last_seq);
+        }
+        let new = out
+            .events
+            .into_iter()
+            .map(|(actor, kind)| NewEvent {
+                actor,
+                kind,
+                at_ms: now,
+            })
+            .collect();
+        let stored = self
+            .app
+            .store
+            .append(&self.session.id, new)
+            .await
+            .map_err(StepError::Store)?;
+        self.session = out.session;
+        self.last_seq = stored.last().map_or(self.last_seq, |e| e.seq);
+        if self.session.is_ended() && self.ended_at.is_none() {
+            self.finalize().await;
+        }
+        self.broadcast(&stored);
+        self.schedule_bots(&stored);
+        Ok(self.last_seq)
+    }
+
+    /// Records the end on the session and sends both participants on to their next page.
+    /// Idempotent, so a room rebuilt after a crash in the middle of it finishes the job.
+    async fn finalize(&mut self) {
+        self.ended_at = Some(now_ms());
+        self.join_deadline = None;
+        for b in &mut self.bots {
+            b.next_at = None;
+        }
+        let Some((reason, _)) = self.session.ended else {
+            return;
+        };
+        let store = &self.app.store;
+        if let Err(e) = store
+            .end_session(&self.session.id, reason, self.session.now_ms)
+            .await
+        {
+            tracing::error!(
+                session = self.session.id,
+                "cannot mark the session ended: {e}"
+            );
+        }
+        let participants = match store.participants_in_session(&self.session.id).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(session = self.session.id, "cannot list participants: {e}");
+                return;
+            }
+        };
+        for p in participants {
+            let Some(role) = p.role else { continue };
+            let i = flow::index(&p.flow_step);
+            if flow::kind_at(&self.study.study, role, i) != PageKind::Room {
+                continue;
+            }
+            let patch = ParticipantPatch {
+                flow_step: Some(flow::encode(&self.study.study, role, i + 1)),
+                ..ParticipantPatch::default()
+            };
+            if let Err(e) = store.update_participant(&p.id, patch).await {
+                tracing::error!(participant = p.id, "cannot move the participant on: {e}");
+            }
+        }
+    }
+
+    /// Sends stored events, partner notices, views and (at the end) `ended` to every connection.
+    fn broadcast(&mut self, stored: &[Event]) {
+        for role in [Role::User, Role::Wizard] {
+            if !self.conns.iter().any(|c| c.role == role) {
+                continue;
+            }
+            let mut frames: Vec<Arc<str>> = vec![];
+            for e in stored {
+                if let Some(visible) = view::event_for(role, e) {
+                    frames.push(ServerFrame::Event { event: &visible }.text().into());
+                }
+                let status = match &e.kind {
+                    EventKind::Disconnected { role: r, .. } if *r != role => Some("reconnecting"),
+                    EventKind::Reconnected { role: r } if *r != role => Some("back"),
+                    _ => None,
+                };
+                if let Some(status) = status {
+                    frames.push(ServerFrame::Partner { status }.text().into());
+                }
+            }
+            frames.push(self.view_frame(role));
+            for f in &frames {
+                self.send_role(role, f);
+            }
+        }
+        if self.session.is_ended()
+            && stored
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
+        {
+            let targets: Vec<(u64, String)> =
+                self.conns.iter().map(|c| (c.id, c.next.clone())).collect();
+            for (id, next) in targets {
+                let frame = self.ended_frame(&next);
+                self.send_to(id, frame);
+            }
+        }
+    }
+
+    fn view_frame(&self, role: Role) -> Arc<str> {
+        let v = view::view(&self.study, &self.session, role, now_ms());
+        ServerFrame::View { view: &v }.text().into()
+    }
+
+    /// `ended` when the session is over, else an empty frame (skipped).
+    fn ended_frame(&self, next: &str) -> Arc<str> {
+        match self.session.ended {
+            Some((reason, _)) => ServerFrame::Ended {
+                reason: reason.as_str(),
+                next,
+            }
+            .text()
+            .into(),
+            None => "".into(),
+        }
+    }
+
+    fn send_role(&mut self, role: Role, frame: &Arc<str>) {
+        // A connection whose queue is full is too slow to keep up: drop it (its task then
+        // closes the socket and the browser reconnects with its last seq).
+        self.conns
+            .retain(|c| c.role != role || c.out.try_send(frame.clone()).is_ok());
+    }
+
+    fn send_to(&mut self, conn: u64, frame: Arc<str>) {
+        if frame.is_empty() {
+            return;
+        }
+        self.conns
+            .retain(|c| c.id != conn || c.out.try_send(frame.clone()).is_ok());
+    }
+
+    fn schedule_bots(&mut self, stored: &[Event]) {
+        if self.session.is_ended() {
+            return;
+        }
+        let now = now_ms();
+        for b in &mut self.bots {
+            b.observe(stored, &self.session, now);
+        }
+    }
+}

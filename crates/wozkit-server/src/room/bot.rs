@@ -1,0 +1,182 @@
+//! Built-in bots that take a role nobody came for (`pairing.on_timeout: bot`).
+//!
+//! The wizard bot is the simulator's wizard (`sim::wizard_move`, options weighted by their hint
+//! priors). It answers news (a user message, a finished robot action, an unlocked option) after
+//! a few seconds and otherwise keeps quiet for a while after speaking, so the user has time to
+//! reply. The user bot answers locks (approve or deny, reply) and replies to the wizard with a few
+//! scripted lines. Both act through the same engine commands as people and are logged as
+//! `Actor::Bot`; their RNG is separate from the engine's, seeded from the session seed.
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use wozkit_core::engine::{self, Command, Session};
+use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::ActType;
+use wozkit_core::sim::{self, WizardPolicy};
+
+/// Name of the built-in bot in the log.
+pub const NAME: &str = "builtin";
+
+/// Replies of the user bot to a question.
+const ANSWERS: &[&str] = &[
+    "Yes, go ahead.",
+    "Send the closest robot that can do it.",
+    "Okay, do what you suggest.",
+    "Yes please.",
+    "What would you recommend?",
+];
+/// Replies of the user bot to a statement.
+const ACKS: &[&str] = &[
+    "Okay.",
+    "Thanks.",
+    "Understood.",
+    "Good, keep me posted.",
+    "What is the status now?",
+];
+
+/// A bot in a room.
+pub struct Bot {
+    pub role: Role,
+    /// When the bot moves next; `None` while it waits for something to happen.
+    pub next_at: Option<u64>,
+    rng: ChaCha8Rng,
+    pace: (u64, u64),
+    /// The wizard bot does not speak again before this (unless there is news).
+    quiet_until: u64,
+    /// Whether the wizard's last message asked something (for the user bot).
+    asked: bool,
+}
+
+impl Bot {
+    pub fn new(role: Role, seed: u64, pace: (u64, u64)) -> Bot {
+        let salt = match role {
+            Role::User => 0x5553_4552,
+            Role::Wizard => 0x5749_5a44,
+        };
+        Bot {
+            role,
+            next_at: None,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ salt),
+            pace: (pace.0, pace.1.max(pace.0)),
+            quiet_until: 0,
+            asked: false,
+        }
+    }
+
+    fn delay(&mut self) -> u64 {
+        if self.pace.1 > self.pace.0 {
+            self.rng.random_range(self.pace.0..=self.pace.1)
+        } else {
+            self.pace.0
+        }
+    }
+
+    /// Looks at a batch of new events (empty at the start) and plans the next move.
+    pub fn observe(&mut self, stored: &[Event], _s: &Session, now: u64) {
+        match self.role {
+            Role::Wizard => {
+                let news = stored.iter().any(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::Message {
+                            role: Role::User,
+                            ..
+                        } | EventKind::ActionCompleted { .. }
+                            | EventKind::OptionsUnlocked { .. }
+                            | EventKind::LockReleased { .. }
+                            | EventKind::Joined {
+                                role: Role::User,
+                                ..
+                            }
+                    )
+                });
+                let spoke = stored.iter().any(|e| {
+                    matches!(
+                        e.actor,
+                        Actor::Bot {
+                            role: Role::Wizard,
+                            ..
+                        }
+                    ) && matches!(
+                        e.kind,
+                        EventKind::Message { .. } | EventKind::ActionStarted { .. }
+                    )
+                });
+                if news {
+                    self.quiet_until = 0;
+                    let soon = now + self.delay();
+                    self.next_at = Some(self.next_at.map_or(soon, |t| t.min(soon)));
+                } else if spoke {
+                    self.quiet_until = now + self.pace.1 * 3;
+                    self.next_at = Some(self.quiet_until);
+                } else if self.next_at.is_none() {
+                    self.next_at = Some((now + self.delay()).max(self.quiet_until));
+                }
+            }
+            Role::User => {
+                let mut prompted = false;
+                for e in stored {
+                    match &e.kind {
+                        EventKind::Message {
+                            role: Role::Wizard,
+                            text,
+                            source,
+                        } => {
+                            prompted = true;
+                            self.asked = matches!(
+                                source,
+                                MessageSource::State {
+                                    act_type: ActType::Request,
+                                    ..
+                                }
+                            ) || text.trim_end().ends_with('?');
+                        }
+                        EventKind::LockStarted { .. } => prompted = true,
+                        _ => {}
+                    }
+                }
+                if prompted && self.next_at.is_none() {
+                    self.next_at = Some(now + self.delay());
+                }
+            }
+        }
+    }
+
+    /// The move due now, if any.
+    pub fn decide(&mut self, study: &LoadedStudy, s: &Session, now: u64) -> Option<Command> {
+        self.next_at = None;
+        match self.role {
+            Role::Wizard => {
+                if now < self.quiet_until {
+                    self.next_at = Some(self.quiet_until);
+                    return None;
+                }
+                sim::wizard_move(study, s, WizardPolicy::Priors, &mut self.rng)
+            }
+            Role::User => self.user_reply(study, s),
+        }
+    }
+
+    fn user_reply(&mut self, study: &LoadedStudy, s: &Session) -> Option<Command> {
+        if s.lock.is_some() {
+            return sim::user_move(study, s, &mut self.rng);
+        }
+        if study.study.session.user_waits_for_wizard && !s.wizard_spoke {
+            return None;
+        }
+        if engine::finish_allowed(study, s) && self.rng.random_bool(0.1) {
+            return Some(Command::Finish);
+        }
+        let line = if std::mem::take(&mut self.asked) {
+            ANSWERS[self.rng.random_range(0..ANSWERS.len())]
+        } else if self.rng.random_bool(0.4) {
+            ACKS[self.rng.random_range(0..ACKS.len())]
+        } else {
+            return None;
+        };
+        Some(Command::Text {
+            text: line.to_string(),
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! Small security pieces shared by the HTTP and WebSocket sides: cookies, the Origin check,
+//! "seats" (several participants in one browser, for `/try`) and a token-bucket rate limiter.
+
+use std::time::Instant;
+
+use axum::http::HeaderMap;
+use axum::http::header::{COOKIE, HOST, ORIGIN};
+
+/// Cookie of a participant (the seat, if any, is appended: `wozkit_token_<seat>`).
+pub const PARTICIPANT_COOKIE: &str = "wozkit_token";
+/// Cookie of a logged-in researcher.
+pub const RESEARCHER_COOKIE: &str = "wozkit_researcher";
+
+/// The value of cookie `name`, if the request has it.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, for the whole site; `Secure` behind HTTPS.
+pub fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age_s: u64) -> String {
+    let secure = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("https"));
+    format!(
+        "{name}={value}; Path=/; Max-Age={max_age_s}; HttpOnly; SameSite=Lax{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// Whether the request comes from a page of this site. Browsers send `Origin` with every POST
+/// and WebSocket handshake; it must name the host the request was sent to. A request without
+/// `Origin` is accepted only when `allow_missing` (GETs, including the WebSocket handshake of a
+/// non-browser client such as a bot or a test).
+pub fn origin_ok(headers: &HeaderMap, allow_missing: bool) -> bool {
+    let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return allow_missing;
+    };
+    let Some(host) = headers.get(HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let origin_host = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"))
+        .unwrap_or("");
+    !origin_host.is_empty() && origin_host.eq_ignore_ascii_case(host)
+}
+
+/// A seat lets one browser hold several participants (the two frames of `/try`): each seat has
+/// its own cookie. 1–12 lowercase letters or digits.
+pub fn parse_seat(s: &str) -> Option<String> {
+    let ok = !s.is_empty()
+        && s.len() <= 12
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    ok.then(|| s.to_string())
+}
+
+/// The participant cookie's name for a seat.
+pub fn participant_cookie(seat: Option<&str>) -> String {
+    match seat {
+        Some(s) => format!("{PARTICIPANT_COOKIE}_{s}"),
+        None => PARTICIPANT_COOKIE.to_string(),
+    }
+}
+
+/// `?seat=..` to append to a participant URL, or nothing.
+pub fn seat_query(seat: Option<&str>) -> String {
+    seat.map(|s| format!("?seat={s}")).unwrap_or_default()
+}
+
+/// A token bucket: `rate` frames per second on average, bursts of up to `burst`.
+pub struct RateLimiter {
+    tokens: f64,
+    rate: f64,
+    burst: f64,
+    last: Instant,
+}
+
+impl RateLimiter {
+    pub fn new(rate: f64, burst: f64) -> RateLimiter {
+        RateLimiter {
+            tokens: burst,
+            rate,
+            burst,
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes one token; false when the bucket is empty.
+    pub fn allow(&mut self) -> bool {
+        let now = Instant::now();
+        let dt = now.duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn origin_must_match_host() {
+        let same = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+        ]);
+        assert!(origin_ok(&same, false));
+        let other = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://evil.example"),
+        ]);
+        assert!(!origin_ok(&other, true));
+        let none = headers(&[("host", "127.0.0.1:8080")]);
+        assert!(origin_ok(&none, true));
+        assert!(!origin_ok(&none, false));
+        let null = headers(&[("host", "a"), ("origin", "null")]);
+        assert!(!origin_ok(&null, true));
+    }
+
+    #[test]
+    fn cookies_are_found_by_name() {
+        let h = headers(&[("cookie", "a=1; wozkit_token=abc; wozkit_token_u=def")]);
+        assert_eq!(cookie(&h, "wozkit_token").as_deref(), Some("abc"));
+        assert_eq!(
+            cookie(&h, &participant_cookie(Some("u"))).as_deref(),
+            Some("def")
+        );
+        assert_eq!(cookie(&h, "missing"), None);
+    }
+
+    #[test]
+    fn seats_are_short_and_plain() {
+        assert_eq!(parse_seat("u1").as_deref(), Some("u1"));
+        assert_eq!(parse_seat("U1"), None);
+        assert_eq!(parse_seat("a;b"), None);
+        assert_eq!(parse_seat(""), None);
+    }
+
+    #[test]
+    fn bucket_limits_bursts() {
+        let mut r = RateLimiter::new(10.0, 20.0);
+        let allowed = (0..30).filter(|_| r.allow()).count();
+        assert!((20..=21).contains(&allowed));
+    }
+}

@@ -1,0 +1,185 @@
+//! The participant WebSocket (`GET /ws`): the handshake checks Origin and the participant cookie,
+//! then the connection waits for `hello` and serves the lobby or the room, whichever the
+//! participant's place in the flow says. The participant, role and session always come from the
+//! cookie and the store, never from a frame.
+
+pub mod frames;
+mod room_conn;
+pub mod waiting;
+
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use wozkit_core::model::PageKind;
+
+use self::frames::{ClientFrame, ServerFrame, error_frame};
+use crate::app::AppState;
+use crate::flow;
+use crate::http::entry::current_participant;
+use crate::security::{RateLimiter, origin_ok, parse_seat, seat_query};
+
+/// Frames larger than this close the connection (protocol error 1009); frames between
+/// [`frames::MAX_FRAME_BYTES`] and this get a `too_large` error frame and are dropped.
+const HARD_FRAME_LIMIT: usize = 64 * 1024;
+/// Commands per second on average, and the burst allowed.
+const RATE: (f64, f64) = (10.0, 20.0);
+
+#[derive(Deserialize)]
+pub struct WsQuery {
+    seat: Option<String>,
+}
+
+/// `GET /ws`.
+pub async fn upgrade(
+    State(app): State<AppState>,
+    Query(q): Query<WsQuery>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if !origin_ok(&headers, true) {
+        return (StatusCode::FORBIDDEN, "WebSocket from another site refused").into_response();
+    }
+    let seat = q.seat.as_deref().and_then(parse_seat);
+    let participant = match current_participant(&app, &headers, seat.as_deref()).await {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                "no participant cookie: open the entry link first",
+            )
+                .into_response();
+        }
+        Err(e) => {
+            tracing::error!("store error on WebSocket handshake: {e}");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    ws.max_message_size(HARD_FRAME_LIMIT)
+        .max_frame_size(HARD_FRAME_LIMIT)
+        .on_upgrade(move |socket| run(app, participant.id, seat, socket))
+}
+
+/// One connection: hello, then the lobby or the room.
+async fn run(app: AppState, participant: String, seat: Option<String>, mut socket: WebSocket) {
+    let mut limiter = RateLimiter::new(RATE.0, RATE.1);
+    let Some(last_seq) = wait_hello(&app, &mut socket, &mut limiter).await else {
+        return;
+    };
+    let next = format!("/p{}", seat_query(seat.as_deref()));
+    // Read again: the place in the flow may have changed since the handshake.
+    let p = match app.store.participant(&participant).await {
+        Ok(Some(p)) => p,
+        _ => {
+            let _ = send(
+                &mut socket,
+                &error_frame(None, "internal", "cannot read your participation"),
+            )
+            .await;
+            return;
+        }
+    };
+    let (Some(study), Some(role)) = (app.study(Some(&p.study_id)), p.role) else {
+        let _ = send(
+            &mut socket,
+            &error_frame(None, "not_in_session", "this study is not served here"),
+        )
+        .await;
+        return;
+    };
+    let i = flow::index(&p.flow_step);
+    if flow::in_lobby(&study.study, role, i, p.session_id.is_some()) {
+        waiting::run(app, socket, limiter, p, study, role, next).await;
+    } else if let (PageKind::Room, Some(session)) =
+        (flow::kind_at(&study.study, role, i), p.session_id.clone())
+    {
+        room_conn::run(
+            app, socket, limiter, p, study, role, session, last_seq, next,
+        )
+        .await;
+    } else {
+        // Not in the waiting room or the room (e.g. a stale tab): send the page on.
+        let _ = send(
+            &mut socket,
+            &ServerFrame::Ended {
+                reason: "not_in_room",
+                next: &next,
+            }
+            .text(),
+        )
+        .await;
+    }
+}
+
+/// Waits for `hello`; answers pings and explains other frames meanwhile.
+async fn wait_hello(
+    app: &AppState,
+    socket: &mut WebSocket,
+    limiter: &mut RateLimiter,
+) -> Option<u64> {
+    let deadline = tokio::time::sleep(Duration::from_millis(app.tunables.hello_timeout_ms));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            msg = socket.recv() => {
+                let text = match incoming(socket, msg, limiter).await? {
+                    Some(t) => t,
+                    None => continue,
+                };
+                let reply = match frames::parse(&text) {
+                    Ok(ClientFrame::Hello { last_seq }) => return Some(last_seq),
+                    Ok(ClientFrame::Ping) => ServerFrame::Pong.text(),
+                    Ok(_) => error_frame(None, "hello_required", "send {\"type\":\"hello\",\"last_seq\":N} first"),
+                    Err(e) => error_frame(e.id.as_deref(), e.code, &e.message),
+                };
+                send(socket, &reply).await.ok()?;
+            }
+            () = &mut deadline => {
+                let _ = send(socket, &error_frame(None, "hello_timeout", "no hello received")).await;
+                return None;
+            }
+            () = app.stopping() => return None,
+        }
+    }
+}
+
+/// Sorts an incoming message: `None` when the connection is over, `Some(None)` when there is
+/// nothing to parse (control frames, refused frames already answered), `Some(Some(text))`.
+async fn incoming(
+    socket: &mut WebSocket,
+    msg: Option<Result<Message, axum::Error>>,
+    limiter: &mut RateLimiter,
+) -> Option<Option<String>> {
+    match msg {
+        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => None,
+        Some(Ok(Message::Text(t))) => {
+            if !limiter.allow() {
+                let e = error_frame(
+                    None,
+                    "rate_limited",
+                    "too many frames: at most 10 per second (bursts of 20)",
+                );
+                send(socket, &e).await.ok()?;
+                return Some(None);
+            }
+            Some(Some(t.as_str().to_string()))
+        }
+        Some(Ok(Message::Binary(_))) => {
+            send(
+                socket,
+                &error_frame(None, "bad_json", "send JSON text frames, not binary"),
+            )
+            .await
+            .ok()?;
+            Some(None)
+        }
+        Some(Ok(_)) => Some(None),
+    }
+}
+
+async fn send(socket: &mut WebSocket, text: &str) -> Result<(), axum::Error> {
+    socket.send(Message::Text(text.into())).await
+}

@@ -1,0 +1,183 @@
+//! A waiting-room connection: holds the participant's place in the lobby while it is open, sends
+//! `waiting` updates, and ends with `paired` (go to the room) or `ended` (no partner: go to the
+//! completion page). The wait limit counts from the first time the participant was queued.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::WebSocket;
+use wozkit_core::event::Role;
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::OnNoPartner;
+use wozkit_store::Participant;
+
+use super::frames::{self, ClientFrame, ServerFrame, error_frame};
+use super::{incoming, send};
+use crate::app::{AppState, now_ms, sleep_until_ms};
+use crate::lobby::{Enqueued, QueueKey, Ticket};
+use crate::pairing;
+use crate::security::RateLimiter;
+
+/// Key of the private pair in a participant's external ids (lab links and `/try`).
+pub const PAIR_KEY: &str = "pair";
+
+pub async fn run(
+    app: AppState,
+    mut socket: WebSocket,
+    mut limiter: RateLimiter,
+    p: Participant,
+    study: Arc<LoadedStudy>,
+    role: Role,
+    next: String,
+) {
+    let key = QueueKey {
+        study: study.study.id.clone(),
+        pair: p.external_ids.get(PAIR_KEY).cloned(),
+    };
+    let ticket = Ticket {
+        participant: p.id.clone(),
+        worker: p
+            .worker_id
+            .as_ref()
+            .map(|w| format!("{}:{w}", p.platform.as_str())),
+        role,
+        conn: app.conn_id(),
+    };
+    let limit_s = study.study.pairing.wait_limit_s;
+    'enqueue: loop {
+        let (since_ms, mut rx) = match app.lobby.enqueue(key.clone(), ticket.clone(), now_ms()) {
+            Enqueued::Matched { partner, notify } => {
+                match pairing::pair(&app, &study, &partner, &ticket).await {
+                    Ok(session) => {
+                        let _ = notify.send(crate::lobby::Paired {
+                            session: session.clone(),
+                        });
+                        let frame = ServerFrame::Paired {
+                            session: &session,
+                            role,
+                            partner: "human",
+                            next: &next,
+                        };
+                        let _ = send(&mut socket, &frame.text()).await;
+                    }
+                    Err(e) => {
+                        // Dropping `notify` puts the partner back in the queue.
+                        tracing::error!("cannot create the session of a pair: {e}");
+                        let _ = send(
+                            &mut socket,
+                            &error_frame(None, "internal", "pairing failed; reload the page"),
+                        )
+                        .await;
+                    }
+                }
+                return;
+            }
+            Enqueued::Queued { since_ms, rx } => (since_ms, rx),
+        };
+        let mut deadline = Some(since_ms + u64::from(limit_s) * 1000);
+        let mut ticker = tokio::time::interval(Duration::from_millis(
+            app.tunables.waiting_update_ms.max(100),
+        ));
+        loop {
+            tokio::select! {
+                paired = &mut rx => match paired {
+                    Ok(paired) => {
+                        app.lobby.forget(&p.id);
+                        let frame = ServerFrame::Paired { session: &paired.session, role, partner: "human", next: &next };
+                        let _ = send(&mut socket, &frame.text()).await;
+                        return;
+                    }
+                    // Another tab took the place: this one is done.
+                    Err(_) if app.lobby.position(&key, &p.id).is_some() => {
+                        let _ = send(&mut socket, &error_frame(None, "replaced", "you are waiting in another tab")).await;
+                        return;
+                    }
+                    // The partner's pairing failed: queue again.
+                    Err(_) => continue 'enqueue,
+                },
+                _ = ticker.tick() => {
+                    let position = app.lobby.position(&key, &p.id).unwrap_or(1);
+                    let waited_s = now_ms().saturating_sub(since_ms) / 1000;
+                    let frame = ServerFrame::Waiting { position, waited_s, limit_s };
+                    if send(&mut socket, &frame.text()).await.is_err() {
+                        app.lobby.leave(&key, &p.id, ticket.conn);
+                        return;
+                    }
+                }
+                () = sleep_until_ms(deadline.unwrap_or(u64::MAX)), if deadline.is_some() => {
+                    if app.lobby.leave(&key, &p.id, ticket.conn) {
+                        app.lobby.forget(&p.id);
+                        give_up(&app, &mut socket, &study, &ticket, &next).await;
+                        return;
+                    }
+                    // Being paired at this very moment (or replaced): the answer comes on `rx`.
+                    deadline = None;
+                }
+                msg = socket.recv() => {
+                    let Some(text) = incoming(&mut socket, msg, &mut limiter).await else {
+                        app.lobby.leave(&key, &p.id, ticket.conn);
+                        return;
+                    };
+                    let reply = match text.as_deref().map(frames::parse) {
+                        None | Some(Ok(ClientFrame::Hello { .. })) => continue,
+                        Some(Ok(ClientFrame::Ping)) => ServerFrame::Pong.text(),
+                        Some(Ok(ClientFrame::Typing)) => continue,
+                        Some(Ok(ClientFrame::Cmd { id, .. })) => {
+                            error_frame(Some(&id), "not_in_session", "you are still waiting for a partner")
+                        }
+                        Some(Err(e)) => error_frame(e.id.as_deref(), e.code, &e.message),
+                    };
+                    if send(&mut socket, &reply).await.is_err() {
+                        app.lobby.leave(&key, &p.id, ticket.conn);
+                        return;
+                    }
+                }
+                () = app.stopping() => {
+                    app.lobby.leave(&key, &p.id, ticket.conn);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The wait limit passed with nobody to pair: a bot partner or a "no partner" code.
+async fn give_up(
+    app: &AppState,
+    socket: &mut WebSocket,
+    study: &Arc<LoadedStudy>,
+    me: &Ticket,
+    next: &str,
+) {
+    let frame = match study.study.pairing.on_timeout {
+        OnNoPartner::Bot => match pairing::with_bot(app, study, me).await {
+            Ok(session) => ServerFrame::Paired {
+                session: &session,
+                role: me.role,
+                partner: "bot",
+                next,
+            }
+            .text(),
+            Err(e) => {
+                tracing::error!("cannot start a session with a bot: {e}");
+                error_frame(
+                    None,
+                    "internal",
+                    "could not start the session; reload the page",
+                )
+            }
+        },
+        OnNoPartner::Complete => match pairing::no_partner(app, study, me).await {
+            Ok(()) => ServerFrame::Ended {
+                reason: "no_partner",
+                next,
+            }
+            .text(),
+            Err(e) => {
+                tracing::error!("cannot issue a no-partner code: {e}");
+                error_frame(None, "internal", "could not finish; reload the page")
+            }
+        },
+    };
+    let _ = send(socket, &frame).await;
+}
