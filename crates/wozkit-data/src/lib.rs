@@ -6,7 +6,7 @@
 //! - [`session`]: [`ImportedSession`], [`Format`] and the annotation conventions every format uses.
 //! - [`formats`]: one module per dataset (Taskmaster-1, CrossWOZ, MultiWOZ 2.1, ConvLab-3 unified,
 //!   CRSArena-Dial and -Eval, CRWIZ), plus [`formats::import`] / [`formats::export`] by name.
-//! - [`votes`], [`survey`]: the votes CSV (CRSArena layout) and the survey-answer CSV.
+//! - [`votes`](mod@votes), [`survey`]: the votes CSV (CRSArena layout) and the survey-answer CSV.
 //! - [`native`]: wozkit's own JSON Lines event log, the lossless export.
 //! - [`sidecar`]: what an export's format cannot hold, next to the export.
 //! - [`input`], [`output`]: reading files (zip, lenient JSON) and streaming pretty JSON and zips.

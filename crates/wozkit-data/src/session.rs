@@ -9,7 +9,7 @@
 //!   (the turns are the messages).
 //! - `"<format>.turn"`: an annotation right after a message, holding that turn's fields other than
 //!   the speaker and the text, in file order.
-//! - `"vote"`: a pairwise vote, with the columns of the votes CSV (see [`crate::votes`]).
+//! - `"vote"`: a pairwise vote, with the columns of the votes CSV (see [`crate::votes`](mod@crate::votes)).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -44,8 +44,8 @@ pub fn sidecar_path(out: &Path) -> PathBuf {
 /// The events of `session` that an export to `format` does not give back.
 pub fn lost_events(format: Format, session: &ImportedSession) -> Vec<&Event> {
     let kept = match format {
-        Format::Crwiz => crwiz::kept(session),
         _ if !session.is_dialogue_for(format) => vec![false; session.events.len()],
+        Format::Crwiz => crwiz::kept(session),
         _ => session
             .events
             .iter()

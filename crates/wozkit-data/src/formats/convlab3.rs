@@ -14,12 +14,9 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::record::{
-    Defaults, Fields, Layout, export_record, exported, import_record, wizard_label,
-};
+use super::record::{Defaults, Fields, Layout, export_list, import_list, wizard_label};
 use crate::error::{ExportError, ImportError};
-use crate::input::{Ctx, Input, expected};
-use crate::output::JsonStream;
+use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
 
 const LAYOUT: Layout = Layout {
@@ -32,38 +29,12 @@ const LAYOUT: Layout = Layout {
 
 /// Reads a unified-format dialogue list.
 pub fn import_convlab3(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
-    let value = input.json()?;
-    let Value::Array(items) = &value else {
-        return Err(Ctx::new(input.name(), "-").err("", expected("an array", &value)));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let ctx = Ctx::new(input.name(), i.to_string());
-            let record = ctx.object(item, "")?;
-            let id = ctx.string(
-                ctx.get(record, "dialogue_id", "dialogue_id")?,
-                "dialogue_id",
-            )?;
-            import_record(&LAYOUT, &Ctx::new(input.name(), id), id, record)
-        })
-        .collect()
+    import_list(&LAYOUT, input, &["dialogue_id"], input.json()?)
 }
 
 /// Writes a unified-format dialogue list (indent 2, the layout of the released files).
 pub fn export_convlab3(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    let mut stream = JsonStream::array(out, 2)?;
-    for (index, session) in exported(Format::ConvLab3, sessions) {
-        stream.item(&Value::Object(export_record(
-            &LAYOUT,
-            session,
-            index,
-            &ConvLabDefaults,
-        )?))?;
-    }
-    stream.finish()?;
-    Ok(())
+    export_list(&LAYOUT, sessions, out, 2, &ConvLabDefaults)
 }
 
 struct ConvLabDefaults;

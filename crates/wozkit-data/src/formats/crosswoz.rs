@@ -13,12 +13,9 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::record::{
-    Defaults, Fields, Layout, export_record, exported, import_record, wizard_label,
-};
+use super::record::{Defaults, Fields, Layout, export_keyed, import_keyed, wizard_label};
 use crate::error::{ExportError, ImportError};
-use crate::input::{Ctx, Input};
-use crate::output::JsonStream;
+use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
 
 const LAYOUT: Layout = Layout {
@@ -31,26 +28,13 @@ const LAYOUT: Layout = Layout {
 
 /// Reads CrossWOZ JSON, zipped or not.
 pub fn import_crosswoz(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
-    let value = input.json()?;
-    let top = Ctx::new(input.name(), "-").object(&value, "")?;
-    top.iter()
-        .map(|(id, record)| {
-            let ctx = Ctx::new(input.name(), id.as_str());
-            import_record(&LAYOUT, &ctx, id, ctx.object(record, "")?)
-        })
-        .collect()
+    import_keyed(&LAYOUT, input)
 }
 
 /// Writes CrossWOZ JSON (indent 4, the layout of the released files). Wrap it with
 /// [`crate::write_zipped`] for the `.json.zip` form.
 pub fn export_crosswoz(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    let mut stream = JsonStream::object(out, 4)?;
-    for (index, session) in exported(Format::CrossWoz, sessions) {
-        let record = export_record(&LAYOUT, session, index, &CrossWozDefaults)?;
-        stream.entry(&session.id, &Value::Object(record))?;
-    }
-    stream.finish()?;
-    Ok(())
+    export_keyed(&LAYOUT, sessions, out, 4, &CrossWozDefaults)
 }
 
 struct CrossWozDefaults;

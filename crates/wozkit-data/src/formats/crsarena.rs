@@ -19,10 +19,9 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::{Actor, EventKind, Role};
 
-use super::record::{Defaults, Fields, Layout, export_record, exported, import_record};
+use super::record::{Defaults, Fields, Layout, export_list, import_list};
 use crate::error::{ExportError, ImportError};
-use crate::input::{Ctx, Input, expected};
-use crate::output::JsonStream;
+use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
 
 const DIAL: Layout = Layout {
@@ -43,22 +42,18 @@ const EVAL: Layout = Layout {
 
 /// Reads CRSArena-Dial dialogues (plain or vote-merged).
 pub fn import_crsarena(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
-    import_list(
-        input,
-        &DIAL,
-        &["conversation ID", "conversation_id"],
-        input.json_lenient()?,
-    )
+    let ids = ["conversation ID", "conversation_id"];
+    import_list(&DIAL, input, &ids, input.json_lenient()?)
 }
 
 /// Writes CRSArena-Dial dialogues (indent 4, like the released files).
 pub fn export_crsarena(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    export_list(sessions, out, &DIAL, &DialDefaults)
+    export_list(&DIAL, sessions, out, 4, &DialDefaults)
 }
 
 /// Reads CRSArena-Eval rated dialogues.
 pub fn import_crsarena_eval(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
-    import_list(input, &EVAL, &["conv_id"], input.json()?)
+    import_list(&EVAL, input, &["conv_id"], input.json()?)
 }
 
 /// Writes CRSArena-Eval rated dialogues (indent 2, like the released file).
@@ -66,53 +61,7 @@ pub fn export_crsarena_eval(
     sessions: &[ImportedSession],
     out: impl Write,
 ) -> Result<(), ExportError> {
-    export_list(sessions, out, &EVAL, &EvalDefaults)
-}
-
-fn import_list(
-    input: &Input,
-    layout: &Layout,
-    id_keys: &[&str],
-    value: Value,
-) -> Result<Vec<ImportedSession>, ImportError> {
-    let Value::Array(items) = &value else {
-        return Err(Ctx::new(input.name(), "-").err("", expected("an array", &value)));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let ctx = Ctx::new(input.name(), i.to_string());
-            let record = ctx.object(item, "")?;
-            let Some((key, id)) = id_keys.iter().find_map(|k| record.get(*k).map(|v| (*k, v)))
-            else {
-                return Err(ctx.err(id_keys.join(" | "), "missing (required by the format)"));
-            };
-            let id = ctx.string(id, key)?;
-            import_record(layout, &Ctx::new(input.name(), id), id, record)
-        })
-        .collect()
-}
-
-fn export_list(
-    sessions: &[ImportedSession],
-    out: impl Write,
-    layout: &Layout,
-    defaults: &impl Defaults,
-) -> Result<(), ExportError> {
-    let indent = if layout.format == Format::CrsArena {
-        4
-    } else {
-        2
-    };
-    let mut stream = JsonStream::array(out, indent)?;
-    for (index, session) in exported(layout.format, sessions) {
-        stream.item(&Value::Object(export_record(
-            layout, session, index, defaults,
-        )?))?;
-    }
-    stream.finish()?;
-    Ok(())
+    export_list(&EVAL, sessions, out, 2, &EvalDefaults)
 }
 
 struct DialDefaults;

@@ -13,12 +13,9 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::record::{
-    Defaults, Fields, Layout, export_record, exported, import_record, wizard_label,
-};
+use super::record::{Defaults, Fields, Layout, export_keyed, import_keyed, wizard_label};
 use crate::error::{ExportError, ImportError};
-use crate::input::{Ctx, Input};
-use crate::output::JsonStream;
+use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
 
 const LAYOUT: Layout = Layout {
@@ -31,25 +28,12 @@ const LAYOUT: Layout = Layout {
 
 /// Reads MultiWOZ 2.1 `data.json` (or a split of it), zipped or not.
 pub fn import_multiwoz21(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
-    let value = input.json()?;
-    let top = Ctx::new(input.name(), "-").object(&value, "")?;
-    top.iter()
-        .map(|(id, record)| {
-            let ctx = Ctx::new(input.name(), id.as_str());
-            import_record(&LAYOUT, &ctx, id, ctx.object(record, "")?)
-        })
-        .collect()
+    import_keyed(&LAYOUT, input)
 }
 
 /// Writes the `data.json` layout (indent 2). Wrap it with [`crate::write_zipped`] for a zip.
 pub fn export_multiwoz21(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    let mut stream = JsonStream::object(out, 2)?;
-    for (index, session) in exported(Format::MultiWoz21, sessions) {
-        let record = export_record(&LAYOUT, session, index, &MultiWozDefaults)?;
-        stream.entry(&session.id, &Value::Object(record))?;
-    }
-    stream.finish()?;
-    Ok(())
+    export_keyed(&LAYOUT, sessions, out, 2, &MultiWozDefaults)
 }
 
 struct MultiWozDefaults;

@@ -3,11 +3,15 @@
 //! conventions in [`crate::session`]); exporting puts the stored fields back where they were, so a
 //! record read from a file is written again identically, key order included.
 
+use std::collections::HashSet;
+use std::io::Write;
+
 use serde_json::{Map, Value};
 use wozkit_core::event::{MessageSource, Role};
 
 use crate::error::{ExportError, ImportError};
-use crate::input::Ctx;
+use crate::input::{Ctx, Input, expected};
+use crate::output::JsonStream;
 use crate::session::{Format, ImportedSession, SessionBuilder, Turn};
 
 pub(crate) type Fields = Map<String, Value>;
@@ -112,6 +116,7 @@ pub(crate) fn export_record(
     index: usize,
     defaults: &impl Defaults,
 ) -> Result<Fields, ExportError> {
+    let imported = session.dialogue_note(layout.format).is_some();
     let mut record = match session.dialogue_note(layout.format) {
         Some(Value::Object(fields)) => fields.clone(),
         Some(_) => {
@@ -137,6 +142,8 @@ pub(crate) fn export_record(
                     "annotation is not an object",
                 ));
             }
+            // A turn read from this format without an annotation had no extra fields.
+            None if imported && turn.is_some() => Fields::new(),
             None => defaults.turn(session, position, role, turn.as_ref()),
         };
         let text = turn.as_ref().map_or("", |t| t.text);
@@ -154,7 +161,13 @@ fn arranged<'a>(layout: &Layout, turns: Vec<Turn<'a>>) -> Vec<(Role, Option<Turn
         return turns.into_iter().map(|t| (t.role, Some(t))).collect();
     }
     let mut out: Vec<(Role, Option<Turn<'a>>)> = Vec::new();
-    let expected = |n: usize| if n.is_multiple_of(2) { Role::User } else { Role::Wizard };
+    let expected = |n: usize| {
+        if n.is_multiple_of(2) {
+            Role::User
+        } else {
+            Role::Wizard
+        }
+    };
     for turn in turns {
         if turn.role != expected(out.len()) {
             out.push((expected(out.len()), None));
@@ -198,4 +211,84 @@ pub(crate) fn exported(
         .iter()
         .filter(move |s| s.is_dialogue_for(format))
         .enumerate()
+}
+
+/// Reads a JSON object of records keyed by dialogue id (CrossWOZ, MultiWOZ).
+pub(crate) fn import_keyed(
+    layout: &Layout,
+    input: &Input,
+) -> Result<Vec<ImportedSession>, ImportError> {
+    let value = input.json()?;
+    let top = Ctx::new(input.name(), "-").object(&value, "")?;
+    top.iter()
+        .map(|(id, record)| {
+            let ctx = Ctx::new(input.name(), id.as_str());
+            import_record(layout, &ctx, id, ctx.object(record, "")?)
+        })
+        .collect()
+}
+
+/// Writes the records as one JSON object keyed by session id (CrossWOZ, MultiWOZ).
+pub(crate) fn export_keyed(
+    layout: &Layout,
+    sessions: &[ImportedSession],
+    out: impl Write,
+    indent: usize,
+    defaults: &impl Defaults,
+) -> Result<(), ExportError> {
+    let mut stream = JsonStream::object(out, indent)?;
+    let mut seen = HashSet::new();
+    for (index, session) in exported(layout.format, sessions) {
+        if !seen.insert(session.id.as_str()) {
+            let problem = "two sessions have this id, and the file is keyed by id";
+            return Err(ExportError::field(&session.id, "id", problem));
+        }
+        let record = export_record(layout, session, index, defaults)?;
+        stream.entry(&session.id, &Value::Object(record))?;
+    }
+    stream.finish()?;
+    Ok(())
+}
+
+/// Reads a JSON array of records, each named by the first of `id_keys` it has.
+pub(crate) fn import_list(
+    layout: &Layout,
+    input: &Input,
+    id_keys: &[&str],
+    value: Value,
+) -> Result<Vec<ImportedSession>, ImportError> {
+    let Value::Array(items) = &value else {
+        return Err(Ctx::new(input.name(), "-").err("", expected("an array", &value)));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let ctx = Ctx::new(input.name(), i.to_string());
+            let record = ctx.object(item, "")?;
+            let Some((key, id)) = id_keys.iter().find_map(|k| record.get(*k).map(|v| (*k, v)))
+            else {
+                return Err(ctx.err(id_keys.join(" | "), "missing (required by the format)"));
+            };
+            let id = ctx.string(id, key)?;
+            import_record(layout, &Ctx::new(input.name(), id), id, record)
+        })
+        .collect()
+}
+
+/// Writes the records as a JSON array.
+pub(crate) fn export_list(
+    layout: &Layout,
+    sessions: &[ImportedSession],
+    out: impl Write,
+    indent: usize,
+    defaults: &impl Defaults,
+) -> Result<(), ExportError> {
+    let mut stream = JsonStream::array(out, indent)?;
+    for (index, session) in exported(layout.format, sessions) {
+        let record = export_record(layout, session, index, defaults)?;
+        stream.item(&Value::Object(record))?;
+    }
+    stream.finish()?;
+    Ok(())
 }

@@ -11,10 +11,10 @@ use std::io::Write;
 use serde_json::Value;
 use wozkit_core::event::{EventKind, Role};
 
-use super::record::{Defaults, Fields, Layout, export_record, exported, import_record};
+use super::record::{Defaults, Fields, Layout, export_list, export_record, import_list};
 use crate::error::{ExportError, ImportError};
-use crate::input::{Ctx, Input, expected};
-use crate::output::{JsonStream, pretty};
+use crate::input::Input;
+use crate::output::pretty;
 use crate::session::{Format, ImportedSession, Turn};
 
 const LAYOUT: Layout = Layout {
@@ -27,27 +27,11 @@ const LAYOUT: Layout = Layout {
 
 /// Reads a Taskmaster-1 file: an array of conversations or a single conversation object.
 pub fn import_taskmaster1(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
-    let value = input.json()?;
-    match &value {
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| conversation(input, &i.to_string(), item))
-            .collect(),
-        Value::Object(_) => Ok(vec![conversation(input, "0", &value)?]),
-        other => Err(Ctx::new(input.name(), "-").err("", expected("an array or an object", other))),
-    }
-}
-
-fn conversation(input: &Input, index: &str, value: &Value) -> Result<ImportedSession, ImportError> {
-    let ctx = Ctx::new(input.name(), index);
-    let record = ctx.object(value, "")?;
-    let id = ctx.string(
-        ctx.get(record, "conversation_id", "conversation_id")?,
-        "conversation_id",
-    )?;
-    let ctx = Ctx::new(input.name(), id);
-    import_record(&LAYOUT, &ctx, id, record)
+    let value = match input.json()? {
+        object @ Value::Object(_) => Value::Array(vec![object]),
+        other => other,
+    };
+    import_list(&LAYOUT, input, &["conversation_id"], value)
 }
 
 /// Writes the dataset layout: a JSON array of conversations (indent 2).
@@ -55,17 +39,7 @@ pub fn export_taskmaster1(
     sessions: &[ImportedSession],
     out: impl Write,
 ) -> Result<(), ExportError> {
-    let mut stream = JsonStream::array(out, 2)?;
-    for (index, session) in exported(Format::Taskmaster1, sessions) {
-        stream.item(&Value::Object(export_record(
-            &LAYOUT,
-            session,
-            index,
-            &TmDefaults,
-        )?))?;
-    }
-    stream.finish()?;
-    Ok(())
+    export_list(&LAYOUT, sessions, out, 2, &TmDefaults)
 }
 
 /// Writes one conversation as a single object, the layout of `sample.json` (indent 4).
