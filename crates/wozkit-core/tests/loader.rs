@@ -115,3 +115,10 @@ fn schema_is_a_json_schema_of_the_format() {
     assert_eq!(s["title"], "Study");
     assert!(s["properties"]["states"].is_object());
 }
+
+#[test]
+fn guard_reading_unknown_robot_field() {
+    let p = problems(&replace("guard: \"target != robot.location\"", "guard: \"target != robot.locaton && 'robot.x' != ''\""));
+    has(&p, "38:5: condition reads unknown robot field `robot.locaton`");
+    assert_eq!(p.len(), 1, "{p:#?}");
+}

@@ -23,6 +23,37 @@ pub const BUILTIN_VARS: &[&str] = &[
 /// Variables bound only in action guards.
 pub const ACTION_VARS: &[&str] = &["robot", "target"];
 
+/// Fields of `robot` in action guards.
+const ROBOT_FIELDS: &[&str] = &["id", "kind", "location", "busy", "battery", "capabilities"];
+
+/// Identifiers following `var.` in a CEL source (outside string literals).
+fn member_names(src: &str, var: &str) -> Vec<String> {
+    let mut out = vec![];
+    let bytes = src.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None => {
+                let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b'.');
+                if boundary && src[i..].starts_with(var) && src[i + var.len()..].starts_with('.') {
+                    let rest = &src[i + var.len() + 1..];
+                    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    i += var.len() + 1 + name.len();
+                    out.push(name);
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 type Diag<'a> = &'a dyn Fn(&str, String, Option<String>) -> Diagnostic;
 
 fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
@@ -122,6 +153,15 @@ impl<'a> Checker<'a> {
                             Some(format!("declare it under world.variables, or use one of: {}", BUILTIN_VARS.join(", ")))
                         });
                         self.err(ptr, format!("condition names unknown variable `{v}`"), hint);
+                    }
+                }
+                if extra.contains(&"robot") {
+                    for field in member_names(src, "robot") {
+                        if !ROBOT_FIELDS.contains(&field.as_str()) {
+                            let hint = did_you_mean(&field, ROBOT_FIELDS.iter().copied())
+                                .or_else(|| Some(format!("a robot has: {}", ROBOT_FIELDS.join(", "))));
+                            self.err(ptr, format!("condition reads unknown robot field `robot.{field}`"), hint);
+                        }
                     }
                 }
                 Some(c)

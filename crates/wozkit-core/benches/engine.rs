@@ -1,0 +1,74 @@
+//! Benchmark of the engine: latency of one `step` on the demo study (median, p99) and the
+//! throughput of `simulate` (sessions/s, steps/s). Prints figures; asserts nothing.
+//! Run: `cargo bench -p wozkit-core --bench engine`.
+
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use wozkit_core::engine::{Command, Session, step};
+use wozkit_core::event::{Actor, Role};
+use wozkit_core::load::load_builtin;
+use wozkit_core::sim::{self, WizardPolicy};
+
+fn percentile(sorted: &[u128], p: f64) -> u128 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let study = load_builtin("offshore-emergency").expect("demo study loads");
+    let wizard = Actor::Participant { role: Role::Wizard, participant: None };
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+
+    // Step latency: the wizard's decision step (offered options + say) along simulated sessions.
+    let mut nanos = vec![];
+    for seed in 0..300 {
+        let mut s = Session::new(&study, "b");
+        s = step(&study, &s, &Actor::System, Command::Start { seed }, 0, &mut rng).expect("start").session;
+        let mut now = 0;
+        for _ in 0..40 {
+            now += 3000;
+            let Some(cmd) = sim::wizard_move(&study, &s, WizardPolicy::Priors, &mut rng) else { break };
+            let t = Instant::now();
+            let r = step(&study, &s, &wizard, cmd, now, &mut rng);
+            nanos.push(t.elapsed().as_nanos());
+            if let Ok(st) = r {
+                s = st.session;
+            }
+            if s.is_ended() {
+                break;
+            }
+        }
+    }
+    nanos.sort_unstable();
+    println!(
+        "step: {} samples, median {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        nanos.len(),
+        percentile(&nanos, 0.5) as f64 / 1000.0,
+        percentile(&nanos, 0.99) as f64 / 1000.0,
+        *nanos.last().unwrap_or(&0) as f64 / 1000.0
+    );
+
+    // Offered options alone (what the server computes for every view).
+    let s = step(&study, &Session::new(&study, "b"), &Actor::System, Command::Start { seed: 1 }, 0, &mut rng)
+        .expect("start")
+        .session;
+    let t = Instant::now();
+    let n = 20_000;
+    for _ in 0..n {
+        std::hint::black_box(wozkit_core::engine::offered(&study, &s));
+    }
+    println!("offered: {:.1} µs per call", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+
+    // Simulation throughput.
+    let t = Instant::now();
+    let sessions = 2000;
+    let r = sim::simulate(&study, sessions, 7, WizardPolicy::Priors);
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "simulate: {sessions} sessions in {secs:.2} s = {:.0} sessions/s, {:.0} steps/s (mean {:.1} steps/session)",
+        sessions as f64 / secs,
+        r.steps.mean * sessions as f64 / secs,
+        r.steps.mean
+    );
+}
