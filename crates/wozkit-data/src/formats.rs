@@ -47,3 +47,51 @@ pub fn export(
         Format::Crwiz => crwiz::export_crwiz(sessions, out),
     }
 }
+
+/// How a format's file holds its records, for writers that assemble the file one record at a
+/// time (see [`crate::stored`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Container {
+    /// A JSON array of records.
+    Array,
+    /// A JSON object of records keyed by dialogue id.
+    Object,
+    /// One file per dialogue (CRWIZ).
+    FilePerDialogue,
+}
+
+impl Format {
+    /// The container of the format's file and its indent (the released files' layout).
+    pub(crate) fn container(self) -> (Container, usize) {
+        match self {
+            Format::Taskmaster1 | Format::ConvLab3 | Format::CrsArenaEval => (Container::Array, 2),
+            Format::CrsArena => (Container::Array, 4),
+            Format::CrossWoz => (Container::Object, 4),
+            Format::MultiWoz21 => (Container::Object, 2),
+            Format::Crwiz => (Container::FilePerDialogue, 2),
+        }
+    }
+}
+
+/// The record of one session in an array or object format, `index` being its position among
+/// the exported sessions. `None` when the export skips the session (no messages, not from this
+/// format) or the format writes one file per dialogue.
+pub(crate) fn record(
+    format: Format,
+    session: &ImportedSession,
+    index: usize,
+) -> Result<Option<serde_json::Value>, ExportError> {
+    if !session.is_dialogue_for(format) {
+        return Ok(None);
+    }
+    let fields = match format {
+        Format::Taskmaster1 => taskmaster1::record(session, index)?,
+        Format::CrossWoz => crosswoz::record(session, index)?,
+        Format::MultiWoz21 => multiwoz::record(session, index)?,
+        Format::ConvLab3 => convlab3::record(session, index)?,
+        Format::CrsArena => crsarena::dial_record(session, index)?,
+        Format::CrsArenaEval => crsarena::eval_record(session, index)?,
+        Format::Crwiz => return Ok(None),
+    };
+    Ok(Some(serde_json::Value::Object(fields)))
+}

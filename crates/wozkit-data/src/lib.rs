@@ -22,6 +22,7 @@ pub mod output;
 pub mod session;
 pub mod sidecar;
 pub mod stats;
+pub mod stored;
 pub mod survey;
 pub mod votes;
 

@@ -40,16 +40,34 @@ impl<W: Write> JsonStream<W> {
 
     /// Writes the next array element.
     pub fn item(&mut self, value: &Value) -> Result<(), ExportError> {
-        self.separator()?;
-        self.nested(value)
+        let text = self.render(value)?;
+        self.item_text(&text)
     }
 
     /// Writes the next object member.
     pub fn entry(&mut self, key: &str, value: &Value) -> Result<(), ExportError> {
+        let text = self.render(value)?;
+        self.entry_text(key, &text)
+    }
+
+    /// A value pretty-printed for this stream, to be written later with [`Self::item_text`] or
+    /// [`Self::entry_text`] (writers that reorder records keep this text, not the value).
+    pub fn render(&self, value: &Value) -> Result<Vec<u8>, ExportError> {
+        pretty(value, self.indent.len())
+    }
+
+    /// Writes the next array element from its [rendered](Self::render) text.
+    pub fn item_text(&mut self, text: &[u8]) -> Result<(), ExportError> {
+        self.separator()?;
+        self.nested(text)
+    }
+
+    /// Writes the next object member from its [rendered](Self::render) text.
+    pub fn entry_text(&mut self, key: &str, text: &[u8]) -> Result<(), ExportError> {
         self.separator()?;
         serde_json::to_writer(&mut self.out, key)?;
         self.out.write_all(b": ")?;
-        self.nested(value)
+        self.nested(text)
     }
 
     /// Closes the array or object (no trailing newline, like `json.dump`).
@@ -69,10 +87,9 @@ impl<W: Write> JsonStream<W> {
         Ok(())
     }
 
-    /// A value one level deep: pretty-printed, then every line break indented once more. JSON
-    /// strings never hold a raw line break, so every `\n` is a layout break.
-    fn nested(&mut self, value: &Value) -> Result<(), ExportError> {
-        let text = pretty(value, self.indent.len())?;
+    /// A value one level deep: its pretty-printed text with every line break indented once
+    /// more. JSON strings never hold a raw line break, so every `\n` is a layout break.
+    fn nested(&mut self, text: &[u8]) -> Result<(), ExportError> {
         let mut lines = text.split(|&b| b == b'\n');
         if let Some(first) = lines.next() {
             self.out.write_all(first)?;

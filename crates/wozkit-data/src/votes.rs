@@ -99,25 +99,61 @@ pub fn import_votes_csv(input: &Input) -> Result<Vec<ImportedSession>, ImportErr
 pub fn votes(sessions: &[ImportedSession]) -> Result<Vec<Vote>, ExportError> {
     let mut out = Vec::new();
     for session in sessions {
-        for value in session.annotations(VOTE_KEY) {
-            let vote = serde_json::from_value(value.clone())
-                .map_err(|e| ExportError::field(&session.id, VOTE_KEY, e.to_string()))?;
-            out.push(vote);
-        }
+        out.extend(session_votes(session)?);
     }
     Ok(out)
 }
 
+/// The votes of one session, in log order.
+pub fn session_votes(session: &ImportedSession) -> Result<Vec<Vote>, ExportError> {
+    session
+        .annotations(VOTE_KEY)
+        .map(|value| {
+            serde_json::from_value(value.clone())
+                .map_err(|e| ExportError::field(&session.id, VOTE_KEY, e.to_string()))
+        })
+        .collect()
+}
+
 /// Writes every vote of the sessions as CSV.
 pub fn export_votes_csv(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    let mut writer = csv::WriterBuilder::new()
-        .has_headers(false)
-        .terminator(csv::Terminator::CRLF)
-        .from_writer(out);
-    writer.write_record(HEADER)?;
-    for vote in votes(sessions)? {
-        writer.serialize(&vote)?;
+    let mut writer = VotesWriter::new(out)?;
+    for session in sessions {
+        writer.session(session)?;
     }
-    writer.flush()?;
+    writer.finish()?;
     Ok(())
+}
+
+/// The votes CSV written one session at a time (exports streamed from the store).
+pub struct VotesWriter<W: Write> {
+    writer: csv::Writer<W>,
+}
+
+impl<W: Write> VotesWriter<W> {
+    /// Starts the file with its header.
+    pub fn new(out: W) -> Result<Self, ExportError> {
+        let mut writer = csv::WriterBuilder::new()
+            .has_headers(false)
+            .terminator(csv::Terminator::CRLF)
+            .from_writer(out);
+        writer.write_record(HEADER)?;
+        Ok(VotesWriter { writer })
+    }
+
+    /// Writes the session's votes; returns how many.
+    pub fn session(&mut self, session: &ImportedSession) -> Result<usize, ExportError> {
+        let votes = session_votes(session)?;
+        for vote in &votes {
+            self.writer.serialize(vote)?;
+        }
+        Ok(votes.len())
+    }
+
+    /// Flushes the CSV and gives the output back.
+    pub fn finish(self) -> Result<W, ExportError> {
+        self.writer
+            .into_inner()
+            .map_err(|e| ExportError::Io(e.into_error()))
+    }
 }

@@ -14,7 +14,9 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::record::{Defaults, Fields, Layout, export_list, import_list, wizard_label};
+use super::record::{
+    Defaults, Fields, Layout, export_list, export_record, import_list, wizard_label,
+};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
@@ -35,6 +37,11 @@ pub fn import_convlab3(input: &Input) -> Result<Vec<ImportedSession>, ImportErro
 /// Writes a unified-format dialogue list (indent 2, the layout of the released files).
 pub fn export_convlab3(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
     export_list(&LAYOUT, sessions, out, 2, &ConvLabDefaults)
+}
+
+/// One dialogue of the list, the `index`-th exported.
+pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
+    export_record(&LAYOUT, session, index, &ConvLabDefaults)
 }
 
 struct ConvLabDefaults;

@@ -13,7 +13,9 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::record::{Defaults, Fields, Layout, export_keyed, import_keyed, wizard_label};
+use super::record::{
+    Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
+};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
@@ -35,6 +37,11 @@ pub fn import_crosswoz(input: &Input) -> Result<Vec<ImportedSession>, ImportErro
 /// [`crate::write_zipped`] for the `.json.zip` form.
 pub fn export_crosswoz(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
     export_keyed(&LAYOUT, sessions, out, 4, &CrossWozDefaults)
+}
+
+/// One dialogue's record (the value under its id).
+pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
+    export_record(&LAYOUT, session, index, &CrossWozDefaults)
 }
 
 struct CrossWozDefaults;

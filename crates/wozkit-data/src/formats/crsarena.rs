@@ -19,7 +19,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::{Actor, EventKind, Role};
 
-use super::record::{Defaults, Fields, Layout, export_list, import_list};
+use super::record::{Defaults, Fields, Layout, export_list, export_record, import_list};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
@@ -62,6 +62,16 @@ pub fn export_crsarena_eval(
     out: impl Write,
 ) -> Result<(), ExportError> {
     export_list(&EVAL, sessions, out, 2, &EvalDefaults)
+}
+
+/// One CRSArena-Dial dialogue of the list.
+pub(crate) fn dial_record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
+    export_record(&DIAL, session, index, &DialDefaults)
+}
+
+/// One CRSArena-Eval dialogue of the list.
+pub(crate) fn eval_record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
+    export_record(&EVAL, session, index, &EvalDefaults)
 }
 
 struct DialDefaults;

@@ -13,7 +13,9 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::record::{Defaults, Fields, Layout, export_keyed, import_keyed, wizard_label};
+use super::record::{
+    Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
+};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
@@ -34,6 +36,11 @@ pub fn import_multiwoz21(input: &Input) -> Result<Vec<ImportedSession>, ImportEr
 /// Writes the `data.json` layout (indent 2). Wrap it with [`crate::write_zipped`] for a zip.
 pub fn export_multiwoz21(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
     export_keyed(&LAYOUT, sessions, out, 2, &MultiWozDefaults)
+}
+
+/// One dialogue's record (the value under its id).
+pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
+    export_record(&LAYOUT, session, index, &MultiWozDefaults)
 }
 
 struct MultiWozDefaults;

@@ -42,6 +42,11 @@ pub fn export_taskmaster1(
     export_list(&LAYOUT, sessions, out, 2, &TmDefaults)
 }
 
+/// One conversation of the dataset layout, the `index`-th exported.
+pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
+    export_record(&LAYOUT, session, index, &TmDefaults)
+}
+
 /// Writes one conversation as a single object, the layout of `sample.json` (indent 4).
 pub fn export_taskmaster1_conversation(
     session: &ImportedSession,

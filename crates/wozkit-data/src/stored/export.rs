@@ -1,0 +1,146 @@
+//! `wozkit export`: every visible session of the store written in one format, optionally split
+//! into parts. Sessions are streamed from the store ([`SessionStream`]); each goes to the sink of
+//! its part. JSON Lines and the CSVs are written as the sessions arrive; formats that are one
+//! JSON document keep each record's rendered text (not the events) until the end, to write the
+//! records in import order; CRWIZ writes one file per dialogue as it comes.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+use wozkit_store::{Store, StoreError};
+
+use super::Progress;
+use super::read::{SessionStream, visible_session_ids};
+use super::sinks::{self, Sink};
+use super::split::{SplitSpec, part_path};
+use crate::error::ExportError;
+use crate::session::Format;
+
+/// An export target: a dataset format or one of wozkit's own files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Dataset(Format),
+    /// The lossless event log, one event per line, store ids and origin annotations included.
+    Jsonl,
+    /// Survey answers, one row per item.
+    SurveyCsv,
+    /// Pairwise votes in the CRSArena layout.
+    VotesCsv,
+}
+
+impl ExportFormat {
+    /// Every name [`ExportFormat::parse`] accepts (aliases aside).
+    pub const NAMES: [&'static str; 10] = [
+        "taskmaster1",
+        "crosswoz",
+        "multiwoz",
+        "convlab3",
+        "crsarena",
+        "crsarena_eval",
+        "crwiz",
+        "jsonl",
+        "survey-csv",
+        "votes-csv",
+    ];
+
+    /// Parses a name; `multiwoz21` and `crsarena-eval` are accepted too.
+    pub fn parse(name: &str) -> Option<ExportFormat> {
+        match name {
+            "jsonl" => Some(ExportFormat::Jsonl),
+            "survey-csv" => Some(ExportFormat::SurveyCsv),
+            "votes-csv" => Some(ExportFormat::VotesCsv),
+            other => parse_dataset(other).map(ExportFormat::Dataset),
+        }
+    }
+}
+
+/// Parses a dataset format name as the CLI spells it (`multiwoz` for MultiWOZ 2.1).
+pub fn parse_dataset(name: &str) -> Option<Format> {
+    match name {
+        "multiwoz" => Some(Format::MultiWoz21),
+        "crsarena-eval" => Some(Format::CrsArenaEval),
+        other => Format::parse(other),
+    }
+}
+
+/// What to export and where.
+#[derive(Clone, Debug)]
+pub struct ExportOptions {
+    pub format: ExportFormat,
+    /// The file (a folder for CRWIZ). A name ending in `.zip` gets a zip archive holding one file.
+    pub out: PathBuf,
+    pub split: Option<SplitSpec>,
+    /// Only this study's sessions (imported ones are in `import:<format>`).
+    pub study: Option<String>,
+}
+
+/// What an export did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExportSummary {
+    /// Sessions read from the store.
+    pub sessions_read: usize,
+    /// Sessions written into the export (dialogue formats skip sessions without messages).
+    pub sessions_written: usize,
+    pub events_read: u64,
+    /// Every file written, sidecars included.
+    pub files: Vec<PathBuf>,
+    /// Sessions with events the format cannot hold, kept in the sidecar.
+    pub sidecar_sessions: usize,
+}
+
+/// Why an export failed.
+#[derive(Debug, Error)]
+pub enum StoreExportError {
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Exports the store's sessions as `options` says.
+pub async fn export_store(
+    store: &dyn Store,
+    options: &ExportOptions,
+    progress: &dyn Progress,
+) -> Result<ExportSummary, StoreExportError> {
+    let ids = visible_session_ids(store, options.study.as_deref()).await?;
+    let (mut parts, assignment): (Vec<Box<dyn Sink>>, _) = match &options.split {
+        None => (vec![sinks::open(options.format, &options.out)?], None),
+        Some(spec) => {
+            let parts = spec
+                .parts
+                .iter()
+                .map(|(name, _)| sinks::open(options.format, &part_path(&options.out, name)))
+                .collect::<Result<_, _>>()?;
+            (parts, Some(spec.assign(&ids)))
+        }
+    };
+    let mut summary = ExportSummary::default();
+    progress.start("exporting", Some(ids.len() as u64));
+    let mut stream = SessionStream::open(store, options.study.as_deref()).await?;
+    while let Some(session) = stream.next().await? {
+        let part = assignment
+            .as_ref()
+            .and_then(|a| a.get(&session.store_id).copied())
+            .unwrap_or(0);
+        if let Some(sink) = parts.get_mut(part) {
+            let added = sink.add(&session)?;
+            summary.sessions_written += usize::from(added.written);
+            summary.sidecar_sessions += usize::from(added.sidecar);
+        }
+        summary.sessions_read += 1;
+        progress.advance(1);
+    }
+    progress.finish();
+    summary.events_read = stream.events_read;
+    for sink in parts {
+        summary.files.extend(sink.finish()?);
+    }
+    Ok(summary)
+}

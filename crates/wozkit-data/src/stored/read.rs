@@ -1,0 +1,174 @@
+//! Reading sessions back from the store one at a time: [`SessionStream`] pages through
+//! [`Store::events_page`] (ordered by session id, then `seq`) and hands out each session once all
+//! its events have arrived, so memory holds one page and one session, whatever the store's size.
+
+use std::collections::{HashSet, VecDeque};
+
+use wozkit_core::event::Event;
+use wozkit_store::{EventCursor, SessionFilter, SessionStatus, Store, StoreError};
+
+use super::{IMPORT_STUDY_PREFIX, Origin};
+use crate::session::ImportedSession;
+
+/// Events fetched per page.
+const PAGE: u32 = 4096;
+
+/// One session as stored: its store id, its events, and where it was imported from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSession {
+    pub store_id: String,
+    /// `None` for a session collected live.
+    pub origin: Option<Origin>,
+    /// Server time of the first event: the import time for an imported session.
+    pub first_at_ms: u64,
+    /// Every stored event, the origin annotation included.
+    pub events: Vec<Event>,
+}
+
+impl StoredSession {
+    fn new(events: Vec<Event>) -> Option<StoredSession> {
+        let first = events.first()?;
+        Some(StoredSession {
+            store_id: first.session.clone(),
+            origin: Origin::of(&first.kind),
+            first_at_ms: first.at_ms,
+            events,
+        })
+    }
+
+    /// The session as the dataset importers made it: the dialogue id as in its file and the
+    /// events without the origin annotation (their `seq` stay the store's). A live session is
+    /// given as it is.
+    pub fn dataset_view(&self) -> ImportedSession {
+        match &self.origin {
+            Some(origin) => ImportedSession {
+                id: origin.id.clone(),
+                events: self.events.iter().skip(1).cloned().collect(),
+            },
+            None => ImportedSession {
+                id: self.store_id.clone(),
+                events: self.events.clone(),
+            },
+        }
+    }
+
+    /// Where the session goes in a file whose record order is free: imported sessions by import
+    /// run and position in their file, then live ones by start time (and id on a tie).
+    pub fn order_key(&self) -> (u64, u64, String) {
+        let position = self.origin.as_ref().map_or(0, |o| o.position);
+        (self.first_at_ms, position, self.store_id.clone())
+    }
+}
+
+/// Streams every visible session of the store (or of one study), in session-id order. Sessions
+/// of an unfinished import are skipped.
+pub struct SessionStream<'a> {
+    store: &'a dyn Store,
+    study: Option<String>,
+    /// Unfinished imports, invisible until the import that wrote them is run again.
+    importing: HashSet<String>,
+    cursor: Option<EventCursor>,
+    /// Events of the session being assembled (its last event may not have arrived yet).
+    pending: Vec<Event>,
+    ready: VecDeque<StoredSession>,
+    done: bool,
+    /// Events read so far, for summaries.
+    pub events_read: u64,
+}
+
+impl<'a> SessionStream<'a> {
+    /// Starts a stream over `study`'s sessions, or all sessions.
+    pub async fn open(
+        store: &'a dyn Store,
+        study: Option<&str>,
+    ) -> Result<SessionStream<'a>, StoreError> {
+        Ok(SessionStream {
+            store,
+            study: study.map(str::to_string),
+            importing: importing_sessions(store).await?,
+            cursor: None,
+            pending: Vec::new(),
+            ready: VecDeque::new(),
+            done: false,
+            events_read: 0,
+        })
+    }
+
+    /// The next session, or `None` at the end.
+    pub async fn next(&mut self) -> Result<Option<StoredSession>, StoreError> {
+        loop {
+            if let Some(session) = self.ready.pop_front() {
+                return Ok(Some(session));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let page = self
+                .store
+                .events_page(self.study.as_deref(), self.cursor.as_ref(), PAGE)
+                .await?;
+            let Some(last) = page.last() else {
+                self.done = true;
+                let pending = std::mem::take(&mut self.pending);
+                self.push_ready(pending);
+                continue;
+            };
+            self.cursor = Some(EventCursor::after(last));
+            self.events_read += page.len() as u64;
+            for event in page {
+                let same = self
+                    .pending
+                    .first()
+                    .is_none_or(|e| e.session == event.session);
+                if !same {
+                    let finished = std::mem::take(&mut self.pending);
+                    self.push_ready(finished);
+                }
+                self.pending.push(event);
+            }
+        }
+    }
+
+    fn push_ready(&mut self, events: Vec<Event>) {
+        if let Some(session) = StoredSession::new(events)
+            && !self.importing.contains(&session.store_id)
+        {
+            self.ready.push_back(session);
+        }
+    }
+}
+
+/// Ids of the sessions of unfinished imports: live sessions of an `import:` study.
+pub async fn importing_sessions(store: &dyn Store) -> Result<HashSet<String>, StoreError> {
+    let live = SessionFilter {
+        status: Some(SessionStatus::Live),
+        ..SessionFilter::default()
+    };
+    Ok(store
+        .list_sessions(&live)
+        .await?
+        .into_iter()
+        .filter(|s| s.study_id.starts_with(IMPORT_STUDY_PREFIX))
+        .map(|s| s.id)
+        .collect())
+}
+
+/// Ids of every visible session (of `study`, when given), sorted.
+pub async fn visible_session_ids(
+    store: &dyn Store,
+    study: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let filter = SessionFilter {
+        study_id: study.map(str::to_string),
+        ..SessionFilter::default()
+    };
+    let mut ids: Vec<String> = store
+        .list_sessions(&filter)
+        .await?
+        .into_iter()
+        .filter(|s| !(s.is_live() && s.study_id.starts_with(IMPORT_STUDY_PREFIX)))
+        .map(|s| s.id)
+        .collect();
+    ids.sort();
+    Ok(ids)
+}

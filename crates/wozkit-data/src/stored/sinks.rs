@@ -1,0 +1,331 @@
+//! The writers behind [`export_store`](super::export_store), one per kind of file: streamed
+//! lines (JSON Lines, CSV), a JSON document assembled from rendered records, and one file per
+//! dialogue. Dataset formats also write the [sidecar](crate::sidecar) as sessions arrive.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use zip::write::{SimpleFileOptions, StreamWriter};
+
+use super::StoredSession;
+use super::export::{ExportFormat, StoreExportError};
+use crate::error::ExportError;
+use crate::export_crwiz;
+use crate::formats::{self, Container};
+use crate::output::{JsonStream, pretty};
+use crate::session::Format;
+use crate::sidecar::{SidecarLine, lost_events, sidecar_path};
+use crate::survey::SurveyWriter;
+use crate::votes::VotesWriter;
+
+/// What adding one session did.
+pub(crate) struct Added {
+    /// The session is in the export.
+    pub written: bool,
+    /// Some of its events went to the sidecar.
+    pub sidecar: bool,
+}
+
+/// One output file (or folder) being written.
+pub(crate) trait Sink {
+    fn add(&mut self, session: &StoredSession) -> Result<Added, StoreExportError>;
+    /// Finishes the files; returns their paths.
+    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError>;
+}
+
+/// The sink of `format` writing to `out`.
+pub(crate) fn open(format: ExportFormat, out: &Path) -> Result<Box<dyn Sink>, StoreExportError> {
+    Ok(match format {
+        ExportFormat::Jsonl => Box::new(Lines::Jsonl(OutFile::create(out)?)),
+        ExportFormat::VotesCsv => Box::new(Lines::Votes(VotesWriter::new(OutFile::create(out)?)?)),
+        ExportFormat::SurveyCsv => {
+            Box::new(Lines::Survey(SurveyWriter::new(OutFile::create(out)?)?))
+        }
+        ExportFormat::Dataset(Format::Crwiz) => Box::new(PerDialogue::create(out)?),
+        ExportFormat::Dataset(format) => Box::new(Document::new(format, out)),
+    })
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreExportError + '_ {
+    move |source| StoreExportError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// A file being written, zipped when its name ends in `.zip` (the entry is the name without
+/// `.zip`).
+pub(crate) enum OutFile {
+    Plain(PathBuf, BufWriter<File>),
+    Zip(PathBuf, Box<zip::ZipWriter<StreamWriter<BufWriter<File>>>>),
+}
+
+impl OutFile {
+    pub fn create(path: &Path) -> Result<OutFile, StoreExportError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
+        let file = BufWriter::new(File::create(path).map_err(io_err(path))?);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(entry) = name.strip_suffix(".zip").filter(|e| !e.is_empty()) else {
+            return Ok(OutFile::Plain(path.to_path_buf(), file));
+        };
+        let mut zip = zip::ZipWriter::new_stream(file);
+        let options =
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file(entry, options).map_err(ExportError::from)?;
+        Ok(OutFile::Zip(path.to_path_buf(), Box::new(zip)))
+    }
+
+    pub fn finish(self) -> Result<PathBuf, StoreExportError> {
+        match self {
+            OutFile::Plain(path, mut file) => {
+                file.flush().map_err(io_err(&path))?;
+                Ok(path)
+            }
+            OutFile::Zip(path, zip) => {
+                let mut file = zip.finish().map_err(ExportError::from)?.into_inner();
+                file.flush().map_err(io_err(&path))?;
+                Ok(path)
+            }
+        }
+    }
+}
+
+impl Write for OutFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            OutFile::Plain(_, file) => file.write(buf),
+            OutFile::Zip(_, zip) => zip.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            OutFile::Plain(_, file) => file.flush(),
+            OutFile::Zip(_, zip) => zip.flush(),
+        }
+    }
+}
+
+/// Files written line by line as sessions arrive.
+enum Lines {
+    Jsonl(OutFile),
+    Votes(VotesWriter<OutFile>),
+    Survey(SurveyWriter<OutFile>),
+}
+
+impl Sink for Lines {
+    fn add(&mut self, session: &StoredSession) -> Result<Added, StoreExportError> {
+        let written = match self {
+            Lines::Jsonl(out) => {
+                for event in &session.events {
+                    serde_json::to_writer(&mut *out, event).map_err(ExportError::from)?;
+                    out.write_all(b"\n").map_err(ExportError::from)?;
+                }
+                true
+            }
+            Lines::Votes(writer) => writer.session(&session.dataset_view())? > 0,
+            Lines::Survey(writer) => writer.session(&session.dataset_view())? > 0,
+        };
+        Ok(Added {
+            written,
+            sidecar: false,
+        })
+    }
+
+    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError> {
+        let out = match *self {
+            Lines::Jsonl(out) => out,
+            Lines::Votes(writer) => writer.finish()?,
+            Lines::Survey(writer) => writer.finish()?,
+        };
+        Ok(vec![out.finish()?])
+    }
+}
+
+/// The sidecar of one export, created on its first line.
+struct Sidecar {
+    format: Format,
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
+}
+
+impl Sidecar {
+    fn new(format: Format, export: &Path) -> Self {
+        Sidecar {
+            format,
+            path: sidecar_path(export),
+            file: None,
+        }
+    }
+
+    /// Writes the session's lost events, if any; returns whether there were some.
+    fn add(&mut self, session: &crate::ImportedSession) -> Result<bool, StoreExportError> {
+        let events = lost_events(self.format, session);
+        if events.is_empty() {
+            return Ok(false);
+        }
+        let line = SidecarLine {
+            format: self.format.name().to_string(),
+            session: session.id.clone(),
+            events: events.into_iter().cloned().collect(),
+        };
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => {
+                let file = File::create(&self.path).map_err(io_err(&self.path))?;
+                self.file.insert(BufWriter::new(file))
+            }
+        };
+        serde_json::to_writer(&mut *file, &line).map_err(ExportError::from)?;
+        file.write_all(b"\n").map_err(io_err(&self.path))?;
+        Ok(true)
+    }
+
+    fn finish(self) -> Result<Option<PathBuf>, StoreExportError> {
+        match self.file {
+            Some(mut file) => {
+                file.flush().map_err(io_err(&self.path))?;
+                Ok(Some(self.path))
+            }
+            None => {
+                // An earlier export's sidecar would describe other sessions.
+                match std::fs::remove_file(&self.path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(io_err(&self.path)(e))
+                    }
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+}
+
+/// One JSON array or object: each record's text is rendered as its session arrives and kept
+/// with its order key; the file is written in import order at the end.
+struct Document {
+    format: Format,
+    out: PathBuf,
+    records: Vec<((u64, u64, String), String, Vec<u8>)>,
+    keys: HashSet<String>,
+    sidecar: Sidecar,
+}
+
+impl Document {
+    fn new(format: Format, out: &Path) -> Self {
+        Document {
+            format,
+            out: out.to_path_buf(),
+            records: Vec::new(),
+            keys: HashSet::new(),
+            sidecar: Sidecar::new(format, out),
+        }
+    }
+}
+
+impl Sink for Document {
+    fn add(&mut self, session: &StoredSession) -> Result<Added, StoreExportError> {
+        let view = session.dataset_view();
+        let (container, indent) = self.format.container();
+        let record = formats::record(self.format, &view, self.records.len())?;
+        let written = record.is_some();
+        if let Some(record) = record {
+            if container == Container::Object && !self.keys.insert(view.id.clone()) {
+                let problem = "two sessions have this id, and the file is keyed by id; export \
+                               one study at a time (--study import:<format>)";
+                return Err(ExportError::field(&view.id, "id", problem).into());
+            }
+            let text = pretty(&record, indent)?;
+            self.records
+                .push((session.order_key(), view.id.clone(), text));
+        }
+        let sidecar = self.sidecar.add(&view)?;
+        Ok(Added { written, sidecar })
+    }
+
+    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError> {
+        let Document {
+            format,
+            out,
+            mut records,
+            sidecar,
+            ..
+        } = *self;
+        records.sort_by(|a, b| a.0.cmp(&b.0));
+        let (container, indent) = format.container();
+        let mut file = OutFile::create(&out)?;
+        let mut stream = match container {
+            Container::Object => JsonStream::object(&mut file, indent)?,
+            _ => JsonStream::array(&mut file, indent)?,
+        };
+        for (_, key, text) in &records {
+            match container {
+                Container::Object => stream.entry_text(key, text)?,
+                _ => stream.item_text(text)?,
+            }
+        }
+        stream.finish()?;
+        let mut files = vec![file.finish()?];
+        files.extend(sidecar.finish()?);
+        Ok(files)
+    }
+}
+
+/// One file per dialogue in a folder (CRWIZ): `<dialogue id>.shcn.data.json`.
+struct PerDialogue {
+    dir: PathBuf,
+    written: Vec<PathBuf>,
+    sidecar: Sidecar,
+}
+
+impl PerDialogue {
+    fn create(dir: &Path) -> Result<Self, StoreExportError> {
+        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        Ok(PerDialogue {
+            dir: dir.to_path_buf(),
+            written: Vec::new(),
+            sidecar: Sidecar::new(Format::Crwiz, dir),
+        })
+    }
+}
+
+impl Sink for PerDialogue {
+    fn add(&mut self, session: &StoredSession) -> Result<Added, StoreExportError> {
+        let view = session.dataset_view();
+        let written = view.messages().next().is_some()
+            || view
+                .annotations(Format::Crwiz.dialogue_key())
+                .next()
+                .is_some();
+        if written {
+            let name: String = view
+                .id
+                .chars()
+                .map(|c| {
+                    if c.is_alphanumeric() || "-_.".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let path = self.dir.join(format!("{name}.shcn.data.json"));
+            let mut file = OutFile::create(&path)?;
+            export_crwiz(std::slice::from_ref(&view), &mut file)?;
+            self.written.push(file.finish()?);
+        }
+        let sidecar = self.sidecar.add(&view)?;
+        Ok(Added { written, sidecar })
+    }
+
+    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError> {
+        let mut files = self.written;
+        files.extend(self.sidecar.finish()?);
+        Ok(files)
+    }
+}
