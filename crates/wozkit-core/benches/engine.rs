@@ -17,18 +17,32 @@ fn percentile(sorted: &[u128], p: f64) -> u128 {
 
 fn main() {
     let study = load_builtin("offshore-emergency").expect("demo study loads");
-    let wizard = Actor::Participant { role: Role::Wizard, participant: None };
+    let wizard = Actor::Participant {
+        role: Role::Wizard,
+        participant: None,
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(1);
 
     // Step latency: the wizard's decision step (offered options + say) along simulated sessions.
     let mut nanos = vec![];
     for seed in 0..300 {
         let mut s = Session::new(&study, "b");
-        s = step(&study, &s, &Actor::System, Command::Start { seed }, 0, &mut rng).expect("start").session;
+        s = step(
+            &study,
+            &s,
+            &Actor::System,
+            Command::Start { seed },
+            0,
+            &mut rng,
+        )
+        .expect("start")
+        .session;
         let mut now = 0;
         for _ in 0..40 {
             now += 3000;
-            let Some(cmd) = sim::wizard_move(&study, &s, WizardPolicy::Priors, &mut rng) else { break };
+            let Some(cmd) = sim::wizard_move(&study, &s, WizardPolicy::Priors, &mut rng) else {
+                break;
+            };
             let t = Instant::now();
             let r = step(&study, &s, &wizard, cmd, now, &mut rng);
             nanos.push(t.elapsed().as_nanos());
@@ -50,15 +64,25 @@ fn main() {
     );
 
     // Offered options alone (what the server computes for every view).
-    let s = step(&study, &Session::new(&study, "b"), &Actor::System, Command::Start { seed: 1 }, 0, &mut rng)
-        .expect("start")
-        .session;
+    let s = step(
+        &study,
+        &Session::new(&study, "b"),
+        &Actor::System,
+        Command::Start { seed: 1 },
+        0,
+        &mut rng,
+    )
+    .expect("start")
+    .session;
     let t = Instant::now();
     let n = 20_000;
     for _ in 0..n {
         std::hint::black_box(wozkit_core::engine::offered(&study, &s));
     }
-    println!("offered: {:.1} µs per call", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+    println!(
+        "offered: {:.1} µs per call",
+        t.elapsed().as_secs_f64() * 1e6 / n as f64
+    );
 
     // Simulation throughput.
     let t = Instant::now();

@@ -243,7 +243,10 @@ pub enum EventKind {
         no_partner: bool,
     },
     /// Information from an imported dataset that has no event of its own.
-    Annotation { key: String, value: serde_json::Value },
+    Annotation {
+        key: String,
+        value: serde_json::Value,
+    },
 }
 
 /// How a lock was released.

@@ -44,26 +44,29 @@ impl Condition {
     }
 
     /// Evaluates to a boolean; anything else (or an error) is false.
-    pub fn holds(&self, vars: &Vars) -> bool {
-        let mut ctx = Context::with_env(ENV.clone());
-        for (name, value) in &vars.0 {
-            ctx.add_variable_from_value(name.clone(), value.clone());
-        }
-        matches!(self.program.execute(&ctx), Ok(Value::Bool(true)))
+    pub fn holds(&self, vars: &Vars<'_>) -> bool {
+        matches!(self.program.execute(&vars.0), Ok(Value::Bool(true)))
     }
 }
 
-/// Variables bound for an evaluation.
-#[derive(Default, Clone)]
-pub struct Vars(pub Vec<(String, Value)>);
+/// Variables bound for evaluations: built once per decision and shared by every condition
+/// evaluated in it (building a context is the expensive part of an evaluation).
+pub struct Vars<'p>(Context<'p, 'static>);
 
-impl Vars {
+impl Default for Vars<'_> {
+    fn default() -> Self {
+        Vars(Context::with_env(ENV.clone()))
+    }
+}
+
+impl Vars<'_> {
     pub fn set(&mut self, name: &str, value: Value) {
-        if let Some(slot) = self.0.iter_mut().find(|(n, _)| n == name) {
-            slot.1 = value;
-        } else {
-            self.0.push((name.to_string(), value));
-        }
+        self.0.add_variable_from_value(name, value);
+    }
+
+    /// A child scope that adds variables (e.g. `robot`, `target`) on top of these.
+    pub fn scope(&self) -> Vars<'_> {
+        Vars(self.0.new_inner_scope())
     }
 }
 

@@ -48,11 +48,22 @@ pub fn to_dot(study: &LoadedStudy) -> String {
     let st = &study.study;
     let mut out = format!("digraph \"{}\" {{\n  rankdir=TB;\n", esc(&st.id));
     for s in &st.states {
-        let shape = if s.terminal { "doublecircle" } else if s.initial { "circle" } else { "box" };
+        let shape = if s.terminal {
+            "doublecircle"
+        } else if s.initial {
+            "circle"
+        } else {
+            "box"
+        };
         let global = if s.global { " (global)" } else { "" };
         out.push_str(&format!(
             "  \"{}\" [label=\"{}\\n{}{}\", shape={}, style=filled, fillcolor=\"{}\"];\n",
-            esc(&s.id), esc(s.label()), s.act_type.as_str(), global, shape, colour(s.act_type)
+            esc(&s.id),
+            esc(s.label()),
+            s.act_type.as_str(),
+            global,
+            shape,
+            colour(s.act_type)
         ));
     }
     for a in &st.actions {
@@ -65,7 +76,12 @@ pub fn to_dot(study: &LoadedStudy) -> String {
     }
     for (from, to, dashed) in edges(study) {
         let style = if dashed { " [style=dashed]" } else { "" };
-        out.push_str(&format!("  \"{}\" -> \"{}\"{};\n", esc(&from), esc(&to), style));
+        out.push_str(&format!(
+            "  \"{}\" -> \"{}\"{};\n",
+            esc(&from),
+            esc(&to),
+            style
+        ));
     }
     out.push_str("}\n");
     out
@@ -80,11 +96,21 @@ pub fn to_mermaid(study: &LoadedStudy) -> String {
         out.push_str(&format!("  classDef {} fill:{}\n", t.as_str(), colour(t)));
     }
     for s in &st.states {
-        out.push_str(&format!("  {}[\"{}<br/>{}\"]:::{}\n", id(&s.id), s.label().replace('"', "'"), s.act_type.as_str(), s.act_type.as_str()));
+        out.push_str(&format!(
+            "  {}[\"{}<br/>{}\"]:::{}\n",
+            id(&s.id),
+            s.label().replace('"', "'"),
+            s.act_type.as_str(),
+            s.act_type.as_str()
+        ));
     }
     for a in &st.actions {
         if a.on_complete.enter.is_some() || !a.on_complete.unlock.is_empty() {
-            out.push_str(&format!("  action_{}{{{{\"robot: {}\"}}}}\n", id(&a.id), a.label.replace('"', "'")));
+            out.push_str(&format!(
+                "  action_{}{{{{\"robot: {}\"}}}}\n",
+                id(&a.id),
+                a.label.replace('"', "'")
+            ));
         }
     }
     for (from, to, dashed) in edges(study) {
@@ -100,7 +126,9 @@ pub fn to_svg(study: &LoadedStudy) -> Result<String, String> {
     use layout::gv::{DotParser, GraphBuilder};
     let dot = to_dot(study);
     let mut parser = DotParser::new(&dot);
-    let graph = parser.process().map_err(|e| format!("cannot lay out the diagram: {e}"))?;
+    let graph = parser
+        .process()
+        .map_err(|e| format!("cannot lay out the diagram: {e}"))?;
     let mut builder = GraphBuilder::new();
     builder.visit_graph(&graph);
     let mut visual = builder.get();

@@ -4,11 +4,11 @@
 
 #![forbid(unsafe_code)]
 
-pub mod event;
-pub mod model;
 pub mod engine;
+pub mod event;
 pub mod expr;
-pub mod load;
-pub mod slots;
-pub mod sim;
 pub mod graph;
+pub mod load;
+pub mod model;
+pub mod sim;
+pub mod slots;

@@ -79,7 +79,12 @@ pub struct Played {
 }
 
 /// The next command of a random wizard; None when it has nothing to do.
-pub fn wizard_move(study: &LoadedStudy, s: &Session, policy: WizardPolicy, rng: &mut impl Rng) -> Option<Command> {
+pub fn wizard_move(
+    study: &LoadedStudy,
+    s: &Session,
+    policy: WizardPolicy,
+    rng: &mut impl Rng,
+) -> Option<Command> {
     let offers = engine::offered(study, s);
     let actions = engine::valid_actions(study, s);
     let mut choices: Vec<(f64, Command)> = offers
@@ -90,12 +95,34 @@ pub fn wizard_move(study: &LoadedStudy, s: &Session, policy: WizardPolicy, rng: 
                 WizardPolicy::Uniform => 1.0,
             };
             // Status updates are offered everywhere; keep them from drowning the dialogue.
-            let w = if o.kind == OfferKind::Global { w * 0.15 } else { w };
-            (w, Command::Say { state: o.state.clone() })
+            let w = if o.kind == OfferKind::Global {
+                w * 0.15
+            } else {
+                w
+            };
+            (
+                w,
+                Command::Say {
+                    state: o.state.clone(),
+                },
+            )
         })
         .collect();
-    let per_action = if actions.is_empty() { 0.0 } else { 1.5 / actions.len() as f64 };
-    choices.extend(actions.into_iter().map(|(action, robot, target)| (per_action, Command::Act { action, robot, target })));
+    let per_action = if actions.is_empty() {
+        0.0
+    } else {
+        1.5 / actions.len() as f64
+    };
+    choices.extend(actions.into_iter().map(|(action, robot, target)| {
+        (
+            per_action,
+            Command::Act {
+                action,
+                robot,
+                target,
+            },
+        )
+    }));
     if choices.is_empty() {
         return None;
     }
@@ -128,9 +155,17 @@ pub fn user_move(study: &LoadedStudy, s: &Session, rng: &mut impl Rng) -> Option
         return None;
     }
     match s.lock.as_ref().map(|l| l.kind) {
-        Some(LockKind::Approval) => Some(if rng.random_bool(0.8) { Command::Approve } else { Command::Deny }),
-        Some(LockKind::Reply) => Some(Command::Text { text: "Okay, go ahead.".into() }),
-        None => rng.random_bool(0.2).then(|| Command::Text { text: "What is the status?".into() }),
+        Some(LockKind::Approval) => Some(if rng.random_bool(0.8) {
+            Command::Approve
+        } else {
+            Command::Deny
+        }),
+        Some(LockKind::Reply) => Some(Command::Text {
+            text: "Okay, go ahead.".into(),
+        }),
+        None => rng.random_bool(0.2).then(|| Command::Text {
+            text: "What is the status?".into(),
+        }),
     }
 }
 
@@ -142,24 +177,69 @@ pub fn play(study: &LoadedStudy, seed: u64, policy: WizardPolicy) -> Played {
     let mut events = vec![];
     let mut steps = 0;
     let mut dead_end = None;
-    let user = Actor::Bot { role: Role::User, name: "sim".into() };
-    let wizard = Actor::Bot { role: Role::Wizard, name: "sim".into() };
-    let run = |s: &mut Session, actor: &Actor, cmd: Command, now: u64, rng: &mut ChaCha8Rng, events: &mut Vec<_>| {
+    let user = Actor::Bot {
+        role: Role::User,
+        name: "sim".into(),
+    };
+    let wizard = Actor::Bot {
+        role: Role::Wizard,
+        name: "sim".into(),
+    };
+    let run = |s: &mut Session,
+               actor: &Actor,
+               cmd: Command,
+               now: u64,
+               rng: &mut ChaCha8Rng,
+               events: &mut Vec<_>| {
         if let Ok(step) = engine::step(study, s, actor, cmd, now, rng) {
             events.extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
             *s = step.session;
         }
     };
-    run(&mut s, &Actor::System, Command::Start { seed }, now, &mut rng, &mut events);
-    run(&mut s, &user, Command::Join { role: Role::User, bot: true }, now, &mut rng, &mut events);
-    run(&mut s, &wizard, Command::Join { role: Role::Wizard, bot: true }, now, &mut rng, &mut events);
+    run(
+        &mut s,
+        &Actor::System,
+        Command::Start { seed },
+        now,
+        &mut rng,
+        &mut events,
+    );
+    run(
+        &mut s,
+        &user,
+        Command::Join {
+            role: Role::User,
+            bot: true,
+        },
+        now,
+        &mut rng,
+        &mut events,
+    );
+    run(
+        &mut s,
+        &wizard,
+        Command::Join {
+            role: Role::Wizard,
+            bot: true,
+        },
+        now,
+        &mut rng,
+        &mut events,
+    );
     while !s.is_ended() && steps < 5000 {
         steps += 1;
         now += rng.random_range(2000..8000);
         if let Some(t) = engine::next_wakeup(study, &s)
             && t <= now
         {
-            run(&mut s, &Actor::System, Command::Tick, t, &mut rng, &mut events);
+            run(
+                &mut s,
+                &Actor::System,
+                Command::Tick,
+                t,
+                &mut rng,
+                &mut events,
+            );
             now = now.max(t);
             continue;
         }
@@ -175,12 +255,68 @@ pub fn play(study: &LoadedStudy, seed: u64, policy: WizardPolicy) -> Played {
                 let pending = s.lock.is_some() || s.busy_robots() > 0;
                 if !pending {
                     dead_end = Some(study.study.states[s.current].id.clone());
-                    run(&mut s, &Actor::System, Command::Abort { reason: EndReason::Aborted }, now, &mut rng, &mut events);
+                    run(
+                        &mut s,
+                        &Actor::System,
+                        Command::Abort {
+                            reason: EndReason::Aborted,
+                        },
+                        now,
+                        &mut rng,
+                        &mut events,
+                    );
                 }
             }
         }
     }
-    Played { session: s, events, steps, dead_end }
+    Played {
+        session: s,
+        events,
+        steps,
+        dead_end,
+    }
+}
+
+/// What one simulated session contributes to the report (kept small: the events are dropped).
+struct Outcome {
+    states: HashSet<String>,
+    transitions: HashSet<(String, String)>,
+    dead_end: Option<String>,
+    ended: Option<(EndReason, bool)>,
+    steps: usize,
+    seconds: f64,
+}
+
+fn outcome(p: Played) -> Outcome {
+    let mut states = HashSet::new();
+    let mut transitions = HashSet::new();
+    for (_, kind, _) in &p.events {
+        match kind {
+            EventKind::Message {
+                source: MessageSource::State { state, .. },
+                ..
+            } => {
+                states.insert(state.clone());
+            }
+            EventKind::StateEntered {
+                from, to, by_event, ..
+            } => {
+                if !by_event {
+                    transitions.insert((from.clone(), to.clone()));
+                }
+                states.insert(to.clone());
+            }
+            _ => {}
+        }
+    }
+    Outcome {
+        states,
+        transitions,
+        dead_end: p.dead_end,
+        ended: p.session.ended,
+        steps: p.steps,
+        seconds: p.session.now_ms.saturating_sub(p.session.started_at_ms) as f64 / 1000.0,
+    }
 }
 
 /// Plays `n` sessions with seeds derived from `seed` and reports coverage and outcomes.
@@ -192,39 +328,57 @@ pub fn simulate(study: &LoadedStudy, n: usize, seed: u64, policy: WizardPolicy) 
     let all_t: HashSet<(String, String)> = st
         .states
         .iter()
-        .flat_map(|s| s.transitions.iter().map(|t| (s.id.clone(), t.to().to_string())))
+        .flat_map(|s| {
+            s.transitions
+                .iter()
+                .map(|t| (s.id.clone(), t.to().to_string()))
+        })
         .collect();
     let mut dead: BTreeMap<String, usize> = BTreeMap::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let (mut goals, mut steps, mut secs) = (0, vec![], vec![]);
     let mut seeder = ChaCha8Rng::seed_from_u64(seed);
-    for _ in 0..n {
-        let p = play(study, seeder.random(), policy);
-        for (_, kind, _) in &p.events {
-            match kind {
-                EventKind::Message { source: MessageSource::State { state, .. }, .. } => {
-                    covered.insert(state.clone());
-                }
-                EventKind::StateEntered { from, to, by_event, .. } => {
-                    if !by_event {
-                        covered_t.insert((from.clone(), to.clone()));
-                    }
-                    covered.insert(to.clone());
-                }
-                _ => {}
-            }
-        }
-        if let Some(d) = p.dead_end {
+    let seeds: Vec<u64> = (0..n).map(|_| seeder.random()).collect();
+    // Sessions are independent: play them on every core, then fold in seed order.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(n.max(1));
+    let chunk = n.div_ceil(threads).max(1);
+    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+        let handles: Vec<_> = seeds
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|s| outcome(play(study, *s, policy)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for o in outcomes {
+        covered.extend(o.states);
+        covered_t.extend(o.transitions);
+        if let Some(d) = o.dead_end {
             *dead.entry(d).or_default() += 1;
         }
-        if let Some((reason, goal)) = p.session.ended {
+        if let Some((reason, goal)) = o.ended {
             *reasons.entry(reason.as_str().to_string()).or_default() += 1;
             goals += usize::from(goal);
         }
-        steps.push(p.steps as f64);
-        secs.push(p.session.now_ms.saturating_sub(p.session.started_at_ms) as f64 / 1000.0);
+        steps.push(o.steps as f64);
+        secs.push(o.seconds);
     }
-    let uncovered: Vec<String> = st.states.iter().filter(|s| !covered.contains(&s.id)).map(|s| s.id.clone()).collect();
+    let uncovered: Vec<String> = st
+        .states
+        .iter()
+        .filter(|s| !covered.contains(&s.id))
+        .map(|s| s.id.clone())
+        .collect();
     SimReport {
         study: st.id.clone(),
         policy,

@@ -52,9 +52,14 @@ pub fn parse(template: &str) -> Result<Vec<Part>, String> {
                         Some((_, '}')) => break,
                         Some((_, c)) if c.is_alphanumeric() || c == '_' || c == '.' => name.push(c),
                         Some((j, c)) => {
-                            return Err(format!("unexpected `{c}` in the slot opened at character {} (found at {j})", i + 1));
+                            return Err(format!(
+                                "unexpected `{c}` in the slot opened at character {} (found at {j})",
+                                i + 1
+                            ));
                         }
-                        None => return Err(format!("slot opened at character {} is not closed", i + 1)),
+                        None => {
+                            return Err(format!("slot opened at character {} is not closed", i + 1));
+                        }
                     }
                 }
                 if name.is_empty() {
@@ -120,6 +125,9 @@ mod tests {
         assert!(parse("open {slot").is_err());
         assert!(parse("bad {sl ot}").is_err());
         assert!(parse("stray }").is_err());
-        assert_eq!(render("{a}-{b}", |s| (s == "a").then(|| "1".into())), "1-{b}");
+        assert_eq!(
+            render("{a}-{b}", |s| (s == "a").then(|| "1".into())),
+            "1-{b}"
+        );
     }
 }

@@ -22,7 +22,10 @@ fn the_fixture_is_valid() {
 
 #[test]
 fn unknown_key_is_reported_at_the_key() {
-    let p = problems(&replace("    type: request\n", "    type: request\n    colour: red\n"));
+    let p = problems(&replace(
+        "    type: request\n",
+        "    type: request\n    colour: red\n",
+    ));
     has(&p, "24:5: unknown key `colour`");
 }
 
@@ -30,12 +33,18 @@ fn unknown_key_is_reported_at_the_key() {
 fn wrong_type_is_reported() {
     let p = problems(&replace("progress: 100", "progress: lots"));
     assert_eq!(p.len(), 1, "{p:?}");
-    assert!(p[0].starts_with("15:27: \"lots\" is not of type \"integer\""), "{p:?}");
+    assert!(
+        p[0].starts_with("15:27: \"lots\" is not of type \"integer\""),
+        "{p:?}"
+    );
 }
 
 #[test]
 fn shape_errors_are_all_reported_together() {
-    let text = replace("progress: 100", "progress: lots").replace("    type: request\n", "    type: request\n    colour: red\n");
+    let text = replace("progress: 100", "progress: lots").replace(
+        "    type: request\n",
+        "    type: request\n    colour: red\n",
+    );
     assert_eq!(problems(&text).len(), 2);
 }
 
@@ -44,12 +53,18 @@ fn invalid_yaml_and_duplicate_keys() {
     let p = problems(&replace("title: Mini", "title: [unclosed"));
     assert!(p[0].contains("invalid YAML"), "{p:?}");
     let p = problems(&replace("title: Mini", "title: Mini\ntitle: Again"));
-    assert!(p[0].starts_with("3:1: invalid YAML") || p[0].starts_with("2:1: invalid YAML"), "{p:?}");
+    assert!(
+        p[0].starts_with("3:1: invalid YAML") || p[0].starts_with("2:1: invalid YAML"),
+        "{p:?}"
+    );
 }
 
 #[test]
 fn transition_to_missing_state() {
-    let p = problems(&replace("[{to: ask, prior: 2}, bye]", "[{to: ask, prior: 2}, byee]"));
+    let p = problems(&replace(
+        "[{to: ask, prior: 2}, bye]",
+        "[{to: ask, prior: 2}, byee]",
+    ));
     has(&p, "21:40: transition to missing state `byee`");
 }
 
@@ -65,16 +80,30 @@ fn state_without_way_out() {
         .replace("{id: moving, type: action, templates: [\"Sending the robot to {target.name}.\"], transitions: [bye]}", "{id: moving, type: action, templates: [\"Sending.\"]}")
         .replace("unlock: [arrived]", "unlock: [arrived], enter: null");
     // Actions that unlock states count as a way out; remove that too.
-    let text = text.replace("on_complete: {set: {fire_out: true}, milestone: fix, unlock: [arrived], enter: null}", "on_complete: {set: {fire_out: true}, milestone: fix}");
+    let text = text.replace(
+        "on_complete: {set: {fire_out: true}, milestone: fix, unlock: [arrived], enter: null}",
+        "on_complete: {set: {fire_out: true}, milestone: fix}",
+    );
     let text = text.replace("lock: {kind: approval, prompt: \"Send a robot?\", on_approve: {unlock: [moving]}}", "lock: {kind: approval, prompt: \"Send a robot?\", on_approve: {unlock: [moving, arrived]}}");
     let p = problems(&text);
-    assert!(p.iter().any(|x| x.ends_with("state `moving` has no way out and is not terminal")), "{p:#?}");
+    assert!(
+        p.iter()
+            .any(|x| x.ends_with("state `moving` has no way out and is not terminal")),
+        "{p:#?}"
+    );
 }
 
 #[test]
 fn guard_that_does_not_parse() {
-    let p = problems(&replace("guard: \"target != robot.location\"", "guard: \"target != (robot.location\""));
-    assert!(p.iter().any(|x| x.starts_with("38:5: condition `target != (robot.location` does not parse")), "{p:#?}");
+    let p = problems(&replace(
+        "guard: \"target != robot.location\"",
+        "guard: \"target != (robot.location\"",
+    ));
+    assert!(
+        p.iter()
+            .any(|x| x.starts_with("38:5: condition `target != (robot.location` does not parse")),
+        "{p:#?}"
+    );
 }
 
 #[test]
@@ -91,13 +120,22 @@ fn slot_without_source() {
 
 #[test]
 fn duplicate_ids() {
-    let p = problems(&replace("{id: bye, type: interaction", "{id: time, type: interaction"));
-    assert!(p.iter().any(|x| x.ends_with("duplicate state id `time`")), "{p:#?}");
+    let p = problems(&replace(
+        "{id: bye, type: interaction",
+        "{id: time, type: interaction",
+    ));
+    assert!(
+        p.iter().any(|x| x.ends_with("duplicate state id `time`")),
+        "{p:#?}"
+    );
 }
 
 #[test]
 fn missing_media_file() {
-    let p = problems(&replace("goal: \"fire_out\"", "goal: \"fire_out\"\nmedia:\n  fire: {file: media/nope.gif}"));
+    let p = problems(&replace(
+        "goal: \"fire_out\"",
+        "goal: \"fire_out\"\nmedia:\n  fire: {file: media/nope.gif}",
+    ));
     has(&p, "44:10: media file `media/nope.gif` not found");
 }
 
@@ -118,7 +156,13 @@ fn schema_is_a_json_schema_of_the_format() {
 
 #[test]
 fn guard_reading_unknown_robot_field() {
-    let p = problems(&replace("guard: \"target != robot.location\"", "guard: \"target != robot.locaton && 'robot.x' != ''\""));
-    has(&p, "38:5: condition reads unknown robot field `robot.locaton`");
+    let p = problems(&replace(
+        "guard: \"target != robot.location\"",
+        "guard: \"target != robot.locaton && 'robot.x' != ''\"",
+    ));
+    has(
+        &p,
+        "38:5: condition reads unknown robot field `robot.locaton`",
+    );
     assert_eq!(p.len(), 1, "{p:#?}");
 }

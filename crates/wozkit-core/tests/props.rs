@@ -9,12 +9,20 @@ use rand_chacha::ChaCha8Rng;
 use wozkit_core::engine::{Command, Session, next_wakeup, offered, replay, step, valid_actions};
 use wozkit_core::event::{Actor, Event, Role};
 
-const STATES: &[&str] = &["start", "hello", "ask", "moving", "arrived", "time", "bye", "nope"];
+const STATES: &[&str] = &[
+    "start", "hello", "ask", "moving", "arrived", "time", "bye", "nope",
+];
 
 fn actor() -> impl Strategy<Value = Actor> {
     prop_oneof![
-        Just(Actor::Participant { role: Role::User, participant: None }),
-        Just(Actor::Participant { role: Role::Wizard, participant: None }),
+        Just(Actor::Participant {
+            role: Role::User,
+            participant: None
+        }),
+        Just(Actor::Participant {
+            role: Role::Wizard,
+            participant: None
+        }),
         Just(Actor::System),
     ]
 }
@@ -23,8 +31,16 @@ fn command() -> impl Strategy<Value = Command> {
     prop_oneof![
         proptest::sample::select(STATES).prop_map(|s| Command::Say { state: s.into() }),
         ".{0,12}".prop_map(|text| Command::Text { text }),
-        (proptest::sample::select(&["send", "fly"][..]), proptest::sample::select(&["h1", "x"][..]), proptest::option::of(proptest::sample::select(&["base", "east", "moon"][..])))
-            .prop_map(|(a, r, t)| Command::Act { action: a.into(), robot: r.into(), target: t.map(Into::into) }),
+        (
+            proptest::sample::select(&["send", "fly"][..]),
+            proptest::sample::select(&["h1", "x"][..]),
+            proptest::option::of(proptest::sample::select(&["base", "east", "moon"][..]))
+        )
+            .prop_map(|(a, r, t)| Command::Act {
+                action: a.into(),
+                robot: r.into(),
+                target: t.map(Into::into)
+            }),
         Just(Command::Approve),
         Just(Command::Deny),
         Just(Command::Hint),
@@ -54,12 +70,28 @@ fn play(seed: u64, cmds: &[(Actor, Command, u64)]) -> (Session, Vec<Event>, Vec<
     let mut s = Session::new(&study, "p");
     let mut log = vec![];
     let mut now = 0u64;
-    let start = step(&study, &s, &Actor::System, Command::Start { seed }, now, &mut rng).expect("start");
-    let mut record = |events: Vec<(Actor, wozkit_core::event::EventKind)>, now: u64, log: &mut Vec<Event>| {
-        for (a, k) in events {
-            log.push(Event { v: 1, session: "p".into(), seq: log.len() as u64 + 1, at_ms: now, actor: a, kind: k });
-        }
-    };
+    let start = step(
+        &study,
+        &s,
+        &Actor::System,
+        Command::Start { seed },
+        now,
+        &mut rng,
+    )
+    .expect("start");
+    let record =
+        |events: Vec<(Actor, wozkit_core::event::EventKind)>, now: u64, log: &mut Vec<Event>| {
+            for (a, k) in events {
+                log.push(Event {
+                    v: 1,
+                    session: "p".into(),
+                    seq: log.len() as u64 + 1,
+                    at_ms: now,
+                    actor: a,
+                    kind: k,
+                });
+            }
+        };
     s = start.session;
     record(start.events, now, &mut log);
     let mut accepted = vec![];
@@ -67,12 +99,46 @@ fn play(seed: u64, cmds: &[(Actor, Command, u64)]) -> (Session, Vec<Event>, Vec<
         now = *at;
         // Offered options are always accepted by the engine.
         for o in offered(&study, &s) {
-            let wiz = Actor::Participant { role: Role::Wizard, participant: None };
-            assert!(step(&study, &s, &wiz, Command::Say { state: o.state.clone() }, now, &mut rng.clone()).is_ok(), "offered {} refused", o.state);
+            let wiz = Actor::Participant {
+                role: Role::Wizard,
+                participant: None,
+            };
+            assert!(
+                step(
+                    &study,
+                    &s,
+                    &wiz,
+                    Command::Say {
+                        state: o.state.clone()
+                    },
+                    now,
+                    &mut rng.clone()
+                )
+                .is_ok(),
+                "offered {} refused",
+                o.state
+            );
         }
         for (a, r, t) in valid_actions(&study, &s) {
-            let wiz = Actor::Participant { role: Role::Wizard, participant: None };
-            assert!(step(&study, &s, &wiz, Command::Act { action: a, robot: r, target: t }, now, &mut rng.clone()).is_ok());
+            let wiz = Actor::Participant {
+                role: Role::Wizard,
+                participant: None,
+            };
+            assert!(
+                step(
+                    &study,
+                    &s,
+                    &wiz,
+                    Command::Act {
+                        action: a,
+                        robot: r,
+                        target: t
+                    },
+                    now,
+                    &mut rng.clone()
+                )
+                .is_ok()
+            );
         }
         if let Some(t) = next_wakeup(&study, &s) {
             assert!(!s.is_ended(), "an ended session asks to be woken at {t}");

@@ -78,20 +78,34 @@ pub fn studies(action: Option<StudiesCmd>) -> Result<ExitCode> {
             if files.is_empty() {
                 bail!("no built-in study named `{name}` (see `wozkit studies`)");
             }
-            if dir.exists() && dir.read_dir().map(|mut d| d.next().is_some()).unwrap_or(true) {
-                bail!("{} exists and is not empty; choose a new folder", dir.display());
+            if dir.exists()
+                && dir
+                    .read_dir()
+                    .map(|mut d| d.next().is_some())
+                    .unwrap_or(true)
+            {
+                bail!(
+                    "{} exists and is not empty; choose a new folder",
+                    dir.display()
+                );
             }
             let source = load::StudySource::Builtin(name.clone());
             for rel in &files {
                 let bytes = source.read(rel).with_context(|| format!("reading {rel}"))?;
                 let path = dir.join(rel);
                 if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("creating {}", parent.display()))?;
                 }
-                std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+                std::fs::write(&path, bytes)
+                    .with_context(|| format!("writing {}", path.display()))?;
             }
             println!("wrote {} files to {}", files.len(), dir.display());
-            println!("edit {}/study.yaml, then: wozkit validate {}", dir.display(), dir.display());
+            println!(
+                "edit {}/study.yaml, then: wozkit validate {}",
+                dir.display(),
+                dir.display()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -128,14 +142,35 @@ pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     } else {
         println!("study               {}", r.study);
         println!("sessions            {}", r.sessions);
-        println!("goal reached        {} ({:.1}%)", r.goal_reached, r.goal_share * 100.0);
-        println!("states covered      {}/{}", r.states_covered, r.states_total);
-        println!("transitions covered {}/{}", r.transitions_covered, r.transitions_total);
-        println!("dead ends           {}", if r.dead_ends.is_empty() { "none".into() } else { r.dead_ends.join(", ") });
+        println!(
+            "goal reached        {} ({:.1}%)",
+            r.goal_reached,
+            r.goal_share * 100.0
+        );
+        println!(
+            "states covered      {}/{}",
+            r.states_covered, r.states_total
+        );
+        println!(
+            "transitions covered {}/{}",
+            r.transitions_covered, r.transitions_total
+        );
+        println!(
+            "dead ends           {}",
+            if r.dead_ends.is_empty() {
+                "none".into()
+            } else {
+                r.dead_ends.join(", ")
+            }
+        );
         if !r.uncovered_states.is_empty() {
             println!("never reached       {}", r.uncovered_states.join(", "));
         }
-        let reasons: Vec<String> = r.end_reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let reasons: Vec<String> = r
+            .end_reasons
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         println!("end reasons         {}", reasons.join(", "));
         println!(
             "steps               mean {:.1}, p50 {:.0}, p90 {:.0}, p99 {:.0}",
@@ -143,10 +178,17 @@ pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         );
         println!(
             "simulated time (s)  mean {:.0}, p50 {:.0}, p90 {:.0}, max {:.0}",
-            r.simulated_seconds.mean, r.simulated_seconds.p50, r.simulated_seconds.p90, r.simulated_seconds.max
+            r.simulated_seconds.mean,
+            r.simulated_seconds.p50,
+            r.simulated_seconds.p90,
+            r.simulated_seconds.max
         );
     }
-    Ok(if r.dead_ends.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if r.dead_ends.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 pub fn graph(args: GraphArgs) -> Result<ExitCode> {

@@ -24,7 +24,10 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 fn studies_lists_the_builtin_studies_demo_first() {
     let (code, out, _) = wozkit(&["studies"]);
     assert_eq!(code, 0);
-    let names: Vec<&str> = out.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let names: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     assert_eq!(names.first(), Some(&"offshore-emergency"));
     assert!(names.len() >= 2, "{out}");
 }
@@ -32,7 +35,12 @@ fn studies_lists_the_builtin_studies_demo_first() {
 #[test]
 fn exported_study_validates_and_a_broken_copy_reports_file_line_col() {
     let dir = temp_dir("export");
-    let (code, _, err) = wozkit(&["studies", "export", "offshore-emergency", dir.to_str().unwrap()]);
+    let (code, _, err) = wozkit(&[
+        "studies",
+        "export",
+        "offshore-emergency",
+        dir.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = wozkit(&["validate", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
@@ -46,10 +54,18 @@ fn exported_study_validates_and_a_broken_copy_reports_file_line_col() {
     let first = err.lines().next().unwrap_or_default();
     let parts: Vec<&str> = first.splitn(4, ':').collect();
     assert!(parts[0].ends_with("study.yaml"), "{first}");
-    assert!(parts[1].parse::<u32>().is_ok() && parts[2].parse::<u32>().is_ok(), "{first}");
+    assert!(
+        parts[1].parse::<u32>().is_ok() && parts[2].parse::<u32>().is_ok(),
+        "{first}"
+    );
     assert!(first.contains("unknown key `colour`"), "{first}");
     // Exporting into a non-empty folder is refused.
-    let (code, _, err) = wozkit(&["studies", "export", "offshore-emergency", dir.to_str().unwrap()]);
+    let (code, _, err) = wozkit(&[
+        "studies",
+        "export",
+        "offshore-emergency",
+        dir.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("not empty"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -58,14 +74,33 @@ fn exported_study_validates_and_a_broken_copy_reports_file_line_col() {
 #[test]
 fn simulate_json_has_the_documented_keys() {
     for study in ["offshore-emergency", "restaurant-booking"] {
-        let (code, out, err) = wozkit(&["simulate", study, "--sessions", "200", "--seed", "5", "--json"]);
+        let (code, out, err) = wozkit(&[
+            "simulate",
+            study,
+            "--sessions",
+            "200",
+            "--seed",
+            "5",
+            "--json",
+        ]);
         assert_eq!(code, 0, "{study}: {err}");
         let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
-        for key in ["sessions", "goal_reached", "states_covered", "states_total", "transitions_covered", "transitions_total", "dead_ends"] {
+        for key in [
+            "sessions",
+            "goal_reached",
+            "states_covered",
+            "states_total",
+            "transitions_covered",
+            "transitions_total",
+            "dead_ends",
+        ] {
             assert!(v.get(key).is_some(), "{study}: missing {key}");
         }
         assert_eq!(v["sessions"], 200);
-        assert!(v["goal_reached"].as_u64().unwrap() > 0, "{study}: no simulated session reached the goal");
+        assert!(
+            v["goal_reached"].as_u64().unwrap() > 0,
+            "{study}: no simulated session reached the goal"
+        );
     }
 }
 
@@ -73,7 +108,10 @@ fn simulate_json_has_the_documented_keys() {
 fn graph_in_every_format() {
     let (code, svg, _) = wozkit(&["graph", "offshore-emergency", "--format", "svg"]);
     assert_eq!(code, 0);
-    assert!(svg.contains("<svg") && svg.contains("intro_hello"), "svg lacks the states");
+    assert!(
+        svg.contains("<svg") && svg.contains("intro_hello"),
+        "svg lacks the states"
+    );
     let (_, dot, _) = wozkit(&["graph", "offshore-emergency", "--format", "dot"]);
     assert!(dot.starts_with("digraph") && dot.contains("->"));
     let (_, mermaid, _) = wozkit(&["graph", "offshore-emergency", "--format", "mermaid"]);
@@ -92,5 +130,8 @@ fn schema_is_json() {
 fn unknown_study_is_a_clear_error() {
     let (code, _, err) = wozkit(&["validate", "no-such-study"]);
     assert_eq!(code, 1);
-    assert!(err.contains("no study file, folder or built-in study named `no-such-study`"), "{err}");
+    assert!(
+        err.contains("no study file, folder or built-in study named `no-such-study`"),
+        "{err}"
+    );
 }

@@ -156,7 +156,11 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
 }
 
 /// Rebuilds a session from its log.
-pub fn replay<'a>(study: &LoadedStudy, session_id: &str, events: impl IntoIterator<Item = &'a Event>) -> Session {
+pub fn replay<'a>(
+    study: &LoadedStudy,
+    session_id: &str,
+    events: impl IntoIterator<Item = &'a Event>,
+) -> Session {
     let mut s = Session::new(study, session_id);
     for e in events {
         apply(study, &mut s, &e.actor, &e.kind, e.at_ms);

@@ -108,10 +108,17 @@ fn need_role(actor: &Actor, role: Role) -> Result<(), Refusal> {
 }
 
 fn actor_role(actor: &Actor) -> Result<Role, Refusal> {
-    actor.role().ok_or(Refusal::WrongRole { expected: Role::User })
+    actor.role().ok_or(Refusal::WrongRole {
+        expected: Role::User,
+    })
 }
 
-pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut impl Rng) -> Result<(), Refusal> {
+pub(crate) fn decide(
+    tx: &mut Tx<'_>,
+    actor: &Actor,
+    cmd: Command,
+    rng: &mut impl Rng,
+) -> Result<(), Refusal> {
     let study = tx.study;
     match &cmd {
         Command::Start { .. } if tx.s.started => return Err(Refusal::AlreadyStarted),
@@ -143,7 +150,9 @@ pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut imp
             let Some(o) = offers.into_iter().find(|o| o.state == state) else {
                 return Err(Refusal::NotOffered { state });
             };
-            let idx = study.state_idx(&o.state).ok_or(Refusal::NotOffered { state })?;
+            let idx = study
+                .state_idx(&o.state)
+                .ok_or(Refusal::NotOffered { state })?;
             let def = &study.study.states[idx];
             wizard_spoke(tx);
             tx.emit(
@@ -171,7 +180,9 @@ pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut imp
             if let Some(st) = &def.subtask
                 && tx.s.subtask.as_ref() != Some(st)
             {
-                tx.system(EventKind::SubtaskEntered { subtask: st.clone() });
+                tx.system(EventKind::SubtaskEntered {
+                    subtask: st.clone(),
+                });
             }
             apply_effects(tx, &def.effects, rng);
             if let Some(lock) = &def.lock {
@@ -215,9 +226,12 @@ pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut imp
                 return Err(Refusal::EmptyText);
             }
             if text.chars().count() > MAX_TEXT_CHARS {
-                return Err(Refusal::TextTooLong { max: MAX_TEXT_CHARS });
+                return Err(Refusal::TextTooLong {
+                    max: MAX_TEXT_CHARS,
+                });
             }
-            if role == Role::User && study.study.session.user_waits_for_wizard && !tx.s.wizard_spoke {
+            if role == Role::User && study.study.session.user_waits_for_wizard && !tx.s.wizard_spoke
+            {
                 return Err(Refusal::MutedUntilWizard);
             }
             if role == Role::Wizard {
@@ -231,16 +245,33 @@ pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut imp
                     source: MessageSource::Free,
                 },
             );
-            if role == Role::User && tx.s.lock.as_ref().is_some_and(|l| l.kind == LockKind::Reply) {
-                tx.system(EventKind::LockReleased { how: LockRelease::Reply });
+            if role == Role::User
+                && tx
+                    .s
+                    .lock
+                    .as_ref()
+                    .is_some_and(|l| l.kind == LockKind::Reply)
+            {
+                tx.system(EventKind::LockReleased {
+                    how: LockRelease::Reply,
+                });
             }
         }
-        Command::Act { action, robot, target } => {
+        Command::Act {
+            action,
+            robot,
+            target,
+        } => {
             need_role(actor, Role::Wizard)?;
             let (ai, ri) = offer::action_check(study, &tx.s, &action, &robot, target.as_deref())?;
             let a = &study.study.actions[ai];
             let r = &study.study.world.robots[ri];
-            let secs = a.duration.by_kind.get(&r.kind).copied().unwrap_or(a.duration.default);
+            let secs = a
+                .duration
+                .by_kind
+                .get(&r.kind)
+                .copied()
+                .unwrap_or(a.duration.default);
             let ends = tx.now + (secs.max(0.0) * 1000.0).round() as u64;
             let mut robots = offer::robot_snapshots(study, &tx.s);
             if let Some(snap) = robots.get_mut(ri) {
@@ -269,7 +300,11 @@ pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut imp
             tx.emit(
                 actor.clone(),
                 EventKind::LockReleased {
-                    how: if approved { LockRelease::Approved } else { LockRelease::Denied },
+                    how: if approved {
+                        LockRelease::Approved
+                    } else {
+                        LockRelease::Denied
+                    },
                 },
             );
             if let Some(l) = &study.study.states[lock.state].lock {
@@ -299,7 +334,12 @@ pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut imp
             } else {
                 &offers[rng.random_range(0..offers.len())]
             };
-            tx.emit(actor.clone(), EventKind::HintGiven { state: pick.state.clone() });
+            tx.emit(
+                actor.clone(),
+                EventKind::HintGiven {
+                    state: pick.state.clone(),
+                },
+            );
         }
         Command::Finish => {
             actor_role(actor)?;
@@ -311,7 +351,10 @@ pub(crate) fn decide(tx: &mut Tx<'_>, actor: &Actor, cmd: Command, rng: &mut imp
         Command::Disconnect { role } => {
             if !tx.s.away.iter().any(|(r, _)| *r == role) {
                 let until = tx.now + u64::from(study.study.session.disconnect_grace_s) * 1000;
-                tx.system(EventKind::Disconnected { role, grace_until_ms: until });
+                tx.system(EventKind::Disconnected {
+                    role,
+                    grace_until_ms: until,
+                });
             }
         }
         Command::Reconnect { role } => {
@@ -347,12 +390,16 @@ pub(crate) fn apply_effects(tx: &mut Tx<'_>, e: &Effects, rng: &mut impl Rng) {
 fn apply_effects_with_media(tx: &mut Tx<'_>, e: &Effects, media: Option<&str>, rng: &mut impl Rng) {
     let study = tx.study;
     if !e.set.is_empty() {
-        tx.system(EventKind::WorldSet { values: e.set.clone() });
+        tx.system(EventKind::WorldSet {
+            values: e.set.clone(),
+        });
     }
     if let Some(st) = &e.subtask
         && tx.s.subtask.as_ref() != Some(st)
     {
-        tx.system(EventKind::SubtaskEntered { subtask: st.clone() });
+        tx.system(EventKind::SubtaskEntered {
+            subtask: st.clone(),
+        });
     }
     if let Some(m) = &e.milestone
         && !tx.s.milestones.contains(m)
@@ -381,7 +428,9 @@ fn apply_effects_with_media(tx: &mut Tx<'_>, e: &Effects, media: Option<&str>, r
         });
     }
     if !e.unlock.is_empty() {
-        tx.system(EventKind::OptionsUnlocked { states: e.unlock.clone() });
+        tx.system(EventKind::OptionsUnlocked {
+            states: e.unlock.clone(),
+        });
     }
 }
 
@@ -389,20 +438,21 @@ fn apply_effects_with_media(tx: &mut Tx<'_>, e: &Effects, media: Option<&str>, r
 fn tick(tx: &mut Tx<'_>, rng: &mut impl Rng) {
     let study = tx.study;
     // Robot actions, in order of their end time.
-    let mut due: Vec<(u64, usize)> = tx
-        .s
-        .robots
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.activity.as_ref().map(|a| (a.ends_ms, i)))
-        .filter(|(t, _)| *t <= tx.now)
-        .collect();
+    let mut due: Vec<(u64, usize)> =
+        tx.s.robots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.activity.as_ref().map(|a| (a.ends_ms, i)))
+            .filter(|(t, _)| *t <= tx.now)
+            .collect();
     due.sort();
     for (_, ri) in due {
         if tx.s.ended.is_some() {
             return;
         }
-        let Some(a) = tx.s.robots[ri].activity.clone() else { continue };
+        let Some(a) = tx.s.robots[ri].activity.clone() else {
+            continue;
+        };
         let def = &study.study.actions[a.action];
         let robot = &study.study.world.robots[ri];
         let battery = (tx.s.robots[ri].battery - def.battery_cost).max(0.0);
@@ -412,18 +462,26 @@ fn tick(tx: &mut Tx<'_>, rng: &mut impl Rng) {
             target: a.target.clone(),
             battery,
         });
-        let media = def.media_by_kind.get(&robot.kind).map(String::as_str).or(def.on_complete.media.as_deref());
+        let media = def
+            .media_by_kind
+            .get(&robot.kind)
+            .map(String::as_str)
+            .or(def.on_complete.media.as_deref());
         apply_effects_with_media(tx, &def.on_complete, media, rng);
     }
     // Progress of actions still running.
-    let progress: Vec<usize> = tx
-        .s
-        .robots
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.activity.as_ref().and_then(|a| a.next_progress_ms).is_some_and(|p| p <= tx.now))
-        .map(|(i, _)| i)
-        .collect();
+    let progress: Vec<usize> =
+        tx.s.robots
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                r.activity
+                    .as_ref()
+                    .and_then(|a| a.next_progress_ms)
+                    .is_some_and(|p| p <= tx.now)
+            })
+            .map(|(i, _)| i)
+            .collect();
     for ri in progress {
         if let Some(a) = tx.s.robots[ri].activity.clone() {
             let span = a.ends_ms.saturating_sub(a.started_ms).max(1);

@@ -44,7 +44,7 @@ fn cel_map(pairs: Vec<(&str, Value)>) -> Value {
 }
 
 /// The variables every condition sees.
-pub fn vars(study: &LoadedStudy, s: &Session) -> Vars {
+pub fn vars(study: &LoadedStudy, s: &Session) -> Vars<'static> {
     let mut v = Vars::default();
     for (k, val) in &s.world {
         v.set(k, json_to_cel(val));
@@ -54,7 +54,10 @@ pub fn vars(study: &LoadedStudy, s: &Session) -> Vars {
     v.set("messages", Value::Int(i64::from(s.messages)));
     let elapsed = s.now_ms.saturating_sub(s.started_at_ms) / 1000;
     v.set("elapsed", Value::Int(elapsed as i64));
-    v.set("time_left", Value::Int(s.time_left_s(study).unwrap_or(0) as i64));
+    v.set(
+        "time_left",
+        Value::Int(s.time_left_s(study).unwrap_or(0) as i64),
+    );
     v.set(
         "milestones",
         Value::List(Arc::new(s.milestones.iter().map(|m| cel_str(m)).collect())),
@@ -81,7 +84,9 @@ fn robot_value(def: &crate::model::Robot, r: &super::RobotState) -> Value {
         ("battery", Value::Float(r.battery)),
         (
             "capabilities",
-            Value::List(Arc::new(def.capabilities.iter().map(|c| cel_str(c)).collect())),
+            Value::List(Arc::new(
+                def.capabilities.iter().map(|c| cel_str(c)).collect(),
+            )),
         ),
     ])
 }
@@ -126,22 +131,45 @@ pub fn render(study: &LoadedStudy, s: &Session, template: &str) -> String {
                 .as_ref()
                 .and_then(|id| st.subtasks.iter().find(|t| &t.id == id))
                 .map_or_else(String::new, |t| t.label.clone()),
-            "wizard.name" => st.roles.wizard.name.clone().unwrap_or_else(|| st.roles.wizard.label.clone()),
-            "user.name" => st.roles.user.name.clone().unwrap_or_else(|| st.roles.user.label.clone()),
-            "target.name" => s.last_target.as_deref().map_or_else(|| "the target".into(), loc_name),
+            "wizard.name" => st
+                .roles
+                .wizard
+                .name
+                .clone()
+                .unwrap_or_else(|| st.roles.wizard.label.clone()),
+            "user.name" => st
+                .roles
+                .user
+                .name
+                .clone()
+                .unwrap_or_else(|| st.roles.user.label.clone()),
+            "target.name" => s
+                .last_target
+                .as_deref()
+                .map_or_else(|| "the target".into(), loc_name),
             "robot.name" => robot.map_or_else(|| "the robot".into(), |(d, _)| d.name.clone()),
             "robot.kind" => robot.map_or_else(String::new, |(d, _)| {
-                st.world.robot_kinds.get(&d.kind).map_or_else(|| d.kind.clone(), |k| k.label.clone())
+                st.world
+                    .robot_kinds
+                    .get(&d.kind)
+                    .map_or_else(|| d.kind.clone(), |k| k.label.clone())
             }),
             "robot.location" => robot.map_or_else(String::new, |(_, r)| loc_name(&r.location)),
             "robot.battery" => robot.map_or_else(String::new, |(_, r)| format!("{:.0}", r.battery)),
             "robot.speed" => robot.map_or_else(String::new, |(d, _)| format!("{}", d.speed)),
-            "robot.eta" => robot.map_or_else(|| "0".into(), |(_, r)| {
-                r.activity.as_ref().map_or(0, |a| a.ends_ms.saturating_sub(s.now_ms).div_ceil(1000)).to_string()
-            }),
-            "robot.progress" => robot.map_or_else(|| "0".into(), |(_, r)| {
-                r.activity.as_ref().map_or(100, |a| a.percent).to_string()
-            }),
+            "robot.eta" => robot.map_or_else(
+                || "0".into(),
+                |(_, r)| {
+                    r.activity
+                        .as_ref()
+                        .map_or(0, |a| a.ends_ms.saturating_sub(s.now_ms).div_ceil(1000))
+                        .to_string()
+                },
+            ),
+            "robot.progress" => robot.map_or_else(
+                || "0".into(),
+                |(_, r)| r.activity.as_ref().map_or(100, |a| a.percent).to_string(),
+            ),
             "robot.status" => robot.map_or_else(String::new, |(_, r)| match &r.activity {
                 None => "on standby".into(),
                 Some(a) => format!("busy ({})", st.actions[a.action].label.to_lowercase()),
@@ -155,7 +183,11 @@ pub fn render(study: &LoadedStudy, s: &Session, template: &str) -> String {
 pub fn render_state(study: &LoadedStudy, s: &Session, state: usize) -> (usize, String) {
     let def = &study.study.states[state];
     let i = template_index(s, &def.id, def.templates.len());
-    let text = def.templates.get(i).map(|t| render(study, s, t)).unwrap_or_default();
+    let text = def
+        .templates
+        .get(i)
+        .map(|t| render(study, s, t))
+        .unwrap_or_default();
     (i, text)
 }
 
@@ -185,8 +217,12 @@ pub fn offered(study: &LoadedStudy, s: &Session) -> Vec<Offer> {
         });
     };
     for (j, t) in st.states[s.current].transitions.iter().enumerate() {
-        let Some(i) = study.state_idx(t.to()) else { continue };
-        let t_ok = c.transition_when[s.current][j].as_ref().is_none_or(|w| w.holds(&vars));
+        let Some(i) = study.state_idx(t.to()) else {
+            continue;
+        };
+        let t_ok = c.transition_when[s.current][j]
+            .as_ref()
+            .is_none_or(|w| w.holds(&vars));
         if t_ok && state_ok(i) {
             push(i, t.prior(), OfferKind::Transition, &mut out);
         }
@@ -229,6 +265,17 @@ pub fn action_check(
     robot: &str,
     target: Option<&str>,
 ) -> Result<(usize, usize), Refusal> {
+    action_check_with(study, s, &vars(study, s), action, robot, target)
+}
+
+fn action_check_with(
+    study: &LoadedStudy,
+    s: &Session,
+    base: &Vars<'_>,
+    action: &str,
+    robot: &str,
+    target: Option<&str>,
+) -> Result<(usize, usize), Refusal> {
     let st = &study.study;
     let ai = st
         .actions
@@ -260,7 +307,9 @@ pub fn action_check(
         });
     }
     if s.robots[ri].activity.is_some() {
-        return Err(Refusal::RobotBusy { robot: def.name.clone() });
+        return Err(Refusal::RobotBusy {
+            robot: def.name.clone(),
+        });
     }
     if a.exclusive
         && let Some(j) = s.robots.iter().position(|r| r.activity.is_some())
@@ -270,11 +319,13 @@ pub fn action_check(
         });
     }
     if let Some(g) = &study.compiled.action_guard[ai] {
-        let mut v = vars(study, s);
+        let mut v = base.scope();
         v.set("robot", robot_value(def, &s.robots[ri]));
         v.set("target", cel_str(target));
         if !g.holds(&v) {
-            return Err(Refusal::GuardFailed { action: a.label.clone() });
+            return Err(Refusal::GuardFailed {
+                action: a.label.clone(),
+            });
         }
     }
     Ok((ai, ri))
@@ -286,16 +337,21 @@ pub fn valid_actions(study: &LoadedStudy, s: &Session) -> Vec<(String, String, O
         return vec![];
     }
     let st = &study.study;
+    let base = vars(study, s);
     let mut out = vec![];
     for a in &st.actions {
         for r in &st.world.robots {
             let targets: Vec<Option<&str>> = if a.target {
-                st.world.locations.iter().map(|l| Some(l.id.as_str())).collect()
+                st.world
+                    .locations
+                    .iter()
+                    .map(|l| Some(l.id.as_str()))
+                    .collect()
             } else {
                 vec![None]
             };
             for t in targets {
-                if action_check(study, s, &a.id, &r.id, t).is_ok() {
+                if action_check_with(study, s, &base, &a.id, &r.id, t).is_ok() {
                     out.push((a.id.clone(), r.id.clone(), t.map(str::to_string)));
                 }
             }
@@ -308,10 +364,18 @@ pub fn valid_actions(study: &LoadedStudy, s: &Session) -> Vec<(String, String, O
 pub fn finish_allowed(study: &LoadedStudy, s: &Session) -> bool {
     let rule = &study.study.session.finish;
     s.messages >= rule.min_messages
-        && study.compiled.finish_when.as_ref().is_none_or(|w| w.holds(&vars(study, s)))
+        && study
+            .compiled
+            .finish_when
+            .as_ref()
+            .is_none_or(|w| w.holds(&vars(study, s)))
 }
 
 /// Whether the study's goal holds (false when the study sets none).
 pub fn goal_reached(study: &LoadedStudy, s: &Session) -> bool {
-    study.compiled.goal.as_ref().is_some_and(|g| g.holds(&vars(study, s)))
+    study
+        .compiled
+        .goal
+        .as_ref()
+        .is_some_and(|g| g.holds(&vars(study, s)))
 }

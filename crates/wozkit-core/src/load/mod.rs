@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use builtin::{builtin_names, builtin_files};
+pub use builtin::{builtin_files, builtin_names};
 pub use positions::{Pos, Positions};
 
 use crate::expr::Condition;
@@ -33,7 +33,11 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)?;
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.col, self.message
+        )?;
         if let Some(h) = &self.hint {
             write!(f, "\n  hint: {h}")?;
         }
@@ -71,7 +75,8 @@ impl StudySource {
         let p = Path::new(rel);
         if rel.is_empty()
             || p.is_absolute()
-            || p.components().any(|c| !matches!(c, std::path::Component::Normal(_)))
+            || p.components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
         {
             return None;
         }
@@ -232,7 +237,8 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     };
 
     // Pass 3: meaning.
-    let (compiled, problems) = validate::check(&study, &source, &|ptr, msg, hint| diag(ptr, msg, hint));
+    let (compiled, problems) =
+        validate::check(&study, &source, &|ptr, msg, hint| diag(ptr, msg, hint));
     if problems.is_empty() {
         Ok(LoadedStudy {
             study,

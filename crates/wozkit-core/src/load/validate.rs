@@ -39,10 +39,16 @@ fn member_names(src: &str, var: &str) -> Vec<String> {
             Some(_) => {}
             None if b == b'\'' || b == b'"' => quote = Some(b),
             None => {
-                let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b'.');
+                let boundary = i == 0
+                    || !(bytes[i - 1].is_ascii_alphanumeric()
+                        || bytes[i - 1] == b'_'
+                        || bytes[i - 1] == b'.');
                 if boundary && src[i..].starts_with(var) && src[i + var.len()..].starts_with('.') {
                     let rest = &src[i + var.len() + 1..];
-                    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
                     i += var.len() + 1 + name.len();
                     out.push(name);
                     continue;
@@ -150,7 +156,10 @@ impl<'a> Checker<'a> {
                 for v in c.variables() {
                     if !known.contains(&v.as_str()) {
                         let hint = did_you_mean(&v, known.iter().copied()).or_else(|| {
-                            Some(format!("declare it under world.variables, or use one of: {}", BUILTIN_VARS.join(", ")))
+                            Some(format!(
+                                "declare it under world.variables, or use one of: {}",
+                                BUILTIN_VARS.join(", ")
+                            ))
                         });
                         self.err(ptr, format!("condition names unknown variable `{v}`"), hint);
                     }
@@ -158,9 +167,15 @@ impl<'a> Checker<'a> {
                 if extra.contains(&"robot") {
                     for field in member_names(src, "robot") {
                         if !ROBOT_FIELDS.contains(&field.as_str()) {
-                            let hint = did_you_mean(&field, ROBOT_FIELDS.iter().copied())
-                                .or_else(|| Some(format!("a robot has: {}", ROBOT_FIELDS.join(", "))));
-                            self.err(ptr, format!("condition reads unknown robot field `robot.{field}`"), hint);
+                            let hint =
+                                did_you_mean(&field, ROBOT_FIELDS.iter().copied()).or_else(|| {
+                                    Some(format!("a robot has: {}", ROBOT_FIELDS.join(", ")))
+                                });
+                            self.err(
+                                ptr,
+                                format!("condition reads unknown robot field `robot.{field}`"),
+                                hint,
+                            );
                         }
                     }
                 }
@@ -188,8 +203,14 @@ impl<'a> Checker<'a> {
         for key in e.set.keys() {
             if !self.study.world.variables.contains_key(key) {
                 let hint = did_you_mean(key, self.study.world.variables.keys().map(String::as_str))
-                    .or_else(|| Some("declare it under world.variables with its initial value".into()));
-                self.err(&format!("{ptr}/set/{key}"), format!("unknown world variable `{key}`"), hint);
+                    .or_else(|| {
+                        Some("declare it under world.variables with its initial value".into())
+                    });
+                self.err(
+                    &format!("{ptr}/set/{key}"),
+                    format!("unknown world variable `{key}`"),
+                    hint,
+                );
             }
         }
         if let Some(m) = &e.milestone {
@@ -211,13 +232,23 @@ impl<'a> Checker<'a> {
 
     fn template(&mut self, ptr: &str, text: &str) {
         match slots::parse(text) {
-            Err(e) => self.err(ptr, format!("template: {e}"), Some("write `{{` for a literal brace".into())),
+            Err(e) => self.err(
+                ptr,
+                format!("template: {e}"),
+                Some("write `{{` for a literal brace".into()),
+            ),
             Ok(parts) => {
                 for name in slots::names(&parts) {
                     if !slots::is_known(name, self.study) {
                         let hint = Some(format!(
                             "slots come from world variables ({}) or {}",
-                            self.study.world.variables.keys().cloned().collect::<Vec<_>>().join(", "),
+                            self.study
+                                .world
+                                .variables
+                                .keys()
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(", "),
                             slots::BUILTIN_SLOTS.join(", ")
                         ));
                         self.err(ptr, format!("slot `{{{name}}}` has no source"), hint);
@@ -234,21 +265,59 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         study,
         diag,
         problems: vec![],
-        states: study.states.iter().enumerate().map(|(i, s)| (s.id.as_str(), i)).collect(),
+        states: study
+            .states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i))
+            .collect(),
     };
     let mut compiled = Compiled {
-        state_index: study.states.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect(),
+        state_index: study
+            .states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.clone(), i))
+            .collect(),
         ..Compiled::default()
     };
 
     // Unique ids.
-    c.unique("state", "/states", study.states.iter().map(|s| s.id.as_str()));
-    c.unique("fixed option", "/fixed_options", study.fixed_options.iter().map(|s| s.id.as_str()));
-    c.unique("action", "/actions", study.actions.iter().map(|s| s.id.as_str()));
-    c.unique("robot", "/world/robots", study.world.robots.iter().map(|s| s.id.as_str()));
-    c.unique("location", "/world/locations", study.world.locations.iter().map(|s| s.id.as_str()));
-    c.unique("subtask", "/subtasks", study.subtasks.iter().map(|s| s.id.as_str()));
-    c.unique("question", "/survey/questions", study.survey.questions.iter().map(|s| s.id.as_str()));
+    c.unique(
+        "state",
+        "/states",
+        study.states.iter().map(|s| s.id.as_str()),
+    );
+    c.unique(
+        "fixed option",
+        "/fixed_options",
+        study.fixed_options.iter().map(|s| s.id.as_str()),
+    );
+    c.unique(
+        "action",
+        "/actions",
+        study.actions.iter().map(|s| s.id.as_str()),
+    );
+    c.unique(
+        "robot",
+        "/world/robots",
+        study.world.robots.iter().map(|s| s.id.as_str()),
+    );
+    c.unique(
+        "location",
+        "/world/locations",
+        study.world.locations.iter().map(|s| s.id.as_str()),
+    );
+    c.unique(
+        "subtask",
+        "/subtasks",
+        study.subtasks.iter().map(|s| s.id.as_str()),
+    );
+    c.unique(
+        "question",
+        "/survey/questions",
+        study.survey.questions.iter().map(|s| s.id.as_str()),
+    );
 
     // World.
     for name in study.world.variables.keys() {
@@ -263,15 +332,28 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
     if let Some(m) = &study.world.map {
         c.media_ref("/world/map", m);
     }
-    let locations: HashSet<&str> = study.world.locations.iter().map(|l| l.id.as_str()).collect();
+    let locations: HashSet<&str> = study
+        .world
+        .locations
+        .iter()
+        .map(|l| l.id.as_str())
+        .collect();
     for (i, r) in study.world.robots.iter().enumerate() {
         if !study.world.robot_kinds.contains_key(&r.kind) {
             let hint = did_you_mean(&r.kind, study.world.robot_kinds.keys().map(String::as_str));
-            c.err(&format!("/world/robots/{i}/kind"), format!("unknown robot kind `{}`", r.kind), hint);
+            c.err(
+                &format!("/world/robots/{i}/kind"),
+                format!("unknown robot kind `{}`", r.kind),
+                hint,
+            );
         }
         if !locations.contains(r.start.as_str()) {
             let hint = did_you_mean(&r.start, locations.iter().copied());
-            c.err(&format!("/world/robots/{i}/start"), format!("unknown location `{}`", r.start), hint);
+            c.err(
+                &format!("/world/robots/{i}/start"),
+                format!("unknown location `{}`", r.start),
+                hint,
+            );
         }
     }
 
@@ -287,31 +369,60 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
     }
 
     // States.
-    let initials: Vec<usize> = study.states.iter().enumerate().filter(|(_, s)| s.initial).map(|(i, _)| i).collect();
+    let initials: Vec<usize> = study
+        .states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.initial)
+        .map(|(i, _)| i)
+        .collect();
     match initials.as_slice() {
         [one] => compiled.initial = *one,
-        [] => c.err("/states", "no state is marked `initial: true`".into(), Some("mark the start state".into())),
+        [] => c.err(
+            "/states",
+            "no state is marked `initial: true`".into(),
+            Some("mark the start state".into()),
+        ),
         [_, rest @ ..] => {
             for i in rest {
-                c.err(&format!("/states/{i}/initial"), "more than one initial state".into(), None);
+                c.err(
+                    &format!("/states/{i}/initial"),
+                    "more than one initial state".into(),
+                    None,
+                );
             }
         }
     }
     let any_global = study.states.iter().any(|s| s.global && !s.terminal);
     for (i, s) in study.states.iter().enumerate() {
         let base = format!("/states/{i}");
-        compiled.state_when.push(s.when.as_ref().and_then(|w| c.condition(&format!("{base}/when"), w, &[])));
+        compiled.state_when.push(
+            s.when
+                .as_ref()
+                .and_then(|w| c.condition(&format!("{base}/when"), w, &[])),
+        );
         let mut tw = vec![];
         for (j, t) in s.transitions.iter().enumerate() {
             c.state_ref(&format!("{base}/transitions/{j}"), t.to());
-            tw.push(t.when().and_then(|w| c.condition(&format!("{base}/transitions/{j}/when"), w, &[])));
+            tw.push(
+                t.when()
+                    .and_then(|w| c.condition(&format!("{base}/transitions/{j}/when"), w, &[])),
+            );
             if t.prior() < 0.0 {
-                c.err(&format!("{base}/transitions/{j}/prior"), "prior must not be negative".into(), None);
+                c.err(
+                    &format!("{base}/transitions/{j}/prior"),
+                    "prior must not be negative".into(),
+                    None,
+                );
             }
         }
         compiled.transition_when.push(tw);
         if !s.initial && s.templates.is_empty() {
-            c.err(&base, format!("state `{}` has no templates", s.id), Some("add at least one utterance under `templates`".into()));
+            c.err(
+                &base,
+                format!("state `{}` has no templates", s.id),
+                Some("add at least one utterance under `templates`".into()),
+            );
         }
         for (j, t) in s.templates.iter().enumerate() {
             c.template(&format!("{base}/templates/{j}"), t);
@@ -324,32 +435,62 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
             c.effects(&format!("{base}/lock/on_approve"), &lock.on_approve);
             c.effects(&format!("{base}/lock/on_deny"), &lock.on_deny);
         }
-        let has_way_out = !s.transitions.is_empty() || s.global || any_global || study.actions.iter().any(|a| a.on_complete.enter.is_some() || !a.on_complete.unlock.is_empty());
+        let has_way_out = !s.transitions.is_empty()
+            || s.global
+            || any_global
+            || study
+                .actions
+                .iter()
+                .any(|a| a.on_complete.enter.is_some() || !a.on_complete.unlock.is_empty());
         if !s.terminal && !has_way_out {
-            c.err(&base, format!("state `{}` has no way out and is not terminal", s.id), Some("add transitions, or mark it `terminal: true`".into()));
+            c.err(
+                &base,
+                format!("state `{}` has no way out and is not terminal", s.id),
+                Some("add transitions, or mark it `terminal: true`".into()),
+            );
         }
     }
 
     // Actions.
     for (i, a) in study.actions.iter().enumerate() {
         let base = format!("/actions/{i}");
-        compiled.action_guard.push(a.guard.as_ref().and_then(|g| c.condition(&format!("{base}/guard"), g, ACTION_VARS)));
+        compiled.action_guard.push(
+            a.guard
+                .as_ref()
+                .and_then(|g| c.condition(&format!("{base}/guard"), g, ACTION_VARS)),
+        );
         c.effects(&format!("{base}/on_complete"), &a.on_complete);
         for kind in a.duration.by_kind.keys() {
             if !study.world.robot_kinds.contains_key(kind) {
-                c.err(&format!("{base}/duration/by_kind/{kind}"), format!("unknown robot kind `{kind}`"), None);
+                c.err(
+                    &format!("{base}/duration/by_kind/{kind}"),
+                    format!("unknown robot kind `{kind}`"),
+                    None,
+                );
             }
         }
         for (kind, media) in &a.media_by_kind {
             if !study.world.robot_kinds.contains_key(kind) {
-                c.err(&format!("{base}/media_by_kind/{kind}"), format!("unknown robot kind `{kind}`"), None);
+                c.err(
+                    &format!("{base}/media_by_kind/{kind}"),
+                    format!("unknown robot kind `{kind}`"),
+                    None,
+                );
             }
             c.media_ref(&format!("{base}/media_by_kind/{kind}"), media);
         }
         if let Some(cap) = &a.requires
-            && !study.world.robots.iter().any(|r| r.capabilities.contains(cap))
+            && !study
+                .world
+                .robots
+                .iter()
+                .any(|r| r.capabilities.contains(cap))
         {
-            c.err(&format!("{base}/requires"), format!("no robot has capability `{cap}`"), None);
+            c.err(
+                &format!("{base}/requires"),
+                format!("no robot has capability `{cap}`"),
+                None,
+            );
         }
     }
     for (i, f) in study.fixed_options.iter().enumerate() {
@@ -357,8 +498,16 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
     }
 
     // Global conditions.
-    compiled.goal = study.goal.as_ref().and_then(|g| c.condition("/goal", g, &[]));
-    compiled.finish_when = study.session.finish.when.as_ref().and_then(|g| c.condition("/session/finish/when", g, &[]));
+    compiled.goal = study
+        .goal
+        .as_ref()
+        .and_then(|g| c.condition("/goal", g, &[]));
+    compiled.finish_when = study
+        .session
+        .finish
+        .when
+        .as_ref()
+        .and_then(|g| c.condition("/session/finish/when", g, &[]));
     compiled.bonus_when = study
         .payment
         .as_ref()
@@ -368,10 +517,18 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
     // Survey.
     for (i, q) in study.survey.questions.iter().enumerate() {
         if q.kind == QuestionKind::Likert && q.points < 2 {
-            c.err(&format!("/survey/questions/{i}/points"), "a Likert scale needs at least 2 points".into(), None);
+            c.err(
+                &format!("/survey/questions/{i}/points"),
+                "a Likert scale needs at least 2 points".into(),
+                None,
+            );
         }
         if q.kind == QuestionKind::Choice && q.options.is_empty() {
-            c.err(&format!("/survey/questions/{i}/options"), "a choice question needs options".into(), None);
+            c.err(
+                &format!("/survey/questions/{i}/options"),
+                "a choice question needs options".into(),
+                None,
+            );
         }
     }
 
@@ -381,7 +538,11 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         let mut roots = vec![compiled.initial];
         let idx = |id: &str| compiled.state_index.get(id).copied();
         let effect_targets = |e: &Effects| -> Vec<usize> {
-            e.enter.iter().chain(e.unlock.iter()).filter_map(|s| idx(s)).collect()
+            e.enter
+                .iter()
+                .chain(e.unlock.iter())
+                .filter_map(|s| idx(s))
+                .collect()
         };
         for (i, s) in study.states.iter().enumerate() {
             edges[i].extend(s.transitions.iter().filter_map(|t| idx(t.to())));
@@ -416,8 +577,16 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         }
     }
 
-    if !study.flow.user.iter().any(|p| p.kind == crate::model::PageKind::Room)
-        || !study.flow.wizard.iter().any(|p| p.kind == crate::model::PageKind::Room)
+    if !study
+        .flow
+        .user
+        .iter()
+        .any(|p| p.kind == crate::model::PageKind::Room)
+        || !study
+            .flow
+            .wizard
+            .iter()
+            .any(|p| p.kind == crate::model::PageKind::Room)
     {
         c.err("/flow", "each role's flow needs a `room` page".into(), None);
     }

@@ -13,6 +13,10 @@ pub fn mini() -> LoadedStudy {
 pub fn problems(text: &str) -> Vec<String> {
     match load_text("s.yaml", text, StudySource::Dir(std::env::temp_dir())) {
         Ok(_) => vec![],
-        Err(d) => d.0.iter().map(|x| format!("{}:{}: {}", x.line, x.col, x.message)).collect(),
+        Err(d) => {
+            d.0.iter()
+                .map(|x| format!("{}:{}: {}", x.line, x.col, x.message))
+                .collect()
+        }
     }
 }
