@@ -1,6 +1,8 @@
-//! wozkit-data: the data side of wozkit — dataset imports and exports, and the statistics that
-//! reports print. Everything here is a pure function over sessions of events and bytes: no
-//! database, no network, no clock. It must not decide how sessions are stored or served.
+//! wozkit-data: the data side of wozkit — dataset imports and exports, the statistics that
+//! reports print, and the reports themselves. The converters and statistics are pure functions
+//! over sessions of events and bytes: no database, no network, no clock. Only [`stored`] and
+//! [`report`] talk to a [`Store`](wozkit_store::Store), and only through its trait; this crate
+//! must not decide how sessions are stored or served.
 //!
 //! Map of the modules:
 //! - [`session`]: [`ImportedSession`], [`Format`] and the annotation conventions every format uses.
@@ -11,6 +13,9 @@
 //! - [`sidecar`]: what an export's format cannot hold, next to the export.
 //! - [`input`], [`output`]: reading files (zip, lenient JSON) and streaming pretty JSON and zips.
 //! - [`stats`]: descriptive statistics, tests, correlations, ratings and agreement for reports.
+//! - [`stored`]: `wozkit import` / `wozkit export` against a store: deterministic ids,
+//!   all-or-nothing imports, exports streamed page by page, splits.
+//! - [`report`]: `wozkit report`: the report's numbers as JSON and as an HTML page with SVG charts.
 
 #![forbid(unsafe_code)]
 
@@ -19,6 +24,7 @@ pub mod formats;
 pub mod input;
 pub mod native;
 pub mod output;
+pub mod report;
 pub mod session;
 pub mod sidecar;
 pub mod stats;

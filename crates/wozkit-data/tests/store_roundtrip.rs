@@ -86,10 +86,15 @@ async fn taskmaster1_crosswoz_multiwoz_and_convlab3_round_trip_through_the_store
     let store = store(&data).await;
     for dataset in ["multiwoz21", "crosswoz", "tm1"] {
         let file = corpus(&format!("convlab3_unified/{dataset}/dummy_data.json"));
-        import_files(&*store, Format::ConvLab3, &[file.clone()], &NoProgress)
-            .await
-            .expect("import");
-        let study = Some(format!("import:convlab3"));
+        import_files(
+            &*store,
+            Format::ConvLab3,
+            std::slice::from_ref(&file),
+            &NoProgress,
+        )
+        .await
+        .expect("import");
+        let study = Some("import:convlab3".to_string());
         let out = tmp.path().join(format!("{dataset}.json"));
         let options = ExportOptions {
             format: ExportFormat::Dataset(Format::ConvLab3),
@@ -116,9 +121,14 @@ async fn convlab3_export_of_one_import_is_byte_identical() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = store(&tmp.path().join("data")).await;
     let file = corpus("convlab3_unified/tm1/dummy_data.json");
-    import_files(&*store, Format::ConvLab3, &[file.clone()], &NoProgress)
-        .await
-        .expect("import");
+    import_files(
+        &*store,
+        Format::ConvLab3,
+        std::slice::from_ref(&file),
+        &NoProgress,
+    )
+    .await
+    .expect("import");
     let out = export(
         &*store,
         ExportFormat::Dataset(Format::ConvLab3),
@@ -186,13 +196,23 @@ async fn reimporting_is_a_no_op_and_a_bad_file_writes_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = store(&tmp.path().join("data")).await;
     let file = corpus("convlab3_unified/multiwoz21/dummy_data.json");
-    let first = import_files(&*store, Format::ConvLab3, &[file.clone()], &NoProgress)
-        .await
-        .expect("import");
+    let first = import_files(
+        &*store,
+        Format::ConvLab3,
+        std::slice::from_ref(&file),
+        &NoProgress,
+    )
+    .await
+    .expect("import");
     assert_eq!((first.sessions, first.unchanged), (10, 0));
-    let again = import_files(&*store, Format::ConvLab3, &[file.clone()], &NoProgress)
-        .await
-        .expect("re-import");
+    let again = import_files(
+        &*store,
+        Format::ConvLab3,
+        std::slice::from_ref(&file),
+        &NoProgress,
+    )
+    .await
+    .expect("re-import");
     assert_eq!((again.sessions, again.unchanged), (0, 10));
 
     // The same ids with other content: a conflict, reported before anything is written.

@@ -7,7 +7,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 use super::{mean, ranks};
 
 /// A correlation coefficient and its two-sided p-value.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Correlation {
     pub r: f64,
     pub p: f64,

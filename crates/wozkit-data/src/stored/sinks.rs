@@ -206,12 +206,15 @@ impl Sidecar {
     }
 }
 
+type OrderKey = (u64, u64, String);
+
 /// One JSON array or object: each record's text is rendered as its session arrives and kept
 /// with its order key; the file is written in import order at the end.
 struct Document {
     format: Format,
     out: PathBuf,
-    records: Vec<((u64, u64, String), String, Vec<u8>)>,
+    /// Order key, dialogue id (the key in keyed formats) and rendered text of each record.
+    records: Vec<(OrderKey, String, Vec<u8>)>,
     keys: HashSet<String>,
     sidecar: Sidecar,
 }

@@ -1,0 +1,264 @@
+//! `wozkit report`: the statistics dialogue papers print, over the sessions of a store (live or
+//! imported), as one JSON file holding every number and one self-contained HTML page showing
+//! them with inline SVG charts.
+//!
+//! Sessions are streamed from the store; only each session's [`SessionFeatures`], its votes and
+//! its ratings are kept. The report never changes the store.
+//!
+//! - [`features`]: what is read from one session;
+//! - [`summary`]: interaction, dialogue acts, questionnaire, correlations;
+//! - [`evaluation`]: votes (win rates, Elo, Bradley-Terry), agreement, satisfaction;
+//! - [`html`]: the page and its charts.
+
+pub mod evaluation;
+pub mod features;
+pub mod html;
+pub mod summary;
+
+use std::collections::{BTreeMap, HashMap};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+use wozkit_core::event::{EventKind, Role};
+use wozkit_store::{Store, StoreError};
+
+use self::evaluation::{
+    Agreement, PairResult, RankingOptions, Satisfaction, Strength, agreement, rankings,
+    satisfaction, vote_agreement, win_rates,
+};
+use self::features::{Outcome, SessionFeatures, features};
+use self::summary::{Interaction, OutcomeCorrelation, Question, Summary, summarise};
+use crate::error::ExportError;
+use crate::stats::agreement::Level;
+use crate::stored::{SessionStream, StoredSession};
+use crate::votes::{Vote, session_votes};
+
+/// The annotation key of one annotator's rating: `{"target", "item", "value"}`.
+pub const RATING_KEY: &str = "rating";
+
+/// What to report on and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportOptions {
+    pub filters: Vec<Filter>,
+    pub outcome: Outcome,
+    /// Labels listed per role.
+    pub top: usize,
+    pub ranking: RankingOptions,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            filters: Vec::new(),
+            outcome: Outcome::GoalReached,
+            top: 10,
+            ranking: RankingOptions {
+                elo_k: 16.0,
+                elo_start: 1000.0,
+                bootstrap: 1000,
+                seed: 0,
+            },
+        }
+    }
+}
+
+/// A `KEY=VALUE` condition a session must meet. Keys: `study` (the store's study id; imported
+/// sessions are in `import:<format>`), `format` (the format imported from, `live` for live
+/// sessions), `file` (the file imported from), `system`; any other key matches a top-level
+/// field of the session's dataset record (e.g. CRWIZ's `condition=system_plan`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    pub key: String,
+    pub value: String,
+}
+
+impl Filter {
+    pub fn parse(text: &str) -> Result<Filter, String> {
+        match text.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => Ok(Filter {
+                key: key.trim().to_string(),
+                value: value.to_string(),
+            }),
+            _ => Err(format!(
+                "filter `{text}`: expected KEY=VALUE, e.g. format=crwiz or condition=system_plan"
+            )),
+        }
+    }
+
+    fn matches(&self, session: &StoredSession, features: &SessionFeatures) -> bool {
+        let origin = session.origin.as_ref();
+        match self.key.as_str() {
+            // Applied by the store query already.
+            "study" => true,
+            "format" => origin.map_or("live", |o| o.format.as_str()) == self.value,
+            "file" => origin.is_some_and(|o| o.file == self.value),
+            "system" => features.system.as_deref() == Some(self.value.as_str()),
+            key => session.events.iter().any(|e| match &e.kind {
+                EventKind::Annotation { key: k, value } if k.ends_with(".dialogue") => {
+                    match value.get(key) {
+                        Some(Value::String(s)) => *s == self.value,
+                        Some(other) => {
+                            let text = other.to_string();
+                            text == self.value
+                        }
+                        None => false,
+                    }
+                }
+                _ => false,
+            }),
+        }
+    }
+}
+
+/// Every number of a report; the JSON file is this, serialised.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub filters: IndexMap<String, String>,
+    pub outcome: &'static str,
+    pub sessions: usize,
+    pub interaction: Interaction,
+    pub labelled_wizard_turns: usize,
+    pub da_types: IndexMap<String, Option<f64>>,
+    pub top_acts: IndexMap<String, Vec<summary::ActCount>>,
+    pub outcome_known: usize,
+    pub outcome_reached: usize,
+    pub questionnaire: Vec<Question>,
+    pub correlations: IndexMap<String, OutcomeCorrelation>,
+    pub votes: usize,
+    pub win_rates: Vec<PairResult>,
+    pub elo: IndexMap<String, f64>,
+    pub bradley_terry: IndexMap<String, Strength>,
+    pub agreement: IndexMap<String, Agreement>,
+    pub satisfaction: IndexMap<String, Satisfaction>,
+}
+
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Data(#[from] ExportError),
+}
+
+/// Reads the selected sessions and computes the report.
+pub async fn build_report(
+    store: &dyn Store,
+    options: &ReportOptions,
+) -> Result<Report, ReportError> {
+    let study = options
+        .filters
+        .iter()
+        .find(|f| f.key == "study")
+        .map(|f| f.value.as_str());
+    let mut stream = SessionStream::open(store, study).await?;
+    let mut collected = Collected::default();
+    while let Some(session) = stream.next().await? {
+        collected.add(&session, &options.filters)?;
+    }
+    Ok(collected.report(options))
+}
+
+/// What the report keeps of the sessions it has read.
+#[derive(Default)]
+struct Collected {
+    sessions: Vec<SessionFeatures>,
+    acts: HashMap<(Role, String), usize>,
+    /// Votes with their cast order key (server time, cast time text, store id, position).
+    votes: Vec<((u64, String, String, usize), Vote)>,
+    /// Ratings per (item, target).
+    ratings: BTreeMap<(String, String), Vec<f64>>,
+}
+
+impl Collected {
+    fn add(&mut self, session: &StoredSession, filters: &[Filter]) -> Result<(), ExportError> {
+        let view = session.dataset_view();
+        let mut f = features(&view);
+        if !filters.iter().all(|filter| filter.matches(session, &f)) {
+            return Ok(());
+        }
+        for act in std::mem::take(&mut f.acts) {
+            *self.acts.entry(act).or_default() += 1;
+        }
+        let at_ms = view
+            .events
+            .iter()
+            .find(|e| matches!(&e.kind, EventKind::Annotation { key, .. } if key == crate::votes::VOTE_KEY))
+            .map_or(0, |e| e.at_ms);
+        for (i, vote) in session_votes(&view)?.into_iter().enumerate() {
+            let key = (at_ms, vote.session_id.clone(), session.store_id.clone(), i);
+            self.votes.push((key, vote));
+        }
+        for value in view.annotations(RATING_KEY) {
+            let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+            let number = value.get("value").and_then(Value::as_f64);
+            if let (Some(item), Some(target), Some(number)) = (text("item"), text("target"), number)
+            {
+                self.ratings.entry((item, target)).or_default().push(number);
+            }
+        }
+        self.sessions.push(f);
+        Ok(())
+    }
+
+    fn report(mut self, options: &ReportOptions) -> Report {
+        let Summary {
+            sessions,
+            interaction,
+            labelled_wizard_turns,
+            da_types,
+            top_acts,
+            outcome_known,
+            outcome_reached,
+            questionnaire,
+            correlations,
+        } = summarise(&self.sessions, &self.acts, options.outcome, options.top);
+        self.votes.sort_by(|a, b| a.0.cmp(&b.0));
+        let votes: Vec<Vote> = self.votes.into_iter().map(|(_, v)| v).collect();
+        let (elo, bradley_terry) = if votes.is_empty() {
+            (IndexMap::new(), IndexMap::new())
+        } else {
+            rankings(&votes, options.ranking)
+        };
+        let mut agreements = IndexMap::new();
+        if !votes.is_empty() {
+            agreements.insert("votes".to_string(), vote_agreement(&votes));
+        }
+        let mut by_item: IndexMap<String, Vec<Vec<f64>>> = IndexMap::new();
+        for ((item, _), values) in self.ratings {
+            by_item.entry(item).or_default().push(values);
+        }
+        for (item, units) in by_item {
+            agreements.insert(item, agreement(units, Level::Interval, &[]));
+        }
+        let judged: Vec<(String, bool)> = self
+            .sessions
+            .iter()
+            .filter_map(|s| Some((s.system.clone()?, s.outcome(Outcome::Satisfied)?)))
+            .collect();
+        Report {
+            filters: options
+                .filters
+                .iter()
+                .map(|f| (f.key.clone(), f.value.clone()))
+                .collect(),
+            outcome: options.outcome.name(),
+            sessions,
+            interaction,
+            labelled_wizard_turns,
+            da_types,
+            top_acts,
+            outcome_known,
+            outcome_reached,
+            questionnaire,
+            correlations,
+            votes: votes.len(),
+            win_rates: win_rates(&votes),
+            elo,
+            bradley_terry,
+            agreement: agreements,
+            satisfaction: satisfaction(&judged),
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The report as one self-contained HTML page: tables of every section and horizontal bar charts
+//! drawn as inline SVG by `plotters` (SVG backend only, no fonts, no scripts). All text taken from
+//! the data is escaped; the JSON report holds the same numbers unrounded.
+
+use std::fmt::Write as _;
+
+use plotters::prelude::*;
+
+use super::Report;
+use super::summary::{Describe, MeanSd};
+
+/// One bar: its label, value and optional interval (error bar).
+struct Bar {
+    label: String,
+    value: f64,
+    interval: Option<(f64, f64)>,
+}
+
+/// Renders the page.
+pub fn render_html(report: &Report) -> String {
+    let mut page = String::new();
+    page.push_str(HEAD);
+    let _ = write!(
+        page,
+        "<h1>wozkit report</h1><p>{} dialogue sessions; outcome <code>{}</code>: {} of {} known \
+         reached; {} votes.{}</p>",
+        report.sessions,
+        esc(report.outcome),
+        report.outcome_reached,
+        report.outcome_known,
+        report.votes,
+        filters(report)
+    );
+    interaction(&mut page, report);
+    acts(&mut page, report);
+    questionnaire(&mut page, report);
+    correlations(&mut page, report);
+    evaluation(&mut page, report);
+    page.push_str("</body></html>\n");
+    page
+}
+
+const HEAD: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<title>wozkit report</title><style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;\
+padding:0 1rem;color:#222}table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border:1px \
+solid #ccc;padding:.2rem .5rem;text-align:right}th:first-child,td:first-child{text-align:left}\
+h2{border-bottom:1px solid #ddd;margin-top:2rem}svg{display:block;margin:.5rem 0}</style></head>\
+<body>";
+
+fn filters(report: &Report) -> String {
+    if report.filters.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = report
+        .filters
+        .iter()
+        .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v)))
+        .collect();
+    format!(" Filters: {}.", list.join(", "))
+}
+
+fn interaction(page: &mut String, report: &Report) {
+    let i = &report.interaction;
+    let rows: [(&str, &MeanSd); 5] = [
+        ("Turns", &i.turns),
+        ("User turns", &i.user_turns),
+        ("Wizard turns", &i.wizard_turns),
+        ("Words per user turn", &i.user_words_per_turn),
+        ("% wizard turns typed", &i.wizard_typed_percent),
+    ];
+    page.push_str("<h2>Interaction (per session)</h2><table><tr><th>feature</th><th>mean (SD)</th><th>n</th></tr>");
+    for (name, stat) in rows {
+        let _ = write!(
+            page,
+            "<tr><td>{name}</td><td>{} ({})</td><td>{}</td></tr>",
+            num(stat.mean),
+            num(stat.sd),
+            stat.n
+        );
+    }
+    page.push_str("</table>");
+    let bars: Vec<Bar> = rows
+        .iter()
+        .take(4)
+        .filter_map(|(name, s)| {
+            let mean = s.mean?;
+            let sd = s.sd.unwrap_or(0.0);
+            Some(Bar {
+                label: name.to_string(),
+                value: mean,
+                interval: Some(((mean - sd).max(0.0), mean + sd)),
+            })
+        })
+        .collect();
+    page.push_str(&chart("mean ± SD", &bars));
+}
+
+fn acts(page: &mut String, report: &Report) {
+    let _ = write!(
+        page,
+        "<h2>Dialogue acts</h2><p>Act types as % of {} labelled wizard turns.</p>",
+        report.labelled_wizard_turns
+    );
+    let bars: Vec<Bar> = report
+        .da_types
+        .iter()
+        .filter_map(|(t, p)| Some(bar(t, (*p)?)))
+        .collect();
+    page.push_str(&chart("% of labelled wizard turns", &bars));
+    for (role, top) in &report.top_acts {
+        if top.is_empty() {
+            continue;
+        }
+        let _ = write!(page, "<h3>Top {} {} acts</h3>", top.len(), esc(role));
+        let bars: Vec<Bar> = top.iter().map(|a| bar(&a.label, a.count as f64)).collect();
+        page.push_str(&chart("count", &bars));
+    }
+}
+
+fn questionnaire(page: &mut String, report: &Report) {
+    if report.questionnaire.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Questionnaire</h2><p>Mean / median / mode / SD (n); one-tailed Mann-Whitney U, \
+         outcome reached &gt; not reached.</p><table><tr><th>item</th><th>overall</th>\
+         <th>reached</th><th>not reached</th><th>U</th><th>p</th></tr>",
+    );
+    for q in &report.questionnaire {
+        let (u, p) = q
+            .mann_whitney
+            .as_ref()
+            .map_or((None, None), |t| (Some(t.u), Some(t.p)));
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&q.item),
+            describe(&q.overall),
+            describe(&q.reached),
+            describe(&q.not_reached),
+            num(u),
+            num(p)
+        );
+    }
+    page.push_str("</table>");
+}
+
+fn correlations(page: &mut String, report: &Report) {
+    if report.outcome_known == 0 {
+        return;
+    }
+    page.push_str(
+        "<h2>Outcome and act counts</h2><table><tr><th>act type</th><th>n</th>\
+         <th>Pearson r</th><th>p</th><th>Spearman ρ</th><th>p</th></tr>",
+    );
+    for (t, c) in &report.correlations {
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(t),
+            c.n,
+            num(c.pearson.map(|x| x.r)),
+            num(c.pearson.map(|x| x.p)),
+            num(c.spearman.map(|x| x.r)),
+            num(c.spearman.map(|x| x.p))
+        );
+    }
+    page.push_str("</table>");
+}
+
+fn evaluation(page: &mut String, report: &Report) {
+    if !report.win_rates.is_empty() {
+        page.push_str(
+            "<h2>Pairwise votes</h2><table><tr><th>A</th><th>B</th><th>A wins</th>\
+             <th>B wins</th><th>ties</th><th>A win rate</th><th>binomial p</th></tr>",
+        );
+        for w in &report.win_rates {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&w.a),
+                esc(&w.b),
+                w.a_wins,
+                w.b_wins,
+                w.ties,
+                num(w.a_win_rate),
+                num(w.p)
+            );
+        }
+        page.push_str("</table><h3>Elo</h3>");
+        let mut elo: Vec<Bar> = report.elo.iter().map(|(s, r)| bar(s, *r)).collect();
+        elo.sort_by(|a, b| b.value.total_cmp(&a.value));
+        page.push_str(&chart("Elo rating", &elo));
+        page.push_str("<h3>Bradley-Terry strength (95% bootstrap interval)</h3>");
+        let mut bt: Vec<Bar> = report
+            .bradley_terry
+            .iter()
+            .map(|(s, b)| Bar {
+                label: s.clone(),
+                value: b.strength,
+                interval: b.ci_low.zip(b.ci_high),
+            })
+            .collect();
+        bt.sort_by(|a, b| b.value.total_cmp(&a.value));
+        page.push_str(&chart("strength", &bt));
+    }
+    if !report.agreement.is_empty() {
+        page.push_str("<h2>Agreement</h2><table><tr><th>ratings</th><th>units</th><th>Krippendorff α</th><th>Fleiss κ</th></tr>");
+        for (name, a) in &report.agreement {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(name),
+                a.units,
+                num(a.krippendorff_alpha),
+                num(a.fleiss_kappa)
+            );
+        }
+        page.push_str("</table>");
+    }
+    if !report.satisfaction.is_empty() {
+        page.push_str("<h2>Satisfaction per system</h2><table><tr><th>system</th><th>dialogues</th><th>satisfied</th><th>rate</th></tr>");
+        for (system, s) in &report.satisfaction {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(system),
+                s.dialogues,
+                s.satisfied,
+                num(Some(s.rate))
+            );
+        }
+        page.push_str("</table>");
+    }
+}
+
+fn bar(label: &str, value: f64) -> Bar {
+    Bar {
+        label: label.to_string(),
+        value,
+        interval: None,
+    }
+}
+
+fn describe(d: &Describe) -> String {
+    format!(
+        "{} / {} / {} / {} ({})",
+        num(d.mean),
+        num(d.median),
+        num(d.mode),
+        num(d.sd),
+        d.n
+    )
+}
+
+fn num(value: Option<f64>) -> String {
+    match value {
+        Some(v) if v != 0.0 && v.abs() < 0.001 => format!("{v:.2e}"),
+        Some(v) => format!("{v:.3}"),
+        None => "–".to_string(),
+    }
+}
+
+/// Escapes text for HTML content and attributes.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A horizontal bar chart as an SVG element (empty when there is nothing to draw).
+fn chart(x_label: &str, bars: &[Bar]) -> String {
+    if bars.is_empty() {
+        return String::new();
+    }
+    match draw(x_label, bars) {
+        Ok(svg) => svg,
+        Err(problem) => format!("<p>(chart not drawn: {})</p>", esc(&problem)),
+    }
+}
+
+fn draw(x_label: &str, bars: &[Bar]) -> Result<String, String> {
+    let high = bars
+        .iter()
+        .map(|b| b.interval.map_or(b.value, |i| i.1.max(b.value)))
+        .fold(0.0_f64, f64::max);
+    let low = bars.iter().map(|b| b.value).fold(0.0_f64, f64::min);
+    let high = if high > 0.0 { high * 1.1 } else { 1.0 };
+    let height = 50 + 24 * bars.len() as u32;
+    let labels: Vec<&str> = bars.iter().map(|b| b.label.as_str()).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, height)).into_drawing_area();
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(36)
+            .y_label_area_size(220)
+            .build_cartesian_2d(low..high, (0..bars.len()).into_segmented())
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(x_label)
+            .y_labels(bars.len())
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => {
+                    labels.get(*i).map(|l| l.to_string()).unwrap_or_default()
+                }
+                _ => String::new(),
+            })
+            .draw()
+            .map_err(|e| err(&e))?;
+        let fill = RGBColor(70, 120, 180).filled();
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let mut r = Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(i)),
+                        (b.value, SegmentValue::Exact(i + 1)),
+                    ],
+                    fill,
+                );
+                r.set_margin(3, 3, 0, 0);
+                r
+            }))
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
+                let (lo, hi) = b.interval?;
+                let y = SegmentValue::CenterOf(i);
+                Some(PathElement::new(
+                    vec![(lo, y.clone()), (hi, y)],
+                    BLACK.stroke_width(2),
+                ))
+            }))
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(svg)
+}
