@@ -1,0 +1,216 @@
+//! Conversions between the crate's records and database rows, shared by both backends so they
+//! store exactly the same text: events as JSON (`actor` and the kind with its payload in two
+//! columns), enums as their snake_case names, integers as `i64` (checked, never wrapped), seeds as
+//! decimal text (a `u64` does not fit a signed 64-bit column).
+
+use std::collections::BTreeMap;
+
+use sqlx::{ColumnIndex, Decode, Row, Type};
+use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event, Role};
+
+use crate::error::{Result, StoreError};
+use crate::model::{NewEvent, NewParticipant, Participant, Platform, SessionEnd, SessionRecord};
+
+/// An event ready to insert: the columns that do not depend on its `seq`.
+#[derive(Debug)]
+pub(crate) struct EncodedEvent {
+    pub at_ms: i64,
+    pub actor: String,
+    pub payload: String,
+}
+
+/// Encodes events before they reach the writer, so JSON work runs on the caller's task.
+pub(crate) fn encode_events(events: &[NewEvent]) -> Result<Vec<EncodedEvent>> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(EncodedEvent {
+                at_ms: to_i64("event time", e.at_ms)?,
+                actor: serde_json::to_string(&e.actor).map_err(StoreError::Encode)?,
+                payload: serde_json::to_string(&e.kind).map_err(StoreError::Encode)?,
+            })
+        })
+        .collect()
+}
+
+/// The stored form of appended events, numbered from `first_seq`.
+pub(crate) fn stored_events(session: &str, first_seq: u64, events: Vec<NewEvent>) -> Vec<Event> {
+    (first_seq..)
+        .zip(events)
+        .map(|(seq, e)| Event {
+            v: EVENT_SCHEMA_VERSION,
+            session: session.to_owned(),
+            seq,
+            at_ms: e.at_ms,
+            actor: e.actor,
+            kind: e.kind,
+        })
+        .collect()
+}
+
+pub(crate) fn to_i64(what: &'static str, value: u64) -> Result<i64> {
+    i64::try_from(value).map_err(|_| StoreError::OutOfRange { what, value })
+}
+
+fn to_u64(what: &'static str, value: i64) -> Result<u64> {
+    u64::try_from(value).map_err(|_| corrupt(what, format!("negative value {value}")))
+}
+
+fn corrupt(what: &'static str, detail: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        what,
+        detail: detail.into(),
+    }
+}
+
+pub(crate) fn end_reason_name(reason: EndReason) -> &'static str {
+    reason.as_str()
+}
+
+fn parse_end_reason(name: &str) -> Result<EndReason> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| corrupt("session end reason", format!("unknown reason {name:?}")))
+}
+
+/// The error for a participant whose id, token hash or worker id is taken (both backends).
+pub(crate) fn participant_conflict(new: &NewParticipant) -> StoreError {
+    StoreError::Conflict {
+        what: "participant (id, token or worker)",
+        key: match &new.worker_id {
+            Some(worker) => format!("{} / {} worker {worker}", new.id, new.platform.as_str()),
+            None => new.id.clone(),
+        },
+    }
+}
+
+pub(crate) fn external_ids_json(ids: &BTreeMap<String, String>) -> Result<String> {
+    serde_json::to_string(ids).map_err(StoreError::Encode)
+}
+
+/// Decodes rows of both backends; the bounds say "this database reads `i64` and text".
+pub(crate) trait RowExt: Row {
+    fn text(&self, col: &str) -> Result<String>;
+    fn opt_text(&self, col: &str) -> Result<Option<String>>;
+    fn int(&self, col: &str) -> Result<i64>;
+    fn opt_int(&self, col: &str) -> Result<Option<i64>>;
+}
+
+impl<R> RowExt for R
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn text(&self, col: &str) -> Result<String> {
+        Ok(self.try_get(col)?)
+    }
+    fn opt_text(&self, col: &str) -> Result<Option<String>> {
+        Ok(self.try_get(col)?)
+    }
+    fn int(&self, col: &str) -> Result<i64> {
+        Ok(self.try_get(col)?)
+    }
+    fn opt_int(&self, col: &str) -> Result<Option<i64>> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+/// An event from a row with columns `session_id, seq, v, at_ms, actor, payload`.
+pub(crate) fn event_from_row(row: &impl RowExt) -> Result<Event> {
+    let session = row.text("session_id")?;
+    let seq = to_u64("event seq", row.int("seq")?)?;
+    let v = u32::try_from(row.int("v")?).map_err(|_| corrupt("event version", "out of range"))?;
+    let at_ms = to_u64("event time", row.int("at_ms")?)?;
+    let actor = serde_json::from_str(&row.text("actor")?)
+        .map_err(|e| corrupt("event actor", format!("{session} #{seq}: {e}")))?;
+    let kind = serde_json::from_str(&row.text("payload")?)
+        .map_err(|e| corrupt("event payload", format!("{session} #{seq}: {e}")))?;
+    Ok(Event {
+        v,
+        session,
+        seq,
+        at_ms,
+        actor,
+        kind,
+    })
+}
+
+/// A session from a row with the `sessions` columns plus `last_seq`.
+pub(crate) fn session_from_row(row: &impl RowExt) -> Result<SessionRecord> {
+    let seed_text = row.text("seed")?;
+    let seed = seed_text
+        .parse()
+        .map_err(|_| corrupt("session seed", format!("not a u64: {seed_text:?}")))?;
+    let ended = match (row.opt_text("end_reason")?, row.opt_int("ended_at_ms")?) {
+        (Some(reason), Some(at)) => Some(SessionEnd {
+            reason: parse_end_reason(&reason)?,
+            at_ms: to_u64("session end time", at)?,
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(corrupt(
+                "session end",
+                "reason and time must be set together",
+            ));
+        }
+    };
+    Ok(SessionRecord {
+        id: row.text("id")?,
+        study_id: row.text("study_id")?,
+        study_version: row.text("study_version")?,
+        seed,
+        created_at_ms: to_u64("session creation time", row.int("created_at_ms")?)?,
+        ended,
+        last_seq: to_u64("session last seq", row.int("last_seq")?)?,
+    })
+}
+
+/// A participant from a row with the `participants` columns.
+pub(crate) fn participant_from_row(row: &impl RowExt) -> Result<Participant> {
+    let platform_name = row.text("platform")?;
+    let platform = Platform::parse(&platform_name)
+        .ok_or_else(|| corrupt("participant platform", platform_name))?;
+    let role = match row.opt_text("role")? {
+        Some(name) => Some(Role::parse(&name).ok_or_else(|| corrupt("participant role", name))?),
+        None => None,
+    };
+    let external_ids = serde_json::from_str(&row.text("external_ids")?)
+        .map_err(|e| corrupt("participant external ids", e.to_string()))?;
+    Ok(Participant {
+        id: row.text("id")?,
+        token_hash: row.text("token_hash")?,
+        study_id: row.text("study_id")?,
+        platform,
+        worker_id: row.opt_text("worker_id")?,
+        external_ids,
+        role,
+        session_id: row.opt_text("session_id")?,
+        flow_step: row.text("flow_step")?,
+        completion_code: row.opt_text("completion_code")?,
+        created_at_ms: to_u64("participant creation time", row.int("created_at_ms")?)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_end_reason_round_trips_through_its_name() {
+        use EndReason::*;
+        for reason in [
+            Terminal, TimeLimit, Finished, Disconnect, NoPartner, Aborted,
+        ] {
+            assert_eq!(parse_end_reason(end_reason_name(reason)).ok(), Some(reason));
+        }
+    }
+
+    #[test]
+    fn out_of_range_time_is_an_error_not_a_wrap() {
+        assert!(matches!(
+            to_i64("t", u64::MAX),
+            Err(StoreError::OutOfRange { .. })
+        ));
+    }
+}

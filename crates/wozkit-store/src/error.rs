@@ -1,0 +1,59 @@
+//! The store's error type: one enum for every backend, so callers match on what went wrong
+//! (unknown session, duplicate id, unreadable row) without knowing which database is behind.
+
+use std::sync::Arc;
+
+/// What went wrong in a store operation.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Events were appended to (or an operation named) a session that was never created.
+    #[error("unknown session {0:?}: create it with `create_session` first")]
+    UnknownSession(String),
+    /// A record looked up for an update does not exist.
+    #[error("{what} {id:?} not found")]
+    NotFound { what: &'static str, id: String },
+    /// A record with the same id or unique key already exists.
+    #[error("{what} {key:?} already exists")]
+    Conflict { what: &'static str, key: String },
+    /// A value does not fit the database (e.g. a timestamp beyond `i64::MAX`).
+    #[error("{what} is out of range: {value}")]
+    OutOfRange { what: &'static str, value: u64 },
+    /// A stored row could not be read back; the database was edited by hand or is damaged.
+    #[error("stored {what} cannot be read: {detail}")]
+    Corrupt { what: &'static str, detail: String },
+    /// An event could not be encoded as JSON.
+    #[error("event cannot be encoded as JSON: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// The database reported an error. Shared because one failed group commit fails every
+    /// request in it.
+    #[error("database error: {0}")]
+    Database(#[source] Arc<sqlx::Error>),
+    /// The schema could not be brought up to date.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The location given to [`open`](crate::open) is not usable.
+    #[error("invalid store location {location:?}: {reason}")]
+    Location { location: String, reason: String },
+    /// Another process (or another open store in this one) holds the SQLite data directory.
+    #[error("{0} is in use by another wozkit process; stop it or choose another data directory")]
+    Locked(String),
+    /// Creating the data directory or its lock file failed.
+    #[error("cannot prepare data directory {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store was closed (or its writer task stopped) before the request was answered.
+    #[error("the store is closed")]
+    Closed,
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        StoreError::Database(Arc::new(err))
+    }
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -1,0 +1,48 @@
+//! The schema of each backend, embedded in the binary so a deployment needs no migration files
+//! on disk. Each backend has its own folder under `migrations/`; a new migration is a new file
+//! there plus a line here (the version must match the file's number prefix).
+
+use std::borrow::Cow;
+
+use sqlx::SqlSafeStr;
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+/// `(version, description, sql)` for one migration.
+type Source = (i64, &'static str, &'static str);
+
+const SQLITE: &[Source] = &[(
+    1,
+    "init",
+    include_str!("../migrations/sqlite/0001_init.sql"),
+)];
+
+const POSTGRES: &[Source] = &[(
+    1,
+    "init",
+    include_str!("../migrations/postgres/0001_init.sql"),
+)];
+
+pub(crate) fn sqlite() -> Migrator {
+    migrator(SQLITE)
+}
+
+pub(crate) fn postgres() -> Migrator {
+    migrator(POSTGRES)
+}
+
+fn migrator(sources: &[Source]) -> Migrator {
+    Migrator::with_migrations(
+        sources
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    Cow::Borrowed(description),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
+}

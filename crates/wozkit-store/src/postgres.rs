@@ -1,0 +1,360 @@
+//! The PostgreSQL backend, for several server instances sharing one database.
+//!
+//! `seq` is assigned by the database, not in memory: each session row carries a `last_seq`
+//! counter, and an append is ONE statement that bumps the counter (taking that row's lock, so
+//! concurrent appends to a session from any instance queue up behind each other) and inserts the
+//! numbered events. It commits or fails as a whole, so the counter never runs ahead of the log
+//! and `seq` stays gap-free. Appends to different sessions do not wait for each other.
+//!
+//! Durability: each append commits on its own with PostgreSQL's default
+//! `synchronous_commit = on`, so it is on disk when acknowledged; concurrent commits from the
+//! pool share WAL flushes through PostgreSQL's own group commit, so no writer task is needed.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event};
+
+use crate::codec::{self, to_i64};
+use crate::error::{Result, StoreError};
+use crate::model::{
+    EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
+    SessionFilter, SessionRecord,
+};
+use crate::store::Store;
+
+/// Tuning for [`PgStore::connect_with`].
+#[derive(Clone, Debug)]
+pub struct PgOptions {
+    /// Pool size: appends to different sessions run in parallel up to this many.
+    pub max_connections: u32,
+    /// How long a request waits for a free connection before failing.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The PostgreSQL store: a connection pool. Cheap to share behind an `Arc`.
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user:pass@host:port/db`) and brings the schema up to date.
+    pub async fn connect(url: &str) -> Result<PgStore> {
+        PgStore::connect_with(url, PgOptions::default()).await
+    }
+
+    pub async fn connect_with(url: &str, options: PgOptions) -> Result<PgStore> {
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(options.acquire_timeout)
+            .connect(url)
+            .await?;
+        // Concurrent instances starting together are serialised by the migrator's advisory lock.
+        crate::migrations::postgres().run(&pool).await?;
+        Ok(PgStore { pool })
+    }
+
+    async fn one_participant(
+        &self,
+        sql: &'static str,
+        keys: &[&str],
+    ) -> Result<Option<Participant>> {
+        let mut query = sqlx::query(sql);
+        for key in keys {
+            query = query.bind(*key);
+        }
+        match query.fetch_optional(&self.pool).await? {
+            Some(row) => Ok(Some(codec::participant_from_row(&row)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A session query: the session columns, then `$tail` (WHERE, ORDER BY).
+macro_rules! select_sessions {
+    ($tail:literal) => {
+        concat!(
+            "SELECT id, study_id, study_version, seed, created_at_ms, ended_at_ms, end_reason, ",
+            "last_seq FROM sessions ",
+            $tail
+        )
+    };
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
+        let row = sqlx::query(concat!(
+            "INSERT INTO sessions (id, study_id, study_version, seed, created_at_ms) ",
+            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING RETURNING ",
+            "id, study_id, study_version, seed, created_at_ms, ended_at_ms, end_reason, last_seq"
+        ))
+        .bind(new.id.as_str())
+        .bind(new.study_id.as_str())
+        .bind(new.study_version.as_str())
+        .bind(new.seed.to_string())
+        .bind(to_i64("session creation time", new.created_at_ms)?)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => codec::session_from_row(&row),
+            None => Err(StoreError::Conflict {
+                what: "session",
+                key: new.id,
+            }),
+        }
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
+        let row = sqlx::query(select_sessions!("WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| codec::session_from_row(&r)).transpose()
+    }
+
+    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
+        let rows = sqlx::query(select_sessions!(
+            "WHERE ($1::text IS NULL OR study_id = $1) \
+               AND ($2::boolean IS NULL OR (ended_at_ms IS NOT NULL) = $2) \
+             ORDER BY created_at_ms, id LIMIT $3 OFFSET $4"
+        ))
+        .bind(filter.study_id.as_deref())
+        .bind(filter.ended())
+        .bind(filter.limit.map(i64::from))
+        .bind(i64::from(filter.offset))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(codec::session_from_row).collect()
+    }
+
+    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sessions WHERE ($1::text IS NULL OR study_id = $1) \
+               AND ($2::boolean IS NULL OR (ended_at_ms IS NOT NULL) = $2)",
+        )
+        .bind(filter.study_id.as_deref())
+        .bind(filter.ended())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
+        // One statement tells "ended now" from "already ended" from "no such session".
+        let ended_now: Option<bool> = sqlx::query_scalar(
+            "WITH ended AS ( \
+                 UPDATE sessions SET ended_at_ms = $2, end_reason = $3 \
+                 WHERE id = $1 AND ended_at_ms IS NULL RETURNING id) \
+             SELECT EXISTS (SELECT 1 FROM ended) FROM sessions WHERE id = $1",
+        )
+        .bind(id)
+        .bind(to_i64("session end time", at_ms)?)
+        .bind(codec::end_reason_name(reason))
+        .fetch_optional(&self.pool)
+        .await?;
+        ended_now.ok_or_else(|| StoreError::UnknownSession(id.to_owned()))
+    }
+
+    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = codec::encode_events(&events)?;
+        let count = to_i64("event count", rows.len() as u64)?;
+        let (mut at_ms, mut actors, mut payloads) = (
+            Vec::with_capacity(rows.len()),
+            Vec::with_capacity(rows.len()),
+            Vec::with_capacity(rows.len()),
+        );
+        for row in rows {
+            at_ms.push(row.at_ms);
+            actors.push(row.actor);
+            payloads.push(row.payload);
+        }
+        let base: Option<i64> = sqlx::query_scalar(
+            "WITH counter AS ( \
+                 UPDATE sessions SET last_seq = last_seq + $2 WHERE id = $1 \
+                 RETURNING last_seq - $2 AS base), \
+             inserted AS ( \
+                 INSERT INTO events (session_id, seq, v, at_ms, actor, payload) \
+                 SELECT $1, counter.base + t.ord, $3, t.at_ms, t.actor, t.payload \
+                 FROM counter, \
+                      UNNEST($4::bigint[], $5::text[], $6::text[]) \
+                      WITH ORDINALITY AS t(at_ms, actor, payload, ord) \
+                 RETURNING 1) \
+             SELECT base FROM counter",
+        )
+        .bind(session)
+        .bind(count)
+        .bind(i64::from(EVENT_SCHEMA_VERSION))
+        .bind(at_ms)
+        .bind(actors)
+        .bind(payloads)
+        .fetch_optional(&self.pool)
+        .await?;
+        let base = base.ok_or_else(|| StoreError::UnknownSession(session.to_owned()))?;
+        let first = u64::try_from(base).map_err(|_| StoreError::Corrupt {
+            what: "session last seq",
+            detail: format!("negative value {base}"),
+        })? + 1;
+        Ok(codec::stored_events(session, first, events))
+    }
+
+    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
+        let rows = sqlx::query(
+            "SELECT session_id, seq, v, at_ms, actor, payload FROM events \
+             WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+        )
+        .bind(session)
+        .bind(to_i64("seq", after_seq)?)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(codec::event_from_row).collect()
+    }
+
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> Result<Vec<Event>> {
+        let (after_session, after_seq) = match after {
+            Some(c) => (c.session.as_str(), to_i64("seq", c.seq)?),
+            None => ("", 0),
+        };
+        let rows = sqlx::query(
+            "SELECT e.session_id, e.seq, e.v, e.at_ms, e.actor, e.payload FROM events e \
+             WHERE ($1::text IS NULL \
+                    OR e.session_id IN (SELECT id FROM sessions WHERE study_id = $1)) \
+               AND (e.session_id, e.seq) > ($2, $3) \
+             ORDER BY e.session_id, e.seq LIMIT $4",
+        )
+        .bind(study_id)
+        .bind(after_session)
+        .bind(after_seq)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(codec::event_from_row).collect()
+    }
+
+    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
+        let row = sqlx::query(
+            "INSERT INTO participants (id, token_hash, study_id, platform, worker_id, \
+             external_ids, flow_step, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING *",
+        )
+        .bind(new.id.as_str())
+        .bind(new.token_hash.as_str())
+        .bind(new.study_id.as_str())
+        .bind(new.platform.as_str())
+        .bind(new.worker_id.as_deref())
+        .bind(codec::external_ids_json(&new.external_ids)?)
+        .bind(new.flow_step.as_str())
+        .bind(to_i64("participant creation time", new.created_at_ms)?)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => codec::participant_from_row(&row),
+            None => Err(codec::participant_conflict(&new)),
+        }
+    }
+
+    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
+        self.one_participant("SELECT * FROM participants WHERE id = $1", &[id])
+            .await
+    }
+
+    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
+        self.one_participant(
+            "SELECT * FROM participants WHERE token_hash = $1",
+            &[token_hash],
+        )
+        .await
+    }
+
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> Result<Option<Participant>> {
+        self.one_participant(
+            "SELECT * FROM participants WHERE study_id = $1 AND platform = $2 AND worker_id = $3",
+            &[study_id, platform.as_str(), worker_id],
+        )
+        .await
+    }
+
+    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
+        let rows = sqlx::query(
+            "SELECT * FROM participants WHERE session_id = $1 ORDER BY created_at_ms, id",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(codec::participant_from_row).collect()
+    }
+
+    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
+        let row = sqlx::query(
+            "UPDATE participants SET \
+               role = CASE WHEN $2 THEN $3 ELSE role END, \
+               session_id = CASE WHEN $4 THEN $5 ELSE session_id END, \
+               flow_step = COALESCE($6, flow_step), \
+               completion_code = CASE WHEN $7 THEN $8 ELSE completion_code END \
+             WHERE id = $1 RETURNING *",
+        )
+        .bind(id)
+        .bind(patch.role.is_some())
+        .bind(patch.role.flatten().map(|r| r.as_str()))
+        .bind(patch.session_id.is_some())
+        .bind(patch.session_id.flatten())
+        .bind(patch.flow_step)
+        .bind(patch.completion_code.is_some())
+        .bind(patch.completion_code.flatten())
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => codec::participant_from_row(&row),
+            None => Err(StoreError::NotFound {
+                what: "participant",
+                id: id.to_owned(),
+            }),
+        }
+    }
+
+    async fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO meta (key, value) VALUES ($1, $2) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -1,0 +1,404 @@
+//! The embedded backend: one SQLite file in WAL mode, `DATA_DIR/wozkit.sqlite3`. Reads go to a
+//! small pool of connections, which WAL lets run alongside the writer; every write goes through
+//! the single writer task in [`writer`], which group-commits.
+//!
+//! Durability: the writer commits with `synchronous = FULL` by default, so an answered request
+//! has been fsynced and survives power loss as well as the process being killed. The group
+//! commit shares that fsync among every request of a batch, which keeps it affordable.
+//! [`Synchronous::Normal`] skips the fsync on commit: still safe against SIGKILL (the WAL frames
+//! are in the OS page cache and the next open replays them) but the last commits can be lost if
+//! the machine itself loses power.
+//!
+//! One process per data directory: the writer's in-memory `seq` counters would be wrong if
+//! another process inserted events, so `open` takes an exclusive lock on
+//! `wozkit.sqlite3.lock` beside the database.
+
+mod ops;
+mod writer;
+
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{ConnectOptions, SqliteConnection};
+use tokio::sync::{mpsc, oneshot};
+use wozkit_core::event::{EndReason, Event};
+
+use self::ops::Apply;
+use self::writer::{Msg, Request};
+use crate::codec::{self, to_i64};
+use crate::error::{Result, StoreError};
+use crate::model::{
+    EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
+    SessionFilter, SessionRecord,
+};
+use crate::store::Store;
+
+/// The database file's name inside a data directory.
+pub const DB_FILE: &str = "wozkit.sqlite3";
+
+/// How often committed WAL frames are copied into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// When a commit is flushed to the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// fsync on every (group) commit: survives process kill and power loss.
+    #[default]
+    Full,
+    /// No fsync on commit: survives process kill; power loss may lose the last commits.
+    Normal,
+}
+
+/// Tuning for [`SqliteStore::open_with`]; the defaults suit a server.
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    pub synchronous: Synchronous,
+    /// Most write requests committed in one transaction.
+    pub max_batch: usize,
+    /// Write requests that may wait for the writer before senders are held back.
+    pub queue: usize,
+    /// Read connections.
+    pub readers: u32,
+    /// How long `open` waits for a previous store on the same file to release it.
+    pub lock_wait: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            synchronous: Synchronous::Full,
+            max_batch: 1024,
+            queue: 8192,
+            readers: 4,
+            lock_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The SQLite store. Cheap to share behind an `Arc`; dropping the last handle lets the writer
+/// finish what is queued and stop, and [`Store::close`] waits for that.
+pub struct SqliteStore {
+    /// Read-only connections; WAL gives each read a consistent snapshot.
+    reads: SqlitePool,
+    /// The writer's queue. Bounded, so a burst beyond the disk's pace slows callers down
+    /// instead of growing memory without limit.
+    writes: mpsc::Sender<Msg>,
+    /// Lets `close` be called through a shared reference (e.g. on `Arc<dyn Store>`) and more
+    /// than once; a std mutex because it is never held across an await.
+    closed: Mutex<bool>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) `wozkit.sqlite3` in the data directory `dir`.
+    pub async fn open_dir(dir: impl AsRef<Path>) -> Result<SqliteStore> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        SqliteStore::open_with(dir.join(DB_FILE), SqliteOptions::default()).await
+    }
+
+    /// Opens (creating if needed) the database file `path` and brings its schema up to date.
+    pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        let dir_lock = lock_file(&path, options.lock_wait).await?;
+        let base = SqliteConnectOptions::new()
+            .filename(&path)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(5));
+        let mut conn: SqliteConnection = base
+            .clone()
+            .create_if_missing(true)
+            // The writer revisits the last page of every live session: keep them in memory.
+            .pragma("cache_size", "-65536")
+            .pragma("temp_store", "memory")
+            // Checkpoints normally run on their own connection (see `writer::checkpoints`);
+            // the writer checkpoints itself only if the WAL grows past ~40 MB regardless.
+            .pragma("wal_autocheckpoint", "10000")
+            .synchronous(match options.synchronous {
+                Synchronous::Full => SqliteSynchronous::Full,
+                Synchronous::Normal => SqliteSynchronous::Normal,
+            })
+            .connect()
+            .await?;
+        crate::migrations::sqlite().run(&mut conn).await?;
+        let reads = SqlitePoolOptions::new()
+            .max_connections(options.readers.max(1))
+            .connect_with(base.clone().read_only(true))
+            .await?;
+        let checkpoint_conn: SqliteConnection = base.connect().await?;
+        let (stop_checkpoints, stop) = oneshot::channel();
+        let checkpoints =
+            tokio::spawn(writer::checkpoints(checkpoint_conn, CHECKPOINT_EVERY, stop));
+        let (writes, inbox) = mpsc::channel(options.queue.max(1));
+        tokio::spawn(writer::run(
+            conn,
+            inbox,
+            options.max_batch.max(1),
+            (stop_checkpoints, checkpoints),
+            dir_lock,
+        ));
+        Ok(SqliteStore {
+            reads,
+            writes,
+            closed: Mutex::new(false),
+        })
+    }
+
+    /// Sends a write request to the writer and waits for its commit.
+    async fn write<A: Apply>(&self, action: A) -> Result<A::Output> {
+        let (reply, answer) = oneshot::channel();
+        self.writes
+            .send(Msg::Write(Request::boxed(action, reply)))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn one_participant(
+        &self,
+        sql: &'static str,
+        keys: &[&str],
+    ) -> Result<Option<Participant>> {
+        let mut query = sqlx::query(sql);
+        for key in keys {
+            query = query.bind(*key);
+        }
+        match query.fetch_optional(&self.reads).await? {
+            Some(row) => Ok(Some(codec::participant_from_row(&row)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Takes the lock beside the database, waiting up to `wait` for a store being closed.
+async fn lock_file(db: &Path, wait: Duration) -> Result<File> {
+    let mut lock_path: PathBuf = db.to_path_buf().into_os_string().into();
+    lock_path.as_mut_os_string().push(".lock");
+    let io_err = |source| StoreError::Io {
+        path: lock_path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = lock_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io_err)?;
+    }
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io_err)?;
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked(db.display().to_string()));
+            }
+            Err(TryLockError::Error(source)) => return Err(io_err(source)),
+        }
+    }
+}
+
+/// A session query: the `sessions` columns plus `last_seq`, then `$tail` (WHERE, ORDER BY).
+macro_rules! select_sessions {
+    ($tail:literal) => {
+        concat!(
+            "SELECT s.id, s.study_id, s.study_version, s.seed, s.created_at_ms, ",
+            "s.ended_at_ms, s.end_reason, ",
+            "COALESCE((SELECT MAX(seq) FROM events e WHERE e.session_id = s.id), 0) AS last_seq ",
+            "FROM sessions s ",
+            $tail
+        )
+    };
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
+        self.write(ops::CreateSession(new)).await
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
+        let row = sqlx::query(select_sessions!("WHERE s.id = ?1"))
+            .bind(id)
+            .fetch_optional(&self.reads)
+            .await?;
+        row.map(|r| codec::session_from_row(&r)).transpose()
+    }
+
+    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
+        let rows = sqlx::query(select_sessions!(
+            "WHERE (?1 IS NULL OR s.study_id = ?1) \
+               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) \
+             ORDER BY s.created_at_ms, s.id LIMIT COALESCE(?3, -1) OFFSET ?4"
+        ))
+        .bind(filter.study_id.as_deref())
+        .bind(filter.ended())
+        .bind(filter.limit.map(i64::from))
+        .bind(i64::from(filter.offset))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::session_from_row).collect()
+    }
+
+    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sessions s WHERE (?1 IS NULL OR s.study_id = ?1) \
+               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2)",
+        )
+        .bind(filter.study_id.as_deref())
+        .bind(filter.ended())
+        .fetch_one(&self.reads)
+        .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
+        self.write(ops::EndSession {
+            id: id.to_owned(),
+            reason,
+            at_ms,
+        })
+        .await
+    }
+
+    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = codec::encode_events(&events)?;
+        let first = self
+            .write(ops::AppendEvents {
+                session: session.to_owned(),
+                rows,
+            })
+            .await?;
+        Ok(codec::stored_events(session, first, events))
+    }
+
+    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
+        let rows = sqlx::query(
+            "SELECT session_id, seq, v, at_ms, actor, payload FROM events \
+             WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
+        )
+        .bind(session)
+        .bind(to_i64("seq", after_seq)?)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::event_from_row).collect()
+    }
+
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> Result<Vec<Event>> {
+        let (after_session, after_seq) = match after {
+            Some(c) => (c.session.as_str(), to_i64("seq", c.seq)?),
+            None => ("", 0),
+        };
+        let rows = sqlx::query(
+            "SELECT e.session_id, e.seq, e.v, e.at_ms, e.actor, e.payload FROM events e \
+             WHERE (?1 IS NULL OR e.session_id IN (SELECT id FROM sessions WHERE study_id = ?1)) \
+               AND (e.session_id, e.seq) > (?2, ?3) \
+             ORDER BY e.session_id, e.seq LIMIT ?4",
+        )
+        .bind(study_id)
+        .bind(after_session)
+        .bind(after_seq)
+        .bind(i64::from(limit))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::event_from_row).collect()
+    }
+
+    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
+        self.write(ops::CreateParticipant(new)).await
+    }
+
+    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
+        self.one_participant("SELECT * FROM participants WHERE id = ?1", &[id])
+            .await
+    }
+
+    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
+        self.one_participant(
+            "SELECT * FROM participants WHERE token_hash = ?1",
+            &[token_hash],
+        )
+        .await
+    }
+
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> Result<Option<Participant>> {
+        self.one_participant(
+            "SELECT * FROM participants WHERE study_id = ?1 AND platform = ?2 AND worker_id = ?3",
+            &[study_id, platform.as_str(), worker_id],
+        )
+        .await
+    }
+
+    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
+        let rows = sqlx::query(
+            "SELECT * FROM participants WHERE session_id = ?1 ORDER BY created_at_ms, id",
+        )
+        .bind(session_id)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::participant_from_row).collect()
+    }
+
+    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
+        self.write(ops::UpdateParticipant {
+            id: id.to_owned(),
+            patch,
+        })
+        .await
+    }
+
+    async fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar("SELECT value FROM meta WHERE key = ?1")
+            .bind(key)
+            .fetch_optional(&self.reads)
+            .await?)
+    }
+
+    async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.write(ops::SetMeta {
+            key: key.to_owned(),
+            value: value.to_owned(),
+        })
+        .await
+    }
+
+    async fn close(&self) {
+        {
+            let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            if *closed {
+                return;
+            }
+            *closed = true;
+        }
+        let (reply, done) = oneshot::channel();
+        if self.writes.send(Msg::Close(reply)).await.is_ok() {
+            let _ = done.await;
+        }
+        self.reads.close().await;
+    }
+}

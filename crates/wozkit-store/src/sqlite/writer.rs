@@ -1,0 +1,330 @@
+//! The SQLite writer: one task owns the only write connection and applies every write request
+//! (appends, session and participant changes, settings) in group commits. It waits for a
+//! request, takes whatever else is already queued (up to `max_batch`), applies them all in ONE
+//! `BEGIN IMMEDIATE` transaction, commits (one fsync for the whole batch), then answers each
+//! request. Under load batches grow by themselves, so the fsync cost is shared by many callers;
+//! when idle a lone request is committed at once.
+//!
+//! Owning the only write connection is also what makes `seq` assignment simple: the writer keeps
+//! each session's last `seq` in memory (read lazily from `MAX(seq)`), and nothing else can insert
+//! events behind its back (the data directory lock keeps out other processes).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use sqlx::{AssertSqlSafe, Connection, SqliteConnection};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::{Duration, MissedTickBehavior};
+use wozkit_core::event::EVENT_SCHEMA_VERSION;
+
+use super::ops::Apply;
+use crate::codec::EncodedEvent;
+use crate::error::{Result, StoreError};
+
+/// What the store handle sends to the writer.
+pub(super) enum Msg {
+    Write(Box<dyn WriteOp>),
+    /// Commit everything sent before, then stop; the sender is answered once the connection is
+    /// closed and the data directory unlocked.
+    Close(oneshot::Sender<()>),
+}
+
+/// A write request with its reply channel, type-erased so one queue carries every kind.
+#[async_trait]
+pub(super) trait WriteOp: Send {
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        state: &mut BatchState,
+    ) -> Result<(), sqlx::Error>;
+    /// Sends the outcome; called after the commit succeeded.
+    fn finish(self: Box<Self>);
+    /// Sends `err`; called when the batch could not be committed.
+    fn fail(self: Box<Self>, err: StoreError);
+}
+
+/// A request and where its answer goes.
+pub(super) struct Request<A: Apply> {
+    action: A,
+    reply: oneshot::Sender<Result<A::Output>>,
+    /// Set by `apply`, sent by `finish` (only after the commit: an answer promises durability).
+    outcome: Option<Result<A::Output>>,
+}
+
+impl<A: Apply> Request<A> {
+    pub(super) fn boxed(action: A, reply: oneshot::Sender<Result<A::Output>>) -> Box<dyn WriteOp> {
+        Box::new(Request {
+            action,
+            reply,
+            outcome: None,
+        })
+    }
+}
+
+#[async_trait]
+impl<A: Apply> WriteOp for Request<A> {
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        state: &mut BatchState,
+    ) -> Result<(), sqlx::Error> {
+        self.outcome = Some(self.action.apply(conn, state).await?);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) {
+        // `apply` always ran before `finish`; `Closed` only guards against a logic slip.
+        let outcome = self.outcome.unwrap_or(Err(StoreError::Closed));
+        // The caller may have given up waiting; the write stands regardless.
+        let _ = self.reply.send(outcome);
+    }
+
+    fn fail(self: Box<Self>, err: StoreError) {
+        let _ = self.reply.send(Err(err));
+    }
+}
+
+/// What the writer carries from one request to the next: each session's last `seq` (as
+/// committed, and as advanced by the open batch) and the batch's event rows, inserted together
+/// just before the commit.
+#[derive(Default)]
+pub(super) struct BatchState {
+    /// Last `seq` per session as committed. Dropped for ended sessions to bound memory.
+    committed: HashMap<String, u64>,
+    /// Advances made by the batch in progress; merged on commit, discarded on rollback.
+    batch: HashMap<String, u64>,
+    /// Sessions ended in this batch, forgotten after the commit.
+    ended: Vec<String>,
+    /// Event rows of the batch, numbered, waiting for the multi-row inserts in `flush_rows`.
+    rows: Vec<EventRow>,
+}
+
+/// One numbered event waiting to be inserted.
+pub(super) struct EventRow {
+    pub session: Arc<str>,
+    pub seq: i64,
+    pub event: EncodedEvent,
+}
+
+impl BatchState {
+    /// The session's last `seq` (0 for an empty log), or `None` if the session does not exist.
+    pub(super) async fn last_seq(
+        &mut self,
+        conn: &mut SqliteConnection,
+        session: &str,
+    ) -> Result<Option<u64>, sqlx::Error> {
+        if let Some(&last) = self.batch.get(session).or(self.committed.get(session)) {
+            return Ok(Some(last));
+        }
+        let (known, last): (i64, i64) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1), \
+                    COALESCE((SELECT MAX(seq) FROM events WHERE session_id = ?1), 0)",
+        )
+        .bind(session)
+        .fetch_one(&mut *conn)
+        .await?;
+        if known == 0 {
+            return Ok(None);
+        }
+        let last = u64::try_from(last).unwrap_or(0);
+        self.batch.insert(session.to_owned(), last);
+        Ok(Some(last))
+    }
+
+    pub(super) fn advance(&mut self, session: &str, last: u64) {
+        self.batch.insert(session.to_owned(), last);
+    }
+
+    /// Queues numbered rows for the insert that precedes the commit.
+    pub(super) fn push_rows(&mut self, session: &str, first_seq: i64, events: Vec<EncodedEvent>) {
+        let session: Arc<str> = Arc::from(session);
+        self.rows
+            .extend((first_seq..).zip(events).map(|(seq, event)| EventRow {
+                session: Arc::clone(&session),
+                seq,
+                event,
+            }));
+    }
+
+    pub(super) fn forget_after_commit(&mut self, session: &str) {
+        self.ended.push(session.to_owned());
+    }
+
+    fn commit(&mut self) {
+        self.committed.extend(self.batch.drain());
+        for session in self.ended.drain(..) {
+            self.committed.remove(&session);
+        }
+    }
+
+    fn rollback(&mut self) {
+        self.batch.clear();
+        self.ended.clear();
+        self.rows.clear();
+    }
+}
+
+/// Copies committed WAL frames into the database file every `period` until `stop` fires. On
+/// its own connection so the copying (and its fsync of the database file) stays off the
+/// writer's path: PASSIVE checkpoints never block the writer or the readers. A failed
+/// checkpoint is simply tried again on the next tick.
+pub(super) async fn checkpoints(
+    mut conn: SqliteConnection,
+    period: Duration,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = ticks.tick() => {
+                let _ = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&mut conn).await;
+            }
+        }
+    }
+    let _ = conn.close().await;
+}
+
+/// Runs until every store handle is gone or a [`Msg::Close`] arrives, then stops the
+/// checkpoint task and releases the data directory.
+pub(super) async fn run(
+    mut conn: SqliteConnection,
+    mut inbox: mpsc::Receiver<Msg>,
+    max_batch: usize,
+    checkpoints: (oneshot::Sender<()>, JoinHandle<()>),
+    dir_lock: File,
+) {
+    let mut state = BatchState::default();
+    let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
+    let mut close_reply = None;
+    while close_reply.is_none() {
+        let Some(first) = inbox.recv().await else {
+            break;
+        };
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Write(op) => batch.push(op),
+                Msg::Close(reply) => {
+                    close_reply = Some(reply);
+                    break;
+                }
+            }
+            if batch.len() < max_batch {
+                next = inbox.try_recv().ok();
+            }
+        }
+        if !batch.is_empty() {
+            commit_batch(&mut conn, &mut state, &mut batch).await;
+        }
+    }
+    // Requests still queued behind a close are refused: their senders see `Closed`.
+    inbox.close();
+    let _ = conn.close().await;
+    let (stop_checkpoints, checkpoint_task) = checkpoints;
+    let _ = stop_checkpoints.send(());
+    let _ = checkpoint_task.await;
+    drop(dir_lock);
+    if let Some(reply) = close_reply {
+        let _ = reply.send(());
+    }
+}
+
+/// Applies and commits one batch, then answers every request in it.
+async fn commit_batch(
+    conn: &mut SqliteConnection,
+    state: &mut BatchState,
+    batch: &mut Vec<Box<dyn WriteOp>>,
+) {
+    match apply_all(conn, state, batch).await {
+        Ok(()) => {
+            state.commit();
+            for op in batch.drain(..) {
+                op.finish();
+            }
+        }
+        Err(err) => {
+            state.rollback();
+            let err = Arc::new(err);
+            for op in batch.drain(..) {
+                op.fail(StoreError::Database(Arc::clone(&err)));
+            }
+        }
+    }
+}
+
+async fn apply_all(
+    conn: &mut SqliteConnection,
+    state: &mut BatchState,
+    batch: &mut [Box<dyn WriteOp>],
+) -> Result<(), sqlx::Error> {
+    // IMMEDIATE takes the write lock up front, so the batch never fails half-way on a lock
+    // upgrade.
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    for op in batch.iter_mut() {
+        if let Err(err) = op.apply(&mut tx, state).await {
+            let _ = tx.rollback().await;
+            return Err(err);
+        }
+    }
+    if let Err(err) = flush_rows(&mut tx, &mut state.rows).await {
+        let _ = tx.rollback().await;
+        return Err(err);
+    }
+    tx.commit().await
+}
+
+/// Rows per multi-row INSERT, largest first. Every statement is prepared once and cached by
+/// the connection; any count of rows is covered with at most a few statements of each size,
+/// instead of one statement (and one round trip to SQLite's thread) per event.
+const CHUNK_SIZES: [usize; 4] = [64, 16, 4, 1];
+
+fn insert_sql(rows: usize) -> &'static str {
+    static SQL: OnceLock<Vec<String>> = OnceLock::new();
+    let all = SQL.get_or_init(|| {
+        CHUNK_SIZES
+            .iter()
+            .map(|&n| {
+                let values = vec!["(?, ?, ?, ?, ?, ?)"; n].join(", ");
+                format!(
+                    "INSERT INTO events (session_id, seq, v, at_ms, actor, payload) VALUES {values}"
+                )
+            })
+            .collect()
+    });
+    let index = CHUNK_SIZES
+        .iter()
+        .position(|&n| n == rows)
+        .unwrap_or(CHUNK_SIZES.len() - 1);
+    all[index].as_str()
+}
+
+async fn flush_rows(
+    conn: &mut SqliteConnection,
+    rows: &mut Vec<EventRow>,
+) -> Result<(), sqlx::Error> {
+    let mut rest = &rows[..];
+    for size in CHUNK_SIZES {
+        while rest.len() >= size {
+            let (chunk, tail) = rest.split_at(size);
+            let mut query = sqlx::query(AssertSqlSafe(insert_sql(size)));
+            for row in chunk {
+                query = query
+                    .bind(&*row.session)
+                    .bind(row.seq)
+                    .bind(i64::from(EVENT_SCHEMA_VERSION))
+                    .bind(row.event.at_ms)
+                    .bind(row.event.actor.as_str())
+                    .bind(row.event.payload.as_str());
+            }
+            query.execute(&mut *conn).await?;
+            rest = tail;
+        }
+    }
+    rows.clear();
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! The [`Store`] trait: everything the server and the data crate may ask of persistence. Each
+//! backend implements it once; the conformance suite in `tests/conformance.rs` holds them to the
+//! same behaviour. It is object safe, so `Arc<dyn Store>` works where a backend is picked at run
+//! time, and `Arc<S>` is itself a `Store`, so generic code (`AppState<S: Store>`) takes either.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use wozkit_core::event::{EndReason, Event};
+
+use crate::error::Result;
+use crate::model::{
+    EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
+    SessionFilter, SessionRecord,
+};
+
+/// Persistence for sessions, their event logs, participants and settings.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    // ----- sessions -----
+
+    /// Creates a live session with an empty log. [`StoreError::Conflict`] if the id is taken.
+    ///
+    /// [`StoreError::Conflict`]: crate::StoreError::Conflict
+    async fn create_session(&self, new: NewSession) -> Result<SessionRecord>;
+
+    /// The session, or `None` if it was never created.
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>>;
+
+    /// Sessions matching `filter`, by creation time then id.
+    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>>;
+
+    /// How many sessions match `filter` (its `limit` and `offset` are ignored).
+    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64>;
+
+    /// Marks the session ended. Returns `false` (and changes nothing) if it had already ended:
+    /// the first end wins. [`StoreError::UnknownSession`] if it does not exist.
+    ///
+    /// [`StoreError::UnknownSession`]: crate::StoreError::UnknownSession
+    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool>;
+
+    // ----- events -----
+
+    /// Appends events to a session's log, numbering them after its last `seq` with no gap.
+    /// All or nothing, and durable when it returns: an acknowledged event survives the process
+    /// being killed. Returns the stored events in order.
+    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>>;
+
+    /// The session's events with `seq > after_seq`, in order (`after_seq = 0` for all).
+    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>>;
+
+    /// One page of every session's events (only `study_id`'s sessions when given), ordered by
+    /// session id then `seq`, starting after `after`. An empty page means the end; pass the
+    /// last event's position (see [`EventCursor::after`]) to get the next one.
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> Result<Vec<Event>>;
+
+    // ----- participants -----
+
+    /// Stores a new participant with no role, session or completion code yet.
+    /// [`StoreError::Conflict`] if the id, the token hash or the worker (per study and
+    /// platform) is already known.
+    ///
+    /// [`StoreError::Conflict`]: crate::StoreError::Conflict
+    async fn create_participant(&self, new: NewParticipant) -> Result<Participant>;
+
+    /// The participant with this id.
+    async fn participant(&self, id: &str) -> Result<Option<Participant>>;
+
+    /// The participant holding the token whose [`hash_token`](crate::hash_token) is given.
+    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>>;
+
+    /// The participant a crowd worker already is in this study, so a returning worker resumes.
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> Result<Option<Participant>>;
+
+    /// Participants placed in a session.
+    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>>;
+
+    /// Applies `patch` and returns the participant as stored afterwards.
+    /// [`StoreError::NotFound`] if there is no such participant.
+    ///
+    /// [`StoreError::NotFound`]: crate::StoreError::NotFound
+    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant>;
+
+    // ----- settings -----
+
+    /// A value from the key-value `meta` table (e.g. the researcher password hash).
+    async fn meta(&self, key: &str) -> Result<Option<String>>;
+
+    /// Sets (or replaces) a `meta` value.
+    async fn set_meta(&self, key: &str, value: &str) -> Result<()>;
+
+    // ----- lifecycle -----
+
+    /// Finishes pending writes and releases the database. Later calls fail with
+    /// [`StoreError::Closed`](crate::StoreError::Closed) (SQLite) or a pool error (PostgreSQL).
+    async fn close(&self);
+}
+
+impl EventCursor {
+    /// The position just after `event`.
+    pub fn after(event: &Event) -> EventCursor {
+        EventCursor {
+            session: event.session.clone(),
+            seq: event.seq,
+        }
+    }
+}
+
+#[async_trait]
+impl<S: Store + ?Sized> Store for Arc<S> {
+    async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
+        (**self).create_session(new).await
+    }
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
+        (**self).session(id).await
+    }
+    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
+        (**self).list_sessions(filter).await
+    }
+    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
+        (**self).count_sessions(filter).await
+    }
+    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
+        (**self).end_session(id, reason, at_ms).await
+    }
+    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
+        (**self).append(session, events).await
+    }
+    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
+        (**self).events(session, after_seq).await
+    }
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> Result<Vec<Event>> {
+        (**self).events_page(study_id, after, limit).await
+    }
+    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
+        (**self).create_participant(new).await
+    }
+    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
+        (**self).participant(id).await
+    }
+    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
+        (**self).participant_by_token_hash(token_hash).await
+    }
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> Result<Option<Participant>> {
+        (**self)
+            .participant_by_worker(study_id, platform, worker_id)
+            .await
+    }
+    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
+        (**self).participants_in_session(session_id).await
+    }
+    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
+        (**self).update_participant(id, patch).await
+    }
+    async fn meta(&self, key: &str) -> Result<Option<String>> {
+        (**self).meta(key).await
+    }
+    async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        (**self).set_meta(key, value).await
+    }
+    async fn close(&self) {
+        (**self).close().await
+    }
+}
