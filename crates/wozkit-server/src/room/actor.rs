@@ -63,6 +63,8 @@ pub struct RoomActor {
     join_deadline: Option<u64>,
     /// When this task saw the session end; it lingers a little for late connections.
     ended_at: Option<u64>,
+    /// The session just ended: `ended` goes out once the current message is answered.
+    announce_end: bool,
 }
 
 impl RoomActor {
@@ -87,11 +89,13 @@ impl RoomActor {
             conns: vec![],
             join_deadline: None,
             ended_at: None,
+            announce_end: false,
         }
     }
 
     pub async fn run(mut self, mut inbox: mpsc::Receiver<RoomMsg>, origin: Origin) {
         self.on_start(origin).await;
+        self.flush_end();
         loop {
             if self.finished() {
                 break;
@@ -105,6 +109,7 @@ impl RoomActor {
                 () = sleep_until_ms(wake.unwrap_or(u64::MAX)), if wake.is_some() => self.on_timer().await,
                 () = self.app.stopping() => break,
             }
+            self.flush_end();
         }
         let id = self.session.id.clone();
         drop(inbox);
@@ -452,17 +457,24 @@ impl RoomActor {
                 self.send_role(role, f);
             }
         }
-        if self.session.is_ended()
-            && stored
-                .iter()
-                .any(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
+        if stored
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
         {
-            let targets: Vec<(u64, String)> =
-                self.conns.iter().map(|c| (c.id, c.next.clone())).collect();
-            for (id, next) in targets {
-                let frame = self.ended_frame(&next);
-                self.send_to(id, frame);
-            }
+            self.announce_end = true;
+        }
+    }
+
+    /// Sends `ended` to everyone, after the step's ack (so a client sees its ack first).
+    fn flush_end(&mut self) {
+        if !std::mem::take(&mut self.announce_end) {
+            return;
+        }
+        let targets: Vec<(u64, String)> =
+            self.conns.iter().map(|c| (c.id, c.next.clone())).collect();
+        for (id, next) in targets {
+            let frame = self.ended_frame(&next);
+            self.send_to(id, frame);
         }
     }
 

@@ -1,0 +1,11 @@
+//! Server tests: the real app on 127.0.0.1:0 with a fresh data directory per test, driven over
+//! HTTP and by scripted WebSocket participants. One binary, one module per feature.
+
+mod helpers;
+
+mod endings;
+mod lobby;
+mod pairing;
+mod reconnect;
+mod restart;
+mod security;

@@ -1,0 +1,429 @@
+//! Headless Chromium driven over WebDriver: one `chromedriver` process started by the test on a
+//! free port, and one browser per participant, each with its own fresh profile (so two browsers
+//! are two people with two cookie jars).
+//!
+//! Every interaction waits explicitly for its element (by `data-testid`, as listed in
+//! docs/protocol.md) with a time limit, and retries when the room's script replaced the element
+//! between finding and clicking it: the option buttons and selects are rebuilt on every view.
+
+use std::future::Future;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use fantoccini::error::{CmdError, ErrorStatus};
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+
+/// How long one wait may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(15);
+/// Pause between two looks at the page while waiting.
+const POLL: Duration = Duration::from_millis(60);
+/// The size every screenshot in docs/screenshots/ is taken at.
+pub const WINDOW: (u32, u32) = (1366, 768);
+
+/// Finds a program on `PATH`.
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The Chromium binary and its driver, or why the test cannot run.
+pub fn find_tools() -> Result<(PathBuf, PathBuf), String> {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| which(name));
+    match (chromium, which("chromedriver")) {
+        (Some(chromium), Some(driver)) => Ok((chromium, driver)),
+        (chromium, driver) => {
+            let missing: Vec<&str> = [
+                chromium.is_none().then_some("chromium"),
+                driver.is_none().then_some("chromedriver"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            Err(format!(
+                "the end-to-end test needs {} on PATH (Debian packages `chromium` and \
+                 `chromium-driver`). Run scripts/test-all.sh, which installs them, or \
+                 `apt-get install -y chromium chromium-driver`; set WOZKIT_SKIP_E2E=1 to skip \
+                 this test on purpose.",
+                missing.join(" and ")
+            ))
+        }
+    }
+}
+
+/// A running `chromedriver`; killed when dropped.
+pub struct Driver {
+    child: Child,
+    url: String,
+    chromium: PathBuf,
+}
+
+impl Driver {
+    pub async fn start(chromium: &Path, chromedriver: &Path) -> Result<Driver> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("finding a free port for chromedriver")?
+            .port();
+        // Its own process group, so that the browsers it starts can be ended with it.
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", chromedriver.display()))?;
+        let mut driver = Driver {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            chromium: chromium.to_path_buf(),
+        };
+        let started = Instant::now();
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            if let Some(status) = driver.child.try_wait()? {
+                bail!("chromedriver exited at start ({status})");
+            }
+            if started.elapsed() > WAIT {
+                bail!("chromedriver did not listen on port {port} within {WAIT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(driver)
+    }
+
+    /// Opens a new headless browser with a fresh profile.
+    pub async fn browser(&self, name: &str) -> Result<Browser> {
+        let profile = tempfile::tempdir().context("browser profile dir")?;
+        let args = vec![
+            "--headless".to_string(),
+            "--no-sandbox".into(),
+            "--disable-gpu".into(),
+            "--no-first-run".into(),
+            "--disable-background-networking".into(),
+            "--disable-component-update".into(),
+            "--disable-sync".into(),
+            "--disable-quic".into(),
+            "--disable-dev-shm-usage".into(),
+            "--force-device-scale-factor=1".into(),
+            "--lang=en-US".into(),
+            format!("--window-size={},{}", WINDOW.0, WINDOW.1),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let caps = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": { "binary": self.chromium, "args": args },
+        });
+        let serde_json::Value::Object(caps) = caps else {
+            bail!("capabilities are an object");
+        };
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .with_context(|| format!("starting Chromium ({name}) through chromedriver"))?;
+        let browser = Browser {
+            name: name.to_string(),
+            client,
+            _profile: profile,
+        };
+        browser.fit_viewport().await?;
+        Ok(browser)
+    }
+}
+
+/// Ends chromedriver and whatever is left in its process group (browsers of a test that failed
+/// before it could close them).
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Errors that mean "look again": the element is not there yet or was just replaced.
+/// A click that landed on another element (e.g. during a re-layout) is retried too.
+fn transient(e: &CmdError) -> bool {
+    e.is_no_such_element()
+        || e.is_stale_element_reference()
+        || e.is_element_not_interactable()
+        || matches!(e, CmdError::Standard(w) if w.error == ErrorStatus::ElementClickIntercepted)
+}
+
+/// Calls `probe` until it yields a value, for at most `within`.
+pub async fn until<T, F, Fut>(what: &str, within: Duration, mut probe: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(v) = probe().await? {
+            return Ok(v);
+        }
+        if started.elapsed() > within {
+            bail!("timed out after {within:?} waiting for {what}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// One participant's browser.
+pub struct Browser {
+    pub name: String,
+    client: Client,
+    /// The profile (cookies, storage) of this browser only; removed when the test ends.
+    _profile: tempfile::TempDir,
+}
+
+fn testid(id: &str) -> String {
+    format!("[data-testid=\"{id}\"]")
+}
+
+impl Browser {
+    /// Makes the viewport (what pages and screenshots see) exactly [`WINDOW`]: headless
+    /// Chromium still reserves room for its toolbars inside `--window-size`.
+    async fn fit_viewport(&self) -> Result<()> {
+        let v = self
+            .js(
+                "return [outerWidth - innerWidth, outerHeight - innerHeight]",
+                vec![],
+            )
+            .await?;
+        let chrome: Vec<u32> = serde_json::from_value(v).context("window sizes")?;
+        let (dw, dh) = (
+            chrome.first().copied().unwrap_or(0),
+            chrome.get(1).copied().unwrap_or(0),
+        );
+        if (dw, dh) != (0, 0) {
+            self.client
+                .set_window_size(WINDOW.0 + dw, WINDOW.1 + dh)
+                .await
+                .with_context(|| format!("{}: resizing the window", self.name))?;
+        }
+        Ok(())
+    }
+
+    pub async fn goto(&self, url: &str) -> Result<()> {
+        self.client
+            .goto(url)
+            .await
+            .with_context(|| format!("{}: opening {url}", self.name))
+    }
+
+    /// Runs a script in the page and returns what it returns.
+    pub async fn js(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+        self.client
+            .execute(script, args)
+            .await
+            .with_context(|| format!("{}: running {script}", self.name))
+    }
+
+    /// Where the browser is and what it says, for error messages.
+    async fn describe(&self) -> String {
+        let probe = "const t = (id) => (document.getElementById(id) || {}).textContent || '';\
+                     return location.pathname + location.search\
+                       + ' | notice: ' + t('notice') + ' | action: ' + t('action-reason')\
+                       + ' | ' + (document.body ? document.body.innerText.slice(0, 600) : '')";
+        match self.client.execute(probe, vec![]).await {
+            Ok(Value::String(s)) => s,
+            Ok(v) => v.to_string(),
+            Err(e) => format!("(page unreadable: {e})"),
+        }
+    }
+
+    /// Adds this browser's name and page to the error of a failed wait.
+    async fn explain<T>(&self, r: Result<T>) -> Result<T> {
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) => Err(anyhow!(
+                "{}: {e:#}\n  page: {}",
+                self.name,
+                self.describe().await
+            )),
+        }
+    }
+
+    /// Waits until `script` returns something other than null, false, "" or 0; returns it.
+    pub async fn wait_js(&self, what: &str, script: &str, args: Vec<Value>) -> Result<Value> {
+        let r = until(what, WAIT, || async {
+            let v = self.js(script, args.clone()).await?;
+            let falsy = matches!(&v, Value::Null | Value::Bool(false))
+                || v.as_str() == Some("")
+                || v.as_f64() == Some(0.0);
+            Ok((!falsy).then_some(v))
+        })
+        .await;
+        self.explain(r).await
+    }
+
+    /// Waits for the page of the flow (`data-page` of `<main>`) to be `page`.
+    pub async fn wait_page(&self, page: &str) -> Result<()> {
+        let script = "return (document.querySelector('main[data-page]') || {dataset: {}}).dataset.page === arguments[0]";
+        self.wait_js(&format!("the {page} page"), script, vec![json!(page)])
+            .await
+            .map(drop)
+    }
+
+    /// Clicks the element with this `data-testid` once it is there and enabled.
+    pub async fn click(&self, id: &str) -> Result<()> {
+        let sel = testid(id);
+        let r = until(&format!("an enabled {sel} to click"), WAIT, || async {
+            let el = match self.client.find(Locator::Css(&sel)).await {
+                Ok(el) => el,
+                Err(e) if transient(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            match el.is_enabled().await {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(e) if transient(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+            match el.click().await {
+                Ok(()) => Ok(Some(())),
+                Err(e) if transient(&e) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await;
+        self.explain(r).await
+    }
+
+    /// Types `text` into the field with this `data-testid` (once it is enabled).
+    pub async fn type_into(&self, id: &str, text: &str) -> Result<()> {
+        let sel = testid(id);
+        let r = until(&format!("an enabled {sel} to type into"), WAIT, || async {
+            let el = match self.client.find(Locator::Css(&sel)).await {
+                Ok(el) => el,
+                Err(e) if transient(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if !el.is_enabled().await.unwrap_or(false) {
+                return Ok(None);
+            }
+            match el.send_keys(text).await {
+                Ok(()) => Ok(Some(())),
+                Err(e) if transient(&e) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await;
+        self.explain(r).await
+    }
+
+    /// Chooses `value` in the `<select>` with this `data-testid` and checks that it stuck.
+    pub async fn select(&self, id: &str, value: &str) -> Result<()> {
+        let sel = testid(id);
+        let r = until(&format!("{sel} to offer `{value}`"), WAIT, || async {
+            let el = match self.client.find(Locator::Css(&sel)).await {
+                Ok(el) => el,
+                Err(e) if transient(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            match el.select_by_value(value).await {
+                Ok(()) => {}
+                Err(e) if transient(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+            let now = self
+                .js(
+                    "return document.querySelector(arguments[0]).value",
+                    vec![json!(sel)],
+                )
+                .await?;
+            Ok((now.as_str() == Some(value)).then_some(()))
+        })
+        .await;
+        self.explain(r).await
+    }
+
+    /// The text of the element with this `data-testid`, once it has some.
+    pub async fn text(&self, id: &str) -> Result<String> {
+        let script = "const e = document.querySelector(arguments[0]); return e ? e.textContent.trim() : null";
+        let v = self
+            .wait_js(
+                &format!("text in {}", testid(id)),
+                script,
+                vec![json!(testid(id))],
+            )
+            .await?;
+        Ok(v.as_str().unwrap_or_default().to_string())
+    }
+
+    /// The chat as (class, who, text, act label) per line, in order.
+    pub async fn chat(&self) -> Result<Vec<ChatLine>> {
+        let script = "return [...document.querySelectorAll('#chat li')].map((li) => ({\
+              cls: li.className,\
+              who: (li.querySelector('.who') || {}).textContent || '',\
+              text: (li.querySelector('.text') || {}).textContent || '',\
+              act: (li.querySelector('.act') || {}).textContent || null }))";
+        let v = self.js(script, vec![]).await?;
+        Ok(serde_json::from_value(v)?)
+    }
+
+    /// Waits until a chat line satisfies `pred`; returns it.
+    pub async fn wait_chat(
+        &self,
+        what: &str,
+        pred: impl Fn(&ChatLine) -> bool,
+    ) -> Result<ChatLine> {
+        self.wait_chat_after(0, what, pred).await
+    }
+
+    /// Waits until a chat line after the first `skip` ones satisfies `pred`; returns it.
+    pub async fn wait_chat_after(
+        &self,
+        skip: usize,
+        what: &str,
+        pred: impl Fn(&ChatLine) -> bool,
+    ) -> Result<ChatLine> {
+        let r = until(&format!("a chat line: {what}"), WAIT, || async {
+            Ok(self.chat().await?.into_iter().skip(skip).find(|l| pred(l)))
+        })
+        .await;
+        self.explain(r).await
+    }
+
+    /// A PNG of the viewport.
+    pub async fn screenshot(&self) -> Result<Vec<u8>> {
+        self.client
+            .screenshot()
+            .await
+            .with_context(|| format!("{}: screenshot", self.name))
+    }
+
+    /// Ends the browser (and its Chromium process).
+    pub async fn close(self) -> Result<()> {
+        self.client
+            .close()
+            .await
+            .with_context(|| format!("{}: closing the browser", self.name))
+    }
+}
+
+/// One line of the room's chat as the participant sees it.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct ChatLine {
+    pub cls: String,
+    pub who: String,
+    pub text: String,
+    /// The dialogue-act label under a wizard's own message (wizard page only).
+    pub act: Option<String>,
+}
