@@ -136,7 +136,7 @@ pub struct Report {
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("store: {0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Data(#[from] ExportError),

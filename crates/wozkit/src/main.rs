@@ -1,6 +1,7 @@
 //! The `wozkit` command line: a thin layer over the library crates. Each subcommand parses its
 //! arguments, calls one library function and prints the result; errors get context with anyhow.
 
+mod data_cmds;
 mod study_cmds;
 
 use std::process::ExitCode;
@@ -33,6 +34,12 @@ enum Cmd {
     Graph(study_cmds::GraphArgs),
     /// Print the JSON Schema of the study format.
     Schema,
+    /// Import dataset files into the store as sessions.
+    Import(data_cmds::ImportArgs),
+    /// Export the store's sessions in a dataset format, optionally split.
+    Export(data_cmds::ExportArgs),
+    /// Write the report (HTML with SVG charts, and JSON) over the store's sessions.
+    Report(data_cmds::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +50,9 @@ fn main() -> ExitCode {
         Cmd::Simulate(args) => study_cmds::simulate(args),
         Cmd::Graph(args) => study_cmds::graph(args),
         Cmd::Schema => study_cmds::schema(),
+        Cmd::Import(args) => data_cmds::import(args),
+        Cmd::Export(args) => data_cmds::export(args),
+        Cmd::Report(args) => data_cmds::report(args),
     };
     match result {
         Ok(code) => code,

@@ -60,6 +60,15 @@ const TOLERANCE: f64 = 1e-12;
 /// half a win for each side. A system that never scores gets strength 0 (its maximum-likelihood
 /// estimate). `None` when there are no outcomes.
 pub fn bradley_terry(outcomes: &[Outcome]) -> Option<BradleyTerry> {
+    fit_bradley_terry(outcomes, MAX_ITERATIONS)
+}
+
+/// Iterations allowed per bootstrap fit. A resample whose comparison graph falls apart (a
+/// system that never loses, say) has no finite maximum and would run to [`MAX_ITERATIONS`];
+/// a converging fit needs far fewer.
+const BOOTSTRAP_ITERATIONS: usize = 2_000;
+
+fn fit_bradley_terry(outcomes: &[Outcome], max_iterations: usize) -> Option<BradleyTerry> {
     let mut index: IndexMap<&str, usize> = IndexMap::new();
     for o in outcomes {
         let next = index.len();
@@ -85,7 +94,7 @@ pub fn bradley_terry(outcomes: &[Outcome]) -> Option<BradleyTerry> {
     }
     let mut strength = vec![1.0 / m as f64; m];
     let mut iterations = 0;
-    while iterations < MAX_ITERATIONS {
+    while iterations < max_iterations {
         iterations += 1;
         let mut next: Vec<f64> = (0..m)
             .map(|i| {
@@ -124,8 +133,9 @@ pub fn bradley_terry(outcomes: &[Outcome]) -> Option<BradleyTerry> {
 
 /// A percentile bootstrap interval for each system's Bradley-Terry strength: `resamples` fits on
 /// outcomes drawn with replacement by a ChaCha8 generator seeded with `seed` (so a report is
-/// reproducible), cut at (1 − level)/2 and (1 + level)/2 with linear interpolation (numpy's
-/// default). Systems absent from a resample are left out of that draw.
+/// reproducible; each fit stops after a bounded number of iterations), cut at (1 − level)/2 and
+/// (1 + level)/2 with linear interpolation (numpy's default). Systems absent from a resample are
+/// left out of that draw.
 pub fn bradley_terry_intervals(
     outcomes: &[Outcome],
     resamples: usize,
@@ -145,7 +155,7 @@ pub fn bradley_terry_intervals(
         let sample: Vec<Outcome> = (0..outcomes.len())
             .filter_map(|_| outcomes.get(rng.random_range(0..outcomes.len())).cloned())
             .collect();
-        if let Some(fit) = bradley_terry(&sample) {
+        if let Some(fit) = fit_bradley_terry(&sample, BOOTSTRAP_ITERATIONS) {
             for (system, s) in fit.strength {
                 draws.entry(system).or_default().push(s);
             }

@@ -93,14 +93,10 @@ pub struct ExportSummary {
 pub enum StoreExportError {
     #[error(transparent)]
     Export(#[from] ExportError),
-    #[error("store: {0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
 }
 
 /// Exports the store's sessions as `options` says.

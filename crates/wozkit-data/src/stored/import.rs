@@ -65,16 +65,15 @@ pub enum StoreImportError {
         hint: &'static str,
     },
     #[error(
-        "import interrupted after writing {written} of {total} sessions: {source}. The written \
+        "import interrupted after writing {written} of {total} sessions: {error}. The written \
          sessions stay hidden from exports and reports; run the same import again to finish it"
     )]
     Interrupted {
         written: usize,
         total: usize,
-        #[source]
-        source: StoreError,
+        error: StoreError,
     },
-    #[error("store: {0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
 }
 
@@ -194,10 +193,10 @@ pub async fn import_files(
         .try_fold(0usize, |sum, n| async move { Ok(sum + n) })
         .await;
     progress.finish();
-    let interrupted = |source| StoreImportError::Interrupted {
+    let interrupted = |error| StoreImportError::Interrupted {
         written: written.load(std::sync::atomic::Ordering::Relaxed),
         total,
-        source,
+        error,
     };
     summary.events = write_result.map_err(interrupted)?;
     summary.sessions = written.load(std::sync::atomic::Ordering::Relaxed);

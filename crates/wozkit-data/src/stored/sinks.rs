@@ -49,9 +49,9 @@ pub(crate) fn open(format: ExportFormat, out: &Path) -> Result<Box<dyn Sink>, St
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreExportError + '_ {
-    move |source| StoreExportError::Io {
+    move |error| StoreExportError::Io {
         path: path.display().to_string(),
-        source,
+        error,
     }
 }
 
@@ -178,6 +178,9 @@ impl Sidecar {
         let file = match &mut self.file {
             Some(file) => file,
             None => {
+                if let Some(dir) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                }
                 let file = File::create(&self.path).map_err(io_err(&self.path))?;
                 self.file.insert(BufWriter::new(file))
             }

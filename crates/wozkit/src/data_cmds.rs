@@ -1,0 +1,269 @@
+//! `wozkit import`, `wozkit export` and `wozkit report`: argument parsing, progress bars and
+//! summaries around [`wozkit_data::stored`] and [`wozkit_data::report`], which do the work.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use wozkit_data::report::evaluation::RankingOptions;
+use wozkit_data::report::features::Outcome;
+use wozkit_data::report::html::render_html;
+use wozkit_data::report::{Filter, ReportOptions, build_report};
+use wozkit_data::stored::export::parse_dataset;
+use wozkit_data::stored::{
+    ExportFormat, ExportOptions, Progress, SplitSpec, export_store, import_files,
+};
+use wozkit_store::Store;
+
+/// Where the data lives: a data directory (SQLite) or a PostgreSQL URL.
+#[derive(Args)]
+pub struct DataArg {
+    /// Data directory (SQLite), sqlite:FILE, or postgres://user:password@host/database.
+    #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
+    data: String,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// taskmaster1, crosswoz, multiwoz, convlab3, crsarena (dialogues, merged files, votes
+    /// .csv and CRSArena-Eval ratings), crsarena_eval or crwiz.
+    #[arg(long)]
+    format: String,
+    #[command(flatten)]
+    data: DataArg,
+    /// Dataset files (zipped JSON is unpacked).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// taskmaster1, crosswoz, multiwoz, convlab3, crsarena, crsarena_eval, crwiz, jsonl,
+    /// survey-csv or votes-csv.
+    #[arg(long)]
+    format: String,
+    #[command(flatten)]
+    data: DataArg,
+    /// Output file (a folder for crwiz); a name ending in .zip is written as a zip archive.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Split into parts, e.g. train=0.8,dev=0.1,test=0.1: one file per part.
+    #[arg(long)]
+    split: Option<String>,
+    /// Seed of the split.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Only this study's sessions (imported ones are in import:<format>).
+    #[arg(long)]
+    study: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    data: DataArg,
+    /// KEY=VALUE, repeatable: study, format, file, system, or a field of the dataset record.
+    #[arg(long = "filter")]
+    filters: Vec<String>,
+    /// Write the report page here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Write every number of the report here (printed when neither --html nor --json is given).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// The session outcome: goal_reached or satisfied.
+    #[arg(long, default_value = "goal_reached")]
+    outcome: String,
+    /// Dialogue acts listed per role.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    #[arg(long, default_value_t = 16.0)]
+    elo_k: f64,
+    #[arg(long, default_value_t = 1000.0)]
+    elo_start: f64,
+    /// Bootstrap resamples for the Bradley-Terry intervals.
+    #[arg(long, default_value_t = 1000)]
+    bootstrap: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+pub fn import(args: ImportArgs) -> Result<ExitCode> {
+    let format = parse_dataset(&args.format).ok_or_else(|| {
+        anyhow!(
+            "unknown format {:?}; expected taskmaster1, crosswoz, multiwoz, convlab3, crsarena, \
+             crsarena_eval or crwiz",
+            args.format
+        )
+    })?;
+    let started = Instant::now();
+    let summary = with_store(&args.data.data, async |store| {
+        Ok(import_files(store, format, &args.paths, &Bar::default()).await?)
+    })?;
+    println!(
+        "imported {} sessions ({} events) from {} file(s) in {:.1} s; {} already present, {} \
+         finished from an interrupted import",
+        summary.sessions,
+        summary.events,
+        summary.files,
+        started.elapsed().as_secs_f64(),
+        summary.unchanged,
+        summary.resumed
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    let format = ExportFormat::parse(&args.format).ok_or_else(|| {
+        anyhow!(
+            "unknown format {:?}; expected one of {}",
+            args.format,
+            ExportFormat::NAMES.join(", ")
+        )
+    })?;
+    let split = match &args.split {
+        Some(text) => Some(SplitSpec::parse(text, args.seed).map_err(|e| anyhow!("--split: {e}"))?),
+        None => None,
+    };
+    let options = ExportOptions {
+        format,
+        out: args.out,
+        split,
+        study: args.study,
+    };
+    let started = Instant::now();
+    let summary = with_store(&args.data.data, async |store| {
+        Ok(export_store(store, &options, &Bar::default()).await?)
+    })?;
+    println!(
+        "exported {} of {} sessions ({} events read) in {:.1} s; {} sessions have events the \
+         format cannot hold (in the sidecar)",
+        summary.sessions_written,
+        summary.sessions_read,
+        summary.events_read,
+        started.elapsed().as_secs_f64(),
+        summary.sidecar_sessions
+    );
+    for file in &summary.files {
+        println!("  wrote {}", file.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn report(args: ReportArgs) -> Result<ExitCode> {
+    let filters = args
+        .filters
+        .iter()
+        .map(|f| Filter::parse(f))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow!(e))?;
+    let outcome = Outcome::parse(&args.outcome).ok_or_else(|| {
+        anyhow!(
+            "--outcome {:?}: expected goal_reached or satisfied",
+            args.outcome
+        )
+    })?;
+    let options = ReportOptions {
+        filters,
+        outcome,
+        top: args.top,
+        ranking: RankingOptions {
+            elo_k: args.elo_k,
+            elo_start: args.elo_start,
+            bootstrap: args.bootstrap,
+            seed: args.seed,
+        },
+    };
+    let started = Instant::now();
+    let report = with_store(&args.data.data, async |store| {
+        Ok(build_report(store, &options).await?)
+    })?;
+    let json = serde_json::to_string_pretty(&report)?;
+    if args.html.is_none() && args.json.is_none() {
+        println!("{json}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, format!("{json}\n"))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, render_html(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    eprintln!(
+        "report: {} dialogue sessions, {} votes, in {:.1} s",
+        report.sessions,
+        report.votes,
+        started.elapsed().as_secs_f64()
+    );
+    for path in args.json.iter().chain(&args.html) {
+        println!("  wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `work` on the store at `location` in a fresh runtime and closes the store afterwards.
+fn with_store<T>(location: &str, work: impl AsyncFnOnce(&dyn Store) -> Result<T>) -> Result<T> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let store = wozkit_store::open(location)
+            .await
+            .with_context(|| format!("cannot open the data at {location}"))?;
+        let result = work(&*store).await;
+        store.close().await;
+        result
+    })
+}
+
+/// A progress bar on stderr that appears only once a phase has run for a second, and never
+/// when stderr is not a terminal.
+#[derive(Default)]
+struct Bar {
+    current: Mutex<Option<(ProgressBar, Instant)>>,
+}
+
+impl Progress for Bar {
+    fn start(&self, phase: &str, total: Option<u64>) {
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
+        let style = ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_message(phase.to_string());
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some((bar, Instant::now()));
+    }
+
+    fn advance(&self, n: u64) {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((bar, started)) = current.as_ref() {
+            bar.inc(n);
+            if bar.is_hidden()
+                && started.elapsed() > Duration::from_secs(1)
+                && std::io::stderr().is_terminal()
+            {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some((bar, _)) = self
+            .current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            bar.finish_and_clear();
+        }
+    }
+}
