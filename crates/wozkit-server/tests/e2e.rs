@@ -198,7 +198,7 @@ async fn play(
     p.said.push(room.say("inform_damage_inspection").await?);
     room.act("assess", "qdc2", None).await?;
     room.wait_media("quad_assess.gif").await?;
-    p.said.push(room.say("inform_riskx").await?);
+    p.said.push(room.say("inform_risk").await?);
     p.said.push(room.say("inform_mission_completed").await?);
 
     for (br, role) in [(w, Role::Wizard), (u, Role::User)] {
@@ -235,7 +235,7 @@ impl Room<'_> {
             .states
             .iter()
             .find(|s| s.id == state)
-            .context("no such state")?;
+            .with_context(|| format!("the study has no state `{state}`"))?;
         let label = st.label().to_string();
         let (w_before, u_before) = (self.w.chat().await?.len(), self.u.chat().await?.len());
         self.w.click(&format!("option-{state}")).await?;
@@ -314,7 +314,7 @@ impl Room<'_> {
             .fixed_options
             .iter()
             .find(|f| f.id == id)
-            .context("no such fixed option")?;
+            .with_context(|| format!("the study has no fixed option `{id}`"))?;
         self.w.click(&format!("fixed-{id}")).await?;
         self.u
             .wait_chat("the fixed option", |l| {
@@ -449,6 +449,12 @@ async fn screenshots(w: &Browser, u: &Browser) -> Result<()> {
         if !update && path.exists() {
             continue;
         }
+        // Clicking scrolled the options column; show it from its top, as a wizard first sees it.
+        br.js(
+            "const o = document.getElementById('options-panel'); if (o) o.scrollTop = 0; return true",
+            vec![],
+        )
+        .await?;
         br.wait_js(
             "the page's transitions to settle",
             "return document.getAnimations().every((a) => a.playState !== 'running')",
