@@ -1,20 +1,23 @@
 //! The PostgreSQL backend, for several server instances sharing one database.
 //!
-//! `seq` is assigned by the database, not in memory: each session row carries a `last_seq`
-//! counter, and an append is ONE statement that bumps the counter (taking that row's lock, so
-//! concurrent appends to a session from any instance queue up behind each other) and inserts the
-//! numbered events. It commits or fails as a whole, so the counter never runs ahead of the log
-//! and `seq` stays gap-free. Appends to different sessions do not wait for each other.
+//! Appends go through the group-committing writer task in `writer.rs` (see there for how `seq`
+//! is assigned under a row lock, which keeps it gap-free across instances); everything else is a
+//! single statement on the pool.
 //!
-//! Durability: each append commits on its own with PostgreSQL's default
-//! `synchronous_commit = on`, so it is on disk when acknowledged; concurrent commits from the
-//! pool share WAL flushes through PostgreSQL's own group commit, so no writer task is needed.
+//! Durability: commits use PostgreSQL's default `synchronous_commit = on`, so an acknowledged
+//! append is on disk; the group commit shares one WAL flush among all appends of a batch.
 
+mod writer;
+
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event};
+use tokio::sync::{mpsc, oneshot};
+use wozkit_core::event::{EndReason, Event};
+
+use self::writer::{AppendRequest, Msg};
 
 use crate::codec::{self, to_i64};
 use crate::error::{Result, StoreError};
@@ -31,6 +34,10 @@ pub struct PgOptions {
     pub max_connections: u32,
     /// How long a request waits for a free connection before failing.
     pub acquire_timeout: Duration,
+    /// Most appends committed in one transaction.
+    pub max_batch: usize,
+    /// Appends that may wait for the writer before senders are held back.
+    pub queue: usize,
 }
 
 impl Default for PgOptions {
@@ -38,13 +45,19 @@ impl Default for PgOptions {
         PgOptions {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(10),
+            max_batch: 1024,
+            queue: 8192,
         }
     }
 }
 
-/// The PostgreSQL store: a connection pool. Cheap to share behind an `Arc`.
+/// The PostgreSQL store: a connection pool and the append writer. Share it behind an `Arc`.
 pub struct PgStore {
     pool: PgPool,
+    /// The append writer's queue; bounded so a burst slows callers instead of growing memory.
+    appends: mpsc::Sender<Msg>,
+    /// Makes `close` idempotent through a shared reference; never held across an await.
+    closed: Mutex<bool>,
 }
 
 impl PgStore {
@@ -61,7 +74,13 @@ impl PgStore {
             .await?;
         // Concurrent instances starting together are serialised by the migrator's advisory lock.
         crate::migrations::postgres().run(&pool).await?;
-        Ok(PgStore { pool })
+        let (appends, inbox) = mpsc::channel(options.queue.max(1));
+        tokio::spawn(writer::run(pool.clone(), inbox, options.max_batch.max(1)));
+        Ok(PgStore {
+            pool,
+            appends,
+            closed: Mutex::new(false),
+        })
     }
 
     async fn one_participant(
@@ -171,43 +190,17 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let rows = codec::encode_events(&events)?;
-        let count = to_i64("event count", rows.len() as u64)?;
-        let (mut at_ms, mut actors, mut payloads) = (
-            Vec::with_capacity(rows.len()),
-            Vec::with_capacity(rows.len()),
-            Vec::with_capacity(rows.len()),
-        );
-        for row in rows {
-            at_ms.push(row.at_ms);
-            actors.push(row.actor);
-            payloads.push(row.payload);
-        }
-        let base: Option<i64> = sqlx::query_scalar(
-            "WITH counter AS ( \
-                 UPDATE sessions SET last_seq = last_seq + $2 WHERE id = $1 \
-                 RETURNING last_seq - $2 AS base), \
-             inserted AS ( \
-                 INSERT INTO events (session_id, seq, v, at_ms, actor, payload) \
-                 SELECT $1, counter.base + t.ord, $3, t.at_ms, t.actor, t.payload \
-                 FROM counter, \
-                      UNNEST($4::bigint[], $5::text[], $6::text[]) \
-                      WITH ORDINALITY AS t(at_ms, actor, payload, ord) \
-                 RETURNING 1) \
-             SELECT base FROM counter",
-        )
-        .bind(session)
-        .bind(count)
-        .bind(i64::from(EVENT_SCHEMA_VERSION))
-        .bind(at_ms)
-        .bind(actors)
-        .bind(payloads)
-        .fetch_optional(&self.pool)
-        .await?;
-        let base = base.ok_or_else(|| StoreError::UnknownSession(session.to_owned()))?;
-        let first = u64::try_from(base).map_err(|_| StoreError::Corrupt {
-            what: "session last seq",
-            detail: format!("negative value {base}"),
-        })? + 1;
+        let (reply, answer) = oneshot::channel();
+        let request = AppendRequest {
+            session: session.to_owned(),
+            rows,
+            reply,
+        };
+        self.appends
+            .send(Msg::Append(request))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        let first = answer.await.map_err(|_| StoreError::Closed)??;
         Ok(codec::stored_events(session, first, events))
     }
 
@@ -355,6 +348,17 @@ impl Store for PgStore {
     }
 
     async fn close(&self) {
+        {
+            let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            if *closed {
+                return;
+            }
+            *closed = true;
+        }
+        let (reply, done) = oneshot::channel();
+        if self.appends.send(Msg::Close(reply)).await.is_ok() {
+            let _ = done.await;
+        }
         self.pool.close().await;
     }
 }

@@ -1,6 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode, `DATA_DIR/wozkit.sqlite3`. Reads go to a
 //! small pool of connections, which WAL lets run alongside the writer; every write goes through
-//! the single writer task in [`writer`], which group-commits.
+//! the single writer task in `writer.rs`, which group-commits.
 //!
 //! Durability: the writer commits with `synchronous = FULL` by default, so an answered request
 //! has been fsynced and survives power loss as well as the process being killed. The group

@@ -1,35 +1,19 @@
-//! The store conformance suite: every case runs on SQLite and, when `WOZKIT_TEST_PG_URL` is set,
-//! on PostgreSQL, so both backends are held to one behaviour.
+//! Conformance cases about event logs: numbering under concurrency, reading back, atomic
+//! batches, durability across reopen, and paging through every event for exports.
 
-mod harness;
-
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use harness::{Backend, message, new_session, text_of};
-use wozkit_core::event::{EndReason, Role};
-use wozkit_store::{
-    EventCursor, NewEvent, NewParticipant, ParticipantPatch, Platform, SessionFilter,
-    SessionStatus, Store, StoreError, hash_token, new_token,
-};
+use wozkit_core::event::EndReason;
+use wozkit_store::{EventCursor, NewEvent, StoreError, new_token};
 
-conformance!(
-    concurrent_appends_get_gap_free_ordered_seqs,
-    events_after_seq,
-    failed_batch_writes_nothing,
-    unknown_session_is_refused,
-    reopen_keeps_everything,
-    participants_by_token_and_worker,
-    participant_updates,
-    session_listing_and_ending,
-    events_page_walks_every_event,
-    meta_values,
-);
+use super::records::participant;
+use crate::harness::{Backend, message, new_session, text_of};
 
 /// Many tasks append batches to many sessions at once. Every session's log must be numbered
 /// 1..=n without gaps, hold every acknowledged event at the `seq` it was acknowledged with, keep
 /// each batch contiguous, and keep each task's appends in the order they were made.
-async fn concurrent_appends_get_gap_free_ordered_seqs(backend: &Backend) {
+pub async fn concurrent_appends_get_gap_free_ordered_seqs(backend: &Backend) {
     const SESSIONS: usize = 40;
     const TASKS: usize = 120;
     const APPENDS_PER_TASK: usize = 15;
@@ -120,7 +104,7 @@ async fn concurrent_appends_get_gap_free_ordered_seqs(backend: &Backend) {
     store.close().await;
 }
 
-async fn events_after_seq(backend: &Backend) {
+pub async fn events_after_seq(backend: &Backend) {
     let store = backend.open().await;
     store
         .create_session(new_session("a", "study", 1))
@@ -168,7 +152,7 @@ async fn events_after_seq(backend: &Backend) {
 
 /// A batch that cannot be stored as a whole stores nothing, and the next batch starts at the
 /// `seq` the failed one would have taken.
-async fn failed_batch_writes_nothing(backend: &Backend) {
+pub async fn failed_batch_writes_nothing(backend: &Backend) {
     let store = backend.open().await;
     store
         .create_session(new_session("a", "study", 1))
@@ -195,7 +179,7 @@ async fn failed_batch_writes_nothing(backend: &Backend) {
     store.close().await;
 }
 
-async fn unknown_session_is_refused(backend: &Backend) {
+pub async fn unknown_session_is_refused(backend: &Backend) {
     let store = backend.open().await;
     let err = store
         .append("ghost", vec![message("boo", 1)])
@@ -220,7 +204,7 @@ async fn unknown_session_is_refused(backend: &Backend) {
 
 /// Everything survives closing and reopening, and numbering continues where it stopped, both
 /// after an orderly close and after the last handle is simply dropped.
-async fn reopen_keeps_everything(backend: &Backend) {
+pub async fn reopen_keeps_everything(backend: &Backend) {
     let store = backend.open().await;
     store
         .create_session(new_session("a", "study", 1))
@@ -295,270 +279,7 @@ async fn reopen_keeps_everything(backend: &Backend) {
     store.close().await;
 }
 
-fn participant(id: &str, token_hash: &str, worker: Option<&str>) -> NewParticipant {
-    NewParticipant {
-        id: id.to_owned(),
-        token_hash: token_hash.to_owned(),
-        study_id: "study".to_owned(),
-        platform: Platform::Prolific,
-        worker_id: worker.map(str::to_owned),
-        external_ids: BTreeMap::from([
-            ("PROLIFIC_PID".to_owned(), worker.unwrap_or("").to_owned()),
-            ("STUDY_ID".to_owned(), "st-1".to_owned()),
-        ]),
-        flow_step: "consent".to_owned(),
-        created_at_ms: 5,
-    }
-}
-
-async fn participants_by_token_and_worker(backend: &Backend) {
-    let store = backend.open().await;
-    let (token, hash) = new_token();
-    let created = store
-        .create_participant(participant("p1", &hash, Some("W1")))
-        .await
-        .expect("p1");
-    assert_eq!((created.role, created.session_id.as_deref()), (None, None));
-    let found = store
-        .participant_by_token_hash(&hash_token(&token))
-        .await
-        .expect("lookup");
-    assert_eq!(found.as_ref(), Some(&created));
-    assert_eq!(
-        store.participant("p1").await.expect("by id").as_ref(),
-        Some(&created)
-    );
-    assert!(
-        store
-            .participant_by_token_hash(&hash_token("wrong"))
-            .await
-            .expect("miss")
-            .is_none()
-    );
-
-    let returning = store
-        .participant_by_worker("study", Platform::Prolific, "W1")
-        .await
-        .expect("by worker");
-    assert_eq!(returning.map(|p| p.id), Some("p1".to_owned()));
-    for (study, platform, worker) in [
-        ("other", Platform::Prolific, "W1"),
-        ("study", Platform::Mturk, "W1"),
-        ("study", Platform::Prolific, "W2"),
-    ] {
-        let miss = store
-            .participant_by_worker(study, platform, worker)
-            .await
-            .expect("lookup");
-        assert!(miss.is_none(), "{study}/{platform:?}/{worker}");
-    }
-
-    let (_, hash2) = new_token();
-    let again = store
-        .create_participant(participant("p2", &hash2, Some("W1")))
-        .await;
-    assert!(
-        matches!(again, Err(StoreError::Conflict { .. })),
-        "same worker twice: {again:?}"
-    );
-    let same_token = store
-        .create_participant(participant("p3", &hash, Some("W3")))
-        .await;
-    assert!(
-        matches!(same_token, Err(StoreError::Conflict { .. })),
-        "{same_token:?}"
-    );
-    // Anonymous lab links have no worker id and never collide.
-    for id in ["lab1", "lab2"] {
-        let mut new = participant(id, &new_token().1, None);
-        new.platform = Platform::Lab;
-        store
-            .create_participant(new)
-            .await
-            .expect("anonymous participant");
-    }
-    store.close().await;
-}
-
-async fn participant_updates(backend: &Backend) {
-    let store = backend.open().await;
-    let (_, hash) = new_token();
-    store
-        .create_participant(participant("p1", &hash, Some("W1")))
-        .await
-        .expect("create");
-    store
-        .create_session(new_session("s1", "study", 1))
-        .await
-        .expect("session");
-
-    let paired = store
-        .update_participant(
-            "p1",
-            ParticipantPatch {
-                role: Some(Some(Role::Wizard)),
-                session_id: Some(Some("s1".to_owned())),
-                flow_step: Some("room".to_owned()),
-                ..ParticipantPatch::default()
-            },
-        )
-        .await
-        .expect("pair");
-    assert_eq!(paired.role, Some(Role::Wizard));
-    assert_eq!(paired.session_id.as_deref(), Some("s1"));
-    assert_eq!(paired.flow_step, "room");
-    assert_eq!(paired.completion_code, None);
-    let in_session = store
-        .participants_in_session("s1")
-        .await
-        .expect("in session");
-    assert_eq!(in_session, vec![paired.clone()]);
-
-    let done = store
-        .update_participant(
-            "p1",
-            ParticipantPatch {
-                completion_code: Some(Some("C0DE".to_owned())),
-                ..ParticipantPatch::default()
-            },
-        )
-        .await
-        .expect("complete");
-    assert_eq!(done.completion_code.as_deref(), Some("C0DE"));
-    assert_eq!(
-        (done.role, done.flow_step.as_str()),
-        (Some(Role::Wizard), "room"),
-        "kept"
-    );
-
-    let unpaired = store
-        .update_participant(
-            "p1",
-            ParticipantPatch {
-                session_id: Some(None),
-                ..ParticipantPatch::default()
-            },
-        )
-        .await
-        .expect("unpair");
-    assert_eq!(unpaired.session_id, None);
-    assert_eq!(
-        store
-            .participant_by_token_hash(&hash)
-            .await
-            .expect("lookup"),
-        Some(unpaired)
-    );
-
-    let missing = store
-        .update_participant("nobody", ParticipantPatch::default())
-        .await;
-    assert!(
-        matches!(missing, Err(StoreError::NotFound { .. })),
-        "{missing:?}"
-    );
-    store.close().await;
-}
-
-async fn session_listing_and_ending(backend: &Backend) {
-    let store = backend.open().await;
-    for (i, (id, study)) in [
-        ("s1", "alpha"),
-        ("s2", "alpha"),
-        ("s3", "beta"),
-        ("s4", "alpha"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let created = store
-            .create_session(new_session(id, study, 100 + i as u64))
-            .await
-            .expect("create");
-        assert_eq!(
-            (created.last_seq, created.ended, created.seed),
-            (0, None, u64::MAX - 7)
-        );
-    }
-    let dup = store.create_session(new_session("s1", "alpha", 1)).await;
-    assert!(matches!(dup, Err(StoreError::Conflict { .. })), "{dup:?}");
-    store
-        .append("s2", vec![message("x", 1), message("y", 2)])
-        .await
-        .expect("append");
-
-    assert!(
-        store
-            .end_session("s2", EndReason::TimeLimit, 500)
-            .await
-            .expect("end")
-    );
-    assert!(
-        !store
-            .end_session("s2", EndReason::Aborted, 600)
-            .await
-            .expect("again")
-    );
-    let unknown = store.end_session("nope", EndReason::Aborted, 1).await;
-    assert!(
-        matches!(unknown, Err(StoreError::UnknownSession(_))),
-        "{unknown:?}"
-    );
-
-    let ids =
-        |list: Vec<wozkit_store::SessionRecord>| list.into_iter().map(|s| s.id).collect::<Vec<_>>();
-    let all = store
-        .list_sessions(&SessionFilter::default())
-        .await
-        .expect("list");
-    assert_eq!(ids(all.clone()), ["s1", "s2", "s3", "s4"]);
-    let s2 = all.iter().find(|s| s.id == "s2").expect("s2");
-    assert_eq!(s2.last_seq, 2);
-    assert_eq!(
-        s2.ended.map(|e| (e.reason, e.at_ms)),
-        Some((EndReason::TimeLimit, 500))
-    );
-    assert!(!s2.is_live());
-
-    let alpha_live = SessionFilter {
-        study_id: Some("alpha".to_owned()),
-        status: Some(SessionStatus::Live),
-        ..SessionFilter::default()
-    };
-    assert_eq!(
-        ids(store.list_sessions(&alpha_live).await.expect("list")),
-        ["s1", "s4"]
-    );
-    assert_eq!(store.count_sessions(&alpha_live).await.expect("count"), 2);
-    let ended = SessionFilter {
-        status: Some(SessionStatus::Ended),
-        ..SessionFilter::default()
-    };
-    assert_eq!(
-        ids(store.list_sessions(&ended).await.expect("list")),
-        ["s2"]
-    );
-    let page = SessionFilter {
-        limit: Some(2),
-        offset: 1,
-        ..SessionFilter::default()
-    };
-    assert_eq!(
-        ids(store.list_sessions(&page).await.expect("page")),
-        ["s2", "s3"]
-    );
-    assert_eq!(
-        store
-            .count_sessions(&page)
-            .await
-            .expect("count ignores paging"),
-        4
-    );
-    assert!(store.session("nope").await.expect("lookup").is_none());
-    store.close().await;
-}
-
-async fn events_page_walks_every_event(backend: &Backend) {
+pub async fn events_page_walks_every_event(backend: &Backend) {
     let store = backend.open().await;
     let mut expected = HashSet::new();
     for (s, study) in [
@@ -613,20 +334,5 @@ async fn events_page_walks_every_event(backend: &Backend) {
             }
         }
     }
-    store.close().await;
-}
-
-async fn meta_values(backend: &Backend) {
-    let store = backend.open().await;
-    assert_eq!(store.meta("k").await.expect("get"), None);
-    store.set_meta("k", "one").await.expect("set");
-    store.set_meta("k", "two").await.expect("replace");
-    store.set_meta("other", "x").await.expect("set");
-    assert_eq!(store.meta("k").await.expect("get").as_deref(), Some("two"));
-    assert_eq!(
-        store.meta("other").await.expect("get").as_deref(),
-        Some("x")
-    );
-    eprintln!("meta values ok on {}", backend.name());
     store.close().await;
 }

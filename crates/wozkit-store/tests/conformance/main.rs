@@ -1,0 +1,24 @@
+//! The store conformance suite: every case runs on SQLite and, when `WOZKIT_TEST_PG_URL` is set,
+//! on PostgreSQL (see `.ci/start-postgres.sh`), so both backends are held to one behaviour.
+
+#[path = "../harness/mod.rs"]
+mod harness;
+
+mod events;
+mod records;
+
+use events::*;
+use records::*;
+
+conformance!(
+    concurrent_appends_get_gap_free_ordered_seqs,
+    events_after_seq,
+    failed_batch_writes_nothing,
+    unknown_session_is_refused,
+    reopen_keeps_everything,
+    participants_by_token_and_worker,
+    participant_updates,
+    session_listing_and_ending,
+    events_page_walks_every_event,
+    meta_values,
+);
