@@ -64,15 +64,15 @@ pub enum Refusal {
     Ended,
     #[error("only the {expected:?} side may do this")]
     WrongRole { expected: Role },
-    #[error("`{state}` is not offered now")]
+    #[error("“{state}” is not offered now")]
     NotOffered { state: String },
-    #[error("unknown fixed option `{id}`")]
+    #[error("unknown fixed option “{id}”")]
     UnknownFixed { id: String },
-    #[error("unknown action `{id}`")]
+    #[error("unknown action “{id}”")]
     UnknownAction { id: String },
-    #[error("unknown robot `{id}`")]
+    #[error("unknown robot “{id}”")]
     UnknownRobot { id: String },
-    #[error("unknown location `{id}`")]
+    #[error("unknown location “{id}”")]
     UnknownLocation { id: String },
     #[error("this action needs a target location")]
     TargetRequired,
@@ -82,7 +82,7 @@ pub enum Refusal {
     OtherRobotActive { robot: String },
     #[error("{robot} cannot {capability}")]
     LacksCapability { robot: String, capability: String },
-    #[error("`{action}` is not possible now")]
+    #[error("“{action}” is not possible now")]
     GuardFailed { action: String },
     #[error("waiting for the user's answer")]
     Locked,
