@@ -2,6 +2,7 @@
 //! arguments, calls one library function and prints the result; errors get context with anyhow.
 
 mod data_cmds;
+mod serve_cmd;
 mod study_cmds;
 
 use std::process::ExitCode;
@@ -40,9 +41,17 @@ enum Cmd {
     Export(data_cmds::ExportArgs),
     /// Write the report (HTML with SVG charts, and JSON) over the store's sessions.
     Report(data_cmds::ReportArgs),
+    /// Run the server: entry links, participant pages, pairing, live rooms, researcher pages.
+    Serve(serve_cmd::ServeArgs),
+    /// Payment table (CSV) of the participants, or check a completion code with --verify.
+    Payments(serve_cmd::PaymentsArgs),
 }
 
 fn main() -> ExitCode {
+    // `export --format log` (session logs with metrics) is served by the server crate.
+    if let Some(code) = serve_cmd::export_log_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Studies { action } => study_cmds::studies(action),
@@ -53,6 +62,8 @@ fn main() -> ExitCode {
         Cmd::Import(args) => data_cmds::import(args),
         Cmd::Export(args) => data_cmds::export(args),
         Cmd::Report(args) => data_cmds::report(args),
+        Cmd::Serve(args) => serve_cmd::serve(args),
+        Cmd::Payments(args) => serve_cmd::payments(args),
     };
     match result {
         Ok(code) => code,

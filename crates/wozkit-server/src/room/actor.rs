@@ -14,15 +14,15 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;
 use wozkit_core::engine::{self, Command, Refusal, Session};
-use wozkit_core::event::{Actor, EndReason, Event, EventKind, Role};
+use wozkit_core::event::{Actor, EndReason, Event, Role};
 use wozkit_core::load::LoadedStudy;
-use wozkit_core::model::PageKind;
-use wozkit_store::{NewEvent, ParticipantPatch, StoreError};
+use wozkit_store::{NewEvent, StoreError};
+
+mod fanout;
 
 use super::bot::Bot;
 use super::{RoomMsg, view};
 use crate::app::{AppState, now_ms, sleep_until_ms};
-use crate::flow;
 use crate::ws::frames::{ServerFrame, error_frame, refusal_frame};
 
 /// How the room came to be.
@@ -386,129 +386,6 @@ impl RoomActor {
         self.broadcast(&stored);
         self.schedule_bots(&stored);
         Ok(self.last_seq)
-    }
-
-    /// Records the end on the session and sends both participants on to their next page.
-    /// Idempotent, so a room rebuilt after a crash in the middle of it finishes the job.
-    async fn finalize(&mut self) {
-        self.ended_at = Some(now_ms());
-        self.join_deadline = None;
-        for b in &mut self.bots {
-            b.next_at = None;
-        }
-        let Some((reason, _)) = self.session.ended else {
-            return;
-        };
-        let store = &self.app.store;
-        if let Err(e) = store
-            .end_session(&self.session.id, reason, self.session.now_ms)
-            .await
-        {
-            tracing::error!(
-                session = self.session.id,
-                "cannot mark the session ended: {e}"
-            );
-        }
-        let participants = match store.participants_in_session(&self.session.id).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::error!(session = self.session.id, "cannot list participants: {e}");
-                return;
-            }
-        };
-        for p in participants {
-            let Some(role) = p.role else { continue };
-            let i = flow::index(&p.flow_step);
-            if flow::kind_at(&self.study.study, role, i) != PageKind::Room {
-                continue;
-            }
-            let patch = ParticipantPatch {
-                flow_step: Some(flow::encode(&self.study.study, role, i + 1)),
-                ..ParticipantPatch::default()
-            };
-            if let Err(e) = store.update_participant(&p.id, patch).await {
-                tracing::error!(participant = p.id, "cannot move the participant on: {e}");
-            }
-        }
-    }
-
-    /// Sends stored events, partner notices, views and (at the end) `ended` to every connection.
-    fn broadcast(&mut self, stored: &[Event]) {
-        for role in [Role::User, Role::Wizard] {
-            if !self.conns.iter().any(|c| c.role == role) {
-                continue;
-            }
-            let mut frames: Vec<Arc<str>> = vec![];
-            for e in stored {
-                if let Some(visible) = view::event_for(role, e) {
-                    frames.push(ServerFrame::Event { event: &visible }.text().into());
-                }
-                let status = match &e.kind {
-                    EventKind::Disconnected { role: r, .. } if *r != role => Some("reconnecting"),
-                    EventKind::Reconnected { role: r } if *r != role => Some("back"),
-                    _ => None,
-                };
-                if let Some(status) = status {
-                    frames.push(ServerFrame::Partner { status }.text().into());
-                }
-            }
-            frames.push(self.view_frame(role));
-            for f in &frames {
-                self.send_role(role, f);
-            }
-        }
-        if stored
-            .iter()
-            .any(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
-        {
-            self.announce_end = true;
-        }
-    }
-
-    /// Sends `ended` to everyone, after the step's ack (so a client sees its ack first).
-    fn flush_end(&mut self) {
-        if !std::mem::take(&mut self.announce_end) {
-            return;
-        }
-        let targets: Vec<(u64, String)> =
-            self.conns.iter().map(|c| (c.id, c.next.clone())).collect();
-        for (id, next) in targets {
-            let frame = self.ended_frame(&next);
-            self.send_to(id, frame);
-        }
-    }
-
-    fn view_frame(&self, role: Role) -> Arc<str> {
-        let v = view::view(&self.study, &self.session, role, now_ms());
-        ServerFrame::View { view: &v }.text().into()
-    }
-
-    /// `ended` when the session is over, else an empty frame (skipped).
-    fn ended_frame(&self, next: &str) -> Arc<str> {
-        match self.session.ended {
-            Some((reason, _)) => ServerFrame::Ended {
-                reason: reason.as_str(),
-                next,
-            }
-            .text()
-            .into(),
-            None => "".into(),
-        }
-    }
-
-    fn send_role(&mut self, role: Role, frame: &Arc<str>) {
-        // A connection whose queue is full is too slow to keep up: drop it (its task then
-        // closes the socket and the browser reconnects with its last seq).
-        self.conns
-            .retain(|c| c.role != role || c.out.try_send(frame.clone()).is_ok());
-    }
-
-    fn send_to(&mut self, conn: u64, frame: Arc<str>) {
-        if frame.is_empty() {
-            return;
-        }
-        self.conns
-            .retain(|c| c.id != conn || c.out.try_send(frame.clone()).is_ok());
     }
 
     fn schedule_bots(&mut self, stored: &[Event]) {

@@ -1,0 +1,254 @@
+//! `wozkit serve`, `wozkit payments` and `wozkit export --format log`: thin wrappers around
+//! `wozkit_server` (the server itself, and its payment and log projections of the store).
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser};
+use wozkit_core::load::{self, LoadedStudy};
+use wozkit_server::records::payments::{self, Verdict};
+use wozkit_server::{Config, Tunables, auth, launch_with_listener, records};
+use wozkit_store::Store;
+
+/// The study served when none is named.
+const DEFAULT_STUDY: &str = "offshore-emergency";
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Studies to serve: study files, folders with study.yaml, or built-in names. The first is
+    /// the default of entry links that name none.
+    #[arg(default_value = DEFAULT_STUDY)]
+    studies: Vec<String>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Data directory (SQLite, created if missing), sqlite:FILE, or postgres://….
+    #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
+    data: String,
+}
+
+#[derive(Args)]
+pub struct PaymentsArgs {
+    /// Data directory (SQLite), sqlite:FILE, or postgres://….
+    #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
+    data: String,
+    /// Only this study's sessions, priced by this study file (or built-in study); without it
+    /// each session is priced by the built-in study of the same id, if there is one.
+    #[arg(long)]
+    study: Option<String>,
+    /// Write the CSV here instead of standard output.
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// Check a completion code instead: prints whose it is, exits 1 if it is not valid.
+    #[arg(long, value_name = "CODE")]
+    verify: Option<String>,
+}
+
+/// `wozkit export --format log`: one JSON log with metrics per session.
+#[derive(Parser)]
+#[command(name = "wozkit export")]
+struct LogExportArgs {
+    /// `log`.
+    #[arg(long)]
+    format: String,
+    /// Data directory (SQLite), sqlite:FILE, or postgres://….
+    #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
+    data: String,
+    /// A folder (one <session>.json each), or a file ending in .jsonl (one session per line).
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Only this study's sessions.
+    #[arg(long)]
+    study: Option<String>,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn load_study(arg: &str) -> Result<LoadedStudy> {
+    load::resolve(arg)
+        .map_err(|d| anyhow::anyhow!("{d}"))
+        .with_context(|| format!("study `{arg}` does not load"))
+}
+
+async fn open_store(data: &str) -> Result<Arc<dyn Store>> {
+    wozkit_store::open(data)
+        .await
+        .with_context(|| format!("cannot open the data at `{data}`"))
+}
+
+pub fn serve(args: ServeArgs) -> Result<ExitCode> {
+    tracing_subscriber::fmt()
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .init();
+    let studies = args
+        .studies
+        .iter()
+        .map(|s| load_study(s))
+        .collect::<Result<Vec<_>>>()?;
+    runtime()?.block_on(async move {
+        let store = open_store(&args.data).await?;
+        let env_password = std::env::var("WOZKIT_RESEARCHER_PASSWORD").ok();
+        let generated = auth::ensure_password(store.as_ref(), env_password.as_deref())
+            .await
+            .context("cannot set up the researcher password")?;
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.addr))?;
+        let base = format!("http://{}", listener.local_addr().unwrap_or(args.addr));
+        println!("wozkit is serving on {base} (data: {})", args.data);
+        for s in &studies {
+            println!("  participant entry link ({}): {base}/join?study={}", s.study.title, s.study.id);
+            println!("    Prolific: …&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}");
+        }
+        println!("  try both roles yourself: {base}/try");
+        println!("  researcher pages:        {base}/researcher");
+        match generated {
+            Some(pw) => println!("  researcher password (shown once, stored hashed): {pw}"),
+            None if env_password.is_some() => println!("  researcher password: from WOZKIT_RESEARCHER_PASSWORD"),
+            None => println!("  researcher password: as printed on first start (set WOZKIT_RESEARCHER_PASSWORD to change it)"),
+        }
+        println!("Press Ctrl-C to stop; sessions resume where they were on the next start.");
+        let config = Config {
+            studies,
+            tunables: Tunables::default(),
+        };
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        launch_with_listener(config, store, listener, shutdown).await.context("the server stopped with an error")?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
+    runtime()?.block_on(async move {
+        let store = open_store(&args.data).await?;
+        if let Some(code) = &args.verify {
+            let verdict = payments::verify(store.as_ref(), code).await?;
+            store.close().await;
+            return Ok(match verdict {
+                Verdict::Valid {
+                    participant,
+                    session,
+                } => {
+                    let ids: Vec<String> = participant
+                        .external_ids
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    println!(
+                        "valid: participant {} ({}; {}), study {}, session {}",
+                        participant.id,
+                        participant.platform.as_str(),
+                        if ids.is_empty() {
+                            "no crowd ids".to_string()
+                        } else {
+                            ids.join(", ")
+                        },
+                        participant.study_id,
+                        session.as_deref().unwrap_or("none"),
+                    );
+                    ExitCode::SUCCESS
+                }
+                Verdict::Unknown => {
+                    println!(
+                        "not valid: no participant in {} has the code {code}",
+                        args.data
+                    );
+                    ExitCode::FAILURE
+                }
+                Verdict::NoKey => {
+                    println!(
+                        "not valid: {} has no completion-code key (no server ran on it)",
+                        args.data
+                    );
+                    ExitCode::FAILURE
+                }
+            });
+        }
+        let given = args
+            .study
+            .as_deref()
+            .map(load_study)
+            .transpose()?
+            .map(Arc::new);
+        let filter = given.as_ref().map(|s| s.study.id.clone());
+        let study_of = |id: &str| -> Option<Arc<LoadedStudy>> {
+            match &given {
+                Some(s) if s.study.id == id => Some(s.clone()),
+                Some(_) => None,
+                None => load::builtin_names()
+                    .iter()
+                    .any(|n| n == id)
+                    .then(|| load::load_builtin(id).ok().map(Arc::new))
+                    .flatten(),
+            }
+        };
+        let rows = payments::payments(store.as_ref(), filter.as_deref(), &study_of).await?;
+        store.close().await;
+        match &args.out {
+            Some(path) => {
+                let file = std::fs::File::create(path)
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                payments::write_csv(&rows, file)?;
+                eprintln!(
+                    "{} participant(s) written to {}",
+                    rows.len(),
+                    path.display()
+                );
+            }
+            None => payments::write_csv(&rows, std::io::stdout().lock())?,
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Runs `wozkit export --format log …` if that is the command line, before the general parser
+/// (whose `export` handles the dataset formats). `None` when the command is something else.
+pub fn export_log_if_asked() -> Option<ExitCode> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if args.get(1).and_then(|a| a.to_str()) != Some("export") {
+        return None;
+    }
+    let rest: Vec<&str> = args.iter().skip(2).filter_map(|a| a.to_str()).collect();
+    let is_log = rest.windows(2).any(|w| w[0] == "--format" && w[1] == "log")
+        || rest.contains(&"--format=log");
+    if !is_log {
+        return None;
+    }
+    let parsed = LogExportArgs::parse_from(
+        std::iter::once(OsString::from("wozkit export")).chain(args.into_iter().skip(2)),
+    );
+    Some(match export_log(parsed) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+fn export_log(args: LogExportArgs) -> Result<ExitCode> {
+    if args.format != "log" {
+        bail!("unknown format `{}`", args.format);
+    }
+    runtime()?.block_on(async move {
+        let store = open_store(&args.data).await?;
+        let n = records::export_log(store.as_ref(), args.study.as_deref(), &args.out).await;
+        store.close().await;
+        let n = n.with_context(|| format!("cannot export to {}", args.out.display()))?;
+        eprintln!("{n} session log(s) written to {}", args.out.display());
+        Ok(ExitCode::SUCCESS)
+    })
+}
