@@ -89,6 +89,7 @@ async fn open_store(data: &str) -> Result<Arc<dyn Store>> {
 pub fn serve(args: ServeArgs) -> Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     let studies = args
