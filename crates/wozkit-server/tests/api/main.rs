@@ -1,11 +1,13 @@
 //! Server tests: the real app on 127.0.0.1:0 with a fresh data directory per test, driven over
 //! HTTP and by scripted WebSocket participants. One binary, one module per feature.
 
+mod client;
 mod helpers;
 
 mod endings;
 mod lobby;
 mod pairing;
 mod reconnect;
+mod researcher;
 mod restart;
 mod security;
