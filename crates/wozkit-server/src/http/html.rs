@@ -36,6 +36,11 @@ pub fn paragraphs(text: &str) -> String {
 
 /// A whole page: `body` is trusted HTML built with [`esc`]; `scripts` are asset names.
 pub fn layout(title: &str, body: &str, scripts: &[&str]) -> String {
+    layout_with_head(title, "", body, scripts)
+}
+
+/// A whole page with extra trusted `<head>` markup (e.g. a timed redirect).
+pub fn layout_with_head(title: &str, head: &str, body: &str, scripts: &[&str]) -> String {
     let scripts: String = scripts
         .iter()
         .map(|s| {
@@ -48,7 +53,7 @@ pub fn layout(title: &str, body: &str, scripts: &[&str]) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{}</title><link rel=\"stylesheet\" href=\"/assets/style.css\"></head>\
+         <title>{}</title><link rel=\"stylesheet\" href=\"/assets/style.css\">{head}</head>\
          <body>{body}{scripts}</body></html>",
         esc(title)
     )

@@ -8,13 +8,13 @@ use axum::http::header::LOCATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
-use wozkit_core::event::{Actor, EventKind, Role};
+use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
 use wozkit_store::{NewEvent, Participant, ParticipantPatch};
 
 use super::entry::current_participant;
-use super::html::{button_form, esc, layout, paragraphs};
+use super::html::{button_form, esc, layout, layout_with_head, paragraphs};
 use super::{room_page, survey};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
@@ -132,7 +132,16 @@ pub async fn current(
         ),
         PageKind::Completion => {
             let code = ensure_code(&app, &p, role).await?;
-            completion(&study, page, &code)
+            let no_partner = match &p.session_id {
+                Some(id) => app
+                    .store
+                    .session(id)
+                    .await?
+                    .and_then(|r| r.ended)
+                    .is_some_and(|e| e.reason == EndReason::NoPartner),
+                None => false,
+            };
+            completion(&study, page, &code, no_partner)
         }
     };
     Ok(Html(html).into_response())
@@ -219,26 +228,47 @@ async fn ensure_code(app: &AppState, p: &Participant, role: Role) -> Result<Stri
     Ok(code)
 }
 
-fn completion(study: &LoadedStudy, page: Option<&Page>, code: &str) -> String {
+/// Seconds before the completion page sends the participant back to the crowd platform.
+const REDIRECT_S: u32 = 5;
+
+fn completion(study: &LoadedStudy, page: Option<&Page>, code: &str, no_partner: bool) -> String {
     let st = &study.study;
-    let link = st
+    // Only web addresses: a study file cannot turn the page into a `javascript:` link.
+    let url = st
         .flow
         .completion_url
         .as_ref()
-        .map(|url| {
-            let href = url.replace("{code}", code);
+        .map(|url| url.replace("{code}", code))
+        .filter(|u| u.starts_with("https://") || u.starts_with("http://"));
+    let link = url.as_ref().map(|href| {
+        format!(
+            "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\">\
+             Return to the study platform</a> <span class=\"muted\">(automatically in {REDIRECT_S} seconds)</span></p>",
+            esc(href)
+        )
+    });
+    let head = url
+        .as_ref()
+        .map(|href| {
             format!(
-                "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\">Return to the study platform</a></p>",
-                esc(&href)
+                "<meta http-equiv=\"refresh\" content=\"{REDIRECT_S};url={}\">",
+                esc(href)
             )
         })
         .unwrap_or_default();
+    let sorry = if no_partner {
+        "<p id=\"no-partner\" data-testid=\"no-partner\">No partner could be found in time. \
+         You are paid for waiting: please submit the code below.</p>"
+    } else {
+        ""
+    };
     let body = format!(
-        "<main class=\"narrow\" data-page=\"completion\"><h1>{}</h1>{}\
-         <p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>{link}</main>",
+        "<main class=\"narrow\" data-page=\"completion\"><h1>{}</h1>{sorry}{}\
+         <p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>{}</main>",
         esc(page.and_then(|p| p.title.as_deref()).unwrap_or("Thank you")),
         page_text(page),
         esc(code),
+        link.unwrap_or_default(),
     );
-    layout(&st.title, &body, &[])
+    layout_with_head(&st.title, &head, &body, &[])
 }

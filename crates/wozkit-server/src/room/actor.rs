@@ -19,11 +19,15 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_store::{NewEvent, StoreError};
 
 mod fanout;
+mod presence;
 
+use super::RoomMsg;
 use super::bot::Bot;
-use super::{RoomMsg, view};
 use crate::app::{AppState, now_ms, sleep_until_ms};
 use crate::ws::frames::{ServerFrame, error_frame, refusal_frame};
+
+/// Pause before timers are fired again after a failed tick.
+const TIMER_RETRY_MS: u64 = 1000;
 
 /// How the room came to be.
 pub enum Origin {
@@ -65,6 +69,9 @@ pub struct RoomActor {
     ended_at: Option<u64>,
     /// The session just ended: `ended` goes out once the current message is answered.
     announce_end: bool,
+    /// Timers are not fired again before this (after a tick that failed to be stored or fired
+    /// nothing), so a store outage cannot make the task spin.
+    retry_at: u64,
 }
 
 impl RoomActor {
@@ -90,6 +97,7 @@ impl RoomActor {
             join_deadline: None,
             ended_at: None,
             announce_end: false,
+            retry_at: 0,
         }
     }
 
@@ -167,7 +175,7 @@ impl RoomActor {
 
     /// The earliest of: engine timers, bot moves, the join deadline, the end of lingering.
     fn next_wake(&self) -> Option<u64> {
-        let engine = engine::next_wakeup(&self.study, &self.session);
+        let engine = engine::next_wakeup(&self.study, &self.session).map(|t| t.max(self.retry_at));
         let linger = self.ended_at.map(|t| t + self.app.tunables.room_linger_ms);
         [engine, self.join_deadline, linger]
             .into_iter()
@@ -202,8 +210,17 @@ impl RoomActor {
                     .await;
             }
         }
-        if engine::next_wakeup(&self.study, &self.session).is_some_and(|t| t <= now) {
-            let _ = self.step(Actor::System, Command::Tick).await;
+        if now >= self.retry_at
+            && engine::next_wakeup(&self.study, &self.session).is_some_and(|t| t <= now)
+        {
+            let failed = self.step(Actor::System, Command::Tick).await.is_err();
+            let still_due =
+                engine::next_wakeup(&self.study, &self.session).is_some_and(|t| t <= now);
+            self.retry_at = if failed || still_due {
+                now + TIMER_RETRY_MS
+            } else {
+                0
+            };
         }
         for i in 0..self.bots.len() {
             if self.bots[i].next_at.is_some_and(|t| t <= now) {
@@ -266,89 +283,6 @@ impl RoomActor {
                 self.maybe_disconnect(role).await;
             }
         }
-    }
-
-    async fn connect(
-        &mut self,
-        conn: u64,
-        role: Role,
-        last_seq: u64,
-        next: String,
-        out: mpsc::Sender<Arc<str>>,
-    ) {
-        self.conns.push(Conn {
-            id: conn,
-            role,
-            next,
-            out,
-        });
-        let missed = match self.app.store.events(&self.session.id, last_seq).await {
-            Ok(events) => events,
-            Err(e) => {
-                tracing::error!(session = self.session.id, "cannot read the log: {e}");
-                self.send_to(
-                    conn,
-                    error_frame(None, "internal", "the server could not read the session").into(),
-                );
-                return;
-            }
-        };
-        let mut frames: Vec<Arc<str>> = missed
-            .iter()
-            .filter_map(|e| view::event_for(role, e))
-            .map(|e| ServerFrame::Event { event: &e }.text().into())
-            .collect();
-        frames.push(self.view_frame(role));
-        if self.session.away.iter().any(|(r, _)| *r == role.other()) {
-            frames.push(
-                ServerFrame::Partner {
-                    status: "reconnecting",
-                }
-                .text()
-                .into(),
-            );
-        }
-        if let Some(c) = self.conns.iter().find(|c| c.id == conn) {
-            frames.push(self.ended_frame(&c.next));
-        }
-        for f in frames.into_iter().filter(|f| !f.is_empty()) {
-            self.send_to(conn, f);
-        }
-        if self.session.is_ended() || !self.humans.iter().any(|(r, _)| *r == role) {
-            return;
-        }
-        let participant = self
-            .humans
-            .iter()
-            .find(|(r, _)| *r == role)
-            .map(|(_, p)| p.clone());
-        if !self.session.joined.contains(&role) {
-            let actor = Actor::Participant { role, participant };
-            let _ = self.step(actor, Command::Join { role, bot: false }).await;
-            if self
-                .humans
-                .iter()
-                .all(|(r, _)| self.session.joined.contains(r))
-            {
-                self.join_deadline = None;
-            }
-        } else if self.session.away.iter().any(|(r, _)| *r == role) {
-            let _ = self.step(Actor::System, Command::Reconnect { role }).await;
-        }
-    }
-
-    /// After a role's last connection closed: start its grace period (not while stopping: a
-    /// restart is not the participant's doing, and the rebuilt room records it anyway).
-    async fn maybe_disconnect(&mut self, role: Role) {
-        let still_here = self.conns.iter().any(|c| c.role == role);
-        if still_here
-            || self.session.is_ended()
-            || *self.app.shutdown.borrow()
-            || !self.session.joined.contains(&role)
-        {
-            return;
-        }
-        let _ = self.step(Actor::System, Command::Disconnect { role }).await;
     }
 
     /// Runs one command: engine, then store, then the world.

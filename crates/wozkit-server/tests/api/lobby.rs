@@ -28,6 +28,7 @@ async fn waiting_too_long_gives_a_no_partner_code() {
         .and_then(|s| s.split('<').next())
         .unwrap_or_default();
     assert_eq!(code.len(), 8, "{page}");
+    assert!(page.contains("data-testid=\"no-partner\""));
 
     let sessions = app
         .store

@@ -1,0 +1,98 @@
+//! Presence: a connection joining the room (catching up on what it missed, then `Join` or
+//! `Reconnect`) and the last connection of a role leaving (`Disconnect`, which starts the grace
+//! period).
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use wozkit_core::engine::Command;
+use wozkit_core::event::{Actor, Role};
+
+use super::{Conn, RoomActor};
+use crate::room::view;
+use crate::ws::frames::{ServerFrame, error_frame};
+
+impl RoomActor {
+    pub(super) async fn connect(
+        &mut self,
+        conn: u64,
+        role: Role,
+        last_seq: u64,
+        next: String,
+        out: mpsc::Sender<Arc<str>>,
+    ) {
+        self.conns.push(Conn {
+            id: conn,
+            role,
+            next,
+            out,
+        });
+        let missed = match self.app.store.events(&self.session.id, last_seq).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::error!(session = self.session.id, "cannot read the log: {e}");
+                self.send_to(
+                    conn,
+                    error_frame(None, "internal", "the server could not read the session").into(),
+                );
+                return;
+            }
+        };
+        let mut frames: Vec<Arc<str>> = missed
+            .iter()
+            .filter_map(|e| view::event_for(role, e))
+            .map(|e| ServerFrame::Event { event: &e }.text().into())
+            .collect();
+        frames.push(self.view_frame(role));
+        if self.session.away.iter().any(|(r, _)| *r == role.other()) {
+            frames.push(
+                ServerFrame::Partner {
+                    status: "reconnecting",
+                }
+                .text()
+                .into(),
+            );
+        }
+        if let Some(c) = self.conns.iter().find(|c| c.id == conn) {
+            frames.push(self.ended_frame(&c.next));
+        }
+        for f in frames.into_iter().filter(|f| !f.is_empty()) {
+            self.send_to(conn, f);
+        }
+        if self.session.is_ended() || !self.humans.iter().any(|(r, _)| *r == role) {
+            return;
+        }
+        let participant = self
+            .humans
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, p)| p.clone());
+        if !self.session.joined.contains(&role) {
+            let actor = Actor::Participant { role, participant };
+            let _ = self.step(actor, Command::Join { role, bot: false }).await;
+            if self
+                .humans
+                .iter()
+                .all(|(r, _)| self.session.joined.contains(r))
+            {
+                self.join_deadline = None;
+            }
+        } else if self.session.away.iter().any(|(r, _)| *r == role) {
+            let _ = self.step(Actor::System, Command::Reconnect { role }).await;
+        }
+    }
+
+    /// After a role's last connection closed: start its grace period (not while stopping: a
+    /// restart is not the participant's doing, and the rebuilt room records it anyway).
+    pub(super) async fn maybe_disconnect(&mut self, role: Role) {
+        let still_here = self.conns.iter().any(|c| c.role == role);
+        if still_here
+            || self.session.is_ended()
+            || *self.app.shutdown.borrow()
+            || !self.session.joined.contains(&role)
+        {
+            return;
+        }
+        let _ = self.step(Actor::System, Command::Disconnect { role }).await;
+    }
+}
