@@ -46,7 +46,8 @@ pub trait Store: Send + Sync + 'static {
     /// being killed. Returns the stored events in order.
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>>;
 
-    /// The session's events with `seq > after_seq`, in order (`after_seq = 0` for all).
+    /// The session's events with `seq > after_seq`, in order (`after_seq = 0` for all; empty
+    /// for a session that does not exist).
     async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>>;
 
     /// One page of every session's events (only `study_id`'s sessions when given), ordered by
@@ -101,8 +102,9 @@ pub trait Store: Send + Sync + 'static {
 
     // ----- lifecycle -----
 
-    /// Finishes pending writes and releases the database. Later calls fail with
-    /// [`StoreError::Closed`](crate::StoreError::Closed) (SQLite) or a pool error (PostgreSQL).
+    /// Finishes pending writes and releases the database. Later writes fail with
+    /// [`StoreError::Closed`](crate::StoreError::Closed) (on PostgreSQL, calls other than
+    /// `append` get a closed-pool database error).
     async fn close(&self);
 }
 

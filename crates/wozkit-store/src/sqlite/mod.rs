@@ -7,7 +7,11 @@
 //! commit shares that fsync among every request of a batch, which keeps it affordable.
 //! [`Synchronous::Normal`] skips the fsync on commit: still safe against SIGKILL (the WAL frames
 //! are in the OS page cache and the next open replays them) but the last commits can be lost if
-//! the machine itself loses power.
+//! the machine itself loses power. The choice is [`SqliteOptions::synchronous`]; both are covered
+//! by the SIGKILL test in `tests/crash.rs`.
+//!
+//! Checkpoints (copying WAL frames into the database file) run every 500 ms on a connection of
+//! their own, so that I/O stays off the writer's path.
 //!
 //! One process per data directory: the writer's in-memory `seq` counters would be wrong if
 //! another process inserted events, so `open` takes an exclusive lock on
