@@ -229,9 +229,8 @@ pub fn play(study: &LoadedStudy, seed: u64, policy: WizardPolicy) -> Played {
     while !s.is_ended() && steps < 5000 {
         steps += 1;
         now += rng.random_range(2000..8000);
-        if let Some(t) = engine::next_wakeup(study, &s)
-            && t <= now
-        {
+        // Timers due during the think time fire first; they do not take a turn.
+        while let Some(t) = engine::next_wakeup(study, &s).filter(|t| *t <= now) {
             run(
                 &mut s,
                 &Actor::System,
@@ -240,8 +239,9 @@ pub fn play(study: &LoadedStudy, seed: u64, policy: WizardPolicy) -> Played {
                 &mut rng,
                 &mut events,
             );
-            now = now.max(t);
-            continue;
+        }
+        if s.is_ended() {
+            break;
         }
         if let Some(cmd) = user_move(study, &s, &mut rng) {
             run(&mut s, &user, cmd, now, &mut rng, &mut events);

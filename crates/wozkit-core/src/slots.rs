@@ -58,7 +58,10 @@ pub fn parse(template: &str) -> Result<Vec<Part>, String> {
                             ));
                         }
                         None => {
-                            return Err(format!("slot opened at character {} is not closed", i + 1));
+                            return Err(format!(
+                                "slot opened at character {} is not closed",
+                                i + 1
+                            ));
                         }
                     }
                 }

@@ -166,3 +166,30 @@ fn guard_reading_unknown_robot_field() {
     );
     assert_eq!(p.len(), 1, "{p:#?}");
 }
+
+#[test]
+fn comprehension_variables_are_not_unknown_but_free_ones_are() {
+    let p = problems(&replace(
+        "goal: \"fire_out\"",
+        "goal: \"robots.exists(r, robots[r].busy) && [1].all(x, x > 0)\"",
+    ));
+    assert!(p.is_empty(), "{p:#?}");
+    let p = problems(&replace(
+        "goal: \"fire_out\"",
+        "goal: \"robots.exists(r, robots[q].busy)\"",
+    ));
+    has(&p, "42:1: condition names unknown variable `q`");
+}
+
+#[test]
+fn approval_prompt_slots_are_checked() {
+    let p = problems(&replace(
+        "prompt: \"Send a robot?\"",
+        "prompt: \"Send {robbot.name}?\"",
+    ));
+    assert!(
+        p.iter()
+            .any(|x| x.ends_with("slot `{robbot.name}` has no source")),
+        "{p:#?}"
+    );
+}

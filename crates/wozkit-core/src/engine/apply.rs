@@ -70,7 +70,10 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
                     percent: 0,
                 });
                 s.last_robot = Some(ri);
-                s.last_target = target.clone();
+                // An action without a target acts where the robot is: slots name that place.
+                s.last_target = target
+                    .clone()
+                    .or_else(|| Some(s.robots[ri].location.clone()));
             }
         }
         EventKind::ActionProgress { robot, percent, .. } => {

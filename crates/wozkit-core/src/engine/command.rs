@@ -189,7 +189,7 @@ pub(crate) fn decide(
                 tx.system(EventKind::LockStarted {
                     state: def.id.clone(),
                     lock: lock.kind,
-                    prompt: lock.prompt.clone(),
+                    prompt: lock.prompt.as_ref().map(|p| offer::render(study, &tx.s, p)),
                 });
             }
             if def.terminal {

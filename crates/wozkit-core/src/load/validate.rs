@@ -60,6 +60,32 @@ fn member_names(src: &str, var: &str) -> Vec<String> {
     out
 }
 
+/// Variables bound by CEL's comprehension macros (`list.exists(r, …)`, `all`, `exists_one`,
+/// `map`, `filter`): they are not free variables of the expression.
+fn comprehension_vars(src: &str) -> Vec<String> {
+    let mut out = vec![];
+    for mac in ["exists_one", "exists", "all", "map", "filter"] {
+        let pat = format!(".{mac}(");
+        let mut rest = src;
+        while let Some(i) = rest.find(&pat) {
+            rest = &rest[i + pat.len()..];
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty()
+                && rest.trim_start()[name.len()..]
+                    .trim_start()
+                    .starts_with(',')
+            {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
 type Diag<'a> = &'a dyn Fn(&str, String, Option<String>) -> Diagnostic;
 
 fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
@@ -153,8 +179,9 @@ impl<'a> Checker<'a> {
                     .chain(BUILTIN_VARS.iter().copied())
                     .chain(extra.iter().copied())
                     .collect();
+                let bound = comprehension_vars(src);
                 for v in c.variables() {
-                    if !known.contains(&v.as_str()) {
+                    if !known.contains(&v.as_str()) && !bound.contains(&v) {
                         let hint = did_you_mean(&v, known.iter().copied()).or_else(|| {
                             Some(format!(
                                 "declare it under world.variables, or use one of: {}",
@@ -432,6 +459,9 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         }
         c.effects(&format!("{base}/effects"), &s.effects);
         if let Some(lock) = &s.lock {
+            if let Some(p) = &lock.prompt {
+                c.template(&format!("{base}/lock/prompt"), p);
+            }
             c.effects(&format!("{base}/lock/on_approve"), &lock.on_approve);
             c.effects(&format!("{base}/lock/on_deny"), &lock.on_deny);
         }
