@@ -43,6 +43,9 @@ use tokio::sync::{mpsc, watch};
 use wozkit_store::Store;
 
 pub use app::{AppState, Config, Tunables, now_ms};
+
+/// How long stopping waits for rooms and connections to finish.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 pub use error::StartError;
 
 /// Serves `config` on `listener` until `shutdown` resolves, then stops every room and connection
@@ -70,7 +73,14 @@ pub async fn launch_with_listener(
         })
         .await
         .map_err(StartError::Io)?;
-    let _ = alive_rx.recv().await;
+    // Rooms and connections stop at the signal; a socket stuck on a dead peer is not waited for
+    // long (whatever it still holds was already stored).
+    if tokio::time::timeout(STOP_WAIT, alive_rx.recv())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not close in time; stopping anyway");
+    }
     store.close().await;
     Ok(())
 }

@@ -73,3 +73,40 @@ async fn rooms_and_timers_resume_after_a_restart() {
     app.stop().await;
     drop(tmp);
 }
+
+#[tokio::test]
+async fn a_deadline_passed_while_down_fires_at_startup_without_anyone_returning() {
+    let tiny = Tiny {
+        time_limit_s: 2,
+        ..Tiny::default()
+    };
+    let mut app = spawn_app(tiny.clone()).await;
+    let (user, wizard, session) = paired(&app).await;
+    let _ww = enter(&wizard, 0).await;
+    let _wu = enter(&user, 0).await;
+    let tmp = app.take_dir().expect("temp dir");
+    app.stop().await;
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), tiny.study()).await;
+    let ended = app
+        .wait_event(&session, |e| {
+            matches!(e.kind, EventKind::SessionEnded { .. })
+        })
+        .await;
+    assert!(matches!(
+        ended.kind,
+        EventKind::SessionEnded {
+            reason: wozkit_core::event::EndReason::TimeLimit,
+            ..
+        }
+    ));
+    let record = app
+        .store
+        .session(&session)
+        .await
+        .expect("session")
+        .expect("exists");
+    assert!(record.ended.is_some(), "the session record is closed too");
+    app.stop().await;
+    drop(tmp);
+}
