@@ -6,8 +6,8 @@
 //! 3. 10,000 live-style sessions (labelled wizard messages, outcome, questionnaire, votes) are
 //!    written to a second store and reported on.
 //!
-//! Each step prints its time and its peak resident memory (`VmHWM`, reset before each step
-//! through `/proc/self/clear_refs`). Run with `cargo bench -p wozkit-data --bench store_export`.
+//! Each step runs in its own process and prints its time and its peak resident memory
+//! (`VmHWM` from `/proc/self/status`). Run with `cargo bench -p wozkit-data --bench store_export`.
 
 use std::path::Path;
 use std::time::Instant;
@@ -48,14 +48,53 @@ const WORDS: [&str; 16] = [
 ];
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(run());
+    // `--phase NAME DIR`: one step in a child process, so its peak memory is its own.
+    if let Some(i) = args.iter().position(|a| a == "--phase") {
+        let (Some(phase), Some(dir)) = (args.get(i + 1), args.get(i + 2)) else {
+            eprintln!("usage: --phase NAME DIR");
+            return;
+        };
+        runtime.block_on(phase_main(phase, Path::new(dir)));
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let exe = std::env::current_exe().expect("current exe");
+    let phases = ["import"]
+        .into_iter()
+        .chain(OUTPUTS.iter().map(|(name, _)| *name))
+        .chain(["live", "report"]);
+    for phase in phases {
+        let status = std::process::Command::new(&exe)
+            .args(["--phase", phase])
+            .arg(tmp.path())
+            .status()
+            .expect("run phase");
+        if !status.success() {
+            eprintln!("phase {phase} failed");
+            return;
+        }
+    }
 }
 
-/// Peak resident memory since the last reset, in MiB, and a new reset.
+const OUTPUTS: [(&str, &str); 10] = [
+    ("taskmaster1", "tm1.json"),
+    ("crosswoz", "crosswoz.json.zip"),
+    ("multiwoz", "multiwoz.json"),
+    ("convlab3", "convlab3.json"),
+    ("crsarena", "crsarena.json"),
+    ("crsarena_eval", "crsarena_eval.json"),
+    ("crwiz", "crwiz"),
+    ("jsonl", "all.jsonl"),
+    ("survey-csv", "survey.csv"),
+    ("votes-csv", "votes.csv"),
+];
+
+/// Peak resident memory of this process, in MiB.
 fn peak_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kib: f64 = status
@@ -63,8 +102,6 @@ fn peak_mib() -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(f64::NAN);
-    // Writing 5 resets the high-water mark (Linux ≥ 4.0).
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
     kib / 1024.0
 }
 
@@ -103,92 +140,93 @@ fn report(label: &str, started: Instant, extra: &str) {
     );
 }
 
-async fn run() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+async fn phase_main(phase: &str, dir: &Path) {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let file = tmp.path().join("tm1.json");
-    let started = Instant::now();
-    taskmaster_file(&file, &mut rng);
-    let size = std::fs::metadata(&file).map_or(0, |m| m.len());
-    peak_mib();
-    println!(
-        "generated {CONVERSATIONS} conversations x {TURNS} turns ({:.1} MB) in {:.2} s",
-        size as f64 / 1e6,
-        started.elapsed().as_secs_f64()
-    );
-
-    let data = tmp.path().join("data");
-    let store = wozkit_store::open(&data.display().to_string())
-        .await
-        .expect("store");
-    let started = Instant::now();
-    let summary = import_files(&*store, Format::Taskmaster1, &[file], &NoProgress)
-        .await
-        .expect("import");
-    let extra = format!("{} sessions, {} events", summary.sessions, summary.events);
-    report("import taskmaster1", started, &extra);
-
-    let outputs = [
-        ("taskmaster1", "tm1.json"),
-        ("crosswoz", "crosswoz.json.zip"),
-        ("multiwoz", "multiwoz.json"),
-        ("convlab3", "convlab3.json"),
-        ("crsarena", "crsarena.json"),
-        ("crsarena_eval", "crsarena_eval.json"),
-        ("crwiz", "crwiz"),
-        ("jsonl", "all.jsonl"),
-        ("survey-csv", "survey.csv"),
-        ("votes-csv", "votes.csv"),
-    ];
-    for (name, out) in outputs {
-        let Some(format) = ExportFormat::parse(name) else {
-            continue;
-        };
-        let options = ExportOptions {
-            format,
-            out: tmp.path().join("out").join(out),
-            split: None,
-            study: None,
-        };
-        let started = Instant::now();
-        let summary = export_store(&*store, &options, &NoProgress)
-            .await
-            .expect("export");
-        let bytes: u64 = summary
-            .files
-            .iter()
-            .filter_map(|f| std::fs::metadata(f).ok().map(|m| m.len()))
-            .sum();
-        let extra = format!(
-            "{} sessions, {} files, {:.1} MB",
-            summary.sessions_written,
-            summary.files.len(),
-            bytes as f64 / 1e6
-        );
-        report(&format!("export {name}"), started, &extra);
+    match phase {
+        "import" => {
+            let file = dir.join("tm1.json");
+            let started = Instant::now();
+            taskmaster_file(&file, &mut rng);
+            let size = std::fs::metadata(&file).map_or(0, |m| m.len());
+            println!(
+                "generated {CONVERSATIONS} conversations x {TURNS} turns ({:.1} MB) in {:.2} s",
+                size as f64 / 1e6,
+                started.elapsed().as_secs_f64()
+            );
+            let store = open(&dir.join("data")).await;
+            let started = Instant::now();
+            let summary = import_files(&*store, Format::Taskmaster1, &[file], &NoProgress)
+                .await
+                .expect("import");
+            store.close().await;
+            let extra = format!("{} sessions, {} events", summary.sessions, summary.events);
+            report("import taskmaster1", started, &extra);
+        }
+        "live" => {
+            let store = open(&dir.join("live")).await;
+            let started = Instant::now();
+            write_live_sessions(&*store, &mut rng).await;
+            store.close().await;
+            report("write 10,000 live sessions", started, "");
+        }
+        "report" => {
+            let store = open(&dir.join("live")).await;
+            let started = Instant::now();
+            let result = build_report(&*store, &ReportOptions::default())
+                .await
+                .expect("report");
+            let html = render_html(&result);
+            store.close().await;
+            let extra = format!(
+                "{} sessions, {} votes, HTML {:.0} kB",
+                result.sessions,
+                result.votes,
+                html.len() as f64 / 1e3
+            );
+            report("report over 10,000", started, &extra);
+        }
+        name => export_phase(name, dir).await,
     }
-    store.close().await;
+}
 
-    let live = tmp.path().join("live");
-    let store = wozkit_store::open(&live.display().to_string())
+async fn open(dir: &Path) -> std::sync::Arc<dyn Store> {
+    wozkit_store::open(&dir.display().to_string())
         .await
-        .expect("store");
+        .expect("store")
+}
+
+async fn export_phase(name: &str, dir: &Path) {
+    let (Some(format), Some((_, out))) = (
+        ExportFormat::parse(name),
+        OUTPUTS.iter().find(|(n, _)| *n == name),
+    ) else {
+        eprintln!("unknown phase {name}");
+        return;
+    };
+    let store = open(&dir.join("data")).await;
+    let options = ExportOptions {
+        format,
+        out: dir.join("out").join(out),
+        split: None,
+        study: None,
+    };
     let started = Instant::now();
-    write_live_sessions(&*store, &mut rng).await;
-    report("write 10,000 live sessions", started, "");
-    let started = Instant::now();
-    let result = build_report(&*store, &ReportOptions::default())
+    let summary = export_store(&*store, &options, &NoProgress)
         .await
-        .expect("report");
-    let html = render_html(&result);
-    let extra = format!(
-        "{} sessions, {} votes, HTML {:.0} kB",
-        result.sessions,
-        result.votes,
-        html.len() as f64 / 1e3
-    );
-    report("report over 10,000", started, &extra);
+        .expect("export");
     store.close().await;
+    let bytes: u64 = summary
+        .files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok().map(|m| m.len()))
+        .sum();
+    let extra = format!(
+        "{} sessions, {} files, {:.1} MB",
+        summary.sessions_written,
+        summary.files.len(),
+        bytes as f64 / 1e6
+    );
+    report(&format!("export {name}"), started, &extra);
 }
 
 /// Sessions as a live study records them: labelled wizard turns, typed ones, an outcome, a

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use zip::write::{SimpleFileOptions, StreamWriter};
@@ -211,24 +211,33 @@ impl Sidecar {
 
 type OrderKey = (u64, u64, String);
 
-/// One JSON array or object: each record's text is rendered as its session arrives and kept
-/// with its order key; the file is written in import order at the end.
+/// One JSON array or object: each record is rendered as its session arrives, parked in a spool
+/// file beside the export, and the file is written in import order at the end. Memory holds
+/// only each record's key and place in the spool, however large the records are.
 struct Document {
     format: Format,
     out: PathBuf,
-    /// Order key, dialogue id (the key in keyed formats) and rendered text of each record.
-    records: Vec<(OrderKey, String, Vec<u8>)>,
+    /// Order key, dialogue id (the key in keyed formats), and offset and length in the spool.
+    records: Vec<(OrderKey, String, u64, usize)>,
     keys: HashSet<String>,
+    spool: Spool,
     sidecar: Sidecar,
 }
 
 impl Document {
     fn new(format: Format, out: &Path) -> Self {
+        let mut spool = out.as_os_str().to_owned();
+        spool.push(".wozkit-spool");
         Document {
             format,
             out: out.to_path_buf(),
             records: Vec::new(),
             keys: HashSet::new(),
+            spool: Spool {
+                path: PathBuf::from(spool),
+                file: None,
+                len: 0,
+            },
             sidecar: Sidecar::new(format, out),
         }
     }
@@ -247,38 +256,94 @@ impl Sink for Document {
                 return Err(ExportError::field(&view.id, "id", problem).into());
             }
             let text = pretty(&record, indent)?;
+            let offset = self.spool.push(&text)?;
             self.records
-                .push((session.order_key(), view.id.clone(), text));
+                .push((session.order_key(), view.id.clone(), offset, text.len()));
         }
         let sidecar = self.sidecar.add(&view)?;
         Ok(Added { written, sidecar })
     }
 
-    fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError> {
-        let Document {
-            format,
-            out,
-            mut records,
-            sidecar,
-            ..
-        } = *self;
-        records.sort_by(|a, b| a.0.cmp(&b.0));
-        let (container, indent) = format.container();
-        let mut file = OutFile::create(&out)?;
+    fn finish(mut self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError> {
+        self.records.sort_by(|a, b| a.0.cmp(&b.0));
+        let (container, indent) = self.format.container();
+        let mut spool = self.spool.reopen()?;
+        let mut file = OutFile::create(&self.out)?;
         let mut stream = match container {
             Container::Object => JsonStream::object(&mut file, indent)?,
             _ => JsonStream::array(&mut file, indent)?,
         };
-        for (_, key, text) in &records {
+        let mut text = Vec::new();
+        for (_, key, offset, len) in &self.records {
+            text.resize(*len, 0);
+            if let Some(spool) = spool.as_mut() {
+                spool
+                    .seek(SeekFrom::Start(*offset))
+                    .map_err(ExportError::from)?;
+                spool.read_exact(&mut text).map_err(ExportError::from)?;
+            }
             match container {
-                Container::Object => stream.entry_text(key, text)?,
-                _ => stream.item_text(text)?,
+                Container::Object => stream.entry_text(key, &text)?,
+                _ => stream.item_text(&text)?,
             }
         }
         stream.finish()?;
         let mut files = vec![file.finish()?];
+        let Document { sidecar, .. } = *self;
         files.extend(sidecar.finish()?);
         Ok(files)
+    }
+}
+
+/// A scratch file of rendered records, removed when dropped.
+struct Spool {
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
+    len: u64,
+}
+
+impl Spool {
+    /// Appends `text`; returns its offset.
+    fn push(&mut self, text: &[u8]) -> Result<u64, StoreExportError> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => {
+                if let Some(dir) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+                }
+                let file = File::options()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&self.path)
+                    .map_err(io_err(&self.path))?;
+                self.file.insert(BufWriter::new(file))
+            }
+        };
+        file.write_all(text).map_err(io_err(&self.path))?;
+        let offset = self.len;
+        self.len += text.len() as u64;
+        Ok(offset)
+    }
+
+    /// The spool, written out and ready to read (`None` if nothing was spooled).
+    fn reopen(&mut self) -> Result<Option<File>, StoreExportError> {
+        let Some(file) = self.file.take() else {
+            return Ok(None);
+        };
+        let file = file
+            .into_inner()
+            .map_err(|e| io_err(&self.path)(e.into_error()))?;
+        // Keep the handle; the path is removed on drop.
+        Ok(Some(file))
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        // The spool is scratch space; a leftover file only wastes disk, so errors are ignored.
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
