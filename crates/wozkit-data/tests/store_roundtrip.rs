@@ -288,3 +288,40 @@ async fn splits_are_deterministic_and_cover_every_session() {
     assert!(runs[0] == runs[1], "same seed, same split");
     store.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_import_stays_hidden_and_is_finished_by_running_it_again() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = store(&tmp.path().join("data")).await;
+    // What a crash after the first `create_session` leaves: a live, empty session of the import.
+    let new = wozkit_store::NewSession {
+        id: "convlab3:multiwoz21-train-0".into(),
+        study_id: "import:convlab3".into(),
+        study_version: String::new(),
+        seed: 0,
+        created_at_ms: 0,
+    };
+    store.create_session(new).await.expect("create");
+    let out = tmp.path().join("before.jsonl");
+    let before = export(&*store, ExportFormat::Jsonl, out.clone()).await;
+    assert_eq!(std::fs::read(before).expect("read").len(), 0, "hidden");
+
+    let file = corpus("convlab3_unified/multiwoz21/dummy_data.json");
+    let summary = import_files(
+        &*store,
+        Format::ConvLab3,
+        std::slice::from_ref(&file),
+        &NoProgress,
+    )
+    .await
+    .expect("import");
+    assert_eq!((summary.sessions, summary.resumed), (10, 1));
+    let out = export(
+        &*store,
+        ExportFormat::Dataset(Format::ConvLab3),
+        tmp.path().join("after.json"),
+    )
+    .await;
+    assert!(std::fs::read(&file).expect("read") == std::fs::read(out).expect("read"));
+    store.close().await;
+}

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Report;
 use super::summary::{Describe, MeanSd};
@@ -190,7 +191,7 @@ fn evaluation(page: &mut String, report: &Report) {
         page.push_str("</table><h3>Elo</h3>");
         let mut elo: Vec<Bar> = report.elo.iter().map(|(s, r)| bar(s, *r)).collect();
         elo.sort_by(|a, b| b.value.total_cmp(&a.value));
-        page.push_str(&chart("Elo rating", &elo));
+        page.push_str(&rating_chart("Elo rating", &elo));
         page.push_str("<h3>Bradley-Terry strength (95% bootstrap interval)</h3>");
         let mut bt: Vec<Bar> = report
             .bradley_terry
@@ -277,26 +278,57 @@ fn esc(text: &str) -> String {
     out
 }
 
-/// A horizontal bar chart as an SVG element (empty when there is nothing to draw).
+/// A horizontal bar chart as an SVG element, the first bar on top (empty when there is nothing
+/// to draw).
 fn chart(x_label: &str, bars: &[Bar]) -> String {
     if bars.is_empty() {
         return String::new();
     }
-    match draw(x_label, bars) {
+    match draw(x_label, bars, Baseline::Zero) {
         Ok(svg) => svg,
         Err(problem) => format!("<p>(chart not drawn: {})</p>", esc(&problem)),
     }
 }
 
-fn draw(x_label: &str, bars: &[Bar]) -> Result<String, String> {
-    let high = bars
-        .iter()
-        .map(|b| b.interval.map_or(b.value, |i| i.1.max(b.value)))
-        .fold(0.0_f64, f64::max);
-    let low = bars.iter().map(|b| b.value).fold(0.0_f64, f64::min);
-    let high = if high > 0.0 { high * 1.1 } else { 1.0 };
-    let height = 50 + 24 * bars.len() as u32;
-    let labels: Vec<&str> = bars.iter().map(|b| b.label.as_str()).collect();
+/// A chart of ratings around a common start (Elo), whose axis begins near the lowest bar so
+/// the differences show.
+fn rating_chart(x_label: &str, bars: &[Bar]) -> String {
+    if bars.is_empty() {
+        return String::new();
+    }
+    match draw(x_label, bars, Baseline::Lowest) {
+        Ok(svg) => svg,
+        Err(problem) => format!("<p>(chart not drawn: {})</p>", esc(&problem)),
+    }
+}
+
+/// Where a chart's bars start.
+#[derive(Clone, Copy, PartialEq)]
+enum Baseline {
+    Zero,
+    Lowest,
+}
+
+fn draw(x_label: &str, bars: &[Bar], baseline: Baseline) -> Result<String, String> {
+    let top = |b: &Bar| b.interval.map_or(b.value, |i| i.1.max(b.value));
+    let (low, high) = match baseline {
+        Baseline::Zero => {
+            let high = bars.iter().map(top).fold(0.0_f64, f64::max);
+            let low = bars.iter().map(|b| b.value).fold(0.0_f64, f64::min);
+            (low, if high > 0.0 { high * 1.1 } else { 1.0 })
+        }
+        Baseline::Lowest => {
+            let high = bars.iter().map(top).fold(f64::MIN, f64::max);
+            let low = bars.iter().map(|b| b.value).fold(f64::MAX, f64::min);
+            let pad = ((high - low) * 0.1).max(1.0);
+            (low - pad, high + pad)
+        }
+    };
+    let n = bars.len();
+    let height = 60 + 28 * n as u32;
+    let start = if baseline == Baseline::Zero { 0.0 } else { low };
+    // Bar i sits in row n - 1 - i (rows count upwards), so the first bar is on top.
+    let row = |i: usize| (n - 1 - i) as f64;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (720, height)).into_drawing_area();
@@ -304,47 +336,41 @@ fn draw(x_label: &str, bars: &[Bar]) -> Result<String, String> {
         root.fill(&WHITE).map_err(|e| err(&e))?;
         let mut chart = ChartBuilder::on(&root)
             .margin(8)
-            .x_label_area_size(36)
-            .y_label_area_size(220)
-            .build_cartesian_2d(low..high, (0..bars.len()).into_segmented())
+            .x_label_area_size(44)
+            .y_label_area_size(230)
+            .build_cartesian_2d(low..high, 0.0..n as f64)
             .map_err(|e| err(&e))?;
         chart
             .configure_mesh()
             .disable_mesh()
             .x_desc(x_label)
-            .y_labels(bars.len())
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => {
-                    labels.get(*i).map(|l| l.to_string()).unwrap_or_default()
-                }
-                _ => String::new(),
-            })
+            .label_style(("sans-serif", 13))
+            .y_labels(0)
             .draw()
             .map_err(|e| err(&e))?;
         let fill = RGBColor(70, 120, 180).filled();
         chart
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let mut r = Rectangle::new(
-                    [
-                        (0.0, SegmentValue::Exact(i)),
-                        (b.value, SegmentValue::Exact(i + 1)),
-                    ],
-                    fill,
-                );
-                r.set_margin(3, 3, 0, 0);
-                r
+                Rectangle::new([(start, row(i) + 0.15), (b.value, row(i) + 0.85)], fill)
             }))
             .map_err(|e| err(&e))?;
         chart
             .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
                 let (lo, hi) = b.interval?;
-                let y = SegmentValue::CenterOf(i);
+                let y = row(i) + 0.5;
                 Some(PathElement::new(
-                    vec![(lo, y.clone()), (hi, y)],
+                    vec![(lo, y), (hi, y)],
                     BLACK.stroke_width(2),
                 ))
             }))
             .map_err(|e| err(&e))?;
+        let style = TextStyle::from(("sans-serif", 13).into_font())
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        for (i, b) in bars.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(low, row(i) + 0.5));
+            root.draw(&Text::new(b.label.clone(), (x - 8, y), style.clone()))
+                .map_err(|e| err(&e))?;
+        }
         root.present().map_err(|e| err(&e))?;
     }
     Ok(svg)
