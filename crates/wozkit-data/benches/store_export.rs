@@ -64,7 +64,7 @@ fn main() {
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let exe = std::env::current_exe().expect("current exe");
-    let phases = ["import"]
+    let phases = ["generate", "import"]
         .into_iter()
         .chain(OUTPUTS.iter().map(|(name, _)| *name))
         .chain(["live", "report"]);
@@ -143,16 +143,19 @@ fn report(label: &str, started: Instant, extra: &str) {
 async fn phase_main(phase: &str, dir: &Path) {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     match phase {
-        "import" => {
+        "generate" => {
             let file = dir.join("tm1.json");
             let started = Instant::now();
             taskmaster_file(&file, &mut rng);
             let size = std::fs::metadata(&file).map_or(0, |m| m.len());
-            println!(
-                "generated {CONVERSATIONS} conversations x {TURNS} turns ({:.1} MB) in {:.2} s",
-                size as f64 / 1e6,
-                started.elapsed().as_secs_f64()
+            let extra = format!(
+                "{CONVERSATIONS} conversations x {TURNS} turns, {:.1} MB",
+                size as f64 / 1e6
             );
+            report("generate taskmaster1 file", started, &extra);
+        }
+        "import" => {
+            let file = dir.join("tm1.json");
             let store = open(&dir.join("data")).await;
             let started = Instant::now();
             let summary = import_files(&*store, Format::Taskmaster1, &[file], &NoProgress)

@@ -44,7 +44,8 @@ pub struct ImportArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// taskmaster1, crosswoz, multiwoz, convlab3, crsarena, crsarena_eval, crwiz, jsonl,
-    /// survey-csv or votes-csv.
+    /// survey-csv, votes-csv, or log (per-session logs with metrics, written by the server
+    /// crate; it takes --data, --out and --study only).
     #[arg(long)]
     format: String,
     #[command(flatten)]
@@ -122,7 +123,7 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let format = ExportFormat::parse(&args.format).ok_or_else(|| {
         anyhow!(
-            "unknown format {:?}; expected one of {}",
+            "unknown format {:?}; expected one of {} or log",
             args.format,
             ExportFormat::NAMES.join(", ")
         )

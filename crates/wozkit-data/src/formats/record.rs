@@ -219,11 +219,14 @@ pub(crate) fn import_keyed(
     input: &Input,
 ) -> Result<Vec<ImportedSession>, ImportError> {
     let value = input.json()?;
-    let top = Ctx::new(input.name(), "-").object(&value, "")?;
-    top.iter()
+    let Value::Object(top) = value else {
+        return Err(Ctx::new(input.name(), "-").err("", expected("an object", &value)));
+    };
+    // Records are consumed one by one, so the parsed file shrinks as the sessions grow.
+    top.into_iter()
         .map(|(id, record)| {
             let ctx = Ctx::new(input.name(), id.as_str());
-            import_record(layout, &ctx, id, ctx.object(record, "")?)
+            import_record(layout, &ctx, &id, ctx.object(&record, "")?)
         })
         .collect()
 }
@@ -257,15 +260,16 @@ pub(crate) fn import_list(
     id_keys: &[&str],
     value: Value,
 ) -> Result<Vec<ImportedSession>, ImportError> {
-    let Value::Array(items) = &value else {
+    let Value::Array(items) = value else {
         return Err(Ctx::new(input.name(), "-").err("", expected("an array", &value)));
     };
+    // Records are consumed one by one, so the parsed file shrinks as the sessions grow.
     items
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, item)| {
             let ctx = Ctx::new(input.name(), i.to_string());
-            let record = ctx.object(item, "")?;
+            let record = ctx.object(&item, "")?;
             let Some((key, id)) = id_keys.iter().find_map(|k| record.get(*k).map(|v| (*k, v)))
             else {
                 return Err(ctx.err(id_keys.join(" | "), "missing (required by the format)"));
