@@ -331,33 +331,51 @@ fn action_check_with(
     Ok((ai, ri))
 }
 
-/// Every (action, robot, target) the wizard may start now.
-pub fn valid_actions(study: &LoadedStudy, s: &Session) -> Vec<(String, String, Option<String>)> {
-    if !s.started || s.ended.is_some() {
-        return vec![];
-    }
+/// Every (action, robot, target) combination with whether the wizard may start it now: the
+/// action panel's table. The condition context is built once for the whole table.
+pub fn action_table(
+    study: &LoadedStudy,
+    s: &Session,
+) -> Vec<(usize, String, Option<String>, Result<(), Refusal>)> {
     let st = &study.study;
+    let running = s.started && s.ended.is_none();
     let base = vars(study, s);
     let mut out = vec![];
-    for a in &st.actions {
+    for (ai, a) in st.actions.iter().enumerate() {
+        let targets: Vec<Option<&str>> = if a.target {
+            st.world
+                .locations
+                .iter()
+                .map(|l| Some(l.id.as_str()))
+                .collect()
+        } else {
+            vec![None]
+        };
         for r in &st.world.robots {
-            let targets: Vec<Option<&str>> = if a.target {
-                st.world
-                    .locations
-                    .iter()
-                    .map(|l| Some(l.id.as_str()))
-                    .collect()
-            } else {
-                vec![None]
-            };
-            for t in targets {
-                if action_check_with(study, s, &base, &a.id, &r.id, t).is_ok() {
-                    out.push((a.id.clone(), r.id.clone(), t.map(str::to_string)));
-                }
+            for t in &targets {
+                let check = if !running {
+                    Err(if s.started {
+                        Refusal::Ended
+                    } else {
+                        Refusal::NotStarted
+                    })
+                } else {
+                    action_check_with(study, s, &base, &a.id, &r.id, *t).map(|_| ())
+                };
+                out.push((ai, r.id.clone(), t.map(str::to_string), check));
             }
         }
     }
     out
+}
+
+/// Every (action, robot, target) the wizard may start now.
+pub fn valid_actions(study: &LoadedStudy, s: &Session) -> Vec<(String, String, Option<String>)> {
+    action_table(study, s)
+        .into_iter()
+        .filter(|(_, _, _, check)| check.is_ok())
+        .map(|(ai, r, t, _)| (study.study.actions[ai].id.clone(), r, t))
+        .collect()
 }
 
 /// Whether "finish" is allowed now.

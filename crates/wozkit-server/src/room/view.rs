@@ -204,36 +204,18 @@ pub fn view(study: &LoadedStudy, s: &Session, role: Role, now_ms: u64) -> Value 
 /// Every action with each robot (and target) and whether it may start now, with the reason
 /// when not: the action panel disables the send button and shows the reason.
 fn actions(study: &LoadedStudy, s: &Session) -> Vec<Value> {
-    let st = &study.study;
-    let running = s.started && s.ended.is_none();
-    st.actions
+    let mut combos: Vec<Vec<Value>> = vec![vec![]; study.study.actions.len()];
+    for (ai, robot, target, check) in engine::action_table(study, s) {
+        combos[ai].push(json!({
+            "robot": robot, "target": target, "ok": check.is_ok(),
+            "reason": check.err().map(|e| e.to_string()),
+        }));
+    }
+    study
+        .study
+        .actions
         .iter()
-        .map(|a| {
-            let targets: Vec<Option<&str>> = if a.target {
-                st.world
-                    .locations
-                    .iter()
-                    .map(|l| Some(l.id.as_str()))
-                    .collect()
-            } else {
-                vec![None]
-            };
-            let mut combos = vec![];
-            for r in &st.world.robots {
-                for t in &targets {
-                    let check = if running {
-                        engine::action_check(study, s, &a.id, &r.id, *t)
-                            .map(|_| ())
-                            .map_err(|e| e.to_string())
-                    } else {
-                        Err("the session is not running".to_string())
-                    };
-                    combos.push(json!({
-                        "robot": r.id, "target": t, "ok": check.is_ok(), "reason": check.err(),
-                    }));
-                }
-            }
-            json!({ "id": a.id, "label": a.label, "target": a.target, "combos": combos })
-        })
+        .zip(combos)
+        .map(|(a, combos)| json!({ "id": a.id, "label": a.label, "target": a.target, "combos": combos }))
         .collect()
 }
