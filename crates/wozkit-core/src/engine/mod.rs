@@ -14,8 +14,8 @@ mod offer;
 pub use apply::{apply, replay};
 pub use command::{Command, Refusal};
 pub use offer::{
-    Offer, OfferKind, action_check, action_table, finish_allowed, goal_reached, offered, render,
-    render_state, robot_snapshots, valid_actions, vars,
+    ActionRow, Offer, OfferKind, action_check, action_table, finish_allowed, goal_reached, offered,
+    render, render_state, robot_snapshots, valid_actions, vars,
 };
 
 use indexmap::IndexMap;

@@ -331,12 +331,12 @@ fn action_check_with(
     Ok((ai, ri))
 }
 
+/// One row of the action table: action index, robot id, target, and whether it may start.
+pub type ActionRow = (usize, String, Option<String>, Result<(), Refusal>);
+
 /// Every (action, robot, target) combination with whether the wizard may start it now: the
 /// action panel's table. The condition context is built once for the whole table.
-pub fn action_table(
-    study: &LoadedStudy,
-    s: &Session,
-) -> Vec<(usize, String, Option<String>, Result<(), Refusal>)> {
+pub fn action_table(study: &LoadedStudy, s: &Session) -> Vec<ActionRow> {
     let st = &study.study;
     let running = s.started && s.ended.is_none();
     let base = vars(study, s);
