@@ -121,6 +121,9 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    if args.format == "log" {
+        return crate::serve_cmd::export_log(&args.data.data, args.study.as_deref(), &args.out);
+    }
     let format = ExportFormat::parse(&args.format).ok_or_else(|| {
         anyhow!(
             "unknown format {:?}; expected one of {} or log",

@@ -48,10 +48,6 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    // `export --format log` (session logs with metrics) is served by the server crate.
-    if let Some(code) = serve_cmd::export_log_if_asked() {
-        return code;
-    }
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Studies { action } => study_cmds::studies(action),

@@ -1,15 +1,14 @@
 //! `wozkit serve`, `wozkit payments` and `wozkit export --format log`: thin wrappers around
 //! `wozkit_server` (the server itself, and its payment and log projections of the store).
 
-use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-use clap::{Args, Parser};
+use anyhow::{Context, Result};
+use clap::Args;
 use wozkit_core::load::{self, LoadedStudy};
 use wozkit_server::records::payments::{self, Verdict};
 use wozkit_server::{Config, Tunables, auth, launch_with_listener, records};
@@ -47,24 +46,6 @@ pub struct PaymentsArgs {
     /// Check a completion code instead: prints whose it is, exits 1 if it is not valid.
     #[arg(long, value_name = "CODE")]
     verify: Option<String>,
-}
-
-/// `wozkit export --format log`: one JSON log with metrics per session.
-#[derive(Parser)]
-#[command(name = "wozkit export")]
-struct LogExportArgs {
-    /// `log`.
-    #[arg(long)]
-    format: String,
-    /// Data directory (SQLite), sqlite:FILE, or postgres://….
-    #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
-    data: String,
-    /// A folder (one <session>.json each), or a file ending in .jsonl (one session per line).
-    #[arg(long, short)]
-    out: PathBuf,
-    /// Only this study's sessions.
-    #[arg(long)]
-    study: Option<String>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -215,41 +196,15 @@ pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
     })
 }
 
-/// Runs `wozkit export --format log …` if that is the command line, before the general parser
-/// (whose `export` handles the dataset formats). `None` when the command is something else.
-pub fn export_log_if_asked() -> Option<ExitCode> {
-    let args: Vec<OsString> = std::env::args_os().collect();
-    if args.get(1).and_then(|a| a.to_str()) != Some("export") {
-        return None;
-    }
-    let rest: Vec<&str> = args.iter().skip(2).filter_map(|a| a.to_str()).collect();
-    let is_log = rest.windows(2).any(|w| w[0] == "--format" && w[1] == "log")
-        || rest.contains(&"--format=log");
-    if !is_log {
-        return None;
-    }
-    let parsed = LogExportArgs::parse_from(
-        std::iter::once(OsString::from("wozkit export")).chain(args.into_iter().skip(2)),
-    );
-    Some(match export_log(parsed) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    })
-}
-
-fn export_log(args: LogExportArgs) -> Result<ExitCode> {
-    if args.format != "log" {
-        bail!("unknown format `{}`", args.format);
-    }
+/// `wozkit export --format log`: one JSON log per session with its metrics (or JSON Lines when
+/// `out` ends in `.jsonl`).
+pub fn export_log(data: &str, study: Option<&str>, out: &std::path::Path) -> Result<ExitCode> {
     runtime()?.block_on(async move {
-        let store = open_store(&args.data).await?;
-        let n = records::export_log(store.as_ref(), args.study.as_deref(), &args.out).await;
+        let store = open_store(data).await?;
+        let n = records::export_log(store.as_ref(), study, out).await;
         store.close().await;
-        let n = n.with_context(|| format!("cannot export to {}", args.out.display()))?;
-        eprintln!("{n} session log(s) written to {}", args.out.display());
+        let n = n.with_context(|| format!("cannot export to {}", out.display()))?;
+        eprintln!("{n} session log(s) written to {}", out.display());
         Ok(ExitCode::SUCCESS)
     })
 }
