@@ -1,6 +1,7 @@
 //! The `wozkit` command line: a thin layer over the library crates. Each subcommand parses its
 //! arguments, calls one library function and prints the result; errors get context with anyhow.
 
+mod bench_cmd;
 mod data_cmds;
 mod serve_cmd;
 mod study_cmds;
@@ -45,6 +46,8 @@ enum Cmd {
     Serve(serve_cmd::ServeArgs),
     /// Payment table (CSV) of the participants, or check a completion code with --verify.
     Payments(serve_cmd::PaymentsArgs),
+    /// Load-test a running server on this machine with simulated participant pairs.
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,8 +61,12 @@ fn main() -> ExitCode {
         Cmd::Import(args) => data_cmds::import(args),
         Cmd::Export(args) => data_cmds::export(args),
         Cmd::Report(args) => data_cmds::report(args),
-        Cmd::Serve(args) => serve_cmd::serve(args),
+        Cmd::Serve(args) => {
+            bench_cmd::raise_fd_limit();
+            serve_cmd::serve(args)
+        }
         Cmd::Payments(args) => serve_cmd::payments(args),
+        Cmd::Bench(args) => bench_cmd::bench(args),
     };
     match result {
         Ok(code) => code,

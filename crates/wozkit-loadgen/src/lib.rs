@@ -1,0 +1,321 @@
+//! wozkit-loadgen: a load generator for a running wozkit server. It simulates participant pairs
+//! the way browsers drive the server: each participant opens an entry link, accepts the consent
+//! and instructions pages through their forms, waits in the waiting room over a WebSocket, is
+//! paired, and plays the study in its room (the wizard picks offered options and starts robot
+//! actions the panel allows, the user chats and answers approvals) at a set message rate, for a
+//! bounded time. It reports delivery latency (sender's send → partner's receipt), message rates,
+//! errors by code, and the server's memory and CPU read from `/proc`.
+//!
+//! It must only talk to the server through its public HTTP and WebSocket protocol
+//! (docs/protocol.md), and only to a server on this machine: anything but 127.0.0.1 or
+//! localhost is refused.
+//!
+//! Map of the crate:
+//! - [`target`]: the server URL, checked to be local.
+//! - `http`: a minimal HTTP/1.1 client whose connection is handed over to the WebSocket.
+//! - `pages`: the page flow (entry link, forms, the room page, WebSocket handshakes).
+//! - `journey`: one participant's life: enter, wait, play, join again after a session ends.
+//! - `room`: the room loop: frames in, moves out, latency bookkeeping.
+//! - [`policy`]: which move to make from a `view` (pure).
+//! - [`stats`]: counters, the latency histogram and the send/receipt meeting point.
+//! - [`server_proc`]: the server's PID, memory and CPU from `/proc`.
+//! - [`report`]: the figures, as text or JSON.
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+mod frames;
+mod http;
+mod journey;
+mod pages;
+pub mod policy;
+pub mod report;
+mod room;
+pub mod server_proc;
+pub mod stats;
+pub mod target;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+pub use error::{Failure, LoadgenError};
+pub use report::{Report, ServerFigures};
+use stats::Stats;
+use target::Target;
+
+/// Sockets kept free for everything that is not a participant (the runtime, stdio, /proc).
+const SPARE_FDS: u64 = 256;
+/// The server allows 10 frames per second per connection.
+const MAX_RATE: f64 = 10.0;
+/// How long stopping waits for participants to close their connections.
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `http://127.0.0.1:PORT` or `http://localhost:PORT`.
+    pub url: String,
+    /// Simulated participants (an even number: they come in pairs).
+    pub participants: usize,
+    /// Length of the measurement window, after every participant reached a room.
+    pub duration: Duration,
+    /// Commands per second per participant (0.5: one every 2 s).
+    pub rate: f64,
+    /// The server's process, when it cannot be found from the listening port.
+    pub server_pid: Option<u32>,
+    /// Participants walking the HTTP pages at once.
+    pub connect_concurrency: usize,
+    /// Longest ramp-up; the window starts then even if some participants are not in a room.
+    pub ramp_timeout: Duration,
+    /// Prints progress lines on standard error.
+    pub progress: bool,
+}
+
+impl Config {
+    /// The defaults for `participants` over `duration` against `url`.
+    pub fn new(url: impl Into<String>, participants: usize, duration: Duration) -> Config {
+        Config {
+            url: url.into(),
+            participants,
+            duration,
+            rate: 0.5,
+            server_pid: None,
+            connect_concurrency: 64,
+            // A generous bound: a server takes tens of seconds to seat 10,000 participants.
+            ramp_timeout: Duration::from_secs(120)
+                + Duration::from_millis(30) * participants as u32,
+            progress: false,
+        }
+    }
+}
+
+/// What every participant task shares.
+pub(crate) struct Ctx {
+    target: Target,
+    /// Names this run's participants (`bench-<run>-<i>`), so runs never collide.
+    run_id: String,
+    /// Seed of the participants' random moves.
+    seed: u64,
+    /// Time between two moves of one participant.
+    period: Duration,
+    stats: Stats,
+    /// Bounds the participants walking the pages at once; closed when the run stops.
+    gate: Semaphore,
+    /// Turns true when the run stops.
+    stop: watch::Receiver<bool>,
+    progress: bool,
+}
+
+impl Ctx {
+    /// The first failures of a run are worth seeing in full; after that the counts tell.
+    fn log_failure(&self, who: &str, f: &Failure) {
+        let n: u64 = self.stats.errors().values().sum();
+        if self.progress && n <= 5 {
+            eprintln!("  {who}: {f}");
+        }
+    }
+}
+
+/// Raises this process's soft limit of open files to its hard limit; returns the new limit.
+/// Ten thousand participants need ten thousand sockets on each side.
+pub fn raise_fd_limit() -> std::io::Result<u64> {
+    rlimit::increase_nofile_limit(u64::MAX)
+}
+
+fn check(config: &Config) -> Result<Target, LoadgenError> {
+    if config.participants < 2 || !config.participants.is_multiple_of(2) {
+        return Err(LoadgenError::BadConfig(
+            "participants come in pairs: give an even number, at least 2",
+        ));
+    }
+    if !(config.rate > 0.0 && config.rate <= MAX_RATE) {
+        return Err(LoadgenError::BadConfig(
+            "the rate is commands per second per participant: above 0 and at most 10 (the server's limit)",
+        ));
+    }
+    if config.duration < Duration::from_secs(1) {
+        return Err(LoadgenError::BadConfig("the duration is at least 1 second"));
+    }
+    if config.connect_concurrency == 0 {
+        return Err(LoadgenError::BadConfig(
+            "connect concurrency must be at least 1",
+        ));
+    }
+    Target::parse(&config.url)
+}
+
+async fn health(target: &Target) -> Result<(), LoadgenError> {
+    let no = |reason: String| LoadgenError::NoServer {
+        url: target.origin(),
+        reason,
+    };
+    let mut conn = http::Conn::connect(target)
+        .await
+        .map_err(|f| no(f.to_string()))?;
+    let res = conn
+        .get("/healthz", None)
+        .await
+        .map_err(|f| no(f.to_string()))?;
+    if res.status != 200 {
+        return Err(no(format!("status {}", res.status)));
+    }
+    Ok(())
+}
+
+/// Runs the load: ramp-up, the measurement window, then every participant leaves.
+pub async fn run(config: Config) -> Result<Report, LoadgenError> {
+    let target = check(&config)?;
+    let limit = raise_fd_limit().map_err(LoadgenError::FdLimit)?;
+    let needed = config.participants as u64 + SPARE_FDS;
+    if limit < needed {
+        return Err(LoadgenError::TooFewFds { needed, limit });
+    }
+    health(&target).await?;
+    let pid = config
+        .server_pid
+        .or_else(|| server_proc::pid_listening_on(target.port));
+    let rss_before = pid.and_then(server_proc::rss_kib);
+    let epoch_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ctx = Arc::new(Ctx {
+        target: target.clone(),
+        run_id: format!("{epoch_ms:x}"),
+        seed: epoch_ms,
+        period: Duration::from_secs_f64(1.0 / config.rate),
+        stats: Stats::default(),
+        gate: Semaphore::new(config.connect_concurrency),
+        stop: stop_rx,
+        progress: config.progress,
+    });
+    if config.progress {
+        eprintln!(
+            "bench: {} participants against {} (server pid {}), run {}",
+            config.participants,
+            target.origin(),
+            pid.map_or_else(|| "unknown".into(), |p| p.to_string()),
+            ctx.run_id
+        );
+    }
+    let ramp_start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for i in 0..config.participants {
+        let ctx = ctx.clone();
+        tasks.spawn(async move { journey::participant(&ctx, i).await });
+    }
+    ramp(&ctx, &config, ramp_start).await;
+    let ramp_s = ramp_start.elapsed().as_secs_f64();
+
+    let start = Instant::now();
+    ctx.stats.start_window(start);
+    let cpu_start = pid.and_then(server_proc::cpu_seconds);
+    let own_cpu_start = server_proc::cpu_seconds(std::process::id());
+    let mut rss_peak = rss_before;
+    let end = start + config.duration;
+    while Instant::now() < end {
+        let step = end
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_secs(1));
+        tokio::time::sleep(step).await;
+        if let Some(now) = pid.and_then(server_proc::rss_kib) {
+            rss_peak = Some(rss_peak.map_or(now, |p| p.max(now)));
+        }
+    }
+    let window = start.elapsed();
+    ctx.stats.end_window(Instant::now());
+    let secs = window.as_secs_f64();
+    let connected = ctx.stats.connected.load(Ordering::Relaxed);
+    let rss_end = pid.and_then(server_proc::rss_kib);
+    let percent = |a: Option<f64>, b: Option<f64>| Some((b? - a?) / secs * 100.0);
+    let cpu = percent(cpu_start, pid.and_then(server_proc::cpu_seconds));
+    let own_cpu = percent(own_cpu_start, server_proc::cpu_seconds(std::process::id()));
+
+    let _ = stop_tx.send(true);
+    ctx.gate.close();
+    if config.progress {
+        eprintln!("bench: window over; closing {connected} connections");
+    }
+    let all_done = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(STOP_WAIT, all_done).await.is_err() {
+        tasks.abort_all();
+    }
+
+    let s = &ctx.stats;
+    let per_participant = match (rss_before, rss_end) {
+        (Some(b), Some(e)) if connected > 0 => Some(e.saturating_sub(b) as f64 / connected as f64),
+        _ => None,
+    };
+    let acked = s.acked.load(Ordering::Relaxed);
+    Ok(Report {
+        url: target.origin(),
+        participants: config.participants,
+        rate_per_participant: config.rate,
+        duration_s: secs,
+        ramp_s,
+        reached_room: s.reached_room.load(Ordering::Relaxed),
+        gave_up: s.gave_up.load(Ordering::Relaxed),
+        connected,
+        peak_connected: s.peak_connected.load(Ordering::Relaxed),
+        sessions: s.sessions(),
+        commands_sent: s.sent.load(Ordering::Relaxed),
+        commands_acked: acked,
+        messages_per_s: acked as f64 / secs,
+        events_per_s: s.events.load(Ordering::Relaxed) as f64 / secs,
+        latency: s.latency(),
+        uncorrelated_acks: s.uncorrelated.load(Ordering::Relaxed),
+        skipped_busy: s.skipped_busy.load(Ordering::Relaxed),
+        errors: s.errors(),
+        endings: s.endings(),
+        server: pid.map(|pid| ServerFigures {
+            pid,
+            rss_before_kib: rss_before,
+            rss_end_kib: rss_end,
+            rss_peak_kib: rss_peak,
+            kib_per_participant: per_participant,
+            cpu_percent: cpu,
+        }),
+        loadgen_cpu_percent: own_cpu,
+    })
+}
+
+/// Waits until every participant reached a room or gave up, or the ramp-up timed out.
+async fn ramp(ctx: &Ctx, config: &Config, start: Instant) {
+    let n = config.participants;
+    let mut last_print = Instant::now();
+    loop {
+        let reached = ctx.stats.reached_room.load(Ordering::Relaxed);
+        let gave_up = ctx.stats.gave_up.load(Ordering::Relaxed);
+        if reached + gave_up >= n {
+            break;
+        }
+        if start.elapsed() >= config.ramp_timeout {
+            if config.progress {
+                eprintln!(
+                    "bench: ramp-up timed out after {:.0} s with {reached}/{n} in a room",
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            break;
+        }
+        if config.progress && last_print.elapsed() >= Duration::from_secs(2) {
+            last_print = Instant::now();
+            eprintln!(
+                "bench: {reached}/{n} participants in a room ({gave_up} gave up), {:.0} s",
+                start.elapsed().as_secs_f64()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if config.progress {
+        eprintln!(
+            "bench: ramp-up done in {:.1} s; measuring for {} s",
+            start.elapsed().as_secs_f64(),
+            config.duration.as_secs()
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! The figures of a run, as one JSON object (`--json`) or a short text.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::stats::Latency;
+
+/// Everything a run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub url: String,
+    /// Participants asked for.
+    pub participants: usize,
+    /// Commands per second per participant asked for.
+    pub rate_per_participant: f64,
+    /// Length of the measurement window, seconds.
+    pub duration_s: f64,
+    /// From the first entry link until every participant was in a room (or gave up).
+    pub ramp_s: f64,
+    /// Participants that reached a room at least once.
+    pub reached_room: usize,
+    /// Participants that never reached a room and gave up after repeated failures.
+    pub gave_up: usize,
+    /// Room connections open at the end of the window, and the most at once.
+    pub connected: usize,
+    pub peak_connected: usize,
+    /// Distinct sessions that had a participant in the room.
+    pub sessions: usize,
+    /// Inside the window: commands sent and acknowledged, and their rate.
+    pub commands_sent: u64,
+    pub commands_acked: u64,
+    pub messages_per_s: f64,
+    /// Event frames received by all participants per second (the fan-out the server did).
+    pub events_per_s: f64,
+    /// Sender's send → partner's receipt of the command's event (window only).
+    pub latency: Latency,
+    /// Acks that could not be matched to an event.
+    pub uncorrelated_acks: u64,
+    /// Ticks skipped because the previous command was still unanswered.
+    pub skipped_busy: u64,
+    /// Error codes over the whole run (ramp-up included): the server's error frames and the
+    /// load generator's own (`connect`, `http_503`, `ws_closed`, `timeout`, …).
+    pub errors: BTreeMap<String, u64>,
+    /// `ended` reasons seen (one per participant per session).
+    pub endings: BTreeMap<String, u64>,
+    pub server: Option<ServerFigures>,
+    /// CPU used by the load generator itself during the window (100 = one core).
+    pub loadgen_cpu_percent: Option<f64>,
+}
+
+/// The server process, read from `/proc`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerFigures {
+    pub pid: u32,
+    pub rss_before_kib: Option<u64>,
+    /// At the end of the window, with every participant still connected.
+    pub rss_end_kib: Option<u64>,
+    pub rss_peak_kib: Option<u64>,
+    /// (RSS at the end − RSS before) / participants connected at the end.
+    pub kib_per_participant: Option<f64>,
+    /// CPU used during the window (100 = one core).
+    pub cpu_percent: Option<f64>,
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "?".to_string(), |v| v.to_string())
+}
+
+impl Report {
+    /// A human-readable summary.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let l = &self.latency;
+        let _ = writeln!(
+            s,
+            "wozkit bench against {}: {} participants, {:.2} msg/s each, {:.0} s measured",
+            self.url, self.participants, self.rate_per_participant, self.duration_s
+        );
+        let _ = writeln!(
+            s,
+            "  ramp-up            {:.1} s; reached a room: {}, gave up: {}",
+            self.ramp_s, self.reached_room, self.gave_up
+        );
+        let _ = writeln!(
+            s,
+            "  connected          {} at the end (peak {}), {} sessions",
+            self.connected, self.peak_connected, self.sessions
+        );
+        let _ = writeln!(
+            s,
+            "  messages           {} sent, {} acked, {:.1}/s; events delivered {:.1}/s",
+            self.commands_sent, self.commands_acked, self.messages_per_s, self.events_per_s
+        );
+        let _ = writeln!(
+            s,
+            "  delivery latency   p50 {:.2} ms  p90 {:.2} ms  p99 {:.2} ms  max {:.2} ms  ({} samples)",
+            l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms, l.samples
+        );
+        if let Some(srv) = &self.server {
+            let _ = writeln!(
+                s,
+                "  server (pid {})    RSS {} KiB before, {} KiB at the end, peak {} KiB; {} KiB per participant; CPU {}%",
+                srv.pid,
+                opt(srv.rss_before_kib),
+                opt(srv.rss_end_kib),
+                opt(srv.rss_peak_kib),
+                opt(srv.kib_per_participant.map(|k| format!("{k:.1}"))),
+                opt(srv.cpu_percent.map(|c| format!("{c:.0}"))),
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  server             process not found (give --server-pid for memory figures)"
+            );
+        }
+        if let Some(c) = self.loadgen_cpu_percent {
+            let _ = writeln!(s, "  load generator     CPU {c:.0}%");
+        }
+        let list = |m: &BTreeMap<String, u64>| {
+            if m.is_empty() {
+                "none".to_string()
+            } else {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let _ = writeln!(s, "  errors             {}", list(&self.errors));
+        let _ = writeln!(s, "  sessions ended     {}", list(&self.endings));
+        if self.skipped_busy > 0 || self.uncorrelated_acks > 0 {
+            let _ = writeln!(
+                s,
+                "  ticks skipped (previous command unanswered) {}, acks without a matching event {}",
+                self.skipped_busy, self.uncorrelated_acks
+            );
+        }
+        s
+    }
+}
