@@ -127,16 +127,18 @@ impl RoomActor {
     async fn on_start(&mut self, origin: Origin) {
         let grace = u64::from(self.study.study.session.disconnect_grace_s) * 1000;
         match origin {
-            Origin::Fresh => {
-                let _ = self
-                    .step(Actor::System, Command::Start { seed: self.seed })
-                    .await;
-                for role in self.bots.iter().map(|b| b.role).collect::<Vec<_>>() {
-                    let bot = Actor::Bot {
-                        role,
-                        name: super::bot::NAME.into(),
+            Origin::Fresh => self.start_session().await,
+            // Killed while pairing, before `Start` was stored: start it now as the lost task
+            // would have. A session nobody was seated in has nobody to play it: it ends.
+            Origin::Log if !self.session.started => {
+                self.start_session().await;
+                if self.humans.is_empty() && self.bots.is_empty() {
+                    let abort = Command::Abort {
+                        reason: EndReason::Aborted,
                     };
-                    let _ = self.step(bot, Command::Join { role, bot: true }).await;
+                    let _ = self.step(Actor::System, abort).await;
+                    self.finalize().await;
+                    return;
                 }
             }
             Origin::Log => {
@@ -162,15 +164,33 @@ impl RoomActor {
                 }
             }
         }
-        if !self.session.is_ended()
-            && self
-                .humans
-                .iter()
-                .any(|(r, _)| !self.session.joined.contains(r))
-        {
+        if !self.session.is_ended() && !self.everyone_joined() {
             self.join_deadline = Some(now_ms() + grace);
         }
         self.schedule_bots(&[]);
+    }
+
+    /// Starts the session and seats the bots.
+    async fn start_session(&mut self) {
+        let _ = self
+            .step(Actor::System, Command::Start { seed: self.seed })
+            .await;
+        for role in self.bots.iter().map(|b| b.role).collect::<Vec<_>>() {
+            let bot = Actor::Bot {
+                role,
+                name: super::bot::NAME.into(),
+            };
+            let _ = self.step(bot, Command::Join { role, bot: true }).await;
+        }
+    }
+
+    /// Whether both roles have joined. Both count, not only the seated humans: after a kill
+    /// between seating the two participants of a pair, one role has nobody seated and nobody
+    /// will come; the join deadline then ends the session.
+    pub(super) fn everyone_joined(&self) -> bool {
+        [Role::User, Role::Wizard]
+            .iter()
+            .all(|r| self.session.joined.contains(r))
     }
 
     /// The earliest of: engine timers, bot moves, the join deadline, the end of lingering.
@@ -195,11 +215,7 @@ impl RoomActor {
         let now = now_ms();
         if self.join_deadline.is_some_and(|t| t <= now) {
             self.join_deadline = None;
-            let missing = self
-                .humans
-                .iter()
-                .any(|(r, _)| !self.session.joined.contains(r));
-            if missing && !self.session.is_ended() {
+            if !self.everyone_joined() && !self.session.is_ended() {
                 let _ = self
                     .step(
                         Actor::System,

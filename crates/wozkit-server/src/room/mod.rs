@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use wozkit_core::engine::{Command, Session, replay};
 use wozkit_core::event::{EventKind, Role};
 use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::OnNoPartner;
 use wozkit_store::{SessionFilter, SessionStatus, StoreError};
 
 use crate::app::AppState;
@@ -141,7 +142,7 @@ pub(crate) async fn open(
     let events = app.store.events(session_id, 0).await?;
     let session = replay(&study, session_id, &events);
     let last_seq = events.last().map_or(0, |e| e.seq);
-    let bots: Vec<Role> = events
+    let mut bots: Vec<Role> = events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Joined { role, bot: true } => Some(*role),
@@ -155,6 +156,15 @@ pub(crate) async fn open(
         .into_iter()
         .filter_map(|p| p.role.map(|r| (r, p.id)))
         .collect();
+    // Killed before the room stored anything: whether a bot was to play the other role is not
+    // in the log. A study that backfills with bots gives a lone participant one (either it was
+    // paired with a bot, or its partner was never seated).
+    if events.is_empty()
+        && study.study.pairing.on_timeout == OnNoPartner::Bot
+        && let [(role, _)] = humans.as_slice()
+    {
+        bots.push(role.other());
+    }
     let actor = RoomActor::new(
         app.clone(),
         study,

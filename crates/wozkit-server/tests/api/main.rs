@@ -4,6 +4,7 @@
 mod client;
 mod helpers;
 
+mod crash;
 mod endings;
 mod lobby;
 mod pairing;

@@ -70,11 +70,7 @@ impl RoomActor {
         if !self.session.joined.contains(&role) {
             let actor = Actor::Participant { role, participant };
             let _ = self.step(actor, Command::Join { role, bot: false }).await;
-            if self
-                .humans
-                .iter()
-                .all(|(r, _)| self.session.joined.contains(r))
-            {
+            if self.everyone_joined() {
                 self.join_deadline = None;
             }
         } else if self.session.away.iter().any(|(r, _)| *r == role) {
