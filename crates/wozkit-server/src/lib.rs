@@ -11,7 +11,8 @@
 //! Map of the crate:
 //! - [`app`]: the shared state handle ([`AppState`]), configuration and the clock.
 //! - `http`: routes: entry links, flow pages, survey, assets and media, researcher pages, `/try`.
-//! - `ws`: the WebSocket protocol (frames, limits) and the per-connection loop.
+//! - `ws`: the WebSocket protocol (frames, limits) and the per-connection loop; its frame
+//!   decoder is public as [`frames`].
 //! - `lobby`: the waiting queues and pairing (pure, behind a std mutex);
 //!   `pairing`: what happens once a pair (or a timeout) is decided.
 //! - `room`: the room registry and the room actor, its per-role views and the built-in bots.
@@ -34,6 +35,10 @@ pub mod records;
 mod room;
 mod security;
 mod ws;
+
+/// The WebSocket frame decoder and error codes, public so the fuzz target and protocol tests can
+/// drive it directly.
+pub use ws::frames;
 
 use std::future::Future;
 use std::sync::Arc;
