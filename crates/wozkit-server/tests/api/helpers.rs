@@ -276,3 +276,26 @@ pub async fn login(app: &TestApp) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// Like [`paired`], for tests that need several pairs: the participants are named after `tag`
+/// and paired only with each other (a private pair key), so any number of pairs can coexist.
+pub async fn paired_as(app: &TestApp, tag: &str) -> (Client, Client, String) {
+    let user = app
+        .join(&format!("participant={tag}-u&role=user&pair={tag}"))
+        .await;
+    let wizard = app
+        .join(&format!("participant={tag}-w&role=wizard&pair={tag}"))
+        .await;
+    user.accept_pages().await;
+    wizard.accept_pages().await;
+    let mut wu = user.ws().await;
+    wu.hello(0).await;
+    let mut ww = wizard.ws().await;
+    ww.hello(0).await;
+    let session = wu.until_type("paired").await["session"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(ww.until_type("paired").await["session"], session.as_str());
+    (user, wizard, session)
+}

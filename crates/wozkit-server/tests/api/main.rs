@@ -6,6 +6,7 @@ mod helpers;
 
 mod crash;
 mod endings;
+mod hostile;
 mod lobby;
 mod pairing;
 mod reconnect;
