@@ -112,16 +112,25 @@ pub async fn login(
     Ok(res)
 }
 
-/// `POST /researcher/logout`.
-pub async fn logout(State(app): State<AppState>, headers: HeaderMap) -> Response {
+/// `POST /researcher/logout`. Origin-checked like every state-changing request, so another
+/// site cannot log the researcher out.
+pub async fn logout(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    if !origin_ok(&headers, false) {
+        return Err(HttpError::Forbidden(
+            "This form must be sent from this site's page.",
+        ));
+    }
     if let Some(t) = cookie(&headers, RESEARCHER_COOKIE) {
         app.researchers.remove(&t);
     }
-    (
+    Ok((
         StatusCode::SEE_OTHER,
         [(LOCATION, "/researcher/login".to_string())],
     )
-        .into_response()
+        .into_response())
 }
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of an epoch time in milliseconds.
