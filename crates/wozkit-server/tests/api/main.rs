@@ -4,6 +4,7 @@
 mod client;
 mod helpers;
 
+mod access_matrix;
 mod crash;
 mod endings;
 mod hostile;

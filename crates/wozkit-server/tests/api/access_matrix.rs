@@ -1,0 +1,358 @@
+//! The access rules of `docs/access-matrix.md`, walked cell by cell: every HTTP route and every
+//! WebSocket command against every kind of caller. The tables below are the document's tables;
+//! a change of rule changes both.
+//!
+//! Callers: `anon` (a browser without a cookie), `user` and `wizard` (the participants of this
+//! session), `other` (a participant of another session), `bot` (a program without a browser, so
+//! no `Origin`, holding the cookie of the human who plays next to a built-in bot) and
+//! `researcher` (a browser logged in as the researcher, no participant cookie).
+
+use std::path::Path;
+
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite;
+use wozkit_core::load::{StudySource, load_text};
+
+use crate::helpers::{Client, TestApp, Tiny, Ws, enter, login, paired_as, spawn_app_in};
+
+const CALLERS: [&str; 6] = ["anon", "user", "wizard", "other", "bot", "researcher"];
+
+/// Where a request comes from.
+#[derive(Clone, Copy, PartialEq)]
+enum Site {
+    /// The caller's own kind: browsers send this site's `Origin`, the bot sends none.
+    Own,
+    /// Every caller sends `Origin: http://evil.example`.
+    Evil,
+}
+
+/// (method, path, form body, site, expected status per caller in [`CALLERS`] order).
+/// `{S}` is this session's id. `101` means the WebSocket handshake succeeds.
+#[rustfmt::skip]
+const ROUTES: &[(&str, &str, &str, Site, [u16; 6])] = &[
+    ("GET",  "/",                                      "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
+    ("GET",  "/healthz",                               "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
+    ("GET",  "/join",                                  "",               Site::Own,  [303, 303, 303, 303, 303, 303]),
+    ("GET",  "/join?study=nope",                       "",               Site::Own,  [400, 400, 400, 400, 400, 400]),
+    ("GET",  "/join?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE", "",       Site::Own,  [200, 200, 200, 200, 200, 200]),
+    ("GET",  "/p",                                     "",               Site::Own,  [401, 200, 200, 200, 200, 401]),
+    ("GET",  "/p?seat=zz",                             "",               Site::Own,  [401, 401, 401, 401, 401, 401]),
+    ("GET",  "/p?session={S}",                         "",               Site::Own,  [401, 200, 200, 200, 200, 401]),
+    ("POST", "/p/next",                                "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
+    ("POST", "/p/next",                                "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/survey",                              "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
+    ("POST", "/p/survey",                              "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
+    ("GET",  "/ws",                                    "",               Site::Own,  [401, 101, 101, 101, 101, 401]),
+    ("GET",  "/ws?session={S}",                        "",               Site::Own,  [401, 101, 101, 101, 101, 401]),
+    ("GET",  "/ws",                                    "",               Site::Evil, [403, 403, 403, 403, 403, 403]),
+    ("GET",  "/assets/room.js",                        "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
+    ("GET",  "/assets/nope.js",                        "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
+    ("GET",  "/assets/..%2fCargo.toml",                "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
+    ("GET",  "/study/tiny/media/pic.gif",              "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
+    ("GET",  "/study/tiny/media/none.gif",             "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
+    ("GET",  "/study/tiny/media/..%2f..%2fsecret.txt", "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
+    ("GET",  "/study/nope/media/pic.gif",              "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
+    ("GET",  "/try",                                   "",               Site::Own,  [303, 303, 303, 303, 303, 200]),
+    ("GET",  "/try?study=nope",                        "",               Site::Own,  [303, 303, 303, 303, 303, 404]),
+    ("GET",  "/researcher",                            "",               Site::Own,  [303, 303, 303, 303, 303, 200]),
+    ("GET",  "/researcher/session/{S}",                "",               Site::Own,  [303, 303, 303, 303, 303, 200]),
+    ("GET",  "/researcher/session/none",               "",               Site::Own,  [303, 303, 303, 303, 303, 404]),
+    ("GET",  "/researcher/login",                      "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
+    ("POST", "/researcher/login",                      "password=wrong", Site::Own,  [401, 401, 401, 401, 403, 401]),
+    ("POST", "/researcher/login",                      "password=letmein", Site::Evil, [403, 403, 403, 403, 403, 403]),
+    ("GET",  "/nope",                                  "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
+    ("GET",  "/p/next",                                "",               Site::Own,  [405, 405, 405, 405, 405, 405]),
+    ("POST", "/researcher/logout",                     "",               Site::Evil, [403, 403, 403, 403, 403, 403]),
+    // Last: it ends the researcher's login.
+    ("POST", "/researcher/logout",                     "",               Site::Own,  [303, 303, 303, 303, 403, 303]),
+];
+
+/// What a command gets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Want {
+    /// `ack`: the command's events are stored in this session.
+    Ack,
+    /// An `error` frame with this code.
+    Code(&'static str),
+    /// No WebSocket at all: the handshake is refused with 401.
+    NoSocket,
+    /// The command is judged in the caller's own session only: this session is unchanged.
+    Own,
+}
+use Want::{Ack, Code, NoSocket, Own};
+
+/// Every participant command (and a system command), in the state where the role that may send
+/// it can, against every caller in [`CALLERS`] order.
+#[rustfmt::skip]
+fn commands() -> Vec<(&'static str, Value, [Want; 6])> {
+    let wrong = Code("wrong_role");
+    vec![
+        ("say",     json!({"cmd": "say", "state": "greet"}),  [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
+        ("fixed",   json!({"cmd": "fixed", "id": "ok"}),      [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
+        ("text",    json!({"cmd": "text", "text": "hi"}),     [NoSocket, Ack, Ack, Own, Ack, NoSocket]),
+        ("act",     json!({"cmd": "act", "action": "move", "robot": "r1", "target": "tower"}),
+                                                             [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
+        ("approve", json!({"cmd": "approve"}),                [NoSocket, Ack, wrong, Own, wrong, NoSocket]),
+        ("deny",    json!({"cmd": "deny"}),                   [NoSocket, Ack, wrong, Own, wrong, NoSocket]),
+        ("hint",    json!({"cmd": "hint"}),                   [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
+        ("finish",  json!({"cmd": "finish"}),                 [NoSocket, Ack, Ack, Own, Ack, NoSocket]),
+        ("tick",    json!({"cmd": "tick"}),                   [NoSocket, Code("bad_command"), Code("bad_command"),
+                                                               Code("bad_command"), Code("bad_command"), NoSocket]),
+    ]
+}
+
+/// The tiny study with a declared media file; on timeout a bot takes the missing role.
+fn study(dir: &Path) -> wozkit_core::load::LoadedStudy {
+    let tiny = Tiny {
+        on_timeout: "bot",
+        wait_limit_s: 2,
+        ..Tiny::default()
+    };
+    let yaml = tiny.yaml().replace(
+        "actions:",
+        "media:\n  pic: {file: media/pic.gif, alt: A picture}\nactions:",
+    );
+    std::fs::create_dir_all(dir.join("media")).expect("media dir");
+    std::fs::write(dir.join("media/pic.gif"), b"GIF89a").expect("media");
+    std::fs::write(dir.join("secret.txt"), b"secret").expect("secret");
+    match load_text("tiny.yaml", &yaml, StudySource::Dir(dir.to_path_buf())) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A human wizard whose wait ran out: a built-in bot plays the user. Returns its cookie and
+/// its room socket.
+async fn next_to_a_bot(app: &TestApp, tag: &str) -> (Client, Ws) {
+    let wizard = app
+        .join(&format!("participant={tag}&role=wizard&pair={tag}"))
+        .await;
+    wizard.accept_pages().await;
+    let mut ws = wizard.ws().await;
+    ws.hello(0).await;
+    assert_eq!(ws.until_type("paired").await["partner"], "bot");
+    let room = enter(&wizard, 0).await;
+    (wizard, room)
+}
+
+/// Brings a fresh pair to the state where `command` may be sent by its role.
+async fn setup(command: &str, wu: &mut Ws, ww: &mut Ws) {
+    match command {
+        "approve" | "deny" => {
+            for (id, state) in [("s1", "greet"), ("s2", "ask")] {
+                ww.cmd(id, json!({"cmd": "say", "state": state})).await;
+                assert_eq!(ww.answer(id).await["type"], "ack");
+            }
+            wu.until(|v| v["type"] == "view" && v["view"]["lock"]["kind"] == "approval")
+                .await;
+        }
+        "finish" => {
+            ww.cmd("s1", json!({"cmd": "say", "state": "greet"})).await;
+            assert_eq!(ww.answer("s1").await["type"], "ack");
+            wu.cmd("s2", json!({"cmd": "text", "text": "hello"})).await;
+            assert_eq!(wu.answer("s2").await["type"], "ack");
+        }
+        _ => {}
+    }
+}
+
+/// The bot column's setup: only the human wizard acts.
+async fn setup_bot(command: &str, ww: &mut Ws) {
+    if command == "finish" {
+        for (id, cmd) in [
+            ("s1", json!({"cmd": "say", "state": "greet"})),
+            ("s2", json!({"cmd": "fixed", "id": "ok"})),
+        ] {
+            ww.cmd(id, cmd).await;
+            assert_eq!(ww.answer(id).await["type"], "ack");
+        }
+    }
+}
+
+fn got(answer: &Value) -> Want {
+    if answer["type"] == "ack" {
+        return Ack;
+    }
+    match answer["code"].as_str().unwrap_or_default() {
+        "wrong_role" => Code("wrong_role"),
+        "bad_command" => Code("bad_command"),
+        other => panic!("unexpected answer code {other}: {answer}"),
+    }
+}
+
+#[tokio::test]
+async fn every_route_and_command_against_every_caller() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().join("data"), study(&tmp.path().join("study"))).await;
+    let researcher = login(&app).await;
+
+    // The bot sessions come first: their wait has to run out.
+    let rows = commands();
+    let tags: Vec<String> = (0..=rows.len()).map(|i| format!("bot{i}")).collect();
+    let bots = join_all(tags.iter().map(|t| next_to_a_bot(&app, t))).await;
+    let (user, wizard, session) = paired_as(&app, "this").await;
+    let (_, other, _) = paired_as(&app, "that").await;
+    let bot = bots[rows.len()].0.clone();
+
+    // HTTP routes.
+    let origin = format!("http://{}", app.addr);
+    for (method, path, body, site, want) in ROUTES {
+        let path = path.replace("{S}", &session);
+        for (i, caller) in CALLERS.iter().enumerate() {
+            let cookie = match *caller {
+                "user" => user.cookie.clone(),
+                "wizard" => wizard.cookie.clone(),
+                "other" => other.cookie.clone(),
+                "bot" => bot.cookie.clone(),
+                "researcher" => researcher.clone(),
+                _ => String::new(),
+            };
+            let from = match (site, *caller) {
+                (Site::Evil, _) => Some("http://evil.example"),
+                (Site::Own, "bot") => None,
+                (Site::Own, _) => Some(origin.as_str()),
+            };
+            let status = if path.starts_with("/ws") {
+                handshake(&app, &path, &cookie, from).await
+            } else {
+                let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
+                if let Some(o) = from {
+                    headers.push(("Origin", o));
+                }
+                if !cookie.is_empty() {
+                    headers.push(("Cookie", &cookie));
+                }
+                app.http(method, &path, &headers, body).await.status
+            };
+            assert_eq!(
+                status,
+                want[i],
+                "{method} {path} ({site_name}) as {caller}",
+                site_name = if *site == Site::Own {
+                    "own site"
+                } else {
+                    "other site"
+                }
+            );
+        }
+    }
+
+    // WebSocket commands: each cell in a fresh session brought to the command's state.
+    let mut bots = bots.into_iter();
+    for (name, cmd, want) in &rows {
+        for (i, caller) in CALLERS.iter().enumerate() {
+            let answer = match *caller {
+                "anon" | "researcher" => {
+                    let cookie = if *caller == "anon" {
+                        ""
+                    } else {
+                        researcher.as_str()
+                    };
+                    assert_eq!(handshake(&app, "/ws", cookie, None).await, 401);
+                    NoSocket
+                }
+                "user" | "wizard" => {
+                    let (u, w, s) = paired_as(&app, &format!("{name}-{caller}")).await;
+                    let mut ww = enter(&w, 0).await;
+                    let mut wu = enter(&u, 0).await;
+                    setup(name, &mut wu, &mut ww).await;
+                    let ws = if *caller == "user" { &mut wu } else { &mut ww };
+                    ws.cmd("cell", cmd.clone()).await;
+                    let answer = got(&ws.answer("cell").await);
+                    if answer == Ack {
+                        let seq = ws
+                            .seen
+                            .iter()
+                            .rev()
+                            .find(|v| v["type"] == "ack")
+                            .map(|v| v["seq"].clone());
+                        let last = app.events(&s).await.last().map(|e| e.seq);
+                        assert_eq!(
+                            seq.and_then(|s| s.as_u64()),
+                            last,
+                            "{name} as {caller}: ack seq"
+                        );
+                    }
+                    answer
+                }
+                "other" => {
+                    // This session in the command's state; the other session's wizard names it.
+                    let (u, w, s) = paired_as(&app, &format!("{name}-target")).await;
+                    let mut ww = enter(&w, 0).await;
+                    let mut wu = enter(&u, 0).await;
+                    setup(name, &mut wu, &mut ww).await;
+                    let before = app.events(&s).await.len();
+                    let (_, ow, os) = paired_as(&app, &format!("{name}-foreign")).await;
+                    let mut ows = enter(&ow, 0).await;
+                    let user_id = app
+                        .store
+                        .participants_in_session(&s)
+                        .await
+                        .expect("participants")
+                        .into_iter()
+                        .find(|p| p.role == Some(wozkit_core::event::Role::User))
+                        .map(|p| p.id)
+                        .unwrap_or_default();
+                    let before_own = app.events(&os).await.len();
+                    ows.send(
+                        json!({"type": "cmd", "id": "cell", "session": s, "participant": user_id,
+                        "cmd": cmd}),
+                    )
+                    .await;
+                    let answer = ows.answer("cell").await;
+                    assert_eq!(
+                        app.events(&s).await.len(),
+                        before,
+                        "{name} from another session changed this one"
+                    );
+                    if answer["type"] == "ack" {
+                        assert!(
+                            app.events(&os).await.len() > before_own,
+                            "{name}: acked but not stored in its own session"
+                        );
+                    }
+                    // Its own session judges it (any answer); only a malformed command is refused
+                    // the same everywhere.
+                    if matches!(want[i], Code(_)) {
+                        got(&answer)
+                    } else {
+                        Own
+                    }
+                }
+                _ => {
+                    let (_, mut ws) = bots.next().expect("a bot session per row");
+                    setup_bot(name, &mut ws).await;
+                    ws.cmd("cell", cmd.clone()).await;
+                    got(&ws.answer("cell").await)
+                }
+            };
+            assert_eq!(answer, want[i], "command {name} as {caller}");
+        }
+    }
+    app.stop().await;
+}
+
+/// The status of a WebSocket handshake to `path` (101 when it succeeds).
+async fn handshake(app: &TestApp, path: &str, cookie: &str, origin: Option<&str>) -> u16 {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = format!("ws://{}{path}", app.addr)
+        .into_client_request()
+        .expect("request");
+    if !cookie.is_empty() {
+        req.headers_mut()
+            .insert("cookie", cookie.parse().expect("cookie"));
+    }
+    if let Some(o) = origin {
+        req.headers_mut()
+            .insert("origin", o.parse().expect("origin"));
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((mut ws, _)) => {
+            let _ = ws.close(None).await;
+            101
+        }
+        Err(tungstenite::Error::Http(res)) => res.status().as_u16(),
+        Err(e) => panic!("handshake to {path}: {e}"),
+    }
+}
