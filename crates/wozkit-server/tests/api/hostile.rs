@@ -107,6 +107,18 @@ async fn malformed_frames_get_clear_errors_and_change_nothing() {
     let mut healthy = Healthy::start(&app).await;
     let (user, wizard, session) = paired_as(&app, "hostile").await;
 
+    // A connection that never says hello is closed after the hello timeout.
+    let quiet = user.clone();
+    let silent = tokio::spawn(async move {
+        let mut ws = quiet.ws().await;
+        let e = ws.until_type("error").await;
+        assert_eq!(e["code"], "hello_timeout");
+        assert!(
+            ws.next().await.is_none(),
+            "still open after the hello timeout"
+        );
+    });
+
     // Before hello: only ping is answered.
     let mut early = user.ws().await;
     let e = error_for(
@@ -295,6 +307,7 @@ async fn malformed_frames_get_clear_errors_and_change_nothing() {
         .await;
     assert_eq!(wu.answer("fine").await["type"], "ack");
     assert_eq!(messages(&app.events(&session).await), ["still here"]);
+    silent.await.expect("the silent connection was closed");
     healthy.check(&app).await;
     app.stop().await;
 }
