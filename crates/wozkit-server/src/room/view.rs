@@ -7,13 +7,15 @@
 
 use std::borrow::Cow;
 
+use serde::Serialize;
 use serde_json::{Value, json};
-use wozkit_core::engine::{self, Session};
+use wozkit_core::engine::{self, OfferKind, Session};
 use wozkit_core::event::{Event, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
-use wozkit_core::model::{LockKind, RoleDef};
+use wozkit_core::model::{ActType, LockKind, RoleDef};
 
 use crate::http::html::media_url;
+use crate::ws::frames::ServerFrame;
 
 /// The event as `role` receives it, or `None` if it is not for that role.
 pub fn event_for(role: Role, e: &Event) -> Option<Cow<'_, Event>> {
@@ -88,134 +90,359 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
     })
 }
 
+/// The derived state for `role` at `now_ms`, borrowing from the study and the session.
+///
+/// Typed rather than built as a `serde_json::Value`: a view goes out after every batch of
+/// events, and the wizard's is ~10 KB (every action × robot × target). Serialising these
+/// structs straight to text avoids building and freeing a tree of maps and strings per view.
+/// Field order is the wire order documented in docs/protocol.md.
+#[derive(Debug, Serialize)]
+pub struct View<'a> {
+    role: Role,
+    now_ms: u64,
+    started: bool,
+    messages: u32,
+    timer: Timer,
+    progress: u32,
+    milestones: &'a [String],
+    subtask: Option<Labelled<'a>>,
+    robots: Vec<RobotView<'a>>,
+    media: Option<MediaView<'a>>,
+    partner_away: bool,
+    can_finish: bool,
+    ended: Option<Ended>,
+    #[serde(flatten)]
+    side: Side<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct Timer {
+    limit_s: u32,
+    deadline_ms: Option<u64>,
+    left_s: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Labelled<'a> {
+    id: &'a str,
+    label: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct RobotView<'a> {
+    id: &'a str,
+    name: &'a str,
+    location: &'a str,
+    location_name: &'a str,
+    battery: f64,
+    busy: bool,
+    action: Option<&'a str>,
+    target: Option<&'a str>,
+    percent: Option<u32>,
+    eta_s: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct MediaView<'a> {
+    id: &'a str,
+    url: String,
+    alt: &'a str,
+    count: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Ended {
+    reason: &'static str,
+    goal_reached: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct LockView<'a> {
+    kind: LockKind,
+    prompt: Option<&'a str>,
+    approve_label: &'a str,
+    deny_label: &'a str,
+}
+
+/// What only one role sees.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Side<'a> {
+    User {
+        muted: bool,
+        lock: Option<LockView<'a>>,
+    },
+    Wizard {
+        state: &'a str,
+        options: Vec<OptionView>,
+        fixed: Vec<FixedView<'a>>,
+        actions: Vec<ActionView<'a>>,
+        hint: Option<&'a str>,
+        can_hint: bool,
+        lock: Option<LockView<'a>>,
+        muted: bool,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct OptionView {
+    state: String,
+    label: String,
+    act_type: ActType,
+    text: String,
+    kind: OfferKind,
+    hint: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct FixedView<'a> {
+    id: &'a str,
+    text: String,
+    act_type: ActType,
+}
+
+#[derive(Debug, Serialize)]
+struct ActionView<'a> {
+    id: &'a str,
+    label: &'a str,
+    target: bool,
+    combos: Vec<Combo>,
+}
+
+#[derive(Debug, Serialize)]
+struct Combo {
+    robot: String,
+    target: Option<String>,
+    ok: bool,
+    reason: Option<String>,
+}
+
+impl View<'_> {
+    /// The `view` frame's text.
+    pub fn frame(&self) -> String {
+        ServerFrame::View { view: self }.text()
+    }
+}
+
 /// The derived state for `role` now.
-pub fn view(study: &LoadedStudy, s: &Session, role: Role, now_ms: u64) -> Value {
+pub fn view<'a>(study: &'a LoadedStudy, s: &'a Session, role: Role, now_ms: u64) -> View<'a> {
     let st = &study.study;
-    let loc_name = |id: &str| -> String {
+    let loc_name = |id: &'a str| -> &'a str {
         st.world
             .locations
             .iter()
             .find(|l| l.id == id)
-            .map_or_else(|| id.to_string(), |l| l.name.clone())
+            .map_or(id, |l| l.name.as_str())
     };
-    let robots: Vec<Value> = st
+    let robots = st
         .world
         .robots
         .iter()
         .zip(&s.robots)
         .map(|(def, r)| {
             let act = r.activity.as_ref();
-            json!({
-                "id": def.id,
-                "name": def.name,
-                "location": r.location,
-                "location_name": loc_name(&r.location),
-                "battery": r.battery,
-                "busy": act.is_some(),
-                "action": act.map(|a| st.actions[a.action].label.clone()),
-                "target": act.and_then(|a| a.target.as_deref()).map(loc_name),
-                "percent": act.map(|a| a.percent),
-                "eta_s": act.map(|a| a.ends_ms.saturating_sub(now_ms).div_ceil(1000)),
-            })
+            RobotView {
+                id: &def.id,
+                name: &def.name,
+                location: &r.location,
+                location_name: loc_name(&r.location),
+                battery: r.battery,
+                busy: act.is_some(),
+                action: act.map(|a| st.actions[a.action].label.as_str()),
+                target: act.and_then(|a| a.target.as_deref()).map(loc_name),
+                percent: act.map(|a| a.percent),
+                eta_s: act.map(|a| a.ends_ms.saturating_sub(now_ms).div_ceil(1000)),
+            }
         })
         .collect();
     let lock = s.lock.as_ref().map(|l| {
         let def = st.states[l.state].lock.as_ref();
-        json!({
-            "kind": l.kind,
-            "prompt": def.and_then(|d| d.prompt.clone()),
-            "approve_label": def.map_or("Approve", |d| d.approve_label.as_str()),
-            "deny_label": def.map_or("Deny", |d| d.deny_label.as_str()),
-        })
+        LockView {
+            kind: l.kind,
+            prompt: def.and_then(|d| d.prompt.as_deref()),
+            approve_label: def.map_or("Approve", |d| d.approve_label.as_str()),
+            deny_label: def.map_or("Deny", |d| d.deny_label.as_str()),
+        }
     });
-    let media = s.media.last().and_then(|id| st.media.get(id).map(|m| (id, m))).map(|(id, m)| {
-        json!({ "id": id, "url": media_url(&st.id, &m.file), "alt": m.alt, "count": s.media.len() })
-    });
-    let subtask = s.subtask.as_ref().map(|id| {
-        let label = st
+    let media = s
+        .media
+        .last()
+        .and_then(|id| st.media.get(id).map(|m| (id, m)))
+        .map(|(id, m)| MediaView {
+            id,
+            url: media_url(&st.id, &m.file),
+            alt: &m.alt,
+            count: s.media.len(),
+        });
+    let subtask = s.subtask.as_deref().map(|id| Labelled {
+        id,
+        label: st
             .subtasks
             .iter()
-            .find(|t| &t.id == id)
-            .map_or(id.as_str(), |t| t.label.as_str());
-        json!({ "id": id, "label": label })
+            .find(|t| t.id == id)
+            .map_or(id, |t| t.label.as_str()),
     });
-    let mut v = json!({
-        "role": role,
-        "now_ms": now_ms,
-        "started": s.started,
-        "messages": s.messages,
-        "timer": {
-            "limit_s": st.session.time_limit_s,
-            "deadline_ms": s.deadline_ms,
-            "left_s": s.time_left_s(study),
+    let side = match role {
+        Role::User => Side::User {
+            muted: st.session.user_waits_for_wizard && !s.wizard_spoke && s.ended.is_none(),
+            lock: lock.filter(|l| l.kind == LockKind::Approval),
         },
-        "progress": s.progress(study),
-        "milestones": s.milestones,
-        "subtask": subtask,
-        "robots": robots,
-        "media": media,
-        "partner_away": s.away.iter().any(|(r, _)| *r == role.other()),
-        "can_finish": s.ended.is_none() && engine::finish_allowed(study, s),
-        "ended": s.ended.map(|(reason, goal)| json!({"reason": reason.as_str(), "goal_reached": goal})),
-    });
-    let Some(obj) = v.as_object_mut() else {
-        return v;
-    };
-    match role {
-        Role::User => {
-            let muted = st.session.user_waits_for_wizard && !s.wizard_spoke;
-            obj.insert("muted".into(), json!(muted && s.ended.is_none()));
-            let approval = lock.filter(|l| l["kind"] == json!(LockKind::Approval));
-            obj.insert("lock".into(), approval.unwrap_or(Value::Null));
-        }
         Role::Wizard => {
             let offers = engine::offered(study, s);
-            let options: Vec<Value> = offers
-                .iter()
-                .map(|o| {
-                    json!({
-                        "state": o.state, "label": o.label, "act_type": o.act_type,
-                        "text": o.text, "kind": o.kind,
-                        "hint": s.hint.as_deref() == Some(o.state.as_str()),
-                    })
+            let can_hint = s.started && s.ended.is_none() && s.lock.is_none() && !offers.is_empty();
+            let options = offers
+                .into_iter()
+                .map(|o| OptionView {
+                    hint: s.hint.as_deref() == Some(o.state.as_str()),
+                    state: o.state,
+                    label: o.label,
+                    act_type: o.act_type,
+                    text: o.text,
+                    kind: o.kind,
                 })
                 .collect();
-            let fixed: Vec<Value> = st
+            let fixed = st
                 .fixed_options
                 .iter()
-                .map(|f| json!({"id": f.id, "text": engine::render(study, s, &f.text), "act_type": f.act_type}))
+                .map(|f| FixedView {
+                    id: &f.id,
+                    text: engine::render(study, s, &f.text),
+                    act_type: f.act_type,
+                })
                 .collect();
-            obj.insert("state".into(), json!(st.states[s.current].id));
-            obj.insert("options".into(), json!(options));
-            obj.insert("fixed".into(), json!(fixed));
-            obj.insert("actions".into(), json!(actions(study, s)));
-            obj.insert("hint".into(), json!(s.hint));
-            obj.insert(
-                "can_hint".into(),
-                json!(s.started && s.ended.is_none() && s.lock.is_none() && !offers.is_empty()),
-            );
-            obj.insert("lock".into(), lock.unwrap_or(Value::Null));
-            obj.insert("muted".into(), json!(false));
+            Side::Wizard {
+                state: &st.states[s.current].id,
+                options,
+                fixed,
+                actions: actions(study, s),
+                hint: s.hint.as_deref(),
+                can_hint,
+                lock,
+                muted: false,
+            }
         }
+    };
+    View {
+        role,
+        now_ms,
+        started: s.started,
+        messages: s.messages,
+        timer: Timer {
+            limit_s: st.session.time_limit_s,
+            deadline_ms: s.deadline_ms,
+            left_s: s.time_left_s(study),
+        },
+        progress: s.progress(study),
+        milestones: &s.milestones,
+        subtask,
+        robots,
+        media,
+        partner_away: s.away.iter().any(|(r, _)| *r == role.other()),
+        can_finish: s.ended.is_none() && engine::finish_allowed(study, s),
+        ended: s.ended.map(|(reason, goal_reached)| Ended {
+            reason: reason.as_str(),
+            goal_reached,
+        }),
+        side,
     }
-    v
 }
 
 /// Every action with each robot (and target) and whether it may start now, with the reason
 /// when not: the action panel disables the send button and shows the reason.
-fn actions(study: &LoadedStudy, s: &Session) -> Vec<Value> {
-    let mut combos: Vec<Vec<Value>> = vec![vec![]; study.study.actions.len()];
-    for (ai, robot, target, check) in engine::action_table(study, s) {
-        combos[ai].push(json!({
-            "robot": robot, "target": target, "ok": check.is_ok(),
-            "reason": check.err().map(|e| e.to_string()),
-        }));
-    }
-    study
+fn actions<'a>(study: &'a LoadedStudy, s: &Session) -> Vec<ActionView<'a>> {
+    let mut out: Vec<ActionView<'a>> = study
         .study
         .actions
         .iter()
-        .zip(combos)
-        .map(|(a, combos)| json!({ "id": a.id, "label": a.label, "target": a.target, "combos": combos }))
-        .collect()
+        .map(|a| ActionView {
+            id: &a.id,
+            label: &a.label,
+            target: a.target,
+            combos: vec![],
+        })
+        .collect();
+    for (ai, robot, target, check) in engine::action_table(study, s) {
+        if let Some(a) = out.get_mut(ai) {
+            a.combos.push(Combo {
+                robot,
+                target,
+                ok: check.is_ok(),
+                reason: check.err().map(|e| e.to_string()),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use serde_json::Value;
+    use wozkit_core::engine::{Command, step};
+    use wozkit_core::event::Actor;
+
+    use super::*;
+
+    fn keys(frame: &str) -> Vec<String> {
+        let v: Value = serde_json::from_str(frame).unwrap_or_default();
+        v["view"]
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn views_have_the_documented_fields_in_order() {
+        let study = match wozkit_core::load::load_builtin("offshore-emergency") {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let mut s = Session::new(&study, "t");
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for (actor, cmd) in [
+            (Actor::System, Command::Start { seed: 1 }),
+            (
+                Actor::System,
+                Command::Join {
+                    role: Role::User,
+                    bot: false,
+                },
+            ),
+            (
+                Actor::System,
+                Command::Join {
+                    role: Role::Wizard,
+                    bot: false,
+                },
+            ),
+        ] {
+            match step(&study, &s, &actor, cmd, 1_000, &mut rng) {
+                Ok(out) => s = out.session,
+                Err(r) => panic!("{r}"),
+            }
+        }
+        let common = "role now_ms started messages timer progress milestones subtask robots media \
+                      partner_away can_finish ended";
+        let user = format!("{common} muted lock");
+        let wizard = format!("{common} state options fixed actions hint can_hint lock muted");
+        let split = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            keys(&view(&study, &s, Role::User, 2_000).frame()),
+            split(&user)
+        );
+        let w = view(&study, &s, Role::Wizard, 2_000).frame();
+        assert_eq!(keys(&w), split(&wizard));
+        let v: Value = serde_json::from_str(&w).unwrap_or_default();
+        assert_eq!(v["type"], "view");
+        assert!(v["view"]["options"][0]["state"].is_string());
+        let combos = v["view"]["actions"][0]["combos"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(
+            combos,
+            study.study.world.robots.len() * study.study.world.locations.len()
+        );
+        assert!(v["view"]["actions"][0]["combos"][0]["reason"].is_string());
+    }
 }

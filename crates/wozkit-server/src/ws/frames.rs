@@ -185,7 +185,7 @@ pub enum ServerFrame<'a> {
         event: &'a wozkit_core::event::Event,
     },
     View {
-        view: &'a Value,
+        view: &'a crate::room::view::View<'a>,
     },
     Ack {
         id: &'a str,

@@ -1,6 +1,7 @@
 //! The room's outputs: recording the end of the session (and moving the participants on), and
 //! sending frames to connections. Every frame for a role is serialised once and shared.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use wozkit_core::event::{Event, EventKind, Role};
@@ -59,15 +60,31 @@ impl RoomActor {
     }
 
     /// Sends stored events, partner notices, views and (at the end) `ended` to every connection.
+    ///
+    /// Every connection gets its events before any view is computed: a view (the wizard's
+    /// evaluates every action's condition for every robot and place) costs far more than the
+    /// events, and the partner should not wait for it to see a message. Each connection still
+    /// receives its events first and then its view.
     pub(super) fn broadcast(&mut self, stored: &[Event]) {
-        for role in [Role::User, Role::Wizard] {
-            if !self.conns.iter().any(|c| c.role == role) {
-                continue;
-            }
+        let roles: Vec<Role> = [Role::User, Role::Wizard]
+            .into_iter()
+            .filter(|role| self.conns.iter().any(|c| c.role == *role))
+            .collect();
+        // An event most roles see unchanged is serialised once for all of them.
+        let mut shared: Vec<Option<Arc<str>>> = vec![None; stored.len()];
+        for &role in &roles {
             let mut frames: Vec<Arc<str>> = vec![];
-            for e in stored {
-                if let Some(visible) = view::event_for(role, e) {
-                    frames.push(ServerFrame::Event { event: &visible }.text().into());
+            for (e, shared) in stored.iter().zip(shared.iter_mut()) {
+                match view::event_for(role, e) {
+                    Some(Cow::Borrowed(e)) => frames.push(
+                        shared
+                            .get_or_insert_with(|| ServerFrame::Event { event: e }.text().into())
+                            .clone(),
+                    ),
+                    Some(Cow::Owned(e)) => {
+                        frames.push(ServerFrame::Event { event: &e }.text().into());
+                    }
+                    None => {}
                 }
                 let status = match &e.kind {
                     EventKind::Disconnected { role: r, .. } if *r != role => Some("reconnecting"),
@@ -78,10 +95,13 @@ impl RoomActor {
                     frames.push(ServerFrame::Partner { status }.text().into());
                 }
             }
-            frames.push(self.view_frame(role));
             for f in &frames {
                 self.send_role(role, f);
             }
+        }
+        for &role in &roles {
+            let view = self.view_frame(role);
+            self.send_role(role, &view);
         }
         if stored
             .iter()
@@ -105,8 +125,9 @@ impl RoomActor {
     }
 
     pub(super) fn view_frame(&self, role: Role) -> Arc<str> {
-        let v = view::view(&self.study, &self.session, role, now_ms());
-        ServerFrame::View { view: &v }.text().into()
+        view::view(&self.study, &self.session, role, now_ms())
+            .frame()
+            .into()
     }
 
     /// `ended` when the session is over, else an empty frame (skipped).
