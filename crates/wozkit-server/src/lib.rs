@@ -43,6 +43,7 @@ pub use ws::frames;
 use std::future::Future;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use wozkit_store::Store;
@@ -71,6 +72,15 @@ pub async fn launch_with_listener(
     room::resume_live_rooms(state.clone());
     let router = http::router(state.clone());
     drop(state);
+    // Frames are small and go out in quick succession (events, then a view, then an ack):
+    // without TCP_NODELAY a frame can wait for the client's delayed ACK of the previous one,
+    // which showed as stalls of tens of milliseconds in the delivery latency
+    // (docs/performance.md).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;

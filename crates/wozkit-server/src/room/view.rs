@@ -224,8 +224,20 @@ impl View<'_> {
     }
 }
 
-/// The derived state for `role` now.
-pub fn view<'a>(study: &'a LoadedStudy, s: &'a Session, role: Role, now_ms: u64) -> View<'a> {
+/// Whether either participant may finish now: the same for both roles, and it evaluates the
+/// study's finish condition, so a batch's two views share one evaluation.
+pub fn can_finish(study: &LoadedStudy, s: &Session) -> bool {
+    s.ended.is_none() && engine::finish_allowed(study, s)
+}
+
+/// The derived state for `role` now; `can_finish` is [`can_finish`] of the same session.
+pub fn view<'a>(
+    study: &'a LoadedStudy,
+    s: &'a Session,
+    role: Role,
+    now_ms: u64,
+    can_finish: bool,
+) -> View<'a> {
     let st = &study.study;
     let loc_name = |id: &'a str| -> &'a str {
         st.world
@@ -338,7 +350,7 @@ pub fn view<'a>(study: &'a LoadedStudy, s: &'a Session, role: Role, now_ms: u64)
         robots,
         media,
         partner_away: s.away.iter().any(|(r, _)| *r == role.other()),
-        can_finish: s.ended.is_none() && engine::finish_allowed(study, s),
+        can_finish,
         ended: s.ended.map(|(reason, goal_reached)| Ended {
             reason: reason.as_str(),
             goal_reached,
@@ -428,10 +440,10 @@ mod tests {
         let wizard = format!("{common} state options fixed actions hint can_hint lock muted");
         let split = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
         assert_eq!(
-            keys(&view(&study, &s, Role::User, 2_000).frame()),
+            keys(&view(&study, &s, Role::User, 2_000, false).frame()),
             split(&user)
         );
-        let w = view(&study, &s, Role::Wizard, 2_000).frame();
+        let w = view(&study, &s, Role::Wizard, 2_000, false).frame();
         assert_eq!(keys(&w), split(&wizard));
         let v: Value = serde_json::from_str(&w).unwrap_or_default();
         assert_eq!(v["type"], "view");

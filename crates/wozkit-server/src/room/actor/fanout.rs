@@ -99,8 +99,9 @@ impl RoomActor {
                 self.send_role(role, f);
             }
         }
+        let can_finish = view::can_finish(&self.study, &self.session);
         for &role in &roles {
-            let view = self.view_frame(role);
+            let view = self.view_frame(role, can_finish);
             self.send_role(role, &view);
         }
         if stored
@@ -124,8 +125,8 @@ impl RoomActor {
         }
     }
 
-    pub(super) fn view_frame(&self, role: Role) -> Arc<str> {
-        view::view(&self.study, &self.session, role, now_ms())
+    pub(super) fn view_frame(&self, role: Role, can_finish: bool) -> Arc<str> {
+        view::view(&self.study, &self.session, role, now_ms(), can_finish)
             .frame()
             .into()
     }

@@ -1,5 +1,5 @@
 //! Presence: a connection joining the room (catching up on what it missed, then `Join` or
-//! `Reconnect`) and the last connection of a role leaving (`Disconnect`, which starts the grace
+//! `Reconnect`, whose broadcast brings its first view) and the last connection of a role leaving (`Disconnect`, which starts the grace
 //! period).
 
 use std::sync::Arc;
@@ -38,12 +38,17 @@ impl RoomActor {
                 return;
             }
         };
+        // A participant who joins or comes back gets the view after its `Join` or `Reconnect`
+        // is stored (that step's broadcast sends it), so its first view already counts it in.
+        let presence = self.presence_command(role);
         let mut frames: Vec<Arc<str>> = missed
             .iter()
             .filter_map(|e| view::event_for(role, e))
             .map(|e| ServerFrame::Event { event: &e }.text().into())
             .collect();
-        frames.push(self.view_frame(role));
+        if presence.is_none() {
+            frames.push(self.view_frame(role, view::can_finish(&self.study, &self.session)));
+        }
         if self.session.away.iter().any(|(r, _)| *r == role.other()) {
             frames.push(
                 ServerFrame::Partner {
@@ -59,22 +64,43 @@ impl RoomActor {
         for f in frames.into_iter().filter(|f| !f.is_empty()) {
             self.send_to(conn, f);
         }
-        if self.session.is_ended() || !self.humans.iter().any(|(r, _)| *r == role) {
+        let Some((actor, command)) = presence else {
             return;
+        };
+        let joining = matches!(command, Command::Join { .. });
+        let before = self.last_seq;
+        let stored = self.step(actor, command).await.is_ok() && self.last_seq != before;
+        if !stored {
+            // Nothing was stored, so no broadcast: the connection still needs its view.
+            let frame = self.view_frame(role, view::can_finish(&self.study, &self.session));
+            self.send_to(conn, frame);
+        }
+        if joining && self.everyone_joined() {
+            self.join_deadline = None;
+        }
+    }
+
+    /// What a new connection of `role` records: `Join` the first time, `Reconnect` after a
+    /// drop, nothing for a second tab, a bot's role or an ended session.
+    fn presence_command(&self, role: Role) -> Option<(Actor, Command)> {
+        if self.session.is_ended() {
+            return None;
         }
         let participant = self
             .humans
             .iter()
             .find(|(r, _)| *r == role)
-            .map(|(_, p)| p.clone());
+            .map(|(_, p)| p.clone())?;
         if !self.session.joined.contains(&role) {
-            let actor = Actor::Participant { role, participant };
-            let _ = self.step(actor, Command::Join { role, bot: false }).await;
-            if self.everyone_joined() {
-                self.join_deadline = None;
-            }
+            let actor = Actor::Participant {
+                role,
+                participant: Some(participant),
+            };
+            Some((actor, Command::Join { role, bot: false }))
         } else if self.session.away.iter().any(|(r, _)| *r == role) {
-            let _ = self.step(Actor::System, Command::Reconnect { role }).await;
+            Some((Actor::System, Command::Reconnect { role }))
+        } else {
+            None
         }
     }
 
