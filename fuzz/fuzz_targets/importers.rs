@@ -5,7 +5,9 @@ use libfuzzer_sys::fuzz_target;
 use wozkit_data::{Format, Input, formats, import_jsonl, import_votes_csv};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&selector, bytes)) = data.split_first() else { return };
+    let Some((&selector, bytes)) = data.split_first() else {
+        return;
+    };
     let input = Input::new("fuzz.json", bytes.to_vec());
     let formats = Format::ALL;
     match selector as usize % (formats.len() + 2) {

@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use wozkit_core::load::{StudySource, load_text};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(study) = load_text("fuzz.yaml", text, StudySource::Dir(std::env::temp_dir())) {
         let s = wozkit_core::engine::Session::new(&study, "f");
         let _ = wozkit_core::engine::offered(&study, &s);
