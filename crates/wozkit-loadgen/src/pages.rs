@@ -10,7 +10,8 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
-use tokio_tungstenite::{WebSocketStream, client_async};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{WebSocketStream, client_async_with_config};
 
 use crate::error::Failure;
 use crate::frames;
@@ -24,6 +25,9 @@ pub type Ws = WebSocketStream<TcpStream>;
 /// Pages a participant may have to accept before the waiting room (consent, instructions, and
 /// a margin for studies with more).
 const MAX_PAGES: usize = 8;
+/// Bytes read from a socket at a time: enough for a wizard's view (~10 KiB) in one read. The
+/// library's default (128 KiB) is zero-filled on every read and stays resident per socket.
+const READ_BUFFER: usize = 16 * 1024;
 /// The WebSocket handshake must finish within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -121,7 +125,9 @@ pub async fn upgrade(target: &Target, stream: TcpStream, cookie: &str) -> Result
         "origin",
         HeaderValue::from_str(&target.origin()).map_err(|e| bad(e.to_string()))?,
     );
-    let (mut ws, _) = tokio::time::timeout(HANDSHAKE_TIMEOUT, client_async(req, stream))
+    let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
+    let handshake = client_async_with_config(req, stream, Some(config));
+    let (mut ws, _) = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
         .await
         .map_err(|_| Failure::new("timeout", "the WebSocket handshake took too long"))?
         .map_err(|e| bad(e.to_string()))?;

@@ -25,6 +25,11 @@ use crate::security::{RateLimiter, origin_ok, parse_seat, seat_query};
 /// Frames larger than this close the connection (protocol error 1009); frames between
 /// [`frames::MAX_FRAME_BYTES`] and this get a `too_large` error frame and are dropped.
 const HARD_FRAME_LIMIT: usize = 64 * 1024;
+/// Bytes read from a participant's socket at a time. Client frames are small; the library's
+/// default (128 KiB) is zero-filled on every read and stays resident per connection, which
+/// cost ~128 KiB of memory per participant and a 128 KiB memset per frame received
+/// (docs/performance.md). Larger frames still arrive, over several reads.
+const READ_BUFFER: usize = 4 * 1024;
 /// Commands per second on average, and the burst allowed.
 const RATE: (f64, f64) = (10.0, 20.0);
 
@@ -60,6 +65,7 @@ pub async fn upgrade(
     };
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
+        .read_buffer_size(READ_BUFFER)
         .on_upgrade(move |socket| run(app, participant.id, seat, socket))
 }
 
