@@ -47,6 +47,23 @@ pub enum StoreError {
     /// The store was closed (or its writer task stopped) before the request was answered.
     #[error("the store is closed")]
     Closed,
+    /// A write was asked of a store opened as a read-only snapshot (see
+    /// [`open_snapshot`](crate::open_snapshot)).
+    #[error(
+        "this store was opened read-only (a snapshot beside a running server); it cannot write"
+    )]
+    ReadOnly,
+    /// The database's schema is not the one this build reads, and a read-only store cannot
+    /// migrate it.
+    #[error(
+        "{path} has schema version {found} but this wozkit reads version {expected}; run a \
+         command that writes (e.g. `wozkit serve`) on it once to upgrade it"
+    )]
+    SchemaVersion {
+        path: String,
+        found: i64,
+        expected: i64,
+    },
 }
 
 impl From<sqlx::Error> for StoreError {

@@ -41,41 +41,77 @@ pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use store::Store;
 pub use token::{hash_token, new_id, new_token};
 
-/// Opens the store at `location`:
+/// Where a store lives, parsed from a location string (see [`open`]).
+enum Location<'a> {
+    Postgres(&'a str),
+    SqliteFile(&'a Path),
+    SqliteDir(&'a Path),
+}
+
+impl<'a> Location<'a> {
+    fn parse(location: &'a str) -> Result<Location<'a>> {
+        if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+            return Ok(Location::Postgres(location));
+        }
+        let bad = |reason: &str| StoreError::Location {
+            location: location.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if let Some(path) = location
+            .strip_prefix("sqlite://")
+            .or_else(|| location.strip_prefix("sqlite:"))
+        {
+            if path.is_empty() {
+                return Err(bad(
+                    "no file after `sqlite:`; write e.g. sqlite:./wozkit-data/wozkit.sqlite3",
+                ));
+            }
+            let path = Path::new(path);
+            return Ok(if path.is_dir() {
+                Location::SqliteDir(path)
+            } else {
+                Location::SqliteFile(path)
+            });
+        }
+        if location.is_empty() || location.contains("://") {
+            return Err(bad(
+                "expected a data directory, sqlite:FILE or postgres://user:password@host/database",
+            ));
+        }
+        Ok(Location::SqliteDir(Path::new(location)))
+    }
+}
+
+/// Opens the store at `location` for reading and writing:
 /// - `postgres://…` or `postgresql://…`: a PostgreSQL database;
 /// - `sqlite:FILE` (or `sqlite://FILE`): that SQLite file (a directory there means its
 ///   `wozkit.sqlite3`);
 /// - any other string without `://`: a data directory, holding `wozkit.sqlite3`.
 ///
-/// The schema is created or updated on the way.
+/// The schema is created or updated on the way. A SQLite store is held by one process at a
+/// time ([`StoreError::Locked`] otherwise); to read beside a running server use
+/// [`open_snapshot`].
 pub async fn open(location: &str) -> Result<Arc<dyn Store>> {
-    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
-        return Ok(Arc::new(PgStore::connect(location).await?));
-    }
-    let bad = |reason: &str| StoreError::Location {
-        location: location.to_owned(),
-        reason: reason.to_owned(),
-    };
-    if let Some(path) = location
-        .strip_prefix("sqlite://")
-        .or_else(|| location.strip_prefix("sqlite:"))
-    {
-        if path.is_empty() {
-            return Err(bad(
-                "no file after `sqlite:`; write e.g. sqlite:./wozkit-data/wozkit.sqlite3",
-            ));
+    Ok(match Location::parse(location)? {
+        Location::Postgres(url) => Arc::new(PgStore::connect(url).await?),
+        Location::SqliteFile(path) => {
+            Arc::new(SqliteStore::open_with(path, SqliteOptions::default()).await?)
         }
-        if Path::new(path).is_dir() {
-            return Ok(Arc::new(SqliteStore::open_dir(path).await?));
+        Location::SqliteDir(dir) => Arc::new(SqliteStore::open_dir(dir).await?),
+    })
+}
+
+/// Opens the store at `location` (as [`open`] reads it) for reading only, beside whatever
+/// else uses it: for SQLite a consistent snapshot that takes no lock, creates nothing and
+/// migrates nothing ([`SqliteStore::open_snapshot`]); PostgreSQL serves any number of
+/// processes, so there it is the ordinary store, where each query sees the data committed
+/// when it started. Writes on a SQLite snapshot fail with [`StoreError::ReadOnly`].
+pub async fn open_snapshot(location: &str) -> Result<Arc<dyn Store>> {
+    Ok(match Location::parse(location)? {
+        Location::Postgres(url) => Arc::new(PgStore::connect(url).await?),
+        Location::SqliteFile(path) => Arc::new(SqliteStore::open_snapshot(path).await?),
+        Location::SqliteDir(dir) => {
+            Arc::new(SqliteStore::open_snapshot(dir.join(sqlite::DB_FILE)).await?)
         }
-        return Ok(Arc::new(
-            SqliteStore::open_with(path, SqliteOptions::default()).await?,
-        ));
-    }
-    if location.is_empty() || location.contains("://") {
-        return Err(bad(
-            "expected a data directory, sqlite:FILE or postgres://user:password@host/database",
-        ));
-    }
-    Ok(Arc::new(SqliteStore::open_dir(location).await?))
+    })
 }

@@ -10,17 +10,31 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 /// `(version, description, sql)` for one migration.
 type Source = (i64, &'static str, &'static str);
 
-const SQLITE: &[Source] = &[(
-    1,
-    "init",
-    include_str!("../migrations/sqlite/0001_init.sql"),
-)];
+const SQLITE: &[Source] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "append keys",
+        include_str!("../migrations/sqlite/0002_append_keys.sql"),
+    ),
+];
 
-const POSTGRES: &[Source] = &[(
-    1,
-    "init",
-    include_str!("../migrations/postgres/0001_init.sql"),
-)];
+const POSTGRES: &[Source] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "append keys",
+        include_str!("../migrations/postgres/0002_append_keys.sql"),
+    ),
+];
 
 pub(crate) fn sqlite() -> Migrator {
     migrator(SQLITE)
@@ -45,4 +59,9 @@ fn migrator(sources: &[Source]) -> Migrator {
             })
             .collect(),
     )
+}
+
+/// The newest migration version of a migrator.
+pub(crate) fn latest(migrator: &Migrator) -> i64 {
+    migrator.iter().map(|m| m.version).max().unwrap_or(0)
 }

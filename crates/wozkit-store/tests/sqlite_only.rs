@@ -1,9 +1,14 @@
 //! Behaviour only the SQLite backend has: the data directory lock and the locations `open`
 //! accepts.
 
+mod harness;
+
 use std::time::Duration;
 
-use wozkit_store::{SqliteOptions, SqliteStore, Store, StoreError, open, sqlite::DB_FILE};
+use wozkit_store::{
+    SessionFilter, SqliteOptions, SqliteStore, Store, StoreError, open, open_snapshot,
+    sqlite::DB_FILE,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_store_on_the_same_file_is_refused_until_the_first_closes() {
@@ -59,4 +64,70 @@ async fn open_accepts_directories_and_sqlite_urls() {
             "{bad:?}: {err:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_reads_beside_the_writer_and_keeps_its_view() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let writer = SqliteStore::open_dir(dir.path()).await.expect("open");
+    writer
+        .create_session(harness::new_session("s1", "study", 1_000))
+        .await
+        .expect("create");
+    writer
+        .append("s1", vec![harness::message("one", 1_001)])
+        .await
+        .expect("append");
+
+    // The writer holds the directory's lock; a snapshot opens anyway.
+    let snapshot = open_snapshot(&dir.path().display().to_string())
+        .await
+        .expect("a snapshot opens beside the writer");
+    assert_eq!(snapshot.events("s1", 0).await.expect("read").len(), 1);
+
+    // What the writer commits afterwards is not in the snapshot: every query of one export
+    // sees the same state.
+    writer
+        .append("s1", vec![harness::message("two", 1_002)])
+        .await
+        .expect("append");
+    writer
+        .create_session(harness::new_session("s2", "study", 2_000))
+        .await
+        .expect("create");
+    assert_eq!(snapshot.events("s1", 0).await.expect("read").len(), 1);
+    let listed = snapshot
+        .list_sessions(&SessionFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].last_seq, 1);
+
+    // It cannot write, and says so.
+    let refused = snapshot.set_meta("k", "v").await;
+    assert!(matches!(refused, Err(StoreError::ReadOnly)), "{refused:?}");
+    snapshot.close().await;
+
+    // A new snapshot sees the new state.
+    let later = open_snapshot(&dir.path().display().to_string())
+        .await
+        .expect("second snapshot");
+    assert_eq!(later.events("s1", 0).await.expect("read").len(), 2);
+    later.close().await;
+    writer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_of_nothing_is_a_clear_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let missing = dir.path().join("never-served");
+    let err = open_snapshot(&missing.display().to_string()).await.err();
+    assert!(
+        matches!(&err, Some(StoreError::Location { reason, .. }) if reason.contains("no wozkit database")),
+        "{err:?}"
+    );
+    assert!(
+        !missing.exists(),
+        "a read must not create the data directory"
+    );
 }

@@ -13,9 +13,17 @@
 //! Checkpoints (copying WAL frames into the database file) run every 500 ms on a connection of
 //! their own, so that I/O stays off the writer's path.
 //!
-//! One process per data directory: the writer's in-memory `seq` counters would be wrong if
-//! another process inserted events, so `open` takes an exclusive lock on
+//! One writing process per data directory: the writer's in-memory `seq` counters would be wrong
+//! if another process inserted events, so `open` takes an exclusive lock on
 //! `wozkit.sqlite3.lock` beside the database.
+//!
+//! Reading beside a writer: [`SqliteStore::open_snapshot`] takes no lock and starts no writer.
+//! It reads through one read-only connection that holds a single read transaction from the
+//! moment it opens, so every query sees the same committed state (WAL keeps that snapshot
+//! readable while the server goes on committing). That is what `export`, `report` and
+//! `payments` use, so a researcher can take data out of a running study. Every write on such a
+//! store fails with [`StoreError::ReadOnly`]. While a snapshot is open the server's checkpoints
+//! cannot recycle the WAL past it, so the WAL file grows until the snapshot closes.
 
 mod ops;
 mod writer;
@@ -91,8 +99,8 @@ pub struct SqliteStore {
     /// Read-only connections; WAL gives each read a consistent snapshot.
     reads: SqlitePool,
     /// The writer's queue. Bounded, so a burst beyond the disk's pace slows callers down
-    /// instead of growing memory without limit.
-    writes: mpsc::Sender<Msg>,
+    /// instead of growing memory without limit. `None` for a read-only snapshot.
+    writes: Option<mpsc::Sender<Msg>>,
     /// Lets `close` be called through a shared reference (e.g. on `Arc<dyn Store>`) and more
     /// than once; a std mutex because it is never held across an await.
     closed: Mutex<bool>,
@@ -151,15 +159,81 @@ impl SqliteStore {
         ));
         Ok(SqliteStore {
             reads,
-            writes,
+            writes: Some(writes),
+            closed: Mutex::new(false),
+        })
+    }
+
+    /// Opens the database file `path` read-only, as one consistent snapshot, without taking the
+    /// data directory's lock: safe beside a running server (see the module documentation).
+    /// The file must exist and have this build's schema; nothing is created or migrated.
+    pub async fn open_snapshot(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        if !path.is_file() {
+            return Err(StoreError::Location {
+                location: path.display().to_string(),
+                reason: "no wozkit database there (nothing was stored in this data directory yet)"
+                    .to_owned(),
+            });
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .read_only(true)
+            .busy_timeout(Duration::from_secs(5));
+        // One connection, never recycled, so the read transaction begun on it below spans every
+        // query made through this store.
+        let reads = SqlitePoolOptions::new()
+            .min_connections(0)
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::raw_sql("BEGIN DEFERRED").execute(&mut *conn).await?;
+                    // A deferred transaction takes its snapshot at its first read.
+                    sqlx::query("SELECT COUNT(*) FROM sqlite_master")
+                        .fetch_one(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        let expected = crate::migrations::latest(&crate::migrations::sqlite());
+        let migrated: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+        )
+        .fetch_one(&reads)
+        .await?;
+        let found: i64 = if migrated == 0 {
+            0
+        } else {
+            sqlx::query_scalar(
+                "SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success",
+            )
+            .fetch_one(&reads)
+            .await?
+        };
+        if found != expected {
+            reads.close().await;
+            return Err(StoreError::SchemaVersion {
+                path: path.display().to_string(),
+                found,
+                expected,
+            });
+        }
+        Ok(SqliteStore {
+            reads,
+            writes: None,
             closed: Mutex::new(false),
         })
     }
 
     /// Sends a write request to the writer and waits for its commit.
     async fn write<A: Apply>(&self, action: A) -> Result<A::Output> {
+        let writes = self.writes.as_ref().ok_or(StoreError::ReadOnly)?;
         let (reply, answer) = oneshot::channel();
-        self.writes
+        writes
             .send(Msg::Write(Request::boxed(action, reply)))
             .await
             .map_err(|_| StoreError::Closed)?;
@@ -291,6 +365,25 @@ impl Store for SqliteStore {
         Ok(codec::stored_events(session, first, events))
     }
 
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>> {
+        let rows = codec::encode_events(&events)?;
+        let first = self
+            .write(ops::AppendOnce {
+                key: key.to_owned(),
+                append: ops::AppendEvents {
+                    session: session.to_owned(),
+                    rows,
+                },
+            })
+            .await?;
+        Ok(first.map(|first| codec::stored_events(session, first, events)))
+    }
+
     async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
         let rows = sqlx::query(
             "SELECT session_id, seq, v, at_ms, actor, payload FROM events \
@@ -399,9 +492,11 @@ impl Store for SqliteStore {
             }
             *closed = true;
         }
-        let (reply, done) = oneshot::channel();
-        if self.writes.send(Msg::Close(reply)).await.is_ok() {
-            let _ = done.await;
+        if let Some(writes) = &self.writes {
+            let (reply, done) = oneshot::channel();
+            if writes.send(Msg::Close(reply)).await.is_ok() {
+                let _ = done.await;
+            }
         }
         self.reads.close().await;
     }
