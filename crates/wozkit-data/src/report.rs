@@ -6,6 +6,10 @@
 //! its ratings are kept. The report never changes the store.
 //!
 //! - [`features`]: what is read from one session;
+//! - [`questionnaire`]: reverse-coded survey items, reversed on their study's scale before any
+//!   number is computed from them (the study definitions come in [`ReportOptions::questionnaires`];
+//!   a live session whose study is not among them keeps its answers as stored and the report
+//!   lists the study in [`Report::unknown_questionnaires`]);
 //! - [`summary`]: interaction, dialogue acts, questionnaire, correlations;
 //! - [`evaluation`]: votes (win rates, Elo, Bradley-Terry), agreement, satisfaction;
 //! - [`html`]: the page and its charts.
@@ -13,6 +17,7 @@
 pub mod evaluation;
 pub mod features;
 pub mod html;
+pub mod questionnaire;
 pub mod summary;
 
 use std::collections::{BTreeMap, HashMap};
@@ -28,6 +33,7 @@ use self::evaluation::{
     satisfaction, vote_agreement, win_rates,
 };
 use self::features::{Outcome, SessionFeatures, features};
+use self::questionnaire::{Questionnaires, ScaleNotes};
 use self::summary::{Interaction, OutcomeCorrelation, Question, Summary, summarise};
 use crate::error::ExportError;
 use crate::stats::agreement::Level;
@@ -45,6 +51,8 @@ pub struct ReportOptions {
     /// Labels listed per role.
     pub top: usize,
     pub ranking: RankingOptions,
+    /// The questionnaires (scales and reverse-coded items) of the live studies, by study id.
+    pub questionnaires: Questionnaires,
 }
 
 impl Default for ReportOptions {
@@ -59,6 +67,7 @@ impl Default for ReportOptions {
                 bootstrap: 1000,
                 seed: 0,
             },
+            questionnaires: Questionnaires::default(),
         }
     }
 }
@@ -124,6 +133,9 @@ pub struct Report {
     pub outcome_known: usize,
     pub outcome_reached: usize,
     pub questionnaire: Vec<Question>,
+    /// Studies whose sessions answered a survey but whose definition the report was not given:
+    /// their answers are used as stored, so a reverse-coded item of theirs is not reversed.
+    pub unknown_questionnaires: Vec<String>,
     pub correlations: IndexMap<String, OutcomeCorrelation>,
     pub votes: usize,
     pub win_rates: Vec<PairResult>,
@@ -155,7 +167,7 @@ pub async fn build_report(
     let mut stream = SessionStream::open(store, study).await?;
     let mut collected = Collected::default();
     while let Some(session) = stream.next().await? {
-        collected.add(&session, &options.filters)?;
+        collected.add(&session, options)?;
     }
     Ok(collected.report(options))
 }
@@ -169,15 +181,22 @@ struct Collected {
     votes: Vec<((u64, String, String, usize), Vote)>,
     /// Ratings per (item, target).
     ratings: BTreeMap<(String, String), Vec<f64>>,
+    /// What scoring the questionnaires did.
+    scales: ScaleNotes,
 }
 
 impl Collected {
-    fn add(&mut self, session: &StoredSession, filters: &[Filter]) -> Result<(), ExportError> {
+    fn add(&mut self, session: &StoredSession, options: &ReportOptions) -> Result<(), ExportError> {
         let view = session.dataset_view();
         let mut f = features(&view);
-        if !filters.iter().all(|filter| filter.matches(session, &f)) {
+        if !options
+            .filters
+            .iter()
+            .all(|filter| filter.matches(session, &f))
+        {
             return Ok(());
         }
+        options.questionnaires.score(&mut f, &mut self.scales);
         for act in std::mem::take(&mut f.acts) {
             *self.acts.entry(act).or_default() += 1;
         }
@@ -213,7 +232,13 @@ impl Collected {
             outcome_reached,
             questionnaire,
             correlations,
-        } = summarise(&self.sessions, &self.acts, options.outcome, options.top);
+        } = summarise(
+            &self.sessions,
+            &self.acts,
+            &self.scales.reversed,
+            options.outcome,
+            options.top,
+        );
         self.votes.sort_by(|a, b| a.0.cmp(&b.0));
         let votes: Vec<Vote> = self.votes.into_iter().map(|(_, v)| v).collect();
         let (elo, bradley_terry) = if votes.is_empty() {
@@ -252,6 +277,7 @@ impl Collected {
             outcome_known,
             outcome_reached,
             questionnaire,
+            unknown_questionnaires: self.scales.unknown_studies.into_iter().collect(),
             correlations,
             votes: votes.len(),
             win_rates: win_rates(&votes),

@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use wozkit_data::report::evaluation::RankingOptions;
 use wozkit_data::report::features::Outcome;
 use wozkit_data::report::html::render_html;
+use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::export::parse_dataset;
 use wozkit_data::stored::{
@@ -93,6 +94,12 @@ pub struct ReportArgs {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// A study file, folder with study.yaml, or built-in name whose questionnaire scores its
+    /// sessions' answers (reverse-coded items reversed on their scale); repeatable. The store
+    /// keeps no study definitions, so a live study that is not built in needs this, or its
+    /// answers are used as stored (the report then says so).
+    #[arg(long = "study")]
+    studies: Vec<String>,
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
@@ -183,11 +190,13 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
             bootstrap: args.bootstrap,
             seed: args.seed,
         },
+        questionnaires: questionnaires(&args.studies)?,
     };
     let started = Instant::now();
     let report = with_store(&args.data.data, async |store| {
         Ok(build_report(store, &options).await?)
     })?;
+    warn_unknown_questionnaires(&report.unknown_questionnaires);
     let json = serde_json::to_string_pretty(&report)?;
     if args.html.is_none() && args.json.is_none() {
         println!("{json}");
@@ -211,6 +220,34 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         println!("  wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The questionnaires the report scores answers with: every built-in study's, then those of the
+/// studies given (a given study replaces a built-in one with the same id).
+fn questionnaires(given: &[String]) -> Result<Questionnaires> {
+    let mut questionnaires = Questionnaires::default();
+    for name in wozkit_core::load::builtin_names() {
+        let study = wozkit_core::load::load_builtin(&name)
+            .map_err(|d| anyhow!("the built-in study {name} does not load: {d}"))?;
+        questionnaires.add(&study.study);
+    }
+    for arg in given {
+        let study = wozkit_core::load::resolve(arg)
+            .map_err(|d| anyhow!("{d}"))
+            .with_context(|| format!("--study {arg}: the study does not load"))?;
+        questionnaires.add(&study.study);
+    }
+    Ok(questionnaires)
+}
+
+/// Tells on stderr which studies' answers were used unscored (also in the report itself).
+fn warn_unknown_questionnaires(studies: &[String]) {
+    for study in studies {
+        eprintln!(
+            "warning: no definition of study `{study}`: its questionnaire answers are used as \
+             stored, reverse-coded items NOT reversed; pass --study FILE to score them"
+        );
+    }
 }
 
 /// Runs `work` on the store at `location` in a fresh runtime and closes the store afterwards.

@@ -9,8 +9,11 @@
 //! - outcome `goal_reached`: the `SessionEnded` event, or for CRWIZ files whether the
 //!   `assess_damage` subtask was reached (CRWIZ's own success measure); outcome `satisfied`: the
 //!   `sentiment` answer or CRSArena's `metadata.sentiment`;
-//! - questionnaire: numeric survey answers (`<role>.<item>`), and CRSArena-Eval's dialogue-level
-//!   ratings;
+//! - questionnaire: numeric survey answers (`<role>.<item>`, keeping the question id so the
+//!   study's scale can reverse it, see [`super::questionnaire`]), and CRSArena-Eval's
+//!   dialogue-level ratings (used as the file gives them: the file carries no scale);
+//! - study: the `SessionStarted` event's study id, which names the questionnaire the answers
+//!   belong to (imported dataset sessions have none);
 //! - system: the bot that played the wizard, or CRSArena's agent id.
 
 use serde_json::Value;
@@ -75,9 +78,22 @@ pub struct SessionFeatures {
     pub acts: Vec<(Role, String)>,
     pub goal_reached: Option<bool>,
     pub sentiment: Option<String>,
-    /// Numeric questionnaire answers: item and value.
-    pub answers: Vec<(String, f64)>,
+    /// Numeric questionnaire answers, as given (before any reversal).
+    pub answers: Vec<Answer>,
     pub system: Option<String>,
+    /// The study the session was played in (`SessionStarted`), for its questionnaire's scales.
+    pub study: Option<String>,
+}
+
+/// One numeric questionnaire answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// The report's name of the item: `<role>.<question>` for survey answers, the rating's name
+    /// for dataset ratings.
+    pub item: String,
+    /// The survey question id, for survey answers: the key into the study's questionnaire.
+    pub question: Option<String>,
+    pub value: f64,
 }
 
 impl SessionFeatures {
@@ -130,13 +146,19 @@ pub fn features(session: &ImportedSession) -> SessionFeatures {
                 }
             }
             EventKind::SessionEnded { goal_reached, .. } => f.goal_reached = Some(*goal_reached),
+            EventKind::SessionStarted { study, .. } => {
+                f.study.get_or_insert_with(|| study.clone());
+            }
             EventKind::SurveyAnswered { role, answers } => {
                 for (item, value) in answers {
                     if item == "sentiment" {
                         f.sentiment = value.as_str().map(str::to_string);
                     } else if let Some(number) = number(value) {
-                        f.answers
-                            .push((format!("{}.{item}", role.as_str()), number));
+                        f.answers.push(Answer {
+                            item: format!("{}.{item}", role.as_str()),
+                            question: Some(item.clone()),
+                            value: number,
+                        });
                     }
                 }
             }
@@ -186,7 +208,11 @@ fn annotation(f: &mut SessionFeatures, key: &str, value: &Value, reached: &mut O
         if let Some(Value::Object(ratings)) = value.get("dial_level_aggregated") {
             for (item, value) in ratings {
                 if let Some(number) = number(value) {
-                    f.answers.push((item.clone(), number));
+                    f.answers.push(Answer {
+                        item: item.clone(),
+                        question: None,
+                        value: number,
+                    });
                 }
             }
         }

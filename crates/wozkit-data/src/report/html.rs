@@ -119,22 +119,66 @@ fn acts(page: &mut String, report: &Report) {
 }
 
 fn questionnaire(page: &mut String, report: &Report) {
-    if report.questionnaire.is_empty() {
+    if report.questionnaire.is_empty() && report.unknown_questionnaires.is_empty() {
         return;
     }
     page.push_str(
         "<h2>Questionnaire</h2><p>Mean / median / mode / SD (n); one-tailed Mann-Whitney U, \
-         outcome reached &gt; not reached.</p><table><tr><th>item</th><th>overall</th>\
-         <th>reached</th><th>not reached</th><th>U</th><th>p</th></tr>",
+         outcome reached &gt; not reached.</p>",
+    );
+    let reversed: Vec<String> = report
+        .questionnaire
+        .iter()
+        .filter_map(|q| {
+            let r = q.reversed.as_ref()?;
+            Some(format!(
+                "<code>{}</code> ({}–{} scale, {} answers)",
+                esc(&q.item),
+                r.low,
+                r.high,
+                r.answers
+            ))
+        })
+        .collect();
+    if !reversed.is_empty() {
+        let _ = write!(
+            page,
+            "<p data-testid=\"reversed-items\">Reverse-coded items, scored as low + high − answer \
+             before every number below: {}.</p>",
+            reversed.join(", ")
+        );
+    }
+    if !report.unknown_questionnaires.is_empty() {
+        let studies: Vec<String> = report
+            .unknown_questionnaires
+            .iter()
+            .map(|s| format!("<code>{}</code>", esc(s)))
+            .collect();
+        let _ = write!(
+            page,
+            "<p data-testid=\"unknown-questionnaires\"><strong>Not reversed:</strong> the study \
+             definition of {} was not given (<code>--study</code>), so its answers are used as \
+             stored and any reverse-coded item of it is not reversed.</p>",
+            studies.join(", ")
+        );
+    }
+    page.push_str(
+        "<table><tr><th>item</th><th>overall</th><th>reached</th><th>not reached</th>\
+         <th>U</th><th>p</th></tr>",
     );
     for q in &report.questionnaire {
         let (u, p) = q
             .mann_whitney
             .as_ref()
             .map_or((None, None), |t| (Some(t.u), Some(t.p)));
+        let mark = if q.reversed.is_some() {
+            " (reversed)"
+        } else {
+            ""
+        };
         let _ = write!(
             page,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}{mark}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&q.item),
             describe(&q.overall),
             describe(&q.reached),

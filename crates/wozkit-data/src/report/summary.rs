@@ -1,6 +1,9 @@
 //! The descriptive part of a report, from the features of every selected session: interaction
 //! statistics, dialogue-act distributions, the questionnaire table split by outcome, and the
 //! correlations between the outcome and each act type's count.
+//!
+//! Questionnaire answers arrive already scored (reverse-coded items reversed, see
+//! [`super::questionnaire`]); the table only says which items were.
 
 use std::collections::HashMap;
 
@@ -9,6 +12,7 @@ use serde::Serialize;
 use wozkit_core::event::Role;
 
 use super::features::{ACT_TYPES, Outcome, SessionFeatures, act_type_name};
+use super::questionnaire::Reversal;
 use crate::stats::correlation::{Correlation, pearson, spearman};
 use crate::stats::hypothesis::{Alternative, mann_whitney_u};
 use crate::stats::{mean, median, mode, sd};
@@ -81,10 +85,13 @@ pub struct UTest {
 }
 
 /// One questionnaire item: overall and split by outcome, with a one-tailed Mann-Whitney U test
-/// (reached > not reached).
+/// (reached > not reached), all over the scored answers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Question {
     pub item: String,
+    /// Set when the item is reverse-coded: its answers were reversed on this scale before
+    /// every number here was computed.
+    pub reversed: Option<Reversal>,
     pub overall: Describe,
     pub reached: Describe,
     pub not_reached: Describe,
@@ -117,10 +124,12 @@ pub struct Summary {
     pub correlations: IndexMap<String, OutcomeCorrelation>,
 }
 
-/// Builds the summary of `sessions` (dialogues only).
+/// Builds the summary of `sessions` (dialogues only); `reversed` names the questionnaire items
+/// whose answers were reversed.
 pub fn summarise(
     sessions: &[SessionFeatures],
     acts: &HashMap<(Role, String), usize>,
+    reversed: &IndexMap<String, Reversal>,
     outcome: Outcome,
     top: usize,
 ) -> Summary {
@@ -166,7 +175,7 @@ pub fn summarise(
         top_acts,
         outcome_known: judged.len(),
         outcome_reached: judged.iter().filter(|(_, o)| *o).count(),
-        questionnaire: questionnaire(sessions, outcome),
+        questionnaire: questionnaire(sessions, reversed, outcome),
         correlations: correlations(&judged),
     }
 }
@@ -192,12 +201,18 @@ fn top_labels(acts: &HashMap<(Role, String), usize>, role: Role, top: usize) -> 
 
 /// Every numeric item, in order of first appearance; a session answering an item twice counts
 /// with the mean of its answers.
-fn questionnaire(sessions: &[SessionFeatures], outcome: Outcome) -> Vec<Question> {
+fn questionnaire(
+    sessions: &[SessionFeatures],
+    reversed: &IndexMap<String, Reversal>,
+    outcome: Outcome,
+) -> Vec<Question> {
     let mut items: IndexMap<&str, Vec<(f64, Option<bool>)>> = IndexMap::new();
     for session in sessions {
         let mut own: IndexMap<&str, Vec<f64>> = IndexMap::new();
-        for (item, value) in &session.answers {
-            own.entry(item.as_str()).or_default().push(*value);
+        for answer in &session.answers {
+            own.entry(answer.item.as_str())
+                .or_default()
+                .push(answer.value);
         }
         for (item, values) in own {
             if let Some(m) = mean(&values) {
@@ -223,6 +238,7 @@ fn questionnaire(sessions: &[SessionFeatures], outcome: Outcome) -> Vec<Question
             let test = mann_whitney_u(&reached, &not_reached, Alternative::Greater);
             Question {
                 item: item.to_string(),
+                reversed: reversed.get(item).cloned(),
                 overall: Describe::of(&all),
                 reached: Describe::of(&reached),
                 not_reached: Describe::of(&not_reached),

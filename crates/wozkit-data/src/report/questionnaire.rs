@@ -1,0 +1,160 @@
+//! Questionnaire scales: which survey items are reverse-coded, and on what scale, so that every
+//! item's mean, test and one-tailed direction read "higher is better" the same way.
+//!
+//! A live session stores the point each participant chose (`SurveyAnswered`, 1 = the `low`
+//! label); the events do not say whether an item is reverse-coded. That is in the study file
+//! (`survey.questions[].reverse` and `points`), so the report takes study definitions
+//! ([`Questionnaires`]) and looks each session's study up by its `SessionStarted` event:
+//! - a Likert question with `reverse: true` on a k-point scale (low 1, high k) has each answer x
+//!   replaced by low + high − x = 1 + k − x before anything is computed from it; an answer
+//!   outside 1..=k cannot be reversed (it is not a point of that scale: another version of the
+//!   study, or a broken import), so it is left out and counted in [`Reversal::out_of_scale`];
+//! - a session whose study definition was not given keeps its answers as stored, and its study is
+//!   listed in [`ScaleNotes::unknown_studies`], so a reader is told the items may be mixed;
+//! - imported dataset sessions have no `SessionStarted` and no questionnaire definition: their
+//!   ratings are used as the files give them.
+//!
+//! The reverse flag applies to Likert questions only: choice and text questions have no scale.
+
+use std::collections::{BTreeSet, HashMap};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use wozkit_core::model::{QuestionKind, Study};
+
+use super::features::SessionFeatures;
+
+/// The ends of a Likert scale.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Scale {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Scale {
+    /// The reversed score of `x`, `None` when `x` is not on the scale.
+    pub fn reverse(self, x: f64) -> Option<f64> {
+        (self.low..=self.high)
+            .contains(&x)
+            .then_some(self.low + self.high - x)
+    }
+}
+
+/// The reverse-coded questions of the studies the report knows, by study id.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Questionnaires {
+    /// Study id → reverse-coded question id → its scale. A study with no reversed question is
+    /// still present (empty), so its sessions are known to need nothing.
+    studies: HashMap<String, HashMap<String, Scale>>,
+}
+
+impl Questionnaires {
+    /// The questionnaires of these studies.
+    pub fn of<'a>(studies: impl IntoIterator<Item = &'a Study>) -> Questionnaires {
+        let mut q = Questionnaires::default();
+        for study in studies {
+            q.add(study);
+        }
+        q
+    }
+
+    /// Adds (or replaces) a study's questionnaire.
+    pub fn add(&mut self, study: &Study) {
+        let reversed = study
+            .survey
+            .questions
+            .iter()
+            .filter(|q| q.reverse && q.kind == QuestionKind::Likert)
+            .map(|q| {
+                let scale = Scale {
+                    low: 1.0,
+                    high: f64::from(q.points),
+                };
+                (q.id.clone(), scale)
+            })
+            .collect();
+        self.studies.insert(study.id.clone(), reversed);
+    }
+
+    /// Whether the questionnaire of `study` is known.
+    pub fn knows(&self, study: &str) -> bool {
+        self.studies.contains_key(study)
+    }
+
+    /// Replaces the session's reverse-coded answers by their reversed scores (dropping those off
+    /// the scale), and notes what was done.
+    pub fn score(&self, session: &mut SessionFeatures, notes: &mut ScaleNotes) {
+        let surveyed = session.answers.iter().any(|a| a.question.is_some());
+        let Some(study) = session.study.as_deref().filter(|_| surveyed) else {
+            return;
+        };
+        let Some(reversed) = self.studies.get(study) else {
+            notes.unknown_studies.insert(study.to_string());
+            return;
+        };
+        session.answers.retain_mut(|answer| {
+            let Some(scale) = answer.question.as_ref().and_then(|q| reversed.get(q)) else {
+                return true;
+            };
+            let note = notes
+                .reversed
+                .entry(answer.item.clone())
+                .or_insert(Reversal {
+                    low: scale.low,
+                    high: scale.high,
+                    answers: 0,
+                    out_of_scale: 0,
+                });
+            match scale.reverse(answer.value) {
+                Some(score) => {
+                    answer.value = score;
+                    note.answers += 1;
+                    true
+                }
+                None => {
+                    note.out_of_scale += 1;
+                    false
+                }
+            }
+        });
+    }
+}
+
+/// How one item was reversed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reversal {
+    /// The scale the answers were reversed on (score = low + high − answer).
+    pub low: f64,
+    pub high: f64,
+    /// Answers reversed.
+    pub answers: usize,
+    /// Answers left out because they were not a point of the scale.
+    pub out_of_scale: usize,
+}
+
+/// What scoring the questionnaires did over all sessions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScaleNotes {
+    /// Reversed items by report name (`<role>.<question>`).
+    pub reversed: IndexMap<String, Reversal>,
+    /// Studies whose sessions answered a survey but whose definition the report did not have.
+    pub unknown_studies: BTreeSet<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reversal_mirrors_the_scale_and_refuses_points_off_it() {
+        let seven = Scale {
+            low: 1.0,
+            high: 7.0,
+        };
+        assert_eq!(seven.reverse(1.0), Some(7.0));
+        assert_eq!(seven.reverse(4.0), Some(4.0));
+        assert_eq!(seven.reverse(6.0), Some(2.0));
+        assert_eq!(seven.reverse(0.0), None);
+        assert_eq!(seven.reverse(8.0), None);
+    }
+}
