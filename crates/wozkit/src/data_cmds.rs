@@ -111,7 +111,7 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
         )
     })?;
     let started = Instant::now();
-    let summary = with_store(&args.data.data, async |store| {
+    let summary = with_store(&args.data.data, Access::Write, async |store| {
         Ok(import_files(store, format, &args.paths, &Bar::default()).await?)
     })?;
     println!(
@@ -149,7 +149,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         study: args.study,
     };
     let started = Instant::now();
-    let summary = with_store(&args.data.data, async |store| {
+    let summary = with_store(&args.data.data, Access::Snapshot, async |store| {
         Ok(export_store(store, &options, &Bar::default()).await?)
     })?;
     println!(
@@ -193,7 +193,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         questionnaires: questionnaires(&args.studies)?,
     };
     let started = Instant::now();
-    let report = with_store(&args.data.data, async |store| {
+    let report = with_store(&args.data.data, Access::Snapshot, async |store| {
         Ok(build_report(store, &options).await?)
     })?;
     warn_unknown_questionnaires(&report.unknown_questionnaires);
@@ -220,6 +220,34 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         println!("  wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How a command uses the store.
+#[derive(Clone, Copy)]
+pub enum Access {
+    /// Reads only, from a consistent snapshot; works while `wozkit serve` runs on the same data.
+    Snapshot,
+    /// Writes: needs the data to itself (a SQLite data directory is locked by a running server).
+    Write,
+}
+
+/// Opens the store at `location` as `access` asks, with an error that says what to do when a
+/// running server holds it.
+pub async fn open_store(location: &str, access: Access) -> Result<std::sync::Arc<dyn Store>> {
+    let opened = match access {
+        Access::Snapshot => wozkit_store::open_snapshot(location).await,
+        Access::Write => wozkit_store::open(location).await,
+    };
+    opened.map_err(|e| match e {
+        wozkit_store::StoreError::Locked(_) => anyhow!(
+            "{location} is in use by a running `wozkit serve` (or another writing command). \
+             Reading works beside it (export, report, payments), but writing does not: an \
+             import would hold the database's write lock for as long as it takes and stall \
+             the live rooms' writes. Stop the server (sessions in progress resume when it \
+             starts again), run this command, then start it; or use a PostgreSQL store"
+        ),
+        e => anyhow::Error::new(e).context(format!("cannot open the data at {location}")),
+    })
 }
 
 /// The questionnaires the report scores answers with: every built-in study's, then those of the
@@ -251,15 +279,17 @@ fn warn_unknown_questionnaires(studies: &[String]) {
 }
 
 /// Runs `work` on the store at `location` in a fresh runtime and closes the store afterwards.
-fn with_store<T>(location: &str, work: impl AsyncFnOnce(&dyn Store) -> Result<T>) -> Result<T> {
+fn with_store<T>(
+    location: &str,
+    access: Access,
+    work: impl AsyncFnOnce(&dyn Store) -> Result<T>,
+) -> Result<T> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let store = wozkit_store::open(location)
-            .await
-            .with_context(|| format!("cannot open the data at {location}"))?;
+        let store = open_store(location, access).await?;
         let result = work(&*store).await;
         store.close().await;
         result

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::data_cmds::{Access, open_store};
 use anyhow::{Context, Result};
 use clap::Args;
 use wozkit_core::load::{self, LoadedStudy};
 use wozkit_server::records::payments::{self, Verdict};
 use wozkit_server::{Config, Tunables, auth, launch_with_listener, records};
-use wozkit_store::Store;
 
 /// The study served when none is named.
 const DEFAULT_STUDY: &str = "offshore-emergency";
@@ -61,12 +61,6 @@ fn load_study(arg: &str) -> Result<LoadedStudy> {
         .with_context(|| format!("study `{arg}` does not load"))
 }
 
-async fn open_store(data: &str) -> Result<Arc<dyn Store>> {
-    wozkit_store::open(data)
-        .await
-        .with_context(|| format!("cannot open the data at `{data}`"))
-}
-
 pub fn serve(args: ServeArgs) -> Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_target(false)
@@ -79,7 +73,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .map(|s| load_study(s))
         .collect::<Result<Vec<_>>>()?;
     runtime()?.block_on(async move {
-        let store = open_store(&args.data).await?;
+        let store = open_store(&args.data, Access::Write).await?;
         let env_password = std::env::var("WOZKIT_RESEARCHER_PASSWORD").ok();
         let generated = auth::ensure_password(store.as_ref(), env_password.as_deref())
             .await
@@ -115,7 +109,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
 
 pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
     runtime()?.block_on(async move {
-        let store = open_store(&args.data).await?;
+        let store = open_store(&args.data, Access::Snapshot).await?;
         if let Some(code) = &args.verify {
             let verdict = payments::verify(store.as_ref(), code).await?;
             store.close().await;
@@ -200,7 +194,7 @@ pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
 /// `out` ends in `.jsonl`).
 pub fn export_log(data: &str, study: Option<&str>, out: &std::path::Path) -> Result<ExitCode> {
     runtime()?.block_on(async move {
-        let store = open_store(data).await?;
+        let store = open_store(data, Access::Snapshot).await?;
         let n = records::export_log(store.as_ref(), study, out).await;
         store.close().await;
         let n = n.with_context(|| format!("cannot export to {}", out.display()))?;

@@ -1,18 +1,8 @@
 //! The study commands of the CLI, run as a user would run them.
 
-use std::process::Command;
+mod common;
 
-fn wozkit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_wozkit"))
-        .args(args)
-        .output()
-        .expect("wozkit runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::wozkit;
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("wozkit-cli-{name}-{}", std::process::id()));

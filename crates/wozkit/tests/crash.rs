@@ -7,10 +7,11 @@
 //! acknowledged was lost, nothing was stored twice, every log is gap-free, every event a client
 //! received is the stored event of that `seq`, and every session reached its end.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
@@ -24,6 +25,8 @@ use wozkit_core::engine::replay;
 use wozkit_core::event::{EndReason, Event, EventKind};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_store::SessionFilter;
+
+use common::{Server, free_port};
 
 const PAIRS: usize = 20;
 const KILLS: usize = 4;
@@ -71,114 +74,6 @@ survey:
   questions:
     - {id: q1, text: How was it?, kind: likert, points: 5}
 "#;
-
-/// The server process on a fixed data directory and port.
-struct Server {
-    addr: SocketAddr,
-    study: PathBuf,
-    data: PathBuf,
-    log: PathBuf,
-    child: Option<Child>,
-}
-
-impl Server {
-    fn start(&mut self) {
-        for _ in 0..50 {
-            let log = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.log)
-                .expect("server log");
-            let err = log.try_clone().expect("server log");
-            let mut child = Command::new(env!("CARGO_BIN_EXE_wozkit"))
-                .arg("serve")
-                .arg(&self.study)
-                .arg("--addr")
-                .arg(self.addr.to_string())
-                .arg("--data")
-                .arg(&self.data)
-                .env_remove("WOZKIT_RESEARCHER_PASSWORD")
-                .env_remove("WOZKIT_DATA")
-                .env("RUST_LOG", "warn")
-                .stdin(Stdio::null())
-                .stdout(log)
-                .stderr(err)
-                .spawn()
-                .expect("wozkit serve starts");
-            let t = Instant::now();
-            while t.elapsed() < Duration::from_secs(20) {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                if healthy(self.addr) {
-                    self.child = Some(child);
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            // Exited early (e.g. the port was not free yet) or never became ready: again.
-            let _ = child.kill();
-            let _ = child.wait();
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("the server does not start; its log:\n{}", self.log_text());
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().expect("SIGKILL");
-            c.wait().expect("reaped");
-        }
-    }
-
-    /// Stops with SIGINT (Ctrl-C), as an operator would; returns whether it exited cleanly.
-    fn stop(&mut self) -> bool {
-        let Some(mut c) = self.child.take() else {
-            return true;
-        };
-        let _ = Command::new("kill")
-            .args(["-INT", &c.id().to_string()])
-            .status();
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(20) {
-            if let Ok(Some(status)) = c.try_wait() {
-                return status.success();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = c.kill();
-        let _ = c.wait();
-        false
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn healthy(addr: SocketAddr) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let req = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    let mut out = String::new();
-    s.write_all(req.as_bytes()).is_ok()
-        && s.read_to_string(&mut out).is_ok()
-        && out.starts_with("HTTP/1.1 200")
-}
-
-fn free_port() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr")
-}
 
 /// One HTTP/1.1 request; `None` when the server is not reachable (killed).
 async fn http(
