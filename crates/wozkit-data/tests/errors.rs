@@ -54,7 +54,7 @@ fn shape_errors_name_file_record_and_field() {
 
 #[test]
 fn broken_files_are_errors_not_panics() {
-    let sample = common::read("taskmaster1/sample.json");
+    let sample = common::Corpus::fixtures().read("taskmaster1/sample.json");
     let bytes = sample.bytes();
     for format in Format::ALL {
         for cut in (0..bytes.len()).step_by(97) {

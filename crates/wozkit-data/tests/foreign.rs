@@ -2,6 +2,8 @@
 //! importer reads each file back, the messages survive, and whatever the file cannot hold is in
 //! the sidecar.
 
+mod common;
+
 use indexmap::IndexMap;
 use serde_json::json;
 use wozkit_core::event::{
@@ -277,11 +279,7 @@ fn labelled_wizard_turns_become_general_acts() {
 
 #[test]
 fn sessions_from_another_dataset_lose_only_what_the_target_cannot_hold() {
-    let input = Input::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/corpora/taskmaster1/sample.json"),
-    )
-    .expect("read");
+    let input = common::Corpus::fixtures().read("taskmaster1/sample.json");
     let sessions = wozkit_data::import_taskmaster1(&input).expect("import");
     // Taskmaster-1's own annotations go to the sidecar; the plain messages do not.
     let lost = lost_events(Format::ConvLab3, &sessions[0]);

@@ -1,10 +1,11 @@
-//! Round trips on the real corpora in `shared/corpora/`: import then export gives back the
-//! original JSON (key order included), and where the corpus was written by Python's `json.dump`
-//! with raw UTF-8, the original bytes.
+//! Round trips on dataset files: import then export gives back the original JSON (key order
+//! included), and where the files were written by Python's `json.dump` with raw UTF-8, the
+//! original bytes. Each check runs on the excerpts and synthetic files in `tests/fixtures/`
+//! always, and on the full corpora in `shared/corpora/` when they are there.
 
 mod common;
 
-use common::{assert_same_json, corpus, files, parse, read};
+use common::{Corpus, assert_same_json, parse};
 use wozkit_data::{
     Format, Input, export_convlab3, export_crosswoz, export_crsarena, export_crsarena_eval,
     export_crwiz, export_multiwoz21, export_taskmaster1, export_taskmaster1_conversation,
@@ -13,9 +14,10 @@ use wozkit_data::{
     write_zipped,
 };
 
+/// `sample.json` is checked in whole, so the full corpus has nothing more to offer here.
 #[test]
 fn taskmaster1_sample_round_trips() {
-    let input = read("taskmaster1/sample.json");
+    let input = Corpus::fixtures().read("taskmaster1/sample.json");
     let sessions = import_taskmaster1(&input).expect("import");
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].messages().count(), 20);
@@ -31,14 +33,13 @@ fn taskmaster1_sample_round_trips() {
     assert_eq!(reimported, sessions);
 }
 
-#[test]
-fn crosswoz_test_zip_round_trips_byte_for_byte() {
-    let input = read("crosswoz/test.json.zip");
+fn crosswoz_round_trip(corpus: &Corpus, dialogues: usize, messages: usize) {
+    let input = corpus.read("crosswoz/test.json.zip");
     let sessions = import_crosswoz(&input).expect("import");
-    assert_eq!(sessions.len(), 500);
+    assert_eq!(sessions.len(), dialogues);
     assert_eq!(
         sessions.iter().map(|s| s.messages().count()).sum::<usize>(),
-        8476
+        messages
     );
     let mut zipped = Vec::new();
     write_zipped(&mut zipped, "test.json", |w| export_crosswoz(&sessions, w)).expect("export");
@@ -56,13 +57,25 @@ fn crosswoz_test_zip_round_trips_byte_for_byte() {
 }
 
 #[test]
-fn multiwoz21_test_zip_round_trips() {
-    let input = read("multiwoz/test.json.zip");
+fn crosswoz_excerpt_round_trips_byte_for_byte() {
+    crosswoz_round_trip(&Corpus::fixtures(), 5, 42);
+}
+
+#[test]
+fn crosswoz_full_test_zip_round_trips_byte_for_byte() {
+    let Some(corpus) = Corpus::full("crosswoz_full_test_zip_round_trips_byte_for_byte") else {
+        return;
+    };
+    crosswoz_round_trip(&corpus, 500, 8476);
+}
+
+fn multiwoz21_round_trip(corpus: &Corpus, dialogues: usize, turns: usize) {
+    let input = corpus.read("multiwoz/test.json.zip");
     let sessions = import_multiwoz21(&input).expect("import");
-    assert_eq!(sessions.len(), 1000);
+    assert_eq!(sessions.len(), dialogues);
     assert_eq!(
         sessions.iter().map(|s| s.messages().count()).sum::<usize>(),
-        14744
+        turns
     );
     let mut zipped = Vec::new();
     write_zipped(&mut zipped, "test.json", |w| {
@@ -80,11 +93,23 @@ fn multiwoz21_test_zip_round_trips() {
 }
 
 #[test]
-fn convlab3_dummy_data_round_trips_byte_for_byte() {
+fn multiwoz21_excerpt_round_trips() {
+    multiwoz21_round_trip(&Corpus::fixtures(), 5, 30);
+}
+
+#[test]
+fn multiwoz21_full_test_zip_round_trips() {
+    let Some(corpus) = Corpus::full("multiwoz21_full_test_zip_round_trips") else {
+        return;
+    };
+    multiwoz21_round_trip(&corpus, 1000, 14744);
+}
+
+fn convlab3_round_trip(corpus: &Corpus, dialogues: usize) {
     for dataset in ["multiwoz21", "crosswoz", "tm1"] {
-        let input = read(&format!("convlab3_unified/{dataset}/dummy_data.json"));
+        let input = corpus.read(&format!("convlab3_unified/{dataset}/dummy_data.json"));
         let sessions = import_convlab3(&input).expect("import");
-        assert_eq!(sessions.len(), 10, "{dataset}");
+        assert_eq!(sessions.len(), dialogues, "{dataset}");
         let mut out = Vec::new();
         export_convlab3(&sessions, &mut out).expect("export");
         assert_same_json(&input.json().expect("original"), &parse(&out), dataset);
@@ -93,12 +118,24 @@ fn convlab3_dummy_data_round_trips_byte_for_byte() {
 }
 
 #[test]
-fn crsarena_dialogues_round_trip() {
+fn convlab3_excerpts_round_trip_byte_for_byte() {
+    convlab3_round_trip(&Corpus::fixtures(), 2);
+}
+
+#[test]
+fn convlab3_full_dummy_data_round_trips_byte_for_byte() {
+    let Some(corpus) = Corpus::full("convlab3_full_dummy_data_round_trips_byte_for_byte") else {
+        return;
+    };
+    convlab3_round_trip(&corpus, 10);
+}
+
+fn crsarena_dialogues_round_trip(corpus: &Corpus, open: usize, closed: usize) {
     for (file, count) in [
-        ("crs_arena_dial_open.json", 254),
-        ("crs_arena_dial_closed.json", 220),
+        ("crs_arena_dial_open.json", open),
+        ("crs_arena_dial_closed.json", closed),
     ] {
-        let input = read(&format!("crsarena_dial/{file}"));
+        let input = corpus.read(&format!("crsarena_dial/{file}"));
         let sessions = import_crsarena(&input).expect("import");
         assert_eq!(sessions.len(), count, "{file}");
         let mut out = Vec::new();
@@ -108,8 +145,20 @@ fn crsarena_dialogues_round_trip() {
 }
 
 #[test]
-fn crsarena_merged_sample_and_eval_round_trip() {
-    let input = read("crsarena_eval/sample_crs_arena_dial_with_votes.json");
+fn crsarena_synthetic_dialogues_round_trip() {
+    crsarena_dialogues_round_trip(&Corpus::fixtures(), 10, 6);
+}
+
+#[test]
+fn crsarena_full_dialogues_round_trip() {
+    let Some(corpus) = Corpus::full("crsarena_full_dialogues_round_trip") else {
+        return;
+    };
+    crsarena_dialogues_round_trip(&corpus, 254, 220);
+}
+
+fn crsarena_merged_and_eval_round_trip(corpus: &Corpus, evaluated: usize) {
+    let input = corpus.read("crsarena_eval/sample_crs_arena_dial_with_votes.json");
     let sessions = import_crsarena(&input).expect("import merged");
     let mut out = Vec::new();
     export_crsarena(&sessions, &mut out).expect("export merged");
@@ -119,9 +168,9 @@ fn crsarena_merged_sample_and_eval_round_trip() {
         "merged sample",
     );
 
-    let input = read("crsarena_eval/crs_arena_eval.json");
+    let input = corpus.read("crsarena_eval/crs_arena_eval.json");
     let sessions = import_crsarena_eval(&input).expect("import eval");
-    assert_eq!(sessions.len(), 467);
+    assert_eq!(sessions.len(), evaluated);
     let mut out = Vec::new();
     export_crsarena_eval(&sessions, &mut out).expect("export eval");
     assert_same_json(
@@ -129,6 +178,19 @@ fn crsarena_merged_sample_and_eval_round_trip() {
         &parse(&out),
         "crs_arena_eval.json",
     );
+}
+
+#[test]
+fn crsarena_synthetic_merged_sample_and_eval_round_trip() {
+    crsarena_merged_and_eval_round_trip(&Corpus::fixtures(), 6);
+}
+
+#[test]
+fn crsarena_full_merged_sample_and_eval_round_trip() {
+    let Some(corpus) = Corpus::full("crsarena_full_merged_sample_and_eval_round_trip") else {
+        return;
+    };
+    crsarena_merged_and_eval_round_trip(&corpus, 467);
 }
 
 #[test]
@@ -146,10 +208,9 @@ fn merged_nan_feedback_is_read_and_written_as_null() {
     );
 }
 
-#[test]
-fn vote_csvs_round_trip_row_by_row() {
-    for (file, rows) in [("votes_open.csv", 81), ("votes_closed.csv", 104)] {
-        let input = read(&format!("crsarena_dial/{file}"));
+fn vote_csvs_round_trip(corpus: &Corpus, open: usize, closed: usize) {
+    for (file, rows) in [("votes_open.csv", open), ("votes_closed.csv", closed)] {
+        let input = corpus.read(&format!("crsarena_dial/{file}"));
         let sessions = import_votes_csv(&input).expect("import");
         assert_eq!(sessions.len(), rows, "{file}");
         let mut out = Vec::new();
@@ -169,10 +230,24 @@ fn vote_csvs_round_trip_row_by_row() {
 }
 
 #[test]
-fn crwiz_files_round_trip_byte_for_byte() {
-    let mut paths = files("crwiz_mturk", ".shcn.data.json");
-    assert_eq!(paths.len(), 147);
-    paths.extend(files("crwiz_lab", ".shcn.data.json"));
+fn synthetic_vote_csvs_round_trip_row_by_row() {
+    vote_csvs_round_trip(&Corpus::fixtures(), 12, 14);
+}
+
+#[test]
+fn full_vote_csvs_round_trip_row_by_row() {
+    let Some(corpus) = Corpus::full("full_vote_csvs_round_trip_row_by_row") else {
+        return;
+    };
+    vote_csvs_round_trip(&corpus, 81, 104);
+}
+
+fn crwiz_files_round_trip(corpus: &Corpus, mturk: usize, lab: usize) {
+    let mut paths = corpus.files("crwiz_mturk", ".shcn.data.json");
+    assert_eq!(paths.len(), mturk);
+    let lab_paths = corpus.files("crwiz_lab", ".shcn.data.json");
+    assert_eq!(lab_paths.len(), lab);
+    paths.extend(lab_paths);
     for path in paths {
         let input = Input::read(&path).expect("read");
         let sessions = import_crwiz(&input).expect("import");
@@ -189,10 +264,22 @@ fn crwiz_files_round_trip_byte_for_byte() {
 }
 
 #[test]
-fn crwiz_labels_keep_their_act_type_and_operator_text_is_split() {
+fn crwiz_synthetic_files_round_trip_byte_for_byte() {
+    crwiz_files_round_trip(&Corpus::fixtures(), 6, 2);
+}
+
+#[test]
+fn crwiz_full_files_round_trip_byte_for_byte() {
+    let Some(corpus) = Corpus::full("crwiz_full_files_round_trip_byte_for_byte") else {
+        return;
+    };
+    crwiz_files_round_trip(&corpus, 147, 63);
+}
+
+fn crwiz_labels_and_operator_text(corpus: &Corpus) {
     use wozkit_core::event::{EventKind, MessageSource, Role};
     use wozkit_core::model::ActType;
-    let path = files("crwiz_mturk", ".shcn.data.json").remove(0);
+    let path = corpus.files("crwiz_mturk", ".shcn.data.json").remove(0);
     let original = Input::read(&path).expect("read").json().expect("json");
     let session = import_crwiz(&Input::read(&path).expect("read"))
         .expect("import")
@@ -232,5 +319,92 @@ fn crwiz_labels_keep_their_act_type_and_operator_text_is_split() {
             .iter()
             .any(|s| s.act().map(|a| a.1) == Some(ActType::Update))
     );
-    assert!(corpus("crwiz_mturk").is_dir());
+}
+
+#[test]
+fn crwiz_synthetic_labels_keep_their_act_type_and_operator_text_is_split() {
+    crwiz_labels_and_operator_text(&Corpus::fixtures());
+}
+
+#[test]
+fn crwiz_full_labels_keep_their_act_type_and_operator_text_is_split() {
+    let Some(corpus) =
+        Corpus::full("crwiz_full_labels_keep_their_act_type_and_operator_text_is_split")
+    else {
+        return;
+    };
+    crwiz_labels_and_operator_text(&corpus);
+}
+
+/// The fixtures stand in for the full corpora only if they hold the quirks the exporters must
+/// reproduce; regenerating them must not lose one.
+#[test]
+fn the_fixtures_hold_every_format_quirk_the_round_trips_rely_on() {
+    let fixtures = Corpus::fixtures();
+    let entries = |folder: &str| -> Vec<serde_json::Map<String, serde_json::Value>> {
+        fixtures
+            .files(folder, ".shcn.data.json")
+            .iter()
+            .flat_map(|p| {
+                let file = Input::read(p).expect("read").json().expect("json");
+                file["dialogue"].as_array().cloned().unwrap_or_default()
+            })
+            .filter_map(|e| e.as_object().cloned())
+            .collect()
+    };
+    let position =
+        |e: &serde_json::Map<String, serde_json::Value>, key: &str| e.keys().position(|k| k == key);
+    let mturk = entries("crwiz_mturk");
+    let before = |e: &serde_json::Map<_, _>, a, b| matches!((position(e, a), position(e, b)), (Some(x), Some(y)) if x < y);
+    assert!(
+        mturk.iter().any(|e| before(e, "user", "image")),
+        "user before image"
+    );
+    assert!(
+        mturk.iter().any(|e| before(e, "image", "user")),
+        "image before user"
+    );
+    assert!(
+        mturk.iter().any(|e| e["time"].as_f64() < Some(0.0)),
+        "negative time"
+    );
+    assert!(
+        mturk.iter().any(|e| e["current_state"] == "UNK"),
+        "free text"
+    );
+    assert!(mturk.iter().any(|e| e["prompt"] == ""), "empty prompt");
+    let joined = |e: &serde_json::Map<String, serde_json::Value>| {
+        e.get("user")
+            .and_then(|u| u.as_str())
+            .is_some_and(|u| u.contains(". "))
+    };
+    assert!(
+        mturk.iter().any(joined),
+        "operator messages joined with \". \""
+    );
+    let lab = entries("crwiz_lab");
+    assert!(
+        lab.iter().any(|e| before(e, "nlu", "gesture")),
+        "gesture after nlu"
+    );
+    assert!(
+        lab.iter().any(|e| before(e, "gesture", "user")),
+        "gesture before user"
+    );
+
+    let merged = fixtures.read("crsarena_eval/sample_crs_arena_dial_with_votes.json");
+    assert!(String::from_utf8_lossy(merged.bytes()).contains(": NaN"));
+    let open = fixtures.read("crsarena_dial/crs_arena_dial_open.json");
+    assert!(String::from_utf8_lossy(open.bytes()).contains("\\u2013"));
+    let votes = String::from_utf8_lossy(fixtures.read("crsarena_dial/votes_open.csv").bytes())
+        .into_owned()
+        + &String::from_utf8_lossy(fixtures.read("crsarena_dial/votes_closed.csv").bytes());
+    assert!(
+        votes.contains("\r\n") && votes.contains("\"\""),
+        "CRLF rows, quoted quotes"
+    );
+    assert!(
+        votes.replace("\r\n", "").contains('\n'),
+        "a line break inside a field"
+    );
 }

@@ -135,14 +135,16 @@ fn binomial_test_matches_scipy_binomtest() {
     }
 }
 
-#[test]
-fn elo_matches_the_crsarena_analysis_on_synthetic_and_real_votes() {
+/// The golden Elo cases: listed outcomes, or (`outcomes` absent) the votes of the full corpus's
+/// CSV of that name, read only when `corpus` is given.
+fn check_elo_cases(corpus: Option<&common::Corpus>) {
+    let mut checked = 0;
     for case in golden()["elo"].as_array().expect("cases") {
         let name = case["name"].as_str().expect("name");
-        let outcomes = match case.get("outcomes") {
-            Some(list) => outcomes(list),
-            None => {
-                let sessions = import_votes_csv(&common::read(&format!("crsarena_dial/{name}")))
+        let outcomes = match (case.get("outcomes"), corpus) {
+            (Some(list), None) => outcomes(list),
+            (None, Some(corpus)) => {
+                let sessions = import_votes_csv(&corpus.read(&format!("crsarena_dial/{name}")))
                     .expect("votes");
                 votes(&sessions)
                     .expect("votes")
@@ -150,6 +152,7 @@ fn elo_matches_the_crsarena_analysis_on_synthetic_and_real_votes() {
                     .map(Outcome::from)
                     .collect()
             }
+            _ => continue,
         };
         let k = case["k"].as_f64().expect("k");
         let ratings = elo(&outcomes, k, case["start"].as_f64().expect("start"));
@@ -163,7 +166,23 @@ fn elo_matches_the_crsarena_analysis_on_synthetic_and_real_votes() {
                 system,
             );
         }
+        checked += 1;
     }
+    assert!(checked > 0, "golden.json has no Elo case of this kind");
+}
+
+#[test]
+fn elo_matches_the_crsarena_analysis_on_synthetic_votes() {
+    check_elo_cases(None);
+}
+
+#[test]
+fn elo_matches_the_crsarena_analysis_on_the_full_corpus_votes() {
+    let test = "elo_matches_the_crsarena_analysis_on_the_full_corpus_votes";
+    let Some(corpus) = common::Corpus::full(test) else {
+        return;
+    };
+    check_elo_cases(Some(&corpus));
 }
 
 #[test]

@@ -1,5 +1,7 @@
-//! The report over imported real corpora, checked against numbers recomputed here straight from
-//! the raw files (CRWIZ JSON, CRSArena dialogues and vote CSVs, CRSArena-Eval ratings).
+//! The report over imported dataset files, checked against numbers recomputed here straight from
+//! the raw files (CRWIZ JSON, CRSArena dialogues and vote CSVs, CRSArena-Eval ratings). Each check
+//! runs on the synthetic files in `tests/fixtures/` always, and on the full corpora in
+//! `shared/corpora/` (all 147 CRWIZ MTurk dialogues, both CRSArena settings) when they are there.
 
 mod common;
 
@@ -7,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{corpus, files};
+use common::Corpus;
 use serde_json::Value;
 use wozkit_data::report::html::render_html;
 use wozkit_data::report::{Filter, Report, ReportOptions, build_report};
@@ -90,10 +92,9 @@ fn raw_crwiz(path: &Path, labels: &mut HashMap<String, usize>) -> RawCrwiz {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crwiz_report_matches_the_raw_files() {
+async fn crwiz_report_matches_the_raw_files(corpus: &Corpus) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let paths = files("crwiz_mturk", ".shcn.data.json");
+    let paths = corpus.files("crwiz_mturk", ".shcn.data.json");
     let store = imported(&tmp.path().join("data"), Format::Crwiz, &paths).await;
     let report = build_report(&*store, &ReportOptions::default())
         .await
@@ -101,7 +102,7 @@ async fn crwiz_report_matches_the_raw_files() {
 
     let mut labels = HashMap::new();
     let raw: Vec<RawCrwiz> = paths.iter().map(|p| raw_crwiz(p, &mut labels)).collect();
-    assert_eq!(report.sessions, 147);
+    assert_eq!(report.sessions, paths.len());
     let check = |values: Vec<f64>, stat: &wozkit_data::report::summary::MeanSd, what: &str| {
         let (mean, sd) = mean_sd(&values);
         close(stat.mean, mean, what);
@@ -150,7 +151,7 @@ async fn crwiz_report_matches_the_raw_files() {
     assert_eq!(got, expected);
 
     let success: Vec<f64> = raw.iter().map(|r| f64::from(u8::from(r.success))).collect();
-    assert_eq!(report.outcome_known, 147);
+    assert_eq!(report.outcome_known, paths.len());
     assert_eq!(
         report.outcome_reached,
         success.iter().filter(|s| **s == 1.0).count()
@@ -168,15 +169,29 @@ async fn crwiz_report_matches_the_raw_files() {
     assert!(report.questionnaire.is_empty() && report.votes == 0);
 
     let html = render_html(&report);
-    assert!(html.contains("<svg") && html.contains("inform_moving"));
+    let (top_label, _) = expected.first().expect("a labelled wizard turn");
+    assert!(html.contains("<svg") && html.contains(top_label.as_str()));
     assert!(!html.contains("<script"));
     store.close().await;
 }
 
-fn raw_votes() -> Vec<csv::StringRecord> {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crwiz_report_matches_the_raw_synthetic_files() {
+    crwiz_report_matches_the_raw_files(&Corpus::fixtures()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crwiz_report_matches_the_raw_full_mturk_files() {
+    let Some(corpus) = Corpus::full("crwiz_report_matches_the_raw_full_mturk_files") else {
+        return;
+    };
+    crwiz_report_matches_the_raw_files(&corpus).await;
+}
+
+fn raw_votes(corpus: &Corpus) -> Vec<csv::StringRecord> {
     let mut rows = Vec::new();
     for setting in ["open", "closed"] {
-        let path = corpus(&format!("crsarena_dial/votes_{setting}.csv"));
+        let path = corpus.path(&format!("crsarena_dial/votes_{setting}.csv"));
         let mut reader = csv::Reader::from_path(path).expect("csv");
         rows.extend(reader.records().map(|r| r.expect("row")));
     }
@@ -185,22 +200,19 @@ fn raw_votes() -> Vec<csv::StringRecord> {
     rows
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crsarena_report_matches_the_raw_votes_and_dialogues() {
+async fn crsarena_report_matches_the_raw_votes_and_dialogues(corpus: &Corpus) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut paths = Vec::new();
     for setting in ["open", "closed"] {
-        paths.push(corpus(&format!(
-            "crsarena_dial/crs_arena_dial_{setting}.json"
-        )));
-        paths.push(corpus(&format!("crsarena_dial/votes_{setting}.csv")));
+        paths.push(corpus.path(&format!("crsarena_dial/crs_arena_dial_{setting}.json")));
+        paths.push(corpus.path(&format!("crsarena_dial/votes_{setting}.csv")));
     }
     let store = imported(&tmp.path().join("data"), Format::CrsArena, &paths).await;
     let report: Report = build_report(&*store, &ReportOptions::default())
         .await
         .expect("report");
 
-    let rows = raw_votes();
+    let rows = raw_votes(corpus);
     assert_eq!(report.votes, rows.len());
     // Elo, written out independently: K = 16, start 1000, tie = 0.5.
     let mut elo: HashMap<String, f64> = HashMap::new();
@@ -262,11 +274,14 @@ async fn crsarena_report_matches_the_raw_votes_and_dialogues() {
 
     // Satisfaction per agent, from the dialogues' metadata.
     let mut satisfied: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut dialogue_count = 0;
     for setting in ["open", "closed"] {
-        let path = corpus(&format!("crsarena_dial/crs_arena_dial_{setting}.json"));
+        let path = corpus.path(&format!("crsarena_dial/crs_arena_dial_{setting}.json"));
         let dialogues: Value =
             serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json");
-        for d in dialogues.as_array().expect("list") {
+        let dialogues = dialogues.as_array().expect("list");
+        dialogue_count += dialogues.len();
+        for d in dialogues {
             let agent = d["agent"]["id"].as_str().expect("agent").to_string();
             let entry = satisfied.entry(agent).or_default();
             entry.0 += 1;
@@ -279,7 +294,7 @@ async fn crsarena_report_matches_the_raw_votes_and_dialogues() {
         .map(|(s, v)| (s.clone(), (v.dialogues, v.satisfied)))
         .collect();
     assert_eq!(got, satisfied);
-    assert_eq!(report.sessions, 474);
+    assert_eq!(report.sessions, dialogue_count);
     assert!(report.agreement["votes"].units > 0);
 
     // Filtering to the vote sessions keeps the votes and drops the dialogues.
@@ -293,9 +308,22 @@ async fn crsarena_report_matches_the_raw_votes_and_dialogues() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crsarena_eval_ratings_fill_the_questionnaire() {
+async fn crsarena_report_matches_the_raw_synthetic_votes_and_dialogues() {
+    crsarena_report_matches_the_raw_votes_and_dialogues(&Corpus::fixtures()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crsarena_report_matches_the_raw_full_votes_and_dialogues() {
+    let test = "crsarena_report_matches_the_raw_full_votes_and_dialogues";
+    let Some(corpus) = Corpus::full(test) else {
+        return;
+    };
+    crsarena_report_matches_the_raw_votes_and_dialogues(&corpus).await;
+}
+
+async fn crsarena_eval_ratings_fill_the_questionnaire(corpus: &Corpus) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let path = corpus("crsarena_eval/crs_arena_eval.json");
+    let path = corpus.path("crsarena_eval/crs_arena_eval.json");
     let store = imported(
         &tmp.path().join("data"),
         Format::CrsArena,
@@ -322,4 +350,17 @@ async fn crsarena_eval_ratings_fill_the_questionnaire() {
     close(q.overall.sd, sd, "dialogue_overall sd");
     assert_eq!(q.overall.n, overall.len());
     store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crsarena_eval_synthetic_ratings_fill_the_questionnaire() {
+    crsarena_eval_ratings_fill_the_questionnaire(&Corpus::fixtures()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crsarena_eval_full_ratings_fill_the_questionnaire() {
+    let Some(corpus) = Corpus::full("crsarena_eval_full_ratings_fill_the_questionnaire") else {
+        return;
+    };
+    crsarena_eval_ratings_fill_the_questionnaire(&corpus).await;
 }

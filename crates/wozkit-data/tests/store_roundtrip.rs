@@ -1,13 +1,14 @@
-//! Round trips through the store: the real corpora imported into a temporary SQLite data
-//! directory with [`import_files`], exported with [`export_store`] and compared with the
-//! originals — the path `wozkit import` / `wozkit export` take.
+//! Round trips through the store: dataset files imported into a temporary SQLite data directory
+//! with [`import_files`], exported with [`export_store`] and compared with the originals — the
+//! path `wozkit import` / `wozkit export` take. Each check runs on `tests/fixtures/` always and
+//! on the full corpora in `shared/corpora/` when they are there.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{assert_same_json, corpus, files};
+use common::{Corpus, assert_same_json};
 use wozkit_data::stored::{
     ExportFormat, ExportOptions, NoProgress, SplitSpec, StoreImportError, export_store,
     import_files,
@@ -38,8 +39,7 @@ fn read_json(path: &Path) -> serde_json::Value {
     Input::read(path).expect("read").json().expect("json")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn taskmaster1_crosswoz_multiwoz_and_convlab3_round_trip_through_the_store() {
+async fn dataset_files_round_trip_through_the_store(corpus: &Corpus) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let cases = [
         (Format::Taskmaster1, "taskmaster1/sample.json", "tm.json"),
@@ -53,12 +53,12 @@ async fn taskmaster1_crosswoz_multiwoz_and_convlab3_round_trip_through_the_store
     for (i, (format, file, out)) in cases.into_iter().enumerate() {
         let data = tmp.path().join(format!("data{i}"));
         let store = store(&data).await;
-        let summary = import_files(&*store, format, &[corpus(file)], &NoProgress)
+        let summary = import_files(&*store, format, &[corpus.path(file)], &NoProgress)
             .await
             .expect("import");
         assert!(summary.sessions > 0 && summary.events > summary.sessions);
         let path = export(&*store, ExportFormat::Dataset(format), tmp.path().join(out)).await;
-        let original = Input::read(corpus(file)).expect("read");
+        let original = Input::read(corpus.path(file)).expect("read");
         let exported = Input::read(&path).expect("read export");
         match format {
             // sample.json is one conversation; the dataset layout is an array of them.
@@ -85,7 +85,7 @@ async fn taskmaster1_crosswoz_multiwoz_and_convlab3_round_trip_through_the_store
     let data = tmp.path().join("convlab3");
     let store = store(&data).await;
     for dataset in ["multiwoz21", "crosswoz", "tm1"] {
-        let file = corpus(&format!("convlab3_unified/{dataset}/dummy_data.json"));
+        let file = corpus.path(&format!("convlab3_unified/{dataset}/dummy_data.json"));
         import_files(
             &*store,
             Format::ConvLab3,
@@ -110,17 +110,32 @@ async fn taskmaster1_crosswoz_multiwoz_and_convlab3_round_trip_through_the_store
         // The store now holds this file after the ones imported before, in import order.
         let original = std::fs::read(&file).expect("read");
         let original: serde_json::Value = serde_json::from_slice(&original).expect("json");
-        let tail = &all[all.len() - 10..];
+        let count = original.as_array().map_or(0, Vec::len);
+        let tail = &all[all.len() - count..];
         assert_same_json(&original, &serde_json::Value::Array(tail.to_vec()), dataset);
     }
     store.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dataset_excerpts_round_trip_through_the_store() {
+    dataset_files_round_trip_through_the_store(&Corpus::fixtures()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_datasets_round_trip_through_the_store() {
+    let Some(corpus) = Corpus::full("full_datasets_round_trip_through_the_store") else {
+        return;
+    };
+    dataset_files_round_trip_through_the_store(&corpus).await;
+}
+
+/// The ConvLab-3 excerpt is cut the same way as the full file, so one run on it suffices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn convlab3_export_of_one_import_is_byte_identical() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = store(&tmp.path().join("data")).await;
-    let file = corpus("convlab3_unified/tm1/dummy_data.json");
+    let file = Corpus::fixtures().path("convlab3_unified/tm1/dummy_data.json");
     import_files(
         &*store,
         Format::ConvLab3,
@@ -139,13 +154,12 @@ async fn convlab3_export_of_one_import_is_byte_identical() {
     store.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crsarena_dialogues_and_votes_round_trip_through_the_store() {
+async fn crsarena_dialogues_and_votes_round_trip(corpus: &Corpus) {
     let tmp = tempfile::tempdir().expect("tempdir");
     for setting in ["open", "closed"] {
         let store = store(&tmp.path().join(setting)).await;
-        let dialogues = corpus(&format!("crsarena_dial/crs_arena_dial_{setting}.json"));
-        let votes = corpus(&format!("crsarena_dial/votes_{setting}.csv"));
+        let dialogues = corpus.path(&format!("crsarena_dial/crs_arena_dial_{setting}.json"));
+        let votes = corpus.path(&format!("crsarena_dial/votes_{setting}.csv"));
         let paths = [dialogues.clone(), votes.clone()];
         import_files(&*store, Format::CrsArena, &paths, &NoProgress)
             .await
@@ -170,10 +184,23 @@ async fn crsarena_dialogues_and_votes_round_trip_through_the_store() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crwiz_files_round_trip_through_the_store() {
+async fn crsarena_synthetic_dialogues_and_votes_round_trip_through_the_store() {
+    crsarena_dialogues_and_votes_round_trip(&Corpus::fixtures()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crsarena_full_dialogues_and_votes_round_trip_through_the_store() {
+    let test = "crsarena_full_dialogues_and_votes_round_trip_through_the_store";
+    let Some(corpus) = Corpus::full(test) else {
+        return;
+    };
+    crsarena_dialogues_and_votes_round_trip(&corpus).await;
+}
+
+async fn crwiz_files_round_trip(corpus: &Corpus, folder: &str) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = store(&tmp.path().join("data")).await;
-    let paths = files("crwiz_lab", ".shcn.data.json");
+    let paths = corpus.files(folder, ".shcn.data.json");
     import_files(&*store, Format::Crwiz, &paths, &NoProgress)
         .await
         .expect("import");
@@ -192,10 +219,26 @@ async fn crwiz_files_round_trip_through_the_store() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crwiz_synthetic_files_round_trip_through_the_store() {
+    for folder in ["crwiz_mturk", "crwiz_lab"] {
+        crwiz_files_round_trip(&Corpus::fixtures(), folder).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crwiz_full_lab_files_round_trip_through_the_store() {
+    let Some(corpus) = Corpus::full("crwiz_full_lab_files_round_trip_through_the_store") else {
+        return;
+    };
+    crwiz_files_round_trip(&corpus, "crwiz_lab").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reimporting_is_a_no_op_and_a_bad_file_writes_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = store(&tmp.path().join("data")).await;
-    let file = corpus("convlab3_unified/multiwoz21/dummy_data.json");
+    let file = Corpus::fixtures().path("convlab3_unified/multiwoz21/dummy_data.json");
+    let n = read_json(&file).as_array().map_or(0, Vec::len);
     let first = import_files(
         &*store,
         Format::ConvLab3,
@@ -204,7 +247,7 @@ async fn reimporting_is_a_no_op_and_a_bad_file_writes_nothing() {
     )
     .await
     .expect("import");
-    assert_eq!((first.sessions, first.unchanged), (10, 0));
+    assert_eq!((first.sessions, first.unchanged), (n, 0));
     let again = import_files(
         &*store,
         Format::ConvLab3,
@@ -213,7 +256,7 @@ async fn reimporting_is_a_no_op_and_a_bad_file_writes_nothing() {
     )
     .await
     .expect("re-import");
-    assert_eq!((again.sessions, again.unchanged), (0, 10));
+    assert_eq!((again.sessions, again.unchanged), (0, n));
 
     // The same ids with other content: a conflict, reported before anything is written.
     let mut changed = read_json(&file);
@@ -231,7 +274,7 @@ async fn reimporting_is_a_no_op_and_a_bad_file_writes_nothing() {
     // A good file followed by a broken one: nothing of either is written.
     let broken = tmp.path().join("broken.json");
     std::fs::write(&broken, "[{\"dialogue_id\": 1}]").expect("write");
-    let good = corpus("convlab3_unified/tm1/dummy_data.json");
+    let good = Corpus::fixtures().path("convlab3_unified/tm1/dummy_data.json");
     let err = import_files(&*store, Format::ConvLab3, &[good, broken], &NoProgress)
         .await
         .expect_err("parse error");
@@ -240,18 +283,18 @@ async fn reimporting_is_a_no_op_and_a_bad_file_writes_nothing() {
         .count_sessions(&wozkit_store::SessionFilter::default())
         .await
         .expect("count");
-    assert_eq!(count, 10);
+    assert_eq!(count, n as u64);
     store.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn splits_are_deterministic_and_cover_every_session() {
+/// `sizes`: what `train=0.8,dev=0.1,test=0.1` gives for the open dialogues of `corpus`.
+async fn splits_are_deterministic_and_cover_every_session(corpus: &Corpus, sizes: [usize; 3]) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = store(&tmp.path().join("data")).await;
     import_files(
         &*store,
         Format::CrsArena,
-        &[corpus("crsarena_dial/crs_arena_dial_open.json")],
+        &[corpus.path("crsarena_dial/crs_arena_dial_open.json")],
         &NoProgress,
     )
     .await
@@ -268,7 +311,7 @@ async fn splits_are_deterministic_and_cover_every_session() {
             .await
             .expect("export");
         assert_eq!(summary.files.len(), 3);
-        let sizes: Vec<usize> = ["train", "dev", "test"]
+        let got: Vec<usize> = ["train", "dev", "test"]
             .iter()
             .map(|part| {
                 let path = tmp.path().join(format!("run{run}/all.{part}.jsonl"));
@@ -281,12 +324,27 @@ async fn splits_are_deterministic_and_cover_every_session() {
                 ids.len()
             })
             .collect();
-        assert_eq!(sizes, vec![203, 26, 25]);
+        assert_eq!(got, sizes);
         let train = std::fs::read(tmp.path().join(format!("run{run}/all.train.jsonl")));
         runs.push(train.expect("train"));
     }
     assert!(runs[0] == runs[1], "same seed, same split");
     store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthetic_splits_are_deterministic_and_cover_every_session() {
+    // 10 dialogues: 8, 1 and 1.
+    splits_are_deterministic_and_cover_every_session(&Corpus::fixtures(), [8, 1, 1]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_splits_are_deterministic_and_cover_every_session() {
+    let Some(corpus) = Corpus::full("full_splits_are_deterministic_and_cover_every_session") else {
+        return;
+    };
+    // 254 dialogues: 203.2, 25.4 and 25.4, the spare one to the earlier of the tied remainders.
+    splits_are_deterministic_and_cover_every_session(&corpus, [203, 26, 25]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,7 +364,8 @@ async fn an_interrupted_import_stays_hidden_and_is_finished_by_running_it_again(
     let before = export(&*store, ExportFormat::Jsonl, out.clone()).await;
     assert_eq!(std::fs::read(before).expect("read").len(), 0, "hidden");
 
-    let file = corpus("convlab3_unified/multiwoz21/dummy_data.json");
+    let file = Corpus::fixtures().path("convlab3_unified/multiwoz21/dummy_data.json");
+    let n = read_json(&file).as_array().map_or(0, Vec::len);
     let summary = import_files(
         &*store,
         Format::ConvLab3,
@@ -315,7 +374,7 @@ async fn an_interrupted_import_stays_hidden_and_is_finished_by_running_it_again(
     )
     .await
     .expect("import");
-    assert_eq!((summary.sessions, summary.resumed), (10, 1));
+    assert_eq!((summary.sessions, summary.resumed), (n, 1));
     let out = export(
         &*store,
         ExportFormat::Dataset(Format::ConvLab3),
