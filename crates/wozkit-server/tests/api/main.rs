@@ -10,6 +10,7 @@ mod endings;
 mod hostile;
 mod lobby;
 mod pairing;
+mod payments;
 mod reconnect;
 mod researcher;
 mod restart;
