@@ -46,6 +46,18 @@ pub trait Store: Send + Sync + 'static {
     /// being killed. Returns the stored events in order.
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>>;
 
+    /// Like [`append`](Store::append), but at most once per `(session, key)`: the key is stored
+    /// in the same transaction as the events, under a unique constraint, so of any number of
+    /// concurrent calls with the same key exactly one appends (even from several processes
+    /// sharing a database). Returns `None`, having stored nothing, when the key was already
+    /// used. For answers that must be recorded once (a questionnaire submitted twice at once).
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>>;
+
     /// The session's events with `seq > after_seq`, in order (`after_seq = 0` for all; empty
     /// for a session that does not exist).
     async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>>;
@@ -137,6 +149,14 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
         (**self).append(session, events).await
+    }
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>> {
+        (**self).append_once(session, key, events).await
     }
     async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
         (**self).events(session, after_seq).await

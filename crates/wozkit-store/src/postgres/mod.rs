@@ -61,6 +61,29 @@ pub struct PgStore {
 }
 
 impl PgStore {
+    /// Queues an append for the writer and waits for its commit: the first `seq` assigned, or
+    /// `None` when `once` was already used in the session.
+    async fn send_append(
+        &self,
+        session: &str,
+        once: Option<String>,
+        events: &[NewEvent],
+    ) -> Result<Option<u64>> {
+        let rows = codec::encode_events(events)?;
+        let (reply, answer) = oneshot::channel();
+        let request = AppendRequest {
+            session: session.to_owned(),
+            rows,
+            once,
+            reply,
+        };
+        self.appends
+            .send(Msg::Append(request))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
     /// Connects to `url` (`postgres://user:pass@host:port/db`) and brings the schema up to date.
     pub async fn connect(url: &str) -> Result<PgStore> {
         PgStore::connect_with(url, PgOptions::default()).await
@@ -189,19 +212,22 @@ impl Store for PgStore {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = codec::encode_events(&events)?;
-        let (reply, answer) = oneshot::channel();
-        let request = AppendRequest {
-            session: session.to_owned(),
-            rows,
-            reply,
-        };
-        self.appends
-            .send(Msg::Append(request))
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        let first = answer.await.map_err(|_| StoreError::Closed)??;
+        let first = self.send_append(session, None, &events).await?;
+        // Only a keyed append can be refused as a repeat.
+        let first = first.ok_or(StoreError::Closed)?;
         Ok(codec::stored_events(session, first, events))
+    }
+
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>> {
+        let first = self
+            .send_append(session, Some(key.to_owned()), &events)
+            .await?;
+        Ok(first.map(|first| codec::stored_events(session, first, events)))
     }
 
     async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {

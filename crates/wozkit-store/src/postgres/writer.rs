@@ -29,11 +29,15 @@ pub(super) enum Msg {
     Close(oneshot::Sender<()>),
 }
 
-/// Events for one session, answered with the first `seq` assigned.
+/// Events for one session, answered with the first `seq` assigned, or `None` when `once` names
+/// a key already used in the session (nothing is appended then).
 pub(super) struct AppendRequest {
     pub session: String,
     pub rows: Vec<EncodedEvent>,
-    pub reply: oneshot::Sender<Result<u64>>,
+    /// The request's key for `append_once`: inserted under the unique `(session_id, key)`
+    /// constraint in the batch's transaction.
+    pub once: Option<String>,
+    pub reply: oneshot::Sender<Result<Option<u64>>>,
 }
 
 /// Runs until every store handle is gone or a [`Msg::Close`] arrives.
@@ -84,7 +88,10 @@ pub(super) async fn run(pool: PgPool, mut inbox: mpsc::Receiver<Msg>, max_batch:
 }
 
 /// Writes one batch; the outer error fails the whole batch, the inner results are per request.
-async fn commit(pool: &PgPool, batch: &[AppendRequest]) -> Result<Vec<Result<u64>>, sqlx::Error> {
+async fn commit(
+    pool: &PgPool,
+    batch: &[AppendRequest],
+) -> Result<Vec<Result<Option<u64>>>, sqlx::Error> {
     let mut ids: Vec<&str> = batch.iter().map(|r| r.session.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -110,6 +117,20 @@ async fn commit(pool: &PgPool, batch: &[AppendRequest]) -> Result<Vec<Result<u64
             outcomes.push(Err(StoreError::UnknownSession(request.session.clone())));
             continue;
         };
+        if let Some(key) = &request.once {
+            let done = sqlx::query(
+                "INSERT INTO append_keys (session_id, key) VALUES ($1, $2) \
+                 ON CONFLICT (session_id, key) DO NOTHING",
+            )
+            .bind(&request.session)
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                outcomes.push(Ok(None));
+                continue;
+            }
+        }
         let first = *last + 1;
         for (seq, row) in (first..).zip(&request.rows) {
             sessions.push(&request.session);
@@ -119,12 +140,16 @@ async fn commit(pool: &PgPool, batch: &[AppendRequest]) -> Result<Vec<Result<u64
             payloads.push(&row.payload);
         }
         *last += request.rows.len() as i64;
-        outcomes.push(u64::try_from(first).map_err(|_| StoreError::Corrupt {
-            what: "session last seq",
-            detail: format!("{}: negative value {}", request.session, first - 1),
-        }));
+        outcomes.push(
+            u64::try_from(first)
+                .map(Some)
+                .map_err(|_| StoreError::Corrupt {
+                    what: "session last seq",
+                    detail: format!("{}: negative value {}", request.session, first - 1),
+                }),
+        );
     }
-    if seqs.is_empty() {
+    if seqs.is_empty() && batch.iter().all(|r| r.once.is_none()) {
         tx.rollback().await?;
         return Ok(outcomes);
     }

@@ -54,6 +54,41 @@ impl Apply for AppendEvents {
     }
 }
 
+/// Append events to one session unless `key` was used before in it; the output is the first
+/// assigned `seq`, or `None` when the key was taken (nothing is appended then). The key row is
+/// inserted in the batch's transaction, so a rollback forgets it with the events.
+pub(super) struct AppendOnce {
+    pub key: String,
+    pub append: AppendEvents,
+}
+
+#[async_trait]
+impl Apply for AppendOnce {
+    type Output = Option<u64>;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        state: &mut BatchState,
+    ) -> Result<Result<Option<u64>>, sqlx::Error> {
+        let session = self.append.session.as_str();
+        if state.last_seq(conn, session).await?.is_none() {
+            return Ok(Err(StoreError::UnknownSession(session.to_owned())));
+        }
+        let done = sqlx::query(
+            "INSERT INTO append_keys (session_id, key) VALUES (?1, ?2) \
+             ON CONFLICT (session_id, key) DO NOTHING",
+        )
+        .bind(session)
+        .bind(self.key.as_str())
+        .execute(&mut *conn)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(Ok(None));
+        }
+        Ok(self.append.apply(conn, state).await?.map(Some))
+    }
+}
+
 /// Create a session.
 pub(super) struct CreateSession(pub NewSession);
 

@@ -336,3 +336,67 @@ pub async fn events_page_walks_every_event(backend: &Backend) {
     }
     store.close().await;
 }
+
+/// Many concurrent `append_once` calls with one key: exactly one stores its events, the others
+/// store nothing and say so; another key, or the same key in another session, is independent;
+/// a key stays used after reopening; an unknown session is refused.
+pub async fn append_once_stores_one_of_concurrent_calls(backend: &Backend) {
+    const CALLS: usize = 10;
+    let store = backend.open().await;
+    for id in ["once-a", "once-b"] {
+        store
+            .create_session(new_session(id, "study", 1))
+            .await
+            .expect("create session");
+    }
+    // All spawned before any is awaited, so they reach the store together.
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let events = vec![message(&format!("answer {i}"), 10)];
+                store
+                    .append_once("once-a", "survey/p1", events)
+                    .await
+                    .expect("append_once")
+            })
+        })
+        .collect();
+    let mut stored = vec![];
+    for call in calls {
+        if let Some(events) = call.await.expect("task") {
+            stored.push(events);
+        }
+    }
+    assert_eq!(stored.len(), 1, "exactly one call appends");
+    let log = store.events("once-a", 0).await.expect("events");
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].seq, stored[0][0].seq);
+    assert_eq!(text_of(&log[0].kind), text_of(&stored[0][0].kind));
+
+    let other_key = store
+        .append_once("once-a", "survey/p2", vec![message("p2", 11)])
+        .await
+        .expect("another key");
+    assert_eq!(other_key.map(|e| e[0].seq), Some(2));
+    let other_session = store
+        .append_once("once-b", "survey/p1", vec![message("b", 12)])
+        .await
+        .expect("another session");
+    assert_eq!(other_session.map(|e| e[0].seq), Some(1));
+    store.close().await;
+    drop(store);
+
+    let store = backend.open().await;
+    let again = store
+        .append_once("once-a", "survey/p1", vec![message("late", 13)])
+        .await
+        .expect("after reopen");
+    assert!(again.is_none(), "a used key stays used");
+    assert_eq!(store.events("once-a", 0).await.expect("events").len(), 2);
+    assert!(matches!(
+        store.append_once("nope", "k", vec![message("x", 1)]).await,
+        Err(StoreError::UnknownSession(_))
+    ));
+    store.close().await;
+}

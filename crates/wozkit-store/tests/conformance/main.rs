@@ -12,6 +12,7 @@ use records::*;
 
 conformance!(
     concurrent_appends_get_gap_free_ordered_seqs,
+    append_once_stores_one_of_concurrent_calls,
     events_after_seq,
     failed_batch_writes_nothing,
     unknown_session_is_refused,
