@@ -196,7 +196,20 @@ pub async fn submit(
             kind: EventKind::SurveyAnswered { role, answers },
             at_ms: now_ms(),
         };
-        app.store.append(session, vec![event]).await?;
+        // The store keeps one answer set per participant and questionnaire page, whatever
+        // the number of submissions racing here (a double click, two tabs).
+        let once = format!("survey/{}/{i}", p.id);
+        let stored = app.store.append_once(session, &once, vec![event]).await?;
+        if stored.is_none() {
+            // Answered already: move on as the first submission does (it may not have yet,
+            // or the server stopped between storing the answers and moving on), unless the
+            // participant is past this page by now.
+            let now = app.store.participant(&p.id).await?;
+            if now.is_some_and(|now| now.flow_step == p.flow_step) {
+                advance(&app, &p, &study, role, i + 1).await?;
+            }
+            return Ok(to_page(seat.as_deref()));
+        }
     }
     advance(&app, &p, &study, role, i + 1).await?;
     Ok(to_page(seat.as_deref()))

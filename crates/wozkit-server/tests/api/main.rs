@@ -15,3 +15,4 @@ mod reconnect;
 mod researcher;
 mod restart;
 mod security;
+mod survey;
