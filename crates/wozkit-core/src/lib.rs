@@ -10,5 +10,6 @@ pub mod expr;
 pub mod graph;
 pub mod load;
 pub mod model;
+pub mod questions;
 pub mod sim;
 pub mod slots;
