@@ -218,7 +218,9 @@ async fn ensure_code(app: &AppState, p: &Participant, role: Role) -> Result<Stri
             },
             at_ms: now_ms(),
         };
-        app.store.append(session, vec![event]).await?;
+        // Several tabs (or reloads) may open the completion page at once: one event.
+        let once = format!("completion/{}", p.id);
+        app.store.append_once(session, &once, vec![event]).await?;
     }
     let patch = ParticipantPatch {
         completion_code: Some(Some(code.clone())),

@@ -53,3 +53,35 @@ async fn concurrent_submissions_store_one_answer_set() {
     assert_eq!(count, 1);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_completion_pages_issue_one_code_event() {
+    const LOADS: usize = 10;
+    let mut app = spawn_app(Tiny::default()).await;
+    let (user, wizard, session) = paired(&app).await;
+    let mut ww = enter(&wizard, 0).await;
+    let mut wu = enter(&user, 0).await;
+    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    ww.answer("c1").await;
+    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
+    ww.answer("c2").await;
+    wu.until_type("ended").await;
+    let step = user.step().await;
+    // Submitted without following the redirect, so the completion page is not opened yet.
+    let res = user.post("/p/survey", &format!("step={step}&q1=3")).await;
+    assert_eq!(res.status, 303);
+
+    let pages = join_all((0..LOADS).map(|_| user.page())).await;
+    for page in &pages {
+        assert_eq!(page.status, 200);
+        assert!(page.body.contains("data-testid=\"completion-code\""));
+    }
+    let issued = app
+        .events(&session)
+        .await
+        .into_iter()
+        .filter(|e| matches!(&e.kind, EventKind::CompletionIssued { role, .. } if *role == wozkit_core::event::Role::User))
+        .count();
+    assert_eq!(issued, 1);
+    app.stop().await;
+}
