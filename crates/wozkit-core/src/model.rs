@@ -529,57 +529,9 @@ pub struct Duration {
     pub by_kind: IndexMap<String, f64>,
 }
 
-/// The post-task questionnaire.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Survey {
-    #[serde(default)]
-    pub title: Option<String>,
-    #[serde(default)]
-    pub questions: Vec<Question>,
-}
-
-/// The kind of a question.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum QuestionKind {
-    Likert,
-    Choice,
-    Text,
-}
-
-/// One question.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Question {
-    pub id: String,
-    pub text: String,
-    pub kind: QuestionKind,
-    /// Points on a Likert scale.
-    #[serde(default = "seven")]
-    pub points: u32,
-    /// Label of the low end (1).
-    #[serde(default)]
-    pub low: Option<String>,
-    /// Label of the high end.
-    #[serde(default)]
-    pub high: Option<String>,
-    /// Reverse-coded: flip before combining with other items.
-    #[serde(default)]
-    pub reverse: bool,
-    /// Choices for `choice` questions.
-    #[serde(default)]
-    pub options: Vec<String>,
-    #[serde(default = "yes")]
-    pub required: bool,
-}
-
-fn seven() -> u32 {
-    7
-}
-fn yes() -> bool {
-    true
-}
+/// The post-task questionnaire and its questions: the one question model that every page asking
+/// something uses (`crate::questions`).
+pub use crate::questions::{MatrixRow, Question, QuestionKind, Survey};
 
 /// The payment scheme.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

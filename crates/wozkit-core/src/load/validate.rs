@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::{Compiled, Diagnostic, StudySource};
 use crate::expr::Condition;
-use crate::model::{Effects, QuestionKind, Study};
+use crate::model::{Effects, Study};
+use crate::questions;
 use crate::slots;
 
 /// Variables the engine binds in every condition besides the world variables.
@@ -340,11 +341,6 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         "/subtasks",
         study.subtasks.iter().map(|s| s.id.as_str()),
     );
-    c.unique(
-        "question",
-        "/survey/questions",
-        study.survey.questions.iter().map(|s| s.id.as_str()),
-    );
 
     // World.
     for name in study.world.variables.keys() {
@@ -544,22 +540,9 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         .and_then(|p| p.bonus.as_ref())
         .and_then(|b| c.condition("/payment/bonus/when", &b.when, &[]));
 
-    // Survey.
-    for (i, q) in study.survey.questions.iter().enumerate() {
-        if q.kind == QuestionKind::Likert && q.points < 2 {
-            c.err(
-                &format!("/survey/questions/{i}/points"),
-                "a Likert scale needs at least 2 points".into(),
-                None,
-            );
-        }
-        if q.kind == QuestionKind::Choice && q.options.is_empty() {
-            c.err(
-                &format!("/survey/questions/{i}/options"),
-                "a choice question needs options".into(),
-                None,
-            );
-        }
+    // Survey: the question model's own rules (ids, bounds, options, keys per kind).
+    for p in questions::rules::check(&study.survey.questions, "/survey/questions") {
+        c.err(&p.pointer, p.message, p.hint);
     }
 
     // Reachability: from the initial state through transitions, globals, unlocks and enters.

@@ -14,9 +14,12 @@
 //! - imported dataset sessions have no `SessionStarted` and no questionnaire definition: their
 //!   ratings are used as the files give them.
 //!
-//! The reverse flag applies to Likert questions only: choice and text questions have no scale.
+//! The reverse flag applies to scale questions only: a `likert` question, and each row of a
+//! `matrix` (stored as its own item `<question>.<row>`, reversed when the question or the row
+//! says so). Answers to the other kinds of a known study (a `number`, a choice whose options
+//! happen to be digits) are not points of a scale: they are left out of the means and tests.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -43,9 +46,18 @@ impl Scale {
 /// The reverse-coded questions of the studies the report knows, by study id.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Questionnaires {
-    /// Study id → reverse-coded question id → its scale. A study with no reversed question is
-    /// still present (empty), so its sessions are known to need nothing.
-    studies: HashMap<String, HashMap<String, Scale>>,
+    /// Study id → its questionnaire. A study with no reversed question is still present, so its
+    /// sessions are known to need nothing.
+    studies: HashMap<String, Definition>,
+}
+
+/// What scoring needs to know of one study's questionnaire.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Definition {
+    /// Reverse-coded item (a Likert question id, or `<matrix>.<row>`) → its scale.
+    reversed: HashMap<String, Scale>,
+    /// Questions that are not on a scale: their answers are never averaged.
+    unscored: HashSet<String>,
 }
 
 impl Questionnaires {
@@ -60,20 +72,28 @@ impl Questionnaires {
 
     /// Adds (or replaces) a study's questionnaire.
     pub fn add(&mut self, study: &Study) {
-        let reversed = study
-            .survey
-            .questions
-            .iter()
-            .filter(|q| q.reverse && q.kind == QuestionKind::Likert)
-            .map(|q| {
-                let scale = Scale {
-                    low: 1.0,
-                    high: f64::from(q.points),
-                };
-                (q.id.clone(), scale)
-            })
-            .collect();
-        self.studies.insert(study.id.clone(), reversed);
+        let mut def = Definition::default();
+        for q in &study.survey.questions {
+            let scale = Scale {
+                low: 1.0,
+                high: f64::from(q.points()),
+            };
+            match q.kind {
+                QuestionKind::Likert if q.reverse => {
+                    def.reversed.insert(q.id.clone(), scale);
+                }
+                QuestionKind::Matrix => {
+                    for row in q.rows.iter().filter(|r| q.reverse || r.reverse) {
+                        def.reversed.insert(q.row_field(row), scale);
+                    }
+                }
+                kind if !kind.is_scale() => {
+                    def.unscored.insert(q.id.clone());
+                }
+                _ => {}
+            }
+        }
+        self.studies.insert(study.id.clone(), def);
     }
 
     /// Whether the questionnaire of `study` is known.
@@ -88,12 +108,18 @@ impl Questionnaires {
         let Some(study) = session.study.as_deref().filter(|_| surveyed) else {
             return;
         };
-        let Some(reversed) = self.studies.get(study) else {
+        let Some(def) = self.studies.get(study) else {
             notes.unknown_studies.insert(study.to_string());
             return;
         };
         session.answers.retain_mut(|answer| {
-            let Some(scale) = answer.question.as_ref().and_then(|q| reversed.get(q)) else {
+            let Some(question) = answer.question.as_ref() else {
+                return true;
+            };
+            if def.unscored.contains(question) {
+                return false;
+            }
+            let Some(scale) = def.reversed.get(question) else {
                 return true;
             };
             let note = notes

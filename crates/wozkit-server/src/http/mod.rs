@@ -16,6 +16,7 @@
 pub mod entry;
 pub mod html;
 pub mod pages;
+pub mod questions;
 pub mod researcher;
 pub mod room_page;
 pub mod static_files;

@@ -127,8 +127,9 @@ pub async fn current(
             page,
             &action("/p/survey"),
             &p.flow_step,
+            survey::seed(&p),
             &[],
-            &Default::default(),
+            &[],
         ),
         PageKind::Completion => {
             let code = ensure_code(&app, &p, role).await?;
