@@ -193,3 +193,135 @@ fn approval_prompt_slots_are_checked() {
         "{p:#?}"
     );
 }
+
+/// The fixture with a questionnaire: `items` are its questions, written from line 45.
+fn survey(items: &str) -> Vec<String> {
+    problems(&format!("{MINI}survey:\n  questions:\n{items}"))
+}
+
+#[test]
+fn every_kind_of_question_loads_and_old_questionnaires_load_as_before() {
+    let p = survey(
+        "    - {id: mood, text: Mood?, kind: likert, points: 5, low: Bad, mid: So-so, high: Good}
+    - {id: grade, text: Grade?, kind: likert, points: 3, labels: [Low, Middle, High], reverse: true}
+    - {id: colour, text: Colour?, kind: choice, options: [red, green], shuffle: true}
+    - {id: tools, text: Tools?, kind: multiple, options: [a, b, c], min_choices: 1, max_choices: 2}
+    - {id: why, text: Why?, kind: text, min_words: 2, max_words: 50}
+    - {id: age, text: Age?, kind: number, min: 18, max: 99, integer: true}
+    - id: sus
+      text: About the system
+      kind: matrix
+      points: 5
+      shuffle: true
+      rows: [{id: easy, text: Easy}, {id: hard, text: Hard, reverse: true}]
+    - {id: rank, text: Rank, kind: ranking, options: [walk, bus, car]}
+    - {id: note, text: Anything else?, kind: comment, max_words: 200}
+    - {id: old, text: Old style, kind: likert, points: 7, low: a, high: b, reverse: true, required: true}
+    - {id: old_text, text: Old text, kind: text, required: false}
+",
+    );
+    assert!(p.is_empty(), "{p:#?}");
+}
+
+#[test]
+fn question_bounds_options_and_ids_are_checked_where_written() {
+    let p = survey(
+        "    - id: tools
+      text: Tools?
+      kind: multiple
+      options: [map, map]
+      min_choices: 3
+      max_choices: 2
+    - id: tools
+      text: Again
+      kind: number
+      min: 10
+      max: 5
+",
+    );
+    has(&p, "48:22: duplicate option `map`");
+    has(&p, "49:7: `min_choices` (3) is more than `max_choices` (2)");
+    has(&p, "49:7: `min_choices` is 3 but there are only 2 options");
+    has(&p, "51:7: duplicate question id `tools`");
+    has(&p, "54:7: `min` (10) is more than `max` (5)");
+    assert_eq!(p.len(), 5, "{p:#?}");
+}
+
+#[test]
+fn scales_need_two_to_eleven_points_and_fitting_labels() {
+    let p = survey(
+        "    - {id: a, text: A, kind: likert, points: 12}
+    - {id: b, text: B, kind: likert, points: 1}
+    - {id: c, text: C, kind: likert, points: 4, mid: Neither}
+    - {id: d, text: D, kind: likert, points: 3, labels: [one, two]}
+    - {id: e, text: E, kind: matrix, points: 0, rows: [{id: r, text: R}]}
+",
+    );
+    has(&p, "45:38: a scale needs 2 to 11 points, not 12");
+    has(&p, "46:38: a scale needs 2 to 11 points, not 1");
+    has(
+        &p,
+        "47:49: a `mid` label needs an odd number of points, not 4",
+    );
+    has(&p, "48:49: 2 labels for a scale of 3 points");
+    has(&p, "49:38: a scale needs 2 to 11 points, not 0");
+    assert_eq!(p.len(), 5, "{p:#?}");
+}
+
+#[test]
+fn keys_of_another_kind_are_refused_and_reverse_only_on_scales() {
+    let p = survey(
+        "    - {id: a, text: A, kind: text, reverse: true}
+    - {id: b, text: B, kind: likert, min_words: 3}
+    - {id: c, text: C, kind: comment, min_words: 3}
+",
+    );
+    has(
+        &p,
+        "45:36: `reverse` applies only to scale questions, not to a `text` question",
+    );
+    has(
+        &p,
+        "46:38: `min_words` does not apply to a `likert` question",
+    );
+    has(
+        &p,
+        "47:39: `min_words` does not apply to a `comment` question",
+    );
+    assert_eq!(p.len(), 3, "{p:#?}");
+}
+
+#[test]
+fn choice_kinds_need_options_and_matrices_rows() {
+    let p = survey(
+        "    - {id: a, text: A, kind: choice}
+    - {id: b, text: B, kind: ranking, options: [only]}
+    - {id: c, text: C, kind: matrix}
+    - {id: d, text: D, kind: matrix, rows: [{id: r, text: R}, {id: r, text: S}]}
+    - {id: e, text: E, kind: multiple, options: [a, \"  \"]}
+",
+    );
+    has(&p, "45:7: a `choice` question needs at least 1 options");
+    has(&p, "46:39: a `ranking` question needs at least 2 options");
+    has(&p, "47:7: a matrix question needs rows");
+    has(&p, "48:64: duplicate row id `r`");
+    has(&p, "49:53: an option needs a text");
+    assert_eq!(p.len(), 5, "{p:#?}");
+}
+
+#[test]
+fn question_ids_are_plain_names_and_step_is_the_form_s_own() {
+    let p = survey(
+        "    - {id: \"my q\", text: A, kind: text}
+    - {id: step, text: B, kind: text}
+",
+    );
+    has(
+        &p,
+        "45:8: question id `my q` may use only letters, digits, `_` and `-`",
+    );
+    has(
+        &p,
+        "46:8: question id `step` is reserved for the form itself",
+    );
+}
