@@ -11,6 +11,7 @@ mod hostile;
 mod lobby;
 mod pairing;
 mod payments;
+mod questions;
 mod reconnect;
 mod researcher;
 mod restart;
