@@ -17,6 +17,7 @@ use crate::completion::CodeKey;
 use crate::error::StartError;
 use crate::lobby::Lobby;
 use crate::room::Rooms;
+use crate::security::KeyedLimiter;
 
 /// What to serve and how.
 pub struct Config {
@@ -25,7 +26,7 @@ pub struct Config {
     pub tunables: Tunables,
 }
 
-/// Timings that tests shrink and deployments rarely change.
+/// Timings and limits that tests shrink and deployments rarely change.
 #[derive(Clone, Debug)]
 pub struct Tunables {
     /// A built-in bot waits between these many milliseconds before each move, so that it reads
@@ -37,6 +38,15 @@ pub struct Tunables {
     pub hello_timeout_ms: u64,
     /// An ended room stays alive this long for late connections before its task stops.
     pub room_linger_ms: u64,
+    /// Entry links (`/join`) one client address may open per minute, in bursts of as many;
+    /// each may create a participant. 0 turns the limit off (load tests from one address).
+    pub join_per_minute: u32,
+    /// How often the waiting room pings a waiting participant's socket (a WebSocket ping,
+    /// answered by the browser itself).
+    pub heartbeat_ms: u64,
+    /// A waiter not heard from for this long is not paired and its place is given up: its
+    /// socket died without closing (a laptop lid, a lost network).
+    pub stale_after_ms: u64,
 }
 
 impl Default for Tunables {
@@ -46,6 +56,9 @@ impl Default for Tunables {
             waiting_update_ms: 5000,
             hello_timeout_ms: 15_000,
             room_linger_ms: 60_000,
+            join_per_minute: 120,
+            heartbeat_ms: 5000,
+            stale_after_ms: 15_000,
         }
     }
 }
@@ -68,6 +81,8 @@ pub struct Inner {
     pub(crate) code_key: CodeKey,
     /// Logged-in researchers.
     pub(crate) researchers: ResearcherSessions,
+    /// Entry links opened per client address: bounds how fast participants can be created.
+    pub(crate) joins: KeyedLimiter,
     pub tunables: Tunables,
     /// Turns true when the server stops; rooms and connections end their loops on it.
     pub(crate) shutdown: watch::Receiver<bool>,
@@ -109,6 +124,7 @@ impl AppState {
             rooms: Rooms::default(),
             code_key,
             researchers: ResearcherSessions::default(),
+            joins: KeyedLimiter::per_minute(config.tunables.join_per_minute),
             tunables: config.tunables,
             shutdown,
             _alive: alive,

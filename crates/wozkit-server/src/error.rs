@@ -2,7 +2,8 @@
 //! error becomes a short page that says what was wrong and what to do; internal details (database
 //! messages) go to the log, never to the client.
 
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use wozkit_store::StoreError;
 
@@ -34,6 +35,9 @@ pub enum HttpError {
     Forbidden(&'static str),
     #[error("{0}")]
     BadRequest(String),
+    /// Too many entry links from one address; try again after this many seconds.
+    #[error("too many requests; retry after {retry_after_s} s")]
+    TooManyRequests { retry_after_s: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -48,6 +52,14 @@ impl IntoResponse for HttpError {
             HttpError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, (*m).to_string()),
             HttpError::Forbidden(m) => (StatusCode::FORBIDDEN, (*m).to_string()),
             HttpError::BadRequest(m) => (StatusCode::BAD_REQUEST, m.clone()),
+            HttpError::TooManyRequests { retry_after_s } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "Too many entry links were opened from your network in a short time. \
+                     Please wait {retry_after_s} seconds, then open your link again: \
+                     nothing is lost meanwhile."
+                ),
+            ),
             HttpError::Store(e) => {
                 tracing::error!("store error: {e}");
                 (
@@ -62,6 +74,11 @@ impl IntoResponse for HttpError {
             status.canonical_reason().unwrap_or("Error"),
             html::esc(&message)
         );
-        (status, Html(html::layout("wozkit", &body, &[]))).into_response()
+        let mut res = (status, Html(html::layout("wozkit", &body, &[]))).into_response();
+        if let HttpError::TooManyRequests { retry_after_s } = self {
+            res.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(retry_after_s));
+        }
+        res
     }
 }

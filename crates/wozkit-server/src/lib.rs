@@ -81,13 +81,17 @@ pub async fn launch_with_listener(
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
     });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
-        })
-        .await
-        .map_err(StartError::Io)?;
+    // The peer address keys the per-address limit on entry links.
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    })
+    .await
+    .map_err(StartError::Io)?;
     // Rooms and connections stop at the signal; a socket stuck on a dead peer is not waited for
     // long (whatever it still holds was already stored).
     if tokio::time::timeout(STOP_WAIT, alive_rx.recv())

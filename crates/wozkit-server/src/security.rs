@@ -1,7 +1,12 @@
 //! Small security pieces shared by the HTTP and WebSocket sides: cookies, the Origin check,
-//! "seats" (several participants in one browser, for `/try`) and a token-bucket rate limiter.
+//! "seats" (several participants in one browser, for `/try`), a token-bucket rate limiter and
+//! the same bucket per client address (for entry links).
 
-use std::time::Instant;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+
+use tokio::time::Instant;
 
 use axum::http::HeaderMap;
 use axum::http::header::{COOKIE, HOST, ORIGIN};
@@ -95,18 +100,91 @@ impl RateLimiter {
         }
     }
 
-    /// Takes one token; false when the bucket is empty.
-    pub fn allow(&mut self) -> bool {
+    /// Adds the tokens earned since the last look.
+    fn refill(&mut self) {
         let now = Instant::now();
         let dt = now.duration_since(self.last).as_secs_f64();
         self.last = now;
         self.tokens = (self.tokens + dt * self.rate).min(self.burst);
+    }
+
+    /// Whether the bucket has refilled completely (it then says nothing a new one would not).
+    fn is_full(&mut self) -> bool {
+        self.refill();
+        self.tokens >= self.burst
+    }
+
+    /// Whole seconds until the next token (at least 1), for `Retry-After`.
+    fn seconds_to_next(&self) -> u64 {
+        let missing = (1.0 - self.tokens).max(0.0);
+        let secs = if self.rate > 0.0 {
+            (missing / self.rate).ceil()
+        } else {
+            60.0
+        };
+        // Bounded: a rate is at least one per minute in practice, so this fits easily.
+        (secs as u64).max(1)
+    }
+
+    /// Takes one token; false when the bucket is empty.
+    pub fn allow(&mut self) -> bool {
+        self.refill();
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             true
         } else {
             false
         }
+    }
+}
+
+/// One token bucket per client address: how often an address may open entry links (each can
+/// create a participant). The map is bounded: a full bucket carries no information, so buckets
+/// that have refilled are dropped whenever the map grows past [`KeyedLimiter::PRUNE_AT`].
+pub struct KeyedLimiter {
+    /// Tokens per second and the burst; `None` means no limit.
+    rate: Option<(f64, f64)>,
+    /// A std mutex: held for one map operation, never across an await.
+    buckets: Mutex<HashMap<IpAddr, RateLimiter>>,
+}
+
+impl KeyedLimiter {
+    /// Buckets kept before refilled ones are dropped.
+    const PRUNE_AT: usize = 4096;
+
+    /// `per_minute` requests per address on average, in bursts of as many; 0 for no limit.
+    pub fn per_minute(per_minute: u32) -> KeyedLimiter {
+        let burst = f64::from(per_minute);
+        KeyedLimiter {
+            rate: (per_minute > 0).then(|| (burst / 60.0, burst)),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes a token for `addr`; when its bucket is empty, the seconds until one is back.
+    pub fn check(&self, addr: IpAddr) -> Result<(), u64> {
+        let Some((rate, burst)) = self.rate else {
+            return Ok(());
+        };
+        // A poisoned lock only means a panic elsewhere; the map is still consistent.
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        if buckets.len() >= Self::PRUNE_AT {
+            buckets.retain(|_, b| !b.is_full());
+        }
+        let bucket = buckets
+            .entry(addr)
+            .or_insert_with(|| RateLimiter::new(rate, burst));
+        if bucket.allow() {
+            Ok(())
+        } else {
+            Err(bucket.seconds_to_next())
+        }
+    }
+
+    /// Addresses with a bucket (for tests of the bound).
+    #[cfg(test)]
+    fn tracked(&self) -> usize {
+        self.buckets.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 
@@ -159,6 +237,44 @@ mod tests {
         assert_eq!(parse_seat("U1"), None);
         assert_eq!(parse_seat("a;b"), None);
         assert_eq!(parse_seat(""), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_address_has_its_own_bucket_that_refills() {
+        let limiter = KeyedLimiter::per_minute(3);
+        let a: IpAddr = [10, 0, 0, 1].into();
+        let b: IpAddr = [10, 0, 0, 2].into();
+        for _ in 0..3 {
+            assert_eq!(limiter.check(a), Ok(()));
+        }
+        // One token comes back every 20 seconds.
+        assert_eq!(limiter.check(a), Err(20));
+        assert_eq!(limiter.check(b), Ok(()));
+        tokio::time::advance(std::time::Duration::from_secs(15)).await;
+        assert_eq!(limiter.check(a), Err(5));
+        tokio::time::advance(std::time::Duration::from_secs(5)).await;
+        assert_eq!(limiter.check(a), Ok(()));
+        assert_eq!(limiter.tracked(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refilled_buckets_are_dropped_when_many_addresses_came() {
+        let limiter = KeyedLimiter::per_minute(60);
+        for i in 0..KeyedLimiter::PRUNE_AT as u32 {
+            assert_eq!(limiter.check(IpAddr::from(i.to_be_bytes())), Ok(()));
+        }
+        assert_eq!(limiter.tracked(), KeyedLimiter::PRUNE_AT);
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
+        assert_eq!(limiter.check([192, 0, 2, 1].into()), Ok(()));
+        assert_eq!(limiter.tracked(), 1);
+    }
+
+    #[test]
+    fn no_limit_when_zero() {
+        let limiter = KeyedLimiter::per_minute(0);
+        let a: IpAddr = [10, 0, 0, 1].into();
+        assert!((0..1000).all(|_| limiter.check(a).is_ok()));
+        assert_eq!(limiter.tracked(), 0);
     }
 
     #[test]

@@ -29,6 +29,16 @@ pub struct ServeArgs {
     /// Data directory (SQLite, created if missing), sqlite:FILE, or postgres://….
     #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
     data: String,
+    /// Entry links (/join) one client address may open per minute, in bursts of as many; the
+    /// rest get a 429 page. 0 turns the limit off (e.g. for `wozkit bench`, whose participants
+    /// all come from 127.0.0.1). Behind a reverse proxy everyone has the proxy's address.
+    #[arg(
+        long,
+        env = "WOZKIT_JOIN_LIMIT",
+        value_name = "PER_MINUTE",
+        default_value_t = Tunables::default().join_per_minute
+    )]
+    join_limit: u32,
 }
 
 #[derive(Args)]
@@ -97,7 +107,10 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         println!("Press Ctrl-C to stop; sessions resume where they were on the next start.");
         let config = Config {
             studies,
-            tunables: Tunables::default(),
+            tunables: Tunables {
+                join_per_minute: args.join_limit,
+                ..Tunables::default()
+            },
         };
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;

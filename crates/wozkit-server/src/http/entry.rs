@@ -6,10 +6,15 @@
 //! (`participant`, optional; `role` and `pair` are honoured for lab links only, so a crowd worker
 //! cannot choose a role). A worker who comes back resumes where they were: with the old cookie
 //! directly, without it through a new token stored as an alias in the meta table.
+//!
+//! Each client address may open only so many entry links a minute (`Tunables::join_per_minute`),
+//! so a script cannot create participants without bound; the rest get a 429 page saying when to
+//! try again.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
 
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -144,9 +149,14 @@ fn redirect_with_cookie(headers: &HeaderMap, seat: Option<&str>, token: Option<&
 /// `GET /join`: creates or resumes the participant and sends it to its current page.
 pub async fn join(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, HttpError> {
+    // Before anything else: every entry link may create a participant row.
+    app.joins
+        .check(peer.ip())
+        .map_err(|retry_after_s| HttpError::TooManyRequests { retry_after_s })?;
     let study = app
         .study(q.get("study").map(String::as_str))
         .ok_or_else(|| {

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite;
 use wozkit_core::load::{StudySource, load_text};
 
-use crate::helpers::{Client, TestApp, Tiny, Ws, enter, login, paired_as, spawn_app_in};
+use crate::helpers::{Client, TestApp, Tiny, Ws, enter, fast, login, paired_as, spawn_app_in};
 
 const CALLERS: [&str; 6] = ["anon", "user", "wizard", "other", "bot", "researcher"];
 
@@ -29,8 +29,10 @@ enum Site {
 
 /// (method, path, form body, site, expected status per caller in [`CALLERS`] order).
 /// `{S}` is this session's id. `101` means the WebSocket handshake succeeds.
+type Route = (&'static str, &'static str, &'static str, Site, [u16; 6]);
+
 #[rustfmt::skip]
-const ROUTES: &[(&str, &str, &str, Site, [u16; 6])] = &[
+const ROUTES: &[Route] = &[
     ("GET",  "/",                                      "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
     ("GET",  "/healthz",                               "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
     ("GET",  "/join",                                  "",               Site::Own,  [303, 303, 303, 303, 303, 303]),
@@ -66,6 +68,16 @@ const ROUTES: &[(&str, &str, &str, Site, [u16; 6])] = &[
     ("POST", "/researcher/logout",                     "",               Site::Evil, [403, 403, 403, 403, 403, 403]),
     // Last: it ends the researcher's login.
     ("POST", "/researcher/logout",                     "",               Site::Own,  [303, 303, 303, 303, 403, 303]),
+];
+
+/// The entry links once the address has used up its allowance for the minute
+/// (`Tunables::join_per_minute`): refused before anything else, whoever asks; other routes
+/// are not limited.
+#[rustfmt::skip]
+const FLOODED: &[Route] = &[
+    ("GET",  "/join",                                  "",               Site::Own,  [429, 429, 429, 429, 429, 429]),
+    ("GET",  "/join?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE", "",       Site::Own,  [429, 429, 429, 429, 429, 429]),
+    ("GET",  "/p",                                     "",               Site::Own,  [401, 200, 200, 200, 200, 401]),
 ];
 
 /// What a command gets.
@@ -196,47 +208,15 @@ async fn every_route_and_command_against_every_caller() {
     let bot = bots[rows.len()].0.clone();
 
     // HTTP routes.
-    let origin = format!("http://{}", app.addr);
-    for (method, path, body, site, want) in ROUTES {
-        let path = path.replace("{S}", &session);
-        for (i, caller) in CALLERS.iter().enumerate() {
-            let cookie = match *caller {
-                "user" => user.cookie.clone(),
-                "wizard" => wizard.cookie.clone(),
-                "other" => other.cookie.clone(),
-                "bot" => bot.cookie.clone(),
-                "researcher" => researcher.clone(),
-                _ => String::new(),
-            };
-            let from = match (site, *caller) {
-                (Site::Evil, _) => Some("http://evil.example"),
-                (Site::Own, "bot") => None,
-                (Site::Own, _) => Some(origin.as_str()),
-            };
-            let status = if path.starts_with("/ws") {
-                handshake(&app, &path, &cookie, from).await
-            } else {
-                let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
-                if let Some(o) = from {
-                    headers.push(("Origin", o));
-                }
-                if !cookie.is_empty() {
-                    headers.push(("Cookie", &cookie));
-                }
-                app.http(method, &path, &headers, body).await.status
-            };
-            assert_eq!(
-                status,
-                want[i],
-                "{method} {path} ({site_name}) as {caller}",
-                site_name = if *site == Site::Own {
-                    "own site"
-                } else {
-                    "other site"
-                }
-            );
-        }
-    }
+    let cookies = [
+        String::new(),
+        user.cookie.clone(),
+        wizard.cookie.clone(),
+        other.cookie.clone(),
+        bot.cookie.clone(),
+        researcher.clone(),
+    ];
+    walk(&app, ROUTES, &cookies, &session).await;
 
     // WebSocket commands: each cell in a fresh session brought to the command's state.
     let mut bots = bots.into_iter();
@@ -344,7 +324,57 @@ async fn every_route_and_command_against_every_caller() {
             assert_eq!(answer, want[i], "command {name} as {caller}");
         }
     }
+
+    // Last, the address uses up its entry links for the minute (every caller here shares
+    // 127.0.0.1): a refused request counts too, so a study that does not exist is enough.
+    let mut refused = false;
+    for _ in 0..=fast().join_per_minute {
+        if app.http("GET", "/join?study=nope", &[], "").await.status == 429 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the entry-link limit never answered 429");
+    walk(&app, FLOODED, &cookies, &session).await;
     app.stop().await;
+}
+
+/// Walks `rows` for every caller (`cookies` in [`CALLERS`] order) and checks each status.
+async fn walk(app: &TestApp, rows: &[Route], cookies: &[String; 6], session: &str) {
+    let origin = format!("http://{}", app.addr);
+    for (method, path, body, site, want) in rows {
+        let path = path.replace("{S}", session);
+        for (i, caller) in CALLERS.iter().enumerate() {
+            let cookie = &cookies[i];
+            let from = match (site, *caller) {
+                (Site::Evil, _) => Some("http://evil.example"),
+                (Site::Own, "bot") => None,
+                (Site::Own, _) => Some(origin.as_str()),
+            };
+            let status = if path.starts_with("/ws") {
+                handshake(app, &path, cookie, from).await
+            } else {
+                let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
+                if let Some(o) = from {
+                    headers.push(("Origin", o));
+                }
+                if !cookie.is_empty() {
+                    headers.push(("Cookie", cookie));
+                }
+                app.http(method, &path, &headers, body).await.status
+            };
+            assert_eq!(
+                status,
+                want[i],
+                "{method} {path} ({site_name}) as {caller}",
+                site_name = if *site == Site::Own {
+                    "own site"
+                } else {
+                    "other site"
+                }
+            );
+        }
+    }
 }
 
 /// The status of a WebSocket handshake to `path` (101 when it succeeds).

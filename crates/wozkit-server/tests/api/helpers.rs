@@ -110,6 +110,12 @@ pub fn fast() -> Tunables {
         waiting_update_ms: 200,
         hello_timeout_ms: 5000,
         room_linger_ms: 1000,
+        // Tests make many entry links from 127.0.0.1; the limit has its own test.
+        join_per_minute: 600,
+        heartbeat_ms: 200,
+        // Generous: a test client answers pings only while it reads, and some hold a waiting
+        // socket without reading for a while.
+        stale_after_ms: 10_000,
     }
 }
 
@@ -123,15 +129,24 @@ pub struct TestApp {
 }
 
 pub async fn spawn_app(tiny: Tiny) -> TestApp {
+    spawn_app_tuned(tiny, fast()).await
+}
+
+/// Like [`spawn_app`], with other timings and limits than [`fast`].
+pub async fn spawn_app_tuned(tiny: Tiny, tunables: Tunables) -> TestApp {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().to_path_buf();
-    let mut app = spawn_app_in(dir, tiny.study()).await;
+    let mut app = start(dir, tiny.study(), tunables).await;
     app._tmp = Some(tmp);
     app
 }
 
 /// Starts a server on an existing data directory (for restarts).
 pub async fn spawn_app_in(dir: PathBuf, study: LoadedStudy) -> TestApp {
+    start(dir, study, fast()).await
+}
+
+async fn start(dir: PathBuf, study: LoadedStudy, tunables: Tunables) -> TestApp {
     let store = wozkit_store::open(dir.to_str().expect("utf-8 path"))
         .await
         .expect("store opens");
@@ -140,7 +155,7 @@ pub async fn spawn_app_in(dir: PathBuf, study: LoadedStudy) -> TestApp {
     let (stop, stopped) = oneshot::channel::<()>();
     let config = Config {
         studies: vec![study],
-        tunables: fast(),
+        tunables,
     };
     let handle = tokio::spawn(launch_with_listener(
         config,

@@ -201,3 +201,41 @@ async fn origin_cookies_and_escaping() {
     assert_eq!(app.http("GET", "/researcher", &[], "").await.status, 303);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn entry_links_are_limited_per_address_with_a_429_page() {
+    let mut app = crate::helpers::spawn_app_tuned(
+        Tiny::default(),
+        wozkit_server::Tunables {
+            join_per_minute: 3,
+            ..crate::helpers::fast()
+        },
+    )
+    .await;
+    for name in ["a", "b", "c"] {
+        let res = app
+            .http("GET", &format!("/join?participant={name}"), &[], "")
+            .await;
+        assert_eq!(res.status, 303, "{}", res.body);
+    }
+    let res = app.http("GET", "/join?participant=d", &[], "").await;
+    assert_eq!(res.status, 429, "{}", res.body);
+    // Three a minute: the next one is back in 20 seconds.
+    assert_eq!(res.header("retry-after").as_deref(), Some("20"));
+    assert!(
+        res.header("content-type")
+            .is_some_and(|t| t.starts_with("text/html"))
+    );
+    assert!(res.body.contains("id=\"error-message\""), "{}", res.body);
+    assert!(res.body.contains("Please wait 20 seconds"), "{}", res.body);
+    assert!(res.header("set-cookie").is_none());
+    let refused = app
+        .store
+        .participant_by_worker("tiny", wozkit_store::Platform::Lab, "d")
+        .await
+        .expect("store");
+    assert!(refused.is_none(), "a refused entry link creates nobody");
+    // Other pages are not limited.
+    assert_eq!(app.http("GET", "/healthz", &[], "").await.status, 200);
+    app.stop().await;
+}
