@@ -1,11 +1,14 @@
 //! What happens once the lobby has decided: a pair gets a session and a room; a participant whose
 //! wait ran out gets either a bot partner or a "no partner" completion code. Every outcome is a
-//! session with its own log, so even an unpaired participant's code is an event.
+//! session with its own log, so even an unpaired participant's code is an event. A participant
+//! whose partner never arrived in the room goes back to the waiting room, first in the queue.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use tokio::time::Instant;
 use wozkit_core::engine::{self, Command, Session};
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
@@ -163,6 +166,34 @@ pub async fn no_partner(
         )
         .await?;
     tracing::info!(session = id, study = study.study.id, "no partner");
+    Ok(())
+}
+
+/// The partner of `stranded` never arrived in the room of `session`, which is about to end:
+/// they leave the session (their log stays as it is) and go back to the waiting room, at the
+/// front of the queue if they return within the study's grace period. Their page, told that
+/// the session ended, reloads into the waiting room; the wait limit starts afresh.
+pub async fn requeue_stranded(
+    app: &AppState,
+    study: &LoadedStudy,
+    session: &str,
+    stranded: &[String],
+) -> Result<(), StoreError> {
+    let grace = Duration::from_secs(u64::from(study.study.session.disconnect_grace_s));
+    for participant in stranded {
+        // Still on the room page: without a session, that page is the waiting room.
+        let patch = ParticipantPatch {
+            session_id: Some(None),
+            ..ParticipantPatch::default()
+        };
+        app.store.update_participant(participant, patch).await?;
+        app.lobby.put_first(participant, Instant::now() + grace);
+        tracing::info!(
+            session,
+            participant,
+            "partner never arrived; back to the front of the queue"
+        );
+    }
     Ok(())
 }
 

@@ -226,9 +226,12 @@ pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Re
     let body = format!(
         "<main><header class=\"bar\"><h1>Sessions</h1><a href=\"/try\">Try it</a>\
          <form method=\"post\" action=\"/researcher/logout\"><button type=\"submit\">Log out</button></form></header>\
-         <h2>Waiting room</h2><ul id=\"queues\">{queues}</ul><p>{} room(s) in memory; {total} session(s) in all.</p>\
+         <h2>Waiting room</h2><ul id=\"queues\">{queues}</ul>\
+         <p><span id=\"lobby-size\">{}</span> lobby entr(y/ies): places, waiting times kept for a reconnect, places kept at the front.</p>\
+         <p>{} room(s) in memory; {total} session(s) in all.</p>\
          <table id=\"sessions\"><thead><tr><th>session</th><th>study</th><th>created (UTC)</th><th>state</th><th>events</th><th>participants</th></tr></thead>\
          <tbody>{rows}</tbody></table></main>",
+        app.lobby.size(tokio::time::Instant::now()),
         app.rooms.len()
     );
     Ok(Html(layout("Sessions", &body, &["refresh.js"])).into_response())

@@ -216,6 +216,25 @@ impl RoomActor {
         if self.join_deadline.is_some_and(|t| t <= now) {
             self.join_deadline = None;
             if !self.everyone_joined() && !self.session.is_ended() {
+                // Whoever came and is still here waits for another partner (at the front of
+                // the queue) instead of losing the session to someone who never arrived.
+                let stranded: Vec<String> = self
+                    .humans
+                    .iter()
+                    .filter(|(r, _)| {
+                        self.session.joined.contains(r) && self.conns.iter().any(|c| c.role == *r)
+                    })
+                    .map(|(_, p)| p.clone())
+                    .collect();
+                let requeue = crate::pairing::requeue_stranded(
+                    &self.app,
+                    &self.study,
+                    &self.session.id,
+                    &stranded,
+                );
+                if let Err(e) = requeue.await {
+                    tracing::error!(session = self.session.id, "cannot requeue: {e}");
+                }
                 let _ = self
                     .step(
                         Actor::System,

@@ -1,11 +1,16 @@
 //! A waiting-room connection: holds the participant's place in the lobby while it is open, sends
 //! `waiting` updates, and ends with `paired` (go to the room) or `ended` (no partner: go to the
 //! completion page). The wait limit counts from the first time the participant was queued.
+//!
+//! Heartbeat: the connection is pinged every `heartbeat_ms` (browsers answer WebSocket pings by
+//! themselves). Whatever the client sends counts as a sign of life and is passed on to the
+//! lobby, which pairs only waiters heard from within `stale_after_ms`; a connection silent for
+//! longer gives its place up and closes, as if the tab had been closed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::WebSocket;
+use axum::extract::ws::{Message, WebSocket};
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::OnNoPartner;
@@ -17,6 +22,7 @@ use crate::app::{AppState, now_ms, sleep_until_ms};
 use crate::lobby::{Enqueued, QueueKey, Ticket};
 use crate::pairing;
 use crate::security::RateLimiter;
+use tokio::time::Instant;
 
 /// Key of the private pair in a participant's external ids (lab links and `/try`).
 pub const PAIR_KEY: &str = "pair";
@@ -44,8 +50,24 @@ pub async fn run(
         conn: app.conn_id(),
     };
     let limit_s = study.study.pairing.wait_limit_s;
+    let stale_after = Duration::from_millis(app.tunables.stale_after_ms);
+    // How long the lobby keeps this participant's waiting time after the connection is gone.
+    let grace = Duration::from_secs(u64::from(study.study.session.disconnect_grace_s));
+    // The connection is gone: the place goes, the waiting time stays for a while.
+    let gone = |app: &AppState| {
+        app.lobby.leave(&key, &p.id, ticket.conn);
+        app.lobby.gone(&p.id, Instant::now() + grace);
+    };
+    let mut last_heard = Instant::now();
     'enqueue: loop {
-        let (since_ms, mut rx) = match app.lobby.enqueue(key.clone(), ticket.clone(), now_ms()) {
+        let enqueued = app.lobby.enqueue(
+            key.clone(),
+            ticket.clone(),
+            now_ms(),
+            Instant::now(),
+            stale_after,
+        );
+        let (since_ms, mut rx) = match enqueued {
             Enqueued::Matched { partner, notify } => {
                 match pairing::pair(&app, &study, &partner, &ticket).await {
                     Ok(session) => {
@@ -78,6 +100,8 @@ pub async fn run(
         let mut ticker = tokio::time::interval(Duration::from_millis(
             app.tunables.waiting_update_ms.max(100),
         ));
+        let mut heartbeat =
+            tokio::time::interval(Duration::from_millis(app.tunables.heartbeat_ms.max(10)));
         loop {
             tokio::select! {
                 paired = &mut rx => match paired {
@@ -100,7 +124,20 @@ pub async fn run(
                     let waited_s = now_ms().saturating_sub(since_ms) / 1000;
                     let frame = ServerFrame::Waiting { position, waited_s, limit_s };
                     if send(&mut socket, &frame.text()).await.is_err() {
-                        app.lobby.leave(&key, &p.id, ticket.conn);
+                        gone(&app);
+                        return;
+                    }
+                }
+                _ = heartbeat.tick() => {
+                    // A send into a dead socket still succeeds (the kernel buffers it): only an
+                    // answer tells that somebody is there.
+                    if last_heard.elapsed() > stale_after {
+                        tracing::debug!(participant = p.id, "waiting connection went silent");
+                        gone(&app);
+                        return;
+                    }
+                    if socket.send(Message::Ping(Default::default())).await.is_err() {
+                        gone(&app);
                         return;
                     }
                 }
@@ -114,8 +151,12 @@ pub async fn run(
                     deadline = None;
                 }
                 msg = socket.recv() => {
+                    if let Some(Ok(_)) = &msg {
+                        last_heard = Instant::now();
+                        app.lobby.heard(&key, &p.id, ticket.conn, last_heard);
+                    }
                     let Some(text) = incoming(&mut socket, msg, &mut limiter).await else {
-                        app.lobby.leave(&key, &p.id, ticket.conn);
+                        gone(&app);
                         return;
                     };
                     let reply = match text.as_deref().map(frames::parse) {
@@ -128,7 +169,7 @@ pub async fn run(
                         Some(Err(e)) => error_frame(e.id.as_deref(), e.code, &e.message),
                     };
                     if send(&mut socket, &reply).await.is_err() {
-                        app.lobby.leave(&key, &p.id, ticket.conn);
+                        gone(&app);
                         return;
                     }
                 }
