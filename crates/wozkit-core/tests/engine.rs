@@ -339,3 +339,123 @@ fn replay_of_the_log_equals_the_live_state() {
     }
     let _ = engine::valid_actions(&r.study, &r.s);
 }
+
+#[test]
+fn an_approval_prompt_is_rendered_with_its_slots_filled() {
+    let mut r = Run::new();
+    r.say("hello");
+    let ev = r.say("ask");
+    let prompt = ev.iter().find_map(|e| match e {
+        EventKind::LockStarted { prompt, .. } => prompt.clone(),
+        _ => None,
+    });
+    assert_eq!(prompt.as_deref(), Some("Send a robot to east tower?"));
+    // The live state carries the rendered text for the pages, and a replay gives the same.
+    let lock = r.s.lock.clone().expect("the approval lock is on");
+    assert_eq!(lock.prompt.as_deref(), Some("Send a robot to east tower?"));
+    assert_eq!(replay(&r.study, "t", &r.log), r.s);
+}
+
+#[test]
+fn a_target_sent_with_a_targetless_action_is_refused_and_never_stored() {
+    let mut r = Run::new();
+    r.study = common::mini_with_targetless_action();
+    let look = |target: Option<&str>| Command::Act {
+        action: "look".into(),
+        robot: "h1".into(),
+        target: target.map(Into::into),
+    };
+    for target in ["east", "anywhere at all"] {
+        let refusal = r.refused(&WIZARD, look(Some(target)));
+        assert_eq!(
+            refusal,
+            Refusal::TargetNotTaken {
+                action: "Look around".into()
+            }
+        );
+        assert_eq!(
+            refusal.to_string(),
+            "“Look around” takes no target location"
+        );
+    }
+    let ev = r.ok(&WIZARD, look(None));
+    assert!(
+        matches!(&ev[0], EventKind::ActionStarted { target: None, .. }),
+        "{ev:?}"
+    );
+    // Slots name the place where the robot is; completing it moves nothing.
+    assert_eq!(r.s.last_target.as_deref(), Some("base"));
+    r.advance_to_wakeup();
+    assert_eq!(r.s.robots[0].location, "base");
+}
+
+#[test]
+fn a_stored_target_of_a_targetless_action_is_ignored_on_replay() {
+    // A log written before targets were refused: the target neither names nor moves anything.
+    let mut r = Run::new();
+    r.study = common::mini_with_targetless_action();
+    r.ok(
+        &WIZARD,
+        Command::Act {
+            action: "look".into(),
+            robot: "h1".into(),
+            target: None,
+        },
+    );
+    for e in &mut r.log {
+        if let EventKind::ActionStarted { target, .. } = &mut e.kind {
+            *target = Some("the moon".into());
+        }
+    }
+    let mut s = replay(&r.study, "t", &r.log);
+    assert_eq!(s, r.s);
+    let completed = EventKind::ActionCompleted {
+        action: "look".into(),
+        robot: "h1".into(),
+        target: Some("the moon".into()),
+        battery: 100.0,
+    };
+    engine::apply(&r.study, &mut s, &Actor::System, &completed, r.now + 4_000);
+    assert_eq!(s.robots[0].location, "base");
+}
+
+#[test]
+fn huge_numbers_in_an_unvalidated_study_do_not_overflow_time() {
+    // The loader bounds every number; the engine must still not panic on a study built in code.
+    for secs in [1e300, f64::INFINITY, f64::NAN, -5.0, f64::MAX] {
+        let mut study = common::mini_with_targetless_action();
+        study.study.session.time_limit_s = u32::MAX;
+        study.study.session.disconnect_grace_s = u32::MAX;
+        for a in &mut study.study.actions {
+            a.duration.default = secs;
+            a.duration.by_kind.clear();
+            a.progress_every_s = secs;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let near_end = u64::MAX - 10;
+        let mut s = Session::new(&study, "x");
+        for (actor, cmd) in [
+            (Actor::System, Command::Start { seed: 3 }),
+            (
+                WIZARD,
+                Command::Act {
+                    action: "look".into(),
+                    robot: "h1".into(),
+                    target: None,
+                },
+            ),
+            (Actor::System, Command::Disconnect { role: Role::User }),
+            (Actor::System, Command::Tick),
+        ] {
+            if let Ok(out) = step(&study, &s, &actor, cmd, near_end, &mut rng) {
+                s = out.session;
+            }
+        }
+        let wake = next_wakeup(&study, &s).unwrap_or(u64::MAX);
+        if let Ok(out) = step(&study, &s, &Actor::System, Command::Tick, wake, &mut rng) {
+            s = out.session;
+        }
+        let _ = engine::render(&study, &s, "{robot.eta} {robot.progress} {time_left}");
+        assert!(s.started, "{secs}: the session started");
+    }
+}

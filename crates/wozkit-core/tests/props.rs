@@ -32,7 +32,7 @@ fn command() -> impl Strategy<Value = Command> {
         proptest::sample::select(STATES).prop_map(|s| Command::Say { state: s.into() }),
         ".{0,12}".prop_map(|text| Command::Text { text }),
         (
-            proptest::sample::select(&["send", "fly"][..]),
+            proptest::sample::select(&["send", "look", "fly"][..]),
             proptest::sample::select(&["h1", "x"][..]),
             proptest::option::of(proptest::sample::select(&["base", "east", "moon"][..]))
         )
@@ -65,7 +65,7 @@ fn timed(cmds: Vec<(Actor, Command, u16)>) -> Vec<(Actor, Command, u64)> {
 
 /// Plays a sequence; returns the final state, the log and which commands were accepted.
 fn play(seed: u64, cmds: &[(Actor, Command, u64)]) -> (Session, Vec<Event>, Vec<bool>) {
-    let study = common::mini();
+    let study = common::mini_with_targetless_action();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut s = Session::new(&study, "p");
     let mut log = vec![];
@@ -160,15 +160,25 @@ proptest! {
 
     #[test]
     fn replay_equals_live_and_same_seed_same_session(seed in any::<u64>(), cmds in proptest::collection::vec((actor(), command(), 0u16..400), 0..60)) {
-        let study = common::mini();
+        let study = common::mini_with_targetless_action();
         let cmds = timed(cmds);
         let (live, log, _) = play(seed, &cmds);
         prop_assert_eq!(&replay(&study, "p", &log), &live);
         let (again, log2, _) = play(seed, &cmds);
-        prop_assert_eq!(again, live);
+        prop_assert_eq!(&again, &live);
         prop_assert_eq!(&log2, &log);
         for (i, e) in log.iter().enumerate() {
             prop_assert_eq!(e.seq, i as u64 + 1);
+        }
+        // Whatever target a client sends, a targetless action stores none, and every robot
+        // stands at one of the study's locations.
+        for e in &log {
+            if let wozkit_core::event::EventKind::ActionStarted { action, target, .. } = &e.kind {
+                prop_assert!(action != "look" || target.is_none(), "{:?}", e);
+            }
+        }
+        for r in &live.robots {
+            prop_assert!(study.study.world.locations.iter().any(|l| l.id == r.location));
         }
     }
 

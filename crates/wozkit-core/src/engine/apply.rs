@@ -1,6 +1,6 @@
 //! The fold: how each event changes a session. Used by live steps and by replay alike.
 
-use super::{ActiveLock, Activity, Session};
+use super::{ActiveLock, Activity, Session, after_secs};
 use crate::event::{Actor, Event, EventKind, MessageSource, Role};
 use crate::load::LoadedStudy;
 
@@ -57,10 +57,14 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             let ai = study.study.actions.iter().position(|a| &a.id == action);
             let ri = study.study.world.robots.iter().position(|r| &r.id == robot);
             if let (Some(ai), Some(ri)) = (ai, ri) {
-                let every = study.study.actions[ai].progress_every_s;
+                let def = &study.study.actions[ai];
+                let every = def.progress_every_s;
                 let next = (every > 0.0)
-                    .then(|| at_ms + (every * 1000.0) as u64)
+                    .then(|| after_secs(at_ms, every))
                     .filter(|t| t < ends_at_ms);
+                // The engine refuses a target for a targetless action; a log written before it
+                // did may hold one, and it must not name or move anything on replay either.
+                let target = target.clone().filter(|_| def.target);
                 s.robots[ri].activity = Some(Activity {
                     action: ai,
                     target: target.clone(),
@@ -71,9 +75,7 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
                 });
                 s.last_robot = Some(ri);
                 // An action without a target acts where the robot is: slots name that place.
-                s.last_target = target
-                    .clone()
-                    .or_else(|| Some(s.robots[ri].location.clone()));
+                s.last_target = target.or_else(|| Some(s.robots[ri].location.clone()));
             }
         }
         EventKind::ActionProgress { robot, percent, .. } => {
@@ -83,7 +85,7 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
                 a.percent = *percent;
                 let every = study.study.actions[a.action].progress_every_s;
                 a.next_progress_ms = (every > 0.0)
-                    .then(|| at_ms + (every * 1000.0) as u64)
+                    .then(|| after_secs(at_ms, every))
                     .filter(|t| *t < a.ends_ms);
             }
         }
@@ -94,12 +96,13 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             action,
         } => {
             if let Some(ri) = study.study.world.robots.iter().position(|r| &r.id == robot) {
+                // Only an action that takes a target moves the robot (see ActionStarted).
                 let moves = study
                     .study
                     .actions
                     .iter()
                     .find(|a| &a.id == action)
-                    .is_some_and(|a| a.moves);
+                    .is_some_and(|a| a.moves && a.target);
                 let r = &mut s.robots[ri];
                 r.activity = None;
                 r.battery = *battery;
@@ -124,11 +127,16 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
                 }
             }
         }
-        EventKind::LockStarted { state, lock, .. } => {
+        EventKind::LockStarted {
+            state,
+            lock,
+            prompt,
+        } => {
             if let Some(i) = study.state_idx(state) {
                 s.lock = Some(ActiveLock {
                     state: i,
                     kind: *lock,
+                    prompt: prompt.clone(),
                 });
             }
         }

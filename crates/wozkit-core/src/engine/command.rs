@@ -5,7 +5,7 @@ use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 
 use super::offer::{self, OfferKind};
-use super::{MAX_TEXT_CHARS, Tx, fresh_seed};
+use super::{MAX_TEXT_CHARS, Tx, after_secs, fresh_seed};
 use crate::event::{Actor, EndReason, EventKind, LockRelease, MessageSource, Role};
 use crate::model::{ClockStart, Effects, LockKind};
 
@@ -53,6 +53,10 @@ pub enum Command {
 }
 
 /// Why a command was refused. The state is unchanged.
+///
+/// The Display text is shown to participants as it is (the action panel, error notices), so it
+/// is plain text that names things by the study's labels (robot names, action labels), never by
+/// internal ids or with Markdown; the ids a client sent stay in the serialised fields.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize)]
 #[serde(tag = "refusal", rename_all = "snake_case")]
 pub enum Refusal {
@@ -62,9 +66,9 @@ pub enum Refusal {
     AlreadyStarted,
     #[error("the session has ended")]
     Ended,
-    #[error("only the {expected:?} side may do this")]
+    #[error("only the {} side may do this", expected.as_str())]
     WrongRole { expected: Role },
-    #[error("“{state}” is not offered now")]
+    #[error("that option is not offered now")]
     NotOffered { state: String },
     #[error("unknown fixed option “{id}”")]
     UnknownFixed { id: String },
@@ -76,12 +80,21 @@ pub enum Refusal {
     UnknownLocation { id: String },
     #[error("this action needs a target location")]
     TargetRequired,
+    /// A target sent with an action that takes none: refused rather than stored, because a stored
+    /// target would name the robot's place in messages and could move it anywhere.
+    #[error("“{action}” takes no target location")]
+    TargetNotTaken { action: String },
     #[error("{robot} is busy")]
     RobotBusy { robot: String },
     #[error("{robot} is active; only one robot may be active at a time")]
     OtherRobotActive { robot: String },
-    #[error("{robot} cannot {capability}")]
-    LacksCapability { robot: String, capability: String },
+    /// `action` is the action's label; `capability` the id the study's `requires` names.
+    #[error("{robot} cannot do “{action}”")]
+    LacksCapability {
+        robot: String,
+        action: String,
+        capability: String,
+    },
     #[error("“{action}” is not possible now")]
     GuardFailed { action: String },
     #[error("waiting for the user's answer")]
@@ -272,7 +285,7 @@ pub(crate) fn decide(
                 .get(&r.kind)
                 .copied()
                 .unwrap_or(a.duration.default);
-            let ends = tx.now + (secs.max(0.0) * 1000.0).round() as u64;
+            let ends = after_secs(tx.now, secs);
             let mut robots = offer::robot_snapshots(study, &tx.s);
             if let Some(snap) = robots.get_mut(ri) {
                 snap.busy = true;
@@ -350,7 +363,8 @@ pub(crate) fn decide(
         }
         Command::Disconnect { role } => {
             if !tx.s.away.iter().any(|(r, _)| *r == role) {
-                let until = tx.now + u64::from(study.study.session.disconnect_grace_s) * 1000;
+                let grace = f64::from(study.study.session.disconnect_grace_s);
+                let until = after_secs(tx.now, grace);
                 tx.system(EventKind::Disconnected {
                     role,
                     grace_until_ms: until,
@@ -371,7 +385,7 @@ pub(crate) fn decide(
 fn start_clock(tx: &mut Tx<'_>) {
     let limit = tx.study.study.session.time_limit_s;
     if limit > 0 && tx.s.deadline_ms.is_none() {
-        let deadline_ms = tx.now + u64::from(limit) * 1000;
+        let deadline_ms = after_secs(tx.now, f64::from(limit));
         tx.system(EventKind::ClockStarted { deadline_ms });
     }
 }
@@ -484,13 +498,15 @@ fn tick(tx: &mut Tx<'_>, rng: &mut impl Rng) {
             .collect();
     for ri in progress {
         if let Some(a) = tx.s.robots[ri].activity.clone() {
-            let span = a.ends_ms.saturating_sub(a.started_ms).max(1);
-            let done = tx.now.saturating_sub(a.started_ms).min(span);
+            // In u128: `done * 100` overflows u64 for spans beyond ~5 million years.
+            let span = u128::from(a.ends_ms.saturating_sub(a.started_ms).max(1));
+            let done = u128::from(tx.now.saturating_sub(a.started_ms)).min(span);
+            let eta_s = a.ends_ms.saturating_sub(tx.now).div_ceil(1000);
             tx.system(EventKind::ActionProgress {
                 action: study.study.actions[a.action].id.clone(),
                 robot: study.study.world.robots[ri].id.clone(),
-                percent: (done * 100 / span) as u32,
-                eta_s: (a.ends_ms.saturating_sub(tx.now)).div_ceil(1000) as u32,
+                percent: u32::try_from(done * 100 / span).unwrap_or(100),
+                eta_s: u32::try_from(eta_s).unwrap_or(u32::MAX),
             });
         }
     }

@@ -53,6 +53,9 @@ pub struct Activity {
 pub struct ActiveLock {
     pub state: usize,
     pub kind: LockKind,
+    /// The approval question as rendered when the lock started (slots filled then): the page
+    /// shows this text, never the study's raw template.
+    pub prompt: Option<String>,
 }
 
 /// The whole live state of one session: a fold over its events.
@@ -247,6 +250,18 @@ pub fn next_wakeup(study: &LoadedStudy, s: &Session) -> Option<u64> {
         consider(*until);
     }
     t
+}
+
+/// `secs` seconds after `at_ms`. Study numbers are bounded by validation, but the engine must not
+/// panic on a study that skipped it (or on a clock near its end): a negative or non-finite
+/// duration counts as 0, a huge one saturates at the end of time (`f64 as u64` saturates too).
+pub(crate) fn after_secs(at_ms: u64, secs: f64) -> u64 {
+    let ms = if secs.is_finite() && secs > 0.0 {
+        (secs * 1000.0).round() as u64
+    } else {
+        0
+    };
+    at_ms.saturating_add(ms)
 }
 
 /// A fresh random template seed.

@@ -296,13 +296,19 @@ fn action_check_with(
             return Err(Refusal::UnknownLocation { id: t.into() });
         }
         (true, Some(t)) => t,
-        (false, _) => "",
+        (false, Some(_)) => {
+            return Err(Refusal::TargetNotTaken {
+                action: a.label.clone(),
+            });
+        }
+        (false, None) => "",
     };
     if let Some(cap) = &a.requires
         && !def.capabilities.contains(cap)
     {
         return Err(Refusal::LacksCapability {
             robot: def.name.clone(),
+            action: a.label.clone(),
             capability: cap.clone(),
         });
     }

@@ -9,6 +9,17 @@ pub fn mini() -> LoadedStudy {
     load_text("mini.yaml", MINI, StudySource::Dir(".".into())).expect("the fixture study loads")
 }
 
+/// The fixture plus an action that takes no target (`look`). Appended here rather than written
+/// in mini.yaml so that the loader tests' line numbers stay where they are.
+pub fn mini_with_targetless_action() -> LoadedStudy {
+    let text = MINI.replacen(
+        "goal:",
+        "  - {id: look, label: Look around, act: look.around, duration: {default: 4}}\ngoal:",
+        1,
+    );
+    load_text("mini.yaml", &text, StudySource::Dir(".".into())).expect("the fixture study loads")
+}
+
 /// Loads a variant of the fixture; returns the diagnostics as printed lines.
 pub fn problems(text: &str) -> Vec<String> {
     match load_text("s.yaml", text, StudySource::Dir(std::env::temp_dir())) {
