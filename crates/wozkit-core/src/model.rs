@@ -12,6 +12,23 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+// Bounds on the numbers of a study, carried by the JSON Schema so the loader reports a value out
+// of range at its line and column (docs/engine-semantics.md lists them). They keep every time
+// and money computation far from overflow and catch slips such as milliseconds written as seconds.
+
+/// Longest duration, limit or grace period, in seconds: 24 hours.
+pub const MAX_SECONDS: u32 = 86_400;
+/// Most minutes a payment counts: 24 hours.
+pub const MAX_PAY_MINUTES: u32 = 1_440;
+/// Largest amount of money in one payment rule (base, per minute, bonus, no partner).
+pub const MAX_AMOUNT: u32 = 10_000;
+/// Most chat messages `finish.min_messages` may ask for.
+pub const MAX_MESSAGES: u32 = 10_000;
+/// Largest hint prior weight of a transition.
+pub const MAX_PRIOR: u32 = 1_000_000;
+/// Fastest robot, in m/s.
+pub const MAX_SPEED: u32 = 1_000;
+
 /// A whole study: roles, the dialogue state machine, the world, surveys, pages and payment.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -108,6 +125,7 @@ pub enum ClockStart {
 pub struct SessionRules {
     /// Seconds the dialogue may last; 0 means no limit.
     #[serde(default = "default_time_limit")]
+    #[schemars(range(max = MAX_SECONDS))]
     pub time_limit_s: u32,
     #[serde(default)]
     pub clock_starts: ClockStart,
@@ -119,6 +137,7 @@ pub struct SessionRules {
     pub finish: FinishRule,
     /// Seconds a disconnected partner is waited for before the session ends.
     #[serde(default = "default_grace")]
+    #[schemars(range(max = MAX_SECONDS))]
     pub disconnect_grace_s: u32,
 }
 
@@ -147,6 +166,7 @@ impl Default for SessionRules {
 pub struct FinishRule {
     /// Chat messages needed before finishing.
     #[serde(default)]
+    #[schemars(range(max = MAX_MESSAGES))]
     pub min_messages: u32,
     /// CEL condition that must also hold.
     #[serde(default)]
@@ -170,6 +190,7 @@ pub enum OnNoPartner {
 pub struct Pairing {
     /// Seconds in the waiting room before `on_timeout` applies.
     #[serde(default = "default_wait")]
+    #[schemars(range(max = MAX_SECONDS))]
     pub wait_limit_s: u32,
     #[serde(default)]
     pub on_timeout: OnNoPartner,
@@ -216,8 +237,10 @@ pub struct Location {
     pub name: String,
     /// Position on the map in percent of its width and height.
     #[serde(default)]
+    #[schemars(range(min = 0, max = 100))]
     pub x: f64,
     #[serde(default)]
+    #[schemars(range(min = 0, max = 100))]
     pub y: f64,
 }
 
@@ -243,9 +266,11 @@ pub struct Robot {
     pub equipment: Vec<String>,
     /// Speed in m/s (shown in templates).
     #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_SPEED))]
     pub speed: f64,
     /// Battery in percent at the start.
     #[serde(default = "full_battery")]
+    #[schemars(range(min = 0, max = 100))]
     pub battery: f64,
     /// Location id where it starts.
     pub start: String,
@@ -262,6 +287,7 @@ pub struct Subtask {
     pub id: String,
     pub label: String,
     /// Progress bar percentage once this subtask is done.
+    #[schemars(range(max = 100))]
     pub progress: u32,
 }
 
@@ -362,6 +388,7 @@ pub struct TransitionFull {
     pub to: String,
     /// Hint prior weight (default 1).
     #[serde(default = "one")]
+    #[schemars(range(min = 0, max = MAX_PRIOR))]
     pub prior: f64,
     /// CEL condition for this transition.
     #[serde(default)]
@@ -506,9 +533,11 @@ pub struct Action {
     pub duration: Duration,
     /// Seconds between progress updates; 0 means none.
     #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_SECONDS))]
     pub progress_every_s: f64,
     /// Battery percent used.
     #[serde(default)]
+    #[schemars(range(min = 0, max = 100))]
     pub battery_cost: f64,
     /// Effects on completion.
     #[serde(default)]
@@ -523,9 +552,11 @@ pub struct Action {
 #[serde(deny_unknown_fields)]
 pub struct Duration {
     /// Seconds when no kind matches.
+    #[schemars(range(min = 0, max = MAX_SECONDS))]
     pub default: f64,
     /// Seconds by robot kind.
     #[serde(default)]
+    #[schemars(extend("additionalProperties" = {"type": "number", "minimum": 0, "maximum": MAX_SECONDS}))]
     pub by_kind: IndexMap<String, f64>,
 }
 
@@ -539,16 +570,20 @@ pub use crate::questions::{MatrixRow, Question, QuestionKind, Survey};
 pub struct Payment {
     #[serde(default = "usd")]
     pub currency: String,
+    #[schemars(range(min = 0, max = MAX_AMOUNT))]
     pub base: f64,
     #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_AMOUNT))]
     pub per_minute: f64,
     /// Minutes paid at most.
     #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_PAY_MINUTES))]
     pub max_minutes: f64,
     #[serde(default)]
     pub bonus: Option<Bonus>,
     /// Paid to someone who got no partner.
     #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_AMOUNT))]
     pub no_partner: f64,
 }
 
@@ -560,6 +595,7 @@ fn usd() -> String {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Bonus {
+    #[schemars(range(min = 0, max = MAX_AMOUNT))]
     pub amount: f64,
     /// CEL condition over the final world.
     pub when: String,

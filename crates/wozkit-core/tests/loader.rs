@@ -84,7 +84,7 @@ fn state_without_way_out() {
         "on_complete: {set: {fire_out: true}, milestone: fix, unlock: [arrived], enter: null}",
         "on_complete: {set: {fire_out: true}, milestone: fix}",
     );
-    let text = text.replace("lock: {kind: approval, prompt: \"Send a robot?\", on_approve: {unlock: [moving]}}", "lock: {kind: approval, prompt: \"Send a robot?\", on_approve: {unlock: [moving, arrived]}}");
+    let text = text.replace("lock: {kind: approval, prompt: \"Send a robot to {area}?\", on_approve: {unlock: [moving]}}", "lock: {kind: approval, prompt: \"Send a robot to {area}?\", on_approve: {unlock: [moving, arrived]}}");
     let p = problems(&text);
     assert!(
         p.iter()
@@ -184,7 +184,7 @@ fn comprehension_variables_are_not_unknown_but_free_ones_are() {
 #[test]
 fn approval_prompt_slots_are_checked() {
     let p = problems(&replace(
-        "prompt: \"Send a robot?\"",
+        "prompt: \"Send a robot to {area}?\"",
         "prompt: \"Send {robbot.name}?\"",
     ));
     assert!(
@@ -323,5 +323,63 @@ fn question_ids_are_plain_names_and_step_is_the_form_s_own() {
     has(
         &p,
         "46:8: question id `step` is reserved for the form itself",
+    );
+}
+
+#[test]
+fn numbers_out_of_range_are_reported_at_their_value() {
+    // A duration in milliseconds by mistake, and a negative one.
+    let p = problems(&replace(
+        "duration: {default: 20, by_kind: {ground: 30}}",
+        "duration: {default: 20000000, by_kind: {ground: -3}}",
+    ));
+    has(
+        &p,
+        "39:16: `duration.default` is 20000000, but must be at most 86400 seconds (24 hours)",
+    );
+    has(&p, "39:45: `by_kind.ground` is -3, but must be at least 0");
+    assert_eq!(p.len(), 2, "{p:#?}");
+}
+
+#[test]
+fn session_limits_progress_and_payments_are_bounded() {
+    let p = problems(&replace(
+        "title: Mini",
+        "title: Mini\nsession: {time_limit_s: 100000, disconnect_grace_s: 4294967295}",
+    ));
+    has(
+        &p,
+        "3:11: `session.time_limit_s` is 100000, but must be at most 86400 seconds (24 hours)",
+    );
+    has(
+        &p,
+        "3:33: `session.disconnect_grace_s` is 4294967295, but must be at most 86400 seconds (24 hours)",
+    );
+    let p = problems(&replace("progress: 100", "progress: 101"));
+    has(&p, "15:27: `progress` is 101, but must be at most 100");
+    let p = problems(&replace(
+        "goal: \"fire_out\"",
+        "goal: \"fire_out\"\npayment: {base: 2, max_minutes: 1e9, bonus: {amount: 1e300, when: fire_out}}",
+    ));
+    has(
+        &p,
+        "43:20: `payment.max_minutes` is 1000000000.0, but must be at most 1440",
+    );
+    has(
+        &p,
+        "43:46: `bonus.amount` is 1e+300, but must be at most 10000",
+    );
+    assert_eq!(p.len(), 2, "{p:#?}");
+}
+
+#[test]
+fn a_moving_action_must_take_a_target() {
+    let p = problems(&replace(
+        "    target: true\n    moves: true\n",
+        "    moves: true\n",
+    ));
+    has(
+        &p,
+        "34:5: action `send` moves the robot but takes no target",
     );
 }

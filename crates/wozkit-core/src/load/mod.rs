@@ -207,23 +207,7 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     match jsonschema::validator_for(&schema) {
         Ok(validator) => {
             for err in validator.iter_errors(&value) {
-                let ptr = err.instance_path().as_str().to_string();
-                match err.kind() {
-                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                        for key in unexpected {
-                            problems.push(diag(
-                                &format!("{ptr}/{key}"),
-                                format!("unknown key `{key}`"),
-                                Some(validate::expected_keys_hint(&schema, &value, &ptr, key)),
-                            ));
-                        }
-                    }
-                    _ => problems.push(diag(
-                        &ptr,
-                        format!("{} (at {})", err, if ptr.is_empty() { "/" } else { &ptr }),
-                        None,
-                    )),
-                }
+                shape_problem(&err, &schema, &value, &diag, &mut problems);
             }
         }
         Err(e) => problems.push(diag("", format!("internal schema error: {e}"), None)),
@@ -248,6 +232,90 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     } else {
         Err(Diagnostics(problems))
     }
+}
+
+/// The diagnostics of one schema error.
+fn shape_problem(
+    err: &jsonschema::ValidationError<'_>,
+    schema: &serde_json::Value,
+    value: &serde_json::Value,
+    diag: &impl Fn(&str, String, Option<String>) -> Diagnostic,
+    problems: &mut Vec<Diagnostic>,
+) {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let ptr = err.instance_path().as_str().to_string();
+    match err.kind() {
+        Kind::AdditionalProperties { unexpected } => {
+            for key in unexpected {
+                problems.push(diag(
+                    &format!("{ptr}/{key}"),
+                    format!("unknown key `{key}`"),
+                    Some(validate::expected_keys_hint(schema, value, &ptr, key)),
+                ));
+            }
+        }
+        Kind::Maximum { limit } => {
+            problems.push(out_of_range(diag, &ptr, err.instance(), "at most", limit));
+        }
+        Kind::Minimum { limit } => {
+            problems.push(out_of_range(diag, &ptr, err.instance(), "at least", limit));
+        }
+        // An optional section (`payment: ...`) is "a Payment or null": when the value is not
+        // null, the author meant the Payment, so its own errors (with their positions) are the
+        // ones to report, not "not valid under any of the schemas".
+        Kind::AnyOf { context }
+            if let [meant] = context
+                .iter()
+                .filter(|branch| !only_wrong_type_here(branch, &ptr))
+                .collect::<Vec<_>>()
+                .as_slice() =>
+        {
+            for e in meant.iter() {
+                shape_problem(e, schema, value, diag, problems);
+            }
+        }
+        _ => problems.push(diag(
+            &ptr,
+            format!("{} (at {})", err, if ptr.is_empty() { "/" } else { &ptr }),
+            None,
+        )),
+    }
+}
+
+/// Whether a branch of an `anyOf` failed only because the value has another type altogether.
+fn only_wrong_type_here(branch: &[jsonschema::ValidationError<'_>], ptr: &str) -> bool {
+    matches!(branch, [e] if e.instance_path().as_str() == ptr
+        && matches!(e.kind(), jsonschema::error::ValidationErrorKind::Type { .. }))
+}
+
+/// A number outside the bounds the model declares (see `model::MAX_SECONDS` and its neighbours),
+/// named by its key: `duration.default is 100000000, but must be at most 86400`.
+fn out_of_range(
+    diag: &impl Fn(&str, String, Option<String>) -> Diagnostic,
+    ptr: &str,
+    value: &serde_json::Value,
+    bound: &str,
+    limit: &serde_json::Value,
+) -> Diagnostic {
+    // The last two pointer segments name the field (`duration/default`, `by_kind/aerial`).
+    let segs: Vec<&str> = ptr.rsplit('/').take(2).collect();
+    let name = segs
+        .iter()
+        .rev()
+        .filter(|s| !s.is_empty() && s.parse::<usize>().is_err())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(".");
+    let unit = if limit.as_u64() == Some(u64::from(crate::model::MAX_SECONDS)) {
+        " seconds (24 hours)"
+    } else {
+        ""
+    };
+    diag(
+        ptr,
+        format!("`{name}` is {value}, but must be {bound} {limit}{unit}"),
+        Some("the bounds of every number are listed in docs/engine-semantics.md".into()),
+    )
 }
 
 /// The JSON Schema of the study format, for editors.

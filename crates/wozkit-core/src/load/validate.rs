@@ -431,13 +431,6 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
                 t.when()
                     .and_then(|w| c.condition(&format!("{base}/transitions/{j}/when"), w, &[])),
             );
-            if t.prior() < 0.0 {
-                c.err(
-                    &format!("{base}/transitions/{j}/prior"),
-                    "prior must not be negative".into(),
-                    None,
-                );
-            }
         }
         compiled.transition_when.push(tw);
         if !s.initial && s.templates.is_empty() {
@@ -486,6 +479,13 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
                 .and_then(|g| c.condition(&format!("{base}/guard"), g, ACTION_VARS)),
         );
         c.effects(&format!("{base}/on_complete"), &a.on_complete);
+        if a.moves && !a.target {
+            c.err(
+                &format!("{base}/moves"),
+                format!("action `{}` moves the robot but takes no target", a.id),
+                Some("add `target: true`, or remove `moves`".into()),
+            );
+        }
         for kind in a.duration.by_kind.keys() {
             if !study.world.robot_kinds.contains_key(kind) {
                 c.err(
