@@ -170,6 +170,69 @@ pub struct ScaleNotes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::features::Answer;
+    use wozkit_core::load::{StudySource, load_text};
+
+    const STUDY: &str = r#"
+id: kinds
+title: Every kind of item
+roles:
+  user: {label: Operator}
+  wizard: {label: Assistant}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [bye]}
+  - {id: bye, type: interaction, templates: ["Goodbye."], terminal: true}
+survey:
+  questions:
+    - id: sus
+      text: About the system
+      kind: matrix
+      points: 5
+      rows: [{id: easy, text: Easy}, {id: hard, text: Hard, reverse: true}]
+    - {id: age, text: Age?, kind: number}
+    - {id: level, text: Level?, kind: choice, options: ["1", "2"]}
+"#;
+
+    #[test]
+    fn matrix_rows_are_scored_and_other_kinds_are_not_averaged() {
+        let study = match load_text("kinds.yaml", STUDY, StudySource::Dir(".".into())) {
+            Ok(s) => s.study,
+            Err(e) => panic!("the test study does not load:\n{e}"),
+        };
+        let answer = |question: &str, value: f64| Answer {
+            item: format!("user.{question}"),
+            question: Some(question.to_string()),
+            value,
+        };
+        let mut session = SessionFeatures {
+            study: Some("kinds".into()),
+            answers: vec![
+                answer("sus.easy", 5.0),
+                answer("sus.hard", 2.0),
+                answer("age", 33.0),
+                answer("level", 2.0),
+                answer("gone", 3.0),
+            ],
+            ..SessionFeatures::default()
+        };
+        let mut notes = ScaleNotes::default();
+        Questionnaires::of([&study]).score(&mut session, &mut notes);
+        let kept: Vec<(&str, f64)> = session
+            .answers
+            .iter()
+            .map(|a| (a.item.as_str(), a.value))
+            .collect();
+        // A question the study no longer has is kept as stored, as before.
+        assert_eq!(
+            kept,
+            [
+                ("user.sus.easy", 5.0),
+                ("user.sus.hard", 4.0),
+                ("user.gone", 3.0)
+            ]
+        );
+        assert_eq!(notes.reversed["user.sus.hard"].high, 5.0);
+    }
 
     #[test]
     fn reversal_mirrors_the_scale_and_refuses_points_off_it() {
