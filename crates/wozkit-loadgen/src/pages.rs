@@ -54,6 +54,15 @@ pub async fn enter(
         role.as_str()
     );
     let res = conn.get(&link, None).await?;
+    if res.status == 429 {
+        // Every simulated participant comes from 127.0.0.1, which the server limits like any
+        // other address.
+        return Err(Failure::new(
+            "http_429",
+            "GET /join answered 429: the server limits entry links per address; \
+             start it with `wozkit serve --join-limit 0` for a load test",
+        ));
+    }
     if res.status != 303 {
         return Err(http_status("GET /join", res.status, &res.body));
     }
