@@ -383,3 +383,13 @@ fn a_moving_action_must_take_a_target() {
         "34:5: action `send` moves the robot but takes no target",
     );
 }
+
+#[test]
+fn a_misspelt_question_kind_is_not_one_of_the_kinds() {
+    let p = survey("    - {id: a, text: A, kind: likret}\n");
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(
+        p[0].starts_with("45:24: \"likret\" is not one of \"likert\", \"choice\" or 6 other"),
+        "{p:#?}"
+    );
+}

@@ -38,25 +38,30 @@ pub struct Survey {
     pub questions: Vec<Question>,
 }
 
-/// What a question asks for, and so which of its keys apply.
+/// What a question asks for, and so which of its keys apply: `likert` (one point of a scale, any
+/// rating), `choice` (one option), `multiple` (several options), `text` (free text), `number`,
+/// `matrix` (one point per row on a shared scale), `ranking` (every option in order, best first)
+/// or `comment` (optional free text).
+// The variants carry no doc comments on purpose: with them the JSON Schema becomes a `oneOf`, and
+// a misspelt kind is reported as "not valid under any of the schemas" instead of "not one of".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QuestionKind {
-    /// One point on a scale of `points` (1 = `low`, `points` = `high`); any rating scale.
+    // One point on a scale of `points` (1 = `low`, `points` = `high`).
     Likert,
-    /// One of `options`.
+    // One of `options`.
     Choice,
-    /// Several of `options`, between `min_choices` and `max_choices`.
+    // Several of `options`, between `min_choices` and `max_choices`.
     Multiple,
-    /// Free text, between `min_words` and `max_words`.
+    // Free text, between `min_words` and `max_words`.
     Text,
-    /// A number between `min` and `max`; `integer: true` for whole numbers only.
+    // A number between `min` and `max`; `integer: true` for whole numbers only.
     Number,
-    /// One point on a shared scale for each of `rows`.
+    // One point on the shared scale for each of `rows`.
     Matrix,
-    /// All `options` put in order, best first.
+    // All `options` put in order, best first.
     Ranking,
-    /// An optional comment box: free text with no minimum.
+    // An optional comment box: free text with no minimum.
     Comment,
 }
 
