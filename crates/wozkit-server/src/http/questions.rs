@@ -143,9 +143,12 @@ fn hint(q: &Question) -> Option<String> {
     match q.kind {
         QuestionKind::Multiple => between(s(q.min_choices), s(q.max_choices), "Choose")
             .or_else(|| Some("Choose all that apply.".into())),
-        QuestionKind::Text | QuestionKind::Comment => {
-            between(s(q.min_words), s(q.max_words), "Words:")
-        }
+        QuestionKind::Text | QuestionKind::Comment => match (q.min_words, q.max_words) {
+            (Some(lo), Some(hi)) => Some(format!("{lo} to {hi} words.")),
+            (Some(lo), None) => Some(format!("At least {lo} words.")),
+            (None, Some(hi)) => Some(format!("At most {hi} words.")),
+            (None, None) => None,
+        },
         QuestionKind::Number if q.integer => {
             between(f(q.min), f(q.max), "A whole number,").or(Some("A whole number.".into()))
         }
