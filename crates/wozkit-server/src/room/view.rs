@@ -4,6 +4,8 @@
 //! The user must not learn that the assistant is a person choosing from a menu, so the user
 //! receives no hints, dialogue states or unlocked options, and chat messages arrive without their
 //! dialogue-act source. Neither side sees the other's questionnaire answers or completion code.
+//! Robot actions reach the user by their study label only: an action id or its dialogue-act
+//! label ("activate.robot") would show the menu behind the assistant.
 
 use std::borrow::Cow;
 
@@ -18,7 +20,7 @@ use crate::http::html::media_url;
 use crate::ws::frames::ServerFrame;
 
 /// The event as `role` receives it, or `None` if it is not for that role.
-pub fn event_for(role: Role, e: &Event) -> Option<Cow<'_, Event>> {
+pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Option<Cow<'e, Event>> {
     match &e.kind {
         EventKind::SurveyAnswered { role: r, .. } | EventKind::CompletionIssued { role: r, .. }
             if *r != role =>
@@ -39,6 +41,78 @@ pub fn event_for(role: Role, e: &Event) -> Option<Cow<'_, Event>> {
                 role: *r,
                 text: text.clone(),
                 source: MessageSource::Free,
+            };
+            Some(Cow::Owned(e))
+        }
+        EventKind::SessionStarted {
+            study,
+            study_version,
+            seed,
+            ..
+        } => {
+            let mut e = e.clone();
+            e.kind = EventKind::SessionStarted {
+                study: study.clone(),
+                study_version: study_version.clone(),
+                seed: *seed,
+                initial_state: String::new(),
+            };
+            Some(Cow::Owned(e))
+        }
+        EventKind::ActionStarted {
+            action,
+            robot,
+            target,
+            ends_at_ms,
+            robots,
+            ..
+        } => {
+            // The user reads the action's label; the world snapshot is the wizard's model.
+            let label = study_def
+                .study
+                .actions
+                .iter()
+                .find(|a| &a.id == action)
+                .map_or_else(String::new, |a| a.label.clone());
+            let mut e = e.clone();
+            e.kind = EventKind::ActionStarted {
+                action: String::new(),
+                label,
+                robot: robot.clone(),
+                target: target.clone(),
+                ends_at_ms: *ends_at_ms,
+                world: Default::default(),
+                robots: robots.clone(),
+            };
+            Some(Cow::Owned(e))
+        }
+        EventKind::ActionProgress {
+            robot,
+            percent,
+            eta_s,
+            ..
+        } => {
+            let mut e = e.clone();
+            e.kind = EventKind::ActionProgress {
+                action: String::new(),
+                robot: robot.clone(),
+                percent: *percent,
+                eta_s: *eta_s,
+            };
+            Some(Cow::Owned(e))
+        }
+        EventKind::ActionCompleted {
+            robot,
+            target,
+            battery,
+            ..
+        } => {
+            let mut e = e.clone();
+            e.kind = EventKind::ActionCompleted {
+                action: String::new(),
+                robot: robot.clone(),
+                target: target.clone(),
+                battery: *battery,
             };
             Some(Cow::Owned(e))
         }
@@ -72,6 +146,14 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
         .as_ref()
         .and_then(|id| st.media.get(id))
         .map(|m| json!({ "url": media_url(&st.id, &m.file), "alt": m.alt }));
+    // The wizard's page names actions in the chat by their labels; the user's events carry
+    // the label already (see `event_for`), so the user gets no action ids at all.
+    let actions = (role == Role::Wizard).then(|| {
+        st.actions
+            .iter()
+            .map(|a| json!({"id": a.id, "label": a.label}))
+            .collect::<Vec<_>>()
+    });
     json!({
         "id": st.id,
         "title": st.title,
@@ -84,6 +166,7 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
             "kind_label": st.world.robot_kinds.get(&r.kind).map_or(r.kind.as_str(), |k| k.label.as_str()),
         })).collect::<Vec<_>>(),
         "map": map,
+        "actions": actions,
         "time_limit_s": st.session.time_limit_s,
         "max_text_chars": engine::MAX_TEXT_CHARS,
         "finish_min_messages": st.session.finish.min_messages,
@@ -271,7 +354,8 @@ pub fn view<'a>(
         let def = st.states[l.state].lock.as_ref();
         LockView {
             kind: l.kind,
-            prompt: def.and_then(|d| d.prompt.as_deref()),
+            // Rendered when the lock started (the event carries it): slots filled, like any template.
+            prompt: l.prompt.as_deref(),
             approve_label: def.map_or("Approve", |d| d.approve_label.as_str()),
             deny_label: def.map_or("Deny", |d| d.deny_label.as_str()),
         }
@@ -402,6 +486,146 @@ mod tests {
             .as_object()
             .map(|o| o.keys().cloned().collect())
             .unwrap_or_default()
+    }
+
+    fn wizard() -> Actor {
+        Actor::Participant {
+            role: Role::Wizard,
+            participant: None,
+        }
+    }
+
+    /// Plays `cmds` on the built-in offshore study; returns the study, the session and its log.
+    fn play(cmds: Vec<(Actor, Command)>) -> (LoadedStudy, Session, Vec<Event>) {
+        let study = match wozkit_core::load::load_builtin("offshore-emergency") {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let mut s = Session::new(&study, "t");
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut log = vec![];
+        for (actor, cmd) in cmds {
+            match step(&study, &s, &actor, cmd.clone(), 1_000, &mut rng) {
+                Ok(out) => {
+                    for (a, kind) in out.events {
+                        log.push(Event {
+                            v: 1,
+                            session: "t".into(),
+                            seq: log.len() as u64 + 1,
+                            at_ms: 1_000,
+                            actor: a,
+                            kind,
+                        });
+                    }
+                    s = out.session;
+                }
+                Err(r) => panic!("{cmd:?}: {r}"),
+            }
+        }
+        (study, s, log)
+    }
+
+    fn say(state: &str) -> (Actor, Command) {
+        (
+            wizard(),
+            Command::Say {
+                state: state.into(),
+            },
+        )
+    }
+
+    #[test]
+    fn the_approval_prompt_reaches_the_user_with_its_slots_filled() {
+        let (study, s, _) = play(vec![
+            (Actor::System, Command::Start { seed: 1 }),
+            say("intro_hello"),
+            say("inform_alert_emergency"),
+            say("request_pa_announcement"),
+        ]);
+        let v: Value = serde_json::from_str(&view(&study, &s, Role::User, 2_000, false).frame())
+            .unwrap_or_default();
+        assert_eq!(
+            v["view"]["lock"]["prompt"],
+            "Make a PA announcement telling the crew to leave the processing module east tower?"
+        );
+    }
+
+    #[test]
+    fn the_user_gets_robot_actions_by_label_without_ids_or_the_world() {
+        let (study, _, log) = play(vec![
+            (Actor::System, Command::Start { seed: 1 }),
+            say("intro_hello"),
+            say("inform_alert_emergency"),
+            (
+                wizard(),
+                Command::Act {
+                    action: "send".into(),
+                    robot: "qdc1".into(),
+                    target: Some("pu_et".into()),
+                },
+            ),
+            (Actor::System, Command::Tick),
+        ]);
+        let started = log
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::ActionStarted { .. }))
+            .map(|e| event_for(&study, Role::User, e));
+        let Some(Some(e)) = started else {
+            panic!("no action_started for the user in {log:?}")
+        };
+        let EventKind::ActionStarted {
+            action,
+            label,
+            world,
+            robot,
+            target,
+            ..
+        } = &e.kind
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (action.as_str(), label.as_str(), world.len()),
+            ("", "Send to location", 0)
+        );
+        assert_eq!((robot.as_str(), target.as_deref()), ("qdc1", Some("pu_et")));
+        // The wizard's copy is the stored event.
+        let stored = log
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::ActionStarted { .. }));
+        assert!(
+            stored.is_some_and(|e| matches!(
+                event_for(&study, Role::Wizard, e),
+                Some(Cow::Borrowed(_))
+            ))
+        );
+        // Progress and completion carry no action id for the user either.
+        for kind in [
+            EventKind::ActionProgress {
+                action: "send".into(),
+                robot: "qdc1".into(),
+                percent: 50,
+                eta_s: 9,
+            },
+            EventKind::ActionCompleted {
+                action: "send".into(),
+                robot: "qdc1".into(),
+                target: Some("pu_et".into()),
+                battery: 94.0,
+            },
+        ] {
+            let e = Event {
+                v: 1,
+                session: "t".into(),
+                seq: 99,
+                at_ms: 2_000,
+                actor: Actor::System,
+                kind,
+            };
+            let text =
+                serde_json::to_string(&event_for(&study, Role::User, &e)).unwrap_or_default();
+            assert!(!text.contains("\"send\""), "{text}");
+        }
     }
 
     #[test]

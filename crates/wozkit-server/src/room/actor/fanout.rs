@@ -75,7 +75,7 @@ impl RoomActor {
         for &role in &roles {
             let mut frames: Vec<Arc<str>> = vec![];
             for (e, shared) in stored.iter().zip(shared.iter_mut()) {
-                match view::event_for(role, e) {
+                match view::event_for(&self.study, role, e) {
                     Some(Cow::Borrowed(e)) => frames.push(
                         shared
                             .get_or_insert_with(|| ServerFrame::Event { event: e }.text().into())

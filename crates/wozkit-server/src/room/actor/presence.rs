@@ -43,7 +43,7 @@ impl RoomActor {
         let presence = self.presence_command(role);
         let mut frames: Vec<Arc<str>> = missed
             .iter()
-            .filter_map(|e| view::event_for(role, e))
+            .filter_map(|e| view::event_for(&self.study, role, e))
             .map(|e| ServerFrame::Event { event: &e }.text().into())
             .collect();
         if presence.is_none() {
