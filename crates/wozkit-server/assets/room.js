@@ -67,6 +67,24 @@ function addLine(e, cls, who, text, label) {
   if (stick) chat.scrollTop = chat.scrollHeight;
 }
 
+// A dialogue-act label as the wizard reads it (the same on option buttons and in the chat).
+const actName = (label) => label.replace(/[_.]/g, ' ');
+
+// The act label shown beside a wizard message: the chosen state's label, the kind of a fixed
+// option (its id is a machine name), or "free text".
+function messageAct(e) {
+  if (e.source === 'free') return 'free text';
+  if (e.source === 'fixed') return e.act_type;
+  return actName(e.label);
+}
+
+// An action by its study label: the wizard's welcome lists them; the user's events carry the
+// label already and no action id.
+function actionLabel(e) {
+  const a = st.study && st.study.actions && st.study.actions.find((x) => x.id === e.action);
+  return a ? a.label : e.label;
+}
+
 function robotName(id) {
   const r = st.study && st.study.robots.find((x) => x.id === id);
   return r ? r.name : id;
@@ -81,13 +99,13 @@ function renderEvent(e) {
   switch (e.kind) {
     case 'message': {
       const mine = e.role === role;
-      const label = role === 'wizard' && e.role === 'wizard' ? (e.source === 'free' ? 'free text' : e.label) : null;
+      const label = role === 'wizard' && e.role === 'wizard' ? messageAct(e) : null;
       addLine(e, `msg ${mine ? 'mine' : 'theirs'} from-${e.role}`, nameOf(e.role), e.text, label);
       $('typing').hidden = true;
       break;
     }
     case 'action_started':
-      addLine(e, 'sys', null, `${robotName(e.robot)}: ${e.label.replace(/_/g, ' ')}${e.target ? ` → ${placeName(e.target)}` : ''} started`);
+      addLine(e, 'sys', null, `${robotName(e.robot)}: ${actionLabel(e)}${e.target ? ` → ${placeName(e.target)}` : ''} started`);
       break;
     case 'action_completed':
       addLine(e, 'sys', null, `${robotName(e.robot)} finished${e.target ? ` at ${placeName(e.target)}` : ''}`);
@@ -146,7 +164,7 @@ function renderOptions(v) {
         type: 'button', class: `option${o.hint ? ' hinted' : ''}`, 'data-testid': `option-${o.state}`,
         'data-state': o.state, 'data-kind': o.kind, title: o.label,
       });
-      b.append(el('span', { class: 'label' }, o.label.replace(/_/g, ' ')), el('span', { class: 'text' }, o.text));
+      b.append(el('span', { class: 'label' }, actName(o.label)), el('span', { class: 'text' }, o.text));
       b.addEventListener('click', () => cmd({ cmd: 'say', state: o.state }));
       fs.append(b);
     }

@@ -237,12 +237,14 @@ impl Room<'_> {
             .find(|s| s.id == state)
             .with_context(|| format!("the study has no state `{state}`"))?;
         let label = st.label().to_string();
+        // The page writes a dialogue-act label with spaces for `_` and `.`, as on the buttons.
+        let shown = label.replace(['_', '.'], " ");
         let (w_before, u_before) = (self.w.chat().await?.len(), self.u.chat().await?.len());
         self.w.click(&format!("option-{state}")).await?;
         let line = self
             .w
             .wait_chat_after(w_before, &format!("the wizard's `{state}` message"), |l| {
-                l.cls.contains("mine") && l.act.as_deref() == Some(label.as_str())
+                l.cls.contains("mine") && l.act.as_deref() == Some(shown.as_str())
             })
             .await?;
         self.u

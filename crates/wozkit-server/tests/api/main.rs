@@ -10,6 +10,7 @@ mod endings;
 mod hostile;
 mod lobby;
 mod pairing;
+mod participant_text;
 mod payments;
 mod questions;
 mod reconnect;

@@ -94,7 +94,7 @@ pub async fn check(server: &TestServer, study: &LoadedStudy, p: &Played) -> Resu
 
     for s in &p.said {
         need(
-            s.shown_label == s.label,
+            s.shown_label == s.label.replace(['_', '.'], " "),
             format!(
                 "`{}` was shown with label `{}`, not `{}`",
                 s.state, s.shown_label, s.label
