@@ -274,6 +274,7 @@ fn keys_of_another_kind_are_refused_and_reverse_only_on_scales() {
         "    - {id: a, text: A, kind: text, reverse: true}
     - {id: b, text: B, kind: likert, min_words: 3}
     - {id: c, text: C, kind: comment, min_words: 3}
+    - {id: d, text: D, kind: comment, required: true}
 ",
     );
     has(
@@ -288,7 +289,8 @@ fn keys_of_another_kind_are_refused_and_reverse_only_on_scales() {
         &p,
         "47:39: `min_words` does not apply to a `comment` question",
     );
-    assert_eq!(p.len(), 3, "{p:#?}");
+    has(&p, "48:39: a comment box is always optional");
+    assert_eq!(p.len(), 4, "{p:#?}");
 }
 
 #[test]

@@ -109,7 +109,7 @@ pub struct Question {
     /// The question as shown.
     pub text: String,
     pub kind: QuestionKind,
-    /// Whether an answer is needed; default true, except for `comment`.
+    /// Whether an answer is needed (default true); a `comment` is always optional.
     #[serde(default)]
     pub required: Option<bool>,
     /// Points of a `likert` or `matrix` scale, 2 to 11 (default 7).
@@ -178,7 +178,7 @@ pub struct MatrixRow {
 impl Question {
     /// Whether an answer is needed.
     pub fn is_required(&self) -> bool {
-        self.required.unwrap_or(self.kind != QuestionKind::Comment)
+        self.kind != QuestionKind::Comment && self.required.unwrap_or(true)
     }
 
     /// Points of the scale.
@@ -304,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn comments_are_optional_unless_required_and_others_the_reverse() {
+    fn comments_are_always_optional_and_other_kinds_unless_they_say_so() {
         let q = |kind: &str, required: Option<bool>| -> bool {
             let mut v = serde_json::json!({"id": "c", "text": "?", "kind": kind});
             if let Some(r) = required {
@@ -315,7 +315,7 @@ mod tests {
                 .unwrap_or_default()
         };
         assert!(!q("comment", None));
-        assert!(q("comment", Some(true)));
+        assert!(!q("comment", Some(true)));
         assert!(q("text", None));
         assert!(!q("text", Some(false)));
     }
