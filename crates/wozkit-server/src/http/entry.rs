@@ -24,7 +24,7 @@ use wozkit_store::{
     new_token,
 };
 
-use super::html::{esc, layout, query_escape};
+use super::html::{esc, layout, paragraphs, query_escape};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::flow;
@@ -96,6 +96,21 @@ fn valid_id(v: &str) -> bool {
     !v.is_empty() && v.len() <= MAX_ID_LEN && !v.chars().any(char::is_control)
 }
 
+/// Whether `url` may receive the MTurk submit form: an http(s) address with a host and nothing
+/// that would break out of an attribute or a URL (quotes, spaces, angle brackets).
+pub fn submit_url_ok(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    rest.is_some_and(|r| {
+        !r.is_empty()
+            && !r.starts_with('/')
+            && !r
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || "\"'<>`\\".contains(c))
+    })
+}
+
 fn identify(q: &HashMap<String, String>) -> Result<Identity, HttpError> {
     let take = |keys: &[&str]| -> Result<BTreeMap<String, String>, HttpError> {
         let mut out = BTreeMap::new();
@@ -119,6 +134,15 @@ fn identify(q: &HashMap<String, String>) -> Result<Identity, HttpError> {
         });
     }
     if let Some(w) = q.get("workerId") {
+        // The completion page posts a form to this address: a web address only, so a link
+        // cannot turn it into a `javascript:` or `data:` target.
+        if let Some(to) = q.get("turkSubmitTo")
+            && !submit_url_ok(to)
+        {
+            return Err(HttpError::BadRequest(
+                "`turkSubmitTo` must be an http:// or https:// address".into(),
+            ));
+        }
         return Ok(Identity {
             platform: Platform::Mturk,
             worker: Some(w.clone()),
@@ -165,9 +189,17 @@ pub async fn join(
     if q.get("assignmentId")
         .is_some_and(|a| a == "ASSIGNMENT_ID_NOT_AVAILABLE")
     {
+        // MTurk shows this page before the worker accepts: what the task is, and no participant.
+        let st = &study.study;
         let body = format!(
-            "<main class=\"narrow\"><h1>{}</h1><p id=\"preview\">Accept the task to take part.</p></main>",
-            esc(&study.study.title)
+            "<main class=\"narrow\" data-page=\"preview\"><h1>{}</h1>\
+             <section id=\"task-description\" data-testid=\"task-description\">{}\
+             <p>You will chat with another worker, in one of two roles: {} or {}.</p></section>\
+             <p id=\"preview\"><strong>Accept the task to take part.</strong></p></main>",
+            esc(&st.title),
+            paragraphs(&st.description),
+            esc(&st.roles.user.label),
+            esc(&st.roles.wizard.label),
         );
         return Ok(Html(layout(&study.study.title, &body, &[])).into_response());
     }

@@ -11,9 +11,9 @@ use serde::Deserialize;
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
-use wozkit_store::{NewEvent, Participant, ParticipantPatch};
+use wozkit_store::{NewEvent, Participant, ParticipantPatch, Platform};
 
-use super::entry::current_participant;
+use super::entry::{current_participant, submit_url_ok};
 use super::html::{button_form, esc, layout, layout_with_head, paragraphs};
 use super::{room_page, survey};
 use crate::app::{AppState, now_ms};
@@ -142,7 +142,7 @@ pub async fn current(
                     .is_some_and(|e| e.reason == EndReason::NoPartner),
                 None => false,
             };
-            completion(&study, page, &code, no_partner)
+            completion(&study, page, &code, no_partner, &mturk_submit(&p, &code))
         }
     };
     Ok(Html(html).into_response())
@@ -234,7 +234,36 @@ async fn ensure_code(app: &AppState, p: &Participant, role: Role) -> Result<Stri
 /// Seconds before the completion page sends the participant back to the crowd platform.
 const REDIRECT_S: u32 = 5;
 
-fn completion(study: &LoadedStudy, page: Option<&Page>, code: &str, no_partner: bool) -> String {
+/// MTurk's externalSubmit: a form posting the assignment id and the code back to the
+/// `turkSubmitTo` the worker came with (checked to be a web address at entry, and again here),
+/// so the assignment is submitted without the worker pasting anything.
+fn mturk_submit(p: &Participant, code: &str) -> String {
+    let ids = &p.external_ids;
+    let (Some(to), Some(assignment)) = (ids.get("turkSubmitTo"), ids.get("assignmentId")) else {
+        return String::new();
+    };
+    if p.platform != Platform::Mturk || !submit_url_ok(to) {
+        return String::new();
+    }
+    let action = format!("{}/mturk/externalSubmit", to.trim_end_matches('/'));
+    format!(
+        "<form id=\"mturk-submit\" data-testid=\"mturk-submit\" method=\"post\" action=\"{}\">\
+         <input type=\"hidden\" name=\"assignmentId\" value=\"{}\">\
+         <input type=\"hidden\" name=\"completionCode\" value=\"{}\">\
+         <button class=\"primary\" type=\"submit\">Submit the task to MTurk</button></form>",
+        esc(&action),
+        esc(assignment),
+        esc(code)
+    )
+}
+
+fn completion(
+    study: &LoadedStudy,
+    page: Option<&Page>,
+    code: &str,
+    no_partner: bool,
+    mturk: &str,
+) -> String {
     let st = &study.study;
     // Only web addresses: a study file cannot turn the page into a `javascript:` link.
     let url = st
@@ -252,6 +281,7 @@ fn completion(study: &LoadedStudy, page: Option<&Page>, code: &str, no_partner: 
     });
     let head = url
         .as_ref()
+        .filter(|_| mturk.is_empty())
         .map(|href| {
             format!(
                 "<meta http-equiv=\"refresh\" content=\"{REDIRECT_S};url={}\">",
@@ -267,11 +297,16 @@ fn completion(study: &LoadedStudy, page: Option<&Page>, code: &str, no_partner: 
     };
     let body = format!(
         "<main class=\"narrow\" data-page=\"completion\"><h1>{}</h1>{sorry}{}\
-         <p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>{}</main>",
+         <p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>{mturk}{}</main>",
         esc(page.and_then(|p| p.title.as_deref()).unwrap_or("Thank you")),
         page_text(page),
         esc(code),
-        link.unwrap_or_default(),
+        // An MTurk worker submits with the form; a study's redirect would leave the page first.
+        if mturk.is_empty() {
+            link.unwrap_or_default()
+        } else {
+            String::new()
+        },
     );
     layout_with_head(&st.title, &head, &body, &[])
 }

@@ -9,6 +9,7 @@ mod crash;
 mod endings;
 mod hostile;
 mod lobby;
+mod mturk;
 mod pairing;
 mod participant_text;
 mod payments;
