@@ -212,6 +212,7 @@ async fn export_phase(name: &str, dir: &Path) {
         out: dir.join("out").join(out),
         split: None,
         study: None,
+        include_test: false,
     };
     let started = Instant::now();
     let summary = export_store(&*store, &options, &NoProgress)

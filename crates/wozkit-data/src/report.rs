@@ -37,6 +37,7 @@ use self::questionnaire::{Questionnaires, ScaleNotes};
 use self::summary::{Interaction, OutcomeCorrelation, Question, Summary, summarise};
 use crate::error::ExportError;
 use crate::stats::agreement::Level;
+use crate::stored::read::test_session_ids;
 use crate::stored::{SessionStream, StoredSession};
 use crate::votes::{Vote, session_votes};
 
@@ -53,6 +54,8 @@ pub struct ReportOptions {
     pub ranking: RankingOptions,
     /// The questionnaires (scales and reverse-coded items) of the live studies, by study id.
     pub questionnaires: Questionnaires,
+    /// Test sessions too (`/try`, lab links with `test=1`); left out otherwise.
+    pub include_test: bool,
 }
 
 impl Default for ReportOptions {
@@ -68,6 +71,7 @@ impl Default for ReportOptions {
                 seed: 0,
             },
             questionnaires: Questionnaires::default(),
+            include_test: false,
         }
     }
 }
@@ -164,7 +168,12 @@ pub async fn build_report(
         .iter()
         .find(|f| f.key == "study")
         .map(|f| f.value.as_str());
-    let mut stream = SessionStream::open(store, study).await?;
+    let skip = if options.include_test {
+        Default::default()
+    } else {
+        test_session_ids(store, study).await?
+    };
+    let mut stream = SessionStream::open(store, study).await?.skipping(skip);
     let mut collected = Collected::default();
     while let Some(session) = stream.next().await? {
         collected.add(&session, options)?;

@@ -28,6 +28,7 @@ async fn export(store: &dyn Store, format: ExportFormat, out: PathBuf) -> PathBu
         out: out.clone(),
         split: None,
         study: None,
+        include_test: false,
     };
     export_store(store, &options, &NoProgress)
         .await
@@ -101,6 +102,7 @@ async fn dataset_files_round_trip_through_the_store(corpus: &Corpus) {
             out: out.clone(),
             split: None,
             study,
+            include_test: false,
         };
         export_store(&*store, &options, &NoProgress)
             .await
@@ -306,6 +308,7 @@ async fn splits_are_deterministic_and_cover_every_session(corpus: &Corpus, sizes
             out: tmp.path().join(format!("run{run}/all.jsonl")),
             split: Some(SplitSpec::parse("train=0.8,dev=0.1,test=0.1", 42).expect("split")),
             study: None,
+            include_test: false,
         };
         let summary = export_store(&*store, &options, &NoProgress)
             .await

@@ -34,7 +34,7 @@ use std::sync::Arc;
 pub use error::{Result, StoreError};
 pub use model::{
     EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
-    SessionEnd, SessionFilter, SessionRecord, SessionStatus,
+    SessionEnd, SessionFilter, SessionRecord, SessionStatus, TEST_KEY,
 };
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};

@@ -156,6 +156,18 @@ pub struct Participant {
     pub created_at_ms: u64,
 }
 
+/// Key of [`Participant::external_ids`] that marks a test participant (a researcher on `/try`,
+/// or a lab link with `test=1`): kept with the participant's other entry ids, so the mark needs
+/// no schema change and lasts as long as the participant does.
+pub const TEST_KEY: &str = "test";
+
+impl Participant {
+    /// Whether the participant is a test, left out of reports, exports and payments by default.
+    pub fn is_test(&self) -> bool {
+        self.external_ids.get(TEST_KEY).is_some_and(|v| v == "1")
+    }
+}
+
 /// Changes to a participant; a `None` field is left as it is. For the nullable fields the inner
 /// option is the new value, so `Some(None)` clears it (e.g. a partner left before the session
 /// began and the participant goes back to the waiting room).

@@ -46,7 +46,7 @@ pub struct ImportArgs {
 pub struct ExportArgs {
     /// taskmaster1, crosswoz, multiwoz, convlab3, crsarena, crsarena_eval, crwiz, jsonl,
     /// survey-csv, votes-csv, or log (per-session logs with metrics, written by the server
-    /// crate; it takes --data, --out and --study only).
+    /// crate; it takes --data, --out, --study and --include-test only).
     #[arg(long)]
     format: String,
     #[command(flatten)]
@@ -63,6 +63,9 @@ pub struct ExportArgs {
     /// Only this study's sessions (imported ones are in import:<format>).
     #[arg(long)]
     study: Option<String>,
+    /// Export test sessions too (/try, lab links with test=1); they are left out otherwise.
+    #[arg(long)]
+    include_test: bool,
 }
 
 #[derive(Args)]
@@ -100,6 +103,9 @@ pub struct ReportArgs {
     /// answers are used as stored (the report then says so).
     #[arg(long = "study")]
     studies: Vec<String>,
+    /// Report test sessions too (/try, lab links with test=1); they are left out otherwise.
+    #[arg(long)]
+    include_test: bool,
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
@@ -129,7 +135,12 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
     if args.format == "log" {
-        return crate::serve_cmd::export_log(&args.data.data, args.study.as_deref(), &args.out);
+        return crate::serve_cmd::export_log(
+            &args.data.data,
+            args.study.as_deref(),
+            args.include_test,
+            &args.out,
+        );
     }
     let format = ExportFormat::parse(&args.format).ok_or_else(|| {
         anyhow!(
@@ -147,6 +158,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         out: args.out,
         split,
         study: args.study,
+        include_test: args.include_test,
     };
     let started = Instant::now();
     let summary = with_store(&args.data.data, Access::Snapshot, async |store| {
@@ -191,6 +203,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
             seed: args.seed,
         },
         questionnaires: questionnaires(&args.studies)?,
+        include_test: args.include_test,
     };
     let started = Instant::now();
     let report = with_store(&args.data.data, Access::Snapshot, async |store| {

@@ -56,6 +56,9 @@ pub struct PaymentsArgs {
     /// Check a completion code instead: prints whose it is, exits 1 if it is not valid.
     #[arg(long, value_name = "CODE")]
     verify: Option<String>,
+    /// Price test sessions too (/try, lab links with test=1); they are left out otherwise.
+    #[arg(long)]
+    include_test: bool,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -184,7 +187,13 @@ pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
                     .flatten(),
             }
         };
-        let rows = payments::payments(store.as_ref(), filter.as_deref(), &study_of).await?;
+        let rows = payments::payments(
+            store.as_ref(),
+            filter.as_deref(),
+            &study_of,
+            args.include_test,
+        )
+        .await?;
         store.close().await;
         match &args.out {
             Some(path) => {
@@ -205,10 +214,15 @@ pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
 
 /// `wozkit export --format log`: one JSON log per session with its metrics (or JSON Lines when
 /// `out` ends in `.jsonl`).
-pub fn export_log(data: &str, study: Option<&str>, out: &std::path::Path) -> Result<ExitCode> {
+pub fn export_log(
+    data: &str,
+    study: Option<&str>,
+    include_test: bool,
+    out: &std::path::Path,
+) -> Result<ExitCode> {
     runtime()?.block_on(async move {
         let store = open_store(data, Access::Snapshot).await?;
-        let n = records::export_log(store.as_ref(), study, out).await;
+        let n = records::export_log(store.as_ref(), study, include_test, out).await;
         store.close().await;
         let n = n.with_context(|| format!("cannot export to {}", out.display()))?;
         eprintln!("{n} session log(s) written to {}", out.display());

@@ -4,13 +4,14 @@
 //! JSON document keep each record's rendered text (not the events) until the end, to write the
 //! records in import order; CRWIZ writes one file per dialogue as it comes.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use thiserror::Error;
 use wozkit_store::{Store, StoreError};
 
 use super::Progress;
-use super::read::{SessionStream, visible_session_ids};
+use super::read::{SessionStream, test_session_ids, visible_session_ids};
 use super::sinks::{self, Sink};
 use super::split::{SplitSpec, part_path};
 use crate::error::ExportError;
@@ -72,6 +73,8 @@ pub struct ExportOptions {
     pub split: Option<SplitSpec>,
     /// Only this study's sessions (imported ones are in `import:<format>`).
     pub study: Option<String>,
+    /// Test sessions too (`/try`, lab links with `test=1`); left out otherwise.
+    pub include_test: bool,
 }
 
 /// What an export did.
@@ -105,7 +108,13 @@ pub async fn export_store(
     options: &ExportOptions,
     progress: &dyn Progress,
 ) -> Result<ExportSummary, StoreExportError> {
-    let ids = visible_session_ids(store, options.study.as_deref()).await?;
+    let skip = if options.include_test {
+        HashSet::new()
+    } else {
+        test_session_ids(store, options.study.as_deref()).await?
+    };
+    let mut ids = visible_session_ids(store, options.study.as_deref()).await?;
+    ids.retain(|id| !skip.contains(id));
     let (mut parts, assignment): (Vec<Box<dyn Sink>>, _) = match &options.split {
         None => (vec![sinks::open(options.format, &options.out)?], None),
         Some(spec) => {
@@ -119,7 +128,9 @@ pub async fn export_store(
     };
     let mut summary = ExportSummary::default();
     progress.start("exporting", Some(ids.len() as u64));
-    let mut stream = SessionStream::open(store, options.study.as_deref()).await?;
+    let mut stream = SessionStream::open(store, options.study.as_deref())
+        .await?
+        .skipping(skip);
     while let Some(session) = stream.next().await? {
         let part = assignment
             .as_ref()

@@ -71,6 +71,8 @@ pub struct SessionStream<'a> {
     /// Events of the session being assembled (its last event may not have arrived yet).
     pending: Vec<Event>,
     ready: VecDeque<StoredSession>,
+    /// Sessions left out, e.g. test sessions (see [`test_session_ids`]).
+    skip: HashSet<String>,
     done: bool,
     /// Events read so far, for summaries.
     pub events_read: u64,
@@ -89,9 +91,16 @@ impl<'a> SessionStream<'a> {
             cursor: None,
             pending: Vec::new(),
             ready: VecDeque::new(),
+            skip: HashSet::new(),
             done: false,
             events_read: 0,
         })
+    }
+
+    /// Leaves these sessions out of the stream.
+    pub fn skipping(mut self, skip: HashSet<String>) -> SessionStream<'a> {
+        self.skip = skip;
+        self
     }
 
     /// The next session, or `None` at the end.
@@ -132,6 +141,7 @@ impl<'a> SessionStream<'a> {
     fn push_ready(&mut self, events: Vec<Event>) {
         if let Some(session) = StoredSession::new(events)
             && !self.importing.contains(&session.store_id)
+            && !self.skip.contains(&session.store_id)
         {
             self.ready.push_back(session);
         }
@@ -151,6 +161,30 @@ pub async fn importing_sessions(store: &dyn Store) -> Result<HashSet<String>, St
         .filter(|s| s.study_id.starts_with(IMPORT_STUDY_PREFIX))
         .map(|s| s.id)
         .collect())
+}
+
+/// Ids of the test sessions (of `study`, when given): those with a test participant (`/try`, a
+/// lab link with `test=1`; see [`wozkit_store::TEST_KEY`]). Imported sessions have no
+/// participants, so only live studies' sessions are asked about.
+pub async fn test_session_ids(
+    store: &dyn Store,
+    study: Option<&str>,
+) -> Result<HashSet<String>, StoreError> {
+    let filter = SessionFilter {
+        study_id: study.map(str::to_string),
+        ..SessionFilter::default()
+    };
+    let mut out = HashSet::new();
+    for s in store.list_sessions(&filter).await? {
+        if s.study_id.starts_with(IMPORT_STUDY_PREFIX) {
+            continue;
+        }
+        let people = store.participants_in_session(&s.id).await?;
+        if people.iter().any(|p| p.is_test()) {
+            out.insert(s.id);
+        }
+    }
+    Ok(out)
 }
 
 /// Ids of every visible session (of `study`, when given), sorted.

@@ -3,9 +3,10 @@
 //!
 //! Platforms are recognised by their parameters: Prolific (`PROLIFIC_PID`, `STUDY_ID`,
 //! `SESSION_ID`), MTurk (`workerId`, `assignmentId`, `hitId`, `turkSubmitTo`) and lab links
-//! (`participant`, optional; `role` and `pair` are honoured for lab links only, so a crowd worker
-//! cannot choose a role). A worker who comes back resumes where they were: with the old cookie
-//! directly, without it through a new token stored as an alias in the meta table.
+//! (`participant`, optional; `role`, `pair` and `test=1` are honoured for lab links only, so a
+//! crowd worker cannot choose a role or mark itself as a test). A worker who comes back resumes
+//! where they were: with the old cookie directly, without it through a new token stored as an
+//! alias in the meta table.
 //!
 //! Each client address may open only so many entry links a minute (`Tunables::join_per_minute`),
 //! so a script cannot create participants without bound; the rest get a 429 page saying when to
@@ -20,8 +21,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use wozkit_core::event::Role;
 use wozkit_store::{
-    NewParticipant, Participant, ParticipantPatch, Platform, StoreError, hash_token, new_id,
-    new_token,
+    NewParticipant, Participant, ParticipantPatch, Platform, StoreError, TEST_KEY, hash_token,
+    new_id, new_token,
 };
 
 use super::html::{esc, layout, paragraphs, query_escape};
@@ -149,10 +150,17 @@ fn identify(q: &HashMap<String, String>) -> Result<Identity, HttpError> {
             external: take(&["workerId", "assignmentId", "hitId", "turkSubmitTo"])?,
         });
     }
+    // A lab link may mark its participant as a test (`test=1`; `/try` does): left out of
+    // reports, exports and payments unless asked. Crowd links cannot.
+    if q.get(TEST_KEY).is_some_and(|v| v != "1") {
+        return Err(HttpError::BadRequest(
+            "`test` must be 1 (or left out for a real participant)".into(),
+        ));
+    }
     Ok(Identity {
         platform: Platform::Lab,
         worker: q.get("participant").cloned(),
-        external: take(&["participant", PAIR_KEY])?,
+        external: take(&["participant", PAIR_KEY, TEST_KEY])?,
     })
 }
 

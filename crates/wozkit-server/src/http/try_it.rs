@@ -1,6 +1,7 @@
 //! `GET /try`: the researcher plays both roles side by side. Each frame is a fresh lab
 //! participant in its own "seat" (its own cookie), and both carry the same private pair key, so
-//! they are paired with each other and never with a real participant.
+//! they are paired with each other and never with a real participant. Both are marked as tests
+//! (`test=1`), so reports, exports and payments leave their session out unless asked.
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -36,7 +37,7 @@ pub async fn page(
     let seat = |role: char| format!("{role}{}", &pair[..8]);
     let src = |role: &str, s: &str| {
         format!(
-            "/join?study={}&role={role}&pair=try-{pair}&seat={s}",
+            "/join?study={}&role={role}&pair=try-{pair}&seat={s}&test=1",
             query_escape(&study.study.id)
         )
     };

@@ -40,6 +40,9 @@ pub struct LoggedParticipant {
     pub role: Option<Role>,
     pub platform: Platform,
     pub completion_code: Option<String>,
+    /// A test participant (`/try`, a lab link with `test=1`); written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub test: bool,
 }
 
 /// One session's log: the record, who took part, the metrics, and every event.
@@ -65,6 +68,7 @@ pub async fn session_log(
         .await?
         .into_iter()
         .map(|p| LoggedParticipant {
+            test: p.is_test(),
             id: p.id,
             role: p.role,
             platform: p.platform,
@@ -94,6 +98,15 @@ pub async fn sessions(
         .await
 }
 
+/// Whether a participant of the session is a test one (see [`wozkit_store::TEST_KEY`]).
+pub async fn is_test_session(store: &dyn Store, session: &str) -> Result<bool, StoreError> {
+    Ok(store
+        .participants_in_session(session)
+        .await?
+        .iter()
+        .any(|p| p.is_test()))
+}
+
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RecordsError + '_ {
     move |source| RecordsError::Io {
         path: path.display().to_string(),
@@ -106,9 +119,19 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RecordsError + '_ {
 pub async fn export_log(
     store: &dyn Store,
     study: Option<&str>,
+    include_test: bool,
     out: &Path,
 ) -> Result<usize, RecordsError> {
-    let records = sessions(store, study).await?;
+    let mut records = sessions(store, study).await?;
+    if !include_test {
+        let mut kept = Vec::with_capacity(records.len());
+        for r in records {
+            if !is_test_session(store, &r.id).await? {
+                kept.push(r);
+            }
+        }
+        records = kept;
+    }
     let n = records.len();
     let jsonl = out
         .extension()

@@ -63,18 +63,21 @@ pub struct PaymentRow {
     pub total: f64,
 }
 
-/// Prices every participant of every session (of `study_filter`, if given). `study_of` gives the
+/// Prices every participant of every session (of `study_filter`, if given; test sessions only
+/// when `include_test`). `study_of` gives the
 /// loaded study for a study id (its payment scheme, clock rule and bonus condition).
 pub async fn payments(
     store: &dyn Store,
     study_filter: Option<&str>,
     study_of: &dyn Fn(&str) -> Option<Arc<LoadedStudy>>,
+    include_test: bool,
 ) -> Result<Vec<PaymentRow>, StoreError> {
     let mut rows = vec![];
     let mut cache: HashMap<String, Option<Arc<LoadedStudy>>> = HashMap::new();
     for record in sessions(store, study_filter).await? {
         let people = store.participants_in_session(&record.id).await?;
-        if people.is_empty() {
+        // A test session (`/try`, a lab link with `test=1`) is nobody's pay.
+        if people.is_empty() || (!include_test && people.iter().any(Participant::is_test)) {
             continue;
         }
         let study = cache

@@ -19,3 +19,4 @@ mod researcher;
 mod restart;
 mod security;
 mod survey;
+mod test_sessions;

@@ -208,7 +208,7 @@ impl Data {
 
     /// The payment table with every session priced by `study` (or by nothing).
     async fn table(&self, study: Option<Arc<LoadedStudy>>) -> Vec<PaymentRow> {
-        payments(self.store.as_ref(), None, &|_| study.clone())
+        payments(self.store.as_ref(), None, &|_| study.clone(), false)
             .await
             .expect("payments")
     }

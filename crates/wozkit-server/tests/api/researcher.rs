@@ -112,7 +112,7 @@ async fn logs_payments_and_codes_come_from_the_store() {
     let out = tempfile::tempdir().expect("dir");
     let path = out.path().join("logs.jsonl");
     assert_eq!(
-        records::export_log(app.store.as_ref(), None, &path)
+        records::export_log(app.store.as_ref(), None, false, &path)
             .await
             .expect("export"),
         1
@@ -131,7 +131,7 @@ async fn logs_payments_and_codes_come_from_the_store() {
     assert!(log["events"].as_array().is_some_and(|e| e.len() > 8));
 
     let tiny = std::sync::Arc::new(Tiny::default().study());
-    let rows = payments::payments(app.store.as_ref(), None, &|_| Some(tiny.clone()))
+    let rows = payments::payments(app.store.as_ref(), None, &|_| Some(tiny.clone()), false)
         .await
         .expect("payments");
     let by_role: BTreeMap<String, &payments::PaymentRow> =
