@@ -1,7 +1,8 @@
 // The room: a WebSocket client for docs/protocol.md. It sends intents only (say, fixed, text, act,
 // approve, deny, hint, finish) and renders what the server sends: events as chat, the per-role
-// view as options, action panel, timer, progress, robots and media. Text from anyone is set with
-// textContent, never as HTML. On reconnect it sends the last seq it saw and gets what it missed.
+// view as options, action panel, timer, progress, robots (also drawn on the map) and media. Text
+// from anyone is set with textContent, never as HTML. On reconnect it sends the last seq it saw
+// and gets what it missed.
 
 const $ = (id) => document.getElementById(id);
 const main = $('room');
@@ -125,6 +126,113 @@ function renderEvent(e) {
   }
 }
 
+// ---------------------------------------------------------------- map
+
+// The robots drawn over the study's map: an SVG laid over the image, one marker per robot at its
+// location's x/y (percent of the map's width and height, so percentages in SVG units place them
+// on any image size), moving from its location to the target by the running action's percent.
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+function svgEl(tag, attrs = {}, text) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function placeXY(id) {
+  const l = st.study && st.study.locations.find((x) => x.id === id);
+  return l ? { x: l.x, y: l.y } : null;
+}
+
+// Where a robot is now: at its location, or on the way to `moving_to` by the action's percent.
+function robotXY(r) {
+  const from = placeXY(r.location);
+  const to = r.moving_to ? placeXY(r.moving_to) : null;
+  if (!from || !to) return from;
+  const f = Math.min(100, Math.max(0, r.percent ?? 0)) / 100;
+  return { x: from.x + (to.x - from.x) * f, y: from.y + (to.y - from.y) * f };
+}
+
+const pct = (n) => `${+n.toFixed(2)}%`;
+
+// One colour per robot kind, in the order the study lists its robots.
+function kindClass(study, kind) {
+  const kinds = [...new Set(study.robots.map((r) => r.kind))];
+  return `kind-${kinds.indexOf(kind) % 4}`;
+}
+
+function setupMap(study) {
+  const img = $('map');
+  let frame = img.parentElement.classList.contains('map-frame') ? img.parentElement : null;
+  if (!frame) {
+    const body = el('div', { class: 'map-body' });
+    frame = el('div', { class: 'map-frame' });
+    img.replaceWith(body);
+    frame.append(img);
+    body.append(frame);
+  }
+  const old = $('map-overlay');
+  if (old) old.remove();
+  const oldKey = $('map-key');
+  if (oldKey) oldKey.remove();
+  if (!study.robots.length) return;
+  // The key beside the map names each robot; the markers repeat it visually only.
+  frame.append(svgEl('svg', { id: 'map-overlay', 'data-testid': 'map-overlay', 'aria-hidden': 'true' }));
+  const key = el('ul', { id: 'map-key', 'data-testid': 'map-key' });
+  study.robots.forEach((r, i) => {
+    const li = el('li', { 'data-testid': `map-key-${r.id}` });
+    li.append(el('span', { class: `swatch ${kindClass(study, r.kind)}` }, String(i + 1)));
+    const about = el('div', {});
+    about.append(el('strong', {}, r.name), el('span', { class: 'muted' }, ` · ${r.kind_label}`));
+    if (r.can && r.can.length) about.append(el('div', { class: 'can' }, r.can.join(' · ')));
+    li.append(about);
+    key.append(li);
+  });
+  frame.parentElement.append(key);
+}
+
+function renderMap(v) {
+  const svg = $('map-overlay');
+  if (!svg || !st.study) return;
+  const placed = [];
+  for (const r of v.robots) {
+    const i = st.study.robots.findIndex((x) => x.id === r.id);
+    const at = robotXY(r);
+    if (i < 0 || !at) continue;
+    placed.push({ r, i, at, kind: kindClass(st.study, st.study.robots[i].kind) });
+  }
+  // Robots on the same spot (all of them at the base, at first) sit side by side, not on top.
+  const spots = new Map();
+  for (const p of placed) {
+    const k = `${Math.round(p.at.x * 2)}:${Math.round(p.at.y * 2)}`;
+    if (!spots.has(k)) spots.set(k, []);
+    spots.get(k).push(p);
+  }
+  const routes = [];
+  const markers = [];
+  for (const group of spots.values()) {
+    group.forEach((p, j) => {
+      const dx = (j - (group.length - 1) / 2) * 18;
+      const to = p.r.moving_to ? placeXY(p.r.moving_to) : null;
+      if (to) {
+        routes.push(svgEl('line', {
+          class: 'route', 'data-testid': `map-route-${p.r.id}`,
+          x1: pct(p.at.x), y1: pct(p.at.y), x2: pct(to.x), y2: pct(to.y),
+        }));
+      }
+      const m = svgEl('svg', {
+        class: `robot ${p.kind}${p.r.busy ? ' busy' : ''}`, 'data-testid': `map-robot-${p.r.id}`,
+        'data-x': +p.at.x.toFixed(2), 'data-y': +p.at.y.toFixed(2), x: pct(p.at.x), y: pct(p.at.y), overflow: 'visible',
+      });
+      m.append(svgEl('title', {}, p.r.name), svgEl('circle', { cx: dx, cy: 0, r: 8 }),
+        svgEl('text', { x: dx, y: 0 }, String(p.i + 1)));
+      markers.push(m);
+    });
+  }
+  svg.replaceChildren(...routes, ...markers);
+}
+
 // ---------------------------------------------------------------- view
 
 function renderTimer() {
@@ -234,6 +342,7 @@ function renderView(v) {
     renderActions();
   }
   renderRobots(v);
+  renderMap(v);
   if (v.media) {
     $('media-panel').hidden = false;
     if ($('media').getAttribute('src') !== v.media.url) $('media').setAttribute('src', v.media.url);
@@ -247,6 +356,7 @@ function renderWelcome(study) {
     $('map-panel').hidden = false;
     $('map').setAttribute('src', study.map.url);
     $('map').alt = study.map.alt;
+    setupMap(study);
   }
   $('typing').textContent = `${study.partner.name} is typing…`;
 }

@@ -166,7 +166,9 @@ async fn play(
     p.fixed = room.fixed("okay").await?;
 
     // Subtask 1: the quadcopter flies out and inspects; the milestone shows a GIF to both.
+    room.robot_on_map("qdc1", "base").await?;
     room.act("send", "qdc1", Some("pu_et")).await?;
+    room.robot_on_map("qdc1", "pu_et").await?;
     p.said.push(room.say("inform_arrival").await?);
     p.said.push(room.say("inform_inspection").await?);
     room.act("inspect", "qdc1", None).await?;
@@ -347,6 +349,33 @@ impl Room<'_> {
             || async { Ok((started(&self.w.chat().await?) > before).then_some(())) },
         )
         .await
+    }
+
+    /// Both pages draw `robot`'s marker on the map at the study's x/y of `location`.
+    async fn robot_on_map(&self, robot: &str, location: &str) -> Result<()> {
+        let place = self
+            .study
+            .study
+            .world
+            .locations
+            .iter()
+            .find(|l| l.id == location)
+            .with_context(|| format!("no location {location} in the study"))?;
+        let script = "const m = document.querySelector(`[data-testid=map-robot-${arguments[0]}]`);\
+                      return !!m && !document.getElementById('map-panel').hidden\
+                        && Number(m.dataset.x) === arguments[1] && Number(m.dataset.y) === arguments[2]";
+        for br in [self.w, self.u] {
+            br.wait_js(
+                &format!(
+                    "{robot} on the map at {location} ({}, {})",
+                    place.x, place.y
+                ),
+                script,
+                vec![json!(robot), json!(place.x), json!(place.y)],
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Both pages show the media file `file`, loaded.

@@ -164,6 +164,11 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
         "robots": st.world.robots.iter().map(|r| json!({
             "id": r.id, "name": r.name, "kind": r.kind,
             "kind_label": st.world.robot_kinds.get(&r.kind).map_or(r.kind.as_str(), |k| k.label.as_str()),
+            // What the robot is equipped for, by the labels of the actions its skills unlock:
+            // a skill's id ("open_valves") is the study's machine name, not a participant's word.
+            "can": st.actions.iter()
+                .filter(|a| a.requires.as_ref().is_some_and(|c| r.capabilities.contains(c)))
+                .map(|a| a.label.as_str()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "map": map,
         "actions": actions,
@@ -221,6 +226,9 @@ struct RobotView<'a> {
     busy: bool,
     action: Option<&'a str>,
     target: Option<&'a str>,
+    /// The location id the running action moves the robot to: the map draws the robot between
+    /// `location` and this place by `percent`.
+    moving_to: Option<&'a str>,
     percent: Option<u32>,
     eta_s: Option<u64>,
 }
@@ -345,6 +353,10 @@ pub fn view<'a>(
                 busy: act.is_some(),
                 action: act.map(|a| st.actions[a.action].label.as_str()),
                 target: act.and_then(|a| a.target.as_deref()).map(loc_name),
+                // The same rule as the engine's completion: only a moving action with a target.
+                moving_to: act
+                    .filter(|a| st.actions[a.action].moves)
+                    .and_then(|a| a.target.as_deref()),
                 percent: act.map(|a| a.percent),
                 eta_s: act.map(|a| a.ends_ms.saturating_sub(now_ms).div_ceil(1000)),
             }
@@ -625,6 +637,54 @@ mod tests {
             let text =
                 serde_json::to_string(&event_for(&study, Role::User, &e)).unwrap_or_default();
             assert!(!text.contains("\"send\""), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_map_gets_each_robots_skills_by_label_and_where_a_moving_robot_goes() {
+        let (study, s, _) = play(vec![
+            (Actor::System, Command::Start { seed: 1 }),
+            say("intro_hello"),
+            say("inform_alert_emergency"),
+            (
+                wizard(),
+                Command::Act {
+                    action: "send".into(),
+                    robot: "qdc1".into(),
+                    target: Some("pu_et".into()),
+                },
+            ),
+        ]);
+        let welcome = welcome_study(&study, Role::User);
+        assert_eq!(
+            welcome["robots"][0]["can"],
+            json!(["Extinguish the fire", "Close the gas valves"])
+        );
+        assert_eq!(welcome["robots"][2]["can"], json!(["Inspect the area"]));
+        for role in [Role::User, Role::Wizard] {
+            let v: Value = serde_json::from_str(&view(&study, &s, role, 2_000, false).frame())
+                .unwrap_or_default();
+            let robots = v["view"]["robots"].as_array().cloned().unwrap_or_default();
+            let moving: Vec<_> = robots
+                .iter()
+                .map(|r| {
+                    (
+                        r["id"].clone(),
+                        r["location"].clone(),
+                        r["moving_to"].clone(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                moving,
+                vec![
+                    (json!("hsk1"), json!("base"), Value::Null),
+                    (json!("hsk2"), json!("base"), Value::Null),
+                    (json!("qdc1"), json!("base"), json!("pu_et")),
+                    (json!("qdc2"), json!("base"), Value::Null),
+                ],
+                "{role:?}"
+            );
         }
     }
 
