@@ -295,12 +295,19 @@ pub async fn login(app: &TestApp) -> String {
 /// Like [`paired`], for tests that need several pairs: the participants are named after `tag`
 /// and paired only with each other (a private pair key), so any number of pairs can coexist.
 pub async fn paired_as(app: &TestApp, tag: &str) -> (Client, Client, String) {
-    let user = app
-        .join(&format!("participant={tag}-u&role=user&pair={tag}"))
-        .await;
-    let wizard = app
-        .join(&format!("participant={tag}-w&role=wizard&pair={tag}"))
-        .await;
+    pair_links(
+        app,
+        &format!("participant={tag}-u&role=user&pair={tag}"),
+        &format!("participant={tag}-w&role=wizard&pair={tag}"),
+    )
+    .await
+}
+
+/// Joins through two entry-link queries (user first), accepts the pages before the room, opens
+/// both waiting rooms and waits until they are paired; returns both and the session id.
+pub async fn pair_links(app: &TestApp, user: &str, wizard: &str) -> (Client, Client, String) {
+    let user = app.join(user).await;
+    let wizard = app.join(wizard).await;
     user.accept_pages().await;
     wizard.accept_pages().await;
     let mut wu = user.ws().await;

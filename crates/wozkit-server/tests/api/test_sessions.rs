@@ -22,20 +22,7 @@ async fn tried(app: &TestApp) -> String {
         .map(|s| s.replace("&amp;", "&"))
         .collect();
     assert_eq!(links.len(), 2, "{}", page.body);
-    let user = app.join(&links[0]).await;
-    let wizard = app.join(&links[1]).await;
-    user.accept_pages().await;
-    wizard.accept_pages().await;
-    let mut wu = user.ws().await;
-    wu.hello(0).await;
-    let mut ww = wizard.ws().await;
-    ww.hello(0).await;
-    let session = wu.until_type("paired").await["session"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    assert_eq!(ww.until_type("paired").await["session"], session.as_str());
-    session
+    pair_links(app, &links[0], &links[1]).await.2
 }
 
 #[tokio::test]
@@ -45,23 +32,12 @@ async fn try_and_test_links_are_left_out_of_payments_and_logs_unless_asked() {
     let (_u, _w, real) = paired_as(&app, "real").await;
     let tried = tried(&app).await;
     // A lab link marked as a test.
-    let user = app
-        .join("participant=t-u&role=user&pair=lab-test&test=1")
-        .await;
-    let wizard = app
-        .join("participant=t-w&role=wizard&pair=lab-test&test=1")
-        .await;
-    user.accept_pages().await;
-    wizard.accept_pages().await;
-    let mut wu = user.ws().await;
-    wu.hello(0).await;
-    let mut ww = wizard.ws().await;
-    ww.hello(0).await;
-    let lab_test = wu.until_type("paired").await["session"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    ww.until_type("paired").await;
+    let (_tu, _tw, lab_test) = pair_links(
+        &app,
+        "participant=t-u&role=user&pair=lab-test&test=1",
+        "participant=t-w&role=wizard&pair=lab-test&test=1",
+    )
+    .await;
 
     for (session, test) in [(&real, false), (&tried, true), (&lab_test, true)] {
         let marked = records::is_test_session(app.store.as_ref(), session)
