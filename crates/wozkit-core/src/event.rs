@@ -242,11 +242,128 @@ pub enum EventKind {
         #[serde(default)]
         no_partner: bool,
     },
+    /// The first event of a participant's own log (a session of kind `participant`): every
+    /// page answer and judgment of an evaluation flow is logged there.
+    ParticipantLogStarted {
+        participant: String,
+        study: String,
+        study_version: String,
+    },
+    /// A page of questions (or any page that asks something besides judging an item) answered.
+    PageAnswered {
+        page: String,
+        answers: IndexMap<String, serde_json::Value>,
+    },
+    /// The participant was given an item to judge under a lease.
+    ItemClaimed {
+        page: String,
+        item: String,
+        lease: String,
+        /// The item's dialogues; for a comparison, in the order shown: left first.
+        dialogues: Vec<String>,
+        /// The pool the item came from.
+        pool: ItemPool,
+        claimed_at_ms: u64,
+        expires_at_ms: u64,
+    },
+    /// The participant gave an item back unjudged (skipped it); the item returns to the pool.
+    ItemReturned { item: String, lease: String },
+    /// A judgment of one item. `counted` is false for a surplus judgment (submitted after its
+    /// lease expired, when the item had all its judgments already) and for gold items.
+    Judged(Box<Judgment>),
+    /// The onboarding test was taken.
+    OnboardingDone {
+        passed: bool,
+        correct: u32,
+        total: u32,
+        answers: IndexMap<String, serde_json::Value>,
+    },
+    /// The participant was screened out and sent to the end of the flow.
+    ScreenedOut { reason: ScreenReason },
     /// Information from an imported dataset that has no event of its own.
     Annotation {
         key: String,
         value: serde_json::Value,
     },
+}
+
+/// Which pool an evaluation item comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemPool {
+    /// An item judged `judgments_per_item` times.
+    Item,
+    /// An attention check with a known answer; not counted towards any item's judgments.
+    Gold,
+}
+
+impl ItemPool {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemPool::Item => "item",
+            ItemPool::Gold => "gold",
+        }
+    }
+}
+
+/// Why a participant was screened out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScreenReason {
+    /// Failed the onboarding test.
+    Onboarding,
+    /// Failed too many attention checks.
+    Gold,
+    /// The worker id is on the study's or the global blocklist.
+    Blocklist,
+}
+
+/// One judgment of an evaluation item (rating one dialogue, or comparing two).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Judgment {
+    /// The flow page the judgment was made on.
+    pub page: String,
+    pub item: String,
+    pub lease: String,
+    pub pool: ItemPool,
+    /// The item's dialogues as shown; for a comparison the left one first.
+    pub dialogues: Vec<String>,
+    /// Comparison: the id of the dialogue chosen.
+    #[serde(default)]
+    pub choice: Option<String>,
+    /// Comparison: the participant's reason for the choice.
+    #[serde(default)]
+    pub justification: Option<String>,
+    /// Answers to the page's questions (rating scales and the like), by question id.
+    #[serde(default)]
+    pub answers: IndexMap<String, serde_json::Value>,
+    /// Per-turn annotation: one entry per annotated turn.
+    #[serde(default)]
+    pub turns: Vec<TurnLabel>,
+    /// Counted towards the item's `judgments_per_item`.
+    pub counted: bool,
+    /// Submitted after the lease had expired and the item no longer needed it.
+    #[serde(default)]
+    pub surplus: bool,
+    /// Gold items: whether the known answer was given.
+    #[serde(default)]
+    pub gold_correct: Option<bool>,
+    pub claimed_at_ms: u64,
+}
+
+/// The labels given to one turn of a shown dialogue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnLabel {
+    /// The dialogue the turn belongs to.
+    pub dialogue: String,
+    /// The turn's index in the dialogue, from 0.
+    pub turn: u32,
+    /// Checkbox annotation: the labels ticked (possibly none).
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Scale annotation: the point chosen.
+    #[serde(default)]
+    pub score: Option<u32>,
 }
 
 /// How a lock was released.

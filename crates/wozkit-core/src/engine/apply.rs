@@ -162,7 +162,14 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         }
         EventKind::SurveyAnswered { .. }
         | EventKind::CompletionIssued { .. }
-        | EventKind::Annotation { .. } => {}
+        | EventKind::Annotation { .. }
+        | EventKind::ParticipantLogStarted { .. }
+        | EventKind::PageAnswered { .. }
+        | EventKind::ItemClaimed { .. }
+        | EventKind::ItemReturned { .. }
+        | EventKind::Judged(_)
+        | EventKind::OnboardingDone { .. }
+        | EventKind::ScreenedOut { .. } => {}
     }
 }
 
