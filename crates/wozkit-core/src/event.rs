@@ -261,6 +261,8 @@ pub enum EventKind {
         lease: String,
         /// The item's dialogues; for a comparison, in the order shown: left first.
         dialogues: Vec<String>,
+        /// The system behind each of `dialogues`, in the same order.
+        systems: Vec<String>,
         /// The pool the item came from.
         pool: ItemPool,
         claimed_at_ms: u64,
@@ -328,6 +330,8 @@ pub struct Judgment {
     pub pool: ItemPool,
     /// The item's dialogues as shown; for a comparison the left one first.
     pub dialogues: Vec<String>,
+    /// The system behind each of `dialogues`, in the same order.
+    pub systems: Vec<String>,
     /// Comparison: the id of the dialogue chosen.
     #[serde(default)]
     pub choice: Option<String>,
