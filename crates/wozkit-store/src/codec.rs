@@ -6,10 +6,13 @@
 use std::collections::BTreeMap;
 
 use sqlx::{ColumnIndex, Decode, Row, Type};
-use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event, Role};
+use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event, ItemPool, Role};
 
 use crate::error::{Result, StoreError};
-use crate::model::{NewEvent, NewParticipant, Participant, Platform, SessionEnd, SessionRecord};
+use crate::model::{
+    Lease, LeaseState, NewEvent, NewParticipant, Participant, Platform, SessionEnd, SessionKind,
+    SessionRecord,
+};
 
 /// An event ready to insert: the columns that do not depend on its `seq`.
 #[derive(Debug)]
@@ -161,8 +164,59 @@ pub(crate) fn session_from_row(row: &impl RowExt) -> Result<SessionRecord> {
         study_version: row.text("study_version")?,
         seed,
         created_at_ms: to_u64("session creation time", row.int("created_at_ms")?)?,
+        kind: parse_session_kind(&row.text("kind")?)?,
         ended,
         last_seq: to_u64("session last seq", row.int("last_seq")?)?,
+    })
+}
+
+fn parse_session_kind(name: &str) -> Result<SessionKind> {
+    match name {
+        "dialogue" => Ok(SessionKind::Dialogue),
+        "participant" => Ok(SessionKind::Participant),
+        _ => Err(corrupt("session kind", format!("unknown kind {name:?}"))),
+    }
+}
+
+pub(crate) fn parse_pool(name: &str) -> Result<ItemPool> {
+    match name {
+        "item" => Ok(ItemPool::Item),
+        "gold" => Ok(ItemPool::Gold),
+        _ => Err(corrupt("item pool", format!("unknown pool {name:?}"))),
+    }
+}
+
+pub(crate) fn parse_lease_state(name: &str) -> Result<LeaseState> {
+    match name {
+        "leased" => Ok(LeaseState::Leased),
+        "done" => Ok(LeaseState::Done),
+        "surplus" => Ok(LeaseState::Surplus),
+        "returned" => Ok(LeaseState::Returned),
+        _ => Err(corrupt("lease state", format!("unknown state {name:?}"))),
+    }
+}
+
+/// An item's or lease's dialogues as stored: a JSON array of ids.
+pub(crate) fn dialogues_json(dialogues: &[String]) -> Result<String> {
+    serde_json::to_string(dialogues).map_err(StoreError::Encode)
+}
+
+fn parse_dialogues(what: &'static str, json: &str) -> Result<Vec<String>> {
+    serde_json::from_str(json).map_err(|e| corrupt(what, e.to_string()))
+}
+
+/// A lease from a row with the `leases` columns.
+pub(crate) fn lease_from_row(row: &impl RowExt) -> Result<Lease> {
+    Ok(Lease {
+        id: row.text("id")?,
+        study_id: row.text("study_id")?,
+        item_id: row.text("item_id")?,
+        worker: row.text("worker")?,
+        pool: parse_pool(&row.text("pool")?)?,
+        dialogues: parse_dialogues("lease dialogues", &row.text("dialogues")?)?,
+        claimed_at_ms: to_u64("lease claim time", row.int("claimed_at_ms")?)?,
+        expires_at_ms: to_u64("lease expiry time", row.int("expires_at_ms")?)?,
+        state: parse_lease_state(&row.text("state")?)?,
     })
 }
 

@@ -33,8 +33,9 @@ use std::sync::Arc;
 
 pub use error::{Result, StoreError};
 pub use model::{
-    EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
-    SessionEnd, SessionFilter, SessionRecord, SessionStatus, TEST_KEY,
+    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, LeaseState, NewEvent, NewParticipant,
+    NewSession, Participant, ParticipantPatch, Platform, SessionEnd, SessionFilter, SessionKind,
+    SessionRecord, SessionStatus, SubmitOutcome, TEST_KEY,
 };
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};

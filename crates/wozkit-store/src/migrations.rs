@@ -21,6 +21,11 @@ const SQLITE: &[Source] = &[
         "append keys",
         include_str!("../migrations/sqlite/0002_append_keys.sql"),
     ),
+    (
+        3,
+        "evaluation",
+        include_str!("../migrations/sqlite/0003_evaluation.sql"),
+    ),
 ];
 
 const POSTGRES: &[Source] = &[
@@ -33,6 +38,11 @@ const POSTGRES: &[Source] = &[
         2,
         "append keys",
         include_str!("../migrations/postgres/0002_append_keys.sql"),
+    ),
+    (
+        3,
+        "evaluation",
+        include_str!("../migrations/postgres/0003_evaluation.sql"),
     ),
 ];
 

@@ -42,6 +42,7 @@ pub struct SessionRecord {
     pub study_version: String,
     pub seed: u64,
     pub created_at_ms: u64,
+    pub kind: SessionKind,
     /// `None` while the session is live.
     pub ended: Option<SessionEnd>,
     /// `seq` of the last event appended, 0 when the log is empty.
@@ -68,6 +69,8 @@ pub enum SessionStatus {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionFilter {
     pub study_id: Option<String>,
+    /// Dialogues by default; participant logs only when asked.
+    pub kind: SessionKind,
     pub status: Option<SessionStatus>,
     /// Page size; `None` for all (ignored by `count_sessions`).
     pub limit: Option<u32>,
@@ -177,4 +180,119 @@ pub struct ParticipantPatch {
     pub session_id: Option<Option<String>>,
     pub flow_step: Option<String>,
     pub completion_code: Option<Option<String>>,
+}
+
+/// What a session's log holds: a dialogue (live or imported), or one participant's own log of
+/// an evaluation flow (page answers, claims and judgments). Listing sessions returns dialogues
+/// unless a filter asks for participant logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionKind {
+    #[default]
+    Dialogue,
+    Participant,
+}
+
+impl SessionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Dialogue => "dialogue",
+            SessionKind::Participant => "participant",
+        }
+    }
+}
+
+/// One evaluation item as a study declares it, registered with
+/// [`Store::register_items`](crate::Store::register_items).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvalItem {
+    pub id: String,
+    pub pool: wozkit_core::event::ItemPool,
+    /// The dialogues the item shows (one to rate, two to compare). A worker is never given an
+    /// item showing a dialogue they were given before, in any item of the study.
+    pub dialogues: Vec<String>,
+    /// Judgments the item needs (`judgments_per_item`); ignored for gold items, which any
+    /// number of workers may be given.
+    pub needed: u32,
+}
+
+/// A request for the next item of a study for one worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub study_id: String,
+    /// The worker: the participant id (one per worker and study).
+    pub worker: String,
+    pub pool: wozkit_core::event::ItemPool,
+    /// The new lease's id, chosen by the caller (see [`new_id`](crate::new_id)).
+    pub lease_id: String,
+    pub now_ms: u64,
+    pub lease_ms: u64,
+    /// At most this many leases of the `Item` pool per worker (every state counted).
+    pub max_per_worker: Option<u32>,
+}
+
+/// A worker's claim on an item until `expires_at_ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub id: String,
+    pub study_id: String,
+    pub item_id: String,
+    pub worker: String,
+    pub pool: wozkit_core::event::ItemPool,
+    pub dialogues: Vec<String>,
+    pub claimed_at_ms: u64,
+    pub expires_at_ms: u64,
+    pub state: LeaseState,
+}
+
+/// Where a lease stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeaseState {
+    /// Claimed and not yet submitted (it may have expired: expiry is by time).
+    Leased,
+    /// Submitted and counted towards the item's judgments.
+    Done,
+    /// Submitted after expiry when the item no longer needed it: kept, not counted.
+    Surplus,
+    /// Given back unjudged.
+    Returned,
+}
+
+impl LeaseState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaseState::Leased => "leased",
+            LeaseState::Done => "done",
+            LeaseState::Surplus => "surplus",
+            LeaseState::Returned => "returned",
+        }
+    }
+}
+
+/// What [`Store::submit`](crate::Store::submit) decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitOutcome {
+    /// Counted towards the item (the lease was live, or had expired while the item still
+    /// needed a judgment). Gold leases submit as `Counted` too (they count for nothing).
+    Counted,
+    /// Kept but not counted: the lease had expired and the item had all its judgments.
+    Surplus,
+    /// The lease was already submitted (or returned): nothing was stored this time.
+    AlreadyClosed(LeaseState),
+}
+
+/// Judgments of one item, as [`Store::item_counts`](crate::Store::item_counts) reports them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemCount {
+    pub item_id: String,
+    pub pool: wozkit_core::event::ItemPool,
+    pub needed: u32,
+    pub done: u32,
+    pub surplus: u32,
+    /// Leases claimed, not submitted and not expired at the `now_ms` asked about.
+    pub active: u32,
+    pub returned: u32,
+    /// Leases claimed, not submitted, expired.
+    pub expired: u32,
 }

@@ -10,8 +10,8 @@ use wozkit_core::event::{EndReason, Event};
 
 use crate::error::Result;
 use crate::model::{
-    EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
-    SessionFilter, SessionRecord,
+    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, NewParticipant, NewSession,
+    Participant, ParticipantPatch, Platform, SessionFilter, SessionRecord, SubmitOutcome,
 };
 
 /// Persistence for sessions, their event logs, participants and settings.
@@ -104,6 +104,60 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::NotFound`]: crate::StoreError::NotFound
     async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant>;
 
+    /// Creates a participant's own log: a session of kind [`SessionKind::Participant`] with id
+    /// `id`, whose first event the caller appends. Returns the existing record, creating
+    /// nothing, if the session already exists (so concurrent first answers are harmless).
+    ///
+    /// [`SessionKind::Participant`]: crate::SessionKind::Participant
+    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord>;
+
+    // ----- evaluation items and leases -----
+
+    /// Registers a study's items. Idempotent: an item already known keeps its leases and
+    /// takes the new `needed` and dialogues; items not given are left as they are.
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()>;
+
+    /// Atomically gives `req.worker` an item of `req.pool` under a new lease, or `None` when no
+    /// item is left for them. An item is eligible when the worker has never had a lease on it,
+    /// none of its dialogues was in any earlier lease of theirs in this study, the worker is
+    /// under `max_per_worker`, and (for the `Item` pool) its done leases plus its live
+    /// (unexpired, unsubmitted) leases are fewer than `needed`. Among eligible items the one
+    /// with the fewest done plus live leases is given, ties broken by item id. Exact under any
+    /// concurrency, including several processes sharing a PostgreSQL database.
+    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>>;
+
+    /// The lease with this id.
+    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>>;
+
+    /// The worker's open (`Leased`) lease in the study, expired or not: the item on their page.
+    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>>;
+
+    /// Closes a lease with a judgment, in one transaction: decides the outcome (a live lease, or
+    /// an expired one whose item still needs a judgment — fewer done plus other live leases than
+    /// `needed` — is `Counted`; another expired one is `Surplus`; a closed one is
+    /// `AlreadyClosed`), then, unless already closed, stores the new state and appends
+    /// `events(outcome)` to `session`'s log. [`StoreError::NotFound`] for an unknown lease.
+    ///
+    /// [`StoreError::NotFound`]: crate::StoreError::NotFound
+    async fn submit(
+        &self,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> Result<(SubmitOutcome, Vec<Event>)>;
+
+    /// Gives a `Leased` lease back (the item returns to the pool; the worker will not get it
+    /// again). `false` if the lease was not open.
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool>;
+
+    /// Every lease of the study, by claim time then id.
+    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>>;
+
+    /// Per item of the study: needed, done, surplus, live, returned and expired leases at
+    /// `now_ms`, by item id.
+    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>>;
+
     // ----- settings -----
 
     /// A value from the key-value `meta` table (e.g. the researcher password hash).
@@ -193,6 +247,39 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
         (**self).update_participant(id, patch).await
+    }
+    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
+        (**self).open_participant_log(new).await
+    }
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
+        (**self).register_items(study_id, items).await
+    }
+    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
+        (**self).claim(req).await
+    }
+    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
+        (**self).lease(lease_id).await
+    }
+    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
+        (**self).open_lease(study_id, worker).await
+    }
+    async fn submit(
+        &self,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> Result<(SubmitOutcome, Vec<Event>)> {
+        (**self).submit(lease_id, now_ms, session, events).await
+    }
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
+        (**self).return_lease(lease_id, now_ms).await
+    }
+    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
+        (**self).leases(study_id).await
+    }
+    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
+        (**self).item_counts(study_id, now_ms).await
     }
     async fn meta(&self, key: &str) -> Result<Option<String>> {
         (**self).meta(key).await

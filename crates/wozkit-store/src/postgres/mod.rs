@@ -22,8 +22,9 @@ use self::writer::{AppendRequest, Msg};
 use crate::codec::{self, to_i64};
 use crate::error::{Result, StoreError};
 use crate::model::{
-    EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
-    SessionFilter, SessionRecord,
+    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, NewParticipant, NewSession,
+    Participant, ParticipantPatch, Platform, SessionFilter, SessionKind, SessionRecord,
+    SubmitOutcome,
 };
 use crate::store::Store;
 
@@ -106,6 +107,29 @@ impl PgStore {
         })
     }
 
+    /// Inserts a session of `kind`; `None` when the id is taken.
+    async fn insert_session(
+        &self,
+        new: &NewSession,
+        kind: SessionKind,
+    ) -> Result<Option<SessionRecord>> {
+        let row = sqlx::query(concat!(
+            "INSERT INTO sessions (id, study_id, study_version, seed, created_at_ms, kind) ",
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING ",
+            "id, study_id, study_version, seed, created_at_ms, ended_at_ms, end_reason, kind, ",
+            "last_seq"
+        ))
+        .bind(new.id.as_str())
+        .bind(new.study_id.as_str())
+        .bind(new.study_version.as_str())
+        .bind(new.seed.to_string())
+        .bind(to_i64("session creation time", new.created_at_ms)?)
+        .bind(kind.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| codec::session_from_row(&r)).transpose()
+    }
+
     async fn one_participant(
         &self,
         sql: &'static str,
@@ -127,7 +151,7 @@ macro_rules! select_sessions {
     ($tail:literal) => {
         concat!(
             "SELECT id, study_id, study_version, seed, created_at_ms, ended_at_ms, end_reason, ",
-            "last_seq FROM sessions ",
+            "kind, last_seq FROM sessions ",
             $tail
         )
     };
@@ -136,25 +160,60 @@ macro_rules! select_sessions {
 #[async_trait]
 impl Store for PgStore {
     async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
-        let row = sqlx::query(concat!(
-            "INSERT INTO sessions (id, study_id, study_version, seed, created_at_ms) ",
-            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING RETURNING ",
-            "id, study_id, study_version, seed, created_at_ms, ended_at_ms, end_reason, last_seq"
-        ))
-        .bind(new.id.as_str())
-        .bind(new.study_id.as_str())
-        .bind(new.study_version.as_str())
-        .bind(new.seed.to_string())
-        .bind(to_i64("session creation time", new.created_at_ms)?)
-        .fetch_optional(&self.pool)
-        .await?;
-        match row {
-            Some(row) => codec::session_from_row(&row),
+        match self.insert_session(&new, SessionKind::Dialogue).await? {
+            Some(record) => Ok(record),
             None => Err(StoreError::Conflict {
                 what: "session",
                 key: new.id,
             }),
         }
+    }
+
+    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
+        if let Some(record) = self.insert_session(&new, SessionKind::Participant).await? {
+            return Ok(record);
+        }
+        self.session(&new.id)
+            .await?
+            .ok_or(StoreError::UnknownSession(new.id))
+    }
+
+    async fn register_items(&self, _study_id: &str, _items: &[EvalItem]) -> Result<()> {
+        Err(StoreError::Closed)
+    }
+
+    async fn claim(&self, _req: ClaimRequest) -> Result<Option<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn lease(&self, _lease_id: &str) -> Result<Option<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn open_lease(&self, _study_id: &str, _worker: &str) -> Result<Option<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn submit(
+        &self,
+        _lease_id: &str,
+        _now_ms: u64,
+        _session: &str,
+        _events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> Result<(SubmitOutcome, Vec<Event>)> {
+        Err(StoreError::Closed)
+    }
+
+    async fn return_lease(&self, _lease_id: &str, _now_ms: u64) -> Result<bool> {
+        Err(StoreError::Closed)
+    }
+
+    async fn leases(&self, _study_id: &str) -> Result<Vec<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn item_counts(&self, _study_id: &str, _now_ms: u64) -> Result<Vec<ItemCount>> {
+        Err(StoreError::Closed)
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
@@ -168,13 +227,14 @@ impl Store for PgStore {
     async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
         let rows = sqlx::query(select_sessions!(
             "WHERE ($1::text IS NULL OR study_id = $1) \
-               AND ($2::boolean IS NULL OR (ended_at_ms IS NOT NULL) = $2) \
+               AND ($2::boolean IS NULL OR (ended_at_ms IS NOT NULL) = $2) AND kind = $5 \
              ORDER BY created_at_ms, id LIMIT $3 OFFSET $4"
         ))
         .bind(filter.study_id.as_deref())
         .bind(filter.ended())
         .bind(filter.limit.map(i64::from))
         .bind(i64::from(filter.offset))
+        .bind(filter.kind.as_str())
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(codec::session_from_row).collect()
@@ -183,10 +243,11 @@ impl Store for PgStore {
     async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
         let count: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM sessions WHERE ($1::text IS NULL OR study_id = $1) \
-               AND ($2::boolean IS NULL OR (ended_at_ms IS NOT NULL) = $2)",
+               AND ($2::boolean IS NULL OR (ended_at_ms IS NOT NULL) = $2) AND kind = $3",
         )
         .bind(filter.study_id.as_deref())
         .bind(filter.ended())
+        .bind(filter.kind.as_str())
         .fetch_one(&self.pool)
         .await?;
         Ok(u64::try_from(count).unwrap_or(0))

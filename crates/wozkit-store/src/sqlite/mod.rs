@@ -46,8 +46,9 @@ use self::writer::{Msg, Request};
 use crate::codec::{self, to_i64};
 use crate::error::{Result, StoreError};
 use crate::model::{
-    EventCursor, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch, Platform,
-    SessionFilter, SessionRecord,
+    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, NewParticipant, NewSession,
+    Participant, ParticipantPatch, Platform, SessionFilter, SessionKind, SessionRecord,
+    SubmitOutcome,
 };
 use crate::store::Store;
 
@@ -293,7 +294,7 @@ macro_rules! select_sessions {
     ($tail:literal) => {
         concat!(
             "SELECT s.id, s.study_id, s.study_version, s.seed, s.created_at_ms, ",
-            "s.ended_at_ms, s.end_reason, ",
+            "s.ended_at_ms, s.end_reason, s.kind, ",
             "COALESCE((SELECT MAX(seq) FROM events e WHERE e.session_id = s.id), 0) AS last_seq ",
             "FROM sessions s ",
             $tail
@@ -304,7 +305,57 @@ macro_rules! select_sessions {
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
-        self.write(ops::CreateSession(new)).await
+        self.write(ops::CreateSession {
+            new,
+            kind: SessionKind::Dialogue,
+        })
+        .await
+    }
+
+    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
+        self.write(ops::CreateSession {
+            new,
+            kind: SessionKind::Participant,
+        })
+        .await
+    }
+
+    async fn register_items(&self, _study_id: &str, _items: &[EvalItem]) -> Result<()> {
+        Err(StoreError::Closed)
+    }
+
+    async fn claim(&self, _req: ClaimRequest) -> Result<Option<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn lease(&self, _lease_id: &str) -> Result<Option<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn open_lease(&self, _study_id: &str, _worker: &str) -> Result<Option<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn submit(
+        &self,
+        _lease_id: &str,
+        _now_ms: u64,
+        _session: &str,
+        _events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> Result<(SubmitOutcome, Vec<Event>)> {
+        Err(StoreError::Closed)
+    }
+
+    async fn return_lease(&self, _lease_id: &str, _now_ms: u64) -> Result<bool> {
+        Err(StoreError::Closed)
+    }
+
+    async fn leases(&self, _study_id: &str) -> Result<Vec<Lease>> {
+        Err(StoreError::Closed)
+    }
+
+    async fn item_counts(&self, _study_id: &str, _now_ms: u64) -> Result<Vec<ItemCount>> {
+        Err(StoreError::Closed)
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
@@ -318,13 +369,14 @@ impl Store for SqliteStore {
     async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
         let rows = sqlx::query(select_sessions!(
             "WHERE (?1 IS NULL OR s.study_id = ?1) \
-               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) \
+               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) AND s.kind = ?5 \
              ORDER BY s.created_at_ms, s.id LIMIT COALESCE(?3, -1) OFFSET ?4"
         ))
         .bind(filter.study_id.as_deref())
         .bind(filter.ended())
         .bind(filter.limit.map(i64::from))
         .bind(i64::from(filter.offset))
+        .bind(filter.kind.as_str())
         .fetch_all(&self.reads)
         .await?;
         rows.iter().map(codec::session_from_row).collect()
@@ -333,10 +385,11 @@ impl Store for SqliteStore {
     async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
         let count: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM sessions s WHERE (?1 IS NULL OR s.study_id = ?1) \
-               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2)",
+               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) AND s.kind = ?3",
         )
         .bind(filter.study_id.as_deref())
         .bind(filter.ended())
+        .bind(filter.kind.as_str())
         .fetch_one(&self.reads)
         .await?;
         Ok(u64::try_from(count).unwrap_or(0))

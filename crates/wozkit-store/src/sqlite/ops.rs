@@ -11,7 +11,9 @@ use wozkit_core::event::EndReason;
 use super::writer::BatchState;
 use crate::codec::{self, EncodedEvent, to_i64};
 use crate::error::{Result, StoreError};
-use crate::model::{NewParticipant, NewSession, Participant, ParticipantPatch, SessionRecord};
+use crate::model::{
+    NewParticipant, NewSession, Participant, ParticipantPatch, SessionKind, SessionRecord,
+};
 
 /// One kind of write request.
 #[async_trait]
@@ -89,8 +91,12 @@ impl Apply for AppendOnce {
     }
 }
 
-/// Create a session.
-pub(super) struct CreateSession(pub NewSession);
+/// Create a session of `kind`. A dialogue with a taken id is a conflict; a participant log with
+/// a taken id is answered with the existing record (creating a participant log is idempotent).
+pub(super) struct CreateSession {
+    pub new: NewSession,
+    pub kind: SessionKind,
+}
 
 #[async_trait]
 impl Apply for CreateSession {
@@ -98,25 +104,29 @@ impl Apply for CreateSession {
     async fn apply(
         &mut self,
         conn: &mut SqliteConnection,
-        _: &mut BatchState,
+        state: &mut BatchState,
     ) -> Result<Result<SessionRecord>, sqlx::Error> {
-        let new = &self.0;
+        let new = &self.new;
         let created = match to_i64("session creation time", new.created_at_ms) {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
         };
         let done = sqlx::query(
-            "INSERT INTO sessions (id, study_id, study_version, seed, created_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO sessions (id, study_id, study_version, seed, created_at_ms, kind) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (id) DO NOTHING",
         )
         .bind(new.id.as_str())
         .bind(new.study_id.as_str())
         .bind(new.study_version.as_str())
         .bind(new.seed.to_string())
         .bind(created)
+        .bind(self.kind.as_str())
         .execute(&mut *conn)
         .await?;
         if done.rows_affected() == 0 {
+            if self.kind == SessionKind::Participant {
+                return existing_session(conn, state, &new.id).await;
+            }
             return Ok(Err(StoreError::Conflict {
                 what: "session",
                 key: new.id.clone(),
@@ -128,10 +138,31 @@ impl Apply for CreateSession {
             study_version: new.study_version.clone(),
             seed: new.seed,
             created_at_ms: new.created_at_ms,
+            kind: self.kind,
             ended: None,
             last_seq: 0,
         }))
     }
+}
+
+/// A session as the open batch sees it: `last_seq` counts events queued earlier in the batch.
+async fn existing_session(
+    conn: &mut SqliteConnection,
+    state: &mut BatchState,
+    id: &str,
+) -> Result<Result<SessionRecord>, sqlx::Error> {
+    let Some(last) = state.last_seq(conn, id).await? else {
+        return Ok(Err(StoreError::UnknownSession(id.to_owned())));
+    };
+    let row = sqlx::query(
+        "SELECT id, study_id, study_version, seed, created_at_ms, ended_at_ms, end_reason, kind, \
+         ?2 AS last_seq FROM sessions WHERE id = ?1",
+    )
+    .bind(id)
+    .bind(i64::try_from(last).unwrap_or(i64::MAX))
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(codec::session_from_row(&row))
 }
 
 /// Mark a session ended; the output says whether this call ended it.
