@@ -4,7 +4,8 @@
 //! A function returns `None` where the statistic is undefined for the data (too few values, no
 //! variance) rather than a NaN that would travel silently into a table.
 //!
-//! - descriptive (here): [`mean`], sample [`sd`], [`median`], [`mode`], average [`ranks`];
+//! - descriptive (here): [`mean`], sample [`sd`], [`median`], [`mode`], average [`ranks`], the
+//!   Student-t confidence interval of a mean [`mean_ci`];
 //! - [`hypothesis`]: Mann-Whitney U (normal approximation), two-sided binomial test;
 //! - [`correlation`]: Pearson and Spearman with two-sided p-values;
 //! - [`rating`]: Elo and Bradley-Terry (with seeded bootstrap intervals) over pairwise outcomes;
@@ -14,6 +15,8 @@ pub mod agreement;
 pub mod correlation;
 pub mod hypothesis;
 pub mod rating;
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The arithmetic mean; `None` for no values.
 pub fn mean(values: &[f64]) -> Option<f64> {
@@ -31,6 +34,23 @@ pub fn sd(values: &[f64]) -> Option<f64> {
     let m = mean(values)?;
     let squares: f64 = values.iter().map(|v| (v - m).powi(2)).sum();
     Some((squares / (values.len() - 1) as f64).sqrt())
+}
+
+/// The two-sided Student-t confidence interval of the mean at `level` (e.g. 0.95): mean ± t ×
+/// sd / √n with n − 1 degrees of freedom (SciPy's `stats.t.interval(level, n - 1, loc=mean,
+/// scale=sem)`). `None` below 2 values or for a `level` outside (0, 1); a sample without variance
+/// gives the mean twice.
+pub fn mean_ci(values: &[f64], level: f64) -> Option<(f64, f64)> {
+    if !(level > 0.0 && level < 1.0) {
+        return None;
+    }
+    let (m, s) = (mean(values)?, sd(values)?);
+    let n = values.len() as f64;
+    let t = StudentsT::new(0.0, 1.0, n - 1.0)
+        .ok()?
+        .inverse_cdf(0.5 + level / 2.0);
+    let half = t * s / n.sqrt();
+    Some((m - half, m + half))
 }
 
 /// The median (the mean of the two middle values for an even count); `None` for no values.
@@ -103,5 +123,8 @@ mod tests {
         assert_eq!(ranks(&[10.0, 20.0, 10.0, 30.0]), vec![1.5, 3.0, 1.5, 4.0]);
         assert_eq!(sd(&[1.0]), None);
         assert_eq!((mean(&[]), median(&[]), mode(&[])), (None, None, None));
+        assert_eq!(mean_ci(&[1.0], 0.95), None);
+        assert_eq!(mean_ci(&[1.0, 2.0], 1.0), None);
+        assert_eq!(mean_ci(&[2.0, 2.0, 2.0], 0.95), Some((2.0, 2.0)));
     }
 }

@@ -8,7 +8,7 @@ use wozkit_data::stats::agreement::{Level, fleiss_kappa, krippendorff_alpha};
 use wozkit_data::stats::correlation::{pearson, spearman};
 use wozkit_data::stats::hypothesis::{Alternative, binomial_test, mann_whitney_u};
 use wozkit_data::stats::rating::{Outcome, bradley_terry, bradley_terry_intervals, elo};
-use wozkit_data::stats::{mean, median, mode, sd};
+use wozkit_data::stats::{mean, mean_ci, median, mode, sd};
 use wozkit_data::{import_votes_csv, votes};
 
 fn golden() -> Value {
@@ -251,5 +251,16 @@ fn agreement_matches_krippendorff_and_statsmodels() {
             1e-12,
             "kappa",
         );
+    }
+}
+
+#[test]
+fn t_interval_matches_scipy() {
+    for case in golden()["t_intervals"].as_array().expect("cases") {
+        let data = numbers(&case["data"]);
+        let level = case["level"].as_f64().expect("level");
+        let (low, high) = mean_ci(&data, level).expect("defined");
+        close(low, case["low"].as_f64().expect("low"), 1e-9, "low");
+        close(high, case["high"].as_f64().expect("high"), 1e-9, "high");
     }
 }

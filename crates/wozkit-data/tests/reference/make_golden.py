@@ -176,6 +176,86 @@ for raters, categories, units in [(3, 3, 20), (5, 4, 12), (2, 2, 30)]:
     table = np.array(table)
     fleiss.append({"table": table.tolist(), "kappa": float(fleiss_kappa(table, method="fleiss"))})
 
+
+# Student-t 95% confidence intervals of a mean (scipy.stats.t.interval around the sample mean).
+t_intervals = []
+for data in [samples[0], samples[1], samples[2], [2.0, 2.0, 3.0, 3.0, 1.0], [4.0, 5.0],
+             [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]]:
+    sem = stats.sem(data)
+    low, high = stats.t.interval(0.95, len(data) - 1, loc=np.mean(data), scale=sem)
+    t_intervals.append({"data": data, "level": 0.95, "low": float(low), "high": float(high)})
+
+# A small evaluation study, written as participant logs by tests/judgments.rs: ratings of single
+# dialogues (two questions, 1-5) and ACUTE-Eval comparisons. Hand-written so that every worker
+# judges a different subset and some items miss a worker.
+judgment_ratings = [
+    # worker, item, dialogue, system, fluency, engaging
+    ("w1", "r1", "d1", "bot_a", 4, 3), ("w2", "r1", "d1", "bot_a", 5, 3),
+    ("w3", "r1", "d1", "bot_a", 4, 2), ("w1", "r2", "d2", "bot_b", 2, 2),
+    ("w2", "r2", "d2", "bot_b", 3, 1), ("w1", "r3", "d3", "bot_a", 5, 4),
+    ("w3", "r3", "d3", "bot_a", 4, 4), ("w2", "r4", "d4", "bot_b", 2, 3),
+    ("w3", "r4", "d4", "bot_b", 1, 2), ("w3", "r2", "d2", "bot_b", 2, 1),
+    ("w4", "r1", "d1", "bot_a", 3, 3), ("w4", "r2", "d2", "bot_b", 3, 3),
+    ("w4", "r4", "d4", "bot_b", 3, 3),
+]
+dialogue_system = {"d1": "bot_a", "d2": "bot_b", "d3": "bot_a", "d4": "bot_b",
+                   "d5": "human", "d6": "human"}
+judgment_comparisons = [
+    # worker, item, left dialogue, right dialogue, chosen dialogue
+    ("w1", "c1", "d1", "d5", "d5"), ("w2", "c1", "d5", "d1", "d5"),
+    ("w3", "c1", "d1", "d5", "d1"), ("w1", "c2", "d2", "d6", "d6"),
+    ("w2", "c2", "d2", "d6", "d6"), ("w3", "c3", "d3", "d4", "d3"),
+    ("w1", "c3", "d4", "d3", "d3"), ("w2", "c3", "d3", "d4", "d4"),
+    ("w4", "c2", "d6", "d2", "d6"),
+]
+questions = ["engaging", "fluency"]
+rating_stats = {}
+for system in sorted({r[3] for r in judgment_ratings}):
+    for qi, question in enumerate(["fluency", "engaging"]):
+        values = [float(r[4 + qi]) for r in judgment_ratings if r[3] == system]
+        sem = stats.sem(values)
+        low, high = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=sem)
+        rating_stats.setdefault(system, {})[question] = {
+            "n": len(values), "mean": float(np.mean(values)),
+            "sd": float(np.std(values, ddof=1)), "ci_low": float(low), "ci_high": float(high)}
+
+grid = {}
+for worker, item, left, right, chosen in judgment_comparisons:
+    a, b = sorted([dialogue_system[left], dialogue_system[right]])
+    wins = grid.setdefault(f"{a}|{b}", {"a": a, "b": b, "a_wins": 0, "b_wins": 0})
+    wins["a_wins" if dialogue_system[chosen] == a else "b_wins"] += 1
+for pair in grid.values():
+    n = pair["a_wins"] + pair["b_wins"]
+    pair["a_win_rate"] = pair["a_wins"] / n
+    pair["p"] = float(stats.binomtest(pair["a_wins"], n, 0.5, alternative="two-sided").pvalue)
+
+workers = sorted({r[0] for r in judgment_ratings} | {c[0] for c in judgment_comparisons})
+rating_items = sorted({r[1] for r in judgment_ratings})
+rating_alpha = {}
+for qi, question in enumerate(["fluency", "engaging"]):
+    table = np.full((len(workers), len(rating_items)), np.nan)
+    for r in judgment_ratings:
+        table[workers.index(r[0]), rating_items.index(r[1])] = r[4 + qi]
+    rating_alpha[question] = float(krippendorff.alpha(reliability_data=table,
+                                                      level_of_measurement="interval"))
+systems_sorted = sorted(set(dialogue_system.values()))
+comparison_items = sorted({c[1] for c in judgment_comparisons})
+table = np.full((len(workers), len(comparison_items)), np.nan)
+for worker, item, left, right, chosen in judgment_comparisons:
+    table[workers.index(worker), comparison_items.index(item)] = \
+        systems_sorted.index(dialogue_system[chosen])
+comparison_alpha = float(krippendorff.alpha(reliability_data=table,
+                                            level_of_measurement="nominal"))
+judgments = {
+    "dialogue_system": dialogue_system,
+    "ratings": [list(r) for r in judgment_ratings],
+    "comparisons": [list(c) for c in judgment_comparisons],
+    "rating_stats": rating_stats,
+    "win_rates": sorted(grid.values(), key=lambda p: (p["a"], p["b"])),
+    "rating_alpha": rating_alpha,
+    "comparison_alpha": comparison_alpha,
+}
+
 golden = {
     "descriptive": descriptive,
     "mann_whitney": mann_whitney,
@@ -185,6 +265,8 @@ golden = {
     "bradley_terry": bt_cases,
     "krippendorff": agreement,
     "fleiss": fleiss,
+    "t_intervals": t_intervals,
+    "judgments": judgments,
 }
 with open(os.path.join(HERE, "golden.json"), "w", encoding="utf-8") as f:
     json.dump(golden, f, indent=1)
