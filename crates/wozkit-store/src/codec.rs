@@ -10,8 +10,8 @@ use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event, ItemPool, Role}
 
 use crate::error::{Result, StoreError};
 use crate::model::{
-    Lease, LeaseState, NewEvent, NewParticipant, Participant, Platform, SessionEnd, SessionKind,
-    SessionRecord,
+    ItemCount, Lease, LeaseState, NewEvent, NewParticipant, Participant, Platform, SessionEnd,
+    SessionKind, SessionRecord,
 };
 
 /// An event ready to insert: the columns that do not depend on its `seq`.
@@ -218,6 +218,41 @@ pub(crate) fn lease_from_row(row: &impl RowExt) -> Result<Lease> {
         expires_at_ms: to_u64("lease expiry time", row.int("expires_at_ms")?)?,
         state: parse_lease_state(&row.text("state")?)?,
     })
+}
+
+/// An item's figures from a row with columns `item_id, pool, needed, done, surplus, active,
+/// returned, expired`.
+pub(crate) fn item_count_from_row(row: &impl RowExt) -> Result<ItemCount> {
+    let count = |col: &'static str| -> Result<u32> {
+        let value = row.int(col)?;
+        u32::try_from(value).map_err(|_| corrupt("item count", format!("{col}: {value}")))
+    };
+    Ok(ItemCount {
+        item_id: row.text("item_id")?,
+        pool: parse_pool(&row.text("pool")?)?,
+        needed: count("needed")?,
+        done: count("done")?,
+        surplus: count("surplus")?,
+        active: count("active")?,
+        returned: count("returned")?,
+        expired: count("expired")?,
+    })
+}
+
+/// The `item_counts` query after its `FROM`, with `{study}` and `{now}` for the parameters.
+pub(crate) fn item_counts_sql(study: &str, now: &str) -> String {
+    let sum = |cond: &str| format!("COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0)");
+    format!(
+        "SELECT i.item_id, i.pool, i.needed, {done} AS done, {surplus} AS surplus, \
+         {active} AS active, {returned} AS returned, {expired} AS expired \
+         FROM eval_items i LEFT JOIN leases l ON l.study_id = i.study_id AND l.item_id = i.item_id \
+         WHERE i.study_id = {study} GROUP BY i.item_id, i.pool, i.needed ORDER BY i.item_id",
+        done = sum("l.state = 'done'"),
+        surplus = sum("l.state = 'surplus'"),
+        active = sum(&format!("l.state = 'leased' AND l.expires_at_ms > {now}")),
+        returned = sum("l.state = 'returned'"),
+        expired = sum(&format!("l.state = 'leased' AND l.expires_at_ms <= {now}")),
+    )
 }
 
 /// A participant from a row with the `participants` columns.

@@ -1,12 +1,14 @@
 //! The PostgreSQL backend, for several server instances sharing one database.
 //!
 //! Appends go through the group-committing writer task in `writer.rs` (see there for how `seq`
-//! is assigned under a row lock, which keeps it gap-free across instances); everything else is a
-//! single statement on the pool.
+//! is assigned under a row lock, which keeps it gap-free across instances); evaluation items
+//! and leases are in `leases.rs` (transactions with row locks, exact across instances);
+//! everything else is a single statement on the pool.
 //!
 //! Durability: commits use PostgreSQL's default `synchronous_commit = on`, so an acknowledged
 //! append is on disk; the group commit shares one WAL flush among all appends of a batch.
 
+mod leases;
 mod writer;
 
 use std::sync::Mutex;
@@ -17,7 +19,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 use wozkit_core::event::{EndReason, Event};
 
-use self::writer::{AppendRequest, Msg};
+use self::writer::{Append, AppendRequest, Msg};
 
 use crate::codec::{self, to_i64};
 use crate::error::{Result, StoreError};
@@ -73,9 +75,11 @@ impl PgStore {
         let rows = codec::encode_events(events)?;
         let (reply, answer) = oneshot::channel();
         let request = AppendRequest {
-            session: session.to_owned(),
-            rows,
-            once,
+            append: Append {
+                session: session.to_owned(),
+                rows,
+                once,
+            },
             reply,
         };
         self.appends
@@ -178,42 +182,42 @@ impl Store for PgStore {
             .ok_or(StoreError::UnknownSession(new.id))
     }
 
-    async fn register_items(&self, _study_id: &str, _items: &[EvalItem]) -> Result<()> {
-        Err(StoreError::Closed)
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
+        leases::register_items(&self.pool, study_id, items).await
     }
 
-    async fn claim(&self, _req: ClaimRequest) -> Result<Option<Lease>> {
-        Err(StoreError::Closed)
+    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
+        leases::claim(&self.pool, &req).await
     }
 
-    async fn lease(&self, _lease_id: &str) -> Result<Option<Lease>> {
-        Err(StoreError::Closed)
+    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
+        leases::lease(&self.pool, lease_id).await
     }
 
-    async fn open_lease(&self, _study_id: &str, _worker: &str) -> Result<Option<Lease>> {
-        Err(StoreError::Closed)
+    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
+        leases::open_lease(&self.pool, study_id, worker).await
     }
 
     async fn submit(
         &self,
-        _lease_id: &str,
-        _now_ms: u64,
-        _session: &str,
-        _events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
     ) -> Result<(SubmitOutcome, Vec<Event>)> {
-        Err(StoreError::Closed)
+        leases::submit(&self.pool, lease_id, now_ms, session, events).await
     }
 
-    async fn return_lease(&self, _lease_id: &str, _now_ms: u64) -> Result<bool> {
-        Err(StoreError::Closed)
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
+        leases::return_lease(&self.pool, lease_id, now_ms).await
     }
 
-    async fn leases(&self, _study_id: &str) -> Result<Vec<Lease>> {
-        Err(StoreError::Closed)
+    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
+        leases::leases(&self.pool, study_id).await
     }
 
-    async fn item_counts(&self, _study_id: &str, _now_ms: u64) -> Result<Vec<ItemCount>> {
-        Err(StoreError::Closed)
+    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
+        leases::item_counts(&self.pool, study_id, now_ms).await
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use tokio::sync::{mpsc, oneshot};
 use wozkit_core::event::EVENT_SCHEMA_VERSION;
 
@@ -32,12 +32,17 @@ pub(super) enum Msg {
 /// Events for one session, answered with the first `seq` assigned, or `None` when `once` names
 /// a key already used in the session (nothing is appended then).
 pub(super) struct AppendRequest {
+    pub append: Append,
+    pub reply: oneshot::Sender<Result<Option<u64>>>,
+}
+
+/// Events for one session.
+pub(super) struct Append {
     pub session: String,
     pub rows: Vec<EncodedEvent>,
     /// The request's key for `append_once`: inserted under the unique `(session_id, key)`
     /// constraint in the batch's transaction.
     pub once: Option<String>,
-    pub reply: oneshot::Sender<Result<Option<u64>>>,
 }
 
 /// Runs until every store handle is gone or a [`Msg::Close`] arrives.
@@ -92,11 +97,28 @@ async fn commit(
     pool: &PgPool,
     batch: &[AppendRequest],
 ) -> Result<Vec<Result<Option<u64>>>, sqlx::Error> {
+    let appends: Vec<&Append> = batch.iter().map(|r| &r.append).collect();
+    let mut tx = pool.begin().await?;
+    let (outcomes, wrote) = write_appends(&mut tx, &appends).await?;
+    if wrote {
+        tx.commit().await?;
+    } else {
+        tx.rollback().await?;
+    }
+    Ok(outcomes)
+}
+
+/// Numbers and inserts `batch`'s events inside the caller's transaction (the writer's batch, or
+/// a submit's): locks the sessions' rows, assigns `seq` after their counters and bumps them.
+/// Returns the per-append outcomes and whether anything was written.
+pub(super) async fn write_appends(
+    tx: &mut PgConnection,
+    batch: &[&Append],
+) -> Result<(Vec<Result<Option<u64>>>, bool), sqlx::Error> {
     let mut ids: Vec<&str> = batch.iter().map(|r| r.session.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
 
-    let mut tx = pool.begin().await?;
     let counters: Vec<(String, i64)> = sqlx::query_as(
         "SELECT id, last_seq FROM sessions WHERE id = ANY($1) ORDER BY id FOR UPDATE",
     )
@@ -150,8 +172,7 @@ async fn commit(
         );
     }
     if seqs.is_empty() && batch.iter().all(|r| r.once.is_none()) {
-        tx.rollback().await?;
-        return Ok(outcomes);
+        return Ok((outcomes, false));
     }
 
     let (counter_ids, counter_values): (Vec<&str>, Vec<i64>) = last_seq
@@ -181,6 +202,5 @@ async fn commit(
     .bind(&payloads)
     .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
-    Ok(outcomes)
+    Ok((outcomes, true))
 }

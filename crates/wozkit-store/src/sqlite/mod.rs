@@ -25,6 +25,7 @@
 //! store fails with [`StoreError::ReadOnly`]. While a snapshot is open the server's checkpoints
 //! cannot recycle the WAL past it, so the WAL file grows until the snapshot closes.
 
+mod leases;
 mod ops;
 mod writer;
 
@@ -37,7 +38,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{ConnectOptions, SqliteConnection};
+use sqlx::{AssertSqlSafe, ConnectOptions, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 use wozkit_core::event::{EndReason, Event};
 
@@ -320,42 +321,90 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn register_items(&self, _study_id: &str, _items: &[EvalItem]) -> Result<()> {
-        Err(StoreError::Closed)
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
+        let items = items
+            .iter()
+            .map(|item| Ok((item.clone(), codec::dialogues_json(&item.dialogues)?)))
+            .collect::<Result<Vec<_>>>()?;
+        self.write(leases::RegisterItems {
+            study_id: study_id.to_owned(),
+            items,
+        })
+        .await
     }
 
-    async fn claim(&self, _req: ClaimRequest) -> Result<Option<Lease>> {
-        Err(StoreError::Closed)
+    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
+        self.write(leases::Claim(req)).await
     }
 
-    async fn lease(&self, _lease_id: &str) -> Result<Option<Lease>> {
-        Err(StoreError::Closed)
+    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
+        let sql = format!("SELECT {} FROM leases WHERE id = ?1", leases::LEASE_COLUMNS);
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(lease_id)
+            .fetch_optional(&self.reads)
+            .await?;
+        row.map(|r| codec::lease_from_row(&r)).transpose()
     }
 
-    async fn open_lease(&self, _study_id: &str, _worker: &str) -> Result<Option<Lease>> {
-        Err(StoreError::Closed)
+    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
+        let sql = format!(
+            "SELECT {} FROM leases WHERE study_id = ?1 AND worker = ?2 AND state = 'leased' \
+             ORDER BY claimed_at_ms DESC, id DESC LIMIT 1",
+            leases::LEASE_COLUMNS
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(study_id)
+            .bind(worker)
+            .fetch_optional(&self.reads)
+            .await?;
+        row.map(|r| codec::lease_from_row(&r)).transpose()
     }
 
     async fn submit(
         &self,
-        _lease_id: &str,
-        _now_ms: u64,
-        _session: &str,
-        _events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
     ) -> Result<(SubmitOutcome, Vec<Event>)> {
-        Err(StoreError::Closed)
+        let (outcome, first, events) = self
+            .write(leases::Submit {
+                lease_id: lease_id.to_owned(),
+                now_ms,
+                session: session.to_owned(),
+                events: Some(events),
+            })
+            .await?;
+        Ok((outcome, codec::stored_events(session, first, events)))
     }
 
-    async fn return_lease(&self, _lease_id: &str, _now_ms: u64) -> Result<bool> {
-        Err(StoreError::Closed)
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
+        self.write(leases::ReturnLease {
+            lease_id: lease_id.to_owned(),
+            now_ms,
+        })
+        .await
     }
 
-    async fn leases(&self, _study_id: &str) -> Result<Vec<Lease>> {
-        Err(StoreError::Closed)
+    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
+        let sql = format!(
+            "SELECT {} FROM leases WHERE study_id = ?1 ORDER BY claimed_at_ms, id",
+            leases::LEASE_COLUMNS
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(study_id)
+            .fetch_all(&self.reads)
+            .await?;
+        rows.iter().map(codec::lease_from_row).collect()
     }
 
-    async fn item_counts(&self, _study_id: &str, _now_ms: u64) -> Result<Vec<ItemCount>> {
-        Err(StoreError::Closed)
+    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
+        let rows = sqlx::query(AssertSqlSafe(codec::item_counts_sql("?1", "?2")))
+            .bind(study_id)
+            .bind(to_i64("time", now_ms)?)
+            .fetch_all(&self.reads)
+            .await?;
+        rows.iter().map(codec::item_count_from_row).collect()
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {

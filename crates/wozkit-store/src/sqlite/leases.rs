@@ -1,0 +1,306 @@
+//! Evaluation items and their leases on SQLite. Every change (registering items, claiming,
+//! submitting, returning) is a write request applied by the single writer inside its batch
+//! transaction, so each one is serialised with every other write: a claim's eligibility query
+//! and its insert see every lease written before it, in earlier batches and earlier in its own
+//! batch, and nothing is acknowledged before the batch commits. Reads go to the read pool.
+
+use async_trait::async_trait;
+use sqlx::SqliteConnection;
+use wozkit_core::event::ItemPool;
+
+use super::ops::{AppendEvents, Apply};
+use super::writer::BatchState;
+use crate::codec::{self, EncodedEvent, to_i64};
+use crate::error::{Result, StoreError};
+use crate::model::{ClaimRequest, EvalItem, Lease, LeaseState, NewEvent, SubmitOutcome};
+
+/// The `leases` columns, in the order `codec::lease_from_row` reads them by name.
+pub(super) const LEASE_COLUMNS: &str = "id, study_id, item_id, worker, pool, dialogues, \
+     claimed_at_ms, expires_at_ms, state";
+
+/// Insert or update a study's items and their dialogue rows.
+pub(super) struct RegisterItems {
+    pub study_id: String,
+    /// `(item, dialogues as JSON)`.
+    pub items: Vec<(EvalItem, String)>,
+}
+
+#[async_trait]
+impl Apply for RegisterItems {
+    type Output = ();
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<()>, sqlx::Error> {
+        for (item, dialogues) in &self.items {
+            sqlx::query(
+                "INSERT INTO eval_items (study_id, item_id, pool, needed, dialogues) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (study_id, item_id) DO UPDATE SET \
+                 pool = excluded.pool, needed = excluded.needed, dialogues = excluded.dialogues",
+            )
+            .bind(self.study_id.as_str())
+            .bind(item.id.as_str())
+            .bind(item.pool.as_str())
+            .bind(i64::from(item.needed))
+            .bind(dialogues.as_str())
+            .execute(&mut *conn)
+            .await?;
+            sqlx::query("DELETE FROM eval_item_dialogues WHERE study_id = ?1 AND item_id = ?2")
+                .bind(self.study_id.as_str())
+                .bind(item.id.as_str())
+                .execute(&mut *conn)
+                .await?;
+            for dialogue in &item.dialogues {
+                sqlx::query(
+                    "INSERT INTO eval_item_dialogues (study_id, item_id, dialogue_id) \
+                     VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                )
+                .bind(self.study_id.as_str())
+                .bind(item.id.as_str())
+                .bind(dialogue.as_str())
+                .execute(&mut *conn)
+                .await?;
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// Give a worker the next eligible item under a new lease (see [`Store::claim`]).
+///
+/// [`Store::claim`]: crate::Store::claim
+pub(super) struct Claim(pub ClaimRequest);
+
+#[async_trait]
+impl Apply for Claim {
+    type Output = Option<Lease>;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<Option<Lease>>, sqlx::Error> {
+        let req = &self.0;
+        let times = to_i64("claim time", req.now_ms).and_then(|now| {
+            let expires = req.now_ms.checked_add(req.lease_ms).unwrap_or(u64::MAX);
+            Ok((now, to_i64("lease expiry time", expires)?))
+        });
+        let (now, expires) = match times {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Some(max) = req.max_per_worker {
+            let held: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM leases WHERE study_id = ?1 AND worker = ?2 AND pool = 'item'",
+            )
+            .bind(req.study_id.as_str())
+            .bind(req.worker.as_str())
+            .fetch_one(&mut *conn)
+            .await?;
+            if held >= i64::from(max) {
+                return Ok(Ok(None));
+            }
+        }
+        // Eligible items of the pool, fewest done plus live leases first, then by id.
+        let candidate: Option<(String, String)> = sqlx::query_as(
+            "SELECT i.item_id, i.dialogues FROM eval_items i \
+             LEFT JOIN (SELECT item_id, COUNT(*) AS taken FROM leases \
+                        WHERE study_id = ?1 \
+                          AND (state = 'done' OR (state = 'leased' AND expires_at_ms > ?4)) \
+                        GROUP BY item_id) t ON t.item_id = i.item_id \
+             WHERE i.study_id = ?1 AND i.pool = ?3 \
+               AND (i.pool = 'gold' OR COALESCE(t.taken, 0) < i.needed) \
+               AND NOT EXISTS (SELECT 1 FROM leases w \
+                               WHERE w.study_id = ?1 AND w.worker = ?2 AND w.item_id = i.item_id) \
+               AND NOT EXISTS (SELECT 1 FROM eval_item_dialogues d \
+                               WHERE d.study_id = ?1 AND d.item_id = i.item_id \
+                                 AND d.dialogue_id IN ( \
+                                     SELECT j.value FROM leases w, json_each(w.dialogues) j \
+                                     WHERE w.study_id = ?1 AND w.worker = ?2)) \
+             ORDER BY COALESCE(t.taken, 0), i.item_id LIMIT 1",
+        )
+        .bind(req.study_id.as_str())
+        .bind(req.worker.as_str())
+        .bind(req.pool.as_str())
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some((item_id, dialogues)) = candidate else {
+            return Ok(Ok(None));
+        };
+        let done = sqlx::query(
+            "INSERT INTO leases (id, study_id, item_id, worker, pool, dialogues, claimed_at_ms, \
+             expires_at_ms, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'leased') \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(req.lease_id.as_str())
+        .bind(req.study_id.as_str())
+        .bind(item_id.as_str())
+        .bind(req.worker.as_str())
+        .bind(req.pool.as_str())
+        .bind(dialogues.as_str())
+        .bind(now)
+        .bind(expires)
+        .execute(&mut *conn)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(Err(StoreError::Conflict {
+                what: "lease",
+                key: req.lease_id.clone(),
+            }));
+        }
+        let dialogues = match serde_json::from_str(&dialogues) {
+            Ok(d) => d,
+            Err(e) => {
+                return Ok(Err(StoreError::Corrupt {
+                    what: "item dialogues",
+                    detail: format!("{}/{item_id}: {e}", req.study_id),
+                }));
+            }
+        };
+        Ok(Ok(Some(Lease {
+            id: req.lease_id.clone(),
+            study_id: req.study_id.clone(),
+            item_id,
+            worker: req.worker.clone(),
+            pool: req.pool,
+            dialogues,
+            claimed_at_ms: req.now_ms,
+            expires_at_ms: u64::try_from(expires).unwrap_or(u64::MAX),
+            state: LeaseState::Leased,
+        })))
+    }
+}
+
+/// The callback that turns a submit's outcome into the events to append.
+pub(super) type EventsFor = Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>;
+
+/// Close a lease with a judgment and append the caller's events (see [`Store::submit`]). The
+/// output is the outcome, and for a stored judgment the first `seq` and the events appended.
+///
+/// [`Store::submit`]: crate::Store::submit
+pub(super) struct Submit {
+    pub lease_id: String,
+    pub now_ms: u64,
+    pub session: String,
+    pub events: Option<EventsFor>,
+}
+
+/// What a submit stored: the outcome, then the first `seq` and the events (none if closed).
+pub(super) type Submitted = (SubmitOutcome, u64, Vec<NewEvent>);
+
+#[async_trait]
+impl Apply for Submit {
+    type Output = Submitted;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        state: &mut BatchState,
+    ) -> Result<Result<Submitted>, sqlx::Error> {
+        let now = match to_i64("submit time", self.now_ms) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
+        let lease: Option<(String, String, String, i64, String)> = sqlx::query_as(
+            "SELECT study_id, item_id, pool, expires_at_ms, state FROM leases WHERE id = ?1",
+        )
+        .bind(self.lease_id.as_str())
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some((study_id, item_id, pool, expires_at, lease_state)) = lease else {
+            return Ok(Err(StoreError::NotFound {
+                what: "lease",
+                id: self.lease_id.clone(),
+            }));
+        };
+        let lease_state = match codec::parse_lease_state(&lease_state) {
+            Ok(LeaseState::Leased) => LeaseState::Leased,
+            Ok(closed) => return Ok(Ok((SubmitOutcome::AlreadyClosed(closed), 0, Vec::new()))),
+            Err(e) => return Ok(Err(e)),
+        };
+        let outcome = if pool == ItemPool::Gold.as_str() || expires_at > now {
+            SubmitOutcome::Counted
+        } else {
+            let (taken, needed): (i64, i64) = sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM leases WHERE study_id = ?1 AND item_id = ?2 \
+                           AND id <> ?4 \
+                           AND (state = 'done' OR (state = 'leased' AND expires_at_ms > ?3))), \
+                        (SELECT needed FROM eval_items WHERE study_id = ?1 AND item_id = ?2)",
+            )
+            .bind(study_id.as_str())
+            .bind(item_id.as_str())
+            .bind(now)
+            .bind(self.lease_id.as_str())
+            .fetch_one(&mut *conn)
+            .await?;
+            if taken < needed {
+                SubmitOutcome::Counted
+            } else {
+                SubmitOutcome::Surplus
+            }
+        };
+        let events = self.events.take().map_or_else(Vec::new, |f| f(outcome));
+        let rows: Vec<EncodedEvent> = match codec::encode_events(&events) {
+            Ok(rows) => rows,
+            Err(e) => return Ok(Err(e)),
+        };
+        // The log must exist before anything is written, so a refusal stores nothing.
+        if state.last_seq(conn, &self.session).await?.is_none() {
+            return Ok(Err(StoreError::UnknownSession(self.session.clone())));
+        }
+        let first = if rows.is_empty() {
+            0
+        } else {
+            let mut append = AppendEvents {
+                session: self.session.clone(),
+                rows,
+            };
+            match append.apply(conn, state).await? {
+                Ok(first) => first,
+                Err(e) => return Ok(Err(e)),
+            }
+        };
+        let closed = match outcome {
+            SubmitOutcome::Surplus => LeaseState::Surplus,
+            _ => LeaseState::Done,
+        };
+        sqlx::query("UPDATE leases SET state = ?2, closed_at_ms = ?3 WHERE id = ?1 AND state = ?4")
+            .bind(self.lease_id.as_str())
+            .bind(closed.as_str())
+            .bind(now)
+            .bind(lease_state.as_str())
+            .execute(&mut *conn)
+            .await?;
+        Ok(Ok((outcome, first, events)))
+    }
+}
+
+/// Give an open lease back; the output says whether it was open.
+pub(super) struct ReturnLease {
+    pub lease_id: String,
+    pub now_ms: u64,
+}
+
+#[async_trait]
+impl Apply for ReturnLease {
+    type Output = bool;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<bool>, sqlx::Error> {
+        let now = match to_i64("return time", self.now_ms) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
+        let done = sqlx::query(
+            "UPDATE leases SET state = 'returned', closed_at_ms = ?2 \
+             WHERE id = ?1 AND state = 'leased'",
+        )
+        .bind(self.lease_id.as_str())
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+        Ok(Ok(done.rows_affected() == 1))
+    }
+}
