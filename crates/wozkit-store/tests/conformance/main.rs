@@ -5,9 +5,11 @@
 mod harness;
 
 mod events;
+mod leases;
 mod records;
 
 use events::*;
+use leases::*;
 use records::*;
 
 conformance!(
@@ -22,4 +24,10 @@ conformance!(
     session_listing_and_ending,
     events_page_walks_every_event,
     meta_values,
+    exact_n_with_many_workers,
+    two_workers_race_for_the_last_claim,
+    late_submits_double_submits_and_their_events,
+    worker_rules_order_and_gold,
+    counts_open_leases_returns_and_reregistering,
+    participant_logs_are_listed_apart,
 );
