@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+pub mod evaluation;
 pub mod event;
 pub mod expr;
 pub mod graph;

@@ -43,7 +43,8 @@ pub struct Study {
     /// Version of the study file; logged with every session.
     #[serde(default = "default_version")]
     pub version: String,
-    /// The two sides of the conversation.
+    /// The two sides of the conversation (needed by studies with a live room).
+    #[serde(default)]
     pub roles: Roles,
     /// Time limit, clock start, finish and disconnect rules.
     #[serde(default)]
@@ -60,7 +61,9 @@ pub struct Study {
     /// Media (GIF/PNG/SVG) by id; files are relative to the study folder.
     #[serde(default)]
     pub media: IndexMap<String, Media>,
-    /// The dialogue states of the wizard; exactly one is `initial`.
+    /// The dialogue states of the wizard; exactly one is `initial` (none in a study without a
+    /// live room).
+    #[serde(default)]
     pub states: Vec<State>,
     /// Options always offered to the wizard; they do not move the state machine.
     #[serde(default)]
@@ -80,6 +83,18 @@ pub struct Study {
     /// The pages each role goes through.
     #[serde(default)]
     pub flow: Flow,
+    /// Dialogues to rate or compare, for studies whose flow has `rate` or `compare` pages.
+    #[serde(default)]
+    pub evaluation: Option<crate::evaluation::Evaluation>,
+}
+
+impl Study {
+    /// Whether the study has a live room (and so needs roles and dialogue states): the user
+    /// flow leads to one. Without it the wizard flow is never used (an evaluation study leaves
+    /// it at its default).
+    pub fn has_room(&self) -> bool {
+        self.flow.user.iter().any(|p| p.kind == PageKind::Room)
+    }
 }
 
 fn default_version() -> String {
@@ -92,6 +107,20 @@ fn default_version() -> String {
 pub struct Roles {
     pub user: RoleDef,
     pub wizard: RoleDef,
+}
+
+impl Default for Roles {
+    fn default() -> Self {
+        let role = |label: &str| RoleDef {
+            label: label.into(),
+            name: None,
+            instructions: String::new(),
+        };
+        Roles {
+            user: role("Participant"),
+            wizard: role("Wizard"),
+        }
+    }
 }
 
 /// One side of the conversation.
@@ -634,27 +663,58 @@ pub enum PageKind {
     Room,
     Survey,
     Completion,
+    Questions,
+    Onboarding,
+    Rate,
+    Compare,
 }
 
-/// One page in the flow.
+/// One page in the flow. Pages are shown in order; a page with `when` is skipped when its
+/// condition is false, and `next` jumps to another page (by id) once this one is done.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Page {
     pub kind: PageKind,
+    /// Names the page for `next` jumps and in the log (default: its kind and position).
+    #[serde(default)]
+    pub id: Option<String>,
     #[serde(default)]
     pub title: Option<String>,
+    /// Markdown (headings, lists, emphasis, links; no HTML).
     #[serde(default)]
     pub text: Option<String>,
+    /// CEL condition over `answers` (earlier pages' answers by question id), `platform`,
+    /// `params` (the entry link's parameters), `onboarding` (`"passed"`, `"failed"` or
+    /// `"none"`), `judged` (items judged so far) and `test`; the page is skipped when false.
+    #[serde(default)]
+    pub when: Option<String>,
+    /// The page to go to after this one (by id), instead of the next in the list.
+    #[serde(default)]
+    pub next: Option<String>,
+    /// The questions of a `questions` page.
+    #[serde(default)]
+    pub questions: Vec<crate::questions::Question>,
+}
+
+impl Page {
+    /// A page of `kind` with nothing else set.
+    pub fn of(kind: PageKind) -> Page {
+        Page {
+            kind,
+            id: None,
+            title: None,
+            text: None,
+            when: None,
+            next: None,
+            questions: vec![],
+        }
+    }
 }
 
 fn default_pages() -> Vec<Page> {
     use PageKind::*;
     [Consent, Instructions, Waiting, Room, Survey, Completion]
         .into_iter()
-        .map(|kind| Page {
-            kind,
-            title: None,
-            text: None,
-        })
+        .map(Page::of)
         .collect()
 }

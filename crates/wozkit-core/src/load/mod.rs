@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use builtin::{builtin_files, builtin_names};
 pub use positions::{Pos, Positions};
+pub use validate::{FLOW_VARS, kind_name};
 
 use crate::expr::Condition;
 use crate::model::Study;
@@ -98,6 +99,8 @@ pub struct Compiled {
     pub goal: Option<Condition>,
     pub finish_when: Option<Condition>,
     pub bonus_when: Option<Condition>,
+    /// Each page's `when`, for the user flow then the wizard flow.
+    pub page_when: validate::PageConditions,
 }
 
 /// A study that passed every check, ready for the engine.
@@ -215,14 +218,17 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     if !problems.is_empty() {
         return Err(Diagnostics(problems));
     }
-    let study: Study = match serde_json::from_value(value) {
+    let mut study: Study = match serde_json::from_value(value) {
         Ok(s) => s,
         Err(e) => return Err(Diagnostics(vec![diag("", e.to_string(), None)])),
     };
+    let file_dialogues = read_dialogues_file(&mut study, &source, &diag)?;
 
     // Pass 3: meaning.
     let (compiled, problems) =
-        validate::check(&study, &source, &|ptr, msg, hint| diag(ptr, msg, hint));
+        validate::check(&study, &source, file_dialogues, &|ptr, msg, hint| {
+            diag(ptr, msg, hint)
+        });
     if problems.is_empty() {
         Ok(LoadedStudy {
             study,
@@ -232,6 +238,52 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     } else {
         Err(Diagnostics(problems))
     }
+}
+
+/// Appends the dialogues of `evaluation.dialogues_file` to the study's; returns how many.
+/// A file that is missing or does not parse is reported at its own line and column.
+fn read_dialogues_file(
+    study: &mut Study,
+    source: &StudySource,
+    diag: &dyn Fn(&str, String, Option<String>) -> Diagnostic,
+) -> Result<usize, Diagnostics> {
+    let Some(ev) = study.evaluation.as_mut() else {
+        return Ok(0);
+    };
+    let Some(rel) = ev.dialogues_file.clone() else {
+        return Ok(0);
+    };
+    let Some(bytes) = source.read(&rel) else {
+        return Err(Diagnostics(vec![diag(
+            "/evaluation/dialogues_file",
+            format!("dialogues file `{rel}` not found"),
+            Some("paths are relative to the study folder".into()),
+        )]));
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let parsed: Vec<crate::evaluation::Dialogue> = serde_saphyr::from_str(&text).map_err(|e| {
+        let (line, col) = e
+            .location()
+            .map(|l| (l.line() as usize, l.column() as usize))
+            .unwrap_or((1, 1));
+        let message = e.without_snippet().to_string();
+        Diagnostics(vec![Diagnostic {
+            file: rel.clone(),
+            line,
+            col,
+            message: format!(
+                "dialogues file: {}",
+                message.lines().next().unwrap_or("invalid YAML")
+            ),
+            hint: Some(
+                "a list of dialogues: `- {id: ..., system: ..., turns: [{speaker: ..., text: ...}]}`"
+                    .into(),
+            ),
+        }])
+    })?;
+    let n = parsed.len();
+    ev.dialogues.extend(parsed);
+    Ok(n)
 }
 
 /// The diagnostics of one schema error.

@@ -4,6 +4,10 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+mod flow;
+
+pub use flow::{FLOW_VARS, PageConditions, kind_name};
+
 use super::{Compiled, Diagnostic, StudySource};
 use crate::expr::Condition;
 use crate::model::{Effects, Study};
@@ -132,6 +136,8 @@ struct Checker<'a> {
     diag: Diag<'a>,
     problems: Vec<Diagnostic>,
     states: HashMap<&'a str, usize>,
+    /// Dialogues read from `evaluation.dialogues_file` (the last ones of the list).
+    file_dialogues: usize,
 }
 
 impl<'a> Checker<'a> {
@@ -288,10 +294,16 @@ impl<'a> Checker<'a> {
 }
 
 /// Runs every meaning check; returns the compiled conditions and the problems.
-pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, Vec<Diagnostic>) {
+pub fn check(
+    study: &Study,
+    source: &StudySource,
+    file_dialogues: usize,
+    diag: Diag<'_>,
+) -> (Compiled, Vec<Diagnostic>) {
     let mut c = Checker {
         study,
         diag,
+        file_dialogues,
         problems: vec![],
         states: study
             .states
@@ -401,6 +413,8 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         .collect();
     match initials.as_slice() {
         [one] => compiled.initial = *one,
+        // A study without a live room (an evaluation) has no dialogue states.
+        [] if study.states.is_empty() && !study.has_room() => {}
         [] => c.err(
             "/states",
             "no state is marked `initial: true`".into(),
@@ -590,19 +604,7 @@ pub fn check(study: &Study, source: &StudySource, diag: Diag<'_>) -> (Compiled, 
         }
     }
 
-    if !study
-        .flow
-        .user
-        .iter()
-        .any(|p| p.kind == crate::model::PageKind::Room)
-        || !study
-            .flow
-            .wizard
-            .iter()
-            .any(|p| p.kind == crate::model::PageKind::Room)
-    {
-        c.err("/flow", "each role's flow needs a `room` page".into(), None);
-    }
+    compiled.page_when = c.flow();
 
     (compiled, c.problems)
 }

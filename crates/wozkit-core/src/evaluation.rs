@@ -1,0 +1,501 @@
+//! The evaluation part of a study: the dialogues people judge, how they become items (one
+//! dialogue to rate, or two to compare), how many judgments each item needs, and the known-answer
+//! items of onboarding and attention checks.
+//!
+//! The flow pages `rate`, `compare` and `onboarding` read this section; the server turns
+//! [`Evaluation::items`] into the store's items and leases (exactly `judgments_per_item`
+//! judgments per item). Pure data and pure functions, like the rest of the core.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::event::ItemPool;
+use crate::model::MAX_SECONDS;
+use crate::questions::Question;
+
+/// Most judgments one item may ask for.
+pub const MAX_JUDGMENTS: u32 = 1_000;
+/// Most items one worker may be given in one participation.
+pub const MAX_ITEMS_PER_WORKER: u32 = 10_000;
+/// Shortest lease, in seconds: a worker needs time to read a dialogue.
+pub const MIN_LEASE_S: u32 = 10;
+
+/// What the participants of an evaluation study do with the dialogues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EvalTask {
+    /// Rate one dialogue at a time on the study's questions.
+    Rate,
+    /// Compare two dialogues side by side and pick one (ACUTE-Eval).
+    Compare,
+}
+
+/// The `evaluation` section of a study.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Evaluation {
+    pub task: EvalTask,
+    /// Different workers who judge each item (exactly this many judgments are counted).
+    #[serde(default = "default_judgments")]
+    #[schemars(range(min = 1, max = MAX_JUDGMENTS))]
+    pub judgments_per_item: u32,
+    /// Items one worker judges (at most) in one participation, gold items not counted.
+    #[serde(default = "default_items_per_worker")]
+    #[schemars(range(min = 1, max = MAX_ITEMS_PER_WORKER))]
+    pub items_per_worker: u32,
+    /// Seconds a worker holds an item before it goes back to the pool.
+    #[serde(default = "default_lease")]
+    #[schemars(range(min = MIN_LEASE_S, max = MAX_SECONDS))]
+    pub lease_s: u32,
+    /// The dialogues, written in the study file.
+    #[serde(default)]
+    pub dialogues: Vec<Dialogue>,
+    /// A YAML or JSON file of more dialogues (a list, same shape), relative to the study folder.
+    #[serde(default)]
+    pub dialogues_file: Option<String>,
+    /// Comparisons: which pairs of dialogues are items (given, or formed by a rule).
+    #[serde(default)]
+    pub pairs: Option<Pairs>,
+    /// Ratings: the dialogues to rate (default: every dialogue not used by onboarding or gold).
+    #[serde(default)]
+    pub items: Option<Vec<String>>,
+    /// Comparisons: the question asked of each pair.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// Comparisons: the reason asked for the choice.
+    #[serde(default)]
+    pub justification: Justification,
+    /// Questions asked of each item (rating scales; for comparisons, optional extras).
+    #[serde(default)]
+    pub questions: Vec<Question>,
+    /// Per-turn annotation of the shown dialogues.
+    #[serde(default)]
+    pub annotate: Option<TurnAnnotation>,
+    /// Known-answer items a worker must pass before judging (shown by an `onboarding` page).
+    #[serde(default)]
+    pub onboarding: Option<Onboarding>,
+    /// Attention checks mixed into the items.
+    #[serde(default)]
+    pub gold: Option<Gold>,
+    /// The page shown when no item is left for a worker.
+    #[serde(default)]
+    pub no_items: Ending,
+    /// Whether a surplus judgment (submitted after its lease expired, when the item no longer
+    /// needed it) is paid. It is always kept.
+    #[serde(default = "yes")]
+    pub pay_surplus: bool,
+    /// Worker ids (of any platform) not admitted to this study.
+    #[serde(default)]
+    pub blocklist: Vec<String>,
+}
+
+fn default_judgments() -> u32 {
+    3
+}
+fn default_items_per_worker() -> u32 {
+    5
+}
+fn default_lease() -> u32 {
+    600
+}
+fn yes() -> bool {
+    true
+}
+
+/// One dialogue to be judged.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Dialogue {
+    /// Unique among the study's dialogues.
+    pub id: String,
+    /// The system (model, wizard, …) whose side of the conversation is judged.
+    pub system: String,
+    /// Dialogues with the same scenario are compared with each other by `pairs.rule`.
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// Shown above the turns (a persona, a user goal).
+    #[serde(default)]
+    pub context: Option<String>,
+    pub turns: Vec<Turn>,
+}
+
+/// One turn of a dialogue.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Who speaks, e.g. `user` or `bot`; per-turn annotation picks turns by speaker.
+    pub speaker: String,
+    pub text: String,
+}
+
+/// How comparison items are made.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pairs {
+    /// Pairs written out.
+    #[serde(default)]
+    pub given: Vec<GivenPair>,
+    /// Or a rule forming the pairs.
+    #[serde(default)]
+    pub rule: Option<PairRule>,
+    /// With a rule: how two systems' dialogues are matched.
+    #[serde(default)]
+    pub match_by: MatchBy,
+}
+
+/// One pair written out.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GivenPair {
+    pub a: String,
+    pub b: String,
+}
+
+/// Rules forming comparison pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PairRule {
+    /// Every system against every other system.
+    AllSystems,
+}
+
+/// How a rule matches the dialogues of two systems.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchBy {
+    /// Dialogues with the same `scenario` (the n-th of one system with the n-th of the other).
+    #[default]
+    Scenario,
+    /// The n-th dialogue of one system with the n-th of the other, in file order.
+    Order,
+}
+
+/// The reason asked for a comparison's choice.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Justification {
+    /// Asked at all.
+    #[serde(default = "yes")]
+    pub ask: bool,
+    #[serde(default = "yes")]
+    pub required: bool,
+    /// Fewest words of a required reason.
+    #[serde(default)]
+    #[schemars(range(max = 1000))]
+    pub min_words: u32,
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+impl Default for Justification {
+    fn default() -> Self {
+        Justification {
+            ask: true,
+            required: true,
+            min_words: 0,
+            prompt: None,
+        }
+    }
+}
+
+/// How turns are annotated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnnotationKind {
+    /// Any of `options` may be ticked for each turn (none is an answer too).
+    Checkboxes,
+    /// One point of a scale for each turn.
+    Scale,
+}
+
+/// Per-turn annotation (as ParlAI's model_chat "buckets").
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnAnnotation {
+    /// The speaker whose turns are annotated, e.g. `bot`.
+    pub speaker: String,
+    pub kind: AnnotationKind,
+    /// Shown above the dialogue.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Checkbox labels.
+    #[serde(default)]
+    pub options: Vec<String>,
+    /// Points of the scale, 2 to 11.
+    #[serde(default)]
+    pub points: Option<u32>,
+    #[serde(default)]
+    pub low: Option<String>,
+    #[serde(default)]
+    pub high: Option<String>,
+}
+
+impl TurnAnnotation {
+    pub fn points(&self) -> u32 {
+        self.points.unwrap_or(5)
+    }
+}
+
+/// An expected answer range of one rating question.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+}
+
+impl Expect {
+    pub fn holds(&self, x: f64) -> bool {
+        self.min.is_none_or(|m| x >= m) && self.max.is_none_or(|m| x <= m)
+    }
+}
+
+/// An item with a known answer: a pair with the better dialogue named (comparisons), or a
+/// dialogue with expected answer ranges (ratings).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KnownItem {
+    /// Comparisons: the two dialogues.
+    #[serde(default)]
+    pub a: Option<String>,
+    #[serde(default)]
+    pub b: Option<String>,
+    /// Comparisons: the id of the dialogue a careful worker picks.
+    #[serde(default)]
+    pub better: Option<String>,
+    /// Ratings: the dialogue.
+    #[serde(default)]
+    pub dialogue: Option<String>,
+    /// Ratings: the answers a careful worker gives, by question id.
+    #[serde(default)]
+    pub expect: IndexMap<String, Expect>,
+}
+
+impl KnownItem {
+    /// The item's dialogues, in the order written.
+    pub fn dialogues(&self) -> Vec<String> {
+        [&self.a, &self.b, &self.dialogue]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// The item's id: its dialogues joined by `~`.
+    pub fn id(&self) -> String {
+        self.dialogues().join("~")
+    }
+
+    /// Whether a judgment is the known answer: the better dialogue chosen, every expected
+    /// answer within its range.
+    pub fn correct(
+        &self,
+        choice: Option<&str>,
+        answers: &IndexMap<String, serde_json::Value>,
+    ) -> bool {
+        let choice_ok = self
+            .better
+            .as_deref()
+            .is_none_or(|better| choice == Some(better));
+        let answers_ok = self.expect.iter().all(|(q, e)| {
+            answers
+                .get(q)
+                .and_then(serde_json::Value::as_f64)
+                .is_some_and(|x| e.holds(x))
+        });
+        choice_ok && answers_ok
+    }
+}
+
+/// What a screened-out worker (or one with no item left) is shown.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ending {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Whether a completion code is given.
+    #[serde(default)]
+    pub code: bool,
+}
+
+/// The onboarding test.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Onboarding {
+    /// Share of the items that must be answered correctly, 0 to 1 (default all).
+    #[serde(default = "one")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub pass_mark: f64,
+    pub items: Vec<KnownItem>,
+    /// What a worker who fails is shown.
+    #[serde(default)]
+    pub fail: Ending,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Attention checks.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Gold {
+    /// Share of a worker's items that are attention checks, 0 to 1.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub rate: f64,
+    /// Failed checks allowed; one more screens the worker out. None: never screened out.
+    #[serde(default)]
+    pub max_failures: Option<u32>,
+    pub items: Vec<KnownItem>,
+    /// What a screened-out worker is shown.
+    #[serde(default)]
+    pub fail: Ending,
+}
+
+/// One item as the store keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemSpec {
+    pub id: String,
+    pub pool: ItemPool,
+    pub dialogues: Vec<String>,
+}
+
+impl Evaluation {
+    /// The dialogue with this id.
+    pub fn dialogue(&self, id: &str) -> Option<&Dialogue> {
+        self.dialogues.iter().find(|d| d.id == id)
+    }
+
+    /// The system of a dialogue (empty when unknown).
+    pub fn system_of(&self, id: &str) -> String {
+        self.dialogue(id)
+            .map(|d| d.system.clone())
+            .unwrap_or_default()
+    }
+
+    /// Dialogues used by onboarding or gold items: never judged as ordinary items.
+    fn reserved(&self) -> Vec<&str> {
+        let known = self
+            .onboarding
+            .iter()
+            .flat_map(|o| o.items.iter())
+            .chain(self.gold.iter().flat_map(|g| g.items.iter()));
+        let mut out: Vec<&str> = vec![];
+        for k in known {
+            out.extend(
+                [&k.a, &k.b, &k.dialogue]
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str),
+            );
+        }
+        out
+    }
+
+    /// Every item: the ordinary ones (pairs or dialogues) then the gold ones.
+    pub fn items(&self) -> Vec<ItemSpec> {
+        let reserved = self.reserved();
+        let mut out: Vec<ItemSpec> = match self.task {
+            EvalTask::Rate => {
+                let ids: Vec<&str> = match &self.items {
+                    Some(ids) => ids.iter().map(String::as_str).collect(),
+                    None => self
+                        .dialogues
+                        .iter()
+                        .map(|d| d.id.as_str())
+                        .filter(|id| !reserved.contains(id))
+                        .collect(),
+                };
+                ids.into_iter()
+                    .map(|id| ItemSpec {
+                        id: id.to_string(),
+                        pool: ItemPool::Item,
+                        dialogues: vec![id.to_string()],
+                    })
+                    .collect()
+            }
+            EvalTask::Compare => self
+                .pairs()
+                .into_iter()
+                .map(|(a, b)| ItemSpec {
+                    id: format!("{a}~{b}"),
+                    pool: ItemPool::Item,
+                    dialogues: vec![a, b],
+                })
+                .collect(),
+        };
+        if let Some(gold) = &self.gold {
+            out.extend(gold.items.iter().map(|k| ItemSpec {
+                id: k.id(),
+                pool: ItemPool::Gold,
+                dialogues: k.dialogues(),
+            }));
+        }
+        out
+    }
+
+    /// The comparison pairs, given or formed by the rule.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        let Some(pairs) = &self.pairs else {
+            return vec![];
+        };
+        let mut out: Vec<(String, String)> = pairs
+            .given
+            .iter()
+            .map(|p| (p.a.clone(), p.b.clone()))
+            .collect();
+        if pairs.rule == Some(PairRule::AllSystems) {
+            let reserved = self.reserved();
+            // Per system, its dialogues grouped by the matching key, in file order.
+            let mut by_system: BTreeMap<&str, BTreeMap<String, Vec<&str>>> = BTreeMap::new();
+            for d in &self.dialogues {
+                if reserved.contains(&d.id.as_str()) {
+                    continue;
+                }
+                let key = match pairs.match_by {
+                    MatchBy::Scenario => d.scenario.clone().unwrap_or_default(),
+                    MatchBy::Order => String::new(),
+                };
+                by_system
+                    .entry(d.system.as_str())
+                    .or_default()
+                    .entry(key)
+                    .or_default()
+                    .push(d.id.as_str());
+            }
+            let systems: Vec<&str> = by_system.keys().copied().collect();
+            for (i, s1) in systems.iter().enumerate() {
+                for s2 in &systems[i + 1..] {
+                    for (key, left) in &by_system[s1] {
+                        let Some(right) = by_system[s2].get(key) else {
+                            continue;
+                        };
+                        for (a, b) in left.iter().zip(right.iter()) {
+                            out.push((a.to_string(), b.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The known answer of a gold item, by item id.
+    pub fn gold_item(&self, id: &str) -> Option<&KnownItem> {
+        self.gold.as_ref()?.items.iter().find(|k| k.id() == id)
+    }
+
+    /// The comparison question.
+    pub fn question(&self) -> &str {
+        self.question
+            .as_deref()
+            .unwrap_or("Which of the two conversations is better?")
+    }
+}

@@ -1,0 +1,519 @@
+//! The meaning checks of the page flow and the evaluation section: page ids and jumps,
+//! conditions and the answers they read, unreachable pages, the pages each kind needs, and the
+//! dialogues, pairs and known-answer items of an evaluation.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::{Checker, comprehension_vars, did_you_mean, member_names};
+use crate::evaluation::{AnnotationKind, EvalTask, Evaluation, KnownItem};
+use crate::expr::Condition;
+use crate::model::{Page, PageKind};
+use crate::questions::{self, SCALE_POINTS};
+
+/// Variables of a page's `when` condition.
+pub const FLOW_VARS: &[&str] = &[
+    "answers",
+    "platform",
+    "params",
+    "onboarding",
+    "judged",
+    "test",
+];
+
+/// Form field names the judging pages use themselves: a question may not take them.
+const RESERVED_FIELDS: &[&str] = &["step", "lease", "choice", "justification"];
+
+/// The flow's compiled page conditions, per role: `[user, wizard]`, indexed like the pages.
+pub type PageConditions = [Vec<Option<Condition>>; 2];
+
+impl Checker<'_> {
+    /// Checks both roles' flows and the evaluation section; returns the page conditions.
+    pub(super) fn flow(&mut self) -> PageConditions {
+        let study = self.study;
+        let user = self.role_flow("user", &study.flow.user);
+        let wizard = self.role_flow("wizard", &study.flow.wizard);
+        if let Some(ev) = &study.evaluation {
+            self.evaluation(ev);
+        }
+        let judges = |pages: &[Page]| {
+            pages
+                .iter()
+                .any(|p| matches!(p.kind, PageKind::Rate | PageKind::Compare))
+        };
+        if study.has_room() {
+            let needs_room = |pages: &[Page]| !pages.iter().any(|p| p.kind == PageKind::Room);
+            if needs_room(&study.flow.user) || needs_room(&study.flow.wizard) {
+                self.err(
+                    "/flow",
+                    "each role's flow needs a `room` page".into(),
+                    Some("a live room pairs a user with a wizard: both flows lead to it".into()),
+                );
+            }
+            if study.states.is_empty() {
+                self.err(
+                    "/states",
+                    "the flow has a `room` page but the study has no dialogue states".into(),
+                    Some("add `states`, or remove the room page".into()),
+                );
+            }
+        } else if study.evaluation.is_none() || !judges(&study.flow.user) {
+            self.err(
+                "/flow",
+                "each role's flow needs a `room` page".into(),
+                Some(
+                    "or make this an evaluation study: an `evaluation` section and a `rate` or \
+                     `compare` page in the user flow"
+                        .into(),
+                ),
+            );
+        }
+        [user, wizard]
+    }
+
+    fn role_flow(&mut self, role: &str, pages: &[Page]) -> Vec<Option<Condition>> {
+        let base = format!("/flow/{role}");
+        let ids: HashMap<&str, usize> = pages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.id.as_deref().map(|id| (id, i)))
+            .collect();
+        self.unique("page", &base, pages.iter().filter_map(|p| p.id.as_deref()));
+        // Where each page may lead: its jump, or the next page; a page with a condition may
+        // also be skipped, and a completion page ends the flow.
+        let mut edges: Vec<Vec<usize>> = vec![vec![]; pages.len() + 1];
+        for (i, p) in pages.iter().enumerate() {
+            let ptr = format!("{base}/{i}");
+            if let Some(id) = &p.id
+                && (id.is_empty()
+                    || !id
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            {
+                self.err(
+                    &format!("{ptr}/id"),
+                    format!("page id `{id}` must be letters, digits, `_` or `-`"),
+                    None,
+                );
+            }
+            let after = match &p.next {
+                Some(target) => match ids.get(target.as_str()) {
+                    Some(&j) => j,
+                    None => {
+                        let hint = did_you_mean(target, ids.keys().copied())
+                            .or_else(|| Some("`next` names a page by its `id`".into()));
+                        self.err(
+                            &format!("{ptr}/next"),
+                            format!("`next` names unknown page `{target}`"),
+                            hint,
+                        );
+                        i + 1
+                    }
+                },
+                None => i + 1,
+            };
+            if p.kind != PageKind::Completion {
+                edges[i].push(after);
+            }
+            if p.when.is_some() {
+                edges[i].push(i + 1);
+            }
+            self.page_kind(&ptr, p);
+        }
+        // Reachability from the first page.
+        let mut seen = vec![false; pages.len() + 1];
+        let mut queue = VecDeque::from([0]);
+        while let Some(i) = queue.pop_front() {
+            if i >= seen.len() || std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            queue.extend(edges[i].iter().copied());
+        }
+        for (i, p) in pages.iter().enumerate() {
+            if !seen[i] {
+                self.err(
+                    &format!("{base}/{i}"),
+                    format!(
+                        "page {} is unreachable",
+                        p.id.as_deref().map_or_else(
+                            || format!("{i} ({})", kind_name(p.kind)),
+                            |id| format!("`{id}`")
+                        )
+                    ),
+                    Some(
+                        "the page before it jumps elsewhere or ends the flow; give it an `id` \
+                         and jump to it with `next`, or remove it"
+                            .into(),
+                    ),
+                );
+            }
+        }
+        // Conditions: the answers they read must be asked on a page that can come before.
+        let mut asked_before: Vec<HashSet<&str>> = vec![HashSet::new(); pages.len()];
+        for (j, target) in asked_before.iter_mut().enumerate() {
+            for (i, p) in pages.iter().enumerate() {
+                if i != j && leads_to(&edges, i, j) {
+                    target.extend(p.questions.iter().map(|q| q.id.as_str()));
+                }
+            }
+        }
+        let all_asked: HashSet<&str> = pages
+            .iter()
+            .flat_map(|p| p.questions.iter().map(|q| q.id.as_str()))
+            .collect();
+        pages
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let src = p.when.as_deref()?;
+                let ptr = format!("{base}/{i}/when");
+                let c = self.flow_condition(&ptr, src)?;
+                for name in member_names(src, "answers") {
+                    if !asked_before[i].contains(name.as_str()) {
+                        let (msg, hint) = if all_asked.contains(name.as_str()) {
+                            (
+                                format!("condition reads answer `{name}` before it is asked"),
+                                "the question is on this page or a later one".to_string(),
+                            )
+                        } else {
+                            (
+                                format!("condition reads answer `{name}`, which no page asks"),
+                                did_you_mean(&name, asked_before[i].iter().copied()).unwrap_or_else(
+                                    || "`answers.ID` reads the question `ID` of an earlier `questions` page".into(),
+                                ),
+                            )
+                        };
+                        self.err(&ptr, msg, Some(hint));
+                    }
+                }
+                Some(c)
+            })
+            .collect()
+    }
+
+    fn flow_condition(&mut self, ptr: &str, src: &str) -> Option<Condition> {
+        match Condition::compile(src) {
+            Err(e) => {
+                self.err(
+                    ptr,
+                    format!("condition `{src}` does not parse: {e}"),
+                    Some("conditions are CEL expressions, e.g. `answers.age >= 18`".into()),
+                );
+                None
+            }
+            Ok(c) => {
+                let bound = comprehension_vars(src);
+                for v in c.variables() {
+                    if !FLOW_VARS.contains(&v.as_str()) && !bound.contains(&v) {
+                        let hint =
+                            did_you_mean(&v, FLOW_VARS.iter().copied()).unwrap_or_else(|| {
+                                format!("page conditions read: {}", FLOW_VARS.join(", "))
+                            });
+                        self.err(
+                            ptr,
+                            format!("condition names unknown variable `{v}`"),
+                            Some(hint),
+                        );
+                    }
+                }
+                Some(c)
+            }
+        }
+    }
+
+    /// What each kind of page needs.
+    fn page_kind(&mut self, ptr: &str, p: &Page) {
+        let ev = self.study.evaluation.as_ref();
+        if p.kind == PageKind::Questions {
+            if p.questions.is_empty() {
+                self.err(
+                    ptr,
+                    "a `questions` page needs `questions`".into(),
+                    Some("list the questions, or use an `instructions` page".into()),
+                );
+            }
+            for problem in questions::rules::check(&p.questions, &format!("{ptr}/questions")) {
+                self.err(&problem.pointer, problem.message, problem.hint);
+            }
+        } else if !p.questions.is_empty() {
+            self.err(
+                &format!("{ptr}/questions"),
+                format!("a `{}` page does not ask `questions`", kind_name(p.kind)),
+                Some("put them on a `questions` page".into()),
+            );
+        }
+        let need = match p.kind {
+            PageKind::Rate => ev
+                .is_none_or(|e| e.task != EvalTask::Rate)
+                .then_some("a `rate` page needs an `evaluation` section with `task: rate`"),
+            PageKind::Compare => ev
+                .is_none_or(|e| e.task != EvalTask::Compare)
+                .then_some("a `compare` page needs an `evaluation` section with `task: compare`"),
+            PageKind::Onboarding => ev
+                .is_none_or(|e| e.onboarding.is_none())
+                .then_some("an `onboarding` page needs `evaluation.onboarding`"),
+            _ => None,
+        };
+        if let Some(msg) = need {
+            self.err(&format!("{ptr}/kind"), msg.into(), None);
+        }
+    }
+
+    fn evaluation(&mut self, ev: &Evaluation) {
+        let inline = ev.dialogues.len() - self.file_dialogues;
+        let dialogue_ptr = |i: usize| {
+            if i < inline {
+                format!("/evaluation/dialogues/{i}")
+            } else {
+                "/evaluation/dialogues_file".to_string()
+            }
+        };
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, d) in ev.dialogues.iter().enumerate() {
+            if let Some(first) = seen.insert(d.id.as_str(), i) {
+                self.err(
+                    &dialogue_ptr(i),
+                    format!("duplicate dialogue id `{}`", d.id),
+                    Some(format!("the first is dialogue {first}; ids must be unique")),
+                );
+            }
+            if d.turns.is_empty() {
+                self.err(
+                    &dialogue_ptr(i),
+                    format!("dialogue `{}` has no turns", d.id),
+                    None,
+                );
+            }
+        }
+        let known: Vec<&str> = ev.dialogues.iter().map(|d| d.id.as_str()).collect();
+        let dialogue_ref = |c: &mut Self, ptr: &str, id: &str| {
+            if !known.contains(&id) {
+                let hint = did_you_mean(id, known.iter().copied())
+                    .or_else(|| Some("name a dialogue of `evaluation.dialogues`".into()));
+                c.err(ptr, format!("unknown dialogue `{id}`"), hint);
+            }
+        };
+        match ev.task {
+            EvalTask::Compare => {
+                match &ev.pairs {
+                    None => self.err(
+                        "/evaluation",
+                        "a comparison needs `pairs`".into(),
+                        Some(
+                            "`pairs: {rule: all_systems}` or `pairs: {given: [{a: ID, b: ID}]}`"
+                                .into(),
+                        ),
+                    ),
+                    Some(pairs) => {
+                        for (i, p) in pairs.given.iter().enumerate() {
+                            let ptr = format!("/evaluation/pairs/given/{i}");
+                            dialogue_ref(self, &format!("{ptr}/a"), &p.a);
+                            dialogue_ref(self, &format!("{ptr}/b"), &p.b);
+                            if p.a == p.b {
+                                self.err(
+                                    &ptr,
+                                    "a pair compares two different dialogues".into(),
+                                    None,
+                                );
+                            }
+                        }
+                        if pairs.given.is_empty() && pairs.rule.is_none() {
+                            self.err(
+                                "/evaluation/pairs",
+                                "`pairs` needs `given` pairs or a `rule`".into(),
+                                None,
+                            );
+                        }
+                    }
+                }
+                if ev.items.is_some() {
+                    self.err(
+                        "/evaluation/items",
+                        "`items` lists dialogues to rate; a comparison's items are its `pairs`"
+                            .into(),
+                        None,
+                    );
+                }
+            }
+            EvalTask::Rate => {
+                if ev.pairs.is_some() {
+                    self.err(
+                        "/evaluation/pairs",
+                        "`pairs` are for `task: compare`".into(),
+                        Some(
+                            "a rating study lists its dialogues under `items` (or rates them all)"
+                                .into(),
+                        ),
+                    );
+                }
+                for (i, id) in ev.items.iter().flatten().enumerate() {
+                    dialogue_ref(self, &format!("/evaluation/items/{i}"), id);
+                }
+                if ev.questions.is_empty() && ev.annotate.is_none() {
+                    self.err(
+                        "/evaluation",
+                        "a rating study needs `questions` (or `annotate`)".into(),
+                        None,
+                    );
+                }
+            }
+        }
+        for problem in questions::rules::check(&ev.questions, "/evaluation/questions") {
+            self.err(&problem.pointer, problem.message, problem.hint);
+        }
+        for (i, q) in ev.questions.iter().enumerate() {
+            if RESERVED_FIELDS.contains(&q.id.as_str()) || q.id.starts_with("turn") {
+                self.err(
+                    &format!("/evaluation/questions/{i}/id"),
+                    format!("question id `{}` is used by the judging form itself", q.id),
+                    Some("choose another id".into()),
+                );
+            }
+        }
+        if let Some(a) = &ev.annotate {
+            let speaks = ev
+                .dialogues
+                .iter()
+                .any(|d| d.turns.iter().any(|t| t.speaker == a.speaker));
+            if !speaks {
+                self.err(
+                    "/evaluation/annotate/speaker",
+                    format!("no dialogue has a turn by `{}`", a.speaker),
+                    None,
+                );
+            }
+            match a.kind {
+                AnnotationKind::Checkboxes if a.options.is_empty() => self.err(
+                    "/evaluation/annotate",
+                    "checkbox annotation needs `options`".into(),
+                    None,
+                ),
+                AnnotationKind::Scale if !SCALE_POINTS.contains(&a.points()) => self.err(
+                    "/evaluation/annotate/points",
+                    format!(
+                        "a scale has {} to {} points",
+                        SCALE_POINTS.start(),
+                        SCALE_POINTS.end()
+                    ),
+                    None,
+                ),
+                _ => {}
+            }
+        }
+        let question_ids: Vec<&str> = ev.questions.iter().map(|q| q.id.as_str()).collect();
+        let known_lists = ev
+            .onboarding
+            .iter()
+            .map(|o| ("/evaluation/onboarding/items", &o.items))
+            .chain(ev.gold.iter().map(|g| ("/evaluation/gold/items", &g.items)));
+        for (base, items) in known_lists {
+            if items.is_empty() {
+                self.err(base, "no items with known answers".into(), None);
+            }
+            for (i, k) in items.iter().enumerate() {
+                let ptr = format!("{base}/{i}");
+                for id in k.dialogues() {
+                    dialogue_ref(self, &ptr, &id);
+                }
+                self.known_item(&ptr, ev.task, k, &question_ids);
+            }
+        }
+        if ev
+            .items()
+            .iter()
+            .all(|i| i.pool != crate::event::ItemPool::Item)
+        {
+            self.err(
+                "/evaluation",
+                "the evaluation has no items to judge".into(),
+                Some(match ev.task {
+                    EvalTask::Compare => "no pair could be formed: check `pairs` and the dialogues' systems and scenarios".into(),
+                    EvalTask::Rate => "every dialogue is used by onboarding or gold items".into(),
+                }),
+            );
+        }
+    }
+
+    fn known_item(&mut self, ptr: &str, task: EvalTask, k: &KnownItem, question_ids: &[&str]) {
+        match task {
+            EvalTask::Compare => {
+                let (Some(a), Some(b)) = (&k.a, &k.b) else {
+                    self.err(
+                        ptr,
+                        "a known comparison names dialogues `a` and `b`".into(),
+                        None,
+                    );
+                    return;
+                };
+                match &k.better {
+                    Some(better) if better == a || better == b => {}
+                    _ => self.err(
+                        ptr,
+                        "`better` must name `a` or `b`: the dialogue a careful worker picks".into(),
+                        None,
+                    ),
+                }
+                if k.dialogue.is_some() || !k.expect.is_empty() {
+                    self.err(
+                        ptr,
+                        "`dialogue` and `expect` are for rating studies".into(),
+                        None,
+                    );
+                }
+            }
+            EvalTask::Rate => {
+                if k.dialogue.is_none() || k.a.is_some() || k.b.is_some() || k.better.is_some() {
+                    self.err(
+                        ptr,
+                        "a known rating names one `dialogue` and what to `expect`".into(),
+                        None,
+                    );
+                }
+                if k.expect.is_empty() {
+                    self.err(ptr, "`expect` at least one answer range".into(), None);
+                }
+                for q in k.expect.keys() {
+                    if !question_ids.contains(&q.as_str()) {
+                        let hint = did_you_mean(q, question_ids.iter().copied());
+                        self.err(
+                            &format!("{ptr}/expect/{q}"),
+                            format!("`expect` names unknown question `{q}`"),
+                            hint,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether page `to` can follow page `from` (through any number of pages).
+fn leads_to(edges: &[Vec<usize>], from: usize, to: usize) -> bool {
+    let mut seen = vec![false; edges.len()];
+    let mut queue: VecDeque<usize> = edges[from].iter().copied().collect();
+    while let Some(i) = queue.pop_front() {
+        if i == to {
+            return true;
+        }
+        if i >= edges.len() || std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        queue.extend(edges[i].iter().copied());
+    }
+    false
+}
+
+/// The name authors write in `kind:`.
+pub fn kind_name(kind: PageKind) -> &'static str {
+    match kind {
+        PageKind::Consent => "consent",
+        PageKind::Instructions => "instructions",
+        PageKind::Waiting => "waiting",
+        PageKind::Room => "room",
+        PageKind::Survey => "survey",
+        PageKind::Completion => "completion",
+        PageKind::Questions => "questions",
+        PageKind::Onboarding => "onboarding",
+        PageKind::Rate => "rate",
+        PageKind::Compare => "compare",
+    }
+}
