@@ -47,6 +47,9 @@ pub struct Tunables {
     /// A waiter not heard from for this long is not paired and its place is given up: its
     /// socket died without closing (a laptop lid, a lost network).
     pub stale_after_ms: u64,
+    /// Worker ids not admitted to any study (each study may list more in
+    /// `evaluation.blocklist`).
+    pub blocklist: std::collections::HashSet<String>,
 }
 
 impl Default for Tunables {
@@ -59,6 +62,7 @@ impl Default for Tunables {
             join_per_minute: 120,
             heartbeat_ms: 5000,
             stale_after_ms: 15_000,
+            blocklist: std::collections::HashSet::new(),
         }
     }
 }
@@ -117,6 +121,9 @@ impl AppState {
             }
         }
         let code_key = CodeKey::load_or_create(store.as_ref()).await?;
+        for s in studies.values() {
+            crate::evaluation::register_items(store.as_ref(), s).await?;
+        }
         Ok(AppState(Arc::new(Inner {
             store,
             studies,

@@ -2,7 +2,8 @@
 //! `flow_step` as `"<index>:<kind>"` (the kind is for people reading the database), and these
 //! functions say which page that is and which comes next.
 //!
-//! Rules: the role's pages are shown in order; "waiting" (or a "room" reached without a session)
+//! Rules: the role's pages are shown in order (a page's `next` jumps, and a page whose `when` is
+//! false is skipped, see `http::pages`); "waiting" (or a "room" reached without a session)
 //! is the lobby; the room is left when the session ends; a participant left without a partner
 //! skips to the completion page; past the last page the participant is done (a completion page
 //! with the code is shown even if the study forgot one).
@@ -70,14 +71,23 @@ pub fn in_lobby(study: &Study, role: Role, i: usize, has_session: bool) -> bool 
     }
 }
 
-pub fn kind_name(kind: PageKind) -> &'static str {
-    match kind {
-        PageKind::Consent => "consent",
-        PageKind::Instructions => "instructions",
-        PageKind::Waiting => "waiting",
-        PageKind::Room => "room",
-        PageKind::Survey => "survey",
-        PageKind::Completion => "completion",
+pub use wozkit_core::load::kind_name;
+
+/// The page after step `i`: its `next` jump when it has one, else the following page.
+pub fn after(study: &Study, role: Role, i: usize) -> usize {
+    let pages = pages(study, role);
+    pages
+        .get(i)
+        .and_then(|p| p.next.as_deref())
+        .and_then(|id| pages.iter().position(|q| q.id.as_deref() == Some(id)))
+        .unwrap_or(i + 1)
+}
+
+/// The name of page `i` in the log: its `id`, else its position and kind.
+pub fn page_id(study: &Study, role: Role, i: usize) -> String {
+    match pages(study, role).get(i).and_then(|p| p.id.clone()) {
+        Some(id) => id,
+        None => format!("{i}-{}", kind_name(kind_at(study, role, i))),
     }
 }
 

@@ -27,6 +27,7 @@ pub mod app;
 pub mod auth;
 pub mod completion;
 mod error;
+mod evaluation;
 mod flow;
 mod http;
 mod lobby;

@@ -219,6 +219,15 @@ pub async fn join(
     };
     let id = identify(&q)?;
     let study_id = study.study.id.clone();
+    if crate::evaluation::blocked(&app, &study, id.worker.as_deref()) {
+        tracing::info!(
+            study = study_id,
+            "a blocklisted worker was refused at entry"
+        );
+        return Err(HttpError::Forbidden(
+            "This study is not open to your worker id. Thank you for your interest.",
+        ));
+    }
     if let Some(p) = current_participant(&app, &headers, seat.as_deref()).await?
         && p.study_id == study_id
         && (id.worker.is_none() || (p.worker_id == id.worker && p.platform == id.platform))
@@ -240,7 +249,12 @@ pub async fn join(
         ),
         _ => None,
     };
-    let role = role_or(role, &app, &study_id);
+    // A study without a live room has one kind of participant: every one takes the user flow.
+    let role = if study.study.has_room() {
+        role_or(role, &app, &study_id)
+    } else {
+        Role::User
+    };
     let (token, token_hash) = new_token();
     let new = NewParticipant {
         id: new_id(),

@@ -34,6 +34,50 @@ pub fn paragraphs(text: &str) -> String {
         .join("\n")
 }
 
+/// Markdown from a study file as HTML. Raw HTML in it is shown as text, and links and images
+/// keep only web, mail and relative addresses, so a study text cannot run script.
+pub fn markdown(text: &str) -> String {
+    use pulldown_cmark::{CowStr, Event, Options, Parser, Tag};
+    let safe = |url: &CowStr<'_>| {
+        let u = url.trim().to_ascii_lowercase();
+        u.starts_with("https://")
+            || u.starts_with("http://")
+            || u.starts_with("mailto:")
+            || !(u.contains(':'))
+    };
+    let events = Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES).map(
+        |event| match event {
+            Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) if !safe(&dest_url) => Event::Start(Tag::Link {
+                link_type,
+                dest_url: CowStr::Borrowed("#"),
+                title,
+                id,
+            }),
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) if !safe(&dest_url) => Event::Start(Tag::Image {
+                link_type,
+                dest_url: CowStr::Borrowed("#"),
+                title,
+                id,
+            }),
+            other => other,
+        },
+    );
+    let mut out = String::new();
+    pulldown_cmark::html::push_html(&mut out, events);
+    out
+}
+
 /// A whole page: `body` is trusted HTML built with [`esc`]; `scripts` are asset names.
 pub fn layout(title: &str, body: &str, scripts: &[&str]) -> String {
     layout_with_head(title, "", body, scripts)

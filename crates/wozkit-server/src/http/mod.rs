@@ -15,6 +15,7 @@
 
 pub mod entry;
 pub mod html;
+pub mod judge;
 pub mod pages;
 pub mod questions;
 pub mod researcher;
@@ -60,6 +61,10 @@ pub fn router(app: AppState) -> Router {
         .route("/p", get(pages::current))
         .route("/p/next", post(pages::next))
         .route("/p/survey", post(survey::submit))
+        .route("/p/answers", post(judge::answers))
+        .route("/p/onboarding", post(judge::onboarding))
+        .route("/p/judge", post(judge::judge))
+        .route("/p/skip", post(judge::skip))
         .route("/ws", get(ws::upgrade))
         .route("/assets/{file}", get(static_files::asset))
         .route("/study/{study}/{*file}", get(static_files::media))

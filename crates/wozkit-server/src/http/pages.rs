@@ -15,9 +15,10 @@ use wozkit_store::{NewEvent, Participant, ParticipantPatch, Platform};
 
 use super::entry::{current_participant, submit_url_ok};
 use super::html::{button_form, esc, layout, layout_with_head, paragraphs};
-use super::{room_page, survey};
+use super::{judge, room_page, survey};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
+use crate::evaluation as eval;
 use crate::flow;
 use crate::security::{origin_ok, parse_seat, seat_query};
 
@@ -64,11 +65,52 @@ pub async fn current(
     let seat = q.seat();
     let (mut p, study, role) = who(&app, &headers, seat.as_deref()).await?;
     let st = &study.study;
+    if let Some(reason) = eval::screened_reason(&p.flow_step) {
+        let html = judge::screened_page(&app, &p, &study, role, reason).await?;
+        return Ok(Html(html).into_response());
+    }
     let mut i = flow::index(&p.flow_step);
-    // A survey without questions is skipped.
-    if flow::kind_at(st, role, i) == PageKind::Survey && st.survey.questions.is_empty() {
-        i += 1;
-        p = advance(&app, &p, &study, role, i).await?;
+    // Pages whose `when` is false, and a survey without questions, are skipped; so is a judging
+    // page once the worker has judged their share (or no item is left for them). Bounded: each
+    // round moves forward or stops.
+    let conditions = &study.compiled.page_when[usize::from(role == Role::Wizard)];
+    let mut facts: Option<eval::Facts> = None;
+    let mut judge_html = None;
+    for _ in 0..=flow::pages(st, role).len() {
+        let page = flow::pages(st, role).get(i);
+        let skip = match (page, conditions.get(i).and_then(Option::as_ref)) {
+            (Some(_), Some(when)) => {
+                if facts.is_none() {
+                    facts = Some(eval::facts(&app, &p).await?);
+                }
+                let f = facts
+                    .as_ref()
+                    .map(|f| eval::vars(&p, f))
+                    .unwrap_or_default();
+                !when.holds(&f)
+            }
+            _ => false,
+        };
+        let kind = flow::kind_at(st, role, i);
+        if skip || (kind == PageKind::Survey && st.survey.questions.is_empty()) {
+            i += 1;
+            p = advance(&app, &p, &study, role, i).await?;
+            continue;
+        }
+        if matches!(kind, PageKind::Rate | PageKind::Compare) {
+            match judge::judge_or_move_on(&app, &p, &study, role, i, seat.as_deref()).await? {
+                Some(html) => judge_html = Some(html),
+                None => {
+                    i = flow::after(st, role, i);
+                    p = advance(&app, &p, &study, role, i).await?;
+                    continue;
+                }
+            }
+        }
+        break;
+    }
+    if let Some(html) = judge_html {
+        return Ok(Html(html).into_response());
     }
     let page = flow::pages(st, role).get(i);
     let title = page.and_then(|pg| pg.title.clone());
@@ -131,6 +173,20 @@ pub async fn current(
             &[],
             &[],
         ),
+        PageKind::Questions => judge::questions_page(
+            &study,
+            page,
+            &action("/p/answers"),
+            &p.flow_step,
+            wozkit_core::questions::seed_of(&p.id),
+            &[],
+            &[],
+        ),
+        PageKind::Onboarding => {
+            judge::onboarding_page(&study, &p, page, &action("/p/onboarding"), &[], &[])
+        }
+        // Reached only when the loop above found nothing to judge and could not move on.
+        PageKind::Rate | PageKind::Compare => return Ok(to_page(seat.as_deref())),
         PageKind::Completion => {
             let code = ensure_code(&app, &p, role).await?;
             let no_partner = match &p.session_id {
@@ -180,7 +236,7 @@ pub async fn next(
         PageKind::Consent | PageKind::Instructions
     );
     if acceptable && form.step == p.flow_step {
-        advance(&app, &p, &study, role, i + 1).await?;
+        advance(&app, &p, &study, role, flow::after(&study.study, role, i)).await?;
     }
     Ok(to_page(seat.as_deref()))
 }
@@ -200,8 +256,13 @@ pub async fn advance(
     Ok(app.store.update_participant(&p.id, patch).await?)
 }
 
-/// The participant's completion code, issued (and logged in the session) the first time.
-async fn ensure_code(app: &AppState, p: &Participant, role: Role) -> Result<String, HttpError> {
+/// The participant's completion code, issued (and logged in the session, or for a participant
+/// without one in their own log) the first time.
+pub(crate) async fn ensure_code(
+    app: &AppState,
+    p: &Participant,
+    role: Role,
+) -> Result<String, HttpError> {
     if let Some(code) = &p.completion_code {
         return Ok(code.clone());
     }
@@ -222,6 +283,19 @@ async fn ensure_code(app: &AppState, p: &Participant, role: Role) -> Result<Stri
         // Several tabs (or reloads) may open the completion page at once: one event.
         let once = format!("completion/{}", p.id);
         app.store.append_once(session, &once, vec![event]).await?;
+    } else if let Some(study) = app.study(Some(&p.study_id)) {
+        let log = eval::ensure_log(app, p, &study).await?;
+        let event = NewEvent {
+            actor: eval::actor(p),
+            kind: EventKind::CompletionIssued {
+                role,
+                code: code.clone(),
+                no_partner: false,
+            },
+            at_ms: now_ms(),
+        };
+        let once = format!("completion/{}", p.id);
+        app.store.append_once(&log, &once, vec![event]).await?;
     }
     let patch = ParticipantPatch {
         completion_code: Some(Some(code.clone())),

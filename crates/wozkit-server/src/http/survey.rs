@@ -120,11 +120,11 @@ pub async fn submit(
             // participant is past this page by now.
             let now = app.store.participant(&p.id).await?;
             if now.is_some_and(|now| now.flow_step == p.flow_step) {
-                advance(&app, &p, &study, role, i + 1).await?;
+                advance(&app, &p, &study, role, flow::after(st, role, i)).await?;
             }
             return Ok(to_page(seat.as_deref()));
         }
     }
-    advance(&app, &p, &study, role, i + 1).await?;
+    advance(&app, &p, &study, role, flow::after(st, role, i)).await?;
     Ok(to_page(seat.as_deref()))
 }

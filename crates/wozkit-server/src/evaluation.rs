@@ -1,0 +1,320 @@
+//! The evaluation side of a participant's flow: their own log, the facts page conditions read,
+//! items claimed under leases, judgments stored with the lease closed in the same transaction,
+//! gold checks, onboarding and screening.
+//!
+//! A participant's log is a session of kind `participant` with id `log-<participant id>`,
+//! opened the first time something is recorded. Everything a flow decides is read back from that
+//! log (answers, onboarding result, judgments, gold failures), so a reload, a reconnect or a
+//! server restart resumes exactly where the participant was.
+
+use indexmap::IndexMap;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+use wozkit_core::evaluation::Evaluation;
+use wozkit_core::event::{Actor, Event, EventKind, ItemPool, Role, ScreenReason};
+use wozkit_core::expr::{Vars, json_to_cel};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::questions::seed_of;
+use wozkit_store::{
+    ClaimRequest, EvalItem, Lease, NewEvent, NewSession, Participant, ParticipantPatch, Store,
+    StoreError, new_id,
+};
+
+use crate::app::{AppState, now_ms};
+use crate::error::HttpError;
+
+/// The flow step of a participant who was screened out.
+pub const SCREENED: &str = "screened";
+
+/// The id of a participant's own log.
+pub fn log_id(p: &Participant) -> String {
+    format!("log-{}", p.id)
+}
+
+/// Opens the participant's log if needed (its first event names the participant).
+pub async fn ensure_log(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+) -> Result<String, HttpError> {
+    let id = log_id(p);
+    let now = now_ms();
+    let record = app
+        .store
+        .open_participant_log(NewSession {
+            id: id.clone(),
+            study_id: study.study.id.clone(),
+            study_version: study.study.version.clone(),
+            seed: seed_of(&p.id),
+            created_at_ms: now,
+        })
+        .await?;
+    if record.last_seq == 0 {
+        let start = NewEvent {
+            actor: actor(p),
+            kind: EventKind::ParticipantLogStarted {
+                participant: p.id.clone(),
+                study: study.study.id.clone(),
+                study_version: study.study.version.clone(),
+            },
+            at_ms: now,
+        };
+        app.store.append_once(&id, "log-start", vec![start]).await?;
+    }
+    Ok(id)
+}
+
+/// The participant as the actor of their events.
+pub fn actor(p: &Participant) -> Actor {
+    Actor::Participant {
+        role: p.role.unwrap_or(Role::User),
+        participant: Some(p.id.clone()),
+    }
+}
+
+/// Appends events to the participant's log (opening it first).
+pub async fn record(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    kinds: Vec<EventKind>,
+) -> Result<(), HttpError> {
+    let log = ensure_log(app, p, study).await?;
+    let at_ms = now_ms();
+    let events = kinds
+        .into_iter()
+        .map(|kind| NewEvent {
+            actor: actor(p),
+            kind,
+            at_ms,
+        })
+        .collect();
+    app.store.append(&log, events).await?;
+    Ok(())
+}
+
+/// What the participant's log says so far.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    /// Every answer of every questions page, by question id.
+    pub answers: IndexMap<String, Value>,
+    /// `"passed"`, `"failed"` or `"none"`.
+    pub onboarding: &'static str,
+    /// Ordinary items judged.
+    pub judged: u32,
+    /// Items (of either pool) claimed: the position of the next one.
+    pub claimed: u32,
+    pub gold_failures: u32,
+    /// Pages answered, by page id.
+    pub pages: Vec<String>,
+}
+
+/// Reads the participant's log (empty when there is none yet).
+pub async fn facts(app: &AppState, p: &Participant) -> Result<Facts, StoreError> {
+    let events = app.store.events(&log_id(p), 0).await?;
+    Ok(facts_of(&events))
+}
+
+pub fn facts_of(events: &[Event]) -> Facts {
+    let mut f = Facts {
+        onboarding: "none",
+        ..Facts::default()
+    };
+    for e in events {
+        match &e.kind {
+            EventKind::PageAnswered { page, answers } => {
+                f.answers
+                    .extend(answers.iter().map(|(k, v)| (k.clone(), v.clone())));
+                f.pages.push(page.clone());
+            }
+            EventKind::OnboardingDone { passed, .. } => {
+                f.onboarding = if *passed { "passed" } else { "failed" };
+            }
+            EventKind::ItemClaimed { .. } => f.claimed += 1,
+            EventKind::Judged(j) => {
+                if j.pool == ItemPool::Item {
+                    f.judged += 1;
+                }
+                if j.gold_correct == Some(false) {
+                    f.gold_failures += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    f
+}
+
+/// The variables of a page's `when`.
+pub fn vars(p: &Participant, f: &Facts) -> Vars<'static> {
+    let mut vars = Vars::default();
+    let answers: serde_json::Map<String, Value> = f
+        .answers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    vars.set("answers", json_to_cel(&Value::Object(answers)));
+    vars.set(
+        "platform",
+        json_to_cel(&Value::String(p.platform.as_str().into())),
+    );
+    let params: serde_json::Map<String, Value> = p
+        .external_ids
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    vars.set("params", json_to_cel(&Value::Object(params)));
+    vars.set(
+        "onboarding",
+        json_to_cel(&Value::String(f.onboarding.into())),
+    );
+    vars.set("judged", json_to_cel(&Value::from(f.judged)));
+    vars.set("test", json_to_cel(&Value::Bool(p.is_test())));
+    vars
+}
+
+/// Registers every study's items with the store (idempotent; run at start).
+pub async fn register_items(store: &dyn Store, study: &LoadedStudy) -> Result<(), StoreError> {
+    let Some(ev) = &study.study.evaluation else {
+        return Ok(());
+    };
+    let items: Vec<EvalItem> = ev
+        .items()
+        .into_iter()
+        .map(|i| EvalItem {
+            id: i.id,
+            pool: i.pool,
+            dialogues: i.dialogues,
+            needed: ev.judgments_per_item,
+        })
+        .collect();
+    store.register_items(&study.study.id, &items).await
+}
+
+/// Whether the worker is on the study's blocklist or the server's.
+pub fn blocked(app: &AppState, study: &LoadedStudy, worker: Option<&str>) -> bool {
+    let Some(worker) = worker else {
+        return false;
+    };
+    let listed = study
+        .study
+        .evaluation
+        .as_ref()
+        .is_some_and(|ev| ev.blocklist.iter().any(|w| w == worker));
+    listed || app.tunables.blocklist.contains(worker)
+}
+
+/// Whether the `position`-th item of a worker is an attention check: drawn from the worker's
+/// seed, so the same on every reload, and about `rate` of all positions.
+pub fn gold_turn(ev: &Evaluation, p: &Participant, position: u32) -> bool {
+    let Some(gold) = &ev.gold else {
+        return false;
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed_of(&format!("{}/gold/{position}", p.id)));
+    rng.random::<f64>() < gold.rate
+}
+
+/// The item on the participant's page: their open lease, or a new claim (logged), or `None`
+/// when no item is left for them (or they judged their share).
+pub async fn current_item(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    ev: &Evaluation,
+    page: &str,
+    f: &Facts,
+) -> Result<Option<Lease>, HttpError> {
+    if let Some(lease) = app.store.open_lease(&study.study.id, &p.id).await? {
+        return Ok(Some(lease));
+    }
+    if f.judged >= ev.items_per_worker {
+        return Ok(None);
+    }
+    let now = now_ms();
+    let request = |pool| ClaimRequest {
+        study_id: study.study.id.clone(),
+        worker: p.id.clone(),
+        pool,
+        lease_id: new_id(),
+        now_ms: now,
+        lease_ms: u64::from(ev.lease_s) * 1000,
+        max_per_worker: Some(ev.items_per_worker),
+    };
+    let mut lease = None;
+    if gold_turn(ev, p, f.claimed) {
+        lease = app.store.claim(request(ItemPool::Gold)).await?;
+    }
+    if lease.is_none() {
+        lease = app.store.claim(request(ItemPool::Item)).await?;
+    }
+    let Some(lease) = lease else {
+        return Ok(None);
+    };
+    let shown = shown_order(&lease);
+    record(
+        app,
+        p,
+        study,
+        vec![EventKind::ItemClaimed {
+            page: page.to_string(),
+            item: lease.item_id.clone(),
+            lease: lease.id.clone(),
+            systems: shown.iter().map(|d| ev.system_of(d)).collect(),
+            dialogues: shown,
+            pool: lease.pool,
+            claimed_at_ms: lease.claimed_at_ms,
+            expires_at_ms: lease.expires_at_ms,
+        }],
+    )
+    .await?;
+    Ok(Some(lease))
+}
+
+/// The lease's dialogues in the order shown: a pair's sides are swapped for half the leases
+/// (decided by the lease id, so every reload shows the same sides).
+pub fn shown_order(lease: &Lease) -> Vec<String> {
+    let mut d = lease.dialogues.clone();
+    if d.len() == 2 && seed_of(&lease.id) & 1 == 1 {
+        d.swap(0, 1);
+    }
+    d
+}
+
+/// Screens the participant out: logged, and the flow ends on the screened page.
+pub async fn screen_out(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    reason: ScreenReason,
+) -> Result<(), HttpError> {
+    record(app, p, study, vec![EventKind::ScreenedOut { reason }]).await?;
+    let patch = ParticipantPatch {
+        flow_step: Some(format!("{SCREENED}:{}", reason_name(reason))),
+        ..ParticipantPatch::default()
+    };
+    app.store.update_participant(&p.id, patch).await?;
+    tracing::info!(
+        participant = p.id,
+        reason = reason_name(reason),
+        "screened out"
+    );
+    Ok(())
+}
+
+pub fn reason_name(reason: ScreenReason) -> &'static str {
+    match reason {
+        ScreenReason::Onboarding => "onboarding",
+        ScreenReason::Gold => "gold",
+        ScreenReason::Blocklist => "blocklist",
+    }
+}
+
+/// The reason in a screened flow step.
+pub fn screened_reason(flow_step: &str) -> Option<ScreenReason> {
+    match flow_step.strip_prefix(SCREENED)?.trim_start_matches(':') {
+        "gold" => Some(ScreenReason::Gold),
+        "blocklist" => Some(ScreenReason::Blocklist),
+        _ => Some(ScreenReason::Onboarding),
+    }
+}

@@ -1,0 +1,927 @@
+//! The evaluation pages: `questions` (a page of the question model), `onboarding` (known-answer
+//! items with a pass mark), `rate` (one dialogue, the study's questions and per-turn annotation)
+//! and `compare` (two dialogues side by side, a choice and its reason), plus the pages for a
+//! worker with no item left and a worker screened out.
+//!
+//! Every page is a plain form that works without JavaScript, by keyboard and on a phone (the
+//! two dialogues of a comparison stack on a narrow screen). A refused form is shown again (422)
+//! with the answers kept and each problem next to its field. Everything is recorded in the
+//! participant's log (`crate::evaluation`); a judgment closes its lease in the same store
+//! transaction (`Store::submit`).
+
+use axum::Form;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use indexmap::IndexMap;
+use serde_json::Value;
+use wozkit_core::evaluation::{AnnotationKind, Dialogue, Ending, EvalTask, Evaluation, KnownItem};
+use wozkit_core::event::{EventKind, ItemPool, Judgment, Role, ScreenReason, TurnLabel};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::{Page, PageKind};
+use wozkit_core::questions::{self, Problem, Question, seed_of};
+use wozkit_store::{Lease, NewEvent, Participant, SubmitOutcome};
+
+use super::html::{esc, layout, markdown};
+use super::pages::{SeatQuery, advance, ensure_code, to_page, who};
+use super::questions::fieldsets;
+use crate::app::{AppState, now_ms};
+use crate::error::HttpError;
+use crate::evaluation::{self as eval, Facts};
+use crate::flow;
+use crate::security::{origin_ok, seat_query};
+
+/// Field names in a posted form.
+type Fields = Vec<(String, String)>;
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.trim())
+        .filter(|v| !v.is_empty())
+}
+
+fn page_head(page: Option<&Page>, default_title: &str) -> String {
+    format!(
+        "<h1>{}</h1>{}",
+        esc(page
+            .and_then(|p| p.title.as_deref())
+            .unwrap_or(default_title)),
+        page.and_then(|p| p.text.as_deref())
+            .map(markdown)
+            .unwrap_or_default()
+    )
+}
+
+fn problem_html(id: &str, problem: Option<&str>) -> String {
+    problem
+        .map(|m| {
+            format!(
+                "<p class=\"problem\" id=\"{id}-problem\" role=\"alert\" data-testid=\"problem-{id}\">{}</p>",
+                esc(m)
+            )
+        })
+        .unwrap_or_default()
+}
+
+fn find_problem<'a>(problems: &'a [Problem], id: &str) -> Option<&'a str> {
+    problems
+        .iter()
+        .find(|p| p.question == id)
+        .map(|p| p.message.as_str())
+}
+
+/// Side names of a comparison, as shown.
+const SIDES: [&str; 2] = ["A", "B"];
+const SIDE_VALUES: [&str; 2] = ["left", "right"];
+
+/// One dialogue as a transcript, with per-turn annotation controls when asked for.
+fn transcript(
+    d: &Dialogue,
+    side: usize,
+    heading: &str,
+    annotate: Option<&wozkit_core::evaluation::TurnAnnotation>,
+    fields: &[(String, String)],
+) -> String {
+    let context = d
+        .context
+        .as_deref()
+        .map(|c| format!("<div class=\"context\">{}</div>", markdown(c)))
+        .unwrap_or_default();
+    let turns: String = d
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let controls = annotate
+                .filter(|a| a.speaker == t.speaker)
+                .map(|a| turn_controls(a, side, i, fields))
+                .unwrap_or_default();
+            format!(
+                "<li class=\"turn\" data-speaker=\"{speaker}\"><span class=\"speaker\">{speaker}</span> \
+                 <span class=\"text\">{text}</span>{controls}</li>",
+                speaker = esc(&t.speaker),
+                text = esc(&t.text),
+            )
+        })
+        .collect();
+    format!(
+        "<section class=\"dialogue\" data-testid=\"dialogue-{side}\" aria-label=\"{heading}\">\
+         <h2>{heading}</h2>{context}<ol class=\"transcript\">{turns}</ol></section>",
+        heading = esc(heading),
+    )
+}
+
+fn turn_field(side: usize, turn: usize) -> String {
+    format!("turn.{side}.{turn}")
+}
+
+fn turn_controls(
+    a: &wozkit_core::evaluation::TurnAnnotation,
+    side: usize,
+    turn: usize,
+    fields: &[(String, String)],
+) -> String {
+    let name = turn_field(side, turn);
+    let ticked = |v: &str| fields.iter().any(|(n, x)| *n == name && x == v);
+    let inputs: String = match a.kind {
+        AnnotationKind::Checkboxes => a
+            .options
+            .iter()
+            .map(|o| {
+                format!(
+                    "<label><input type=\"checkbox\" name=\"{name}\" value=\"{v}\"{c}> {v}</label>",
+                    v = esc(o),
+                    c = if ticked(o) { " checked" } else { "" }
+                )
+            })
+            .collect(),
+        AnnotationKind::Scale => (1..=a.points())
+            .map(|p| {
+                let v = p.to_string();
+                format!(
+                    "<label><input type=\"radio\" name=\"{name}\" value=\"{p}\"{c}> {p}</label>",
+                    c = if ticked(&v) { " checked" } else { "" }
+                )
+            })
+            .collect(),
+    };
+    format!(
+        "<fieldset class=\"turn-labels\" data-testid=\"turn-{side}-{turn}\"><legend class=\"sr-only\">Labels for this turn</legend>{inputs}</fieldset>"
+    )
+}
+
+/// The per-turn labels posted for the shown dialogues.
+fn turn_labels(
+    ev: &Evaluation,
+    shown: &[&Dialogue],
+    fields: &[(String, String)],
+) -> Vec<TurnLabel> {
+    let Some(a) = &ev.annotate else {
+        return vec![];
+    };
+    let mut out = vec![];
+    for (side, d) in shown.iter().enumerate() {
+        for (i, t) in d.turns.iter().enumerate() {
+            if t.speaker != a.speaker {
+                continue;
+            }
+            let name = turn_field(side, i);
+            let values: Vec<&str> = fields
+                .iter()
+                .filter(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+                .collect();
+            let (labels, score) = match a.kind {
+                AnnotationKind::Checkboxes => (
+                    a.options
+                        .iter()
+                        .filter(|o| values.contains(&o.as_str()))
+                        .cloned()
+                        .collect(),
+                    None,
+                ),
+                AnnotationKind::Scale => (
+                    vec![],
+                    values
+                        .first()
+                        .and_then(|v| v.parse::<u32>().ok())
+                        .filter(|p| (1..=a.points()).contains(p)),
+                ),
+            };
+            out.push(TurnLabel {
+                dialogue: d.id.clone(),
+                turn: i as u32,
+                labels,
+                score,
+            });
+        }
+    }
+    out
+}
+
+/// A choice between the two sides, posted as `name` = `left` or `right`.
+fn side_choice(
+    name: &str,
+    question: &str,
+    fields: &[(String, String)],
+    problem: Option<&str>,
+) -> String {
+    let value = field(fields, name);
+    let radios: String = SIDES
+        .iter()
+        .zip(SIDE_VALUES)
+        .map(|(label, v)| {
+            format!(
+                "<label class=\"point\"><input type=\"radio\" name=\"{n}\" value=\"{v}\" data-testid=\"{n}-{v}\" required{c}> Conversation {label}</label>",
+                n = esc(name),
+                c = if value == Some(v) { " checked" } else { "" }
+            )
+        })
+        .collect();
+    format!(
+        "<fieldset class=\"question choice-pair\" data-testid=\"question-{n}\"><legend>{q}</legend>{radios}{p}</fieldset>",
+        n = esc(name),
+        q = esc(question),
+        p = problem_html(name, problem)
+    )
+}
+
+// ----- questions pages -----
+
+/// A `questions` page.
+pub fn questions_page(
+    study: &LoadedStudy,
+    page: Option<&Page>,
+    action: &str,
+    step: &str,
+    seed: u64,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> String {
+    let qs = page.map(|p| p.questions.as_slice()).unwrap_or_default();
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"questions\">{}<form method=\"post\" action=\"{}\">\
+         <input type=\"hidden\" name=\"step\" value=\"{}\">{}\
+         <button type=\"submit\" class=\"primary\" data-testid=\"answers-submit\">Continue</button></form></main>",
+        page_head(page, "A few questions"),
+        esc(action),
+        esc(step),
+        fieldsets(qs, seed, fields, problems),
+    );
+    layout(&study.study.title, &body, &[])
+}
+
+/// `POST /p/answers`: a `questions` page.
+pub async fn answers(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    same_site(&headers)?;
+    let seat = q.seat();
+    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let st = &study.study;
+    let i = flow::index(&p.flow_step);
+    let Some(page) = flow::pages(st, role)
+        .get(i)
+        .filter(|pg| pg.kind == PageKind::Questions)
+    else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    if field(&fields, "step") != Some(p.flow_step.as_str()) {
+        return Ok(to_page(seat.as_deref()));
+    }
+    let seed = seed_of(&p.id);
+    let answers = match questions::check(&page.questions, &fields, seed) {
+        Ok(a) => a.to_event(&page.questions),
+        Err(problems) => {
+            let action = format!("/p/answers{}", seat_query(seat.as_deref()));
+            let html = questions_page(
+                &study,
+                Some(page),
+                &action,
+                &p.flow_step,
+                seed,
+                &problems,
+                &fields,
+            );
+            return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
+        }
+    };
+    let log = eval::ensure_log(&app, &p, &study).await?;
+    let event = NewEvent {
+        actor: eval::actor(&p),
+        kind: EventKind::PageAnswered {
+            page: flow::page_id(st, role, i),
+            answers,
+        },
+        at_ms: now_ms(),
+    };
+    // One answer set per page, however many submissions race (a double click, two tabs).
+    let once = format!("page/{}/{i}", p.id);
+    app.store.append_once(&log, &once, vec![event]).await?;
+    advance_if_still(&app, &p, &study, role, i).await?;
+    Ok(to_page(seat.as_deref()))
+}
+
+/// Moves the participant past page `i` unless another request already did.
+async fn advance_if_still(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    role: Role,
+    i: usize,
+) -> Result<(), HttpError> {
+    let now = app.store.participant(&p.id).await?;
+    if now.is_some_and(|now| now.flow_step == p.flow_step) {
+        advance(app, p, study, role, flow::after(&study.study, role, i)).await?;
+    }
+    Ok(())
+}
+
+fn same_site(headers: &HeaderMap) -> Result<(), HttpError> {
+    if origin_ok(headers, false) {
+        Ok(())
+    } else {
+        Err(HttpError::Forbidden(
+            "This form must be sent from this site's page.",
+        ))
+    }
+}
+
+// ----- onboarding -----
+
+/// The questions of a known rating item on the onboarding page, renamed per item so several
+/// items share one form.
+fn onboarding_questions(ev: &Evaluation, n: usize, k: &KnownItem) -> Vec<Question> {
+    ev.questions
+        .iter()
+        .filter(|q| k.expect.contains_key(&q.id))
+        .map(|q| {
+            let mut q = q.clone();
+            q.id = format!("ob{n}_{}", q.id);
+            q
+        })
+        .collect()
+}
+
+/// The order a known comparison is shown in for this participant.
+fn known_order(p: &Participant, n: usize, k: &KnownItem) -> Vec<String> {
+    let mut d = k.dialogues();
+    if d.len() == 2 && seed_of(&format!("{}/onboarding/{n}", p.id)) & 1 == 1 {
+        d.swap(0, 1);
+    }
+    d
+}
+
+/// The onboarding page.
+pub fn onboarding_page(
+    study: &LoadedStudy,
+    p: &Participant,
+    page: Option<&Page>,
+    action: &str,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> String {
+    let Some(ev) = &study.study.evaluation else {
+        return String::new();
+    };
+    let Some(ob) = &ev.onboarding else {
+        return String::new();
+    };
+    let seed = seed_of(&p.id);
+    let items: String = ob
+        .items
+        .iter()
+        .enumerate()
+        .map(|(n, k)| {
+            let shown: Vec<&Dialogue> = known_order(p, n, k)
+                .iter()
+                .filter_map(|id| ev.dialogue(id))
+                .collect();
+            let body = match ev.task {
+                EvalTask::Compare => format!(
+                    "<div class=\"compare\">{}</div>{}",
+                    shown
+                        .iter()
+                        .enumerate()
+                        .map(|(s, d)| transcript(d, s, &format!("Conversation {}", SIDES[s]), None, fields))
+                        .collect::<String>(),
+                    side_choice(&format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
+                ),
+                EvalTask::Rate => format!(
+                    "{}{}",
+                    shown
+                        .iter()
+                        .map(|d| transcript(d, 0, "Conversation", None, fields))
+                        .collect::<String>(),
+                    fieldsets(&onboarding_questions(ev, n, k), seed, fields, problems)
+                ),
+            };
+            format!(
+                "<section class=\"known-item\" data-testid=\"onboarding-{n}\"><h2>Practice {}</h2>{body}</section>",
+                n + 1
+            )
+        })
+        .collect();
+    let body = format!(
+        "<main class=\"wide\" data-page=\"onboarding\">{}<form method=\"post\" action=\"{}\">\
+         <input type=\"hidden\" name=\"step\" value=\"{}\">{items}\
+         <button type=\"submit\" class=\"primary\" data-testid=\"onboarding-submit\">Submit</button></form></main>",
+        page_head(page, "Practice"),
+        esc(action),
+        esc(&p.flow_step),
+    );
+    layout(&study.study.title, &body, &[])
+}
+
+/// `POST /p/onboarding`.
+pub async fn onboarding(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    same_site(&headers)?;
+    let seat = q.seat();
+    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let st = &study.study;
+    let i = flow::index(&p.flow_step);
+    let (Some(ev), true) = (
+        st.evaluation.as_ref(),
+        flow::kind_at(st, role, i) == PageKind::Onboarding
+            && field(&fields, "step") == Some(p.flow_step.as_str()),
+    ) else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    let Some(ob) = &ev.onboarding else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    let seed = seed_of(&p.id);
+    let mut problems = vec![];
+    let mut answers = IndexMap::new();
+    let mut correct = 0u32;
+    for (n, k) in ob.items.iter().enumerate() {
+        let key = format!("ob{n}");
+        match ev.task {
+            EvalTask::Compare => {
+                let shown = known_order(&p, n, k);
+                let choice = match field(&fields, &key) {
+                    Some("left") => shown.first(),
+                    Some("right") => shown.get(1),
+                    _ => None,
+                };
+                match choice {
+                    None => problems.push(Problem {
+                        question: key.clone(),
+                        message: "Choose one of the two conversations.".into(),
+                    }),
+                    Some(c) => {
+                        correct += u32::from(k.correct(Some(c), &IndexMap::new()));
+                        answers.insert(k.id(), Value::String(c.clone()));
+                    }
+                }
+            }
+            EvalTask::Rate => {
+                let qs = onboarding_questions(ev, n, k);
+                match questions::check(&qs, &fields, seed) {
+                    Err(mut more) => problems.append(&mut more),
+                    Ok(a) => {
+                        let given: IndexMap<String, Value> = a
+                            .to_event(&qs)
+                            .into_iter()
+                            .map(|(id, v)| {
+                                (id.trim_start_matches(&format!("ob{n}_")).to_string(), v)
+                            })
+                            .collect();
+                        correct += u32::from(k.correct(None, &given));
+                        answers.insert(k.id(), Value::Object(given.into_iter().collect()));
+                    }
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        let page = flow::pages(st, role).get(i);
+        let action = format!("/p/onboarding{}", seat_query(seat.as_deref()));
+        let html = onboarding_page(&study, &p, page, &action, &problems, &fields);
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
+    }
+    let total = ob.items.len() as u32;
+    let passed = total > 0 && f64::from(correct) >= ob.pass_mark * f64::from(total) - 1e-9;
+    let log = eval::ensure_log(&app, &p, &study).await?;
+    let event = NewEvent {
+        actor: eval::actor(&p),
+        kind: EventKind::OnboardingDone {
+            passed,
+            correct,
+            total,
+            answers,
+        },
+        at_ms: now_ms(),
+    };
+    let once = format!("onboarding/{}", p.id);
+    let stored = app.store.append_once(&log, &once, vec![event]).await?;
+    if stored.is_some() && !passed {
+        eval::screen_out(&app, &p, &study, ScreenReason::Onboarding).await?;
+        return Ok(to_page(seat.as_deref()));
+    }
+    if stored.is_some() {
+        advance_if_still(&app, &p, &study, role, i).await?;
+    }
+    Ok(to_page(seat.as_deref()))
+}
+
+// ----- rating and comparison -----
+
+/// What `GET /p` shows on a `rate` or `compare` page: the worker's item, or (with no item left)
+/// the next page, or the no-items page for a worker who judged nothing.
+pub async fn judge_or_move_on(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    role: Role,
+    i: usize,
+    seat: Option<&str>,
+) -> Result<Option<String>, HttpError> {
+    let st = &study.study;
+    let Some(ev) = &st.evaluation else {
+        return Ok(None);
+    };
+    let f = eval::facts(app, p).await?;
+    let page_id = flow::page_id(st, role, i);
+    match eval::current_item(app, p, study, ev, &page_id, &f).await? {
+        Some(lease) => {
+            let action = format!("/p/judge{}", seat_query(seat));
+            let page = flow::pages(st, role).get(i);
+            Ok(Some(item_page(
+                study,
+                ev,
+                p,
+                page,
+                &lease,
+                &f,
+                &action,
+                seat,
+                &[],
+                &[],
+            )))
+        }
+        None if f.judged == 0 => {
+            let code = if ev.no_items.code {
+                Some(ensure_code(app, p, role).await?)
+            } else {
+                None
+            };
+            Ok(Some(ending_page(
+                study,
+                &ev.no_items,
+                "no-items",
+                "Nothing left to judge",
+                code.as_deref(),
+            )))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The page of one item.
+#[allow(clippy::too_many_arguments)]
+fn item_page(
+    study: &LoadedStudy,
+    ev: &Evaluation,
+    p: &Participant,
+    page: Option<&Page>,
+    lease: &Lease,
+    f: &Facts,
+    action: &str,
+    seat: Option<&str>,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> String {
+    let shown_ids = eval::shown_order(lease);
+    let shown: Vec<&Dialogue> = shown_ids.iter().filter_map(|id| ev.dialogue(id)).collect();
+    let seed = seed_of(&format!("{}/{}", p.id, lease.id));
+    let annotate = ev.annotate.as_ref();
+    let prompt = annotate
+        .and_then(|a| a.prompt.as_deref())
+        .map(|t| format!("<div class=\"annotate-prompt\">{}</div>", markdown(t)))
+        .unwrap_or_default();
+    let (dialogues, choice) = match ev.task {
+        EvalTask::Compare => (
+            format!(
+                "<div class=\"compare\">{}</div>",
+                shown
+                    .iter()
+                    .enumerate()
+                    .map(|(s, d)| transcript(
+                        d,
+                        s,
+                        &format!("Conversation {}", SIDES[s]),
+                        annotate,
+                        fields
+                    ))
+                    .collect::<String>()
+            ),
+            {
+                let reason = if ev.justification.ask {
+                    let j = &ev.justification;
+                    let prob = find_problem(problems, "justification");
+                    format!(
+                        "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend>{}{}</legend>\
+                         <textarea name=\"justification\" id=\"justification\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
+                        esc(j
+                            .prompt
+                            .as_deref()
+                            .unwrap_or("Why? Please explain your choice briefly.")),
+                        if j.required {
+                            ""
+                        } else {
+                            " <span class=\"muted\">(optional)</span>"
+                        },
+                        questions::MAX_TEXT_CHARS,
+                        if j.required { " required" } else { "" },
+                        esc(field(fields, "justification").unwrap_or("")),
+                        problem_html("justification", prob),
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{}{reason}",
+                    side_choice(
+                        "choice",
+                        ev.question(),
+                        fields,
+                        find_problem(problems, "choice")
+                    )
+                )
+            },
+        ),
+        EvalTask::Rate => (
+            shown
+                .iter()
+                .map(|d| transcript(d, 0, "The conversation", annotate, fields))
+                .collect(),
+            String::new(),
+        ),
+    };
+    let qs = fieldsets(&ev.questions, seed, fields, problems);
+    let progress = format!(
+        "<p class=\"muted\" data-testid=\"item-progress\">Item {} of at most {} · please submit within {} minutes</p>",
+        f.judged.min(ev.items_per_worker) + 1,
+        ev.items_per_worker,
+        ev.lease_s.div_ceil(60)
+    );
+    let body = format!(
+        "<main class=\"wide\" data-page=\"{kind}\" data-item=\"{item}\">{head}{progress}{prompt}\
+         <form method=\"post\" action=\"{action}\" id=\"judge\"><input type=\"hidden\" name=\"step\" value=\"{step}\">\
+         <input type=\"hidden\" name=\"lease\" value=\"{lease}\">{dialogues}{choice}{qs}\
+         <button type=\"submit\" class=\"primary\" data-testid=\"judge-submit\">Submit</button></form>\
+         <form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
+         <button type=\"submit\" data-testid=\"judge-skip\">Skip this one</button></form></main>",
+        kind = match ev.task {
+            EvalTask::Compare => "compare",
+            EvalTask::Rate => "rate",
+        },
+        item = esc(&lease.item_id),
+        head = page_head(
+            page,
+            match ev.task {
+                EvalTask::Compare => "Compare two conversations",
+                EvalTask::Rate => "Rate the conversation",
+            }
+        ),
+        action = esc(action),
+        step = esc(&p.flow_step),
+        lease = esc(&lease.id),
+        seatq = esc(&seat_query(seat)),
+    );
+    layout(&study.study.title, &body, &[])
+}
+
+/// The open lease named in the form, if it is this participant's.
+async fn own_lease(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    fields: &[(String, String)],
+) -> Result<Option<Lease>, HttpError> {
+    let Some(id) = field(fields, "lease") else {
+        return Ok(None);
+    };
+    Ok(app
+        .store
+        .lease(id)
+        .await?
+        .filter(|l| l.worker == p.id && l.study_id == study.study.id))
+}
+
+/// `POST /p/judge`: one judgment.
+pub async fn judge(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    same_site(&headers)?;
+    let seat = q.seat();
+    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let st = &study.study;
+    let i = flow::index(&p.flow_step);
+    let judging = matches!(
+        flow::kind_at(st, role, i),
+        PageKind::Rate | PageKind::Compare
+    );
+    let (Some(ev), true) = (st.evaluation.as_ref(), judging) else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    let Some(lease) = own_lease(&app, &p, &study, &fields).await? else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    let shown_ids = eval::shown_order(&lease);
+    let shown: Vec<&Dialogue> = shown_ids.iter().filter_map(|id| ev.dialogue(id)).collect();
+    let seed = seed_of(&format!("{}/{}", p.id, lease.id));
+    let mut problems = vec![];
+    let answers = match questions::check(&ev.questions, &fields, seed) {
+        Ok(a) => a.to_event(&ev.questions),
+        Err(mut more) => {
+            problems.append(&mut more);
+            IndexMap::new()
+        }
+    };
+    let mut choice = None;
+    let mut justification = None;
+    if ev.task == EvalTask::Compare {
+        choice = match field(&fields, "choice") {
+            Some("left") => shown_ids.first().cloned(),
+            Some("right") => shown_ids.get(1).cloned(),
+            _ => None,
+        };
+        if choice.is_none() {
+            problems.push(Problem {
+                question: "choice".into(),
+                message: "Choose one of the two conversations.".into(),
+            });
+        }
+        let j = &ev.justification;
+        if j.ask {
+            let text = field(&fields, "justification").unwrap_or("");
+            let words = text.split_whitespace().count() as u32;
+            if text.chars().count() > questions::MAX_TEXT_CHARS {
+                problems.push(Problem {
+                    question: "justification".into(),
+                    message: format!(
+                        "Please keep it under {} characters.",
+                        questions::MAX_TEXT_CHARS
+                    ),
+                });
+            } else if j.required && (words == 0 || words < j.min_words) {
+                problems.push(Problem {
+                    question: "justification".into(),
+                    message: if j.min_words > 1 {
+                        format!("Please give a reason of at least {} words.", j.min_words)
+                    } else {
+                        "Please give a reason.".into()
+                    },
+                });
+            }
+            justification = Some(text.to_string()).filter(|t| !t.is_empty());
+        }
+    }
+    if !problems.is_empty() {
+        let f = eval::facts(&app, &p).await?;
+        let page = flow::pages(st, role).get(i);
+        let action = format!("/p/judge{}", seat_query(seat.as_deref()));
+        let html = item_page(
+            &study,
+            ev,
+            &p,
+            page,
+            &lease,
+            &f,
+            &action,
+            seat.as_deref(),
+            &problems,
+            &fields,
+        );
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
+    }
+    let turns = turn_labels(ev, &shown, &fields);
+    let gold_correct = match lease.pool {
+        ItemPool::Gold => ev
+            .gold_item(&lease.item_id)
+            .map(|k| k.correct(choice.as_deref(), &answers)),
+        ItemPool::Item => None,
+    };
+    let log = eval::ensure_log(&app, &p, &study).await?;
+    let judgment = Judgment {
+        page: flow::page_id(st, role, i),
+        item: lease.item_id.clone(),
+        lease: lease.id.clone(),
+        pool: lease.pool,
+        systems: shown_ids.iter().map(|d| ev.system_of(d)).collect(),
+        dialogues: shown_ids.clone(),
+        choice,
+        justification,
+        answers,
+        turns,
+        counted: false,
+        surplus: false,
+        gold_correct,
+        claimed_at_ms: lease.claimed_at_ms,
+    };
+    let actor = eval::actor(&p);
+    let at_ms = now_ms();
+    let events = Box::new(move |outcome: SubmitOutcome| {
+        let mut j = judgment;
+        j.counted = outcome == SubmitOutcome::Counted && j.pool == ItemPool::Item;
+        j.surplus = outcome == SubmitOutcome::Surplus;
+        vec![NewEvent {
+            actor,
+            kind: EventKind::Judged(Box::new(j)),
+            at_ms,
+        }]
+    });
+    let (outcome, _) = app.store.submit(&lease.id, at_ms, &log, events).await?;
+    if gold_correct == Some(false)
+        && !matches!(outcome, SubmitOutcome::AlreadyClosed(_))
+        && let Some(max) = ev.gold.as_ref().and_then(|g| g.max_failures)
+    {
+        let f = eval::facts(&app, &p).await?;
+        if f.gold_failures > max {
+            eval::screen_out(&app, &p, &study, ScreenReason::Gold).await?;
+        }
+    }
+    Ok(to_page(seat.as_deref()))
+}
+
+/// `POST /p/skip`: gives the item back.
+pub async fn skip(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    same_site(&headers)?;
+    let seat = q.seat();
+    let (p, study, _) = who(&app, &headers, seat.as_deref()).await?;
+    if let Some(lease) = own_lease(&app, &p, &study, &fields).await?
+        && app.store.return_lease(&lease.id, now_ms()).await?
+    {
+        eval::record(
+            &app,
+            &p,
+            &study,
+            vec![EventKind::ItemReturned {
+                item: lease.item_id.clone(),
+                lease: lease.id.clone(),
+            }],
+        )
+        .await?;
+    }
+    Ok(to_page(seat.as_deref()))
+}
+
+// ----- endings -----
+
+/// A page that ends the participant's part early (no item left, screened out), with a code
+/// when the study gives one.
+pub fn ending_page(
+    study: &LoadedStudy,
+    ending: &Ending,
+    testid: &str,
+    default_title: &str,
+    code: Option<&str>,
+) -> String {
+    let code = code
+        .map(|c| {
+            format!(
+                "<p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>",
+                esc(c)
+            )
+        })
+        .unwrap_or_default();
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"{testid}\" data-testid=\"{testid}\"><h1>{}</h1>{}{code}</main>",
+        esc(ending.title.as_deref().unwrap_or(default_title)),
+        ending
+            .text
+            .as_deref()
+            .map(markdown)
+            .unwrap_or_else(|| "<p>Thank you for your time.</p>".into()),
+    );
+    layout(&study.study.title, &body, &[])
+}
+
+/// The page of a screened-out participant.
+pub async fn screened_page(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    role: Role,
+    reason: ScreenReason,
+) -> Result<String, HttpError> {
+    let ev = study.study.evaluation.as_ref();
+    let default = Ending::default();
+    let ending = match reason {
+        ScreenReason::Gold => ev.and_then(|e| e.gold.as_ref()).map(|g| &g.fail),
+        _ => ev.and_then(|e| e.onboarding.as_ref()).map(|o| &o.fail),
+    }
+    .unwrap_or(&default);
+    let code = if ending.code {
+        Some(ensure_code(app, p, role).await?)
+    } else {
+        None
+    };
+    Ok(ending_page(
+        study,
+        ending,
+        "screened",
+        "Thank you",
+        code.as_deref(),
+    ))
+}
