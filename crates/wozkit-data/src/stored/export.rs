@@ -3,6 +3,9 @@
 //! its part. JSON Lines and the CSVs are written as the sessions arrive; formats that are one
 //! JSON document keep each record's rendered text (not the events) until the end, to write the
 //! records in import order; CRWIZ writes one file per dialogue as it comes.
+//!
+//! The judgments formats read the participants' logs instead of the dialogues
+//! ([`export_judgments`], columns in [`crate::judgments`]).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -11,10 +14,11 @@ use thiserror::Error;
 use wozkit_store::{Store, StoreError};
 
 use super::Progress;
-use super::read::{SessionStream, test_session_ids, visible_session_ids};
-use super::sinks::{self, Sink};
+use super::read::{SessionStream, log_worker, test_session_ids, visible_session_ids};
+use super::sinks::{self, OutFile, Sink};
 use super::split::{SplitSpec, part_path};
 use crate::error::ExportError;
+use crate::judgments::{JudgmentsCsv, JudgmentsJsonl, log_rows};
 use crate::session::Format;
 
 /// An export target: a dataset format or one of wozkit's own files.
@@ -27,11 +31,15 @@ pub enum ExportFormat {
     SurveyCsv,
     /// Pairwise votes in the CRSArena layout.
     VotesCsv,
+    /// Judgments of evaluation studies, one JSON object per line ([`crate::judgments`]).
+    JudgmentsJsonl,
+    /// Judgments of evaluation studies as CSV, one column per answer key.
+    JudgmentsCsv,
 }
 
 impl ExportFormat {
     /// Every name [`ExportFormat::parse`] accepts (aliases aside).
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 12] = [
         "taskmaster1",
         "crosswoz",
         "multiwoz",
@@ -42,6 +50,8 @@ impl ExportFormat {
         "jsonl",
         "survey-csv",
         "votes-csv",
+        "judgments-jsonl",
+        "judgments-csv",
     ];
 
     /// Parses a name; `multiwoz21` and `crsarena-eval` are accepted too.
@@ -50,6 +60,8 @@ impl ExportFormat {
             "jsonl" => Some(ExportFormat::Jsonl),
             "survey-csv" => Some(ExportFormat::SurveyCsv),
             "votes-csv" => Some(ExportFormat::VotesCsv),
+            "judgments-jsonl" => Some(ExportFormat::JudgmentsJsonl),
+            "judgments-csv" => Some(ExportFormat::JudgmentsCsv),
             other => parse_dataset(other).map(ExportFormat::Dataset),
         }
     }
@@ -100,6 +112,9 @@ pub enum StoreExportError {
     Store(#[from] StoreError),
     #[error("{path}: {error}")]
     Io { path: String, error: std::io::Error },
+    /// The options do not apply to the format.
+    #[error("{0}")]
+    Options(String),
 }
 
 /// Exports the store's sessions as `options` says.
@@ -108,6 +123,12 @@ pub async fn export_store(
     options: &ExportOptions,
     progress: &dyn Progress,
 ) -> Result<ExportSummary, StoreExportError> {
+    if matches!(
+        options.format,
+        ExportFormat::JudgmentsJsonl | ExportFormat::JudgmentsCsv
+    ) {
+        return export_judgments(store, options, progress).await;
+    }
     let skip = if options.include_test {
         HashSet::new()
     } else {
@@ -149,5 +170,47 @@ pub async fn export_store(
     for sink in parts {
         summary.files.extend(sink.finish()?);
     }
+    Ok(summary)
+}
+
+/// Exports the judgments of the participant logs (of `options.study`; test participants only
+/// with `include_test`) as JSON Lines or CSV. A summary's sessions are participant logs: read, and
+/// written when they hold a judgment or onboarding answer.
+pub async fn export_judgments(
+    store: &dyn Store,
+    options: &ExportOptions,
+    progress: &dyn Progress,
+) -> Result<ExportSummary, StoreExportError> {
+    if options.split.is_some() {
+        return Err(StoreExportError::Options(
+            "--split applies to dialogue exports, not to judgments".into(),
+        ));
+    }
+    let mut out = OutFile::create(&options.out)?;
+    let mut jsonl = JudgmentsJsonl::new(&mut out);
+    let mut csv = JudgmentsCsv::new();
+    let mut summary = ExportSummary::default();
+    progress.start("exporting judgments", None);
+    let mut stream = SessionStream::participant_logs(store, options.study.as_deref()).await?;
+    while let Some(log) = stream.next().await? {
+        let (worker, test) = log_worker(store, &log).await?;
+        summary.sessions_read += 1;
+        progress.advance(1);
+        if test && !options.include_test {
+            continue;
+        }
+        let rows = log_rows(&log.events, &worker);
+        summary.sessions_written += usize::from(!rows.is_empty());
+        match options.format {
+            ExportFormat::JudgmentsCsv => csv.rows(rows),
+            _ => jsonl.rows(&rows)?,
+        }
+    }
+    progress.finish();
+    if options.format == ExportFormat::JudgmentsCsv {
+        csv.write(&mut out)?;
+    }
+    summary.events_read = stream.events_read;
+    summary.files.push(out.finish()?);
     Ok(summary)
 }

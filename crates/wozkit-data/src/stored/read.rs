@@ -1,13 +1,20 @@
 //! Reading sessions back from the store one at a time: [`SessionStream`] pages through
 //! [`Store::events_page`] (ordered by session id, then `seq`) and hands out each session once all
 //! its events have arrived, so memory holds one page and one session, whatever the store's size.
+//!
+//! The store's event pages hold every kind of session: dialogues (live or imported) and the
+//! participants' own logs of evaluation flows (first event [`EventKind::ParticipantLogStarted`]).
+//! A stream gives one kind: [`SessionStream::open`] the dialogues, which dataset exports and the
+//! dialogue statistics of reports read, and [`SessionStream::participant_logs`] the logs, which
+//! the judgments export and the evaluation part of reports read.
 
 use std::collections::{HashSet, VecDeque};
 
-use wozkit_core::event::Event;
-use wozkit_store::{EventCursor, SessionFilter, SessionStatus, Store, StoreError};
+use wozkit_core::event::{Event, EventKind};
+use wozkit_store::{EventCursor, SessionFilter, SessionKind, SessionStatus, Store, StoreError};
 
 use super::{IMPORT_STUDY_PREFIX, Origin};
+use crate::judgments::{Worker, log_owner};
 use crate::session::ImportedSession;
 
 /// Events fetched per page.
@@ -36,6 +43,11 @@ impl StoredSession {
         })
     }
 
+    /// Whether this is a participant's own log of an evaluation flow rather than a dialogue.
+    pub fn is_participant_log(&self) -> bool {
+        is_participant_log(&self.events)
+    }
+
     /// The session as the dataset importers made it: the dialogue id as in its file and the
     /// events without the origin annotation (their `seq` stay the store's). A live session is
     /// given as it is.
@@ -60,11 +72,13 @@ impl StoredSession {
     }
 }
 
-/// Streams every visible session of the store (or of one study), in session-id order. Sessions
-/// of an unfinished import are skipped.
+/// Streams every visible session of one kind of the store (or of one study), in session-id
+/// order. Sessions of an unfinished import are skipped.
 pub struct SessionStream<'a> {
     store: &'a dyn Store,
     study: Option<String>,
+    /// Participant logs instead of dialogues.
+    participant_logs: bool,
     /// Unfinished imports, invisible until the import that wrote them is run again.
     importing: HashSet<String>,
     cursor: Option<EventCursor>,
@@ -79,7 +93,7 @@ pub struct SessionStream<'a> {
 }
 
 impl<'a> SessionStream<'a> {
-    /// Starts a stream over `study`'s sessions, or all sessions.
+    /// Starts a stream over `study`'s dialogues, or all dialogues: participant logs are left out.
     pub async fn open(
         store: &'a dyn Store,
         study: Option<&str>,
@@ -87,6 +101,7 @@ impl<'a> SessionStream<'a> {
         Ok(SessionStream {
             store,
             study: study.map(str::to_string),
+            participant_logs: false,
             importing: importing_sessions(store).await?,
             cursor: None,
             pending: Vec::new(),
@@ -95,6 +110,16 @@ impl<'a> SessionStream<'a> {
             done: false,
             events_read: 0,
         })
+    }
+
+    /// Starts a stream over the participant logs of `study`, or of every study.
+    pub async fn participant_logs(
+        store: &'a dyn Store,
+        study: Option<&str>,
+    ) -> Result<SessionStream<'a>, StoreError> {
+        let mut stream = SessionStream::open(store, study).await?;
+        stream.participant_logs = true;
+        Ok(stream)
     }
 
     /// Leaves these sessions out of the stream.
@@ -139,6 +164,9 @@ impl<'a> SessionStream<'a> {
     }
 
     fn push_ready(&mut self, events: Vec<Event>) {
+        if is_participant_log(&events) != self.participant_logs {
+            return;
+        }
         if let Some(session) = StoredSession::new(events)
             && !self.importing.contains(&session.store_id)
             && !self.skip.contains(&session.store_id)
@@ -146,6 +174,31 @@ impl<'a> SessionStream<'a> {
             self.ready.push_back(session);
         }
     }
+}
+
+/// The participant behind a participant log, as the store has them, and whether they are a test
+/// participant (`/try`, a link with `test=1`). A participant the store does not have is not a
+/// test.
+pub async fn log_worker(
+    store: &dyn Store,
+    session: &StoredSession,
+) -> Result<(Worker, bool), StoreError> {
+    let Some((_, id)) = log_owner(&session.events) else {
+        return Ok((Worker::default(), false));
+    };
+    let known = store.participant(id).await?;
+    let worker = Worker {
+        participant: Some(id.to_string()),
+        worker_id: known.as_ref().and_then(|p| p.worker_id.clone()),
+    };
+    Ok((worker, known.is_some_and(|p| p.is_test())))
+}
+
+/// Whether a log whose events start with `events` is a participant's own log.
+fn is_participant_log(events: &[Event]) -> bool {
+    events
+        .first()
+        .is_some_and(|e| matches!(e.kind, EventKind::ParticipantLogStarted { .. }))
 }
 
 /// Ids of the sessions of unfinished imports: live sessions of an `import:` study.
@@ -163,7 +216,7 @@ pub async fn importing_sessions(store: &dyn Store) -> Result<HashSet<String>, St
         .collect())
 }
 
-/// Ids of the test sessions (of `study`, when given): those with a test participant (`/try`, a
+/// Ids of the test dialogues (of `study`, when given): those with a test participant (`/try`, a
 /// lab link with `test=1`; see [`wozkit_store::TEST_KEY`]). Imported sessions have no
 /// participants, so only live studies' sessions are asked about.
 pub async fn test_session_ids(
@@ -172,6 +225,7 @@ pub async fn test_session_ids(
 ) -> Result<HashSet<String>, StoreError> {
     let filter = SessionFilter {
         study_id: study.map(str::to_string),
+        kind: SessionKind::Dialogue,
         ..SessionFilter::default()
     };
     let mut out = HashSet::new();
@@ -187,13 +241,15 @@ pub async fn test_session_ids(
     Ok(out)
 }
 
-/// Ids of every visible session (of `study`, when given), sorted.
+/// Ids of every visible dialogue (of `study`, when given), sorted; participant logs are not
+/// listed.
 pub async fn visible_session_ids(
     store: &dyn Store,
     study: Option<&str>,
 ) -> Result<Vec<String>, StoreError> {
     let filter = SessionFilter {
         study_id: study.map(str::to_string),
+        kind: SessionKind::Dialogue,
         ..SessionFilter::default()
     };
     let mut ids: Vec<String> = store

@@ -45,6 +45,11 @@ pub(crate) fn open(format: ExportFormat, out: &Path) -> Result<Box<dyn Sink>, St
         }
         ExportFormat::Dataset(Format::Crwiz) => Box::new(PerDialogue::create(out)?),
         ExportFormat::Dataset(format) => Box::new(Document::new(format, out)),
+        ExportFormat::JudgmentsJsonl | ExportFormat::JudgmentsCsv => {
+            return Err(StoreExportError::Options(
+                "judgments are read from participant logs by export_judgments".into(),
+            ));
+        }
     })
 }
 

@@ -1,0 +1,360 @@
+//! The judgments of evaluation studies as a table: `wozkit export --format judgments-jsonl` (one
+//! JSON object per line) and `--format judgments-csv`. The rows come from the participants' own
+//! logs (sessions of kind `participant`), never from dialogues: one row per
+//! [`Judged`](EventKind::Judged) event, and one per answer of an
+//! [`OnboardingDone`](EventKind::OnboardingDone) event.
+//!
+//! Columns (JSON field names; the CSV uses the same names in this order):
+//!
+//! | column | meaning |
+//! | --- | --- |
+//! | `study` | the study of the participant's log |
+//! | `log` | the store id of the participant's log |
+//! | `participant` | the participant id (the worker, one per worker and study) |
+//! | `worker_id` | the platform's worker id, when the store has the participant and it has one |
+//! | `page` | the flow page of the judgment (empty for onboarding rows) |
+//! | `item` | the item id; for an onboarding row, the answer key |
+//! | `pool` | `item` or `gold` (empty for onboarding rows) |
+//! | `gold`, `onboarding`, `surplus`, `counted` | flags: a gold item; an onboarding answer; submitted after the lease expired when the item was complete; counted towards the item's judgments |
+//! | `dialogue`, `system` | a rating: the dialogue rated and its system |
+//! | `left`, `left_system`, `right`, `right_system` | a comparison: the dialogues as shown and their systems |
+//! | `choice`, `choice_system` | a comparison: the dialogue chosen and its system |
+//! | `justification` | a comparison: the reason given |
+//! | `answers` | JSON Lines: the page's answers as an object by question id. CSV: one column `answer.<id>` per question id met in the export, sorted; empty where a row has no answer |
+//! | `turns` | the per-turn labels: a list of `{dialogue, turn, labels, score}` (a JSON text in the CSV) |
+//! | `lease` | the lease the judgment was made under |
+//! | `claimed_at_ms` | when the item was claimed (the lease start), ms since the Unix epoch |
+//! | `submitted_at_ms` | when the judgment was stored (the event's time) |
+//! | `seconds` | `submitted_at_ms − claimed_at_ms` in seconds |
+//! | `gold_correct` | gold items: whether the known answer was given |
+//!
+//! An onboarding row has `onboarding: true`, the answer key as `item`, `answers` holding that one
+//! answer, `gold_correct` set to whether the whole test was passed, and the event's time as
+//! `submitted_at_ms`; the lease columns are empty. In the CSV, an absent value is an empty cell and
+//! a flag is `true` or `false`. Test participants (`/try`, links with `test=1`) are left out
+//! unless `--include-test` is given.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+use wozkit_core::event::{Actor, Event, EventKind, ItemPool, Judgment, TurnLabel};
+
+use crate::error::ExportError;
+
+/// One row of the judgments table (see the module documentation for the columns).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JudgmentRow {
+    pub study: String,
+    pub log: String,
+    pub participant: Option<String>,
+    pub worker_id: Option<String>,
+    pub page: Option<String>,
+    pub item: String,
+    pub pool: Option<&'static str>,
+    pub gold: bool,
+    pub onboarding: bool,
+    pub surplus: bool,
+    pub counted: bool,
+    pub dialogue: Option<String>,
+    pub system: Option<String>,
+    pub left: Option<String>,
+    pub left_system: Option<String>,
+    pub right: Option<String>,
+    pub right_system: Option<String>,
+    pub choice: Option<String>,
+    pub choice_system: Option<String>,
+    pub justification: Option<String>,
+    pub answers: IndexMap<String, Value>,
+    pub turns: Vec<TurnLabel>,
+    pub lease: Option<String>,
+    pub claimed_at_ms: Option<u64>,
+    pub submitted_at_ms: u64,
+    pub seconds: Option<f64>,
+    pub gold_correct: Option<bool>,
+}
+
+impl JudgmentRow {
+    /// A comparison (two dialogues shown side by side) rather than a rating or onboarding answer.
+    pub fn is_comparison(&self) -> bool {
+        self.left.is_some()
+    }
+}
+
+/// The participant behind a log, as the store knows them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Worker {
+    /// The participant id named by the log's first event.
+    pub participant: Option<String>,
+    /// The platform's worker id, when the store has the participant.
+    pub worker_id: Option<String>,
+}
+
+/// The study and participant named by a participant log's first event, if it is one.
+pub fn log_owner(events: &[Event]) -> Option<(&str, &str)> {
+    match &events.first()?.kind {
+        EventKind::ParticipantLogStarted {
+            participant, study, ..
+        } => Some((study.as_str(), participant.as_str())),
+        _ => None,
+    }
+}
+
+/// The rows of one participant log, in log order.
+pub fn log_rows(events: &[Event], worker: &Worker) -> Vec<JudgmentRow> {
+    let study = log_owner(events).map_or("", |(study, _)| study).to_string();
+    let mut rows = Vec::new();
+    for event in events {
+        let base = Base {
+            study: &study,
+            event,
+            worker,
+        };
+        match &event.kind {
+            EventKind::Judged(judgment) => rows.push(base.judgment(judgment)),
+            EventKind::OnboardingDone {
+                passed, answers, ..
+            } => {
+                for (key, value) in answers {
+                    rows.push(base.onboarding(key, value, *passed));
+                }
+            }
+            _ => {}
+        }
+    }
+    rows
+}
+
+/// What every row of one event shares.
+struct Base<'a> {
+    study: &'a str,
+    event: &'a Event,
+    worker: &'a Worker,
+}
+
+impl Base<'_> {
+    fn participant(&self) -> Option<String> {
+        match &self.event.actor {
+            Actor::Participant {
+                participant: Some(id),
+                ..
+            } => Some(id.clone()),
+            _ => self.worker.participant.clone(),
+        }
+    }
+
+    fn row(&self, item: String) -> JudgmentRow {
+        JudgmentRow {
+            study: self.study.to_string(),
+            log: self.event.session.clone(),
+            participant: self.participant(),
+            worker_id: self.worker.worker_id.clone(),
+            page: None,
+            item,
+            pool: None,
+            gold: false,
+            onboarding: false,
+            surplus: false,
+            counted: false,
+            dialogue: None,
+            system: None,
+            left: None,
+            left_system: None,
+            right: None,
+            right_system: None,
+            choice: None,
+            choice_system: None,
+            justification: None,
+            answers: IndexMap::new(),
+            turns: Vec::new(),
+            lease: None,
+            claimed_at_ms: None,
+            submitted_at_ms: self.event.at_ms,
+            seconds: None,
+            gold_correct: None,
+        }
+    }
+
+    fn judgment(&self, j: &Judgment) -> JudgmentRow {
+        let mut row = self.row(j.item.clone());
+        let system = |i: usize| j.systems.get(i).cloned();
+        if j.dialogues.len() >= 2 {
+            row.left = j.dialogues.first().cloned();
+            row.left_system = system(0);
+            row.right = j.dialogues.get(1).cloned();
+            row.right_system = system(1);
+        } else {
+            row.dialogue = j.dialogues.first().cloned();
+            row.system = system(0);
+        }
+        row.choice_system = j
+            .choice
+            .as_ref()
+            .and_then(|c| j.dialogues.iter().position(|d| d == c))
+            .and_then(system);
+        let seconds = self.event.at_ms.saturating_sub(j.claimed_at_ms) as f64 / 1000.0;
+        JudgmentRow {
+            page: Some(j.page.clone()),
+            pool: Some(j.pool.as_str()),
+            gold: j.pool == ItemPool::Gold,
+            surplus: j.surplus,
+            counted: j.counted,
+            choice: j.choice.clone(),
+            justification: j.justification.clone(),
+            answers: j.answers.clone(),
+            turns: j.turns.clone(),
+            lease: Some(j.lease.clone()),
+            claimed_at_ms: Some(j.claimed_at_ms),
+            seconds: Some(seconds),
+            gold_correct: j.gold_correct,
+            ..row
+        }
+    }
+
+    fn onboarding(&self, key: &str, value: &Value, passed: bool) -> JudgmentRow {
+        let mut row = self.row(key.to_string());
+        row.onboarding = true;
+        row.answers.insert(key.to_string(), value.clone());
+        row.gold_correct = Some(passed);
+        row
+    }
+}
+
+/// Writes rows as JSON Lines as they come.
+pub struct JudgmentsJsonl<W: Write> {
+    out: W,
+}
+
+impl<W: Write> JudgmentsJsonl<W> {
+    pub fn new(out: W) -> Self {
+        JudgmentsJsonl { out }
+    }
+
+    /// Writes one line per row.
+    pub fn rows(&mut self, rows: &[JudgmentRow]) -> Result<(), ExportError> {
+        for row in rows {
+            serde_json::to_writer(&mut self.out, row)?;
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> W {
+        self.out
+    }
+}
+
+/// The fixed CSV columns before the answer columns.
+const CSV_HEAD: [&str; 20] = [
+    "study",
+    "log",
+    "participant",
+    "worker_id",
+    "page",
+    "item",
+    "pool",
+    "gold",
+    "onboarding",
+    "surplus",
+    "counted",
+    "dialogue",
+    "system",
+    "left",
+    "left_system",
+    "right",
+    "right_system",
+    "choice",
+    "choice_system",
+    "justification",
+];
+
+/// The fixed CSV columns after the answer columns.
+const CSV_TAIL: [&str; 6] = [
+    "turns",
+    "lease",
+    "claimed_at_ms",
+    "submitted_at_ms",
+    "seconds",
+    "gold_correct",
+];
+
+/// The prefix of an answer column's name.
+pub const ANSWER_COLUMN: &str = "answer.";
+
+/// Collects rows and writes them as CSV at the end, once every answer key (one column each) is
+/// known. Memory holds the rows of the export, not the events.
+#[derive(Default)]
+pub struct JudgmentsCsv {
+    rows: Vec<JudgmentRow>,
+    keys: BTreeSet<String>,
+}
+
+impl JudgmentsCsv {
+    pub fn new() -> Self {
+        JudgmentsCsv::default()
+    }
+
+    pub fn rows(&mut self, rows: Vec<JudgmentRow>) {
+        for row in &rows {
+            self.keys.extend(row.answers.keys().cloned());
+        }
+        self.rows.extend(rows);
+    }
+
+    /// Writes the header and every row.
+    pub fn write(self, out: impl Write) -> Result<(), ExportError> {
+        let mut csv = csv::Writer::from_writer(out);
+        let mut header: Vec<String> = CSV_HEAD.iter().map(|c| c.to_string()).collect();
+        header.extend(self.keys.iter().map(|k| format!("{ANSWER_COLUMN}{k}")));
+        header.extend(CSV_TAIL.iter().map(|c| c.to_string()));
+        csv.write_record(&header)?;
+        for row in &self.rows {
+            csv.write_record(csv_record(row, &self.keys)?)?;
+        }
+        csv.flush()?;
+        Ok(())
+    }
+}
+
+fn csv_record(row: &JudgmentRow, keys: &BTreeSet<String>) -> Result<Vec<String>, ExportError> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let flag = |b: bool| b.to_string();
+    let mut record = vec![
+        row.study.clone(),
+        row.log.clone(),
+        text(&row.participant),
+        text(&row.worker_id),
+        text(&row.page),
+        row.item.clone(),
+        row.pool.unwrap_or_default().to_string(),
+        flag(row.gold),
+        flag(row.onboarding),
+        flag(row.surplus),
+        flag(row.counted),
+        text(&row.dialogue),
+        text(&row.system),
+        text(&row.left),
+        text(&row.left_system),
+        text(&row.right),
+        text(&row.right_system),
+        text(&row.choice),
+        text(&row.choice_system),
+        text(&row.justification),
+    ];
+    for key in keys {
+        record.push(match row.answers.get(key) {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+        });
+    }
+    record.push(serde_json::to_string(&row.turns)?);
+    record.push(text(&row.lease));
+    record.push(row.claimed_at_ms.map(|v| v.to_string()).unwrap_or_default());
+    record.push(row.submitted_at_ms.to_string());
+    record.push(row.seconds.map(|v| v.to_string()).unwrap_or_default());
+    record.push(row.gold_correct.map(flag).unwrap_or_default());
+    Ok(record)
+}
