@@ -12,11 +12,15 @@
 //!   lists the study in [`Report::unknown_questionnaires`]);
 //! - [`summary`]: interaction, dialogue acts, questionnaire, correlations;
 //! - [`evaluation`]: votes (win rates, Elo, Bradley-Terry), agreement, satisfaction;
+//! - [`judgments`](mod@judgments): evaluation studies, from the participants' own logs: ratings,
+//!   the ACUTE-Eval win-rate grid, agreement, workers, onboarding (only the `study` filter applies
+//!   to them; the section is absent when the store holds no judgment);
 //! - [`html`]: the page and its charts.
 
 pub mod evaluation;
 pub mod features;
 pub mod html;
+pub mod judgments;
 pub mod questionnaire;
 pub mod summary;
 
@@ -33,11 +37,12 @@ use self::evaluation::{
     satisfaction, vote_agreement, win_rates,
 };
 use self::features::{Outcome, SessionFeatures, features};
+use self::judgments::{JudgmentsCollector, JudgmentsReport};
 use self::questionnaire::{Questionnaires, ScaleNotes};
 use self::summary::{Interaction, OutcomeCorrelation, Question, Summary, summarise};
 use crate::error::ExportError;
 use crate::stats::agreement::Level;
-use crate::stored::read::test_session_ids;
+use crate::stored::read::{log_worker, test_session_ids};
 use crate::stored::{SessionStream, StoredSession};
 use crate::votes::{Vote, session_votes};
 
@@ -147,6 +152,9 @@ pub struct Report {
     pub bradley_terry: IndexMap<String, Strength>,
     pub agreement: IndexMap<String, Agreement>,
     pub satisfaction: IndexMap<String, Satisfaction>,
+    /// Evaluation studies' judgments; absent when the store has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judgments: Option<JudgmentsReport>,
 }
 
 /// Why a report could not be made.
@@ -178,7 +186,31 @@ pub async fn build_report(
     while let Some(session) = stream.next().await? {
         collected.add(&session, options)?;
     }
-    Ok(collected.report(options))
+    let judgments = read_judgments(store, study, options.include_test).await?;
+    let mut report = collected.report(options);
+    report.judgments = judgments;
+    Ok(report)
+}
+
+/// The evaluation part, from the participant logs of `study` (or every study).
+async fn read_judgments(
+    store: &dyn Store,
+    study: Option<&str>,
+    include_test: bool,
+) -> Result<Option<JudgmentsReport>, ReportError> {
+    let mut collector = JudgmentsCollector::default();
+    let mut logs = SessionStream::participant_logs(store, study).await?;
+    while let Some(log) = logs.next().await? {
+        let (worker, test) = log_worker(store, &log).await?;
+        if test && !include_test {
+            continue;
+        }
+        collector.add(
+            &log.events,
+            crate::judgments::log_rows(&log.events, &worker),
+        );
+    }
+    Ok(collector.report())
 }
 
 /// What the report keeps of the sessions it has read.
@@ -294,6 +326,7 @@ impl Collected {
             bradley_terry,
             agreement: agreements,
             satisfaction: satisfaction(&judged),
+            judgments: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Report;
+use super::judgments::JudgmentsReport;
 use super::summary::{Describe, MeanSd};
 
 /// One bar: its label, value and optional interval (error bar).
@@ -37,6 +38,9 @@ pub fn render_html(report: &Report) -> String {
     questionnaire(&mut page, report);
     correlations(&mut page, report);
     evaluation(&mut page, report);
+    if let Some(j) = &report.judgments {
+        judgments(&mut page, j);
+    }
     page.push_str("</body></html>\n");
     page
 }
@@ -277,6 +281,127 @@ fn evaluation(page: &mut String, report: &Report) {
         }
         page.push_str("</table>");
     }
+}
+
+/// The evaluation-study section: ratings with intervals, the win-rate grid, agreement, workers
+/// and the flow's counts.
+fn judgments(page: &mut String, j: &JudgmentsReport) {
+    let _ = write!(
+        page,
+        "<h2>Evaluation judgments</h2><p>{} judgments ({} counted) from {} participants; {} \
+         surplus, {} items returned; onboarding passed by {} of {}.{}</p>",
+        j.judgments,
+        j.counted,
+        j.participant_logs,
+        j.surplus,
+        j.returned,
+        j.onboarding.passed,
+        j.onboarding.taken,
+        screened(j)
+    );
+    if !j.ratings.is_empty() {
+        page.push_str(
+            "<h3>Ratings (counted judgments)</h3><table><tr><th>system</th><th>question</th>\
+             <th>n</th><th>mean</th><th>SD</th><th>95% CI (t)</th></tr>",
+        );
+        let mut bars = Vec::new();
+        for (system, questions) in &j.ratings {
+            for (question, r) in questions {
+                let _ = write!(
+                    page,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} – {}</td></tr>",
+                    esc(system),
+                    esc(question),
+                    r.n,
+                    num(r.mean),
+                    num(r.sd),
+                    num(r.ci_low),
+                    num(r.ci_high)
+                );
+                if let Some(mean) = r.mean {
+                    bars.push(Bar {
+                        label: format!("{system} · {question}"),
+                        value: mean,
+                        interval: r.ci_low.zip(r.ci_high),
+                    });
+                }
+            }
+        }
+        page.push_str("</table>");
+        page.push_str(&chart("mean rating (95% CI)", &bars));
+    }
+    if !j.win_rates.is_empty() {
+        page.push_str(
+            "<h3>Pairwise comparisons (ACUTE-Eval)</h3><table><tr><th>A</th><th>B</th>\
+             <th>A wins</th><th>B wins</th><th>ties</th><th>A win rate</th><th>binomial p</th></tr>",
+        );
+        for w in &j.win_rates {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&w.a),
+                esc(&w.b),
+                w.a_wins,
+                w.b_wins,
+                w.ties,
+                num(w.a_win_rate),
+                num(w.p)
+            );
+        }
+        page.push_str("</table>");
+    }
+    let agreements = j
+        .rating_agreement
+        .iter()
+        .map(|(q, a)| (format!("rating: {q}"), a))
+        .chain(
+            j.comparison_agreement
+                .iter()
+                .map(|a| ("comparison: system chosen".to_string(), a)),
+        );
+    page.push_str("<h3>Agreement between workers</h3><table><tr><th>judgments</th><th>items</th><th>Krippendorff α</th></tr>");
+    for (name, a) in agreements {
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&name),
+            a.units,
+            num(a.krippendorff_alpha)
+        );
+    }
+    page.push_str("</table>");
+    page.push_str(
+        "<h3>Workers</h3><table><tr><th>participant</th><th>worker id</th><th>judgments</th>\
+         <th>gold judged</th><th>gold correct</th><th>accuracy</th><th>median s</th>\
+         <th>straight-lining</th></tr>",
+    );
+    for w in &j.workers {
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&w.participant),
+            esc(w.worker_id.as_deref().unwrap_or("–")),
+            w.judgments,
+            w.gold_judged,
+            w.gold_correct,
+            num(w.gold_accuracy),
+            num(w.median_seconds),
+            if w.straight_lining { "yes" } else { "" }
+        );
+    }
+    page.push_str("</table>");
+}
+
+fn screened(j: &JudgmentsReport) -> String {
+    if j.screened_out.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = j
+        .screened_out
+        .iter()
+        .map(|(reason, n)| format!("{n} ({})", esc(reason)))
+        .collect();
+    format!(" Screened out: {}.", list.join(", "))
 }
 
 fn bar(label: &str, value: f64) -> Bar {

@@ -1,0 +1,354 @@
+//! The evaluation-study part of a report, read from the participants' own logs: ratings per
+//! system and question, the ACUTE-Eval win-rate grid, agreement between workers judging the same
+//! item, per-worker quality numbers, and the flow's onboarding, screening, surplus and returns.
+//!
+//! Only counted judgments of the item pool enter the ratings, the win rates and the agreement:
+//! gold items (attention checks), surplus judgments and onboarding answers are left out there.
+//! The per-worker numbers count every judgment of the worker.
+//!
+//! - ratings: judgments of one dialogue; every answer that is a number is a rating on its
+//!   question; per system and question n, mean, sample SD and the Student-t 95% interval of the
+//!   mean;
+//! - win rates: comparisons of two dialogues of different systems, folded into unordered system
+//!   pairs whichever side each was shown on; a comparison without a choice is a tie. The p-value
+//!   is the two-sided exact binomial test of the first system's wins against 0.5 over the pair's
+//!   decided comparisons, as ParlAI's ACUTE-Eval analysis computes it;
+//! - agreement: Krippendorff's alpha over items judged by at least two workers, per rating
+//!   question at the interval level, and for comparisons at the nominal level with the chosen
+//!   system as each worker's value;
+//! - a worker is flagged as straight-lining when they made at least three rating judgments with
+//!   numeric answers and every one of those answers, on every question, is the same point.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use wozkit_core::event::{Event, EventKind};
+
+use super::evaluation::{Agreement, PairResult, agreement, win_rates};
+use crate::judgments::JudgmentRow;
+use crate::stats::agreement::Level;
+use crate::stats::{mean, mean_ci, median, sd};
+use crate::votes::Vote;
+
+/// The level of the rating intervals.
+pub const CI_LEVEL: f64 = 0.95;
+
+/// The evaluation part of a report (present only when the logs hold a judgment).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JudgmentsReport {
+    /// Participant logs read (test participants left out unless asked for).
+    pub participant_logs: usize,
+    /// Every judgment, gold and surplus included.
+    pub judgments: usize,
+    /// Judgments counted towards their item (item pool, not surplus).
+    pub counted: usize,
+    /// Rating statistics by system, then by question.
+    pub ratings: BTreeMap<String, BTreeMap<String, RatingSummary>>,
+    /// The ACUTE-Eval grid: one entry per unordered pair of systems compared.
+    pub win_rates: Vec<PairResult>,
+    /// Agreement on each rating question (interval level).
+    pub rating_agreement: BTreeMap<String, Agreement>,
+    /// Agreement on the system chosen in comparisons (nominal level); `None` without comparisons.
+    pub comparison_agreement: Option<Agreement>,
+    /// One entry per worker, by participant id.
+    pub workers: Vec<WorkerSummary>,
+    pub onboarding: Onboarding,
+    /// Participants screened out, by reason (`onboarding`, `gold`, `blocklist`).
+    pub screened_out: BTreeMap<String, usize>,
+    /// Judgments submitted after their lease expired when the item was complete.
+    pub surplus: usize,
+    /// Items given back unjudged.
+    pub returned: usize,
+}
+
+/// Ratings of one system on one question.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RatingSummary {
+    pub n: usize,
+    pub mean: Option<f64>,
+    pub sd: Option<f64>,
+    /// The Student-t 95% interval of the mean; `None` below two ratings.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+}
+
+/// What one worker did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkerSummary {
+    pub participant: String,
+    /// The platform's worker id, when known.
+    pub worker_id: Option<String>,
+    /// Judgments made, gold and surplus included.
+    pub judgments: usize,
+    pub gold_judged: usize,
+    pub gold_correct: usize,
+    /// `gold_correct / gold_judged`; `None` without gold judgments.
+    pub gold_accuracy: Option<f64>,
+    /// Median time from claim to submit, in seconds.
+    pub median_seconds: Option<f64>,
+    /// Every numeric answer of at least three rating judgments is the same point.
+    pub straight_lining: bool,
+}
+
+/// The onboarding test.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Onboarding {
+    pub taken: usize,
+    pub passed: usize,
+}
+
+/// What the report keeps of the participant logs it has read.
+#[derive(Default)]
+pub struct JudgmentsCollector {
+    logs: usize,
+    rows: Vec<JudgmentRow>,
+    onboarding: Onboarding,
+    screened_out: BTreeMap<String, usize>,
+    returned: usize,
+}
+
+impl JudgmentsCollector {
+    /// Adds one participant log: its rows (from [`crate::judgments::log_rows`]) and its events.
+    pub fn add(&mut self, events: &[Event], rows: Vec<JudgmentRow>) {
+        self.logs += 1;
+        for event in events {
+            match &event.kind {
+                EventKind::OnboardingDone { passed, .. } => {
+                    self.onboarding.taken += 1;
+                    self.onboarding.passed += usize::from(*passed);
+                }
+                EventKind::ScreenedOut { reason } => {
+                    let name = serde_json::to_value(reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    *self.screened_out.entry(name).or_default() += 1;
+                }
+                EventKind::ItemReturned { .. } => self.returned += 1,
+                _ => {}
+            }
+        }
+        self.rows.extend(rows.into_iter().filter(|r| !r.onboarding));
+    }
+
+    /// The report part; `None` when no judgment was read.
+    pub fn report(self) -> Option<JudgmentsReport> {
+        if self.rows.is_empty() {
+            return None;
+        }
+        let counted: Vec<&JudgmentRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.counted && !r.gold && !r.surplus)
+            .collect();
+        let (ratings, rating_agreement) = rating_numbers(&counted);
+        let (win_rates, comparison_agreement) = comparison_numbers(&counted);
+        Some(JudgmentsReport {
+            participant_logs: self.logs,
+            judgments: self.rows.len(),
+            counted: counted.len(),
+            ratings,
+            win_rates,
+            rating_agreement,
+            comparison_agreement,
+            workers: workers(&self.rows),
+            onboarding: self.onboarding,
+            screened_out: self.screened_out,
+            surplus: self.rows.iter().filter(|r| r.surplus).count(),
+            returned: self.returned,
+        })
+    }
+}
+
+/// The numeric answers of a rating judgment, by question.
+fn numeric_answers(row: &JudgmentRow) -> impl Iterator<Item = (&String, f64)> {
+    row.answers
+        .iter()
+        .filter_map(|(q, v)| v.as_f64().map(|x| (q, x)))
+}
+
+type RatingNumbers = (
+    BTreeMap<String, BTreeMap<String, RatingSummary>>,
+    BTreeMap<String, Agreement>,
+);
+
+/// Per system and question: the summary; per question: agreement over items.
+fn rating_numbers(counted: &[&JudgmentRow]) -> RatingNumbers {
+    let mut values: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    let mut units: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    for row in counted.iter().filter(|r| !r.is_comparison()) {
+        let Some(system) = &row.system else { continue };
+        for (question, x) in numeric_answers(row) {
+            values
+                .entry((system.clone(), question.clone()))
+                .or_default()
+                .push(x);
+            units
+                .entry(question.clone())
+                .or_default()
+                .entry(row.item.clone())
+                .or_default()
+                .push(x);
+        }
+    }
+    let mut ratings: BTreeMap<String, BTreeMap<String, RatingSummary>> = BTreeMap::new();
+    for ((system, question), xs) in values {
+        let ci = mean_ci(&xs, CI_LEVEL);
+        let summary = RatingSummary {
+            n: xs.len(),
+            mean: mean(&xs),
+            sd: sd(&xs),
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+        };
+        ratings.entry(system).or_default().insert(question, summary);
+    }
+    let agreements = units
+        .into_iter()
+        .map(|(question, by_item)| {
+            let a = agreement(by_item.into_values().collect(), Level::Interval, &[]);
+            (question, a)
+        })
+        .collect();
+    (ratings, agreements)
+}
+
+/// The win-rate grid and the agreement on the chosen system.
+fn comparison_numbers(counted: &[&JudgmentRow]) -> (Vec<PairResult>, Option<Agreement>) {
+    let comparisons: Vec<&JudgmentRow> = counted
+        .iter()
+        .copied()
+        .filter(|r| r.is_comparison())
+        .collect();
+    if comparisons.is_empty() {
+        return (Vec::new(), None);
+    }
+    let votes: Vec<Vote> = comparisons
+        .iter()
+        .filter_map(|r| {
+            Some(Vote {
+                session_id: String::new(),
+                user_id: r.participant.clone().unwrap_or_default(),
+                crs1: r.left_system.clone()?,
+                crs2: r.right_system.clone()?,
+                vote: r.choice_system.clone().unwrap_or_else(|| "tie".into()),
+                feedback: String::new(),
+            })
+        })
+        .collect();
+    let systems: BTreeSet<&str> = comparisons
+        .iter()
+        .flat_map(|r| [r.left_system.as_deref(), r.right_system.as_deref()])
+        .flatten()
+        .collect();
+    let code = |s: &str| systems.iter().position(|x| *x == s).map(|i| i as f64);
+    let mut units: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for row in &comparisons {
+        if let Some(value) = row.choice_system.as_deref().and_then(code) {
+            units.entry(row.item.as_str()).or_default().push(value);
+        }
+    }
+    let categories: Vec<f64> = (0..systems.len()).map(|i| i as f64).collect();
+    let agreement = agreement(units.into_values().collect(), Level::Nominal, &categories);
+    (win_rates(&votes), Some(agreement))
+}
+
+/// Per-worker numbers, by participant id.
+fn workers(rows: &[JudgmentRow]) -> Vec<WorkerSummary> {
+    let mut by_worker: BTreeMap<&str, Vec<&JudgmentRow>> = BTreeMap::new();
+    for row in rows {
+        let id = row.participant.as_deref().unwrap_or_default();
+        by_worker.entry(id).or_default().push(row);
+    }
+    by_worker
+        .into_iter()
+        .map(|(id, rows)| {
+            let gold: Vec<&&JudgmentRow> = rows.iter().filter(|r| r.gold).collect();
+            let gold_correct = gold.iter().filter(|r| r.gold_correct == Some(true)).count();
+            let seconds: Vec<f64> = rows.iter().filter_map(|r| r.seconds).collect();
+            WorkerSummary {
+                participant: id.to_string(),
+                worker_id: rows.iter().find_map(|r| r.worker_id.clone()),
+                judgments: rows.len(),
+                gold_judged: gold.len(),
+                gold_correct,
+                gold_accuracy: (!gold.is_empty()).then(|| gold_correct as f64 / gold.len() as f64),
+                median_seconds: median(&seconds),
+                straight_lining: straight_lining(&rows),
+            }
+        })
+        .collect()
+}
+
+/// At least three rating judgments with numeric answers, and all those answers one value.
+fn straight_lining(rows: &[&JudgmentRow]) -> bool {
+    let rated: Vec<Vec<f64>> = rows
+        .iter()
+        .filter(|r| !r.is_comparison() && !r.gold)
+        .map(|r| numeric_answers(r).map(|(_, x)| x).collect::<Vec<f64>>())
+        .filter(|xs| !xs.is_empty())
+        .collect();
+    let mut all = rated.iter().flatten();
+    let Some(first) = all.next() else {
+        return false;
+    };
+    rated.len() >= 3 && all.all(|x| x == first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use indexmap::IndexMap;
+    use serde_json::json;
+
+    fn rating(worker: &str, item: &str, answers: &[(&str, serde_json::Value)]) -> JudgmentRow {
+        JudgmentRow {
+            study: "s".into(),
+            log: worker.into(),
+            participant: Some(worker.into()),
+            worker_id: None,
+            page: Some("rate".into()),
+            item: item.into(),
+            pool: Some("item"),
+            gold: false,
+            onboarding: false,
+            surplus: false,
+            counted: true,
+            dialogue: Some(format!("d-{item}")),
+            system: Some("sys".into()),
+            left: None,
+            left_system: None,
+            right: None,
+            right_system: None,
+            choice: None,
+            choice_system: None,
+            justification: None,
+            answers: answers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<IndexMap<_, _>>(),
+            turns: Vec::new(),
+            lease: None,
+            claimed_at_ms: Some(0),
+            submitted_at_ms: 1000,
+            seconds: Some(1.0),
+            gold_correct: None,
+        }
+    }
+
+    #[test]
+    fn straight_lining_needs_three_judgments_all_on_one_point() {
+        let same = [("a", json!(3)), ("b", json!(3)), ("note", json!("ok"))];
+        let rows: Vec<JudgmentRow> = ["i1", "i2", "i3"]
+            .iter()
+            .map(|i| rating("w", i, &same))
+            .collect();
+        let refs: Vec<&JudgmentRow> = rows.iter().collect();
+        assert!(straight_lining(&refs));
+        assert!(!straight_lining(&refs[..2]));
+        let varied = rating("w", "i4", &[("a", json!(3)), ("b", json!(4))]);
+        let mut more = refs.clone();
+        more.push(&varied);
+        assert!(!straight_lining(&more));
+    }
+}
