@@ -116,6 +116,7 @@ pub fn fast() -> Tunables {
         // Generous: a test client answers pings only while it reads, and some hold a waiting
         // socket without reading for a while.
         stale_after_ms: 10_000,
+        ..Tunables::default()
     }
 }
 

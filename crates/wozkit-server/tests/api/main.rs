@@ -7,6 +7,7 @@ mod helpers;
 mod access_matrix;
 mod crash;
 mod endings;
+mod evaluation;
 mod hostile;
 mod lobby;
 mod mturk;

@@ -1,0 +1,269 @@
+//! Evaluation flows over HTTP: a page's `when` skips it or shows it by an earlier answer, a
+//! failed onboarding screens the worker out, a comparison with a missing reason comes back with
+//! the problem next to the field, a judgment closes its lease and is logged once, a reload
+//! shows the same item, a worker with no item left gets the study's page and code, and a
+//! blocklisted worker is refused at entry.
+
+use wozkit_core::event::{EventKind, ItemPool, ScreenReason};
+use wozkit_core::load::{StudySource, load_text};
+use wozkit_store::{LeaseState, Store};
+
+use crate::helpers::{Client, TestApp, spawn_app_in};
+
+const STUDY: &str = r#"id: eval-mini
+title: Compare
+flow:
+  user:
+    - {kind: consent}
+    - {id: about, kind: questions, questions: [{id: native, text: Native speaker?, kind: choice, options: ["yes", "no"]}]}
+    - {id: help, kind: instructions, when: "answers.native == 'no'", text: "Take your time."}
+    - {kind: onboarding}
+    - {kind: compare}
+    - {kind: completion}
+evaluation:
+  task: compare
+  judgments_per_item: 1
+  items_per_worker: 1
+  pairs: {rule: all_systems}
+  justification: {min_words: 2}
+  no_items: {text: "All conversations have been judged.", code: true}
+  blocklist: [banned-worker]
+  onboarding:
+    items: [{a: g1, b: g2, better: g1}]
+    fail: {text: "Sorry, the practice answer was not right."}
+  dialogues:
+    - {id: a1, system: A, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: hello there}]}
+    - {id: b1, system: B, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: go away}]}
+    - {id: g1, system: A, turns: [{speaker: user, text: hi}, {speaker: bot, text: good day}]}
+    - {id: g2, system: B, turns: [{speaker: user, text: hi}, {speaker: bot, text: asdf qwer}]}
+"#;
+
+async fn app() -> (TestApp, tempfile::TempDir) {
+    let study = match load_text("eval.yaml", STUDY, StudySource::Dir(".".into())) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    (app, tmp)
+}
+
+fn page_kind(body: &str) -> String {
+    body.split("data-page=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn hidden(body: &str, name: &str) -> String {
+    body.split(&format!("name=\"{name}\" value=\""))
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Posts the current page's form with `extra` fields; returns the status.
+async fn submit(c: &Client, path: &str, extra: &str) -> u16 {
+    let step = c.step().await;
+    c.post(path, &format!("step={step}{extra}")).await.status
+}
+
+/// The side (`left`/`right`) on which the page's first practice item shows `text`.
+fn side_of(body: &str, text: &str) -> &'static str {
+    let left = body
+        .split("data-testid=\"dialogue-1\"")
+        .next()
+        .unwrap_or_default();
+    if left.contains(text) { "left" } else { "right" }
+}
+
+/// Consent, then the questions page answered `native`.
+async fn through_questions(c: &Client, native: &str) {
+    assert_eq!(submit(c, "/p/next", "").await, 303);
+    assert_eq!(page_kind(&c.page().await.body), "questions");
+    assert_eq!(
+        submit(c, "/p/answers", "").await,
+        422,
+        "an answer is required"
+    );
+    assert_eq!(
+        submit(c, "/p/answers", &format!("&native={native}")).await,
+        303
+    );
+}
+
+async fn log_kinds(app: &TestApp, participant_log: &str) -> Vec<EventKind> {
+    app.events(participant_log)
+        .await
+        .into_iter()
+        .map(|e| e.kind)
+        .collect()
+}
+
+async fn log_of(app: &TestApp) -> Vec<String> {
+    let filter = wozkit_store::SessionFilter {
+        kind: wozkit_store::SessionKind::Participant,
+        ..Default::default()
+    };
+    app.store
+        .list_sessions(&filter)
+        .await
+        .expect("logs")
+        .into_iter()
+        .map(|s| s.id)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_worker_is_screened_out_or_judges_once_and_the_next_finds_nothing_left() {
+    let (mut app, _tmp) = app().await;
+
+    // A worker who fails the practice item is screened out with the study's text, no code.
+    let fails = app
+        .join("study=eval-mini&PROLIFIC_PID=w-fail&STUDY_ID=s&SESSION_ID=1")
+        .await;
+    through_questions(&fails, "yes").await;
+    let body = fails.page().await.body;
+    assert_eq!(page_kind(&body), "onboarding", "`when` false: help skipped");
+    let wrong = side_of(&body, "asdf qwer");
+    assert_eq!(
+        submit(&fails, "/p/onboarding", &format!("&ob0={wrong}")).await,
+        303
+    );
+    let body = fails.page().await.body;
+    assert_eq!(page_kind(&body), "screened", "{body}");
+    assert!(body.contains("the practice answer was not right"));
+    assert!(!body.contains("completion-code"));
+
+    // A careful worker sees the help page (`when` true), passes, and judges the one pair.
+    let good = app
+        .join("study=eval-mini&PROLIFIC_PID=w-good&STUDY_ID=s&SESSION_ID=2")
+        .await;
+    through_questions(&good, "no").await;
+    assert_eq!(page_kind(&good.page().await.body), "instructions");
+    assert_eq!(submit(&good, "/p/next", "").await, 303);
+    let body = good.page().await.body;
+    let right = side_of(&body, "good day");
+    assert_eq!(
+        submit(&good, "/p/onboarding", &format!("&ob0={right}")).await,
+        303
+    );
+    let body = good.page().await.body;
+    assert_eq!(page_kind(&body), "compare", "{body}");
+    let lease = hidden(&body, "lease");
+    assert_eq!(
+        hidden(&good.page().await.body, "lease"),
+        lease,
+        "a reload keeps the item"
+    );
+    let choice = side_of(&body, "hello there");
+    let short = submit(
+        &good,
+        "/p/judge",
+        &format!("&lease={lease}&choice={choice}&justification=ok"),
+    )
+    .await;
+    assert_eq!(short, 422, "two words are needed");
+    assert!(
+        good.post(
+            "/p/judge",
+            &format!("step={}&lease={lease}&choice={choice}", good.step().await)
+        )
+        .await
+        .body
+        .contains("data-testid=\"problem-justification\"")
+    );
+    let ok = submit(
+        &good,
+        "/p/judge",
+        &format!("&lease={lease}&choice={choice}&justification=more+polite+answer"),
+    )
+    .await;
+    assert_eq!(ok, 303);
+    // A second submission of the same lease changes nothing.
+    let again = good
+        .post(
+            "/p/judge",
+            &format!(
+                "step=4:compare&lease={lease}&choice={choice}&justification=more+polite+answer"
+            ),
+        )
+        .await;
+    assert_eq!(again.status, 303);
+    let body = good.page().await.body;
+    assert_eq!(page_kind(&body), "completion", "{body}");
+
+    // The next worker finds nothing left: the study's page, with a code.
+    let late = app
+        .join("study=eval-mini&PROLIFIC_PID=w-late&STUDY_ID=s&SESSION_ID=3")
+        .await;
+    through_questions(&late, "yes").await;
+    let body = late.page().await.body;
+    let right = side_of(&body, "good day");
+    assert_eq!(
+        submit(&late, "/p/onboarding", &format!("&ob0={right}")).await,
+        303
+    );
+    let body = late.page().await.body;
+    assert_eq!(page_kind(&body), "no-items", "{body}");
+    assert!(body.contains("All conversations have been judged."));
+    assert!(body.contains("data-testid=\"completion-code\""));
+
+    // The store: one lease, done, by the careful worker.
+    let leases = app.store.leases("eval-mini").await.expect("leases");
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(leases[0].state, LeaseState::Done);
+    assert_eq!(leases[0].item_id, "a1~b1");
+
+    // The logs: every answer and judgment, once.
+    let logs = log_of(&app).await;
+    assert_eq!(logs.len(), 3, "one log per worker: {logs:?}");
+    let mut judged = 0;
+    let mut screened = 0;
+    for log in &logs {
+        for kind in log_kinds(&app, log).await {
+            match kind {
+                EventKind::Judged(j) => {
+                    judged += 1;
+                    assert!(j.counted && !j.surplus);
+                    assert_eq!(j.pool, ItemPool::Item);
+                    assert_eq!(j.choice.as_deref(), Some("a1"));
+                    assert_eq!(j.justification.as_deref(), Some("more polite answer"));
+                    assert_eq!(j.systems.len(), 2);
+                    assert_eq!(
+                        j.dialogues
+                            .iter()
+                            .position(|d| d == "a1")
+                            .map(|i| j.systems[i].as_str()),
+                        Some("A")
+                    );
+                }
+                EventKind::ScreenedOut { reason } => {
+                    screened += 1;
+                    assert_eq!(reason, ScreenReason::Onboarding);
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!((judged, screened), (1, 1));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_blocklisted_worker_is_refused_at_entry() {
+    let (mut app, _tmp) = app().await;
+    let res = app
+        .http(
+            "GET",
+            "/join?study=eval-mini&PROLIFIC_PID=banned-worker&STUDY_ID=s&SESSION_ID=1",
+            &[],
+            "",
+        )
+        .await;
+    assert_eq!(res.status, 403, "{}", res.body);
+    assert!(res.body.contains("not open to your worker id"));
+    app.stop().await;
+}
