@@ -45,8 +45,9 @@ pub struct ImportArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// taskmaster1, crosswoz, multiwoz, convlab3, crsarena, crsarena_eval, crwiz, jsonl,
-    /// survey-csv, votes-csv, or log (per-session logs with metrics, written by the server
-    /// crate; it takes --data, --out, --study and --include-test only).
+    /// survey-csv, votes-csv, judgments-jsonl or judgments-csv (the judgments of evaluation
+    /// studies, one row each; no --split), or log (per-session logs with metrics, written by the
+    /// server crate; it takes --data, --out, --study and --include-test only).
     #[arg(long)]
     format: String,
     #[command(flatten)]
@@ -164,15 +165,28 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let summary = with_store(&args.data.data, Access::Snapshot, async |store| {
         Ok(export_store(store, &options, &Bar::default()).await?)
     })?;
-    println!(
-        "exported {} of {} sessions ({} events read) in {:.1} s; {} sessions have events the \
-         format cannot hold (in the sidecar)",
-        summary.sessions_written,
-        summary.sessions_read,
-        summary.events_read,
-        started.elapsed().as_secs_f64(),
-        summary.sidecar_sessions
-    );
+    if matches!(
+        format,
+        ExportFormat::JudgmentsJsonl | ExportFormat::JudgmentsCsv
+    ) {
+        println!(
+            "exported the judgments of {} of {} participant logs ({} events read) in {:.1} s",
+            summary.sessions_written,
+            summary.sessions_read,
+            summary.events_read,
+            started.elapsed().as_secs_f64()
+        );
+    } else {
+        println!(
+            "exported {} of {} sessions ({} events read) in {:.1} s; {} sessions have events \
+             the format cannot hold (in the sidecar)",
+            summary.sessions_written,
+            summary.sessions_read,
+            summary.events_read,
+            started.elapsed().as_secs_f64(),
+            summary.sidecar_sessions
+        );
+    }
     for file in &summary.files {
         println!("  wrote {}", file.display());
     }
