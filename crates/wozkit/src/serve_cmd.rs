@@ -39,6 +39,10 @@ pub struct ServeArgs {
         default_value_t = Tunables::default().join_per_minute
     )]
     join_limit: u32,
+    /// A file of worker ids (one per line; `#` starts a comment) refused at entry to every
+    /// study; each study may list more under `evaluation.blocklist`.
+    #[arg(long, env = "WOZKIT_BLOCKLIST", value_name = "FILE")]
+    blocklist: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -108,10 +112,20 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
             None => println!("  researcher password: as printed on first start (set WOZKIT_RESEARCHER_PASSWORD to change it)"),
         }
         println!("Press Ctrl-C to stop; sessions resume where they were on the next start.");
+        let blocklist = match &args.blocklist {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("--blocklist {}: cannot read the file", path.display()))?
+                .lines()
+                .map(|l| l.split('#').next().unwrap_or_default().trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect(),
+            None => Default::default(),
+        };
         let config = Config {
             studies,
             tunables: Tunables {
                 join_per_minute: args.join_limit,
+                blocklist,
                 ..Tunables::default()
             },
         };
