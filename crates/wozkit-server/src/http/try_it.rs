@@ -54,6 +54,19 @@ pub async fn page(
             )
         })
         .collect();
+    if !study.study.has_room() {
+        // An evaluation study has one kind of participant: one test worker, full width.
+        let body = format!(
+            "<main class=\"try\"><header class=\"bar\"><h1>Try: {}</h1>\
+             <span class=\"muted\">A test worker: the judgments are kept apart from real ones.</span>\
+             <a href=\"/try?study={}\">Start again</a>{others}<a href=\"/researcher\">Sessions</a></header>\
+             <div class=\"frames\"><iframe id=\"try-user\" title=\"Worker\" src=\"{}\"></iframe></div></main>",
+            esc(&study.study.title),
+            query_escape(&study.study.id),
+            esc(&src("user", &us)),
+        );
+        return Ok(Html(layout("Try it", &body, &[])).into_response());
+    }
     let body = format!(
         "<main class=\"try\"><header class=\"bar\"><h1>Try: {}</h1>\
          <span class=\"muted\">Left: the user. Right: the wizard. Both are test participants paired with each other.</span>\
