@@ -58,7 +58,7 @@ pub async fn page(
         // An evaluation study has one kind of participant: one test worker, full width.
         let body = format!(
             "<main class=\"try\"><header class=\"bar\"><h1>Try: {}</h1>\
-             <span class=\"muted\">A test worker: the judgments are kept apart from real ones.</span>\
+             <span class=\"muted\">A test worker: left out of exports and reports by default, but its judgments do use up items.</span>\
              <a href=\"/try?study={}\">Start again</a>{others}<a href=\"/researcher\">Sessions</a></header>\
              <div class=\"frames\"><iframe id=\"try-user\" title=\"Worker\" src=\"{}\"></iframe></div></main>",
             esc(&study.study.title),
