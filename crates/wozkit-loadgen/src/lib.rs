@@ -20,9 +20,11 @@
 //! - [`stats`]: counters, the latency histogram and the send/receipt meeting point.
 //! - [`server_proc`]: the server's PID, memory and CPU from `/proc`.
 //! - [`report`]: the figures, as text or JSON.
+//! - [`crowd`]: a crowd of evaluation workers walking a judging study's forms.
 
 #![forbid(unsafe_code)]
 
+pub mod crowd;
 pub mod error;
 mod frames;
 mod http;

@@ -2,6 +2,7 @@
 //! arguments, calls one library function and prints the result; errors get context with anyhow.
 
 mod bench_cmd;
+mod crowd_cmd;
 mod data_cmds;
 mod serve_cmd;
 mod study_cmds;
@@ -53,6 +54,8 @@ enum Cmd {
     Payments(serve_cmd::PaymentsArgs),
     /// Load-test a running server on this machine with simulated participant pairs.
     Bench(bench_cmd::BenchArgs),
+    /// Send simulated evaluation workers through a judging study on a running server here.
+    Crowd(crowd_cmd::CrowdArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         }
         Cmd::Payments(args) => serve_cmd::payments(args),
         Cmd::Bench(args) => bench_cmd::bench(args),
+        Cmd::Crowd(args) => crowd_cmd::crowd(args),
     };
     match result {
         Ok(code) => code,

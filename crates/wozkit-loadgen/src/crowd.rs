@@ -1,0 +1,648 @@
+//! A simulated crowd of evaluation workers: each worker opens a study's entry link with its
+//! own worker id, walks the server-rendered pages (consent, questions, onboarding, the items to
+//! compare or rate, completion) answering every form field at random, and on each item page
+//! may abandon it: half the abandoners give the item back (`POST /p/skip`), the other half just
+//! stop, leaving the lease to expire. The figures say how many judgments were completed, items
+//! skipped and leases abandoned, how the workers ended, the claim rate and the page latency.
+//!
+//! Forms are read from the HTML by plain string scanning (no JavaScript, no DOM): hidden
+//! inputs are sent back as they are, one value is picked per radio group, any checkboxes are
+//! ticked, text areas and text inputs get a few words and number inputs a number within their
+//! `min`/`max`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::error::{Failure, LoadgenError};
+use crate::http::{Conn, form_escape};
+use crate::target::Target;
+
+/// Pages one worker may load before it is counted as stuck (a loop of forms the server keeps
+/// answering with the same page).
+const MAX_PAGES: usize = 64;
+/// Words the simulated workers write in free text.
+const WORDS: &[&str] = &[
+    "clear", "friendly", "helpful", "vague", "polite", "wrong", "short", "relevant", "odd",
+    "better", "answer", "tone", "detail", "fluent",
+];
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct CrowdConfig {
+    /// `http://127.0.0.1:PORT` or `http://localhost:PORT`.
+    pub url: String,
+    /// The study's id, as entry links name it.
+    pub study: String,
+    /// Simulated workers.
+    pub workers: usize,
+    /// Workers walking the pages at once.
+    pub concurrency: usize,
+    /// Chance (0 to 1) that a worker abandons an item page.
+    pub abandon: f64,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Prefix of the workers' ids (`<prefix>-<i>`), so two crowds never share a worker.
+    pub worker_prefix: String,
+}
+
+impl CrowdConfig {
+    /// The defaults for `workers` on `study` at `url`: up to 64 at a time, no abandoning, and
+    /// worker ids and seed from the clock.
+    pub fn new(url: impl Into<String>, study: impl Into<String>, workers: usize) -> CrowdConfig {
+        let epoch_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        CrowdConfig {
+            url: url.into(),
+            study: study.into(),
+            workers,
+            concurrency: workers.clamp(1, 64),
+            abandon: 0.0,
+            seed: epoch_ms,
+            worker_prefix: format!("crowd-{epoch_ms:x}"),
+        }
+    }
+}
+
+/// The figures of one crowd.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CrowdReport {
+    pub url: String,
+    pub study: String,
+    pub workers: usize,
+    pub abandon: f64,
+    pub seed: u64,
+    pub duration_s: f64,
+    /// Judgments the server accepted (`POST /p/judge` answered 303).
+    pub completed_judgments: u64,
+    /// Items given back with `POST /p/skip`.
+    pub skipped_items: u64,
+    /// Leases left to expire by workers who stopped on an item page.
+    pub abandoned_leases: u64,
+    /// Item pages shown with a lease (claims), and per second of the run.
+    pub claims: u64,
+    pub claims_per_s: f64,
+    /// How the workers ended.
+    pub finished: u64,
+    pub screened: u64,
+    pub no_items: u64,
+    /// Workers that left by abandoning (skip or stop).
+    pub abandoned_workers: u64,
+    /// Workers whose walk failed or did not end within the page bound.
+    pub failed: u64,
+    /// Forms the server answered with 422 (a problem in the answers).
+    pub rejected_forms: u64,
+    pub pages: u64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    /// Failures by code.
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl CrowdReport {
+    /// The figures as a few lines of text.
+    pub fn text(&self) -> String {
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1} ms"));
+        let mut out = format!(
+            "crowd: {} workers on {} at {} (abandon {:.0}%, seed {}) in {:.1} s\n\
+             judgments completed: {}\nitems skipped:       {}\nleases abandoned:    {}\n\
+             claims:              {} ({:.1}/s)\n\
+             workers: {} finished, {} screened, {} no items, {} abandoned, {} failed\n\
+             pages:               {} (p50 {}, p99 {}), {} forms rejected\n",
+            self.workers,
+            self.study,
+            self.url,
+            self.abandon * 100.0,
+            self.seed,
+            self.duration_s,
+            self.completed_judgments,
+            self.skipped_items,
+            self.abandoned_leases,
+            self.claims,
+            self.claims_per_s,
+            self.finished,
+            self.screened,
+            self.no_items,
+            self.abandoned_workers,
+            self.failed,
+            self.pages,
+            ms(self.latency_p50_ms),
+            ms(self.latency_p99_ms),
+            self.rejected_forms,
+        );
+        for (code, n) in &self.errors {
+            out.push_str(&format!("error {code}: {n}\n"));
+        }
+        out
+    }
+}
+
+/// Counters shared by the workers of one crowd.
+#[derive(Default)]
+struct Tally {
+    judgments: AtomicU64,
+    skipped: AtomicU64,
+    abandoned: AtomicU64,
+    claims: AtomicU64,
+    rejected: AtomicU64,
+    pages: AtomicU64,
+    latencies_us: Mutex<Vec<u64>>,
+    endings: Mutex<BTreeMap<Ending, u64>>,
+    errors: Mutex<BTreeMap<String, u64>>,
+}
+
+/// How one worker's walk ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ending {
+    Finished,
+    Screened,
+    NoItems,
+    Abandoned,
+    Failed,
+}
+
+/// A small seeded generator (SplitMix64): enough for random answers, and reproducible.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// A number in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Runs the crowd to its end: every worker finishes, is screened out, finds no item, abandons
+/// or fails.
+pub async fn run(config: CrowdConfig) -> Result<CrowdReport, LoadgenError> {
+    let target = Target::parse(&config.url)?;
+    if config.workers == 0 || config.concurrency == 0 {
+        return Err(LoadgenError::BadConfig(
+            "workers and concurrency must be at least 1",
+        ));
+    }
+    if !(0.0..=1.0).contains(&config.abandon) {
+        return Err(LoadgenError::BadConfig(
+            "the abandon chance is between 0 and 1",
+        ));
+    }
+    crate::health(&target).await?;
+    let tally = Arc::new(Tally::default());
+    let gate = Arc::new(Semaphore::new(config.concurrency));
+    let config = Arc::new(config);
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for i in 0..config.workers {
+        let (tally, gate, config, target) =
+            (tally.clone(), gate.clone(), config.clone(), target.clone());
+        tasks.spawn(async move {
+            let Ok(_permit) = gate.acquire().await else {
+                return;
+            };
+            let mut rng = Rng::new(config.seed ^ (i as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+            let name = format!("{}-{i}", config.worker_prefix);
+            let ending = match worker(&target, &config, &name, &mut rng, &tally).await {
+                Ok(e) => e,
+                Err(f) => {
+                    *tally
+                        .errors
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .entry(f.code)
+                        .or_default() += 1;
+                    Ending::Failed
+                }
+            };
+            *tally
+                .endings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(ending)
+                .or_default() += 1;
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let secs = start.elapsed().as_secs_f64();
+    Ok(report(&config, &target, &tally, secs))
+}
+
+fn report(config: &CrowdConfig, target: &Target, tally: &Tally, secs: f64) -> CrowdReport {
+    let mut lat = tally
+        .latencies_us
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    lat.sort_unstable();
+    let pct = |p: f64| -> Option<f64> {
+        if lat.is_empty() {
+            return None;
+        }
+        let k = ((p * lat.len() as f64).ceil() as usize).clamp(1, lat.len()) - 1;
+        Some(lat[k] as f64 / 1000.0)
+    };
+    let endings = tally
+        .endings
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let ended = |e: Ending| endings.get(&e).copied().unwrap_or(0);
+    let claims = tally.claims.load(Ordering::Relaxed);
+    CrowdReport {
+        url: target.origin(),
+        study: config.study.clone(),
+        workers: config.workers,
+        abandon: config.abandon,
+        seed: config.seed,
+        duration_s: secs,
+        completed_judgments: tally.judgments.load(Ordering::Relaxed),
+        skipped_items: tally.skipped.load(Ordering::Relaxed),
+        abandoned_leases: tally.abandoned.load(Ordering::Relaxed),
+        claims,
+        claims_per_s: if secs > 0.0 {
+            claims as f64 / secs
+        } else {
+            0.0
+        },
+        finished: ended(Ending::Finished),
+        screened: ended(Ending::Screened),
+        no_items: ended(Ending::NoItems),
+        abandoned_workers: ended(Ending::Abandoned),
+        failed: ended(Ending::Failed),
+        rejected_forms: tally.rejected.load(Ordering::Relaxed),
+        pages: tally.pages.load(Ordering::Relaxed),
+        latency_p50_ms: pct(0.50),
+        latency_p99_ms: pct(0.99),
+        errors: tally
+            .errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+    }
+}
+
+/// One worker's walk through the study's pages.
+async fn worker(
+    target: &Target,
+    config: &CrowdConfig,
+    name: &str,
+    rng: &mut Rng,
+    tally: &Tally,
+) -> Result<Ending, Failure> {
+    let mut conn = Conn::connect(target).await?;
+    let link = format!(
+        "/join?study={}&PROLIFIC_PID={}&STUDY_ID=crowd&SESSION_ID={}",
+        form_escape(&config.study),
+        form_escape(name),
+        form_escape(&format!("{name}-session"))
+    );
+    let res = conn.get(&link, None).await?;
+    if res.status == 429 {
+        return Err(Failure::new(
+            "http_429",
+            "GET /join answered 429: start the server with `--join-limit 0` for a crowd",
+        ));
+    }
+    if res.status != 303 {
+        return Err(Failure::new(
+            "http_status",
+            format!("GET /join answered {}", res.status),
+        ));
+    }
+    let cookie = res
+        .cookies
+        .into_iter()
+        .find(|c| c.starts_with("wozkit_token="))
+        .ok_or_else(|| Failure::new("no_cookie", "the entry link set no participant cookie"))?;
+    let mut last_lease = String::new();
+    for _ in 0..MAX_PAGES {
+        let t = Instant::now();
+        let res = conn.get("/p", Some(&cookie)).await?;
+        tally
+            .latencies_us
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(t.elapsed().as_micros() as u64);
+        tally.pages.fetch_add(1, Ordering::Relaxed);
+        if res.status != 200 {
+            return Err(Failure::new(
+                "http_status",
+                format!("GET /p answered {}", res.status),
+            ));
+        }
+        let kind = page_kind(&res.body).unwrap_or_default();
+        let form = Form::parse(&res.body);
+        let path = match kind.as_str() {
+            "consent" | "instructions" => "/p/next",
+            "questions" => "/p/answers",
+            "onboarding" => "/p/onboarding",
+            "compare" | "rate" => {
+                let lease = form.hidden("lease").unwrap_or_default().to_string();
+                if lease.is_empty() {
+                    return Err(Failure::new("no_lease", "an item page without a lease"));
+                }
+                if lease != last_lease {
+                    tally.claims.fetch_add(1, Ordering::Relaxed);
+                    last_lease.clone_from(&lease);
+                    if rng.unit() < config.abandon {
+                        return abandon(&mut conn, &cookie, &lease, rng, tally).await;
+                    }
+                }
+                "/p/judge"
+            }
+            "completion" => return Ok(Ending::Finished),
+            "no-items" => return Ok(Ending::NoItems),
+            "screened" => return Ok(Ending::Screened),
+            other => {
+                return Err(Failure::new(
+                    "unknown_page",
+                    format!("a page of kind `{other}`"),
+                ));
+            }
+        };
+        let body = form.fill(rng);
+        let res = conn.post_form(path, Some(&cookie), &body).await?;
+        match res.status {
+            303 if path == "/p/judge" => {
+                tally.judgments.fetch_add(1, Ordering::Relaxed);
+            }
+            303 => {}
+            422 => {
+                tally.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+            s => {
+                return Err(Failure::new(
+                    "http_status",
+                    format!("POST {path} answered {s}"),
+                ));
+            }
+        }
+    }
+    Err(Failure::new(
+        "stuck",
+        format!("no end after {MAX_PAGES} pages"),
+    ))
+}
+
+/// Leaves an item: half the time the item is given back, otherwise the lease is left to
+/// expire.
+async fn abandon(
+    conn: &mut Conn,
+    cookie: &str,
+    lease: &str,
+    rng: &mut Rng,
+    tally: &Tally,
+) -> Result<Ending, Failure> {
+    if rng.below(2) == 0 {
+        tally.abandoned.fetch_add(1, Ordering::Relaxed);
+        return Ok(Ending::Abandoned);
+    }
+    let res = conn
+        .post_form(
+            "/p/skip",
+            Some(cookie),
+            &format!("lease={}", form_escape(lease)),
+        )
+        .await?;
+    if res.status != 303 {
+        return Err(Failure::new(
+            "http_status",
+            format!("POST /p/skip answered {}", res.status),
+        ));
+    }
+    tally.skipped.fetch_add(1, Ordering::Relaxed);
+    Ok(Ending::Abandoned)
+}
+
+/// The kind of page: the `data-page` of its `<main>`.
+pub fn page_kind(html: &str) -> Option<String> {
+    let at = html.find("<main")?;
+    let tag = &html[at..at + html[at..].find('>')?];
+    attr(tag, "data-page")
+}
+
+/// The value of attribute `name` in one tag's text (`<input type="radio" name="x" …`).
+fn attr(tag: &str, name: &str) -> Option<String> {
+    let needle = format!(" {name}=\"");
+    let at = tag.find(&needle)? + needle.len();
+    let end = tag[at..].find('"')?;
+    Some(unescape(&tag[at..at + end]))
+}
+
+/// Undoes the HTML escaping of an attribute value.
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// One field of a form, as read from its HTML.
+#[derive(Debug, PartialEq)]
+pub enum Field {
+    /// Sent back as it is.
+    Hidden(String, String),
+    /// A group of radios (or a select): one value is picked.
+    OneOf(String, Vec<String>),
+    /// A checkbox: ticked or not.
+    Check(String, String),
+    /// Free text (a textarea or a text input): a few words.
+    Text(String),
+    /// A number input, with its bounds.
+    Number(String, i64, i64),
+}
+
+/// The fields of a page's form, in page order.
+#[derive(Debug, Default)]
+pub struct Form {
+    pub fields: Vec<Field>,
+}
+
+impl Form {
+    /// Reads the fields of the first form of `html`.
+    pub fn parse(html: &str) -> Form {
+        let html = match html.find("<form") {
+            Some(at) => {
+                let rest = &html[at..];
+                &rest[..rest.find("</form>").unwrap_or(rest.len())]
+            }
+            None => "",
+        };
+        let mut form = Form::default();
+        let mut at = 0;
+        while let Some(off) = html[at..].find('<') {
+            let start = at + off;
+            let Some(len) = html[start..].find('>') else {
+                break;
+            };
+            let tag = &html[start..start + len];
+            at = start + len;
+            if tag.starts_with("<input ") {
+                form.input(tag);
+            } else if tag.starts_with("<textarea ") {
+                if let Some(name) = attr(tag, "name") {
+                    form.fields.push(Field::Text(name));
+                }
+            } else if tag.starts_with("<select ") {
+                if let Some(name) = attr(tag, "name") {
+                    let end = html[at..].find("</select>").map_or(html.len(), |e| at + e);
+                    let options = html[at..end]
+                        .split("<option")
+                        .skip(1)
+                        .filter_map(|o| attr(&o[..o.find('>').unwrap_or(o.len())], "value"))
+                        .filter(|v| !v.is_empty())
+                        .collect();
+                    form.fields.push(Field::OneOf(name, options));
+                }
+            }
+        }
+        form
+    }
+
+    fn input(&mut self, tag: &str) {
+        let Some(name) = attr(tag, "name") else {
+            return;
+        };
+        let value = attr(tag, "value").unwrap_or_default();
+        match attr(tag, "type").as_deref().unwrap_or("text") {
+            "hidden" => self.fields.push(Field::Hidden(name, value)),
+            "radio" => {
+                let group = self.fields.iter_mut().find_map(|f| match f {
+                    Field::OneOf(n, values) if *n == name => Some(values),
+                    _ => None,
+                });
+                match group {
+                    Some(values) => values.push(value),
+                    None => self.fields.push(Field::OneOf(name, vec![value])),
+                }
+            }
+            "checkbox" => self.fields.push(Field::Check(name, value)),
+            "number" | "range" => {
+                let bound =
+                    |a: &str, d: i64| attr(tag, a).and_then(|v| v.parse().ok()).unwrap_or(d);
+                let (min, max) = (bound("min", 0), bound("max", 10));
+                self.fields.push(Field::Number(name, min, max.max(min)));
+            }
+            "text" => self.fields.push(Field::Text(name)),
+            _ => {}
+        }
+    }
+
+    /// The value of the hidden input `name`.
+    pub fn hidden(&self, name: &str) -> Option<&str> {
+        self.fields.iter().find_map(|f| match f {
+            Field::Hidden(n, v) if n == name => Some(v.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The form's body with every field answered at random.
+    pub fn fill(&self, rng: &mut Rng) -> String {
+        let mut pairs: Vec<(String, String)> = vec![];
+        for f in &self.fields {
+            match f {
+                Field::Hidden(n, v) => pairs.push((n.clone(), v.clone())),
+                Field::OneOf(n, values) if !values.is_empty() => {
+                    pairs.push((n.clone(), values[rng.below(values.len())].clone()));
+                }
+                Field::OneOf(..) => {}
+                Field::Check(n, v) => {
+                    if rng.below(2) == 0 {
+                        pairs.push((n.clone(), v.clone()));
+                    }
+                }
+                Field::Text(n) => {
+                    let words: Vec<&str> = (0..3 + rng.below(6))
+                        .map(|_| WORDS[rng.below(WORDS.len())])
+                        .collect();
+                    pairs.push((n.clone(), words.join(" ")));
+                }
+                Field::Number(n, min, max) => {
+                    let span = (max - min) as u64 + 1;
+                    pairs.push((
+                        n.clone(),
+                        (min + (rng.next_u64() % span) as i64).to_string(),
+                    ));
+                }
+            }
+        }
+        pairs
+            .iter()
+            .map(|(n, v)| format!("{}={}", form_escape(n), form_escape(v)))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = r#"<main class="wide" data-page="compare"><form method="post" action="/p/judge"><input type="hidden" name="step" value="4:compare"><input type="hidden" name="lease" value="L&amp;1"><fieldset data-testid="question-choice"><label><input type="radio" name="choice" value="left" required> A</label><label><input type="radio" name="choice" value="right" required> B</label></fieldset><textarea name="justification" rows="3"></textarea><input type="checkbox" name="turn.0.1" value="bad"><input type="number" name="age" min="18" max="20"><select name="s"><option value="">-</option><option value="x">x</option></select></form></main>"#;
+
+    #[test]
+    fn page_kinds_and_fields_are_read() {
+        assert_eq!(page_kind(PAGE).as_deref(), Some("compare"));
+        let form = Form::parse(PAGE);
+        assert_eq!(form.hidden("lease"), Some("L&1"));
+        assert_eq!(
+            form.fields,
+            vec![
+                Field::Hidden("step".into(), "4:compare".into()),
+                Field::Hidden("lease".into(), "L&1".into()),
+                Field::OneOf("choice".into(), vec!["left".into(), "right".into()]),
+                Field::Text("justification".into()),
+                Field::Check("turn.0.1".into(), "bad".into()),
+                Field::Number("age".into(), 18, 20),
+                Field::OneOf("s".into(), vec!["x".into()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn filled_forms_answer_every_required_field_within_bounds() {
+        let form = Form::parse(PAGE);
+        let mut rng = Rng::new(7);
+        for _ in 0..50 {
+            let body = form.fill(&mut rng);
+            assert!(
+                body.starts_with("step=4%3Acompare&lease=L%261&choice="),
+                "{body}"
+            );
+            assert!(body.contains("&justification="), "{body}");
+            let age: i64 = body
+                .split('&')
+                .find_map(|p| p.strip_prefix("age="))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1);
+            assert!((18..=20).contains(&age), "{body}");
+            assert!(body.ends_with("&s=x"), "{body}");
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! `wozkit crowd` against the real `wozkit serve`: 200 simulated workers on a comparison study,
+//! 30% of them abandoning their item (half give it back, half let the lease expire), then fresh
+//! crowds after the leases expired until no item needs a judgment. In the end every item has
+//! exactly `judgments_per_item` counted judgments, each from a different worker, and the
+//! crowd's own figures agree with the store's leases.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Server, free_port, healthy, wozkit};
+use serde_json::Value;
+use wozkit_core::event::ItemPool;
+use wozkit_store::LeaseState;
+
+const STUDY: &str = "crowd-compare";
+const PAIRS: usize = 10;
+const N: u32 = 3;
+/// Crowds after the first, each after the leases of the previous one expired.
+const MAX_ROUNDS: u64 = 4;
+
+/// A comparison study of `PAIRS` pairs (systems A and B on each scenario), one practice item,
+/// `N` judgments per item, two items per worker and the shortest lease (10 s).
+fn study_yaml() -> String {
+    let mut s = format!(
+        "id: {STUDY}\ntitle: Crowd compare\nflow:\n  user:\n\
+         \x20   - {{kind: consent}}\n\
+         \x20   - {{id: about, kind: questions, questions: [{{id: native, text: Native speaker?, kind: choice, options: [\"yes\", \"no\"]}}]}}\n\
+         \x20   - {{kind: instructions, when: \"answers.native == 'no'\", text: \"Take your time.\"}}\n\
+         \x20   - {{kind: onboarding}}\n\
+         \x20   - {{kind: compare}}\n\
+         \x20   - {{kind: completion}}\n\
+         evaluation:\n  task: compare\n  judgments_per_item: {N}\n  items_per_worker: 2\n  lease_s: 10\n\
+         \x20 pairs: {{rule: all_systems}}\n\
+         \x20 onboarding:\n    items: [{{a: g1, b: g2, better: g1}}]\n\
+         \x20 dialogues:\n\
+         \x20   - {{id: g1, system: A, turns: [{{speaker: user, text: hi}}, {{speaker: bot, text: hello}}]}}\n\
+         \x20   - {{id: g2, system: B, turns: [{{speaker: user, text: hi}}, {{speaker: bot, text: asdf}}]}}\n"
+    );
+    for i in 0..PAIRS {
+        for sys in ["A", "B"] {
+            s.push_str(&format!(
+                "    - {{id: {}{i}, system: {sys}, scenario: s{i}, turns: [{{speaker: user, text: hi {i}}}, {{speaker: bot, text: reply {sys} {i}}}]}}\n",
+                sys.to_lowercase()
+            ));
+        }
+    }
+    s
+}
+
+/// `wozkit serve` without the per-address entry limit: every simulated worker is 127.0.0.1.
+fn start_server(server: &mut Server) {
+    let log = std::fs::File::create(&server.log).expect("server log");
+    let err = log.try_clone().expect("server log");
+    let child = Command::new(env!("CARGO_BIN_EXE_wozkit"))
+        .arg("serve")
+        .arg(&server.study)
+        .args([
+            "--addr",
+            &server.addr.to_string(),
+            "--join-limit",
+            "0",
+            "--data",
+        ])
+        .arg(&server.data)
+        .env_remove("WOZKIT_RESEARCHER_PASSWORD")
+        .env_remove("WOZKIT_DATA")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .spawn()
+        .expect("wozkit serve starts");
+    server.child = Some(child);
+    let t = Instant::now();
+    while !healthy(server.addr) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the server does not start; its log:\n{}",
+            server.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs one crowd and returns its JSON figures.
+fn crowd(url: &str, workers: usize, abandon: f64, seed: u64) -> Value {
+    let (code, out, err) = wozkit(&[
+        "crowd",
+        "--url",
+        url,
+        "--study",
+        STUDY,
+        "--workers",
+        &workers.to_string(),
+        "--abandon",
+        &abandon.to_string(),
+        "--seed",
+        &seed.to_string(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "wozkit crowd failed:\n{out}\n{err}");
+    eprintln!("crowd {seed}: {out}");
+    serde_json::from_str(out.trim()).expect("one JSON object")
+}
+
+fn num(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("`{key}` missing in {v}"))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+}
+
+/// Items still short of `N` counted judgments, read beside the running server.
+fn items_short(rt: &tokio::runtime::Runtime, data: &str) -> usize {
+    rt.block_on(async {
+        let store = wozkit_store::open_snapshot(data).await.expect("snapshot");
+        let counts = store
+            .item_counts(STUDY, now_ms())
+            .await
+            .expect("item counts");
+        counts
+            .iter()
+            .filter(|c| c.pool == ItemPool::Item && c.done < c.needed)
+            .count()
+    })
+}
+
+#[test]
+fn a_crowd_with_abandoners_leaves_exactly_n_judgments_per_item() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let study = tmp.path().join("study.yaml");
+    std::fs::write(&study, study_yaml()).expect("study written");
+    let mut server = Server {
+        addr: free_port(),
+        study,
+        data: tmp.path().join("data"),
+        log: tmp.path().join("server.log"),
+        child: None,
+    };
+    start_server(&mut server);
+    let url = format!("http://{}", server.addr);
+    let data = server.data.to_string_lossy().into_owned();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    let first = crowd(&url, 200, 0.3, 1);
+    assert_eq!(num(&first, "failed"), 0, "{first}");
+    assert!(num(&first, "completed_judgments") > 0, "{first}");
+    // About 30% of the claims are abandoned; with ~30 claims none at all would be a bug.
+    let abandoned_first = num(&first, "skipped_items") + num(&first, "abandoned_leases");
+    assert!(abandoned_first > 0, "nobody abandoned: {first}");
+    assert_eq!(num(&first, "abandoned_workers"), abandoned_first, "{first}");
+    assert!(
+        num(&first, "no_items") > 0,
+        "200 workers for 30 judgments: {first}"
+    );
+
+    let mut reports = vec![first];
+    let mut round = 1;
+    while items_short(&rt, &data) > 0 {
+        assert!(
+            round <= MAX_ROUNDS,
+            "items still need judgments after {MAX_ROUNDS} more crowds: {reports:?}"
+        );
+        // Leases last 10 s: wait until the abandoned ones have expired.
+        std::thread::sleep(Duration::from_secs(11));
+        round += 1;
+        let r = crowd(&url, 40, 0.0, round);
+        assert_eq!(num(&r, "failed"), 0, "{r}");
+        reports.push(r);
+    }
+    assert!(server.stop(), "the server did not stop cleanly");
+
+    let (leases, counts) = rt.block_on(async {
+        let store = wozkit_store::open_snapshot(&data).await.expect("store");
+        (
+            store.leases(STUDY).await.expect("leases"),
+            store.item_counts(STUDY, now_ms()).await.expect("counts"),
+        )
+    });
+    let items: Vec<_> = counts.iter().filter(|c| c.pool == ItemPool::Item).collect();
+    assert_eq!(items.len(), PAIRS, "{counts:?}");
+    let mut done_by: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for l in leases.iter().filter(|l| l.state == LeaseState::Done) {
+        done_by.entry(&l.item_id).or_default().push(&l.worker);
+    }
+    for c in &items {
+        assert_eq!(c.needed, N);
+        assert_eq!((c.done, c.surplus), (N, 0), "{c:?}");
+        let workers = done_by.get(c.item_id.as_str()).cloned().unwrap_or_default();
+        let distinct: BTreeSet<_> = workers.iter().collect();
+        assert_eq!(
+            (workers.len(), distinct.len()),
+            (N as usize, N as usize),
+            "item {}: done by {workers:?}",
+            c.item_id
+        );
+    }
+    assert!(!leases.iter().any(|l| l.state == LeaseState::Surplus));
+
+    // The crowds' figures agree with the store.
+    let total = |key: &str| reports.iter().map(|r| num(r, key)).sum::<u64>();
+    let state_count = |s: LeaseState| leases.iter().filter(|l| l.state == s).count() as u64;
+    assert_eq!(total("completed_judgments"), state_count(LeaseState::Done));
+    assert_eq!(total("skipped_items"), state_count(LeaseState::Returned));
+    assert_eq!(total("abandoned_leases"), state_count(LeaseState::Leased));
+    assert_eq!(total("claims"), leases.len() as u64);
+}
