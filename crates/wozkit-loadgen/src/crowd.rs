@@ -510,19 +510,25 @@ impl Form {
                     form.fields.push(Field::Text(name));
                 }
             } else if tag.starts_with("<select ") {
-                if let Some(name) = attr(tag, "name") {
-                    let end = html[at..].find("</select>").map_or(html.len(), |e| at + e);
-                    let options = html[at..end]
-                        .split("<option")
-                        .skip(1)
-                        .filter_map(|o| attr(&o[..o.find('>').unwrap_or(o.len())], "value"))
-                        .filter(|v| !v.is_empty())
-                        .collect();
-                    form.fields.push(Field::OneOf(name, options));
-                }
+                form.select(tag, &html[at..]);
             }
         }
         form
+    }
+
+    /// A `<select>` whose options follow in `rest`: one of its non-empty values is picked.
+    fn select(&mut self, tag: &str, rest: &str) {
+        let Some(name) = attr(tag, "name") else {
+            return;
+        };
+        let end = rest.find("</select>").unwrap_or(rest.len());
+        let options = rest[..end]
+            .split("<option")
+            .skip(1)
+            .filter_map(|o| attr(&o[..o.find('>').unwrap_or(o.len())], "value"))
+            .filter(|v| !v.is_empty())
+            .collect();
+        self.fields.push(Field::OneOf(name, options));
     }
 
     fn input(&mut self, tag: &str) {
