@@ -504,13 +504,16 @@ pub async fn onboarding(
         at_ms: now_ms(),
     };
     let once = format!("onboarding/{}", p.id);
-    let stored = app.store.append_once(&log, &once, vec![event]).await?;
-    if stored.is_some() && !passed {
-        eval::screen_out(&app, &p, &study, ScreenReason::Onboarding).await?;
-        return Ok(to_page(seat.as_deref()));
-    }
-    if stored.is_some() {
+    // Taken already (a double click, or the server stopped before moving on): the first
+    // result stands, whatever this submission says.
+    let passed = match app.store.append_once(&log, &once, vec![event]).await? {
+        Some(_) => passed,
+        None => eval::facts(&app, &p).await?.onboarding == "passed",
+    };
+    if passed {
         advance_if_still(&app, &p, &study, role, i).await?;
+    } else {
+        eval::screen_out(&app, &p, &study, ScreenReason::Onboarding).await?;
     }
     Ok(to_page(seat.as_deref()))
 }
