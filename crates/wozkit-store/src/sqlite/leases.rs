@@ -82,7 +82,7 @@ impl Apply for Claim {
     ) -> Result<Result<Option<Lease>>, sqlx::Error> {
         let req = &self.0;
         let times = to_i64("claim time", req.now_ms).and_then(|now| {
-            let expires = req.now_ms.checked_add(req.lease_ms).unwrap_or(u64::MAX);
+            let expires = req.now_ms.saturating_add(req.lease_ms);
             Ok((now, to_i64("lease expiry time", expires)?))
         });
         let (now, expires) = match times {
