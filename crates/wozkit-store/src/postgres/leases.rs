@@ -94,10 +94,7 @@ pub(super) async fn register_items(
 
 pub(super) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Option<Lease>> {
     let now = to_i64("claim time", req.now_ms)?;
-    let expires = to_i64(
-        "lease expiry time",
-        req.now_ms.saturating_add(req.lease_ms),
-    )?;
+    let expires = to_i64("lease expiry time", req.now_ms.saturating_add(req.lease_ms))?;
     let mut tx = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(10) || $2, 0))")
         .bind(req.study_id.as_str())
