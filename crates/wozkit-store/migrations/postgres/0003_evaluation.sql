@@ -41,5 +41,6 @@ CREATE TABLE leases (
     closed_at_ms  BIGINT,
     UNIQUE (study_id, item_id, worker)
 );
-CREATE INDEX leases_by_item ON leases (study_id, item_id, state);
+-- Covers the per-item counts a claim makes (done, live by expiry) without reading the rows.
+CREATE INDEX leases_by_item ON leases (study_id, item_id, state, expires_at_ms);
 CREATE INDEX leases_by_worker ON leases (study_id, worker);

@@ -101,15 +101,17 @@ impl Apply for Claim {
                 return Ok(Ok(None));
             }
         }
-        // Eligible items of the pool, fewest done plus live leases first, then by id.
-        let candidate: Option<(String, String)> = sqlx::query_as(
-            "SELECT i.item_id, i.dialogues FROM eval_items i \
-             LEFT JOIN (SELECT item_id, COUNT(*) AS taken FROM leases \
-                        WHERE study_id = ?1 \
-                          AND (state = 'done' OR (state = 'leased' AND expires_at_ms > ?4)) \
-                        GROUP BY item_id) t ON t.item_id = i.item_id \
-             WHERE i.study_id = ?1 AND i.pool = ?3 \
-               AND (i.pool = 'gold' OR COALESCE(t.taken, 0) < i.needed) \
+        // Eligible items of the pool, fewest done plus live leases first, then by id. Each count
+        // is a range of the covering index `leases_by_item`.
+        let candidate: Option<(String, String, i64)> = sqlx::query_as(
+            "SELECT i.item_id, i.dialogues, \
+                    (SELECT COUNT(*) FROM leases l \
+                     WHERE l.study_id = ?1 AND l.item_id = i.item_id AND l.state = 'done') \
+                  + (SELECT COUNT(*) FROM leases l \
+                     WHERE l.study_id = ?1 AND l.item_id = i.item_id AND l.state = 'leased' \
+                       AND l.expires_at_ms > ?4) AS taken \
+             FROM eval_items i \
+             WHERE i.study_id = ?1 AND i.pool = ?3 AND (i.pool = 'gold' OR taken < i.needed) \
                AND NOT EXISTS (SELECT 1 FROM leases w \
                                WHERE w.study_id = ?1 AND w.worker = ?2 AND w.item_id = i.item_id) \
                AND NOT EXISTS (SELECT 1 FROM eval_item_dialogues d \
@@ -117,7 +119,7 @@ impl Apply for Claim {
                                  AND d.dialogue_id IN ( \
                                      SELECT j.value FROM leases w, json_each(w.dialogues) j \
                                      WHERE w.study_id = ?1 AND w.worker = ?2)) \
-             ORDER BY COALESCE(t.taken, 0), i.item_id LIMIT 1",
+             ORDER BY taken, i.item_id LIMIT 1",
         )
         .bind(req.study_id.as_str())
         .bind(req.worker.as_str())
@@ -125,7 +127,7 @@ impl Apply for Claim {
         .bind(now)
         .fetch_optional(&mut *conn)
         .await?;
-        let Some((item_id, dialogues)) = candidate else {
+        let Some((item_id, dialogues, _)) = candidate else {
             return Ok(Ok(None));
         };
         let done = sqlx::query(
