@@ -131,3 +131,35 @@ async fn a_snapshot_of_nothing_is_a_clear_error_and_creates_nothing() {
         "a read must not create the data directory"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_reads_items_and_leases() {
+    use wozkit_core::event::ItemPool;
+    use wozkit_store::{ClaimRequest, EvalItem};
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let location = dir.path().display().to_string();
+    let store = open(&location).await.expect("open");
+    let item = EvalItem {
+        id: "i1".to_owned(),
+        pool: ItemPool::Item,
+        dialogues: vec!["d1".to_owned()],
+        needed: 2,
+    };
+    store.register_items("st", &[item]).await.expect("register");
+    let claim = ClaimRequest {
+        study_id: "st".to_owned(),
+        worker: "w1".to_owned(),
+        pool: ItemPool::Item,
+        lease_id: "l1".to_owned(),
+        now_ms: 0,
+        lease_ms: 100,
+        max_per_worker: None,
+    };
+    let lease = store.claim(claim).await.expect("claim").expect("lease");
+    let snapshot = open_snapshot(&location).await.expect("snapshot");
+    assert_eq!(snapshot.leases("st").await.expect("leases"), [lease]);
+    let counts = snapshot.item_counts("st", 50).await.expect("counts");
+    assert_eq!((counts.len(), counts[0].active), (1, 1));
+    snapshot.close().await;
+    store.close().await;
+}
