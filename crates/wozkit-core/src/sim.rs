@@ -323,7 +323,14 @@ fn outcome(p: Played) -> Outcome {
 pub fn simulate(study: &LoadedStudy, n: usize, seed: u64, policy: WizardPolicy) -> SimReport {
     let st = &study.study;
     let mut covered: HashSet<String> = HashSet::new();
-    covered.insert(st.states[study.compiled.initial].id.clone());
+    // A study without dialogue states (an evaluation study) has no session to play.
+    let n = match st.states.get(study.compiled.initial) {
+        Some(initial) => {
+            covered.insert(initial.id.clone());
+            n
+        }
+        None => 0,
+    };
     let mut covered_t: HashSet<(String, String)> = HashSet::new();
     let all_t: HashSet<(String, String)> = st
         .states

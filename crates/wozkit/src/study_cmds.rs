@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use wozkit_core::evaluation::EvalTask;
+use wozkit_core::event::ItemPool;
 use wozkit_core::load::{self, LoadedStudy};
 use wozkit_core::sim::{self, WizardPolicy};
 
@@ -67,10 +69,11 @@ pub fn studies(action: Option<StudiesCmd>) -> Result<ExitCode> {
     match action {
         None => {
             for name in load::builtin_names() {
-                let title = load::load_builtin(&name)
-                    .map(|s| s.study.title)
-                    .unwrap_or_else(|_| "(does not load)".into());
-                println!("{name:<24} {title}");
+                let (kind, title) = match load::load_builtin(&name) {
+                    Ok(s) => (kind(&s), s.study.title),
+                    Err(_) => ("-", "(does not load)".into()),
+                };
+                println!("{name:<24} {kind:<11} {title}");
             }
         }
         Some(StudiesCmd::Export { name, dir }) => {
@@ -114,13 +117,7 @@ pub fn studies(action: Option<StudiesCmd>) -> Result<ExitCode> {
 pub fn validate(arg: &str) -> Result<ExitCode> {
     match load::resolve(arg) {
         Ok(s) => {
-            println!(
-                "{}: valid ({} states, {} actions, {} robots)",
-                s.study.id,
-                s.study.states.len(),
-                s.study.actions.len(),
-                s.study.world.robots.len()
-            );
+            println!("{}: valid ({})", s.study.id, summary(&s));
             Ok(ExitCode::SUCCESS)
         }
         Err(d) => {
@@ -130,8 +127,59 @@ pub fn validate(arg: &str) -> Result<ExitCode> {
     }
 }
 
+/// What a study holds, in one line: its dialogue room, its evaluation, or both.
+fn summary(s: &LoadedStudy) -> String {
+    let mut parts = Vec::new();
+    if s.study.has_room() {
+        parts.push(format!(
+            "{} states, {} actions, {} robots",
+            s.study.states.len(),
+            s.study.actions.len(),
+            s.study.world.robots.len()
+        ));
+    }
+    if let Some(e) = &s.study.evaluation {
+        let items = e.items();
+        let gold = items.iter().filter(|i| i.pool == ItemPool::Gold).count();
+        parts.push(format!(
+            "evaluation: {} {} items judged {} times each, {} gold",
+            items.len() - gold,
+            match e.task {
+                EvalTask::Rate => "rating",
+                EvalTask::Compare => "comparison",
+            },
+            e.judgments_per_item,
+            gold
+        ));
+    }
+    if parts.is_empty() {
+        parts.push(format!("{} pages", s.study.flow.user.len()));
+    }
+    parts.join("; ")
+}
+
+/// The study's kind as `wozkit studies` lists it.
+fn kind(s: &LoadedStudy) -> &'static str {
+    if s.study.has_room() {
+        "dialogue"
+    } else if s.study.evaluation.is_some() {
+        "evaluation"
+    } else {
+        "survey"
+    }
+}
+
 pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
     let study = load(&args.study)?;
+    if !study.study.has_room() {
+        eprintln!(
+            "{}: no dialogue room, so no dialogue states to simulate ({}); \
+             exercise it against a running server with `wozkit crowd`",
+            study.study.id,
+            summary(&study)
+        );
+        return Ok(ExitCode::from(2));
+    }
     let policy = match args.policy {
         Policy::Priors => WizardPolicy::Priors,
         Policy::Uniform => WizardPolicy::Uniform,

@@ -95,6 +95,42 @@ fn simulate_json_has_the_documented_keys() {
 }
 
 #[test]
+fn evaluation_studies_are_listed_validated_and_refused_by_simulate() {
+    let (code, out, _) = wozkit(&["studies"]);
+    assert_eq!(code, 0);
+    let kind_of = |name: &str| {
+        out.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.first() == Some(&name))
+            .and_then(|w| w.get(1).map(|k| k.to_string()))
+    };
+    assert_eq!(kind_of("offshore-emergency").as_deref(), Some("dialogue"));
+    assert_eq!(
+        kind_of("acute-eval").as_deref(),
+        Some("evaluation"),
+        "{out}"
+    );
+    assert_eq!(
+        kind_of("rate-dialogues").as_deref(),
+        Some("evaluation"),
+        "{out}"
+    );
+
+    let (code, out, err) = wozkit(&["validate", "acute-eval"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("evaluation: 12 comparison items judged 3 times each, 2 gold"),
+        "{out}"
+    );
+
+    // No dialogue states: a clear refusal, not a panic.
+    let (code, _, err) = wozkit(&["simulate", "acute-eval", "--sessions", "10"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no dialogue room"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn graph_in_every_format() {
     let (code, svg, _) = wozkit(&["graph", "offshore-emergency", "--format", "svg"]);
     assert_eq!(code, 0);
