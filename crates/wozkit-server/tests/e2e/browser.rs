@@ -308,9 +308,13 @@ impl Browser {
 
     /// Types `text` into the field with this `data-testid` (once it is enabled).
     pub async fn type_into(&self, id: &str, text: &str) -> Result<()> {
-        let sel = testid(id);
+        self.type_into_css(&testid(id), text).await
+    }
+
+    /// Types `text` into the field the CSS selector `sel` finds (once it is enabled).
+    pub async fn type_into_css(&self, sel: &str, text: &str) -> Result<()> {
         let r = until(&format!("an enabled {sel} to type into"), WAIT, || async {
-            let el = match self.client.find(Locator::Css(&sel)).await {
+            let el = match self.client.find(Locator::Css(sel)).await {
                 Ok(el) => el,
                 Err(e) if transient(&e) => return Ok(None),
                 Err(e) => return Err(e.into()),

@@ -43,6 +43,11 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start(study: LoadedStudy) -> Result<TestServer> {
+        TestServer::start_all(vec![study]).await
+    }
+
+    /// The server with several studies (an entry link names one with `study=`).
+    pub async fn start_all(studies: Vec<LoadedStudy>) -> Result<TestServer> {
         let data = tempfile::tempdir().context("data dir")?;
         let location = data.path().to_str().context("utf-8 temp path")?;
         let store = wozkit_store::open(location)
@@ -52,7 +57,7 @@ impl TestServer {
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
         let config = Config {
-            studies: vec![study],
+            studies,
             tunables: Tunables {
                 waiting_update_ms: 500,
                 room_linger_ms: 2000,
