@@ -154,6 +154,7 @@ async fn play(
     )))
     .await?;
     a.wait_page("consent").await?;
+    fits(a, "consent").await?;
     shoot(a, "eval-consent.png").await?;
     a.click("accept").await?;
     a.wait_page("instructions").await?;
@@ -167,6 +168,7 @@ async fn play(
 
     // The practice pair: the better chatbot.
     a.wait_page("onboarding").await?;
+    fits(a, "onboarding").await?;
     shoot(a, "eval-onboarding.png").await?;
     let (shown, better) = practice(a, ev).await?;
     p.onboarding_a = shown;
@@ -251,6 +253,7 @@ async fn play(
     a.click("answers-submit").await?;
     a.wait_page("completion").await?;
     // The page returns to Prolific after a few seconds: take the picture first.
+    fits(a, "completion").await?;
     shoot(a, "eval-complete.png").await?;
     p.code = a.text("completion-code").await?;
     ensure!(!p.code.is_empty(), "A: empty completion code");
@@ -330,6 +333,7 @@ async fn screened_out(server: &TestServer, ev: &Evaluation, b: &Browser) -> Resu
         code == json!(false),
         "B: the screened page shows a completion code, but the study gives none"
     );
+    fits(b, "screened").await?;
     shoot(b, "eval-screened.png").await
 }
 
@@ -408,6 +412,25 @@ async fn sides(br: &Browser, ev: &Evaluation, within: &str) -> Result<Vec<String
         }
     }
     Ok(shown)
+}
+
+/// Checks that a short page fits the window without a scrollbar.
+async fn fits(br: &Browser, page: &str) -> Result<()> {
+    let size = br
+        .js(
+            "const d = document.documentElement; return [innerHeight, d.scrollHeight]",
+            vec![],
+        )
+        .await?;
+    let s: Vec<u64> = serde_json::from_value(size)?;
+    ensure!(
+        s[1] <= s[0],
+        "{}: the {page} page scrolls ({} px high in a {} px window)",
+        br.name,
+        s[1],
+        s[0]
+    );
+    Ok(())
 }
 
 /// Where the picture files go.
