@@ -45,19 +45,44 @@ pub struct ServeArgs {
     blocklist: Option<PathBuf>,
 }
 
+/// How the payment table prices each row (shown by `wozkit payments --help`).
+const PAYMENTS_HELP: &str = "\
+One row per participant of a dialogue session, and one per participant of an evaluation study.
+Amounts follow the study's `payment:` (base, per_minute, max_minutes, bonus, no_partner); a study
+without one pays 0. A platform takes a submitted code as a finished submission, so the study says
+who is paid by giving a code at each ending.
+
+Dialogue sessions (status completed / no_partner / incomplete): completed gets base + per_minute x
+minutes from the clock start (capped at max_minutes) + bonus when its condition holds; no_partner
+gets the no_partner rate; incomplete gets 0.
+
+Evaluation participants (status completed / screened_onboarding / screened_gold /
+screened_blocklist / no_items / abandoned; the row also gives the judgments counted, the surplus
+judgments, whether surplus is paid (evaluation.pay_surplus), the items paid, and the share of
+attention checks answered right):
+  - completed, and screened_gold with a code (they passed onboarding and judged in good faith),
+    get base + per_minute x minutes from entry to the code (or to the screening), capped;
+  - screened_onboarding and no_items with a code get the no_partner rate, as a fixed screen-out
+    payment for someone turned away before the task;
+  - anyone without a code, abandoned or screened_blocklist gets 0: decide by hand.
+The study format has no per-item rate: items_paid is the count to pay per item by hand, and
+pay_surplus changes no amount.";
+
 #[derive(Args)]
+#[command(after_long_help = PAYMENTS_HELP)]
 pub struct PaymentsArgs {
     /// Data directory (SQLite), sqlite:FILE, or postgres://….
     #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
     data: String,
-    /// Only this study's sessions, priced by this study file (or built-in study); without it
-    /// each session is priced by the built-in study of the same id, if there is one.
+    /// Only this study's participants, priced by this study file (or built-in study); without
+    /// it each row is priced by the built-in study of the same id, if there is one.
     #[arg(long)]
     study: Option<String>,
     /// Write the CSV here instead of standard output.
     #[arg(long, short)]
     out: Option<PathBuf>,
-    /// Check a completion code instead: prints whose it is, exits 1 if it is not valid.
+    /// Check a completion code instead (of a dialogue session, or an evaluation participant's
+    /// completion or screening code): prints whose it is, exits 1 if it is not valid.
     #[arg(long, value_name = "CODE")]
     verify: Option<String>,
     /// Price test sessions too (/try, lab links with test=1); they are left out otherwise.
@@ -153,6 +178,7 @@ pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
                         .iter()
                         .map(|(k, v)| format!("{k}={v}"))
                         .collect();
+                    // An evaluation participant's "session" is their own log.
                     println!(
                         "valid: participant {} ({}; {}), study {}, session {}",
                         participant.id,
