@@ -122,7 +122,9 @@ pub trait Store: Send + Sync + 'static {
     /// none of its dialogues was in any earlier lease of theirs in this study, the worker is
     /// under `max_per_worker`, and (for the `Item` pool) its done leases plus its live
     /// (unexpired, unsubmitted) leases are fewer than `needed`. Among eligible items the one
-    /// with the fewest done plus live leases is given, ties broken by item id. Exact under any
+    /// with the fewest done plus open leases is given (an expired lease counts here until it is
+    /// submitted or returned, though it no longer holds the item's place), ties broken by item
+    /// id. Exact under any
     /// concurrency, including several processes sharing a PostgreSQL database.
     async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>>;
 

@@ -13,8 +13,13 @@ CREATE TABLE eval_items (
     pool      TEXT NOT NULL,
     needed    INTEGER NOT NULL,
     dialogues TEXT NOT NULL,
+    -- Leases done plus leases open (expired or not), kept by claim, submit and return, so a
+    -- claim walks items in order of need through `eval_items_by_taken` and stops at the first
+    -- eligible one instead of counting every item's leases.
+    taken     INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (study_id, item_id)
 ) WITHOUT ROWID;
+CREATE INDEX eval_items_by_taken ON eval_items (study_id, pool, taken, item_id);
 
 -- The dialogues each item shows, one row each, so "never the same dialogue twice for a worker"
 -- is a join instead of a JSON scan.

@@ -45,10 +45,7 @@ const CANDIDATES: &str = "SELECT i.item_id FROM eval_items i \
                          AND d.dialogue_id IN ( \
                              SELECT jsonb_array_elements_text(w.dialogues::jsonb) FROM leases w \
                              WHERE w.study_id = $1 AND w.worker = $2)) \
-     ORDER BY (SELECT COUNT(*) FROM leases l \
-               WHERE l.study_id = $1 AND l.item_id = i.item_id \
-                 AND (l.state = 'done' OR (l.state = 'leased' AND l.expires_at_ms > $4))), \
-              i.item_id \
+     ORDER BY i.taken, i.item_id \
      FOR UPDATE OF i {lock} LIMIT 1";
 
 pub(super) async fn register_items(
@@ -164,6 +161,7 @@ pub(super) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Option<Le
                 key: req.lease_id.clone(),
             });
         }
+        add_taken(&mut tx, &req.study_id, &item_id, 1).await?;
         tx.commit().await?;
         let dialogues = serde_json::from_str(&dialogues).map_err(|e| StoreError::Corrupt {
             what: "item dialogues",
@@ -310,6 +308,10 @@ pub(super) async fn submit(
         .bind(now)
         .execute(&mut *tx)
         .await?;
+    if closed == LeaseState::Surplus {
+        // An open lease closed without counting: the item's share is given back.
+        add_taken(&mut tx, &lease.study_id, &lease.item_id, -1).await?;
+    }
     tx.commit().await?;
     Ok((outcome, codec::stored_events(session, first, events)))
 }
@@ -324,6 +326,7 @@ pub(super) async fn return_lease(pool: &PgPool, lease_id: &str, now_ms: u64) -> 
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
+            add_taken(&mut tx, &lease.study_id, &lease.item_id, -1).await?;
             tx.commit().await?;
             Ok(true)
         }
@@ -332,6 +335,17 @@ pub(super) async fn return_lease(pool: &PgPool, lease_id: &str, now_ms: u64) -> 
             Ok(false)
         }
     }
+}
+
+/// Moves an item's `taken` (done plus open leases) by `delta`; the caller holds the item row.
+async fn add_taken(tx: &mut PgConnection, study_id: &str, item_id: &str, delta: i64) -> Result<()> {
+    sqlx::query("UPDATE eval_items SET taken = taken + $3 WHERE study_id = $1 AND item_id = $2")
+        .bind(study_id)
+        .bind(item_id)
+        .bind(delta)
+        .execute(tx)
+        .await?;
+    Ok(())
 }
 
 pub(super) async fn lease(pool: &PgPool, lease_id: &str) -> Result<Option<Lease>> {

@@ -101,17 +101,15 @@ impl Apply for Claim {
                 return Ok(Ok(None));
             }
         }
-        // Eligible items of the pool, fewest done plus live leases first, then by id. Each count
-        // is a range of the covering index `leases_by_item`.
-        let candidate: Option<(String, String, i64)> = sqlx::query_as(
-            "SELECT i.item_id, i.dialogues, \
-                    (SELECT COUNT(*) FROM leases l \
-                     WHERE l.study_id = ?1 AND l.item_id = i.item_id AND l.state = 'done') \
-                  + (SELECT COUNT(*) FROM leases l \
-                     WHERE l.study_id = ?1 AND l.item_id = i.item_id AND l.state = 'leased' \
-                       AND l.expires_at_ms > ?4) AS taken \
-             FROM eval_items i \
-             WHERE i.study_id = ?1 AND i.pool = ?3 AND (i.pool = 'gold' OR taken < i.needed) \
+        // Eligible items of the pool, fewest done plus open leases first, then by id: a walk of
+        // `eval_items_by_taken` that stops at the first item with room (done plus live leases
+        // under `needed`, a range of `leases_by_item`) the worker may see.
+        let candidate: Option<(String, String)> = sqlx::query_as(
+            "SELECT i.item_id, i.dialogues FROM eval_items i \
+             WHERE i.study_id = ?1 AND i.pool = ?3 \
+               AND (i.pool = 'gold' OR (SELECT COUNT(*) FROM leases l \
+                     WHERE l.study_id = ?1 AND l.item_id = i.item_id AND (l.state = 'done' \
+                       OR (l.state = 'leased' AND l.expires_at_ms > ?4))) < i.needed) \
                AND NOT EXISTS (SELECT 1 FROM leases w \
                                WHERE w.study_id = ?1 AND w.worker = ?2 AND w.item_id = i.item_id) \
                AND NOT EXISTS (SELECT 1 FROM eval_item_dialogues d \
@@ -119,7 +117,7 @@ impl Apply for Claim {
                                  AND d.dialogue_id IN ( \
                                      SELECT j.value FROM leases w, json_each(w.dialogues) j \
                                      WHERE w.study_id = ?1 AND w.worker = ?2)) \
-             ORDER BY taken, i.item_id LIMIT 1",
+             ORDER BY i.taken, i.item_id LIMIT 1",
         )
         .bind(req.study_id.as_str())
         .bind(req.worker.as_str())
@@ -127,7 +125,7 @@ impl Apply for Claim {
         .bind(now)
         .fetch_optional(&mut *conn)
         .await?;
-        let Some((item_id, dialogues, _)) = candidate else {
+        let Some((item_id, dialogues)) = candidate else {
             return Ok(Ok(None));
         };
         let done = sqlx::query(
@@ -151,6 +149,7 @@ impl Apply for Claim {
                 key: req.lease_id.clone(),
             }));
         }
+        add_taken(conn, &req.study_id, &item_id, 1).await?;
         let dialogues = match serde_json::from_str(&dialogues) {
             Ok(d) => d,
             Err(e) => {
@@ -273,6 +272,10 @@ impl Apply for Submit {
             .bind(lease_state.as_str())
             .execute(&mut *conn)
             .await?;
+        if closed == LeaseState::Surplus {
+            // An open lease closed without counting: the item's share is given back.
+            add_taken(conn, &study_id, &item_id, -1).await?;
+        }
         Ok(Ok((outcome, first, events)))
     }
 }
@@ -295,14 +298,33 @@ impl Apply for ReturnLease {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
         };
-        let done = sqlx::query(
+        let returned: Option<(String, String)> = sqlx::query_as(
             "UPDATE leases SET state = 'returned', closed_at_ms = ?2 \
-             WHERE id = ?1 AND state = 'leased'",
+             WHERE id = ?1 AND state = 'leased' RETURNING study_id, item_id",
         )
         .bind(self.lease_id.as_str())
         .bind(now)
-        .execute(&mut *conn)
+        .fetch_optional(&mut *conn)
         .await?;
-        Ok(Ok(done.rows_affected() == 1))
+        if let Some((study_id, item_id)) = &returned {
+            add_taken(conn, study_id, item_id, -1).await?;
+        }
+        Ok(Ok(returned.is_some()))
     }
+}
+
+/// Moves an item's `taken` (done plus open leases) by `delta`.
+async fn add_taken(
+    conn: &mut SqliteConnection,
+    study_id: &str,
+    item_id: &str,
+    delta: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE eval_items SET taken = taken + ?3 WHERE study_id = ?1 AND item_id = ?2")
+        .bind(study_id)
+        .bind(item_id)
+        .bind(delta)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
