@@ -2,6 +2,8 @@
 //! dialogue to rate, or two to compare), how many judgments each item needs, and the known-answer
 //! items of onboarding and attention checks.
 //!
+//! Dialogues are written in the study, in `dialogues_file`, or selected in the store
+//! (`from_store`: the server reads those at start and appends them to [`Evaluation::dialogues`]).
 //! The flow pages `rate`, `compare` and `onboarding` read this section; the server turns
 //! [`Evaluation::items`] into the store's items and leases (exactly `judgments_per_item`
 //! judgments per item). Pure data and pure functions, like the rest of the core.
@@ -12,7 +14,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::event::ItemPool;
+use crate::event::{Event, EventKind, ItemPool, messages};
 use crate::model::MAX_SECONDS;
 use crate::questions::Question;
 
@@ -56,6 +58,10 @@ pub struct Evaluation {
     /// A YAML or JSON file of more dialogues (a list, same shape), relative to the study folder.
     #[serde(default)]
     pub dialogues_file: Option<String>,
+    /// More dialogues: sessions in the store (imported datasets or collected sessions), selected
+    /// by one filter or a list of them. Read when the server starts.
+    #[serde(default)]
+    pub from_store: Option<FromStore>,
     /// Comparisons: which pairs of dialogues are items (given, or formed by a rule).
     #[serde(default)]
     pub pairs: Option<Pairs>,
@@ -129,6 +135,129 @@ pub struct Turn {
     /// Who speaks, e.g. `user` or `bot`; per-turn annotation picks turns by speaker.
     pub speaker: String,
     pub text: String,
+}
+
+/// The `from_store` field: one selection of stored sessions, or several.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum FromStore {
+    One(StoreSelection),
+    Many(Vec<StoreSelection>),
+}
+
+impl FromStore {
+    /// The selections, in the order written.
+    pub fn selections(&self) -> &[StoreSelection] {
+        match self {
+            FromStore::One(s) => std::slice::from_ref(s),
+            FromStore::Many(list) => list,
+        }
+    }
+}
+
+/// Stored sessions taken as dialogues: each becomes a dialogue whose id is the session's id in
+/// the store, whose turns are its messages (speaker `user` or `wizard`), in the order the store
+/// lists sessions (creation time, then id).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSelection {
+    /// The study the sessions belong to in the store, e.g. `import:taskmaster1` for an imported
+    /// dataset, or a live study's id.
+    pub study: String,
+    /// Which sessions: `ended` (default) or `any` (live ones too).
+    #[serde(default)]
+    pub status: StoreStatus,
+    /// At most this many sessions (the first ones listed).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u32>,
+    /// The system of the dialogues: a name, or `{annotation: KEY, field: NAME}` to read it from
+    /// each session's annotation (default: the store study).
+    #[serde(default)]
+    pub system: Option<StoreValue>,
+    /// The scenario of the dialogues (for `pairs.match_by: scenario`), likewise.
+    #[serde(default)]
+    pub scenario: Option<StoreValue>,
+}
+
+/// Which stored sessions a selection takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreStatus {
+    /// Ended sessions only (every finished import is ended).
+    #[default]
+    Ended,
+    /// Live sessions too.
+    Any,
+}
+
+/// A value of every selected session: written out, or read from each session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StoreValue {
+    /// The same for every session.
+    Fixed(String),
+    /// A field of the session's first annotation with key `annotation` (e.g. an imported
+    /// dataset's `crsarena.dialogue`); `field` may be a dotted path into nested objects.
+    Field { annotation: String, field: String },
+}
+
+impl StoreValue {
+    /// The value for a session with these events, `None` when the session does not have it
+    /// (a number or boolean field is written out as text).
+    pub fn of(&self, events: &[Event]) -> Option<String> {
+        let (key, field) = match self {
+            StoreValue::Fixed(v) => return Some(v.clone()),
+            StoreValue::Field { annotation, field } => (annotation, field),
+        };
+        let note = events.iter().find_map(|e| match &e.kind {
+            EventKind::Annotation { key: k, value } if k == key => Some(value),
+            _ => None,
+        })?;
+        let found = field.split('.').try_fold(note, |v, part| v.get(part))?;
+        match found {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            serde_json::Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreValue::Fixed(v) => write!(f, "`{v}`"),
+            StoreValue::Field { annotation, field } => {
+                write!(f, "{{annotation: {annotation}, field: {field}}}")
+            }
+        }
+    }
+}
+
+impl Dialogue {
+    /// A stored session as a dialogue: its messages, in order, are the turns (the speaker is the
+    /// sender's role, `user` or `wizard`). `None` when it has no message.
+    pub fn from_events(
+        id: &str,
+        system: String,
+        scenario: Option<String>,
+        events: &[Event],
+    ) -> Option<Dialogue> {
+        let turns: Vec<Turn> = messages(events)
+            .map(|(role, text)| Turn {
+                speaker: role.as_str().to_string(),
+                text: text.to_string(),
+            })
+            .collect();
+        (!turns.is_empty()).then(|| Dialogue {
+            id: id.to_string(),
+            system,
+            scenario,
+            context: None,
+            turns,
+        })
+    }
 }
 
 /// How comparison items are made.
@@ -378,6 +507,42 @@ impl Evaluation {
         self.dialogue(id)
             .map(|d| d.system.clone())
             .unwrap_or_default()
+    }
+
+    /// The stored-session selections of `from_store` (none when it is absent).
+    pub fn store_selections(&self) -> &[StoreSelection] {
+        self.from_store.as_ref().map_or(&[], FromStore::selections)
+    }
+
+    /// Dialogue ids that `items`, `pairs.given`, onboarding or gold name but no dialogue has, in
+    /// the order named. The loader reports them; with `from_store` they may be stored sessions,
+    /// so the server asks again once it has read them.
+    pub fn unknown_dialogues(&self) -> Vec<String> {
+        let given = self
+            .pairs
+            .iter()
+            .flat_map(|p| p.given.iter())
+            .flat_map(|p| [p.a.clone(), p.b.clone()]);
+        let known = self
+            .onboarding
+            .iter()
+            .flat_map(|o| o.items.iter())
+            .chain(self.gold.iter().flat_map(|g| g.items.iter()))
+            .flat_map(KnownItem::dialogues);
+        let mut out: Vec<String> = vec![];
+        for id in self
+            .items
+            .iter()
+            .flatten()
+            .cloned()
+            .chain(given)
+            .chain(known)
+        {
+            if self.dialogue(&id).is_none() && !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        out
     }
 
     /// Dialogues used by onboarding or gold items: never judged as ordinary items.

@@ -393,3 +393,12 @@ pub struct Event {
     #[serde(flatten)]
     pub kind: EventKind,
 }
+
+/// The chat messages of a session's events, in log order: the sender's role and the text. What
+/// dataset exports and evaluation items read as a stored session's utterances.
+pub fn messages(events: &[Event]) -> impl Iterator<Item = (Role, &str)> {
+    events.iter().filter_map(|e| match &e.kind {
+        EventKind::Message { role, text, .. } => Some((*role, text.as_str())),
+        _ => None,
+    })
+}

@@ -25,10 +25,7 @@ pub struct ImportedSession {
 impl ImportedSession {
     /// The chat messages in order: role and text.
     pub fn messages(&self) -> impl Iterator<Item = (Role, &str)> {
-        self.events.iter().filter_map(|e| match &e.kind {
-            EventKind::Message { role, text, .. } => Some((*role, text.as_str())),
-            _ => None,
-        })
+        wozkit_core::event::messages(&self.events)
     }
 
     /// The values of every annotation with this key, in log order.

@@ -114,7 +114,8 @@ impl AppState {
             return Err(StartError::NoStudy);
         }
         let mut studies = IndexMap::new();
-        for s in config.studies {
+        for mut s in config.studies {
+            crate::evaluation::load_stored_dialogues(store.as_ref(), &mut s).await?;
             let id = s.study.id.clone();
             if studies.insert(id.clone(), Arc::new(s)).is_some() {
                 return Err(StartError::DuplicateStudy(id));

@@ -16,6 +16,9 @@ pub enum StartError {
     NoStudy,
     #[error("two studies have the id `{0}`; give each study its own id")]
     DuplicateStudy(String),
+    /// An evaluation's dialogues could not be read from the store.
+    #[error("study `{study}`: {message}")]
+    Evaluation { study: String, message: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("server I/O error: {0}")]

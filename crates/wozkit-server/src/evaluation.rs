@@ -6,23 +6,26 @@
 //! opened the first time something is recorded. Everything a flow decides is read back from that
 //! log (answers, onboarding result, judgments, gold failures), so a reload, a reconnect or a
 //! server restart resumes exactly where the participant was.
+//!
+//! At start, the dialogues an evaluation selects in the store (`evaluation.from_store`) are read
+//! into it, then its items are registered.
 
 use indexmap::IndexMap;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
-use wozkit_core::evaluation::Evaluation;
+use wozkit_core::evaluation::{Dialogue, Evaluation, StoreSelection, StoreStatus, StoreValue};
 use wozkit_core::event::{Actor, Event, EventKind, ItemPool, Role, ScreenReason};
 use wozkit_core::expr::{Vars, json_to_cel};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::questions::seed_of;
 use wozkit_store::{
-    ClaimRequest, EvalItem, Lease, NewEvent, NewSession, Participant, ParticipantPatch, Store,
-    StoreError, new_id,
+    ClaimRequest, EvalItem, Lease, NewEvent, NewSession, Participant, ParticipantPatch,
+    SessionFilter, SessionKind, SessionStatus, Store, StoreError, new_id,
 };
 
 use crate::app::{AppState, now_ms};
-use crate::error::HttpError;
+use crate::error::{HttpError, StartError};
 
 /// The flow step of a participant who was screened out.
 pub const SCREENED: &str = "screened";
@@ -172,6 +175,162 @@ pub fn vars(p: &Participant, f: &Facts) -> Vars<'static> {
     vars.set("judged", json_to_cel(&Value::from(f.judged)));
     vars.set("test", json_to_cel(&Value::Bool(p.is_test())));
     vars
+}
+
+/// Appends the dialogues of `evaluation.from_store` to the study's evaluation (run at start,
+/// before [`register_items`]), so that pairing, items, judging pages and exports treat them like
+/// dialogues written in the study. Each selected session becomes a dialogue whose id is its id
+/// in the store, so item ids stay the same from one start to the next. A session with no
+/// message (or without the annotation its `system` or `scenario` is read from) is skipped with
+/// a warning; a selection that gives no dialogue, an id given twice, an item naming an unknown
+/// dialogue or an evaluation left with no item stop the start.
+pub async fn load_stored_dialogues(
+    store: &dyn Store,
+    study: &mut LoadedStudy,
+) -> Result<(), StartError> {
+    let study_id = study.study.id.clone();
+    let Some(ev) = study.study.evaluation.as_mut() else {
+        return Ok(());
+    };
+    let fail = |message: String| StartError::Evaluation {
+        study: study_id.clone(),
+        message,
+    };
+    for selection in ev.store_selections().to_vec() {
+        let found = stored_dialogues(store, &selection).await?;
+        if found.is_empty() {
+            return Err(fail(format!(
+                "`evaluation.from_store` selects no dialogue: no {}session of study `{}` in \
+                 the store has messages{}{}; import the dataset (`wozkit import`) into this data \
+                 directory or fix the filter",
+                match selection.status {
+                    StoreStatus::Ended => "ended ",
+                    StoreStatus::Any => "",
+                },
+                selection.study,
+                described(" and a `system`", selection.system.as_ref()),
+                described(" and a `scenario`", selection.scenario.as_ref()),
+            )));
+        }
+        tracing::info!(
+            study = study_id,
+            store_study = selection.study,
+            dialogues = found.len(),
+            "evaluation dialogues read from the store"
+        );
+        for d in found {
+            if ev.dialogue(&d.id).is_some() {
+                return Err(fail(format!(
+                    "dialogue `{}` is given twice (by the study and `from_store`, or by two \
+                     selections); each dialogue may be taken once",
+                    d.id
+                )));
+            }
+            ev.dialogues.push(d);
+        }
+    }
+    if ev.from_store.is_none() {
+        return Ok(());
+    }
+    let unknown = ev.unknown_dialogues();
+    if !unknown.is_empty() {
+        return Err(fail(format!(
+            "the evaluation names dialogues that neither the study nor the store has: {}",
+            unknown.join(", ")
+        )));
+    }
+    if !ev.items().iter().any(|i| i.pool == ItemPool::Item) {
+        return Err(fail(
+            "the evaluation has no items to judge with the stored dialogues (a comparison \
+             needs two systems whose dialogues match by `pairs.match_by`)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The dialogues one selection gives, in the order the store lists the sessions (creation time,
+/// then id): ended sessions (or all but unfinished imports), test sessions left out.
+async fn stored_dialogues(
+    store: &dyn Store,
+    selection: &StoreSelection,
+) -> Result<Vec<Dialogue>, StoreError> {
+    let filter = SessionFilter {
+        study_id: Some(selection.study.clone()),
+        kind: SessionKind::Dialogue,
+        status: match selection.status {
+            StoreStatus::Ended => Some(SessionStatus::Ended),
+            StoreStatus::Any => None,
+        },
+        ..SessionFilter::default()
+    };
+    let limit = selection.limit.map_or(usize::MAX, |n| n as usize);
+    let mut out = Vec::new();
+    for session in store.list_sessions(&filter).await? {
+        if out.len() >= limit {
+            break;
+        }
+        // An import is ended once all its sessions are written; until then they are invisible.
+        let imported = session.study_id.starts_with(IMPORT_STUDY_PREFIX);
+        if imported && session.is_live() {
+            continue;
+        }
+        if !imported && is_test_session(store, &session.id).await? {
+            continue;
+        }
+        let events = store.events(&session.id, 0).await?;
+        if let Some(d) = stored_dialogue(selection, &session.id, &events) {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// ` and a `system` {annotation: …}` for a value read from the sessions, nothing otherwise.
+fn described(what: &str, value: Option<&StoreValue>) -> String {
+    match value {
+        Some(v @ StoreValue::Field { .. }) => format!("{what} {v}"),
+        _ => String::new(),
+    }
+}
+
+/// The study prefix of sessions written by `wozkit import` (`import:<format>`).
+const IMPORT_STUDY_PREFIX: &str = "import:";
+
+/// Whether a live study's session had a test participant (`/try`, a link with `test=1`).
+async fn is_test_session(store: &dyn Store, session: &str) -> Result<bool, StoreError> {
+    let people = store.participants_in_session(session).await?;
+    Ok(people.iter().any(Participant::is_test))
+}
+
+/// One stored session as a dialogue, or `None` (with a warning) when it cannot be one.
+fn stored_dialogue(selection: &StoreSelection, id: &str, events: &[Event]) -> Option<Dialogue> {
+    let skip = |why: String| {
+        tracing::warn!(
+            session = id,
+            store_study = selection.study,
+            "{why}; not judged"
+        );
+        None
+    };
+    let system = match &selection.system {
+        None => selection.study.clone(),
+        Some(value) => match value.of(events) {
+            Some(system) => system,
+            None => return skip(format!("the session has no `system` {value}")),
+        },
+    };
+    let scenario = match &selection.scenario {
+        None => None,
+        Some(value) => match value.of(events) {
+            Some(scenario) => Some(scenario),
+            None => return skip(format!("the session has no `scenario` {value}")),
+        },
+    };
+    match Dialogue::from_events(id, system, scenario, events) {
+        Some(d) => Some(d),
+        None => skip("the session has no messages".into()),
+    }
 }
 
 /// Registers every study's items with the store (idempotent; run at start).

@@ -8,6 +8,7 @@ mod access_matrix;
 mod crash;
 mod endings;
 mod evaluation;
+mod evaluation_from_store;
 mod hostile;
 mod lobby;
 mod mturk;

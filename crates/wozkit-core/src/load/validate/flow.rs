@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::{Checker, comprehension_vars, did_you_mean, member_names};
-use crate::evaluation::{AnnotationKind, EvalTask, Evaluation, KnownItem};
+use crate::evaluation::{AnnotationKind, EvalTask, Evaluation, FromStore, KnownItem, StoreValue};
 use crate::expr::Condition;
 use crate::model::{Page, PageKind};
 use crate::questions::{self, SCALE_POINTS};
@@ -284,9 +284,12 @@ impl Checker<'_> {
                 );
             }
         }
+        self.store_selections(ev);
+        // Stored sessions are read when the server starts: until then an unknown id may be one.
+        let stored = ev.from_store.is_some();
         let known: Vec<&str> = ev.dialogues.iter().map(|d| d.id.as_str()).collect();
         let dialogue_ref = |c: &mut Self, ptr: &str, id: &str| {
-            if !known.contains(&id) {
+            if !known.contains(&id) && !stored {
                 let hint = did_you_mean(id, known.iter().copied())
                     .or_else(|| Some("name a dialogue of `evaluation.dialogues`".into()));
                 c.err(ptr, format!("unknown dialogue `{id}`"), hint);
@@ -374,7 +377,8 @@ impl Checker<'_> {
                 .dialogues
                 .iter()
                 .any(|d| d.turns.iter().any(|t| t.speaker == a.speaker));
-            if !speaks {
+            let stored_speaker = stored && ["user", "wizard"].contains(&a.speaker.as_str());
+            if !speaks && !stored_speaker {
                 self.err(
                     "/evaluation/annotate/speaker",
                     format!("no dialogue has a turn by `{}`", a.speaker),
@@ -417,10 +421,11 @@ impl Checker<'_> {
                 self.known_item(&ptr, ev.task, k, &question_ids);
             }
         }
-        if ev
-            .items()
-            .iter()
-            .all(|i| i.pool != crate::event::ItemPool::Item)
+        if !stored
+            && ev
+                .items()
+                .iter()
+                .all(|i| i.pool != crate::event::ItemPool::Item)
         {
             self.err(
                 "/evaluation",
@@ -430,6 +435,56 @@ impl Checker<'_> {
                     EvalTask::Rate => "every dialogue is used by onboarding or gold items".into(),
                 }),
             );
+        }
+    }
+
+    /// The stored-session selections: a study to read from, and values that name something.
+    fn store_selections(&mut self, ev: &Evaluation) {
+        let Some(from) = &ev.from_store else {
+            return;
+        };
+        if from.selections().is_empty() {
+            self.err(
+                "/evaluation/from_store",
+                "`from_store` lists no selection".into(),
+                Some("`from_store: {study: import:taskmaster1}`".into()),
+            );
+        }
+        for (i, sel) in from.selections().iter().enumerate() {
+            let ptr = match from {
+                FromStore::One(_) => "/evaluation/from_store".to_string(),
+                FromStore::Many(_) => format!("/evaluation/from_store/{i}"),
+            };
+            if sel.study.trim().is_empty() {
+                self.err(
+                    &format!("{ptr}/study"),
+                    "`study` names the study whose stored sessions are taken".into(),
+                    Some(
+                        "an imported dataset's sessions are in study `import:<format>`, e.g. \
+                         `import:crosswoz`"
+                            .into(),
+                    ),
+                );
+            }
+            for (name, value) in [("system", &sel.system), ("scenario", &sel.scenario)] {
+                let empty = match value {
+                    Some(StoreValue::Fixed(v)) => v.trim().is_empty(),
+                    Some(StoreValue::Field { annotation, field }) => {
+                        annotation.trim().is_empty() || field.trim().is_empty()
+                    }
+                    None => false,
+                };
+                if empty {
+                    self.err(
+                        &format!("{ptr}/{name}"),
+                        format!("`{name}` is empty"),
+                        Some(format!(
+                            "a name, or `{{annotation: KEY, field: NAME}}` to read it from each \
+                             session; leave `{name}` out for the default"
+                        )),
+                    );
+                }
+            }
         }
     }
 
