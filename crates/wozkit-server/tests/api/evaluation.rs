@@ -2,7 +2,8 @@
 //! failed onboarding screens the worker out, a comparison with a missing reason comes back with
 //! the problem next to the field, a judgment closes its lease and is logged once, a reload
 //! shows the same item, a worker with no item left gets the study's page and code, and a
-//! blocklisted worker is refused at entry.
+//! blocklisted worker is refused at entry; a page's `next` jumps over pages, and a worker's
+//! place, item and left/right placement survive a server restart.
 
 use wozkit_core::event::{EventKind, ItemPool, ScreenReason};
 use wozkit_core::load::{StudySource, load_text};
@@ -266,4 +267,120 @@ async fn a_blocklisted_worker_is_refused_at_entry() {
     assert_eq!(res.status, 403, "{}", res.body);
     assert!(res.body.contains("not open to your worker id"));
     app.stop().await;
+}
+
+const JUMPS: &str = r#"id: eval-jumps
+title: Compare
+flow:
+  user:
+    - {kind: consent}
+    - {id: about, kind: questions, questions: [{id: native, text: Native speaker?, kind: choice, options: ["yes", "no"]}]}
+    - {id: fast, kind: instructions, when: "answers.native == 'yes'", text: "Fast track.", next: judge}
+    - {id: slow, kind: instructions, text: "Slow track."}
+    - {id: judge, kind: compare}
+    - {kind: completion}
+evaluation:
+  task: compare
+  judgments_per_item: 1
+  items_per_worker: 1
+  pairs: {rule: all_systems}
+  dialogues:
+    - {id: a1, system: A, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: hello there}]}
+    - {id: b1, system: B, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: go away}]}
+    - {id: a2, system: A, scenario: s2, turns: [{speaker: user, text: bye}, {speaker: bot, text: farewell}]}
+    - {id: b2, system: B, scenario: s2, turns: [{speaker: user, text: bye}, {speaker: bot, text: whatever}]}
+"#;
+
+fn jumps_study() -> wozkit_core::load::LoadedStudy {
+    match load_text("jumps.yaml", JUMPS, StudySource::Dir(".".into())) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The text of the page's left-hand dialogue, to compare placements.
+fn left_text(body: &str) -> String {
+    body.split("data-testid=\"dialogue-1\"")
+        .next()
+        .unwrap_or_default()
+        .split("data-testid=\"dialogue-0\"")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_jump_skips_pages_and_the_item_and_its_sides_survive_a_server_restart() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), jumps_study()).await;
+
+    // `native = yes`: the fast page, whose `next` jumps over the slow one to the comparison.
+    let fast = app
+        .join("study=eval-jumps&PROLIFIC_PID=w-fast&STUDY_ID=s&SESSION_ID=1")
+        .await;
+    through_questions(&fast, "yes").await;
+    let body = fast.page().await.body;
+    assert_eq!(page_kind(&body), "instructions");
+    assert!(body.contains("Fast track."), "{body}");
+    assert_eq!(submit(&fast, "/p/next", "").await, 303);
+    let before = fast.page().await.body;
+    assert_eq!(page_kind(&before), "compare", "the jump skips `slow`");
+
+    // `native = no`: the fast page is skipped (its `when` is false), the slow one shown.
+    let slow = app
+        .join("study=eval-jumps&PROLIFIC_PID=w-slow&STUDY_ID=s&SESSION_ID=2")
+        .await;
+    through_questions(&slow, "no").await;
+    let body = slow.page().await.body;
+    assert!(body.contains("Slow track."), "{body}");
+    assert!(!body.contains("Fast track."));
+    assert_eq!(submit(&slow, "/p/next", "").await, 303);
+    assert_eq!(page_kind(&slow.page().await.body), "compare");
+
+    // The server stops and starts again on the same data: the worker's place, item and sides
+    // are the same.
+    let lease = hidden(&before, "lease");
+    assert!(!lease.is_empty());
+    app.stop().await;
+    let app = spawn_app_in(tmp.path().to_path_buf(), jumps_study()).await;
+    let fast = Client {
+        addr: app.addr,
+        ..fast.clone()
+    };
+    let after = fast.page().await.body;
+    assert_eq!(page_kind(&after), "compare", "{after}");
+    assert_eq!(
+        hidden(&after, "lease"),
+        lease,
+        "the same lease after a restart"
+    );
+    assert_eq!(
+        left_text(&after),
+        left_text(&before),
+        "the same dialogue on the left"
+    );
+    assert!(!left_text(&after).is_empty());
+    let choice =
+        if left_text(&after).contains("hello there") || left_text(&after).contains("farewell") {
+            "left"
+        } else {
+            "right"
+        };
+    assert_eq!(
+        submit(
+            &fast,
+            "/p/judge",
+            &format!("&lease={lease}&choice={choice}&justification=sounds+more+polite")
+        )
+        .await,
+        303
+    );
+    assert_eq!(page_kind(&fast.page().await.body), "completion");
+    let leases = app.store.leases("eval-jumps").await.expect("leases");
+    let done: Vec<_> = leases
+        .iter()
+        .filter(|l| l.state == LeaseState::Done)
+        .collect();
+    assert_eq!(done.len(), 1, "{leases:?}");
+    assert_eq!(done[0].id, lease);
 }
