@@ -136,12 +136,22 @@ pub async fn current(
                 Role::User => &st.roles.user,
                 Role::Wizard => &st.roles.wizard,
             };
+            // Roles matter only where two people meet in a room; a study without one has a
+            // single kind of participant and no role to announce.
+            let badge = if st.has_room() {
+                format!(
+                    "<p class=\"role-badge\" data-testid=\"role\" data-role=\"{}\">Your role: \
+                     <strong>{}</strong></p>",
+                    role.as_str(),
+                    esc(&me.label)
+                )
+            } else {
+                String::new()
+            };
             let body = format!(
-                "<main class=\"narrow\" data-page=\"instructions\"><h1>{}</h1>\
-                 <p class=\"role-badge\" data-testid=\"role\" data-role=\"{}\">Your role: <strong>{}</strong></p>{}{}{}</main>",
+                "<main class=\"narrow\" data-page=\"instructions\"><h1>{}</h1>{}{}{}{}</main>",
                 esc(title.as_deref().unwrap_or("Instructions")),
-                role.as_str(),
-                esc(&me.label),
+                badge,
                 paragraphs(&me.instructions),
                 page_text(page),
                 button_form(

@@ -322,6 +322,10 @@ async fn a_jump_skips_pages_and_the_item_and_its_sides_survive_a_server_restart(
     let body = fast.page().await.body;
     assert_eq!(page_kind(&body), "instructions");
     assert!(body.contains("Fast track."), "{body}");
+    assert!(
+        !body.contains("Your role"),
+        "no role to announce without a room"
+    );
     assert_eq!(submit(&fast, "/p/next", "").await, 303);
     let before = fast.page().await.body;
     assert_eq!(page_kind(&before), "compare", "the jump skips `slow`");
