@@ -151,6 +151,12 @@ fn summary(s: &LoadedStudy) -> String {
             e.judgments_per_item,
             gold
         ));
+        let selections = e.store_selections().len();
+        if selections > 0 {
+            parts.push(format!(
+                "plus the dialogues of {selections} store selection(s), read by `serve`"
+            ));
+        }
     }
     if parts.is_empty() {
         parts.push(format!("{} pages", s.study.flow.user.len()));
