@@ -293,15 +293,15 @@ fn amounts(r: &PaymentRow) -> (f64, f64, f64, f64) {
 }
 
 /// (judgments, surplus, surplus_paid, items_paid, gold_accuracy).
-fn counts(
-    r: &PaymentRow,
-) -> (
+type Counts = (
     Option<u32>,
     Option<u32>,
     Option<bool>,
     Option<u32>,
     Option<f64>,
-) {
+);
+
+fn counts(r: &PaymentRow) -> Counts {
     (
         r.judgments,
         r.surplus,
