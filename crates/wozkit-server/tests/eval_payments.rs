@@ -2,7 +2,16 @@
 //! `wozkit_server::records::payments`. Participant logs are written straight into a store with
 //! chosen events and times; every expected value below is worked out by hand from those events
 //! and the study's `payment:` block (base 1.50, 0.10 a minute, at most 10 minutes, 0.40 for
-//! someone turned away), as the comment over each participant says.
+//! someone turned away), as the comment over each participant says. The last test takes three
+//! workers through the real server's pages and checks their rows.
+
+// The server-test harness of `tests/api`, for the test against the real server at the end.
+#[allow(dead_code, unused_imports)]
+#[path = "api/client.rs"]
+mod client;
+#[allow(dead_code, unused_imports)]
+#[path = "api/helpers.rs"]
+mod helpers;
 
 use std::sync::Arc;
 
@@ -562,4 +571,181 @@ async fn evaluation_codes_verify_and_the_header_is_the_same_with_or_without_rows
         late.contains(",completed,") && late.contains(",2,1,false,2,0.5,GBP,1.5,10.0,0.0,2.5"),
         "{late}"
     );
+}
+
+/// A comparison study run by the real server: base 1.25, no per-minute pay (so amounts do not
+/// depend on how long the test takes), 0.30 for someone turned away; a failed practice item
+/// and "nothing left" both give a code.
+const LIVE_STUDY: &str = r#"id: eval-live
+title: Compare
+flow:
+  user:
+    - {kind: consent}
+    - {kind: onboarding}
+    - {kind: compare}
+    - {kind: completion}
+evaluation:
+  task: compare
+  judgments_per_item: 1
+  items_per_worker: 1
+  pairs: {rule: all_systems}
+  justification: {required: false}
+  no_items: {code: true}
+  onboarding:
+    items: [{a: g1, b: g2, better: g1}]
+    fail: {code: true}
+  dialogues:
+    - {id: a1, system: A, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: hello there}]}
+    - {id: b1, system: B, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: go away}]}
+    - {id: g1, system: A, turns: [{speaker: user, text: hi}, {speaker: bot, text: good day}]}
+    - {id: g2, system: B, turns: [{speaker: user, text: hi}, {speaker: bot, text: asdf qwer}]}
+payment: {currency: EUR, base: 1.25, no_partner: 0.30}
+"#;
+
+/// The `data-page` of a page.
+fn page_kind(body: &str) -> String {
+    body.split("data-page=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The value of a hidden form field.
+fn hidden(body: &str, name: &str) -> String {
+    body.split(&format!("name=\"{name}\" value=\""))
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The completion code shown on a page, if any.
+fn shown_code(body: &str) -> Option<String> {
+    body.split("data-testid=\"completion-code\">")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .map(str::to_string)
+}
+
+/// The side (`left`/`right`) on which the page's first item shows `text`.
+fn side_of(body: &str, text: &str) -> &'static str {
+    let left = body
+        .split("data-testid=\"dialogue-1\"")
+        .next()
+        .unwrap_or_default();
+    if left.contains(text) { "left" } else { "right" }
+}
+
+/// Posts the current page's form with `extra` fields; returns the status.
+async fn submit(c: &client::Client, path: &str, extra: &str) -> u16 {
+    let step = c.step().await;
+    c.post(path, &format!("step={step}{extra}")).await.status
+}
+
+/// Consent, then the practice item answered rightly or not; returns the next page.
+async fn through_onboarding(c: &client::Client, right: bool) -> String {
+    assert_eq!(submit(c, "/p/next", "").await, 303);
+    let body = c.page().await.body;
+    assert_eq!(page_kind(&body), "onboarding", "{body}");
+    let side = side_of(&body, if right { "good day" } else { "asdf qwer" });
+    assert_eq!(
+        submit(c, "/p/onboarding", &format!("&ob0={side}")).await,
+        303
+    );
+    c.page().await.body
+}
+
+#[tokio::test]
+async fn workers_taken_through_the_real_server_get_their_rows() {
+    let study = match load_text("eval-live.yaml", LIVE_STUDY, StudySource::Dir(".".into())) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = helpers::spawn_app_in(tmp.path().to_path_buf(), study.clone()).await;
+
+    // Fails the practice item: screened out, with the onboarding ending's code.
+    let fails = app
+        .join("study=eval-live&PROLIFIC_PID=w-fail&STUDY_ID=s&SESSION_ID=1")
+        .await;
+    let body = through_onboarding(&fails, false).await;
+    assert_eq!(page_kind(&body), "screened", "{body}");
+    let fail_code = shown_code(&body).expect("the screening page gives a code");
+
+    // Passes, judges the one pair, reaches the completion page.
+    let good = app
+        .join("study=eval-live&PROLIFIC_PID=w-good&STUDY_ID=s&SESSION_ID=2")
+        .await;
+    let body = through_onboarding(&good, true).await;
+    assert_eq!(page_kind(&body), "compare", "{body}");
+    let lease = hidden(&body, "lease");
+    let choice = side_of(&body, "hello there");
+    assert_eq!(
+        submit(
+            &good,
+            "/p/judge",
+            &format!("&lease={lease}&choice={choice}")
+        )
+        .await,
+        303
+    );
+    let body = good.page().await.body;
+    assert_eq!(page_kind(&body), "completion", "{body}");
+    let good_code = shown_code(&body).expect("the completion page gives a code");
+
+    // Passes, and finds nothing left: the no-items page gives a code.
+    let late = app
+        .join("study=eval-live&PROLIFIC_PID=w-late&STUDY_ID=s&SESSION_ID=3")
+        .await;
+    let body = through_onboarding(&late, true).await;
+    assert_eq!(page_kind(&body), "no-items", "{body}");
+    let late_code = shown_code(&body).expect("the no-items page gives a code");
+
+    let study = Arc::new(study);
+    let rows = payments::payments(app.store.as_ref(), None, &|_| Some(study.clone()), false)
+        .await
+        .expect("payments");
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let by_worker = |w: &str| {
+        rows.iter()
+            .find(|r| r.worker_id == w)
+            .unwrap_or_else(|| panic!("no row of {w}: {rows:?}"))
+    };
+    let r = by_worker("w-fail");
+    assert_eq!(
+        (r.status.as_str(), r.completion_code.as_str()),
+        ("screened_onboarding", fail_code.as_str())
+    );
+    assert_eq!(amounts(r), (0.0, 0.0, 0.0, 0.3));
+    let r = by_worker("w-good");
+    assert_eq!(
+        (r.status.as_str(), r.completion_code.as_str()),
+        ("completed", good_code.as_str())
+    );
+    assert_eq!(counts(r), (Some(1), Some(0), Some(true), Some(1), None));
+    assert_eq!((r.base, r.bonus, r.total), (1.25, 0.0, 1.25));
+    let r = by_worker("w-late");
+    assert_eq!(
+        (r.status.as_str(), r.completion_code.as_str()),
+        ("no_items", late_code.as_str())
+    );
+    assert_eq!(amounts(r), (0.0, 0.0, 0.0, 0.3));
+
+    for (worker, code) in [
+        ("w-fail", &fail_code),
+        ("w-good", &good_code),
+        ("w-late", &late_code),
+    ] {
+        match payments::verify(app.store.as_ref(), code)
+            .await
+            .expect("verify")
+        {
+            Verdict::Valid { participant, .. } => {
+                assert_eq!(participant.worker_id.as_deref(), Some(worker));
+            }
+            other => panic!("the code of {worker} is not valid: {other:?}"),
+        }
+    }
+    app.stop().await;
 }
