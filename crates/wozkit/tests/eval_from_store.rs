@@ -124,7 +124,10 @@ fn an_imported_dataset_is_rated_through_from_store_and_exported() {
     assert_eq!(code, 0, "import: {err}");
     let (code, out, err) = wozkit(&["validate", &study.display().to_string()]);
     assert_eq!(code, 0, "validate: {out}{err}");
-    assert!(out.contains("1 store selection(s), read by `serve`"), "{out}");
+    assert!(
+        out.contains("1 store selection(s), read by `serve`"),
+        "{out}"
+    );
 
     let mut server = Server {
         addr: free_port(),
