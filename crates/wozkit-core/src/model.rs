@@ -614,6 +614,11 @@ pub struct Payment {
     #[serde(default)]
     #[schemars(range(min = 0, max = MAX_AMOUNT))]
     pub no_partner: f64,
+    /// Evaluation studies: paid for each judged item (counted judgments, plus surplus ones
+    /// when `evaluation.pay_surplus`), on top of base and minutes.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_AMOUNT))]
+    pub per_item: f64,
 }
 
 fn usd() -> String {

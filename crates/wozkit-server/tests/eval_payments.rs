@@ -1,8 +1,8 @@
 //! The payment table's rows of evaluation participants, rules 9 to 13 of
 //! `wozkit_server::records::payments`. Participant logs are written straight into a store with
 //! chosen events and times; every expected value below is worked out by hand from those events
-//! and the study's `payment:` block (base 1.50, 0.10 a minute, at most 10 minutes, 0.40 for
-//! someone turned away), as the comment over each participant says. The last test takes three
+//! and the study's `payment:` block (base 1.50, 0.10 a minute, at most 10 minutes, 0.25 an
+//! item, 0.40 for someone turned away), as the comment over each participant says. The last test takes three
 //! workers through the real server's pages and checks their rows.
 
 // The server-test harness of `tests/api`, for the test against the real server at the end.
@@ -63,7 +63,7 @@ evaluation:
     - {{id: d3, system: A, turns: [{{speaker: user, text: hi}}, {{speaker: bot, text: yo}}]}}
     - {{id: o1, system: A, turns: [{{speaker: user, text: hi}}, {{speaker: bot, text: good day}}]}}
     - {{id: g1, system: B, turns: [{{speaker: user, text: hi}}, {{speaker: bot, text: welcome}}]}}
-payment: {{currency: GBP, base: 1.50, per_minute: 0.10, max_minutes: 10, no_partner: 0.40}}
+payment: {{currency: GBP, base: 1.50, per_minute: 0.10, max_minutes: 10, no_partner: 0.40, per_item: 0.25}}
 "#
     );
     match load_text("judge-pay.yaml", &yaml, StudySource::Dir(".".into())) {
@@ -423,16 +423,17 @@ async fn evaluation_participants_get_status_counts_and_pay_from_their_logs() {
         assert_eq!(r.currency, "GBP");
         assert_eq!(r.completion_code, data.key.code("done"));
         assert_eq!(counts(r), (Some(3), Some(0), paid, Some(3), Some(1.0)));
-        // 6.5 minutes from entry to code: 1.50 + 0.65.
-        assert_eq!(amounts(r), (1.5, 6.5, 0.0, 2.15));
+        // 6.5 minutes from entry to code, three items: 1.50 + 0.65 + 0.75.
+        assert_eq!(amounts(r), (1.5, 6.5, 0.0, 2.9));
 
         let r = row(&rows, "late");
         assert_eq!(r.status, "completed");
-        // Surplus paid: 2 + 1 items; not paid: 2. No per-item rate, so the same amount.
+        // Surplus paid: 2 + 1 items; not paid: 2.
         let items = if pay_surplus { 3 } else { 2 };
         assert_eq!(counts(r), (Some(2), Some(1), paid, Some(items), Some(0.5)));
-        // 12 minutes capped at 10: 1.50 + 1.00.
-        assert_eq!(amounts(r), (1.5, 10.0, 0.0, 2.5));
+        // 12 minutes capped at 10: 1.50 + 1.00, and 0.25 for each item paid.
+        let total = if pay_surplus { 3.25 } else { 3.0 };
+        assert_eq!(amounts(r), (1.5, 10.0, 0.0, total));
 
         let r = row(&rows, "failed-onboarding");
         assert_eq!(r.status, "screened_onboarding");
@@ -444,8 +445,8 @@ async fn evaluation_participants_get_status_counts_and_pay_from_their_logs() {
         let r = row(&rows, "failed-gold-coded");
         assert_eq!(r.status, "screened_gold");
         assert_eq!(counts(r), (Some(1), Some(0), paid, Some(1), Some(0.0)));
-        // Entry to screening, 3 minutes: 1.50 + 0.30.
-        assert_eq!(amounts(r), (1.5, 3.0, 0.0, 1.8));
+        // Entry to screening, 3 minutes, one item: 1.50 + 0.30 + 0.25.
+        assert_eq!(amounts(r), (1.5, 3.0, 0.0, 2.05));
 
         let r = row(&rows, "failed-gold");
         assert_eq!(r.status, "screened_gold");
@@ -568,7 +569,7 @@ async fn evaluation_codes_verify_and_the_header_is_the_same_with_or_without_rows
         .find(|l| l.starts_with("late,"))
         .expect("row of late");
     assert!(
-        late.contains(",completed,") && late.contains(",2,1,false,2,0.5,GBP,1.5,10.0,0.0,2.5"),
+        late.contains(",completed,") && late.contains(",2,1,false,2,0.5,GBP,1.5,10.0,0.0,3.0"),
         "{late}"
     );
 }

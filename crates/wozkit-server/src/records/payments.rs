@@ -50,8 +50,9 @@
 //!     judged in good faith until the check), get `base` + `per_minute` × minutes, minutes
 //!     counted from entry (the participant's creation) to the code (`CompletionIssued`), or to
 //!     `ScreenedOut` when screened, else to the log's last event; capped and rounded as rule 6;
-//!     no bonus (its condition reads a dialogue's world). The scheme has no per-item rate, so
-//!     `items_paid` (and `pay_surplus`) changes no amount; it is the count to pay per item by hand.
+//!     no bonus (its condition reads a dialogue's world); plus the scheme's `per_item` rate
+//!     times `items_paid` (so `pay_surplus` decides whether surplus judgments are paid), in the
+//!     total only: total = base + per_minute × minutes + per_item × items_paid.
 //! 12. **Short rate.** `screened_onboarding` and `no_items` with a code get the scheme's
 //!     `no_partner` rate (turned away before the task, as a participant with no partner: the
 //!     platform's fixed screen-out payment); base, minutes and bonus are 0.
@@ -396,6 +397,9 @@ fn price_evaluation(
     let tally = Tally::of(events);
     let status = tally.status(p);
     let pay = study.and_then(|s| s.study.payment.as_ref());
+    let paid_surplus = study
+        .and_then(|s| s.study.evaluation.as_ref())
+        .is_some_and(|ev| ev.pay_surplus);
     let has_code = p.completion_code.is_some();
     let amounts = match (pay, status) {
         (Some(pay), Status::Completed) | (Some(pay), Status::ScreenedGold) if has_code => {
@@ -406,7 +410,13 @@ fn price_evaluation(
                 .or(tally.last_at)
                 .unwrap_or(p.created_at_ms);
             let ms = i128::from(end.saturating_sub(p.created_at_ms));
-            by_time(pay, Some(ms), 0.0)
+            let items = u64::from(tally.counted)
+                + if paid_surplus {
+                    u64::from(tally.surplus)
+                } else {
+                    0
+                };
+            by_time(pay, Some(ms), 0.0, items)
         }
         (Some(pay), Status::ScreenedOnboarding | Status::NoItems) if has_code => short_rate(pay),
         _ => Amounts::default(),
@@ -441,18 +451,21 @@ fn completed(
         Some(b) if holds() => b.amount,
         _ => 0.0,
     };
-    by_time(pay, clocked_ms(record, events, study), bonus)
+    by_time(pay, clocked_ms(record, events, study), bonus, 0)
 }
 
 /// Rules 5, 6 and 8 (and 11): base, the minutes of `ms` (none when `None`) capped and paid at
-/// the scheme's rate, and `bonus`.
-fn by_time(pay: &Payment, ms: Option<i128>, bonus: f64) -> Amounts {
+/// the scheme's rate, `bonus`, and `items` judged items at the scheme's `per_item` rate.
+fn by_time(pay: &Payment, ms: Option<i128>, bonus: f64, items: u64) -> Amounts {
     let mut hundredths = ms.map_or(0, |ms| (ms + 300) / 600);
     if pay.max_minutes > 0.0 {
         hundredths = hundredths.min(micros(pay.max_minutes) / 10_000);
     }
     // In units of 10⁻⁸: millionths of a currency unit times hundredths of a minute.
-    let units = micros(pay.base) * 100 + micros(pay.per_minute) * hundredths + micros(bonus) * 100;
+    let units = micros(pay.base) * 100
+        + micros(pay.per_minute) * hundredths
+        + micros(bonus) * 100
+        + micros(pay.per_item) * 100 * i128::from(items);
     Amounts {
         base: pay.base,
         minutes: hundredths as f64 / 100.0,
