@@ -1,0 +1,206 @@
+//! How a study declares a dialogue system: its kind, where it lives and its limits.
+//!
+//! ```yaml
+//! kind: openai
+//! base_url: http://gpu-box:8000/v1
+//! model: my-model
+//! api_key_env: MY_MODEL_KEY      # the name of an environment variable, never the key itself
+//! params: { temperature: 0.7, max_tokens: 200 }
+//! system_prompt: You are a helpful travel agent.
+//! stream: true
+//! limits: { timeout_s: 30, retries: 2, concurrency: 8, queue: 64,
+//!           breaker: { failures: 5, cooldown_s: 30 } }
+//! ```
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One dialogue system under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum SystemSpec {
+    /// An OpenAI-compatible `/v1/chat/completions` endpoint.
+    Openai(OpenAiSpec),
+    /// A JSON webhook (see [`crate::WebhookSystem`] for the exact request and reply).
+    Http(HttpSpec),
+}
+
+/// An OpenAI-compatible chat completions endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiSpec {
+    /// The base URL including the version path, e.g. `http://localhost:8000/v1`; requests go to
+    /// `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// The model name sent in each request.
+    pub model: String,
+    /// The name of the environment variable holding the API key (sent as `Authorization: Bearer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Extra request fields, e.g. `temperature`, `max_tokens`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// A system message sent before the dialogue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Whether to ask for a streamed reply (server-sent events) when the caller can show deltas.
+    #[serde(default)]
+    pub stream: bool,
+    /// Timeout, retries, concurrency and circuit breaker.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// A JSON webhook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSpec {
+    /// The URL the dialogue is POSTed to.
+    pub url: String,
+    /// Timeout, retries, concurrency and circuit breaker.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// Per-system limits. Every field has a bounded default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Seconds one attempt may take (for a streamed reply: the whole stream). 0 < t ≤ 600.
+    pub timeout_s: f64,
+    /// Extra attempts after a timeout, connection error or 5xx (never after a 4xx). At most 10.
+    pub retries: u32,
+    /// Milliseconds before the first retry; doubled each retry (capped at 10 s), with jitter.
+    pub backoff_ms: u64,
+    /// Calls in flight at once. 1 to 1024.
+    pub concurrency: usize,
+    /// Calls that may wait for a free slot; more are refused at once. At most 100000.
+    pub queue: usize,
+    /// The circuit breaker.
+    pub breaker: BreakerSpec,
+}
+
+/// When to take a failing system out of rotation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BreakerSpec {
+    /// Consecutive failed calls (after their retries) that open the circuit. At least 1.
+    pub failures: u32,
+    /// Seconds the circuit stays open before one trial call is let through. 0 < t ≤ 3600.
+    pub cooldown_s: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout_s: 30.0,
+            retries: 2,
+            backoff_ms: 250,
+            concurrency: 8,
+            queue: 64,
+            breaker: BreakerSpec::default(),
+        }
+    }
+}
+
+impl Default for BreakerSpec {
+    fn default() -> Self {
+        BreakerSpec {
+            failures: 5,
+            cooldown_s: 30.0,
+        }
+    }
+}
+
+/// Request fields the client sets itself; `params` may not override them.
+const RESERVED_PARAMS: &[&str] = &["model", "messages", "stream"];
+
+impl SystemSpec {
+    /// The limits of this system.
+    pub fn limits(&self) -> &Limits {
+        match self {
+            SystemSpec::Openai(s) => &s.limits,
+            SystemSpec::Http(s) => &s.limits,
+        }
+    }
+
+    /// Checks the spec; the error says which field is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            SystemSpec::Openai(s) => {
+                check_url("base_url", &s.base_url)?;
+                if s.model.trim().is_empty() {
+                    return Err("`model` is empty".into());
+                }
+                if let Some(var) = &s.api_key_env
+                    && (var.is_empty() || var.contains('=') || var.contains('\0'))
+                {
+                    return Err(format!(
+                        "`api_key_env` `{var}` is not an environment variable name"
+                    ));
+                }
+                if let Some(key) = s
+                    .params
+                    .keys()
+                    .find(|k| RESERVED_PARAMS.contains(&k.as_str()))
+                {
+                    return Err(format!("`params.{key}` is set by wozkit itself; remove it"));
+                }
+            }
+            SystemSpec::Http(s) => check_url("url", &s.url)?,
+        }
+        self.limits().validate()
+    }
+}
+
+impl Limits {
+    /// Checks every limit is within its bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.timeout_s > 0.0 && self.timeout_s <= 600.0) {
+            return Err(format!(
+                "`limits.timeout_s` is {}; it must be > 0 and ≤ 600",
+                self.timeout_s
+            ));
+        }
+        if self.retries > 10 {
+            return Err(format!("`limits.retries` is {}; at most 10", self.retries));
+        }
+        if self.backoff_ms > 60_000 {
+            return Err(format!(
+                "`limits.backoff_ms` is {}; at most 60000",
+                self.backoff_ms
+            ));
+        }
+        if !(1..=1024).contains(&self.concurrency) {
+            return Err(format!(
+                "`limits.concurrency` is {}; it must be 1 to 1024",
+                self.concurrency
+            ));
+        }
+        if self.queue > 100_000 {
+            return Err(format!("`limits.queue` is {}; at most 100000", self.queue));
+        }
+        if self.breaker.failures == 0 {
+            return Err("`limits.breaker.failures` must be at least 1".into());
+        }
+        let c = self.breaker.cooldown_s;
+        if !(c > 0.0 && c <= 3600.0) {
+            return Err(format!(
+                "`limits.breaker.cooldown_s` is {c}; it must be > 0 and ≤ 3600"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn check_url(field: &str, url: &str) -> Result<(), String> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{field}` `{url}` must start with http:// or https://"
+        ))
+    }
+}
