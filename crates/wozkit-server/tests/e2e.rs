@@ -79,7 +79,8 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
 const PROLIFIC_PID: &str = "5f1e2e0000000000000000a1";
 const LAB_ID: &str = "e2e-lab-b";
 
-/// Entry link → consent → instructions → waiting room; returns the role shown.
+/// Entry link → consent → instructions → waiting room (or straight into the room when a
+/// partner is already waiting); returns the role shown.
 async fn enter(br: &Browser, url: &str) -> Result<Role> {
     br.goto(url).await?;
     br.wait_page("consent").await?;
@@ -97,7 +98,15 @@ async fn enter(br: &Browser, url: &str) -> Result<Role> {
         .and_then(Role::parse)
         .context("the role badge names no role")?;
     br.click("continue").await?;
-    br.wait_page("waiting").await?;
+    // The second to arrive may be paired before its waiting page is ever polled: the room is
+    // as good.
+    br.wait_js(
+        "the waiting page (or the room)",
+        "const m = document.querySelector('main[data-page]'); \
+         return !!m && (m.dataset.page === 'waiting' || m.dataset.page === 'room')",
+        vec![],
+    )
+    .await?;
     Ok(role)
 }
 
