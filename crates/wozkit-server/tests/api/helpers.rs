@@ -147,6 +147,11 @@ pub async fn spawn_app_in(dir: PathBuf, study: LoadedStudy) -> TestApp {
     start(dir, study, fast()).await
 }
 
+/// Like [`spawn_app_in`], with other timings and limits than [`fast`].
+pub async fn spawn_app_in_tuned(dir: PathBuf, study: LoadedStudy, tunables: Tunables) -> TestApp {
+    start(dir, study, tunables).await
+}
+
 async fn start(dir: PathBuf, study: LoadedStudy, tunables: Tunables) -> TestApp {
     let store = wozkit_store::open(dir.to_str().expect("utf-8 path"))
         .await
