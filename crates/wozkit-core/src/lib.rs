@@ -14,3 +14,4 @@ pub mod model;
 pub mod questions;
 pub mod sim;
 pub mod slots;
+pub mod systems;

@@ -48,6 +48,9 @@ impl Client {
         let system: Arc<dyn System> = match spec {
             SystemSpec::Openai(s) => Arc::new(OpenAiSystem::new(name, s)?),
             SystemSpec::Http(s) => Arc::new(WebhookSystem::new(name, s)?),
+            SystemSpec::Websocket(_) | SystemSpec::Builtin(_) => {
+                return Err(config(format!("kind `{}` has no client yet", spec.kind())));
+            }
         };
         Ok(Client::with_system(name, spec.limits().clone(), system))
     }

@@ -26,7 +26,6 @@
 pub mod client;
 pub mod error;
 pub mod openai;
-pub mod spec;
 mod transport;
 pub mod webhook;
 
@@ -37,7 +36,11 @@ use tokio::sync::mpsc;
 pub use client::Client;
 pub use error::SystemError;
 pub use openai::OpenAiSystem;
-pub use spec::{BreakerSpec, HttpSpec, Limits, OpenAiSpec, SystemSpec};
+/// How a study declares its systems: the spec is study data, so it lives in the core.
+pub use wozkit_core::systems as spec;
+pub use wozkit_core::systems::{
+    BreakerSpec, BuiltinSpec, HttpSpec, Limits, OpenAiSpec, ScriptedReply, SystemSpec, WebsocketSpec,
+};
 pub use webhook::WebhookSystem;
 
 /// Who spoke a turn, from the system's point of view.

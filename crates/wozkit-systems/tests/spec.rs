@@ -20,7 +20,9 @@ fn unknown_fields_are_rejected_at_every_level() {
         json!({"kind": "openai", "base_url": "http://x", "model": "m", "api_key": "sk-1"}),
         json!({"kind": "http", "url": "http://x", "limits": {"timeout": 3}}),
         json!({"kind": "http", "url": "http://x", "limits": {"breaker": {"failure": 3}}}),
-        json!({"kind": "websocket", "url": "ws://x"}),
+        json!({"kind": "websocket", "url": "ws://x", "protocol": 2}),
+        json!({"kind": "builtin", "fallback": ["x"], "delay": 3}),
+        json!({"kind": "telnet", "url": "ws://x"}),
     ];
     for case in cases {
         let parsed = serde_json::from_value::<SystemSpec>(case.clone());

@@ -1,4 +1,6 @@
-//! How a study declares a dialogue system: its kind, where it lives and its limits.
+//! How a study declares a dialogue system under test: its kind, where it lives and its limits.
+//! Study data like the rest of the core; the clients that talk to the systems are in the
+//! `wozkit-systems` crate.
 //!
 //! ```yaml
 //! kind: openai
@@ -23,8 +25,78 @@ use serde::{Deserialize, Serialize};
 pub enum SystemSpec {
     /// An OpenAI-compatible `/v1/chat/completions` endpoint.
     Openai(OpenAiSpec),
-    /// A JSON webhook (see [`crate::WebhookSystem`] for the exact request and reply).
+    /// A JSON webhook: the dialogue so far POSTed, the reply in the response (`docs/bots.md`).
     Http(HttpSpec),
+    /// A system that keeps a WebSocket connection open (`docs/bots.md`).
+    Websocket(WebsocketSpec),
+    /// A scripted bot inside wozkit: keyword rules and fallbacks, with a think time and a
+    /// typing speed. Needs no setup, so built-in studies run out of the box.
+    Builtin(BuiltinSpec),
+}
+
+/// A system reached over a WebSocket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebsocketSpec {
+    /// `ws://` or `wss://` URL wozkit connects to.
+    pub url: String,
+    /// Timeout, retries, concurrency and circuit breaker.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// A scripted built-in bot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinSpec {
+    /// Keyword rules, tried in order: the first with a keyword found (case-insensitive) in the
+    /// participant's last message gives the reply.
+    #[serde(default)]
+    pub replies: Vec<ScriptedReply>,
+    /// Replies when no rule matches, taken in turn. At least one.
+    pub fallback: Vec<String>,
+    /// Milliseconds before the reply starts (think time). At most 60000.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Words sent per second when the reply is streamed; 0 sends it whole. At most 1000.
+    #[serde(default)]
+    pub words_per_s: u32,
+    /// Timeout, retries, concurrency and circuit breaker.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// One keyword rule of a scripted bot. In `say`, `{message}` stands for the participant's last
+/// message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedReply {
+    /// Keywords; any one found in the message matches.
+    pub when: Vec<String>,
+    pub say: String,
+}
+
+impl BuiltinSpec {
+    /// The reply to `message`, the `unmatched`-th message no rule matched so far (from 0)
+    /// choosing the fallback.
+    pub fn reply_to(&self, message: &str, unmatched: usize) -> (String, bool) {
+        let lower = message.to_lowercase();
+        let rule = self.replies.iter().find(|r| {
+            r.when
+                .iter()
+                .any(|k| !k.trim().is_empty() && lower.contains(&k.trim().to_lowercase()))
+        });
+        let (text, matched) = match rule {
+            Some(r) => (r.say.as_str(), true),
+            None => (
+                self.fallback
+                    .get(unmatched % self.fallback.len().max(1))
+                    .map_or("", String::as_str),
+                false,
+            ),
+        };
+        (text.replace("{message}", message.trim()), matched)
+    }
 }
 
 /// An OpenAI-compatible chat completions endpoint.
@@ -123,7 +195,33 @@ impl SystemSpec {
         match self {
             SystemSpec::Openai(s) => &s.limits,
             SystemSpec::Http(s) => &s.limits,
+            SystemSpec::Websocket(s) => &s.limits,
+            SystemSpec::Builtin(s) => &s.limits,
         }
+    }
+
+    /// The kind as written in the study file.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SystemSpec::Openai(_) => "openai",
+            SystemSpec::Http(_) => "http",
+            SystemSpec::Websocket(_) => "websocket",
+            SystemSpec::Builtin(_) => "builtin",
+        }
+    }
+
+    /// An OpenAI-compatible system at `base_url` serving `model`, with default limits (what
+    /// `serve --system NAME=URL` declares).
+    pub fn openai(base_url: &str, model: &str) -> SystemSpec {
+        SystemSpec::Openai(OpenAiSpec {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            api_key_env: None,
+            params: BTreeMap::new(),
+            system_prompt: None,
+            stream: true,
+            limits: Limits::default(),
+        })
     }
 
     /// Checks the spec; the error says which field is wrong.
@@ -150,6 +248,25 @@ impl SystemSpec {
                 }
             }
             SystemSpec::Http(s) => check_url("url", &s.url)?,
+            SystemSpec::Websocket(s) => {
+                if !(s.url.starts_with("ws://") || s.url.starts_with("wss://")) {
+                    return Err(format!("`url` `{}` must start with ws:// or wss://", s.url));
+                }
+            }
+            SystemSpec::Builtin(s) => {
+                if s.fallback.is_empty() {
+                    return Err("`fallback` needs at least one reply".into());
+                }
+                if let Some(i) = s.replies.iter().position(|r| r.when.is_empty()) {
+                    return Err(format!("`replies[{i}].when` lists no keyword"));
+                }
+                if s.delay_ms > 60_000 {
+                    return Err(format!("`delay_ms` is {}; at most 60000", s.delay_ms));
+                }
+                if s.words_per_s > 1000 {
+                    return Err(format!("`words_per_s` is {}; at most 1000", s.words_per_s));
+                }
+            }
         }
         self.limits().validate()
     }
