@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::spec::{Limits, SystemSpec};
-use crate::{OpenAiSystem, Reply, System, SystemError, Turn, WebhookSystem};
+use crate::{BuiltinSystem, OpenAiSystem, Reply, System, SystemError, Turn, WebhookSystem};
 
 /// The longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -48,7 +48,18 @@ impl Client {
         let system: Arc<dyn System> = match spec {
             SystemSpec::Openai(s) => Arc::new(OpenAiSystem::new(name, s)?),
             SystemSpec::Http(s) => Arc::new(WebhookSystem::new(name, s)?),
-            SystemSpec::Websocket(_) | SystemSpec::Builtin(_) => {
+            SystemSpec::Builtin(s) => {
+                let timeout_ms = s.limits.timeout_s * 1000.0;
+                if s.delay_ms as f64 >= timeout_ms {
+                    return Err(config(format!(
+                        "`delay_ms` ({}) is not shorter than `limits.timeout_s` ({}s): every \
+                         reply would time out",
+                        s.delay_ms, s.limits.timeout_s
+                    )));
+                }
+                Arc::new(BuiltinSystem::new(s))
+            }
+            SystemSpec::Websocket(_) => {
                 return Err(config(format!("kind `{}` has no client yet", spec.kind())));
             }
         };

@@ -23,6 +23,7 @@
 //! Requests go through `reqwest` without default features (JSON, streaming bodies, rustls with the
 //! `ring` provider: no aws-lc, no cmake, no OpenSSL).
 
+pub mod builtin;
 pub mod client;
 pub mod error;
 pub mod openai;
@@ -33,15 +34,17 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+pub use builtin::BuiltinSystem;
 pub use client::Client;
 pub use error::SystemError;
 pub use openai::OpenAiSystem;
+pub use webhook::WebhookSystem;
 /// How a study declares its systems: the spec is study data, so it lives in the core.
 pub use wozkit_core::systems as spec;
 pub use wozkit_core::systems::{
-    BreakerSpec, BuiltinSpec, HttpSpec, Limits, OpenAiSpec, ScriptedReply, SystemSpec, WebsocketSpec,
+    BreakerSpec, BuiltinSpec, HttpSpec, Limits, OpenAiSpec, ScriptedReply, SystemSpec,
+    WebsocketSpec,
 };
-pub use webhook::WebhookSystem;
 
 /// Who spoke a turn, from the system's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
