@@ -33,6 +33,20 @@ pub enum EvalTask {
     Rate,
     /// Compare two dialogues side by side and pick one (ACUTE-Eval).
     Compare,
+    /// Chat with one of the study's systems, then rate it (a `chat` page). Each system is an
+    /// item: it gets `judgments_per_item` finished conversations.
+    Chat,
+    /// Chat with two hidden systems at once and vote for the better one (an `arena` page).
+    /// Each pair of systems is an item: it gets `judgments_per_item` counted battles.
+    Arena,
+}
+
+impl EvalTask {
+    /// Whether participants talk to live systems (chat and arena) rather than judge written
+    /// dialogues.
+    pub fn is_live(self) -> bool {
+        matches!(self, EvalTask::Chat | EvalTask::Arena)
+    }
 }
 
 /// The `evaluation` section of a study.
@@ -96,7 +110,126 @@ pub struct Evaluation {
     /// Worker ids (of any platform) not admitted to this study.
     #[serde(default)]
     pub blocklist: Vec<String>,
+    /// Chats and battles: the systems under test, by name in the study's `systems` (default:
+    /// every one of them, in the order declared).
+    #[serde(default)]
+    pub systems: Vec<String>,
+    /// Chats and battles: turns, time and what is asked along the way.
+    #[serde(default)]
+    pub conversation: Conversation,
+    /// Arena: the leaderboard's settings.
+    #[serde(default)]
+    pub leaderboard: LeaderboardSettings,
+    /// Set by the loader when `systems` was left out and filled with every declared system
+    /// (so systems added by `serve --system` join too).
+    #[serde(skip)]
+    pub systems_defaulted: bool,
 }
+
+/// The rules of a live conversation with systems (`chat` and `arena` pages). A turn is one
+/// message of the participant.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Conversation {
+    /// Turns before the participant may end the chat (or vote).
+    #[serde(default = "default_min_turns")]
+    #[schemars(range(min = 1, max = 200))]
+    pub min_turns: u32,
+    /// Turns after which the input closes.
+    #[serde(default = "default_max_turns")]
+    #[schemars(range(min = 1, max = 200))]
+    pub max_turns: u32,
+    /// Seconds from the first message after which the input closes.
+    #[serde(default)]
+    #[schemars(range(min = 10, max = MAX_SECONDS))]
+    pub time_limit_s: Option<u32>,
+    /// Longest message, in characters.
+    #[serde(default = "default_max_chars")]
+    #[schemars(range(min = 1, max = 10_000))]
+    pub max_chars: u32,
+    /// Live feedback under each reply: satisfied / frustrated buttons (as CRS Arena collects).
+    #[serde(default)]
+    pub feedback: bool,
+    /// Arena: show the systems' names after the vote.
+    #[serde(default = "yes")]
+    pub reveal: bool,
+    /// Shown in the empty input box.
+    #[serde(default)]
+    pub placeholder: Option<String>,
+}
+
+impl Default for Conversation {
+    fn default() -> Self {
+        Conversation {
+            min_turns: default_min_turns(),
+            max_turns: default_max_turns(),
+            time_limit_s: None,
+            max_chars: default_max_chars(),
+            feedback: false,
+            reveal: true,
+            placeholder: None,
+        }
+    }
+}
+
+fn default_min_turns() -> u32 {
+    3
+}
+fn default_max_turns() -> u32 {
+    10
+}
+fn default_max_chars() -> u32 {
+    1000
+}
+
+/// How the arena's leaderboard is computed and who may see it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderboardSettings {
+    /// Shown to anyone at `/leaderboard/STUDY` (otherwise to researchers only).
+    #[serde(default = "yes")]
+    pub public: bool,
+    /// Elo's K factor.
+    #[serde(default = "default_elo_k")]
+    #[schemars(range(min = 0.0, max = 400.0))]
+    pub elo_k: f64,
+    /// Every system's Elo rating before its first battle.
+    #[serde(default = "default_elo_start")]
+    #[schemars(range(min = 0.0, max = 10_000.0))]
+    pub elo_start: f64,
+    /// Bootstrap resamples of the Bradley-Terry intervals.
+    #[serde(default = "default_bootstrap")]
+    #[schemars(range(min = 0, max = 10_000))]
+    pub bootstrap: u32,
+    /// Seed of the bootstrap (so the intervals are reproducible).
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl Default for LeaderboardSettings {
+    fn default() -> Self {
+        LeaderboardSettings {
+            public: true,
+            elo_k: default_elo_k(),
+            elo_start: default_elo_start(),
+            bootstrap: default_bootstrap(),
+            seed: 0,
+        }
+    }
+}
+
+fn default_elo_k() -> f64 {
+    16.0
+}
+fn default_elo_start() -> f64 {
+    1000.0
+}
+fn default_bootstrap() -> u32 {
+    1000
+}
+
+/// The speaker name per-turn annotation uses for a system's replies in chats and battles.
+pub const SYSTEM_SPEAKER: &str = "system";
 
 fn default_judgments() -> u32 {
     3
@@ -595,6 +728,29 @@ impl Evaluation {
                     dialogues: vec![a, b],
                 })
                 .collect(),
+            // A worker chats with each system at most once (the item's "dialogue" is the system).
+            EvalTask::Chat => self
+                .systems
+                .iter()
+                .map(|s| ItemSpec {
+                    id: s.clone(),
+                    pool: ItemPool::Item,
+                    dialogues: vec![s.clone()],
+                })
+                .collect(),
+            // A worker battles each pair at most once, but meets a system in several pairs.
+            EvalTask::Arena => self
+                .system_pairs()
+                .into_iter()
+                .map(|(a, b)| {
+                    let id = format!("{a}~{b}");
+                    ItemSpec {
+                        id: id.clone(),
+                        pool: ItemPool::Item,
+                        dialogues: vec![id],
+                    }
+                })
+                .collect(),
         };
         if let Some(gold) = &self.gold {
             out.extend(gold.items.iter().map(|k| ItemSpec {
@@ -650,6 +806,25 @@ impl Evaluation {
             }
         }
         out
+    }
+
+    /// Arena: every pair of the systems under test, in the order they are listed.
+    pub fn system_pairs(&self) -> Vec<(String, String)> {
+        let mut out = vec![];
+        for (i, a) in self.systems.iter().enumerate() {
+            for b in &self.systems[i + 1..] {
+                out.push((a.clone(), b.clone()));
+            }
+        }
+        out
+    }
+
+    /// The systems of a chat or arena item (its id: a system, or two joined by `~`).
+    pub fn item_systems(&self, item: &str) -> Vec<String> {
+        match self.task {
+            EvalTask::Arena => item.split('~').map(str::to_string).collect(),
+            _ => vec![item.to_string()],
+        }
     }
 
     /// The known answer of a gold item, by item id.

@@ -282,6 +282,42 @@ pub enum EventKind {
     },
     /// The participant was screened out and sent to the end of the flow.
     ScreenedOut { reason: ScreenReason },
+    /// The first event of a conversation with a system under test (a `chat` page, or one side of
+    /// an `arena` battle). The participant's messages are `Message`s of role `user`, the
+    /// system's replies `Message`s of role `wizard` by actor `Bot { name: system }`.
+    ChatStarted {
+        participant: String,
+        page: String,
+        /// The evaluation item and the lease it was claimed under.
+        item: String,
+        lease: String,
+        system: String,
+        /// Arena: `left` or `right`; none for a chat.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        side: Option<String>,
+        /// Arena: the other side's session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        opponent: Option<String>,
+    },
+    /// A system gave no reply to a turn (after its retries, or refused by its limits). The
+    /// participant was told and may send the turn again; a battle with a failed turn is void.
+    SystemFailed {
+        system: String,
+        /// What went wrong, without secrets (an API key never appears here).
+        error: String,
+    },
+    /// The participant labelled a system reply during the chat (per-turn annotation and live
+    /// feedback). `turn` is the reply's index among the session's messages, from 0.
+    TurnAnnotated {
+        turn: u32,
+        #[serde(default)]
+        labels: Vec<String>,
+        #[serde(default)]
+        score: Option<u32>,
+        /// Live feedback: `satisfied` or `frustrated`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+    },
     /// Information from an imported dataset that has no event of its own.
     Annotation {
         key: String,
@@ -353,7 +389,16 @@ pub struct Judgment {
     #[serde(default)]
     pub gold_correct: Option<bool>,
     pub claimed_at_ms: u64,
+    /// Arena: a system failed a turn of this battle, so the vote is kept but not counted (and
+    /// the pair is battled again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub void: bool,
 }
+
+/// The arena vote choices besides a side's dialogue: neither side was better.
+pub const VOTE_TIE: &str = "tie";
+/// The arena vote choice: both sides were bad (scored as a tie).
+pub const VOTE_BOTH_BAD: &str = "both_bad";
 
 /// The labels given to one turn of a shown dialogue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -83,9 +83,13 @@ pub struct Study {
     /// The pages each role goes through.
     #[serde(default)]
     pub flow: Flow,
-    /// Dialogues to rate or compare, for studies whose flow has `rate` or `compare` pages.
+    /// Dialogues to rate or compare, for studies whose flow has `rate` or `compare` pages, or
+    /// the chats and battles with `systems` of `chat` and `arena` pages.
     #[serde(default)]
     pub evaluation: Option<crate::evaluation::Evaluation>,
+    /// Dialogue systems under test, by name (`docs/bots.md`).
+    #[serde(default)]
+    pub systems: IndexMap<String, crate::systems::SystemSpec>,
 }
 
 impl Study {
@@ -672,6 +676,10 @@ pub enum PageKind {
     Onboarding,
     Rate,
     Compare,
+    /// Chat with one system, then rate it (`evaluation.task: chat`).
+    Chat,
+    /// Chat with two hidden systems at once and vote (`evaluation.task: arena`).
+    Arena,
 }
 
 /// One page in the flow. Pages are shown in order; a page with `when` is skipped when its

@@ -138,7 +138,22 @@ fn summary(s: &LoadedStudy) -> String {
             s.study.world.robots.len()
         ));
     }
-    if let Some(e) = &s.study.evaluation {
+    if let Some(e) = s.study.evaluation.as_ref().filter(|e| e.task.is_live()) {
+        parts.push(format!(
+            "evaluation: {} with {} system(s) ({}), {} {} each, {} to {} turns",
+            if e.task == EvalTask::Arena { "arena" } else { "chat" },
+            e.systems.len(),
+            e.systems.join(", "),
+            e.judgments_per_item,
+            if e.task == EvalTask::Arena {
+                "counted battles per pair"
+            } else {
+                "finished conversations per system"
+            },
+            e.conversation.min_turns,
+            e.conversation.max_turns,
+        ));
+    } else if let Some(e) = &s.study.evaluation {
         let items = e.items();
         let gold = items.iter().filter(|i| i.pool == ItemPool::Gold).count();
         parts.push(format!(
@@ -146,7 +161,7 @@ fn summary(s: &LoadedStudy) -> String {
             items.len() - gold,
             match e.task {
                 EvalTask::Rate => "rating",
-                EvalTask::Compare => "comparison",
+                EvalTask::Compare | EvalTask::Chat | EvalTask::Arena => "comparison",
             },
             e.judgments_per_item,
             gold

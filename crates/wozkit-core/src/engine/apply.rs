@@ -163,6 +163,9 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         EventKind::SurveyAnswered { .. }
         | EventKind::CompletionIssued { .. }
         | EventKind::Annotation { .. }
+        | EventKind::ChatStarted { .. }
+        | EventKind::SystemFailed { .. }
+        | EventKind::TurnAnnotated { .. }
         | EventKind::ParticipantLogStarted { .. }
         | EventKind::PageAnswered { .. }
         | EventKind::ItemClaimed { .. }

@@ -223,6 +223,7 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
         Err(e) => return Err(Diagnostics(vec![diag("", e.to_string(), None)])),
     };
     let file_dialogues = read_dialogues_file(&mut study, &source, &diag)?;
+    default_systems(&mut study);
 
     // Pass 3: meaning.
     let (compiled, problems) =
@@ -237,6 +238,18 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
         })
     } else {
         Err(Diagnostics(problems))
+    }
+}
+
+/// A chat or arena evaluation that lists no systems tests every declared one.
+pub fn default_systems(study: &mut Study) {
+    let declared: Vec<String> = study.systems.keys().cloned().collect();
+    if let Some(ev) = study.evaluation.as_mut()
+        && ev.task.is_live()
+        && (ev.systems.is_empty() || ev.systems_defaulted)
+    {
+        ev.systems = declared;
+        ev.systems_defaulted = true;
     }
 }
 

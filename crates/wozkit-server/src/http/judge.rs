@@ -392,7 +392,7 @@ pub fn onboarding_page(
                         .collect::<String>(),
                     side_choice(&format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
                 ),
-                EvalTask::Rate => format!(
+                EvalTask::Rate | EvalTask::Chat | EvalTask::Arena => format!(
                     "{}{}",
                     shown
                         .iter()
@@ -465,7 +465,7 @@ pub async fn onboarding(
                     }
                 }
             }
-            EvalTask::Rate => {
+            EvalTask::Rate | EvalTask::Chat | EvalTask::Arena => {
                 let qs = onboarding_questions(ev, n, k);
                 match questions::check(&qs, &fields, seed) {
                     Err(mut more) => problems.append(&mut more),
@@ -644,7 +644,7 @@ fn item_page(
                 )
             },
         ),
-        EvalTask::Rate => (
+        EvalTask::Rate | EvalTask::Chat | EvalTask::Arena => (
             shown
                 .iter()
                 .map(|d| transcript(d, 0, "The conversation", annotate, fields))
@@ -668,14 +668,14 @@ fn item_page(
          <button type=\"submit\" data-testid=\"judge-skip\">Skip this one</button></form></main>",
         kind = match ev.task {
             EvalTask::Compare => "compare",
-            EvalTask::Rate => "rate",
+            _ => "rate",
         },
         item = esc(&lease.item_id),
         head = page_head(
             page,
             match ev.task {
                 EvalTask::Compare => "Compare two conversations",
-                EvalTask::Rate => "Rate the conversation",
+                _ => "Rate the conversation",
             }
         ),
         action = esc(action),
@@ -816,6 +816,7 @@ pub async fn judge(
         surplus: false,
         gold_correct,
         claimed_at_ms: lease.claimed_at_ms,
+        void: false,
     };
     let actor = eval::actor(&p);
     let at_ms = now_ms();

@@ -196,7 +196,9 @@ pub async fn current(
             judge::onboarding_page(&study, &p, page, &action("/p/onboarding"), &[], &[])
         }
         // Reached only when the loop above found nothing to judge and could not move on.
-        PageKind::Rate | PageKind::Compare => return Ok(to_page(seat.as_deref())),
+        PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena => {
+            return Ok(to_page(seat.as_deref()));
+        }
         PageKind::Completion => {
             let code = ensure_code(&app, &p, role).await?;
             let no_partner = match &p.session_id {

@@ -5,7 +5,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::{Checker, comprehension_vars, did_you_mean, member_names};
-use crate::evaluation::{AnnotationKind, EvalTask, Evaluation, FromStore, KnownItem, StoreValue};
+use crate::evaluation::{
+    AnnotationKind, EvalTask, Evaluation, FromStore, KnownItem, SYSTEM_SPEAKER, StoreValue,
+};
 use crate::expr::Condition;
 use crate::model::{Page, PageKind};
 use crate::questions::{self, SCALE_POINTS};
@@ -38,8 +40,14 @@ impl Checker<'_> {
         let judges = |pages: &[Page]| {
             pages
                 .iter()
-                .any(|p| matches!(p.kind, PageKind::Rate | PageKind::Compare))
+                .any(|p| {
+                    matches!(
+                        p.kind,
+                        PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena
+                    )
+                })
         };
+        self.systems();
         if study.has_room() {
             let needs_room = |pages: &[Page]| !pages.iter().any(|p| p.kind == PageKind::Room);
             if needs_room(&study.flow.user) || needs_room(&study.flow.wizard) {
@@ -61,8 +69,8 @@ impl Checker<'_> {
                 "/flow",
                 "each role's flow needs a `room` page".into(),
                 Some(
-                    "or make this an evaluation study: an `evaluation` section and a `rate` or \
-                     `compare` page in the user flow"
+                    "or make this an evaluation study: an `evaluation` section and a `rate`, \
+                     `compare`, `chat` or `arena` page in the user flow"
                         .into(),
                 ),
             );
@@ -248,6 +256,12 @@ impl Checker<'_> {
             PageKind::Compare => ev
                 .is_none_or(|e| e.task != EvalTask::Compare)
                 .then_some("a `compare` page needs an `evaluation` section with `task: compare`"),
+            PageKind::Chat => ev
+                .is_none_or(|e| e.task != EvalTask::Chat)
+                .then_some("a `chat` page needs an `evaluation` section with `task: chat`"),
+            PageKind::Arena => ev
+                .is_none_or(|e| e.task != EvalTask::Arena)
+                .then_some("an `arena` page needs an `evaluation` section with `task: arena`"),
             PageKind::Onboarding => ev
                 .is_none_or(|e| e.onboarding.is_none())
                 .then_some("an `onboarding` page needs `evaluation.onboarding`"),
@@ -359,6 +373,7 @@ impl Checker<'_> {
                     );
                 }
             }
+            EvalTask::Chat | EvalTask::Arena => self.live_evaluation(ev),
         }
         for problem in questions::rules::check(&ev.questions, "/evaluation/questions") {
             self.err(&problem.pointer, problem.message, problem.hint);
@@ -372,7 +387,7 @@ impl Checker<'_> {
                 );
             }
         }
-        if let Some(a) = &ev.annotate {
+        if let Some(a) = ev.annotate.as_ref().filter(|_| !ev.task.is_live()) {
             let speaks = ev
                 .dialogues
                 .iter()
@@ -433,6 +448,8 @@ impl Checker<'_> {
                 Some(match ev.task {
                     EvalTask::Compare => "no pair could be formed: check `pairs` and the dialogues' systems and scenarios".into(),
                     EvalTask::Rate => "every dialogue is used by onboarding or gold items".into(),
+                    EvalTask::Chat => "declare `systems` and list them in `evaluation.systems`".into(),
+                    EvalTask::Arena => "an arena needs at least two systems in `evaluation.systems`".into(),
                 }),
             );
         }
@@ -488,8 +505,118 @@ impl Checker<'_> {
         }
     }
 
+    /// The study's `systems`: valid specs and names an item id can hold.
+    fn systems(&mut self) {
+        for (name, spec) in &self.study.systems {
+            let ptr = format!("/systems/{name}");
+            if name.trim().is_empty() || name.contains('~') || name.len() > 64 {
+                self.err(
+                    &ptr,
+                    format!("system name `{name}` must be 1 to 64 characters without `~`"),
+                    None,
+                );
+            }
+            if let Err(message) = spec.validate() {
+                self.err(&ptr, message, Some("see docs/bots.md".into()));
+            }
+        }
+    }
+
+    /// A `chat` or `arena` evaluation: systems that exist, turn limits that fit, annotation of
+    /// the systems' replies, and none of the written-dialogue fields.
+    fn live_evaluation(&mut self, ev: &Evaluation) {
+        let declared: Vec<&str> = self.study.systems.keys().map(String::as_str).collect();
+        for (i, name) in ev.systems.iter().enumerate() {
+            if !declared.contains(&name.as_str()) {
+                let hint = did_you_mean(name, declared.iter().copied())
+                    .or_else(|| Some("declare it under the study's `systems`".into()));
+                self.err(
+                    &format!("/evaluation/systems/{i}"),
+                    format!("unknown system `{name}`"),
+                    hint,
+                );
+            }
+        }
+        self.unique("system", "/evaluation/systems", ev.systems.iter().map(String::as_str));
+        let task = if ev.task == EvalTask::Arena { "arena" } else { "chat" };
+        let fewest = if ev.task == EvalTask::Arena { 2 } else { 1 };
+        if ev.systems.len() < fewest {
+            self.err(
+                "/evaluation",
+                format!(
+                    "a `{task}` evaluation needs at least {fewest} system{}; it has {}",
+                    if fewest == 1 { "" } else { "s" },
+                    ev.systems.len()
+                ),
+                Some(
+                    "declare them under the study's `systems` (or give them at start with \
+                     `serve --system NAME=URL`)"
+                        .into(),
+                ),
+            );
+        }
+        let c = &ev.conversation;
+        if c.min_turns > c.max_turns {
+            self.err(
+                "/evaluation/conversation/min_turns",
+                format!(
+                    "`min_turns` ({}) is more than `max_turns` ({})",
+                    c.min_turns, c.max_turns
+                ),
+                None,
+            );
+        }
+        let written = [
+            ("dialogues", !ev.dialogues.is_empty()),
+            ("dialogues_file", ev.dialogues_file.is_some()),
+            ("from_store", ev.from_store.is_some()),
+            ("pairs", ev.pairs.is_some()),
+            ("items", ev.items.is_some()),
+            ("onboarding", ev.onboarding.is_some()),
+            ("gold", ev.gold.is_some()),
+        ];
+        for (field, set) in written {
+            if set {
+                self.err(
+                    &format!("/evaluation/{field}"),
+                    format!("`{field}` is for rating or comparing written dialogues, not a `{task}`"),
+                    Some("participants of a chat or arena talk to the `systems` instead".into()),
+                );
+            }
+        }
+        if let Some(a) = &ev.annotate {
+            if a.speaker != SYSTEM_SPEAKER {
+                self.err(
+                    "/evaluation/annotate/speaker",
+                    format!(
+                        "in a `{task}` the systems' replies are annotated: `speaker: {SYSTEM_SPEAKER}`"
+                    ),
+                    None,
+                );
+            }
+            match a.kind {
+                AnnotationKind::Checkboxes if a.options.is_empty() => self.err(
+                    "/evaluation/annotate",
+                    "checkbox annotation needs `options`".into(),
+                    None,
+                ),
+                AnnotationKind::Scale if !SCALE_POINTS.contains(&a.points()) => self.err(
+                    "/evaluation/annotate/points",
+                    format!(
+                        "a scale has {} to {} points",
+                        SCALE_POINTS.start(),
+                        SCALE_POINTS.end()
+                    ),
+                    None,
+                ),
+                _ => {}
+            }
+        }
+    }
+
     fn known_item(&mut self, ptr: &str, task: EvalTask, k: &KnownItem, question_ids: &[&str]) {
         match task {
+            EvalTask::Chat | EvalTask::Arena => {}
             EvalTask::Compare => {
                 let (Some(a), Some(b)) = (&k.a, &k.b) else {
                     self.err(
@@ -570,5 +697,7 @@ pub fn kind_name(kind: PageKind) -> &'static str {
         PageKind::Onboarding => "onboarding",
         PageKind::Rate => "rate",
         PageKind::Compare => "compare",
+        PageKind::Chat => "chat",
+        PageKind::Arena => "arena",
     }
 }
