@@ -9,10 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc};
 
 use crate::spec::{Limits, SystemSpec};
-use crate::{BuiltinSystem, OpenAiSystem, Reply, System, SystemError, Turn, WebhookSystem};
+use crate::{
+    BuiltinSystem, OpenAiSystem, Reply, System, SystemError, Turn, Unprompted, WebhookSystem,
+    WebsocketSystem,
+};
 
 /// The longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -59,9 +62,7 @@ impl Client {
                 }
                 Arc::new(BuiltinSystem::new(s))
             }
-            SystemSpec::Websocket(_) => {
-                return Err(config(format!("kind `{}` has no client yet", spec.kind())));
-            }
+            SystemSpec::Websocket(s) => Arc::new(WebsocketSystem::new(name, s)?),
         };
         Ok(Client::with_system(name, spec.limits().clone(), system))
     }
@@ -81,6 +82,25 @@ impl Client {
     /// The system's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A receiver of what the system says without being asked (see
+    /// [`WebsocketSystem::subscribe_unprompted`]); `None` when the system cannot.
+    pub fn subscribe_unprompted(&self) -> Option<broadcast::Receiver<Unprompted>> {
+        self.system.subscribe_unprompted()
+    }
+
+    /// Opens the system's long-lived connection now, within the timeout of one attempt, so that
+    /// it can speak before it is first asked. Does nothing for request/response systems.
+    pub async fn connect(&self) -> Result<(), SystemError> {
+        tokio::time::timeout(secs(self.limits.timeout_s), self.system.connect())
+            .await
+            .unwrap_or_else(|_| {
+                Err(SystemError::Timeout {
+                    system: self.name.clone(),
+                    seconds: self.limits.timeout_s,
+                })
+            })
     }
 
     /// Asks the system for its reply to `history`, within the limits.

@@ -1,10 +1,19 @@
 //! Clients for dialogue systems under test.
 //!
-//! A study compares dialogue systems that run elsewhere: behind an OpenAI-compatible
-//! `/v1/chat/completions` endpoint (vLLM, llama.cpp, Ollama, TGI all serve one) or behind a small JSON
-//! webhook. This crate declares them ([`SystemSpec`]), talks to them ([`System`], with
-//! [`OpenAiSystem`] and [`WebhookSystem`]) and keeps a slow or broken system from harming a study
-//! ([`Client`]).
+//! A study compares dialogue systems, declared by a [`SystemSpec`] of one of four kinds:
+//!
+//! - `openai` ([`OpenAiSystem`]): an OpenAI-compatible `/v1/chat/completions` endpoint (vLLM,
+//!   llama.cpp, Ollama, TGI all serve one), whole or streamed;
+//! - `http` ([`WebhookSystem`]): a small JSON webhook, the dialogue so far POSTed and the reply in
+//!   the response;
+//! - `websocket` ([`WebsocketSystem`]): a system that keeps a WebSocket connection open, answers
+//!   the turns of all dialogues over it (streamed or whole) and may speak unprompted
+//!   ([`Unprompted`]); the protocol is in [`websocket`];
+//! - `builtin` ([`BuiltinSystem`]): a scripted bot inside wozkit, keyword rules and fallbacks with
+//!   a think time and a typing speed, so built-in studies need no setup.
+//!
+//! All speak through the [`System`] trait, and a [`Client`] keeps a slow or broken system from
+//! harming a study.
 //!
 //! # Limits, retries and the circuit breaker
 //!
@@ -18,10 +27,11 @@
 //! and its `Retry` knows nothing of streaming, where a failed attempt must not be retried once part
 //! of its reply was shown. The whole policy fits in [`client`] and reads top to bottom.
 //!
-//! # HTTP
+//! # HTTP and WebSocket
 //!
 //! Requests go through `reqwest` without default features (JSON, streaming bodies, rustls with the
-//! `ring` provider: no aws-lc, no cmake, no OpenSSL).
+//! `ring` provider: no aws-lc, no cmake, no OpenSSL). WebSocket connections go through
+//! `tokio-tungstenite`, with the same rustls for `wss://` (the platform's root certificates).
 
 pub mod builtin;
 pub mod client;
@@ -29,16 +39,18 @@ pub mod error;
 pub mod openai;
 mod transport;
 pub mod webhook;
+pub mod websocket;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 pub use builtin::BuiltinSystem;
 pub use client::Client;
 pub use error::SystemError;
 pub use openai::OpenAiSystem;
 pub use webhook::WebhookSystem;
+pub use websocket::WebsocketSystem;
 /// How a study declares its systems: the spec is study data, so it lives in the core.
 pub use wozkit_core::systems as spec;
 pub use wozkit_core::systems::{
@@ -90,6 +102,16 @@ pub struct Reply {
     pub text: String,
 }
 
+/// Something a system said without being asked (a WebSocket system's `say` frame). The server
+/// shows it in the dialogue as the system's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unprompted {
+    /// The dialogue the system spoke into.
+    pub dialogue_id: String,
+    /// What it said.
+    pub text: String,
+}
+
 /// A dialogue system that answers the dialogue so far.
 ///
 /// Implementations make exactly one attempt per call; limits, retries and the circuit breaker live
@@ -111,5 +133,17 @@ pub trait System: Send + Sync {
         let reply = self.reply(dialogue_id, history).await?;
         let _ = deltas.send(reply.text.clone()).await;
         Ok(reply)
+    }
+
+    /// A receiver of what the system says without being asked, for systems that can (those that
+    /// keep a connection open); `None` for the others.
+    fn subscribe_unprompted(&self) -> Option<broadcast::Receiver<Unprompted>> {
+        None
+    }
+
+    /// Opens the system's long-lived connection now rather than at the first call, so that it
+    /// can speak before it is first asked. Does nothing for request/response systems.
+    async fn connect(&self) -> Result<(), SystemError> {
+        Ok(())
     }
 }
