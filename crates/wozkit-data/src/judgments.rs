@@ -15,7 +15,7 @@
 //! | `page` | the flow page of the judgment (empty for onboarding rows) |
 //! | `item` | the item id; for an onboarding row, the answer key |
 //! | `pool` | `item` or `gold` (empty for onboarding rows) |
-//! | `gold`, `onboarding`, `surplus`, `counted` | flags: a gold item; an onboarding answer; submitted after the lease expired when the item was complete; counted towards the item's judgments |
+//! | `gold`, `onboarding`, `surplus`, `counted`, `void` | flags: a gold item; an onboarding answer; submitted after the lease expired when the item was complete; counted towards the item's judgments; an arena battle in which a system failed a turn (kept, never counted) |
 //! | `dialogue`, `system` | a rating: the dialogue rated and its system |
 //! | `left`, `left_system`, `right`, `right_system` | a comparison: the dialogues as shown and their systems |
 //! | `choice`, `choice_system` | a comparison: the dialogue chosen and its system |
@@ -58,6 +58,8 @@ pub struct JudgmentRow {
     pub onboarding: bool,
     pub surplus: bool,
     pub counted: bool,
+    /// An arena battle a system failed a turn of: kept, but in no number.
+    pub void: bool,
     pub dialogue: Option<String>,
     pub system: Option<String>,
     pub left: Option<String>,
@@ -158,6 +160,7 @@ impl Base<'_> {
             onboarding: false,
             surplus: false,
             counted: false,
+            void: false,
             dialogue: None,
             system: None,
             left: None,
@@ -201,6 +204,7 @@ impl Base<'_> {
             gold: j.pool == ItemPool::Gold,
             surplus: j.surplus,
             counted: j.counted,
+            void: j.void,
             choice: j.choice.clone(),
             justification: j.justification.clone(),
             answers: j.answers.clone(),
@@ -247,7 +251,7 @@ impl<W: Write> JudgmentsJsonl<W> {
 }
 
 /// The fixed CSV columns before the answer columns.
-const CSV_HEAD: [&str; 20] = [
+const CSV_HEAD: [&str; 21] = [
     "study",
     "log",
     "participant",
@@ -259,6 +263,7 @@ const CSV_HEAD: [&str; 20] = [
     "onboarding",
     "surplus",
     "counted",
+    "void",
     "dialogue",
     "system",
     "left",
@@ -333,6 +338,7 @@ fn csv_record(row: &JudgmentRow, keys: &BTreeSet<String>) -> Result<Vec<String>,
         flag(row.onboarding),
         flag(row.surplus),
         flag(row.counted),
+        flag(row.void),
         text(&row.dialogue),
         text(&row.system),
         text(&row.left),

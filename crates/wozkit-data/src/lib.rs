@@ -10,6 +10,7 @@
 //!   CRSArena-Dial and -Eval, CRWIZ), plus [`formats::import`] / [`formats::export`] by name.
 //! - [`votes`](mod@votes), [`survey`]: the votes CSV (CRSArena layout) and the survey-answer CSV.
 //! - [`judgments`]: the judgments of evaluation studies as a JSON Lines or CSV table.
+//! - [`leaderboard`]: arena battles ranked (Elo, Bradley-Terry, win-rate grid) and as HTML.
 //! - [`native`]: wozkit's own JSON Lines event log, the lossless export.
 //! - [`sidecar`]: what an export's format cannot hold, next to the export.
 //! - [`input`], [`output`]: reading files (zip, lenient JSON) and streaming pretty JSON and zips.
@@ -24,6 +25,7 @@ pub mod error;
 pub mod formats;
 pub mod input;
 pub mod judgments;
+pub mod leaderboard;
 pub mod native;
 pub mod output;
 pub mod report;

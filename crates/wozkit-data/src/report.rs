@@ -186,7 +186,7 @@ pub async fn build_report(
     while let Some(session) = stream.next().await? {
         collected.add(&session, options)?;
     }
-    let judgments = read_judgments(store, study, options.include_test).await?;
+    let judgments = read_judgments(store, study, options).await?;
     let mut report = collected.report(options);
     report.judgments = judgments;
     Ok(report)
@@ -196,13 +196,13 @@ pub async fn build_report(
 async fn read_judgments(
     store: &dyn Store,
     study: Option<&str>,
-    include_test: bool,
+    options: &ReportOptions,
 ) -> Result<Option<JudgmentsReport>, ReportError> {
     let mut collector = JudgmentsCollector::default();
     let mut logs = SessionStream::participant_logs(store, study).await?;
     while let Some(log) = logs.next().await? {
         let (worker, test) = log_worker(store, &log).await?;
-        if test && !include_test {
+        if test && !options.include_test {
             continue;
         }
         collector.add(
@@ -210,7 +210,7 @@ async fn read_judgments(
             crate::judgments::log_rows(&log.events, &worker),
         );
     }
-    Ok(collector.report())
+    Ok(collector.report(options.ranking))
 }
 
 /// What the report keeps of the sessions it has read.

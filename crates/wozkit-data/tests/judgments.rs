@@ -113,6 +113,7 @@ fn judgment(item: &str, dialogues: &[&str], golden: &Value) -> Judgment {
         surplus: false,
         gold_correct: None,
         claimed_at_ms: 0,
+        void: false,
     }
 }
 
@@ -487,6 +488,7 @@ async fn judgments_csv_has_a_column_per_answer_key() {
     assert_eq!(c["choice"], "d3");
     assert_eq!(c["choice_system"], "bot_a");
     assert_eq!(c["counted"], "true");
+    assert_eq!(c["void"], "false");
     assert_eq!(c["gold"], "false");
     assert_eq!(c["dialogue"], "");
     assert_eq!(c["answer.fluency"], "");

@@ -59,11 +59,15 @@ pub struct Satisfaction {
 }
 
 /// Settings of the rankings.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RankingOptions {
+    /// Elo's K factor.
     pub elo_k: f64,
+    /// Every system's Elo rating before its first battle.
     pub elo_start: f64,
+    /// Bootstrap resamples of the Bradley-Terry intervals.
     pub bootstrap: usize,
+    /// Seed of the bootstrap.
     pub seed: u64,
 }
 

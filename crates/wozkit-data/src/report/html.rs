@@ -288,10 +288,11 @@ fn evaluation(page: &mut String, report: &Report) {
 fn judgments(page: &mut String, j: &JudgmentsReport) {
     let _ = write!(
         page,
-        "<h2>Evaluation judgments</h2><p>{} judgments ({} counted) from {} participants; {} \
-         surplus, {} items returned; onboarding passed by {} of {}.{}</p>",
+        "<h2>Evaluation judgments</h2><p>{} judgments ({} counted, {} void) from {} participants; \
+         {} surplus, {} items returned; onboarding passed by {} of {}.{}</p>",
         j.judgments,
         j.counted,
+        j.void,
         j.participant_logs,
         j.surplus,
         j.returned,
@@ -349,6 +350,10 @@ fn judgments(page: &mut String, j: &JudgmentsReport) {
             );
         }
         page.push_str("</table>");
+    }
+    if let Some(board) = &j.leaderboard {
+        page.push_str("<h3>Leaderboard (Elo, Bradley-Terry)</h3>");
+        page.push_str(&crate::leaderboard::html_tables(board));
     }
     let agreements = j
         .rating_agreement
@@ -423,7 +428,7 @@ fn describe(d: &Describe) -> String {
     )
 }
 
-fn num(value: Option<f64>) -> String {
+pub(crate) fn num(value: Option<f64>) -> String {
     match value {
         Some(v) if v != 0.0 && v.abs() < 0.001 => format!("{v:.2e}"),
         Some(v) => format!("{v:.3}"),
@@ -432,7 +437,7 @@ fn num(value: Option<f64>) -> String {
 }
 
 /// Escapes text for HTML content and attributes.
-fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

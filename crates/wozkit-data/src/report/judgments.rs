@@ -16,6 +16,9 @@
 //! - agreement: Krippendorff's alpha over items judged by at least two workers, per rating
 //!   question at the interval level, and for comparisons at the nominal level with the chosen
 //!   system as each worker's value;
+//! - leaderboard: Elo and Bradley-Terry rankings of the comparisons and arena battles, computed
+//!   by [`crate::leaderboard`] exactly as the server's live leaderboard (votes in cast order);
+//!   void battles (a system failed a turn) are counted apart and enter no number;
 //! - a worker is flagged as straight-lining when they made at least three rating judgments with
 //!   numeric answers and every one of those answers, on every question, is the same point.
 
@@ -24,8 +27,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use wozkit_core::event::{Event, EventKind};
 
-use super::evaluation::{Agreement, PairResult, agreement, win_rates};
+use super::evaluation::{Agreement, PairResult, RankingOptions, agreement, win_rates};
 use crate::judgments::JudgmentRow;
+use crate::leaderboard::{Leaderboard, leaderboard_from_rows};
 use crate::stats::agreement::Level;
 use crate::stats::{mean, mean_ci, median, sd};
 use crate::votes::Vote;
@@ -40,8 +44,10 @@ pub struct JudgmentsReport {
     pub participant_logs: usize,
     /// Every judgment, gold and surplus included.
     pub judgments: usize,
-    /// Judgments counted towards their item (item pool, not surplus).
+    /// Judgments counted towards their item (item pool, not surplus, not void).
     pub counted: usize,
+    /// Void arena battles (a system failed a turn): kept, in no number.
+    pub void: usize,
     /// Rating statistics by system, then by question.
     pub ratings: BTreeMap<String, BTreeMap<String, RatingSummary>>,
     /// The ACUTE-Eval grid: one entry per unordered pair of systems compared.
@@ -50,6 +56,9 @@ pub struct JudgmentsReport {
     pub rating_agreement: BTreeMap<String, Agreement>,
     /// Agreement on the system chosen in comparisons (nominal level); `None` without comparisons.
     pub comparison_agreement: Option<Agreement>,
+    /// Elo and Bradley-Terry rankings of the comparisons and battles, as the server's live
+    /// leaderboard computes them; `None` without comparisons.
+    pub leaderboard: Option<Leaderboard>,
     /// One entry per worker, by participant id.
     pub workers: Vec<WorkerSummary>,
     pub onboarding: Onboarding,
@@ -131,15 +140,15 @@ impl JudgmentsCollector {
         self.rows.extend(rows.into_iter().filter(|r| !r.onboarding));
     }
 
-    /// The report part; `None` when no judgment was read.
-    pub fn report(self) -> Option<JudgmentsReport> {
+    /// The report part, rankings computed with `ranking`; `None` when no judgment was read.
+    pub fn report(self, ranking: RankingOptions) -> Option<JudgmentsReport> {
         if self.rows.is_empty() {
             return None;
         }
         let counted: Vec<&JudgmentRow> = self
             .rows
             .iter()
-            .filter(|r| r.counted && !r.gold && !r.surplus)
+            .filter(|r| r.counted && !r.gold && !r.surplus && !r.void)
             .collect();
         let (ratings, rating_agreement) = rating_numbers(&counted);
         let (win_rates, comparison_agreement) = comparison_numbers(&counted);
@@ -147,10 +156,12 @@ impl JudgmentsCollector {
             participant_logs: self.logs,
             judgments: self.rows.len(),
             counted: counted.len(),
+            void: self.rows.iter().filter(|r| r.void).count(),
             ratings,
             win_rates,
             rating_agreement,
             comparison_agreement,
+            leaderboard: leaderboard_from_rows(&self.rows, ranking),
             workers: workers(&self.rows),
             onboarding: self.onboarding,
             screened_out: self.screened_out,
@@ -314,6 +325,7 @@ mod tests {
             onboarding: false,
             surplus: false,
             counted: true,
+            void: false,
             dialogue: Some(format!("d-{item}")),
             system: Some("sys".into()),
             left: None,
