@@ -85,6 +85,8 @@ pub struct Inner {
     pub(crate) code_key: CodeKey,
     /// Logged-in researchers.
     pub(crate) researchers: ResearcherSessions,
+    /// The dialogue systems under test, and their replies in flight.
+    pub(crate) systems: crate::chat::Systems,
     /// Entry links opened per client address: bounds how fast participants can be created.
     pub(crate) joins: KeyedLimiter,
     pub tunables: Tunables,
@@ -125,6 +127,7 @@ impl AppState {
         for s in studies.values() {
             crate::evaluation::register_items(store.as_ref(), s).await?;
         }
+        let systems = crate::chat::Systems::new(studies.values().map(|s| s.as_ref()))?;
         Ok(AppState(Arc::new(Inner {
             store,
             studies,
@@ -132,6 +135,7 @@ impl AppState {
             rooms: Rooms::default(),
             code_key,
             researchers: ResearcherSessions::default(),
+            systems,
             joins: KeyedLimiter::per_minute(config.tunables.join_per_minute),
             tunables: config.tunables,
             shutdown,

@@ -410,7 +410,16 @@ pub async fn current_item(
     let Some(lease) = lease else {
         return Ok(None);
     };
-    let shown = shown_order(&lease);
+    // A conversation's "dialogues" are its sessions, opened before the claim is logged.
+    let (shown, systems) = if ev.task.is_live() {
+        let sides = crate::chat::sides(ev, &lease);
+        crate::chat::open_sessions(app, study, p, page, &lease, &sides).await?;
+        sides.into_iter().map(|s| (s.session, s.system)).unzip()
+    } else {
+        let shown = shown_order(&lease);
+        let systems = shown.iter().map(|d| ev.system_of(d)).collect();
+        (shown, systems)
+    };
     record(
         app,
         p,
@@ -419,7 +428,7 @@ pub async fn current_item(
             page: page.to_string(),
             item: lease.item_id.clone(),
             lease: lease.id.clone(),
-            systems: shown.iter().map(|d| ev.system_of(d)).collect(),
+            systems,
             dialogues: shown,
             pool: lease.pool,
             claimed_at_ms: lease.claimed_at_ms,

@@ -18,6 +18,8 @@
 //! - `room`: the room registry and the room actor, its per-role views and the built-in bots.
 //! - `flow`: where a participant is in the study's page flow.
 //! - [`auth`]: the researcher password and login sessions; `security`: cookies, Origin, rate limits.
+//! - `chat`: conversations with dialogue systems under test (chat and arena pages): the
+//!   system clients, one session per system, replies in tasks of their own.
 //! - [`completion`]: completion codes (an HMAC of the participant id under a stored key).
 //! - [`records`]: the dialogue log export with automatic metrics, and payments.
 
@@ -25,6 +27,7 @@
 
 pub mod app;
 pub mod auth;
+mod chat;
 pub mod completion;
 mod error;
 mod evaluation;

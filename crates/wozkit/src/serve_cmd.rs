@@ -11,6 +11,7 @@ use crate::data_cmds::{Access, open_store};
 use anyhow::{Context, Result};
 use clap::Args;
 use wozkit_core::load::{self, LoadedStudy};
+use wozkit_core::systems::SystemSpec;
 use wozkit_server::records::payments::{self, Verdict};
 use wozkit_server::{Config, Tunables, auth, launch_with_listener, records};
 
@@ -43,6 +44,52 @@ pub struct ServeArgs {
     /// study; each study may list more under `evaluation.blocklist`.
     #[arg(long, env = "WOZKIT_BLOCKLIST", value_name = "FILE")]
     blocklist: Option<PathBuf>,
+    /// A dialogue system under test at an OpenAI-compatible base URL (e.g.
+    /// `my-model=http://gpu-box:8000/v1`, or `NAME=URL#MODEL` when the endpoint's model name is
+    /// not NAME). Replaces the study's system of that name or adds one; a chat or arena that
+    /// does not list its systems tests the added ones too. Repeatable.
+    #[arg(long = "system", value_name = "NAME=URL[#MODEL]", value_parser = parse_system)]
+    systems: Vec<(String, SystemSpec)>,
+}
+
+/// Parses `--system NAME=URL[#MODEL]`.
+fn parse_system(arg: &str) -> std::result::Result<(String, SystemSpec), String> {
+    let (name, rest) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("`{arg}`: write NAME=URL, e.g. my-model=http://localhost:8000/v1"))?;
+    let name = name.trim();
+    if name.is_empty() || name.contains('~') {
+        return Err(format!("`{arg}`: the name must be non-empty and without `~`"));
+    }
+    let (url, model) = match rest.split_once('#') {
+        Some((url, model)) if !model.trim().is_empty() => (url.trim(), model.trim()),
+        _ => (rest.trim(), name),
+    };
+    let spec = SystemSpec::openai(url, model);
+    spec.validate().map_err(|e| format!("`{arg}`: {e}"))?;
+    Ok((name.to_string(), spec))
+}
+
+/// Puts the `--system` endpoints into every served study with a chat or arena evaluation.
+fn apply_systems(studies: &mut [LoadedStudy], systems: &[(String, SystemSpec)]) -> Result<()> {
+    if systems.is_empty() {
+        return Ok(());
+    }
+    let mut used = false;
+    for s in studies.iter_mut() {
+        if !s.study.evaluation.as_ref().is_some_and(|e| e.task.is_live()) {
+            continue;
+        }
+        used = true;
+        for (name, spec) in systems {
+            s.study.systems.insert(name.clone(), spec.clone());
+        }
+        load::default_systems(&mut s.study);
+    }
+    if !used {
+        anyhow::bail!("--system: no served study has a chat or arena evaluation to use it");
+    }
+    Ok(())
 }
 
 /// How the payment table prices each row (shown by `wozkit payments --help`).
@@ -109,11 +156,12 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
-    let studies = args
+    let mut studies = args
         .studies
         .iter()
         .map(|s| load_study(s))
         .collect::<Result<Vec<_>>>()?;
+    apply_systems(&mut studies, &args.systems)?;
     runtime()?.block_on(async move {
         let store = open_store(&args.data, Access::Write).await?;
         let env_password = std::env::var("WOZKIT_RESEARCHER_PASSWORD").ok();

@@ -15,7 +15,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use indexmap::IndexMap;
 use serde_json::Value;
-use wozkit_core::evaluation::{AnnotationKind, Dialogue, Ending, EvalTask, Evaluation, KnownItem};
+use wozkit_core::evaluation::{
+    AnnotationKind, Dialogue, Ending, EvalTask, Evaluation, Justification, KnownItem,
+};
 use wozkit_core::event::{EventKind, ItemPool, Judgment, Role, ScreenReason, TurnLabel};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
@@ -32,9 +34,9 @@ use crate::flow;
 use crate::security::{origin_ok, seat_query};
 
 /// Field names in a posted form.
-type Fields = Vec<(String, String)>;
+pub(super) type Fields = Vec<(String, String)>;
 
-fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(super) fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
     fields
         .iter()
         .find(|(n, _)| n == name)
@@ -42,7 +44,7 @@ fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
-fn page_head(page: Option<&Page>, default_title: &str) -> String {
+pub(super) fn page_head(page: Option<&Page>, default_title: &str) -> String {
     format!(
         "<h1>{}</h1>{}",
         esc(page
@@ -54,7 +56,7 @@ fn page_head(page: Option<&Page>, default_title: &str) -> String {
     )
 }
 
-fn problem_html(id: &str, problem: Option<&str>) -> String {
+pub(super) fn problem_html(id: &str, problem: Option<&str>) -> String {
     problem
         .map(|m| {
             format!(
@@ -65,7 +67,7 @@ fn problem_html(id: &str, problem: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-fn find_problem<'a>(problems: &'a [Problem], id: &str) -> Option<&'a str> {
+pub(super) fn find_problem<'a>(problems: &'a [Problem], id: &str) -> Option<&'a str> {
     problems
         .iter()
         .find(|p| p.question == id)
@@ -322,7 +324,7 @@ async fn advance_if_still(
     Ok(())
 }
 
-fn same_site(headers: &HeaderMap) -> Result<(), HttpError> {
+pub(super) fn same_site(headers: &HeaderMap) -> Result<(), HttpError> {
     if origin_ok(headers, false) {
         Ok(())
     } else {
@@ -537,6 +539,12 @@ pub async fn judge_or_move_on(
     let f = eval::facts(app, p).await?;
     let page_id = flow::page_id(st, role, i);
     match eval::current_item(app, p, study, ev, &page_id, &f).await? {
+        Some(lease) if ev.task.is_live() => {
+            let study = app.study(Some(&st.id)).ok_or(HttpError::NotFound)?;
+            let html =
+                super::chat::conversation_page(app, &study, p, role, i, lease, &f, seat).await?;
+            Ok(Some(html))
+        }
         Some(lease) => {
             let action = format!("/p/judge{}", seat_query(seat));
             let page = flow::pages(st, role).get(i);
@@ -610,29 +618,7 @@ fn item_page(
                     .collect::<String>()
             ),
             {
-                let reason = if ev.justification.ask {
-                    let j = &ev.justification;
-                    let prob = find_problem(problems, "justification");
-                    format!(
-                        "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend>{}{}</legend>\
-                         <textarea name=\"justification\" id=\"justification\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
-                        esc(j
-                            .prompt
-                            .as_deref()
-                            .unwrap_or("Why? Please explain your choice briefly.")),
-                        if j.required {
-                            ""
-                        } else {
-                            " <span class=\"muted\">(optional)</span>"
-                        },
-                        questions::MAX_TEXT_CHARS,
-                        if j.required { " required" } else { "" },
-                        esc(field(fields, "justification").unwrap_or("")),
-                        problem_html("justification", prob),
-                    )
-                } else {
-                    String::new()
-                };
+                let reason = justification_html(&ev.justification, fields, problems);
                 format!(
                     "{}{reason}",
                     side_choice(
@@ -750,30 +736,7 @@ pub async fn judge(
                 message: "Choose one of the two conversations.".into(),
             });
         }
-        let j = &ev.justification;
-        if j.ask {
-            let text = field(&fields, "justification").unwrap_or("");
-            let words = text.split_whitespace().count() as u32;
-            if text.chars().count() > questions::MAX_TEXT_CHARS {
-                problems.push(Problem {
-                    question: "justification".into(),
-                    message: format!(
-                        "Please keep it under {} characters.",
-                        questions::MAX_TEXT_CHARS
-                    ),
-                });
-            } else if j.required && (words == 0 || words < j.min_words) {
-                problems.push(Problem {
-                    question: "justification".into(),
-                    message: if j.min_words > 1 {
-                        format!("Please give a reason of at least {} words.", j.min_words)
-                    } else {
-                        "Please give a reason.".into()
-                    },
-                });
-            }
-            justification = Some(text.to_string()).filter(|t| !t.is_empty());
-        }
+        justification = check_justification(&ev.justification, &fields, &mut problems);
     }
     if !problems.is_empty() {
         let f = eval::facts(&app, &p).await?;
@@ -841,6 +804,68 @@ pub async fn judge(
         }
     }
     Ok(to_page(seat.as_deref()))
+}
+
+/// The reason given for a choice (`None` when not asked or left empty); a missing required
+/// reason or one too long is a problem of field `justification`.
+pub(super) fn check_justification(
+    j: &Justification,
+    fields: &[(String, String)],
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
+    if !j.ask {
+        return None;
+    }
+    let text = field(fields, "justification").unwrap_or("");
+    let words = text.split_whitespace().count() as u32;
+    if text.chars().count() > questions::MAX_TEXT_CHARS {
+        problems.push(Problem {
+            question: "justification".into(),
+            message: format!(
+                "Please keep it under {} characters.",
+                questions::MAX_TEXT_CHARS
+            ),
+        });
+    } else if j.required && (words == 0 || words < j.min_words) {
+        problems.push(Problem {
+            question: "justification".into(),
+            message: if j.min_words > 1 {
+                format!("Please give a reason of at least {} words.", j.min_words)
+            } else {
+                "Please give a reason.".into()
+            },
+        });
+    }
+    Some(text.to_string()).filter(|t| !t.is_empty())
+}
+
+/// The reason field of a choice, with its problem.
+pub(super) fn justification_html(
+    j: &Justification,
+    fields: &[(String, String)],
+    problems: &[Problem],
+) -> String {
+    if !j.ask {
+        return String::new();
+    }
+    let prob = find_problem(problems, "justification");
+    format!(
+        "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend>{}{}</legend>\
+         <textarea name=\"justification\" id=\"justification\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
+        esc(j
+            .prompt
+            .as_deref()
+            .unwrap_or("Why? Please explain your choice briefly.")),
+        if j.required {
+            ""
+        } else {
+            " <span class=\"muted\">(optional)</span>"
+        },
+        questions::MAX_TEXT_CHARS,
+        if j.required { " required" } else { "" },
+        esc(field(fields, "justification").unwrap_or("")),
+        problem_html("justification", prob),
+    )
 }
 
 /// `POST /p/skip`: gives the item back.

@@ -7,12 +7,15 @@
 //! | `GET /`, `GET /join` | [`entry`] |
 //! | `GET /p`, `POST /p/next` | [`pages`] |
 //! | `POST /p/survey` | [`survey`] |
+//! | `POST /p/answers`, `/p/onboarding`, `/p/judge`, `/p/skip` | [`judge`] |
+//! | `/p/chat/…` (chat and arena pages) | [`chat`] |
 //! | `GET /ws` | `crate::ws` |
 //! | `GET /assets/{file}`, `GET /study/{study}/{*file}` | [`static_files`] |
 //! | `GET /try` | [`try_it`] |
 //! | `/researcher…` | [`researcher`] |
 //! | `GET /healthz` | here |
 
+pub mod chat;
 pub mod entry;
 pub mod html;
 pub mod judge;
@@ -65,6 +68,11 @@ pub fn router(app: AppState) -> Router {
         .route("/p/onboarding", post(judge::onboarding))
         .route("/p/judge", post(judge::judge))
         .route("/p/skip", post(judge::skip))
+        .route("/p/chat/send", post(chat::send))
+        .route("/p/chat/retry", post(chat::retry))
+        .route("/p/chat/end", post(chat::end))
+        .route("/p/chat/finish", post(chat::finish))
+        .route("/p/chat/reveal", get(chat::reveal))
         .route("/ws", get(ws::upgrade))
         .route("/assets/{file}", get(static_files::asset))
         .route("/study/{study}/{*file}", get(static_files::media))

@@ -97,7 +97,10 @@ pub async fn current(
             p = advance(&app, &p, &study, role, i).await?;
             continue;
         }
-        if matches!(kind, PageKind::Rate | PageKind::Compare) {
+        if matches!(
+            kind,
+            PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena
+        ) {
             match judge::judge_or_move_on(&app, &p, &study, role, i, seat.as_deref()).await? {
                 Some(html) => judge_html = Some(html),
                 None => {

@@ -1,0 +1,113 @@
+// Chat and arena pages: send a turn without leaving the page and show the replies as they are
+// written. The form works without this script too (the page comes back with the replies).
+const main = document.querySelector('main.chat');
+const form = document.getElementById('chat-send');
+
+function addLine(side, who, text) {
+  const log = document.querySelector(`[data-testid="log-${side}"]`);
+  if (!log) return null;
+  const li = document.createElement('li');
+  li.className = `said ${who}`;
+  const speaker = document.createElement('span');
+  speaker.className = 'speaker';
+  speaker.textContent = who === 'user' ? 'You' : log.closest('section').querySelector('h2').textContent;
+  const body = document.createElement('span');
+  body.className = 'text';
+  body.textContent = text;
+  li.append(speaker, ' ', body);
+  log.append(li);
+  log.scrollTop = log.scrollHeight;
+  return body;
+}
+
+function typing(side, on) {
+  const t = document.querySelector(`[data-testid="typing-${side}"]`);
+  if (t) t.hidden = !on;
+}
+
+function sides() {
+  return [...document.querySelectorAll('section.chat-side')].map((s) => s.dataset.side);
+}
+
+async function streamReplies(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const bubbles = {};
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let nl;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      if (!line.trim()) continue;
+      const frame = JSON.parse(line);
+      if (frame.type === 'delta') {
+        typing(frame.side, false);
+        if (!bubbles[frame.side]) bubbles[frame.side] = addLine(frame.side, 'system', '');
+        if (bubbles[frame.side]) bubbles[frame.side].textContent += frame.text;
+      } else if (frame.type === 'reply') {
+        typing(frame.side, false);
+        if (!bubbles[frame.side]) bubbles[frame.side] = addLine(frame.side, 'system', '');
+        if (bubbles[frame.side]) bubbles[frame.side].textContent = frame.text;
+      } else if (frame.type === 'failed' || frame.type === 'refused') {
+        typing(frame.side, false);
+      }
+    }
+  }
+}
+
+async function post(action, body, showText) {
+  const response = await fetch(action, {
+    method: 'POST',
+    body: new URLSearchParams(body),
+    headers: { Accept: 'application/x-ndjson' },
+    credentials: 'same-origin',
+  });
+  const type = response.headers.get('content-type') || '';
+  if (response.ok && type.includes('application/x-ndjson')) {
+    if (showText) for (const side of sides()) addLine(side, 'user', showText);
+    for (const side of sides()) typing(side, true);
+    await streamReplies(response);
+  }
+  // The page is drawn again from the log: labels, the end button, a failure or the questions.
+  location.reload();
+}
+
+if (main && form) {
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = form.querySelector('textarea[name="text"]');
+    if (!text || !text.value.trim()) return;
+    const data = new FormData(form);
+    for (const b of form.querySelectorAll('button, textarea')) b.disabled = true;
+    const message = text.value.trim();
+    post(form.action, data, message).catch(() => location.reload());
+  });
+  const text = form.querySelector('textarea[name="text"]');
+  if (text) {
+    text.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        form.requestSubmit();
+      }
+    });
+    if (main.dataset.pending !== 'true') text.focus();
+  }
+}
+
+for (const retryForm of document.querySelectorAll('form[action^="/p/chat/retry"]')) {
+  retryForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    for (const b of retryForm.querySelectorAll('button')) b.disabled = true;
+    post(retryForm.action, new FormData(retryForm), null).catch(() => location.reload());
+  });
+}
+
+// A reply still being written when the page was drawn (a reload mid-reply): look again soon.
+if (main && main.dataset.pending === 'true') {
+  for (const b of document.querySelectorAll('#chat-send button, #chat-send textarea')) b.disabled = true;
+  setTimeout(() => location.reload(), 1500);
+}

@@ -1,0 +1,400 @@
+//! Conversations with dialogue systems under test: the `chat` page (one system) and the `arena`
+//! page (two hidden systems at once).
+//!
+//! Each conversation with one system is a session of its own (`chat-<lease>` for a chat,
+//! `chat-<lease>-left` and `chat-<lease>-right` for a battle), so that every system sees only
+//! its own conversation: the history sent to it is built from its session's messages alone —
+//! the participant's turns and that system's own replies, never the other side's. A battle's
+//! two sessions receive the same participant turns. Everything is an event: the participant's
+//! turn and the reply are `Message`s, a failed turn is `SystemFailed`, labels under a reply are
+//! `TurnAnnotated`; the verdict goes to the participant's log as a `Judged` event like any
+//! evaluation item, under the lease that keeps each system (or pair) at exactly N.
+//!
+//! A reply runs in its own task: the participant's request only listens to it, so a reload, a
+//! closed tab or a dropped connection never loses a reply, and a reply left unfinished by a
+//! server stop is asked for again when the page is next shown.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+use wozkit_core::evaluation::{EvalTask, Evaluation};
+use wozkit_core::event::{Actor, EndReason, Event, EventKind, MessageSource, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::questions::seed_of;
+use wozkit_store::{Lease, NewEvent, NewSession, Participant, StoreError};
+use wozkit_systems::{Client, SystemError, Turn};
+
+use crate::app::{AppState, now_ms};
+use crate::error::StartError;
+
+/// The clients of every study's systems, and the replies in flight.
+#[derive(Default)]
+pub struct Systems {
+    /// By study id, then system name.
+    clients: HashMap<String, HashMap<String, Arc<Client>>>,
+    /// Sessions with a reply being asked for (at most one at a time per session).
+    running: Mutex<HashSet<String>>,
+}
+
+impl Systems {
+    /// Builds a client for every system every study declares.
+    pub fn new<'a>(studies: impl Iterator<Item = &'a LoadedStudy>) -> Result<Systems, StartError> {
+        let mut clients: HashMap<String, HashMap<String, Arc<Client>>> = HashMap::new();
+        for s in studies {
+            for (name, spec) in &s.study.systems {
+                let client = Client::new(name, spec).map_err(|e| StartError::Evaluation {
+                    study: s.study.id.clone(),
+                    message: e.to_string(),
+                })?;
+                clients
+                    .entry(s.study.id.clone())
+                    .or_default()
+                    .insert(name.clone(), Arc::new(client));
+            }
+        }
+        Ok(Systems {
+            clients,
+            running: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The client of a study's system.
+    pub fn client(&self, study: &str, system: &str) -> Option<Arc<Client>> {
+        self.clients.get(study)?.get(system).cloned()
+    }
+
+    fn start(&self, session: &str) -> bool {
+        self.running
+            .lock()
+            .map(|mut r| r.insert(session.to_string()))
+            .unwrap_or(false)
+    }
+
+    fn finish(&self, session: &str) {
+        if let Ok(mut r) = self.running.lock() {
+            r.remove(session);
+        }
+    }
+
+    /// Whether a reply is being asked for in this session.
+    pub fn is_running(&self, session: &str) -> bool {
+        self.running
+            .lock()
+            .map(|r| r.contains(session))
+            .unwrap_or(false)
+    }
+}
+
+/// One side of a conversation: the system and its session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Side {
+    /// `left` or `right` in a battle, `chat` for a chat.
+    pub name: &'static str,
+    pub system: String,
+    pub session: String,
+}
+
+/// The sides of the conversation held under `lease`: one for a chat; two for a battle, the
+/// pair's systems swapped for half the leases (decided by the lease id, so every reload shows
+/// the same sides).
+pub fn sides(ev: &Evaluation, lease: &Lease) -> Vec<Side> {
+    let mut systems = ev.item_systems(&lease.item_id);
+    match ev.task {
+        EvalTask::Arena => {
+            if seed_of(&lease.id) & 1 == 1 {
+                systems.reverse();
+            }
+            systems
+                .into_iter()
+                .zip(["left", "right"])
+                .map(|(system, name)| Side {
+                    name,
+                    system,
+                    session: format!("chat-{}-{name}", lease.id),
+                })
+                .collect()
+        }
+        _ => systems
+            .into_iter()
+            .take(1)
+            .map(|system| Side {
+                name: "chat",
+                system,
+                session: format!("chat-{}", lease.id),
+            })
+            .collect(),
+    }
+}
+
+/// Creates the sessions of a newly claimed conversation (harmless when they exist).
+pub async fn open_sessions(
+    app: &AppState,
+    study: &LoadedStudy,
+    p: &Participant,
+    page: &str,
+    lease: &Lease,
+    sides: &[Side],
+) -> Result<(), StoreError> {
+    for side in sides {
+        if app.store.session(&side.session).await?.is_none() {
+            let created = app
+                .store
+                .create_session(NewSession {
+                    id: side.session.clone(),
+                    study_id: study.study.id.clone(),
+                    study_version: study.study.version.clone(),
+                    seed: seed_of(&side.session),
+                    created_at_ms: now_ms(),
+                })
+                .await;
+            match created {
+                Ok(_) | Err(StoreError::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let opponent = sides
+            .iter()
+            .find(|o| o.session != side.session)
+            .map(|o| o.session.clone());
+        let start = NewEvent {
+            actor: Actor::System,
+            kind: EventKind::ChatStarted {
+                participant: p.id.clone(),
+                page: page.to_string(),
+                item: lease.item_id.clone(),
+                lease: lease.id.clone(),
+                system: side.system.clone(),
+                side: (side.name != "chat").then(|| side.name.to_string()),
+                opponent,
+            },
+            at_ms: now_ms(),
+        };
+        app.store
+            .append_once(&side.session, "chat-start", vec![start])
+            .await?;
+    }
+    Ok(())
+}
+
+/// One message of a conversation as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Said {
+    /// The message's index among the session's messages (what `TurnAnnotated.turn` names).
+    pub index: u32,
+    pub by_system: bool,
+    pub text: String,
+    /// Labels given to a reply: checkbox labels, scale point, feedback.
+    pub labels: Vec<String>,
+    pub score: Option<u32>,
+    pub feedback: Option<String>,
+}
+
+/// Where one side's conversation stands, read from its events.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Convo {
+    pub said: Vec<Said>,
+    /// The participant's turns so far.
+    pub turns: u32,
+    /// The last turn has neither a reply nor a failure yet.
+    pub pending: bool,
+    /// The last turn failed: what went wrong.
+    pub failed: Option<String>,
+    /// Some turn of this conversation failed (even if sent again with success).
+    pub ever_failed: bool,
+    pub ended: Option<EndReason>,
+    pub first_turn_at_ms: Option<u64>,
+}
+
+impl Convo {
+    pub fn of(events: &[Event]) -> Convo {
+        let mut c = Convo::default();
+        for e in events {
+            match &e.kind {
+                EventKind::Message { role, text, .. } => {
+                    let by_system = *role == Role::Wizard;
+                    c.said.push(Said {
+                        index: c.said.len() as u32,
+                        by_system,
+                        text: text.clone(),
+                        labels: vec![],
+                        score: None,
+                        feedback: None,
+                    });
+                    if by_system {
+                        c.pending = false;
+                    } else {
+                        c.turns += 1;
+                        c.pending = true;
+                        c.failed = None;
+                        c.first_turn_at_ms.get_or_insert(e.at_ms);
+                    }
+                }
+                EventKind::SystemFailed { error, .. } => {
+                    c.pending = false;
+                    c.failed = Some(error.clone());
+                    c.ever_failed = true;
+                }
+                EventKind::TurnAnnotated {
+                    turn,
+                    labels,
+                    score,
+                    feedback,
+                } => {
+                    if let Some(s) = c.said.get_mut(*turn as usize) {
+                        s.labels = labels.clone();
+                        s.score = *score;
+                        s.feedback = feedback.clone();
+                    }
+                }
+                EventKind::SessionEnded { reason, .. } => c.ended = Some(*reason),
+                _ => {}
+            }
+        }
+        c
+    }
+
+    /// The history as the system sees it: the participant's turns and its own replies.
+    pub fn history(&self) -> Vec<Turn> {
+        self.said
+            .iter()
+            .map(|s| {
+                if s.by_system {
+                    Turn::assistant(s.text.clone())
+                } else {
+                    Turn::user(s.text.clone())
+                }
+            })
+            .collect()
+    }
+
+    /// The latest system reply, if it is the last message.
+    pub fn last_reply(&self) -> Option<&Said> {
+        self.said.last().filter(|s| s.by_system)
+    }
+}
+
+/// Reads a side's conversation.
+pub async fn convo(app: &AppState, side: &Side) -> Result<Convo, StoreError> {
+    Ok(Convo::of(&app.store.events(&side.session, 0).await?))
+}
+
+/// What a participant's browser is told while replies come in (one JSON object per line).
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Frame {
+    /// A piece of a reply as it arrives.
+    Delta { side: &'static str, text: String },
+    /// The whole reply, stored.
+    Reply { side: &'static str, text: String },
+    /// The system gave no reply; the participant may send the turn again.
+    Failed { side: &'static str, message: String },
+}
+
+/// What the participant is told when a system failed: plain words, no internals.
+pub fn failure_text(e: &SystemError) -> String {
+    match e {
+        SystemError::Timeout { .. } => "The assistant took too long to answer.".into(),
+        SystemError::CircuitOpen { .. } | SystemError::QueueFull { .. } => {
+            "The assistant is busy right now.".into()
+        }
+        _ => "The assistant could not answer.".into(),
+    }
+}
+
+/// Asks the side's system for its reply to the conversation so far, in a task of its own, and
+/// stores the reply (or the failure). Frames go to `frames` while someone listens. Does
+/// nothing when a reply is already being asked for in this session. Returns the task.
+pub fn ask(
+    app: &AppState,
+    study: &str,
+    side: &Side,
+    frames: Option<mpsc::Sender<Frame>>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !app.systems.start(&side.session) {
+        return None;
+    }
+    let app = app.clone();
+    let study = study.to_string();
+    let side = side.clone();
+    Some(tokio::spawn(async move {
+        let outcome = reply(&app, &study, &side, frames.clone()).await;
+        let (kind, frame) = match outcome {
+            Ok(text) => (
+                EventKind::Message {
+                    role: Role::Wizard,
+                    text: text.clone(),
+                    source: MessageSource::Free,
+                },
+                Frame::Reply {
+                    side: side.name,
+                    text,
+                },
+            ),
+            Err(e) => {
+                tracing::warn!(session = side.session, system = side.system, "{e}");
+                (
+                    EventKind::SystemFailed {
+                        system: side.system.clone(),
+                        error: e.to_string(),
+                    },
+                    Frame::Failed {
+                        side: side.name,
+                        message: failure_text(&e),
+                    },
+                )
+            }
+        };
+        let event = NewEvent {
+            actor: Actor::Bot {
+                role: Role::Wizard,
+                name: side.system.clone(),
+            },
+            kind,
+            at_ms: now_ms(),
+        };
+        if let Err(e) = app.store.append(&side.session, vec![event]).await {
+            tracing::error!(session = side.session, "reply not stored: {e}");
+        } else if let Some(tx) = frames {
+            let _ = tx.send(frame).await;
+        }
+        app.systems.finish(&side.session);
+    }))
+}
+
+async fn reply(
+    app: &AppState,
+    study: &str,
+    side: &Side,
+    frames: Option<mpsc::Sender<Frame>>,
+) -> Result<String, SystemError> {
+    let lost = |detail: String| SystemError::BadResponse {
+        system: side.system.clone(),
+        detail,
+    };
+    let client = app
+        .systems
+        .client(study, &side.system)
+        .ok_or_else(|| lost("the system is not declared by the study".into()))?;
+    let history = convo(app, side)
+        .await
+        .map_err(|e| lost(format!("the conversation could not be read: {e}")))?
+        .history();
+    let (tx, mut rx) = mpsc::channel::<String>(64);
+    let name = side.name;
+    let forward = tokio::spawn(async move {
+        while let Some(text) = rx.recv().await {
+            if let Some(f) = &frames {
+                let _ = f.send(Frame::Delta { side: name, text }).await;
+            }
+        }
+    });
+    let result = client.reply_stream(&side.session, &history, tx).await;
+    let _ = forward.await;
+    let reply = result?;
+    if reply.text.trim().is_empty() {
+        return Err(lost("the reply was empty".into()));
+    }
+    Ok(reply.text)
+}

@@ -1,0 +1,918 @@
+//! The `chat` and `arena` pages: a participant chats with one system (then rates it) or with
+//! two hidden systems at once (then votes), and the page that reveals a battle's systems.
+//!
+//! Like every page of the flow, they are plain forms that work without JavaScript: sending a
+//! turn posts the form and the page comes back with the replies. With JavaScript (`chat.js`),
+//! the same form is sent with `Accept: application/x-ndjson` and the replies stream in as they
+//! are written, one JSON object per line (`crate::chat::Frame`).
+//!
+//! | route | does |
+//! |---|---|
+//! | `POST /p/chat/send` | the participant's turn (and labels of the replies above it) |
+//! | `POST /p/chat/retry` | asks a system that failed the last turn again |
+//! | `POST /p/chat/end` | ends the conversation once the fewest turns are reached |
+//! | `POST /p/chat/finish` | the questions (and the vote) after the conversation |
+//! | `GET /p/chat/reveal` | after a vote: which system was on which side |
+
+use std::convert::Infallible;
+
+use axum::Form;
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use wozkit_core::evaluation::{AnnotationKind, EvalTask, Evaluation};
+use wozkit_core::event::{
+    Actor, EndReason, EventKind, ItemPool, Judgment, MessageSource, Role, TurnLabel, VOTE_BOTH_BAD,
+    VOTE_TIE,
+};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::{Page, PageKind};
+use wozkit_core::questions::{self, Problem, seed_of};
+use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
+
+use super::html::{esc, layout, query_escape};
+use super::judge::{
+    Fields, check_justification, field, find_problem, justification_html, page_head,
+    problem_html, same_site,
+};
+use super::pages::{SeatQuery, to_page, who};
+use super::questions::fieldsets;
+use crate::app::{AppState, now_ms};
+use crate::chat::{self, Convo, Frame, Side};
+use crate::error::HttpError;
+use crate::evaluation::{self as eval, Facts};
+use crate::flow;
+use crate::security::seat_query;
+
+/// Live feedback values under a reply.
+const FEEDBACK: [(&str, &str); 2] = [("satisfied", "Satisfied"), ("frustrated", "Frustrated")];
+
+/// The vote choices of a battle: form value, label.
+const VOTES: [(&str, &str); 4] = [
+    ("left", "Assistant A is better"),
+    ("right", "Assistant B is better"),
+    (VOTE_TIE, "Tie: both are good"),
+    (VOTE_BOTH_BAD, "Both are bad"),
+];
+
+/// How a side is named to the participant.
+fn side_label(side: &Side) -> &'static str {
+    match side.name {
+        "left" => "Assistant A",
+        "right" => "Assistant B",
+        _ => "Assistant",
+    }
+}
+
+/// A conversation under a lease, with each side's state.
+struct Ctx {
+    p: Participant,
+    study: std::sync::Arc<LoadedStudy>,
+    role: Role,
+    i: usize,
+    lease: Lease,
+    sides: Vec<Side>,
+    convos: Vec<Convo>,
+}
+
+impl Ctx {
+    fn ev(&self) -> &Evaluation {
+        self.study
+            .study
+            .evaluation
+            .as_ref()
+            .expect("a chat page has an evaluation")
+    }
+    fn ended(&self) -> bool {
+        self.convos.iter().any(|c| c.ended.is_some())
+    }
+    fn pending(&self) -> bool {
+        self.convos.iter().any(|c| c.pending)
+    }
+    fn failed(&self) -> bool {
+        self.convos.iter().any(|c| c.failed.is_some())
+    }
+    fn turns(&self) -> u32 {
+        self.convos.first().map_or(0, |c| c.turns)
+    }
+    fn page(&self) -> Option<&Page> {
+        flow::pages(&self.study.study, self.role).get(self.i)
+    }
+    fn page_id(&self) -> String {
+        flow::page_id(&self.study.study, self.role, self.i)
+    }
+    fn time_up(&self, now: u64) -> bool {
+        let limit = self.ev().conversation.time_limit_s;
+        match (limit, self.convos.first().and_then(|c| c.first_turn_at_ms)) {
+            (Some(s), Some(first)) => now >= first.saturating_add(u64::from(s) * 1000),
+            _ => false,
+        }
+    }
+}
+
+async fn read_convos(app: &AppState, sides: &[Side]) -> Result<Vec<Convo>, HttpError> {
+    let mut out = Vec::with_capacity(sides.len());
+    for s in sides {
+        out.push(chat::convo(app, s).await?);
+    }
+    Ok(out)
+}
+
+/// The conversation a form is about: this participant's open lease on a `chat` or `arena` page
+/// they are on. `Err` holds the response to give instead (back to their page).
+async fn context(
+    app: &AppState,
+    headers: &HeaderMap,
+    seat: Option<&str>,
+    fields: &[(String, String)],
+) -> Result<Result<Ctx, Response>, HttpError> {
+    same_site(headers)?;
+    let (p, study, role) = who(app, headers, seat).await?;
+    let st = &study.study;
+    let i = flow::index(&p.flow_step);
+    let on_page = matches!(flow::kind_at(st, role, i), PageKind::Chat | PageKind::Arena);
+    let (Some(ev), true) = (st.evaluation.as_ref(), on_page) else {
+        return Ok(Err(to_page(seat)));
+    };
+    if field(fields, "step") != Some(p.flow_step.as_str()) {
+        return Ok(Err(to_page(seat)));
+    }
+    let Some(lease) = own_lease(app, &p, &study, field(fields, "lease")).await? else {
+        return Ok(Err(to_page(seat)));
+    };
+    if lease.state != LeaseState::Leased {
+        return Ok(Err(to_page(seat)));
+    }
+    let sides = chat::sides(ev, &lease);
+    let convos = read_convos(app, &sides).await?;
+    Ok(Ok(Ctx {
+        p,
+        study,
+        role,
+        i,
+        lease,
+        sides,
+        convos,
+    }))
+}
+
+async fn own_lease(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    id: Option<&str>,
+) -> Result<Option<Lease>, HttpError> {
+    let Some(id) = id else {
+        return Ok(None);
+    };
+    Ok(app
+        .store
+        .lease(id)
+        .await?
+        .filter(|l| l.worker == p.id && l.study_id == study.study.id))
+}
+
+/// Ends every side of the conversation (once) for `reason`.
+async fn end_all(app: &AppState, sides: &[Side], reason: EndReason) -> Result<(), HttpError> {
+    let now = now_ms();
+    for s in sides {
+        let end = NewEvent {
+            actor: Actor::System,
+            kind: EventKind::SessionEnded {
+                reason,
+                goal_reached: false,
+            },
+            at_ms: now,
+        };
+        app.store.append_once(&s.session, "end", vec![end]).await?;
+        app.store.end_session(&s.session, reason, now).await?;
+    }
+    Ok(())
+}
+
+/// What `GET /p` shows on a `chat` or `arena` page with an item under lease.
+#[allow(clippy::too_many_arguments)]
+pub async fn conversation_page(
+    app: &AppState,
+    study: &std::sync::Arc<LoadedStudy>,
+    p: &Participant,
+    role: Role,
+    i: usize,
+    lease: Lease,
+    f: &Facts,
+    seat: Option<&str>,
+) -> Result<String, HttpError> {
+    let Some(ev) = &study.study.evaluation else {
+        return Ok(String::new());
+    };
+    let sides = chat::sides(ev, &lease);
+    let mut ctx = Ctx {
+        p: p.clone(),
+        study: study.clone(),
+        role,
+        i,
+        convos: read_convos(app, &sides).await?,
+        sides,
+        lease,
+    };
+    if !ctx.ended() && ctx.time_up(now_ms()) {
+        end_all(app, &ctx.sides, EndReason::TimeLimit).await?;
+        ctx.convos = read_convos(app, &ctx.sides).await?;
+    }
+    // A reply the server stopped in the middle of is asked for again.
+    for (s, c) in ctx.sides.iter().zip(&ctx.convos) {
+        if c.pending && !app.systems.is_running(&s.session) {
+            chat::ask(app, &study.study.id, s, None);
+        }
+    }
+    Ok(render(&ctx, f, seat, None, &[], &[]))
+}
+
+/// The labels of one reply: checkboxes or a scale (per-turn annotation) and the live feedback,
+/// as inputs of form `form` — or, for a reply already labelled, the labels given.
+fn reply_controls(ev: &Evaluation, side: &Side, said: &chat::Said, form: Option<&str>) -> String {
+    let annotate = ev.annotate.as_ref();
+    let feedback = ev.conversation.feedback;
+    if annotate.is_none() && !feedback {
+        return String::new();
+    }
+    let Some(form) = form else {
+        let mut given: Vec<String> = said.labels.clone();
+        given.extend(said.score.map(|s| format!("{s}")));
+        given.extend(said.feedback.clone());
+        if given.is_empty() {
+            return String::new();
+        }
+        return format!(
+            "<p class=\"given-labels muted\">{}</p>",
+            esc(&given.join(" · "))
+        );
+    };
+    let name = format!("ann.{}", side.name);
+    let mut out = String::new();
+    if let Some(a) = annotate {
+        let inputs: String = match a.kind {
+            AnnotationKind::Checkboxes => a
+                .options
+                .iter()
+                .map(|o| {
+                    format!(
+                        "<label><input type=\"checkbox\" form=\"{form}\" name=\"{name}\" value=\"{v}\"> {v}</label>",
+                        v = esc(o)
+                    )
+                })
+                .collect(),
+            AnnotationKind::Scale => (1..=a.points())
+                .map(|p| {
+                    format!(
+                        "<label><input type=\"radio\" form=\"{form}\" name=\"{name}\" value=\"{p}\"> {p}</label>"
+                    )
+                })
+                .collect(),
+        };
+        let prompt = a
+            .prompt
+            .as_deref()
+            .unwrap_or("How was this reply?");
+        out.push_str(&format!(
+            "<fieldset class=\"turn-labels\" data-testid=\"annotate-{side}\"><legend>{}</legend>{inputs}</fieldset>",
+            esc(prompt),
+            side = side.name
+        ));
+    }
+    if feedback {
+        let radios: String = FEEDBACK
+            .iter()
+            .map(|(v, label)| {
+                format!(
+                    "<label><input type=\"radio\" form=\"{form}\" name=\"fb.{side}\" value=\"{v}\" data-testid=\"feedback-{side}-{v}\"> {label}</label>",
+                    side = side.name
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "<fieldset class=\"turn-labels feedback\"><legend>Your feeling about this reply</legend>{radios}</fieldset>"
+        ));
+    }
+    out
+}
+
+/// The whole page: the sides' conversations, then the input (or, once ended, the questions).
+fn render(
+    ctx: &Ctx,
+    f: &Facts,
+    seat: Option<&str>,
+    notice: Option<&str>,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> String {
+    let ev = ctx.ev();
+    let c = &ev.conversation;
+    let arena = ev.task == EvalTask::Arena;
+    let seatq = seat_query(seat);
+    let ended = ctx.ended();
+    let form_id = if ended { "chat-finish" } else { "chat-send" };
+    let panels: String = ctx
+        .sides
+        .iter()
+        .zip(&ctx.convos)
+        .map(|(side, convo)| {
+            let last = convo.last_reply().map(|s| s.index);
+            let said: String = convo
+                .said
+                .iter()
+                .map(|s| {
+                    let who = if s.by_system { "system" } else { "user" };
+                    let controls = if s.by_system {
+                        let form = (Some(s.index) == last && s.labels.is_empty() && s.score.is_none() && s.feedback.is_none()).then_some(form_id);
+                        reply_controls(ev, side, s, form)
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "<li class=\"said {who}\" data-index=\"{}\"><span class=\"speaker\">{}</span> <span class=\"text\">{}</span>{controls}</li>",
+                        s.index,
+                        if s.by_system { side_label(side) } else { "You" },
+                        esc(&s.text)
+                    )
+                })
+                .collect();
+            let typing = format!(
+                "<p class=\"typing muted\" data-testid=\"typing-{n}\" role=\"status\"{hidden}>{label} is typing…</p>",
+                n = side.name,
+                label = side_label(side),
+                hidden = if convo.pending { "" } else { " hidden" }
+            );
+            let failed = convo
+                .failed
+                .as_ref()
+                .map(|_| {
+                    format!(
+                        "<div class=\"problem failed\" role=\"alert\" data-testid=\"failed-{n}\">{label} could not answer your last message. \
+                         <form method=\"post\" action=\"/p/chat/retry{seatq}\" class=\"inline\">\
+                         <input type=\"hidden\" name=\"step\" value=\"{step}\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
+                         <input type=\"hidden\" name=\"side\" value=\"{n}\">\
+                         <button type=\"submit\" data-testid=\"retry-{n}\">Try again</button></form></div>",
+                        n = side.name,
+                        label = side_label(side),
+                        seatq = esc(&seatq),
+                        step = esc(&ctx.p.flow_step),
+                        lease = esc(&ctx.lease.id),
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "<section class=\"chat-side\" data-side=\"{n}\" data-testid=\"side-{n}\" aria-label=\"{label}\">\
+                 <h2>{label}</h2><ol class=\"chat-log\" data-testid=\"log-{n}\" aria-live=\"polite\">{said}</ol>{typing}{failed}</section>",
+                n = side.name,
+                label = side_label(side),
+            )
+        })
+        .collect();
+    let turns = ctx.turns();
+    let progress = format!(
+        "<p class=\"muted\" data-testid=\"chat-progress\">Your messages: {turns} (at least {}, at most {}){}{}</p>",
+        c.min_turns,
+        c.max_turns,
+        c.time_limit_s
+            .map(|s| format!(" · time limit {} min", s.div_ceil(60)))
+            .unwrap_or_default(),
+        if ev.items_per_worker > 1 {
+            format!(
+                " · conversation {} of at most {}",
+                f.judged.min(ev.items_per_worker) + 1,
+                ev.items_per_worker
+            )
+        } else {
+            String::new()
+        }
+    );
+    let notice = notice
+        .map(|n| format!("<p class=\"problem\" role=\"alert\" data-testid=\"chat-notice\">{}</p>", esc(n)))
+        .unwrap_or_default();
+    let hidden = format!(
+        "<input type=\"hidden\" name=\"step\" value=\"{}\"><input type=\"hidden\" name=\"lease\" value=\"{}\">",
+        esc(&ctx.p.flow_step),
+        esc(&ctx.lease.id)
+    );
+    let bottom = if ended {
+        let vote = if arena {
+            let chosen = field(fields, "vote");
+            let radios: String = VOTES
+                .iter()
+                .map(|(v, label)| {
+                    format!(
+                        "<label class=\"point\"><input type=\"radio\" name=\"vote\" value=\"{v}\" data-testid=\"vote-{v}\" required{c}> {label}</label>",
+                        c = if chosen == Some(*v) { " checked" } else { "" }
+                    )
+                })
+                .collect();
+            format!(
+                "<fieldset class=\"question choice-pair\" data-testid=\"question-vote\"><legend>{}</legend>{radios}{}</fieldset>{}",
+                esc(ev.question.as_deref().unwrap_or("Which assistant was better?")),
+                problem_html("vote", find_problem(problems, "vote")),
+                justification_html(&ev.justification, fields, problems),
+            )
+        } else {
+            String::new()
+        };
+        let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
+        format!(
+            "<form method=\"post\" action=\"/p/chat/finish{}\" id=\"chat-finish\" data-testid=\"chat-finish-form\">{hidden}\
+             <p data-testid=\"chat-ended\">{}</p>{vote}{}\
+             <button type=\"submit\" class=\"primary\" data-testid=\"chat-finish\">Submit</button></form>",
+            esc(&seatq),
+            match ctx.convos.first().and_then(|c| c.ended) {
+                Some(EndReason::TimeLimit) => "The time for this conversation is up.",
+                _ => "The conversation has ended.",
+            },
+            fieldsets(&ev.questions, seed, fields, problems),
+        )
+    } else {
+        let closed = turns >= c.max_turns;
+        let input = if closed {
+            "<p data-testid=\"chat-max\">You have sent the most messages for this conversation.</p>".to_string()
+        } else {
+            format!(
+                "<label for=\"chat-text\" class=\"sr-only\">Your message</label>\
+                 <textarea id=\"chat-text\" name=\"text\" rows=\"2\" maxlength=\"{}\" required placeholder=\"{}\" data-testid=\"chat-text\">{}</textarea>\
+                 <button type=\"submit\" class=\"primary\" data-testid=\"chat-send\">Send</button>",
+                c.max_chars,
+                esc(c.placeholder.as_deref().unwrap_or("Type your message…")),
+                esc(field(fields, "text").unwrap_or("")),
+            )
+        };
+        let end = if turns >= c.min_turns {
+            format!(
+                "<form method=\"post\" action=\"/p/chat/end{}\" class=\"chat-end\">{hidden}\
+                 <button type=\"submit\" data-testid=\"chat-end\">{}</button></form>",
+                esc(&seatq),
+                if arena { "Finish and vote" } else { "End the conversation" }
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "<form method=\"post\" action=\"/p/chat/send{}\" id=\"chat-send\" class=\"chat-input\" data-testid=\"chat-form\">{hidden}{input}</form>{end}",
+            esc(&seatq)
+        )
+    };
+    let body = format!(
+        "<main class=\"wide chat\" data-page=\"{kind}\" data-item=\"{item}\" data-pending=\"{pending}\">{head}{progress}{notice}\
+         <div class=\"{layout}\">{panels}</div>{bottom}</main>",
+        kind = if arena { "arena" } else { "chat" },
+        item = esc(&ctx.lease.item_id),
+        pending = ctx.pending(),
+        head = page_head(
+            ctx.page(),
+            if arena {
+                "Chat with two assistants"
+            } else {
+                "Chat with the assistant"
+            }
+        ),
+        layout = if arena { "compare chat-sides" } else { "chat-sides" },
+    );
+    layout(&ctx.study.study.title, &body, &["chat.js"])
+}
+
+/// Whether the browser asked for the replies as a stream.
+fn streaming(headers: &HeaderMap) -> bool {
+    headers
+        .get(ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/x-ndjson"))
+}
+
+/// The replies as they come: one JSON object per line, until every asked side has answered.
+fn frames_response(rx: mpsc::Receiver<Frame>) -> Response {
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let frame = rx.recv().await?;
+        let line = serde_json::to_string(&frame).unwrap_or_default() + "\n";
+        Some((Ok::<_, Infallible>(line), rx))
+    });
+    (
+        [
+            (CONTENT_TYPE, "application/x-ndjson"),
+            (CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// Asks the given sides for their replies: streamed to a listening browser, or awaited before
+/// the page comes back.
+async fn ask_sides(
+    app: &AppState,
+    ctx: &Ctx,
+    which: &[&Side],
+    stream: bool,
+    seat: Option<&str>,
+) -> Response {
+    let study = &ctx.study.study.id;
+    if stream {
+        let (tx, rx) = mpsc::channel(256);
+        for side in which {
+            chat::ask(app, study, side, Some(tx.clone()));
+        }
+        drop(tx);
+        return frames_response(rx);
+    }
+    let tasks: Vec<_> = which
+        .iter()
+        .filter_map(|side| chat::ask(app, study, side, None))
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    to_page(seat)
+}
+
+/// A refused form: the page again with the reason (or, to a streaming browser, the reason as a
+/// frame).
+fn refuse(ctx: &Ctx, f: &Facts, seat: Option<&str>, stream: bool, message: &str, fields: &[(String, String)]) -> Response {
+    if stream {
+        let line = serde_json::json!({"type": "refused", "message": message}).to_string() + "\n";
+        return (StatusCode::CONFLICT, [(CONTENT_TYPE, "application/x-ndjson")], line).into_response();
+    }
+    let html = render(ctx, f, seat, Some(message), &[], fields);
+    (StatusCode::CONFLICT, Html(html)).into_response()
+}
+
+/// Stores the labels posted for the last reply of each side (once per reply).
+async fn store_labels(
+    app: &AppState,
+    ctx: &Ctx,
+    fields: &[(String, String)],
+) -> Result<(), HttpError> {
+    let ev = ctx.ev();
+    for (side, convo) in ctx.sides.iter().zip(&ctx.convos) {
+        let Some(last) = convo.last_reply() else {
+            continue;
+        };
+        let name = format!("ann.{}", side.name);
+        let values: Vec<&str> = fields
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let (labels, score) = match &ev.annotate {
+            Some(a) if a.kind == AnnotationKind::Checkboxes => (
+                a.options
+                    .iter()
+                    .filter(|o| values.contains(&o.as_str()))
+                    .cloned()
+                    .collect(),
+                None,
+            ),
+            Some(a) => (
+                vec![],
+                values
+                    .first()
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .filter(|p| (1..=a.points()).contains(p)),
+            ),
+            None => (vec![], None),
+        };
+        let feedback = field(fields, &format!("fb.{}", side.name))
+            .filter(|v| ev.conversation.feedback && FEEDBACK.iter().any(|(f, _)| f == v))
+            .map(str::to_string);
+        if labels.is_empty() && score.is_none() && feedback.is_none() {
+            continue;
+        }
+        let event = NewEvent {
+            actor: eval::actor(&ctx.p),
+            kind: EventKind::TurnAnnotated {
+                turn: last.index,
+                labels,
+                score,
+                feedback,
+            },
+            at_ms: now_ms(),
+        };
+        app.store
+            .append_once(&side.session, &format!("labels/{}", last.index), vec![event])
+            .await?;
+    }
+    Ok(())
+}
+
+/// `POST /p/chat/send`: the participant's turn, sent to every side.
+pub async fn send(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    let seat = q.seat();
+    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+        Ok(ctx) => ctx,
+        Err(r) => return Ok(r),
+    };
+    let stream = streaming(&headers);
+    let f = eval::facts(&app, &ctx.p).await?;
+    let c = &ctx.ev().conversation;
+    let text = field(&fields, "text").unwrap_or("");
+    let refusal = if ctx.ended() {
+        Some("This conversation has ended.".to_string())
+    } else if ctx.pending() {
+        Some("Please wait for the reply before you write again.".into())
+    } else if ctx.failed() {
+        Some("An assistant did not answer your last message: press Try again first.".into())
+    } else if ctx.turns() >= c.max_turns {
+        Some("You have sent the most messages for this conversation.".into())
+    } else if text.is_empty() {
+        Some("Write a message first.".into())
+    } else if text.chars().count() > c.max_chars as usize {
+        Some(format!("Please keep your message under {} characters.", c.max_chars))
+    } else {
+        None
+    };
+    if ctx.time_up(now_ms()) {
+        end_all(&app, &ctx.sides, EndReason::TimeLimit).await?;
+        return Ok(to_page(seat.as_deref()));
+    }
+    if let Some(message) = refusal {
+        return Ok(refuse(&ctx, &f, seat.as_deref(), stream, &message, &fields));
+    }
+    store_labels(&app, &ctx, &fields).await?;
+    let turn = ctx.turns();
+    let at_ms = now_ms();
+    for (n, side) in ctx.sides.iter().enumerate() {
+        let event = NewEvent {
+            actor: eval::actor(&ctx.p),
+            kind: EventKind::Message {
+                role: Role::User,
+                text: text.to_string(),
+                source: MessageSource::Free,
+            },
+            at_ms,
+        };
+        let stored = app
+            .store
+            .append_once(&side.session, &format!("turn/{turn}"), vec![event])
+            .await?;
+        // The same turn sent twice (a double click, two tabs): the first one stands.
+        if stored.is_none() && n == 0 {
+            return Ok(to_page(seat.as_deref()));
+        }
+    }
+    let all: Vec<&Side> = ctx.sides.iter().collect();
+    Ok(ask_sides(&app, &ctx, &all, stream, seat.as_deref()).await)
+}
+
+#[derive(Deserialize)]
+pub struct RevealQuery {
+    lease: Option<String>,
+    seat: Option<String>,
+}
+
+/// `POST /p/chat/retry`: asks a side that failed the last turn again.
+pub async fn retry(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    let seat = q.seat();
+    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+        Ok(ctx) => ctx,
+        Err(r) => return Ok(r),
+    };
+    let wanted = field(&fields, "side");
+    let which: Vec<&Side> = ctx
+        .sides
+        .iter()
+        .zip(&ctx.convos)
+        .filter(|(s, c)| c.failed.is_some() && !c.pending && wanted.is_none_or(|w| w == s.name))
+        .map(|(s, _)| s)
+        .collect();
+    if which.is_empty() || ctx.ended() {
+        return Ok(to_page(seat.as_deref()));
+    }
+    Ok(ask_sides(&app, &ctx, &which, streaming(&headers), seat.as_deref()).await)
+}
+
+/// `POST /p/chat/end`: ends the conversation once the fewest turns are reached.
+pub async fn end(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    let seat = q.seat();
+    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+        Ok(ctx) => ctx,
+        Err(r) => return Ok(r),
+    };
+    let f = eval::facts(&app, &ctx.p).await?;
+    if ctx.ended() {
+        return Ok(to_page(seat.as_deref()));
+    }
+    if ctx.turns() < ctx.ev().conversation.min_turns {
+        let message = format!(
+            "Please send at least {} messages before you end the conversation.",
+            ctx.ev().conversation.min_turns
+        );
+        return Ok(refuse(&ctx, &f, seat.as_deref(), false, &message, &fields));
+    }
+    if ctx.pending() {
+        return Ok(refuse(&ctx, &f, seat.as_deref(), false, "Please wait for the reply first.", &fields));
+    }
+    store_labels(&app, &ctx, &fields).await?;
+    end_all(&app, &ctx.sides, EndReason::Finished).await?;
+    Ok(to_page(seat.as_deref()))
+}
+
+/// `POST /p/chat/finish`: the questions after the conversation, and a battle's vote. The
+/// judgment closes the lease like any evaluation item; a battle in which a system failed a
+/// turn is kept as void: not counted, and its pair goes back to the pool.
+pub async fn finish(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    let seat = q.seat();
+    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+        Ok(ctx) => ctx,
+        Err(r) => return Ok(r),
+    };
+    if !ctx.ended() {
+        return Ok(to_page(seat.as_deref()));
+    }
+    let ev = ctx.ev();
+    let arena = ev.task == EvalTask::Arena;
+    let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
+    let mut problems = vec![];
+    let answers = match questions::check(&ev.questions, &fields, seed) {
+        Ok(a) => a.to_event(&ev.questions),
+        Err(mut more) => {
+            problems.append(&mut more);
+            IndexMap::new()
+        }
+    };
+    let (mut choice, mut justification) = (None, None);
+    if arena {
+        choice = match field(&fields, "vote") {
+            Some("left") => ctx.sides.first().map(|s| s.session.clone()),
+            Some("right") => ctx.sides.get(1).map(|s| s.session.clone()),
+            Some(v @ (VOTE_TIE | VOTE_BOTH_BAD)) => Some(v.to_string()),
+            _ => None,
+        };
+        if choice.is_none() {
+            problems.push(Problem {
+                question: "vote".into(),
+                message: "Choose one of the answers.".into(),
+            });
+        }
+        justification = check_justification(&ev.justification, &fields, &mut problems);
+    }
+    if !problems.is_empty() {
+        let f = eval::facts(&app, &ctx.p).await?;
+        let html = render(&ctx, &f, seat.as_deref(), None, &problems, &fields);
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
+    }
+    store_labels(&app, &ctx, &fields).await?;
+    let convos = read_convos(&app, &ctx.sides).await?;
+    let turns: Vec<TurnLabel> = ctx
+        .sides
+        .iter()
+        .zip(&convos)
+        .flat_map(|(side, c)| {
+            c.said
+                .iter()
+                .filter(|s| s.by_system && (!s.labels.is_empty() || s.score.is_some()))
+                .map(|s| TurnLabel {
+                    dialogue: side.session.clone(),
+                    turn: s.index,
+                    labels: s.labels.clone(),
+                    score: s.score,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let void = arena && convos.iter().any(|c| c.ever_failed);
+    let judgment = Judgment {
+        page: ctx.page_id(),
+        item: ctx.lease.item_id.clone(),
+        lease: ctx.lease.id.clone(),
+        pool: ItemPool::Item,
+        dialogues: ctx.sides.iter().map(|s| s.session.clone()).collect(),
+        systems: ctx.sides.iter().map(|s| s.system.clone()).collect(),
+        choice,
+        justification,
+        answers,
+        turns,
+        counted: false,
+        surplus: false,
+        gold_correct: None,
+        claimed_at_ms: ctx.lease.claimed_at_ms,
+        void,
+    };
+    let log = eval::ensure_log(&app, &ctx.p, &ctx.study).await?;
+    let actor = eval::actor(&ctx.p);
+    let at_ms = now_ms();
+    if void {
+        // The pair is owed another battle: its lease goes back, the vote is kept uncounted.
+        if app.store.return_lease(&ctx.lease.id, at_ms).await? {
+            let event = NewEvent {
+                actor,
+                kind: EventKind::Judged(Box::new(judgment)),
+                at_ms,
+            };
+            app.store.append(&log, vec![event]).await?;
+        }
+    } else {
+        let events = Box::new(move |outcome: SubmitOutcome| {
+            let mut j = judgment;
+            j.counted = outcome == SubmitOutcome::Counted;
+            j.surplus = outcome == SubmitOutcome::Surplus;
+            vec![NewEvent {
+                actor,
+                kind: EventKind::Judged(Box::new(j)),
+                at_ms,
+            }]
+        });
+        app.store.submit(&ctx.lease.id, at_ms, &log, events).await?;
+    }
+    if arena && ev.conversation.reveal {
+        let location = format!(
+            "/p/chat/reveal?lease={}{}",
+            query_escape(&ctx.lease.id),
+            seat.as_deref()
+                .map(|s| format!("&seat={}", query_escape(s)))
+                .unwrap_or_default()
+        );
+        return Ok((StatusCode::SEE_OTHER, [(axum::http::header::LOCATION, location)]).into_response());
+    }
+    Ok(to_page(seat.as_deref()))
+}
+
+/// `GET /p/chat/reveal?lease=…`: after a vote, which system was on which side.
+pub async fn reveal(
+    State(app): State<AppState>,
+    Query(q): Query<RevealQuery>,
+    headers: HeaderMap,
+) -> Result<Response, HttpError> {
+    let seat = q.seat.as_deref().and_then(crate::security::parse_seat);
+    let (p, study, _) = who(&app, &headers, seat.as_deref()).await?;
+    let Some(ev) = study.study.evaluation.as_ref().filter(|e| e.task == EvalTask::Arena && e.conversation.reveal) else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    let Some(lease) = own_lease(&app, &p, &study, q.lease.as_deref())
+        .await?
+        .filter(|l| l.state != LeaseState::Leased)
+    else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    let sides = chat::sides(ev, &lease);
+    let events = app.store.events(&eval::log_id(&p), 0).await?;
+    let verdict = events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::Judged(j) if j.lease == lease.id => Some(j.clone()),
+        _ => None,
+    });
+    let Some(verdict) = verdict else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    let rows: String = sides
+        .iter()
+        .map(|s| {
+            format!(
+                "<li data-testid=\"reveal-{n}\" data-system=\"{sys}\">{label} was <strong>{sys}</strong></li>",
+                n = s.name,
+                label = side_label(s),
+                sys = esc(&s.system)
+            )
+        })
+        .collect();
+    let chose = match verdict.choice.as_deref() {
+        Some(VOTE_TIE) => "a tie".to_string(),
+        Some(VOTE_BOTH_BAD) => "both bad".to_string(),
+        Some(c) => sides
+            .iter()
+            .find(|s| s.session == c)
+            .map(|s| side_label(s).to_string())
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    let void = if verdict.void {
+        "<p class=\"muted\" data-testid=\"reveal-void\">An assistant failed to answer during this conversation, so this vote does not count towards the leaderboard.</p>"
+    } else {
+        ""
+    };
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"reveal\"><h1>Thank you for your vote</h1><p>You chose: <strong>{}</strong>.</p>\
+         <ul class=\"reveal\" data-testid=\"reveal\">{rows}</ul>{void}\
+         <p><a class=\"button primary\" href=\"/p{}\" data-testid=\"reveal-continue\">Continue</a></p></main>",
+        esc(&chose),
+        esc(&seat_query(seat.as_deref())),
+    );
+    Ok(Html(layout(&study.study.title, &body, &[])).into_response())
+}
