@@ -186,6 +186,7 @@ fn judgment(
         surplus,
         gold_correct,
         claimed_at_ms,
+        void: false,
     }
 }
 
