@@ -87,6 +87,8 @@ pub struct Inner {
     pub(crate) researchers: ResearcherSessions,
     /// The dialogue systems under test, and their replies in flight.
     pub(crate) systems: crate::chat::Systems,
+    /// Arena leaderboards computed lately.
+    pub(crate) leaderboards: crate::http::leaderboard::LeaderboardCache,
     /// Entry links opened per client address: bounds how fast participants can be created.
     pub(crate) joins: KeyedLimiter,
     pub tunables: Tunables,
@@ -136,6 +138,7 @@ impl AppState {
             code_key,
             researchers: ResearcherSessions::default(),
             systems,
+            leaderboards: Default::default(),
             joins: KeyedLimiter::per_minute(config.tunables.join_per_minute),
             tunables: config.tunables,
             shutdown,

@@ -9,6 +9,7 @@
 //! | `POST /p/survey` | [`survey`] |
 //! | `POST /p/answers`, `/p/onboarding`, `/p/judge`, `/p/skip` | [`judge`] |
 //! | `/p/chat/…` (chat and arena pages) | [`chat`] |
+//! | `GET /leaderboard/{study}`, `GET /leaderboard/{study}/json` | [`leaderboard`] |
 //! | `GET /ws` | `crate::ws` |
 //! | `GET /assets/{file}`, `GET /study/{study}/{*file}` | [`static_files`] |
 //! | `GET /try` | [`try_it`] |
@@ -19,6 +20,7 @@ pub mod chat;
 pub mod entry;
 pub mod html;
 pub mod judge;
+pub mod leaderboard;
 pub mod pages;
 pub mod questions;
 pub mod researcher;
@@ -73,6 +75,8 @@ pub fn router(app: AppState) -> Router {
         .route("/p/chat/end", post(chat::end))
         .route("/p/chat/finish", post(chat::finish))
         .route("/p/chat/reveal", get(chat::reveal))
+        .route("/leaderboard/{study}", get(leaderboard::page))
+        .route("/leaderboard/{study}/json", get(leaderboard::json))
         .route("/ws", get(ws::upgrade))
         .route("/assets/{file}", get(static_files::asset))
         .route("/study/{study}/{*file}", get(static_files::media))
