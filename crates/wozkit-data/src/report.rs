@@ -182,6 +182,9 @@ pub async fn build_report(
         test_session_ids(store, study).await?
     };
     let mut stream = SessionStream::open(store, study).await?.skipping(skip);
+    if !options.include_test {
+        stream = stream.skipping_test_chats();
+    }
     let mut collected = Collected::default();
     while let Some(session) = stream.next().await? {
         collected.add(&session, options)?;

@@ -150,6 +150,12 @@ impl<W: Write> VotesWriter<W> {
         Ok(votes.len())
     }
 
+    /// Writes one vote.
+    pub fn vote(&mut self, vote: &Vote) -> Result<(), ExportError> {
+        self.writer.serialize(vote)?;
+        Ok(())
+    }
+
     /// Flushes the CSV and gives the output back.
     pub fn finish(self) -> Result<W, ExportError> {
         self.writer

@@ -13,6 +13,13 @@
 //! `"wizard"`), the user id is the session id, utterance ids follow the dataset's
 //! `<agent>-<user>_<n>` pattern, and `metadata.sentiment` is a `sentiment` survey answer when one
 //! exists. Timestamps, labels and every other event go to the sidecar.
+//!
+//! Live chats and arena battles (sessions starting with `ChatStarted`): the agent id is the
+//! system's name and the user id the participant's id, so the two sides of a battle share it, as
+//! in the dataset. A participant may meet the same system in several battles, so the
+//! conversation id is `<agent>_<session id>` and the utterance ids `<agent>-<session id>_<n>`
+//! (unique per dialogue). The votes of the battles are written beside the dialogues by
+//! `wozkit export` (see [`crate::stored::export`]).
 
 use std::io::Write;
 
@@ -76,8 +83,20 @@ pub(crate) fn eval_record(session: &ImportedSession, index: usize) -> Result<Fie
 
 struct DialDefaults;
 
-/// Agent and user ids of a session from elsewhere.
-fn ids(session: &ImportedSession) -> (String, String) {
+/// The ids of a session from elsewhere: the agent id, the user id, and the id that names the
+/// conversation after the agent (the user id, or the session id for a live chat).
+fn ids(session: &ImportedSession) -> (String, String, String) {
+    let chat = session.events.iter().find_map(|e| match &e.kind {
+        EventKind::ChatStarted {
+            participant,
+            system,
+            ..
+        } => Some((system.clone(), participant.clone())),
+        _ => None,
+    });
+    if let Some((system, participant)) = chat {
+        return (system, participant, session.id.clone());
+    }
     let agent = session.events.iter().find_map(|e| match &e.actor {
         Actor::Bot {
             role: Role::Wizard,
@@ -85,12 +104,13 @@ fn ids(session: &ImportedSession) -> (String, String) {
         } => Some(name.clone()),
         _ => None,
     });
-    (agent.unwrap_or_else(|| "wizard".into()), session.id.clone())
+    let user = session.id.clone();
+    (agent.unwrap_or_else(|| "wizard".into()), user.clone(), user)
 }
 
 impl Defaults for DialDefaults {
     fn record(&self, session: &ImportedSession, _index: usize) -> Fields {
-        let (agent, user) = ids(session);
+        let (agent, user, key) = ids(session);
         let sentiment = session.events.iter().find_map(|e| match &e.kind {
             EventKind::SurveyAnswered { answers, .. } => answers.get("sentiment").cloned(),
             _ => None,
@@ -100,7 +120,7 @@ impl Defaults for DialDefaults {
             metadata.insert("sentiment".into(), sentiment);
         }
         let mut record = Fields::new();
-        record.insert("conversation ID".into(), json!(format!("{agent}_{user}")));
+        record.insert("conversation ID".into(), json!(format!("{agent}_{key}")));
         record.insert("agent".into(), json!({"id": agent, "type": "AGENT"}));
         record.insert("user".into(), json!({"id": user, "type": "USER"}));
         record.insert("conversation".into(), Value::Null);
@@ -115,11 +135,11 @@ impl Defaults for DialDefaults {
         _role: Role,
         _turn: Option<&Turn<'_>>,
     ) -> Fields {
-        let (agent, user) = ids(session);
+        let (agent, _, key) = ids(session);
         let mut fields = Fields::new();
         fields.insert(
             "utterance ID".into(),
-            json!(format!("{agent}-{user}_{position}")),
+            json!(format!("{agent}-{key}_{position}")),
         );
         fields
     }

@@ -6,9 +6,16 @@
 //!
 //! The judgments formats read the participants' logs instead of the dialogues
 //! ([`export_judgments`], columns in [`crate::judgments`]).
+//!
+//! A CRSArena-Dial export also writes the votes of the arena battles in the participants' logs
+//! (counted, not void; see [`crate::leaderboard`]), in cast order, as a votes CSV beside the
+//! dialogues: [`votes_path`] (`crs_arena_dial_open.json` → `votes_open.csv`, as in the release;
+//! `battles.json` → `votes_battles.csv`). Importing both files with `--format crsarena` gives
+//! the same leaderboard. With `--split`, the votes of every part go to the one file named after
+//! `--out`.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 use wozkit_store::{Store, StoreError};
@@ -19,7 +26,9 @@ use super::sinks::{self, OutFile, Sink};
 use super::split::{SplitSpec, part_path};
 use crate::error::ExportError;
 use crate::judgments::{JudgmentsCsv, JudgmentsJsonl, log_rows};
+use crate::leaderboard::{study_rows, votes_from_rows};
 use crate::session::Format;
+use crate::votes::VotesWriter;
 
 /// An export target: a dataset format or one of wozkit's own files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +161,9 @@ pub async fn export_store(
     let mut stream = SessionStream::open(store, options.study.as_deref())
         .await?
         .skipping(skip);
+    if !options.include_test {
+        stream = stream.skipping_test_chats();
+    }
     while let Some(session) = stream.next().await? {
         let part = assignment
             .as_ref()
@@ -170,7 +182,32 @@ pub async fn export_store(
     for sink in parts {
         summary.files.extend(sink.finish()?);
     }
+    if options.format == ExportFormat::Dataset(Format::CrsArena) {
+        let rows = study_rows(store, options.study.as_deref(), options.include_test).await?;
+        let votes = votes_from_rows(&rows);
+        if !votes.is_empty() {
+            let mut writer = VotesWriter::new(OutFile::create(&votes_path(&options.out))?)?;
+            for vote in &votes {
+                writer.vote(vote)?;
+            }
+            summary.files.push(writer.finish()?.finish()?);
+        }
+    }
     Ok(summary)
+}
+
+/// Where a CRSArena-Dial export puts its votes: beside `out`, named `votes_<name>.csv`, where
+/// `<name>` is `out`'s file name without `.zip`, `.json` and a leading `crs_arena_dial_`.
+pub fn votes_path(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".zip").unwrap_or(&name);
+    let name = name.strip_suffix(".json").unwrap_or(name);
+    let name = name.strip_prefix("crs_arena_dial_").unwrap_or(name);
+    let name = if name.is_empty() { "crsarena" } else { name };
+    out.with_file_name(format!("votes_{name}.csv"))
 }
 
 /// Exports the judgments of the participant logs (of `options.study`; test participants only

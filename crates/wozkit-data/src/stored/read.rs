@@ -8,7 +8,7 @@
 //! dialogue statistics of reports read, and [`SessionStream::participant_logs`] the logs, which
 //! the judgments export and the evaluation part of reports read.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use wozkit_core::event::{Event, EventKind};
 use wozkit_store::{EventCursor, SessionFilter, SessionKind, SessionStatus, Store, StoreError};
@@ -87,6 +87,9 @@ pub struct SessionStream<'a> {
     ready: VecDeque<StoredSession>,
     /// Sessions left out, e.g. test sessions (see [`test_session_ids`]).
     skip: HashSet<String>,
+    /// Leave out chats and arena battles of test participants (see
+    /// [`SessionStream::skipping_test_chats`]), with what is known of each participant.
+    test_chats: Option<HashMap<String, bool>>,
     done: bool,
     /// Events read so far, for summaries.
     pub events_read: u64,
@@ -107,6 +110,7 @@ impl<'a> SessionStream<'a> {
             pending: Vec::new(),
             ready: VecDeque::new(),
             skip: HashSet::new(),
+            test_chats: None,
             done: false,
             events_read: 0,
         })
@@ -128,10 +132,43 @@ impl<'a> SessionStream<'a> {
         self
     }
 
+    /// Also leaves out the chats and arena battles (sessions starting with `ChatStarted`) of
+    /// test participants: the store does not list those participants in the sessions, so
+    /// [`test_session_ids`] cannot find them.
+    pub fn skipping_test_chats(mut self) -> SessionStream<'a> {
+        self.test_chats = Some(HashMap::new());
+        self
+    }
+
+    /// Whether `session` is a chat of a test participant that the stream leaves out.
+    async fn is_skipped_chat(&mut self, session: &StoredSession) -> Result<bool, StoreError> {
+        let Some(known) = &mut self.test_chats else {
+            return Ok(false);
+        };
+        let Some(EventKind::ChatStarted { participant, .. }) =
+            session.events.first().map(|e| &e.kind)
+        else {
+            return Ok(false);
+        };
+        if let Some(test) = known.get(participant) {
+            return Ok(*test);
+        }
+        let test = self
+            .store
+            .participant(participant)
+            .await?
+            .is_some_and(|p| p.is_test());
+        known.insert(participant.clone(), test);
+        Ok(test)
+    }
+
     /// The next session, or `None` at the end.
     pub async fn next(&mut self) -> Result<Option<StoredSession>, StoreError> {
         loop {
             if let Some(session) = self.ready.pop_front() {
+                if self.is_skipped_chat(&session).await? {
+                    continue;
+                }
                 return Ok(Some(session));
             }
             if self.done {
