@@ -44,9 +44,10 @@ pub struct ImportArgs {
 
 #[derive(Args)]
 pub struct ExportArgs {
-    /// taskmaster1, crosswoz, multiwoz, convlab3, crsarena, crsarena_eval, crwiz, jsonl,
-    /// survey-csv, votes-csv, judgments-jsonl or judgments-csv (the judgments of evaluation
-    /// studies, one row each; no --split), or log (per-session logs with metrics, written by the
+    /// taskmaster1, crosswoz, multiwoz, convlab3, crsarena (arena battles' votes go to
+    /// votes_NAME.csv beside the file), crsarena_eval, crwiz, jsonl, survey-csv, votes-csv,
+    /// judgments-jsonl or judgments-csv (the judgments of evaluation studies, one row each; no
+    /// --split), or log (per-session logs with metrics, written by the
     /// server crate; it takes --data, --out, --study and --include-test only).
     #[arg(long)]
     format: String,
