@@ -153,6 +153,17 @@ async fn battle_sessions(store: &dyn Store, n: usize, battle: &Battle) -> (Strin
                     source: MessageSource::Free,
                 },
             ));
+            if side == "left" {
+                events.push((
+                    user.clone(),
+                    EventKind::TurnAnnotated {
+                        turn: turn * 2 + 1,
+                        labels: Vec::new(),
+                        score: None,
+                        feedback: Some(sentiment(n, turn).into()),
+                    },
+                ));
+            }
         }
         events.push((
             Actor::System,
@@ -173,6 +184,15 @@ async fn battle_sessions(store: &dyn Store, n: usize, battle: &Battle) -> (Strin
         store.append(id, events).await.expect("append battle");
     }
     ids
+}
+
+/// The live feedback given to reply `turn` of battle `n`'s left side.
+fn sentiment(n: usize, turn: u32) -> &'static str {
+    if (n + turn as usize).is_multiple_of(3) {
+        "satisfied"
+    } else {
+        "frustrated"
+    }
 }
 
 fn judgment(n: usize, battle: &Battle, (left, right): &(String, String)) -> Judgment {
@@ -388,6 +408,16 @@ async fn live_leaderboard_report_and_crsarena_round_trip_agree() {
             "both sides share the user"
         );
         assert_eq!(right["user"]["id"], battle.participant);
+        assert_eq!(
+            left["metadata"]["sentiment"],
+            sentiment(n, 1),
+            "the last feedback"
+        );
+        assert_eq!(
+            right["metadata"],
+            serde_json::json!({}),
+            "no feedback, no sentiment"
+        );
         let turns = left["conversation"].as_array().expect("turns");
         assert_eq!(turns.len(), 4);
         assert_eq!(turns[0]["participant"], "USER");
@@ -460,4 +490,17 @@ async fn live_leaderboard_report_and_crsarena_round_trip_agree() {
     assert_eq!(again.elo.len(), lb.systems.len());
     // The dialogues came back too, one session per side.
     assert_eq!(again.sessions, 2 * live);
+    // The live feedback came back as each left side's sentiment.
+    let mut satisfied: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for (n, battle) in battles().iter().enumerate().take(live) {
+        let entry = satisfied.entry(battle.left.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(sentiment(n, 1) == "satisfied");
+    }
+    let found: BTreeMap<String, (u64, u64)> = again
+        .satisfaction
+        .iter()
+        .map(|(system, s)| (system.clone(), (s.dialogues, s.satisfied)))
+        .collect();
+    assert_eq!(found, satisfied);
 }

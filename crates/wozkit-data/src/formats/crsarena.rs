@@ -18,7 +18,9 @@
 //! system's name and the user id the participant's id, so the two sides of a battle share it, as
 //! in the dataset. A participant may meet the same system in several battles, so the
 //! conversation id is `<agent>_<session id>` and the utterance ids `<agent>-<session id>_<n>`
-//! (unique per dialogue). The votes of the battles are written beside the dialogues by
+//! (unique per dialogue). Without a `sentiment` survey answer, `metadata.sentiment` is the
+//! last live feedback (`satisfied` or `frustrated`) given to a reply, as the arena's buttons
+//! labelled the conversation. The votes of the battles are written beside the dialogues by
 //! `wozkit export` (see [`crate::stored::export`]).
 
 use std::io::Write;
@@ -111,10 +113,19 @@ fn ids(session: &ImportedSession) -> (String, String, String) {
 impl Defaults for DialDefaults {
     fn record(&self, session: &ImportedSession, _index: usize) -> Fields {
         let (agent, user, key) = ids(session);
-        let sentiment = session.events.iter().find_map(|e| match &e.kind {
+        let survey = session.events.iter().find_map(|e| match &e.kind {
             EventKind::SurveyAnswered { answers, .. } => answers.get("sentiment").cloned(),
             _ => None,
         });
+        let feedback = || {
+            session.events.iter().rev().find_map(|e| match &e.kind {
+                EventKind::TurnAnnotated {
+                    feedback: Some(f), ..
+                } => Some(json!(f)),
+                _ => None,
+            })
+        };
+        let sentiment = survey.or_else(feedback);
         let mut metadata = Fields::new();
         if let Some(sentiment) = sentiment {
             metadata.insert("sentiment".into(), sentiment);

@@ -251,3 +251,20 @@ pub async fn export_judgments(
     summary.files.push(out.finish()?);
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn votes_file_is_named_like_the_release() {
+        let path = |p: &str| votes_path(Path::new(p));
+        assert_eq!(
+            path("out/crs_arena_dial_open.json"),
+            Path::new("out/votes_open.csv")
+        );
+        assert_eq!(path("battles.json.zip"), Path::new("votes_battles.csv"));
+        assert_eq!(path("a/b/dump"), Path::new("a/b/votes_dump.csv"));
+        assert_eq!(path(".json"), Path::new("votes_crsarena.csv"));
+    }
+}
