@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of wozkit on a fresh machine: installs what is missing (Chromium, ChromeDriver,
-# PostgreSQL) from Debian's packages, starts a throwaway PostgreSQL server, then runs formatting,
+# PostgreSQL, Python 3) from Debian's packages, starts a throwaway PostgreSQL server, then runs formatting,
 # lints, the unit/property/integration tests on both stores, the end-to-end browser test, and the
 # study checks (validate + 10,000 simulated sessions of each built-in study).
 set -euo pipefail
@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+# The example dialogue system (examples/python_bot) and the study checks run Python 3.
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"

@@ -130,7 +130,7 @@ impl AppState {
             crate::evaluation::register_items(store.as_ref(), s).await?;
         }
         let systems = crate::chat::Systems::new(studies.values().map(|s| s.as_ref()))?;
-        Ok(AppState(Arc::new(Inner {
+        let app = AppState(Arc::new(Inner {
             store,
             studies,
             lobby: Lobby::default(),
@@ -144,7 +144,9 @@ impl AppState {
             shutdown,
             _alive: alive,
             next_conn: AtomicU64::new(1),
-        })))
+        }));
+        crate::chat::listen_unprompted(&app);
+        Ok(app)
     }
 
     /// The study with this id, or the default one when `id` is `None`.

@@ -78,6 +78,25 @@ impl Systems {
         }
     }
 
+    /// Every study's systems that may speak unprompted, with a receiver of what they say.
+    fn unprompted(
+        &self,
+    ) -> Vec<(
+        String,
+        String,
+        tokio::sync::broadcast::Receiver<wozkit_systems::Unprompted>,
+    )> {
+        let mut out = vec![];
+        for (study, clients) in &self.clients {
+            for (name, client) in clients {
+                if let Some(rx) = client.subscribe_unprompted() {
+                    out.push((study.clone(), name.clone(), rx));
+                }
+            }
+        }
+        out
+    }
+
     /// Whether a reply is being asked for in this session.
     pub fn is_running(&self, session: &str) -> bool {
         self.running
@@ -85,6 +104,78 @@ impl Systems {
             .map(|r| r.contains(session))
             .unwrap_or(false)
     }
+}
+
+/// Stores what systems say unprompted (a `websocket` system's `say` frames) as their messages in
+/// the conversation they name, when that conversation is theirs and still going; the page shows
+/// it with the next update. Runs until the server stops.
+pub fn listen_unprompted(app: &AppState) {
+    use tokio::sync::broadcast::error::RecvError;
+    for (study, system, mut rx) in app.systems.unprompted() {
+        let app = app.clone();
+        tokio::spawn(async move {
+            loop {
+                let said = tokio::select! {
+                    said = rx.recv() => said,
+                    _ = app.stopping() => break,
+                };
+                match said {
+                    Ok(u) => {
+                        if let Err(e) = store_unprompted(&app, &study, &system, &u).await {
+                            tracing::warn!(
+                                system,
+                                dialogue = u.dialogue_id,
+                                "unprompted message not stored: {e}"
+                            );
+                        }
+                    }
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::warn!(
+                            system,
+                            missed = n,
+                            "unprompted messages came too fast; some were dropped"
+                        );
+                    }
+                    Err(RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+}
+
+async fn store_unprompted(
+    app: &AppState,
+    study: &str,
+    system: &str,
+    u: &wozkit_systems::Unprompted,
+) -> Result<(), StoreError> {
+    let Some(record) = app.store.session(&u.dialogue_id).await? else {
+        return Ok(());
+    };
+    if record.study_id != study || !record.is_live() || u.text.trim().is_empty() {
+        return Ok(());
+    }
+    let events = app.store.events(&u.dialogue_id, 0).await?;
+    let theirs = events.first().is_some_and(
+        |e| matches!(&e.kind, EventKind::ChatStarted { system: s, .. } if s == system),
+    );
+    if !theirs || Convo::of(&events).ended.is_some() {
+        return Ok(());
+    }
+    let event = NewEvent {
+        actor: Actor::Bot {
+            role: Role::Wizard,
+            name: system.to_string(),
+        },
+        kind: EventKind::Message {
+            role: Role::Wizard,
+            text: u.text.clone(),
+            source: MessageSource::Free,
+        },
+        at_ms: now_ms(),
+    };
+    app.store.append(&u.dialogue_id, vec![event]).await?;
+    Ok(())
 }
 
 /// One side of a conversation: the system and its session.

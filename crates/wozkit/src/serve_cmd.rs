@@ -54,12 +54,14 @@ pub struct ServeArgs {
 
 /// Parses `--system NAME=URL[#MODEL]`.
 fn parse_system(arg: &str) -> std::result::Result<(String, SystemSpec), String> {
-    let (name, rest) = arg
-        .split_once('=')
-        .ok_or_else(|| format!("`{arg}`: write NAME=URL, e.g. my-model=http://localhost:8000/v1"))?;
+    let (name, rest) = arg.split_once('=').ok_or_else(|| {
+        format!("`{arg}`: write NAME=URL, e.g. my-model=http://localhost:8000/v1")
+    })?;
     let name = name.trim();
     if name.is_empty() || name.contains('~') {
-        return Err(format!("`{arg}`: the name must be non-empty and without `~`"));
+        return Err(format!(
+            "`{arg}`: the name must be non-empty and without `~`"
+        ));
     }
     let (url, model) = match rest.split_once('#') {
         Some((url, model)) if !model.trim().is_empty() => (url.trim(), model.trim()),
@@ -77,7 +79,12 @@ fn apply_systems(studies: &mut [LoadedStudy], systems: &[(String, SystemSpec)]) 
     }
     let mut used = false;
     for s in studies.iter_mut() {
-        if !s.study.evaluation.as_ref().is_some_and(|e| e.task.is_live()) {
+        if !s
+            .study
+            .evaluation
+            .as_ref()
+            .is_some_and(|e| e.task.is_live())
+        {
             continue;
         }
         used = true;

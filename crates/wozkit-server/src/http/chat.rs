@@ -37,8 +37,8 @@ use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
 
 use super::html::{esc, layout, query_escape};
 use super::judge::{
-    Fields, check_justification, field, find_problem, justification_html, page_head,
-    problem_html, same_site,
+    Fields, check_justification, field, find_problem, justification_html, page_head, problem_html,
+    same_site,
 };
 use super::pages::{SeatQuery, to_page, who};
 use super::questions::fieldsets;
@@ -275,10 +275,7 @@ fn reply_controls(ev: &Evaluation, side: &Side, said: &chat::Said, form: Option<
                 })
                 .collect(),
         };
-        let prompt = a
-            .prompt
-            .as_deref()
-            .unwrap_or("How was this reply?");
+        let prompt = a.prompt.as_deref().unwrap_or("How was this reply?");
         out.push_str(&format!(
             "<fieldset class=\"turn-labels\" data-testid=\"annotate-{side}\"><legend>{}</legend>{inputs}</fieldset>",
             esc(prompt),
@@ -393,7 +390,12 @@ fn render(
         }
     );
     let notice = notice
-        .map(|n| format!("<p class=\"problem\" role=\"alert\" data-testid=\"chat-notice\">{}</p>", esc(n)))
+        .map(|n| {
+            format!(
+                "<p class=\"problem\" role=\"alert\" data-testid=\"chat-notice\">{}</p>",
+                esc(n)
+            )
+        })
         .unwrap_or_default();
     let hidden = format!(
         "<input type=\"hidden\" name=\"step\" value=\"{}\"><input type=\"hidden\" name=\"lease\" value=\"{}\">",
@@ -414,7 +416,10 @@ fn render(
                 .collect();
             format!(
                 "<fieldset class=\"question choice-pair\" data-testid=\"question-vote\"><legend>{}</legend>{radios}{}</fieldset>{}",
-                esc(ev.question.as_deref().unwrap_or("Which assistant was better?")),
+                esc(ev
+                    .question
+                    .as_deref()
+                    .unwrap_or("Which assistant was better?")),
                 problem_html("vote", find_problem(problems, "vote")),
                 justification_html(&ev.justification, fields, problems),
             )
@@ -436,7 +441,8 @@ fn render(
     } else {
         let closed = turns >= c.max_turns;
         let input = if closed {
-            "<p data-testid=\"chat-max\">You have sent the most messages for this conversation.</p>".to_string()
+            "<p data-testid=\"chat-max\">You have sent the most messages for this conversation.</p>"
+                .to_string()
         } else {
             format!(
                 "<label for=\"chat-text\" class=\"sr-only\">Your message</label>\
@@ -452,7 +458,11 @@ fn render(
                 "<form method=\"post\" action=\"/p/chat/end{}\" class=\"chat-end\">{hidden}\
                  <button type=\"submit\" data-testid=\"chat-end\">{}</button></form>",
                 esc(&seatq),
-                if arena { "Finish and vote" } else { "End the conversation" }
+                if arena {
+                    "Finish and vote"
+                } else {
+                    "End the conversation"
+                }
             )
         } else {
             String::new()
@@ -476,7 +486,11 @@ fn render(
                 "Chat with the assistant"
             }
         ),
-        layout = if arena { "compare chat-sides" } else { "chat-sides" },
+        layout = if arena {
+            "compare chat-sides"
+        } else {
+            "chat-sides"
+        },
     );
     layout(&ctx.study.study.title, &body, &["chat.js"])
 }
@@ -536,10 +550,22 @@ async fn ask_sides(
 
 /// A refused form: the page again with the reason (or, to a streaming browser, the reason as a
 /// frame).
-fn refuse(ctx: &Ctx, f: &Facts, seat: Option<&str>, stream: bool, message: &str, fields: &[(String, String)]) -> Response {
+fn refuse(
+    ctx: &Ctx,
+    f: &Facts,
+    seat: Option<&str>,
+    stream: bool,
+    message: &str,
+    fields: &[(String, String)],
+) -> Response {
     if stream {
         let line = serde_json::json!({"type": "refused", "message": message}).to_string() + "\n";
-        return (StatusCode::CONFLICT, [(CONTENT_TYPE, "application/x-ndjson")], line).into_response();
+        return (
+            StatusCode::CONFLICT,
+            [(CONTENT_TYPE, "application/x-ndjson")],
+            line,
+        )
+            .into_response();
     }
     let html = render(ctx, f, seat, Some(message), &[], fields);
     (StatusCode::CONFLICT, Html(html)).into_response()
@@ -597,7 +623,11 @@ async fn store_labels(
             at_ms: now_ms(),
         };
         app.store
-            .append_once(&side.session, &format!("labels/{}", last.index), vec![event])
+            .append_once(
+                &side.session,
+                &format!("labels/{}", last.index),
+                vec![event],
+            )
             .await?;
     }
     Ok(())
@@ -630,7 +660,10 @@ pub async fn send(
     } else if text.is_empty() {
         Some("Write a message first.".into())
     } else if text.chars().count() > c.max_chars as usize {
-        Some(format!("Please keep your message under {} characters.", c.max_chars))
+        Some(format!(
+            "Please keep your message under {} characters.",
+            c.max_chars
+        ))
     } else {
         None
     };
@@ -723,7 +756,14 @@ pub async fn end(
         return Ok(refuse(&ctx, &f, seat.as_deref(), false, &message, &fields));
     }
     if ctx.pending() {
-        return Ok(refuse(&ctx, &f, seat.as_deref(), false, "Please wait for the reply first.", &fields));
+        return Ok(refuse(
+            &ctx,
+            &f,
+            seat.as_deref(),
+            false,
+            "Please wait for the reply first.",
+            &fields,
+        ));
     }
     store_labels(&app, &ctx, &fields).await?;
     end_all(&app, &ctx.sides, EndReason::Finished).await?;
@@ -850,7 +890,11 @@ pub async fn finish(
                 .map(|s| format!("&seat={}", query_escape(s)))
                 .unwrap_or_default()
         );
-        return Ok((StatusCode::SEE_OTHER, [(axum::http::header::LOCATION, location)]).into_response());
+        return Ok((
+            StatusCode::SEE_OTHER,
+            [(axum::http::header::LOCATION, location)],
+        )
+            .into_response());
     }
     Ok(to_page(seat.as_deref()))
 }
@@ -863,7 +907,12 @@ pub async fn reveal(
 ) -> Result<Response, HttpError> {
     let seat = q.seat.as_deref().and_then(crate::security::parse_seat);
     let (p, study, _) = who(&app, &headers, seat.as_deref()).await?;
-    let Some(ev) = study.study.evaluation.as_ref().filter(|e| e.task == EvalTask::Arena && e.conversation.reveal) else {
+    let Some(ev) = study
+        .study
+        .evaluation
+        .as_ref()
+        .filter(|e| e.task == EvalTask::Arena && e.conversation.reveal)
+    else {
         return Ok(to_page(seat.as_deref()));
     };
     let Some(lease) = own_lease(&app, &p, &study, q.lease.as_deref())

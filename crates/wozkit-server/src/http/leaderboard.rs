@@ -39,7 +39,12 @@ fn arena(
     study: &str,
 ) -> Result<Result<Arc<LoadedStudy>, Response>, HttpError> {
     let s = app.study(Some(study)).ok_or(HttpError::NotFound)?;
-    let Some(ev) = s.study.evaluation.as_ref().filter(|e| e.task == EvalTask::Arena) else {
+    let Some(ev) = s
+        .study
+        .evaluation
+        .as_ref()
+        .filter(|e| e.task == EvalTask::Arena)
+    else {
         return Err(HttpError::NotFound);
     };
     if !ev.leaderboard.public && !logged_in(app, headers) {
@@ -50,7 +55,12 @@ fn arena(
 
 async fn board(app: &AppState, study: &LoadedStudy) -> Result<Arc<Leaderboard>, HttpError> {
     let id = &study.study.id;
-    if let Some((at, lb)) = app.leaderboards.0.lock().ok().and_then(|c| c.get(id).cloned())
+    if let Some((at, lb)) = app
+        .leaderboards
+        .0
+        .lock()
+        .ok()
+        .and_then(|c| c.get(id).cloned())
         && at.elapsed() < FRESH
     {
         return Ok(lb);
