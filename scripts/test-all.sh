@@ -40,13 +40,18 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
 cargo build --release -p wozkit
-for study in $(./target/release/wozkit studies | awk '{print $1}'); do
-  ./target/release/wozkit validate "$study"
+# The binary as cargo built it (CARGO_TARGET_DIR may put it elsewhere); a failure to list the
+# studies stops the script here instead of looping over nothing.
+wozkit="${CARGO_TARGET_DIR:-target}/release/wozkit"
+studies=$("$wozkit" studies)
+[ -n "$studies" ] || { echo "wozkit studies listed nothing" >&2; exit 1; }
+for study in $(echo "$studies" | awk '{print $1}'); do
+  "$wozkit" validate "$study"
 done
 # Only studies with a dialogue room have dialogue states to simulate; evaluation studies are
 # exercised by the crowd test (`crates/wozkit/tests/crowd.rs`).
-for study in $(./target/release/wozkit studies | awk '$2 == "dialogue" {print $1}'); do
-  ./target/release/wozkit simulate "$study" --sessions 10000 --seed 7 --json > "target/sim-$study.json"
+for study in $(echo "$studies" | awk '$2 == "dialogue" {print $1}'); do
+  "$wozkit" simulate "$study" --sessions 10000 --seed 7 --json > "target/sim-$study.json"
   python3 - "target/sim-$study.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
