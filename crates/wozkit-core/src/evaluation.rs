@@ -117,6 +117,9 @@ pub struct Evaluation {
     /// Chats and battles: turns, time and what is asked along the way.
     #[serde(default)]
     pub conversation: Conversation,
+    /// Arena: which pair the next battle is given to.
+    #[serde(default)]
+    pub schedule: Schedule,
     /// Arena: the leaderboard's settings.
     #[serde(default)]
     pub leaderboard: LeaderboardSettings,
@@ -180,6 +183,30 @@ fn default_max_turns() -> u32 {
 }
 fn default_max_chars() -> u32 {
     1000
+}
+
+/// How an arena chooses the pair of the next battle. Either way each pair gets exactly
+/// `judgments_per_item` counted battles; the schedule decides the order in which they come.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// The pair with the fewest battles (done plus running) first: every pair keeps an equal
+    /// share all along.
+    #[default]
+    Balanced,
+    /// The pair whose outcome is least certain first: the widest interval of its win rate
+    /// from the counted battles so far (few battles, or a win rate near one half), so that
+    /// early battles go where they tell the most.
+    Uncertain,
+}
+
+/// How uncertain a pair's outcome is after `a_wins`, `b_wins` and `ties` counted battles: the
+/// standard error of the first system's smoothed score share, (wins + ties / 2 + 1) / (n + 2),
+/// over n + 2 battles. Larger is less certain; a pair never battled has the largest (0.3536).
+pub fn pair_uncertainty(a_wins: u64, b_wins: u64, ties: u64) -> f64 {
+    let n = (a_wins + b_wins + ties) as f64;
+    let p = (a_wins as f64 + ties as f64 / 2.0 + 1.0) / (n + 2.0);
+    (p * (1.0 - p) / (n + 2.0)).sqrt()
 }
 
 /// How the arena's leaderboard is computed and who may see it.

@@ -92,11 +92,9 @@ pub async fn page(
     let lb = board(&app, &s).await?;
     let body = format!(
         "<main class=\"wide\" data-page=\"leaderboard\" data-live=\"true\"><h1>Leaderboard</h1>\
-         <p class=\"muted\">{} · {} counted battle{} · updated every few seconds · \
+         <p class=\"muted\">{} · updated every few seconds · \
          <a href=\"/leaderboard/{}/json\">JSON</a></p>{}</main>",
         esc(&s.study.title),
-        lb.votes,
-        if lb.votes == 1 { "" } else { "s" },
         esc(&s.study.id),
         html_tables(&lb),
     );

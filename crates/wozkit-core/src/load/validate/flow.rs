@@ -555,6 +555,13 @@ impl Checker<'_> {
                 ),
             );
         }
+        if ev.task == EvalTask::Chat && ev.schedule != crate::evaluation::Schedule::Balanced {
+            self.err(
+                "/evaluation/schedule",
+                "`schedule` chooses between pairs of systems: it is for `task: arena`".into(),
+                Some("a chat gives every system the same number of conversations".into()),
+            );
+        }
         let c = &ev.conversation;
         if c.min_turns > c.max_turns {
             self.err(
