@@ -43,7 +43,8 @@
 //! 10. **Counts.** `judgments`: ordinary judgments counted towards their item; `surplus`:
 //!     judgments kept after their lease expired when the item already had its N;
 //!     `surplus_paid`: the study's `evaluation.pay_surplus`; `items_paid`: `judgments`, plus
-//!     `surplus` when those are paid; `gold_accuracy`: attention checks answered right over
+//!     `surplus` when those are paid, plus void arena battles (a system failed, not the worker:
+//!     the battle is owed again but the worker's time is paid); `gold_accuracy`: attention checks answered right over
 //!     those judged, to three decimals (empty when none was judged). Dialogue rows leave these
 //!     empty; an unknown study leaves `surplus_paid` and `items_paid` empty.
 //! 11. **Full rate.** `completed`, and `screened_gold` with a code (they passed onboarding and
@@ -291,6 +292,8 @@ fn short_rate(pay: &Payment) -> Amounts {
 struct Tally {
     counted: u32,
     surplus: u32,
+    /// Arena battles voided by a failing system.
+    void: u32,
     /// Ordinary judgments of any kind (counted, surplus, or neither).
     ordinary_judged: u32,
     gold_judged: u32,
@@ -329,6 +332,7 @@ impl Tally {
                             t.ordinary_judged += 1;
                             t.counted += u32::from(j.counted);
                             t.surplus += u32::from(j.surplus);
+                            t.void += u32::from(j.void);
                         }
                         ItemPool::Gold => {
                             if let Some(right) = j.gold_correct {
@@ -411,6 +415,7 @@ fn price_evaluation(
                 .unwrap_or(p.created_at_ms);
             let ms = i128::from(end.saturating_sub(p.created_at_ms));
             let items = u64::from(tally.counted)
+                + u64::from(tally.void)
                 + if paid_surplus {
                     u64::from(tally.surplus)
                 } else {
@@ -429,7 +434,8 @@ fn price_evaluation(
     row.judgments = Some(tally.counted);
     row.surplus = Some(tally.surplus);
     row.surplus_paid = pay_surplus;
-    row.items_paid = pay_surplus.map(|paid| tally.counted + if paid { tally.surplus } else { 0 });
+    row.items_paid =
+        pay_surplus.map(|paid| tally.counted + tally.void + if paid { tally.surplus } else { 0 });
     row.gold_accuracy = tally.gold_accuracy();
     row
 }
