@@ -399,6 +399,7 @@ pub async fn current_item(
         now_ms: now,
         lease_ms: u64::from(ev.lease_s) * 1000,
         max_per_worker: Some(ev.items_per_worker),
+        prefer: vec![],
     };
     let mut lease = None;
     if gold_turn(ev, p, f.claimed) {

@@ -105,6 +105,7 @@ async fn worker(store: Arc<dyn Store>, study: String, w: usize) -> WorkerFigures
             now_ms: 1_000 + n as u64,
             lease_ms: 600_000,
             max_per_worker: None,
+            prefer: vec![],
         };
         let t = Instant::now();
         let lease = store.claim(req).await.expect("claim");

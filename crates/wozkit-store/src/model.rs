@@ -229,6 +229,12 @@ pub struct ClaimRequest {
     pub lease_ms: u64,
     /// At most this many leases of the `Item` pool per worker (every state counted).
     pub max_per_worker: Option<u32>,
+    /// Item ids to give first, best first. Among the eligible items the first one listed here
+    /// is given; eligible items not listed come after every listed one, in the usual order
+    /// (fewest done plus open leases, then id). Ids that are unknown, of another pool or not
+    /// eligible are skipped, and a repeated id keeps its first place. Eligibility is unchanged.
+    /// Empty (the usual case): the usual order alone.
+    pub prefer: Vec<String>,
 }
 
 /// A worker's claim on an item until `expires_at_ms`.

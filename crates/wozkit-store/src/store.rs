@@ -124,8 +124,9 @@ pub trait Store: Send + Sync + 'static {
     /// (unexpired, unsubmitted) leases are fewer than `needed`. Among eligible items the one
     /// with the fewest done plus open leases is given (an expired lease counts here until it is
     /// submitted or returned, though it no longer holds the item's place), ties broken by item
-    /// id. Exact under any
-    /// concurrency, including several processes sharing a PostgreSQL database.
+    /// id; with a non-empty `req.prefer`, the eligible item listed first there is given instead,
+    /// and eligible items not listed come after every listed one in that usual order. Exact
+    /// under any concurrency, including several processes sharing a PostgreSQL database.
     async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>>;
 
     /// The lease with this id.

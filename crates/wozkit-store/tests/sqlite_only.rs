@@ -154,6 +154,7 @@ async fn a_snapshot_reads_items_and_leases() {
         now_ms: 0,
         lease_ms: 100,
         max_per_worker: None,
+        prefer: vec![],
     };
     let lease = store.claim(claim).await.expect("claim").expect("lease");
     let snapshot = open_snapshot(&location).await.expect("snapshot");

@@ -31,7 +31,8 @@ const LEASE_COLUMNS: &str = "id, study_id, item_id, worker, pool, dialogues, cla
      expires_at_ms, state";
 
 /// Eligible items of a study's pool for a worker, best first: `$1` study, `$2` worker, `$3`
-/// pool, `$4` now, `$5` items already found full by this claim. `{lock}` is the locking clause.
+/// pool, `$4` now, `$5` items already found full by this claim. `{order}` is the order
+/// ([`USUAL_ORDER`] or [`PREFERRED_ORDER`]), `{lock}` the locking clause.
 const CANDIDATES: &str = "SELECT i.item_id FROM eval_items i \
      WHERE i.study_id = $1 AND i.pool = $3 AND NOT (i.item_id = ANY($5)) \
        AND (i.pool = 'gold' OR (SELECT COUNT(*) FROM leases l \
@@ -45,8 +46,16 @@ const CANDIDATES: &str = "SELECT i.item_id FROM eval_items i \
                          AND d.dialogue_id IN ( \
                              SELECT jsonb_array_elements_text(w.dialogues::jsonb) FROM leases w \
                              WHERE w.study_id = $1 AND w.worker = $2)) \
-     ORDER BY i.taken, i.item_id \
+     ORDER BY {order} \
      FOR UPDATE OF i {lock} LIMIT 1";
+
+/// The usual order of [`CANDIDATES`]: fewest done plus open leases, then id.
+const USUAL_ORDER: &str = "i.taken, i.item_id";
+
+/// [`CANDIDATES`] with a preference: the items listed in `$6` (a text array) first, in its
+/// order (a repeated id keeps its first place), then the others in the usual order.
+const PREFERRED_ORDER: &str =
+    "array_position($6::text[], i.item_id) ASC NULLS LAST, i.taken, i.item_id";
 
 pub(super) async fn register_items(
     pool: &PgPool,
@@ -189,16 +198,25 @@ async fn next_candidate(
     now: i64,
     full: &[String],
 ) -> Result<Option<String>> {
+    let order = if req.prefer.is_empty() {
+        USUAL_ORDER
+    } else {
+        PREFERRED_ORDER
+    };
     for lock in ["SKIP LOCKED", ""] {
-        let sql = CANDIDATES.replace("{lock}", lock);
-        let item: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql))
+        let sql = CANDIDATES.replace("{order}", order).replace("{lock}", lock);
+        let query = sqlx::query_scalar(AssertSqlSafe(sql))
             .bind(req.study_id.as_str())
             .bind(req.worker.as_str())
             .bind(req.pool.as_str())
             .bind(now)
-            .bind(full)
-            .fetch_optional(&mut *tx)
-            .await?;
+            .bind(full);
+        let query = if req.prefer.is_empty() {
+            query
+        } else {
+            query.bind(&req.prefer)
+        };
+        let item: Option<String> = query.fetch_optional(&mut *tx).await?;
         if item.is_some() {
             return Ok(item);
         }

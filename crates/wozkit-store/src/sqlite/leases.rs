@@ -18,6 +18,25 @@ use crate::model::{ClaimRequest, EvalItem, Lease, LeaseState, NewEvent, SubmitOu
 pub(super) const LEASE_COLUMNS: &str = "id, study_id, item_id, worker, pool, dialogues, \
      claimed_at_ms, expires_at_ms, state";
 
+/// The `WHERE` clause of a claim's candidate query over `eval_items i`: items of the pool (`?3`)
+/// in the study (`?1`) with room at time `?4` (gold items always have room) that the worker
+/// (`?2`) may see — never leased to them, no dialogue shared with any of their leases.
+macro_rules! eligible_items {
+    () => {
+        "WHERE i.study_id = ?1 AND i.pool = ?3 \
+           AND (i.pool = 'gold' OR (SELECT COUNT(*) FROM leases l \
+                 WHERE l.study_id = ?1 AND l.item_id = i.item_id AND (l.state = 'done' \
+                   OR (l.state = 'leased' AND l.expires_at_ms > ?4))) < i.needed) \
+           AND NOT EXISTS (SELECT 1 FROM leases w \
+                           WHERE w.study_id = ?1 AND w.worker = ?2 AND w.item_id = i.item_id) \
+           AND NOT EXISTS (SELECT 1 FROM eval_item_dialogues d \
+                           WHERE d.study_id = ?1 AND d.item_id = i.item_id \
+                             AND d.dialogue_id IN ( \
+                                 SELECT j.value FROM leases w, json_each(w.dialogues) j \
+                                 WHERE w.study_id = ?1 AND w.worker = ?2))"
+    };
+}
+
 /// Insert or update a study's items and their dialogue rows.
 pub(super) struct RegisterItems {
     pub study_id: String,
@@ -103,28 +122,35 @@ impl Apply for Claim {
         }
         // Eligible items of the pool, fewest done plus open leases first, then by id: a walk of
         // `eval_items_by_taken` that stops at the first item with room (done plus live leases
-        // under `needed`, a range of `leases_by_item`) the worker may see.
-        let candidate: Option<(String, String)> = sqlx::query_as(
-            "SELECT i.item_id, i.dialogues FROM eval_items i \
-             WHERE i.study_id = ?1 AND i.pool = ?3 \
-               AND (i.pool = 'gold' OR (SELECT COUNT(*) FROM leases l \
-                     WHERE l.study_id = ?1 AND l.item_id = i.item_id AND (l.state = 'done' \
-                       OR (l.state = 'leased' AND l.expires_at_ms > ?4))) < i.needed) \
-               AND NOT EXISTS (SELECT 1 FROM leases w \
-                               WHERE w.study_id = ?1 AND w.worker = ?2 AND w.item_id = i.item_id) \
-               AND NOT EXISTS (SELECT 1 FROM eval_item_dialogues d \
-                               WHERE d.study_id = ?1 AND d.item_id = i.item_id \
-                                 AND d.dialogue_id IN ( \
-                                     SELECT j.value FROM leases w, json_each(w.dialogues) j \
-                                     WHERE w.study_id = ?1 AND w.worker = ?2)) \
-             ORDER BY i.taken, i.item_id LIMIT 1",
-        )
+        // under `needed`, a range of `leases_by_item`) the worker may see. With a preference,
+        // the listed items come first in the list's order (`?5`, a JSON array of item ids).
+        let prefer = (!req.prefer.is_empty())
+            .then(|| serde_json::Value::from(req.prefer.clone()).to_string());
+        let query = sqlx::query_as(if prefer.is_none() {
+            concat!(
+                "SELECT i.item_id, i.dialogues FROM eval_items i ",
+                eligible_items!(),
+                " ORDER BY i.taken, i.item_id LIMIT 1"
+            )
+        } else {
+            concat!(
+                "WITH pref (item_id, rank) AS ( \
+                   SELECT value, MIN(key) FROM json_each(?5) GROUP BY value) \
+                 SELECT i.item_id, i.dialogues FROM eval_items i \
+                 LEFT JOIN pref p ON p.item_id = i.item_id ",
+                eligible_items!(),
+                " ORDER BY p.rank IS NULL, p.rank, i.taken, i.item_id LIMIT 1"
+            )
+        })
         .bind(req.study_id.as_str())
         .bind(req.worker.as_str())
         .bind(req.pool.as_str())
-        .bind(now)
-        .fetch_optional(&mut *conn)
-        .await?;
+        .bind(now);
+        let query = match prefer {
+            Some(json) => query.bind(json),
+            None => query,
+        };
+        let candidate: Option<(String, String)> = query.fetch_optional(&mut *conn).await?;
         let Some((item_id, dialogues)) = candidate else {
             return Ok(Ok(None));
         };

@@ -43,6 +43,7 @@ fn req(study: &str, worker: &str, lease_id: &str, now_ms: u64) -> ClaimRequest {
         now_ms,
         lease_ms: 100,
         max_per_worker: None,
+        prefer: vec![],
     }
 }
 
@@ -698,4 +699,230 @@ pub async fn participant_logs_are_listed_apart(backend: &Backend) {
     assert!(matches!(page[0].actor, Actor::Participant { .. }));
     assert!(matches!(page[0].kind, EventKind::Message { .. }));
     store.close().await;
+}
+
+/// The ids as owned strings, for `ClaimRequest::prefer`.
+fn ids(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A preference puts the listed items first in its order, whatever their judgments or ids;
+/// listed items that are full, already leased to the worker, share a dialogue with one of the
+/// worker's items, are unknown or of another pool are skipped; unlisted eligible items follow
+/// in the usual order (fewest done plus open leases, then id); `max_per_worker` still caps.
+pub async fn preference_order_skips_and_the_rest(backend: &Backend) {
+    let store = backend.open().await;
+    store
+        .register_items(
+            "st",
+            &[
+                item("i1", ItemPool::Item, &["d1"], 1),
+                item("i2", ItemPool::Item, &["d2"], 3),
+                item("i3", ItemPool::Item, &["d3", "d5"], 3),
+                item("i4", ItemPool::Item, &["d4"], 3),
+                item("i5", ItemPool::Item, &["d5"], 3),
+                item("i6", ItemPool::Item, &["d6"], 3),
+                item("i7", ItemPool::Item, &["d7"], 3),
+                item("g1", ItemPool::Gold, &["dg1"], 0),
+                item("g2", ItemPool::Gold, &["dg2"], 0),
+            ],
+        )
+        .await
+        .expect("register");
+    let claim = |worker: &str, lease: &str, prefer: &[&str]| ClaimRequest {
+        prefer: ids(prefer),
+        ..req("st", worker, lease, 10)
+    };
+    let got = |lease: Option<wozkit_store::Lease>| lease.map(|l| l.item_id);
+
+    // Other workers fill i1 (needed 1) and give i2 and i6 one lease each; i7 has none.
+    for (worker, item_id) in [("x", "i1"), ("y", "i2"), ("y", "i6")] {
+        let lease = store
+            .claim(claim(worker, &format!("{worker}-{item_id}"), &[item_id]))
+            .await
+            .expect("claim");
+        assert_eq!(
+            got(lease).as_deref(),
+            Some(item_id),
+            "{worker} asked for it"
+        );
+    }
+    // Worker w sees i5 (dialogue d5, shared with i3).
+    let lease = store
+        .claim(claim("w", "w-0", &["i5"]))
+        .await
+        .expect("claim");
+    assert_eq!(got(lease).as_deref(), Some("i5"));
+
+    // i1 is full, i5 was leased to w, i3 shares d5, "nope" is unknown and g1 is gold: the first
+    // eligible listed item is i4, then i2 (listed after i4, and judged more than i7).
+    let prefer = ["i1", "i5", "i3", "nope", "g1", "i4", "i2", "i4"];
+    let mut order = Vec::new();
+    while let Some(lease) = store
+        .claim(claim("w", &format!("w-{}", order.len() + 1), &prefer))
+        .await
+        .expect("claim")
+    {
+        order.push(lease.item_id);
+    }
+    // Then the unlisted eligible items, fewest leases first (i7 has none, i6 one).
+    assert_eq!(order, ["i4", "i2", "i7", "i6"]);
+
+    // Without a preference the same state gives the usual order: fewest leases, then id.
+    let mut usual = Vec::new();
+    while let Some(lease) = store
+        .claim(claim("u", &format!("u-{}", usual.len()), &[]))
+        .await
+        .expect("claim")
+    {
+        usual.push(lease.item_id);
+    }
+    // Leases now: i1 full, i2 2, i3 0, i4 1, i5 1, i6 2, i7 1. i3 first, then i4 (d4), i5
+    // shares d5 with i3, i7, then i2 and i6.
+    assert_eq!(usual, ["i3", "i4", "i7", "i2", "i6"]);
+
+    // A preference does not lift max_per_worker.
+    let capped = |lease: &str| ClaimRequest {
+        max_per_worker: Some(1),
+        ..claim("m", lease, &["i2", "i4"])
+    };
+    let first = store.claim(capped("m-0")).await.expect("claim");
+    assert_eq!(got(first).as_deref(), Some("i4"), "i2 is full by now");
+    assert!(store.claim(capped("m-1")).await.expect("claim").is_none());
+
+    // Gold items follow a preference too, and item ids of the other pool are skipped.
+    let gold = |worker: &str, prefer: &[&str]| ClaimRequest {
+        pool: ItemPool::Gold,
+        ..claim(worker, &format!("{worker}-gold"), prefer)
+    };
+    let lease = store.claim(gold("ga", &["i7", "g2"])).await.expect("claim");
+    assert_eq!(got(lease).as_deref(), Some("g2"));
+    let lease = store.claim(gold("gb", &["i7"])).await.expect("claim");
+    assert_eq!(got(lease).as_deref(), Some("g1"), "unlisted: usual order");
+    store.close().await;
+}
+
+/// Exactly `needed` judgments per item when 60 workers claim together through two handles
+/// (two stores on PostgreSQL), most of them preferring the same few items (so their claims
+/// contend for the same rows) and the rest with no preference; some workers give their item
+/// back. No worker gets an item or a dialogue twice.
+pub async fn exact_n_with_a_preference_under_concurrency(backend: &Backend) {
+    const ITEMS: usize = 12;
+    const WORKERS: usize = 60;
+    const NEEDED: usize = 2;
+    let (a, b) = two_stores(backend).await;
+    let items: Vec<EvalItem> = (0..ITEMS)
+        .map(|i| {
+            let left = format!("d{i:02}");
+            let right = format!("d{:02}", (i + 1) % ITEMS);
+            item(
+                &format!("c{i:02}"),
+                ItemPool::Item,
+                &[&left, &right],
+                NEEDED as u32,
+            )
+        })
+        .collect();
+    a.register_items("st", &items).await.expect("register");
+    for w in 0..WORKERS {
+        a.open_participant_log(new_session(&format!("log-{w}"), "st", 1))
+            .await
+            .expect("participant log");
+    }
+    let prefer_of = |w: usize| -> Vec<String> {
+        match w % 3 {
+            // The hot items, then one of the worker's own.
+            0 | 1 => vec![
+                "c03".to_owned(),
+                "c07".to_owned(),
+                "c10".to_owned(),
+                format!("c{:02}", w % ITEMS),
+            ],
+            _ => Vec::new(),
+        }
+    };
+    let mut idle_rounds = 0;
+    let mut round = 0u64;
+    while idle_rounds < 2 {
+        round += 1;
+        assert!(round < 200, "claims never ran out");
+        let now = round * 1000;
+        let mut tasks = Vec::new();
+        for w in 0..WORKERS {
+            let store = Arc::clone(if w % 2 == 0 { &a } else { &b });
+            let claim = ClaimRequest {
+                lease_ms: 100_000,
+                prefer: prefer_of(w),
+                ..req("st", &format!("w{w}"), &format!("l-{w}-{round}"), now)
+            };
+            tasks.push(tokio::spawn(async move {
+                let Some(lease) = store.claim(claim).await.expect("claim") else {
+                    return false;
+                };
+                if choice(w, round) < 7 {
+                    let (outcome, _) = store
+                        .submit(&lease.id, now + 10, &format!("log-{w}"), judged("pref"))
+                        .await
+                        .expect("submit");
+                    assert_eq!(outcome, SubmitOutcome::Counted, "a live lease counts");
+                } else {
+                    assert!(
+                        store
+                            .return_lease(&lease.id, now + 10)
+                            .await
+                            .expect("return")
+                    );
+                }
+                true
+            }));
+        }
+        let mut claimed = 0;
+        for task in tasks {
+            claimed += usize::from(task.await.expect("worker task"));
+        }
+        idle_rounds = if claimed == 0 { idle_rounds + 1 } else { 0 };
+    }
+
+    let counts = a
+        .item_counts("st", (round + 10) * 1000)
+        .await
+        .expect("counts");
+    assert_eq!(counts.len(), ITEMS);
+    for count in &counts {
+        assert_eq!(count.done as usize, NEEDED, "{count:?}");
+        assert_eq!(count.active, 0, "{count:?}");
+        assert_eq!(count.surplus, 0, "{count:?}");
+    }
+    let leases = a.leases("st").await.expect("leases");
+    let mut done_by_item: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut seen: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut returned = 0;
+    for lease in &leases {
+        match lease.state {
+            LeaseState::Done => {
+                done_by_item
+                    .entry(&lease.item_id)
+                    .or_default()
+                    .insert(&lease.worker);
+            }
+            LeaseState::Returned => returned += 1,
+            other => panic!("lease {} left {other:?}", lease.id),
+        }
+        let mine = seen.entry(&lease.worker).or_default();
+        mine.push(&lease.item_id);
+        mine.extend(lease.dialogues.iter().map(|d| d.as_str()));
+    }
+    assert!(returned > 0, "the run gave items back");
+    assert_eq!(done_by_item.len(), ITEMS);
+    for (item_id, workers) in &done_by_item {
+        assert_eq!(workers.len(), NEEDED, "{item_id}: different workers");
+    }
+    for (worker, mut mine) in seen {
+        let all = mine.len();
+        mine.sort_unstable();
+        mine.dedup();
+        assert_eq!(mine.len(), all, "{worker} got an item or dialogue twice");
+    }
+    a.close().await;
+    b.close().await;
 }

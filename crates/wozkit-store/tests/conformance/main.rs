@@ -30,4 +30,6 @@ conformance!(
     worker_rules_order_and_gold,
     counts_open_leases_returns_and_reregistering,
     participant_logs_are_listed_apart,
+    preference_order_skips_and_the_rest,
+    exact_n_with_a_preference_under_concurrency,
 );
