@@ -5,6 +5,12 @@
 //! stop, leaving the lease to expire. The figures say how many judgments were completed, items
 //! skipped and leases abandoned, how the workers ended, the claim rate and the page latency.
 //!
+//! On `chat` and `arena` pages a worker converses with the systems under test (see
+//! [`crate::crowd_chat`]): it sends between the page's fewest and most messages, waits for the
+//! replies, sometimes labels them, asks a failed system again, ends the conversation, answers
+//! the questions and, in an arena, votes by a policy. Each conversation is recorded
+//! ([`CrowdChat`]): what was sent, the vote and why, and which systems the reveal page named.
+//!
 //! Forms are read from the HTML by plain string scanning (no JavaScript, no DOM): hidden
 //! inputs are sent back as they are, one value is picked per radio group, any checkboxes are
 //! ticked, text areas and text inputs get a few words and number inputs a number within their
@@ -26,9 +32,9 @@ use crate::target::Target;
 
 /// Pages one worker may load before it is counted as stuck (a loop of forms the server keeps
 /// answering with the same page).
-const MAX_PAGES: usize = 64;
+const MAX_PAGES: usize = 256;
 /// Words the simulated workers write in free text.
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "clear", "friendly", "helpful", "vague", "polite", "wrong", "short", "relevant", "odd",
     "better", "answer", "tone", "detail", "fluent",
 ];
@@ -50,6 +56,11 @@ pub struct CrowdConfig {
     pub seed: u64,
     /// Prefix of the workers' ids (`<prefix>-<i>`), so two crowds never share a worker.
     pub worker_prefix: String,
+    /// On chat pages, ask for the replies as a stream (`Accept: application/x-ndjson`) instead
+    /// of the plain form post that returns once the replies are stored.
+    pub stream: bool,
+    /// Chance (0 to 1) that an arena vote is drawn at random instead of by the policy.
+    pub vote_noise: f64,
 }
 
 impl CrowdConfig {
@@ -67,6 +78,8 @@ impl CrowdConfig {
             abandon: 0.0,
             seed: epoch_ms,
             worker_prefix: format!("crowd-{epoch_ms:x}"),
+            stream: false,
+            vote_noise: 0.1,
         }
     }
 }
@@ -104,6 +117,42 @@ pub struct CrowdReport {
     pub latency_p99_ms: Option<f64>,
     /// Failures by code.
     pub errors: BTreeMap<String, u64>,
+    /// Chat pages: messages sent (and answered: a send returns once the replies are stored, or
+    /// its stream has ended), retries of a failed system, and the time of a turn from sending
+    /// it to its replies.
+    pub chat_turns: u64,
+    pub chat_retries: u64,
+    pub turn_p50_ms: Option<f64>,
+    pub turn_p99_ms: Option<f64>,
+    /// Every turn's time in microseconds, in no particular order (for benchmarks).
+    #[serde(skip)]
+    pub turn_latencies_us: Vec<u64>,
+    /// Every conversation that reached its questions, with the vote of an arena.
+    pub chats: Vec<CrowdChat>,
+}
+
+/// One conversation of a worker on a `chat` or `arena` page, as the worker saw it.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct CrowdChat {
+    pub worker: String,
+    /// `chat` or `arena`.
+    pub page: String,
+    pub lease: String,
+    pub item: String,
+    /// The messages the worker sent, in order.
+    pub sent: Vec<String>,
+    /// Sides the worker asked again after they failed, in order (`left`, `right`, `chat`).
+    pub retried: Vec<String>,
+    /// The vote (`left`, `right`, `tie`, `both_bad`) and why it was chosen (`longer`,
+    /// `equal`, `noise`); `None` on a chat page.
+    pub vote: Option<String>,
+    pub reason: Option<String>,
+    /// Characters of each side's replies as shown when voting (`[left, right]`).
+    pub reply_chars: Vec<usize>,
+    /// The systems the reveal page named for each side (`[left, right]`), when it was shown.
+    pub revealed: Vec<String>,
+    /// Whether the questions were accepted (`POST /p/chat/finish` answered 303).
+    pub submitted: bool,
 }
 
 impl CrowdReport {
@@ -137,6 +186,18 @@ impl CrowdReport {
             ms(self.latency_p99_ms),
             self.rejected_forms,
         );
+        if self.chat_turns > 0 || !self.chats.is_empty() {
+            let votes = self.chats.iter().filter(|c| c.vote.is_some()).count();
+            out.push_str(&format!(
+                "chats:               {} ({} votes), {} turns (p50 {}, p99 {}), {} retries\n",
+                self.chats.len(),
+                votes,
+                self.chat_turns,
+                ms(self.turn_p50_ms),
+                ms(self.turn_p99_ms),
+                self.chat_retries,
+            ));
+        }
         for (code, n) in &self.errors {
             out.push_str(&format!("error {code}: {n}\n"));
         }
@@ -146,21 +207,25 @@ impl CrowdReport {
 
 /// Counters shared by the workers of one crowd.
 #[derive(Default)]
-struct Tally {
-    judgments: AtomicU64,
+pub(crate) struct Tally {
+    pub(crate) judgments: AtomicU64,
     skipped: AtomicU64,
     abandoned: AtomicU64,
-    claims: AtomicU64,
-    rejected: AtomicU64,
+    pub(crate) claims: AtomicU64,
+    pub(crate) rejected: AtomicU64,
     pages: AtomicU64,
     latencies_us: Mutex<Vec<u64>>,
+    pub(crate) turns: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) turn_latencies_us: Mutex<Vec<u64>>,
+    pub(crate) chats: Mutex<Vec<CrowdChat>>,
     endings: Mutex<BTreeMap<Ending, u64>>,
     errors: Mutex<BTreeMap<String, u64>>,
 }
 
 /// How one worker's walk ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Ending {
+pub(crate) enum Ending {
     Finished,
     Screened,
     NoItems,
@@ -206,9 +271,9 @@ pub async fn run(config: CrowdConfig) -> Result<CrowdReport, LoadgenError> {
             "workers and concurrency must be at least 1",
         ));
     }
-    if !(0.0..=1.0).contains(&config.abandon) {
+    if !(0.0..=1.0).contains(&config.abandon) || !(0.0..=1.0).contains(&config.vote_noise) {
         return Err(LoadgenError::BadConfig(
-            "the abandon chance is between 0 and 1",
+            "the abandon and vote-noise chances are between 0 and 1",
         ));
     }
     crate::health(&target).await?;
@@ -258,13 +323,19 @@ fn report(config: &CrowdConfig, target: &Target, tally: &Tally, secs: f64) -> Cr
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     lat.sort_unstable();
-    let pct = |p: f64| -> Option<f64> {
-        if lat.is_empty() {
-            return None;
-        }
-        let k = ((p * lat.len() as f64).ceil() as usize).clamp(1, lat.len()) - 1;
-        Some(lat[k] as f64 / 1000.0)
-    };
+    let pct = |p: f64| percentile_ms(&lat, p);
+    let mut turns = tally
+        .turn_latencies_us
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    turns.sort_unstable();
+    let mut chats = tally
+        .chats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    chats.sort_by(|a, b| (&a.worker, &a.lease).cmp(&(&b.worker, &b.lease)));
     let endings = tally
         .endings
         .lock()
@@ -302,7 +373,22 @@ fn report(config: &CrowdConfig, target: &Target, tally: &Tally, secs: f64) -> Cr
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone(),
+        chat_turns: tally.turns.load(Ordering::Relaxed),
+        chat_retries: tally.retries.load(Ordering::Relaxed),
+        turn_p50_ms: percentile_ms(&turns, 0.50),
+        turn_p99_ms: percentile_ms(&turns, 0.99),
+        turn_latencies_us: turns,
+        chats,
     }
+}
+
+/// The `p` quantile (nearest rank) of sorted microseconds, in milliseconds.
+pub fn percentile_ms(sorted_us: &[u64], p: f64) -> Option<f64> {
+    if sorted_us.is_empty() {
+        return None;
+    }
+    let k = ((p * sorted_us.len() as f64).ceil() as usize).clamp(1, sorted_us.len()) - 1;
+    Some(sorted_us[k] as f64 / 1000.0)
 }
 
 /// One worker's walk through the study's pages.
@@ -339,6 +425,7 @@ async fn worker(
         .find(|c| c.starts_with("wozkit_token="))
         .ok_or_else(|| Failure::new("no_cookie", "the entry link set no participant cookie"))?;
     let mut last_lease = String::new();
+    let mut chat: Option<crate::crowd_chat::Convo> = None;
     for _ in 0..MAX_PAGES {
         let t = Instant::now();
         let res = conn.get("/p", Some(&cookie)).await?;
@@ -355,6 +442,31 @@ async fn worker(
             ));
         }
         let kind = page_kind(&res.body).unwrap_or_default();
+        if kind == "chat" || kind == "arena" {
+            let lease = Form::parse(&res.body)
+                .hidden("lease")
+                .unwrap_or_default()
+                .to_string();
+            if lease.is_empty() {
+                return Err(Failure::new("no_lease", "a chat page without a lease"));
+            }
+            if lease != last_lease {
+                tally.claims.fetch_add(1, Ordering::Relaxed);
+                last_lease.clone_from(&lease);
+                if rng.unit() < config.abandon {
+                    return abandon(&mut conn, &cookie, &lease, rng, tally).await;
+                }
+            }
+            let w = crate::crowd_chat::Worker {
+                conn: &mut conn,
+                cookie: &cookie,
+                config,
+                name,
+                tally,
+            };
+            crate::crowd_chat::step(w, &kind, &res.body, &mut chat, rng).await?;
+            continue;
+        }
         let form = Form::parse(&res.body);
         let path = match kind.as_str() {
             "consent" | "instructions" => "/p/next",
@@ -446,7 +558,7 @@ pub fn page_kind(html: &str) -> Option<String> {
 }
 
 /// The value of attribute `name` in one tag's text (`<input type="radio" name="x" …`).
-fn attr(tag: &str, name: &str) -> Option<String> {
+pub(crate) fn attr(tag: &str, name: &str) -> Option<String> {
     let needle = format!(" {name}=\"");
     let at = tag.find(&needle)? + needle.len();
     let end = tag[at..].find('"')?;
@@ -494,6 +606,40 @@ impl Form {
             }
             None => "",
         };
+        Form::scan(html, |_| true)
+    }
+
+    /// Reads the fields of the form whose `id` is `id`: those inside it and those elsewhere on
+    /// the page that name it in their `form` attribute (the labels under chat replies).
+    pub fn parse_id(html: &str, id: &str) -> Form {
+        let needle = format!(" id=\"{id}\"");
+        let mut inside = "";
+        let mut at = 0;
+        while let Some(off) = html[at..].find("<form") {
+            let start = at + off;
+            let tag_end = html[start..].find('>').map_or(html.len(), |e| start + e);
+            if html[start..tag_end].contains(&needle) {
+                let rest = &html[start..];
+                inside = &rest[..rest.find("</form>").unwrap_or(rest.len())];
+                break;
+            }
+            at = tag_end;
+        }
+        let mut form = Form::scan(inside, |tag| attr(tag, "form").is_none());
+        let outside = Form::scan(html, |tag| attr(tag, "form").as_deref() == Some(id));
+        for f in outside.fields {
+            match (&f, form.fields.iter_mut().find(|g| same_group(g, &f))) {
+                (Field::OneOf(_, more), Some(Field::OneOf(_, values))) => {
+                    values.extend(more.iter().cloned());
+                }
+                _ => form.fields.push(f),
+            }
+        }
+        form
+    }
+
+    /// The fields of `html`'s tags that `keep` accepts.
+    fn scan(html: &str, keep: impl Fn(&str) -> bool) -> Form {
         let mut form = Form::default();
         let mut at = 0;
         while let Some(off) = html[at..].find('<') {
@@ -503,6 +649,9 @@ impl Form {
             };
             let tag = &html[start..start + len];
             at = start + len;
+            if !keep(tag) {
+                continue;
+            }
             if tag.starts_with("<input ") {
                 form.input(tag);
             } else if tag.starts_with("<textarea ") {
@@ -570,6 +719,11 @@ impl Form {
 
     /// The form's body with every field answered at random.
     pub fn fill(&self, rng: &mut Rng) -> String {
+        encode(&self.fill_pairs(rng))
+    }
+
+    /// Every field answered at random, as `(name, value)` pairs in page order.
+    pub fn fill_pairs(&self, rng: &mut Rng) -> Vec<(String, String)> {
         let mut pairs: Vec<(String, String)> = vec![];
         for f in &self.fields {
             match f {
@@ -599,11 +753,21 @@ impl Form {
             }
         }
         pairs
-            .iter()
-            .map(|(n, v)| format!("{}={}", form_escape(n), form_escape(v)))
-            .collect::<Vec<_>>()
-            .join("&")
     }
+}
+
+/// Whether two fields are the same radio group.
+fn same_group(a: &Field, b: &Field) -> bool {
+    matches!((a, b), (Field::OneOf(x, _), Field::OneOf(y, _)) if x == y)
+}
+
+/// A form body from `(name, value)` pairs.
+pub fn encode(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(n, v)| format!("{}={}", form_escape(n), form_escape(v)))
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ impl Conn {
     }
 
     pub async fn get(&mut self, path: &str, cookie: Option<&str>) -> Result<Response, Failure> {
-        self.request("GET", path, cookie, None).await
+        self.request("GET", path, cookie, None, None).await
     }
 
     /// A form post from this site's page (with the `Origin` a browser sends).
@@ -67,7 +67,20 @@ impl Conn {
         cookie: Option<&str>,
         form: &str,
     ) -> Result<Response, Failure> {
-        self.request("POST", path, cookie, Some(form)).await
+        self.request("POST", path, cookie, Some(form), None).await
+    }
+
+    /// A form post asking for the response as `accept` (e.g. `application/x-ndjson` for the
+    /// chat pages' streamed replies); a chunked body is read to its end.
+    pub async fn post_form_accept(
+        &mut self,
+        path: &str,
+        cookie: Option<&str>,
+        form: &str,
+        accept: &str,
+    ) -> Result<Response, Failure> {
+        self.request("POST", path, cookie, Some(form), Some(accept))
+            .await
     }
 
     async fn request(
@@ -76,8 +89,12 @@ impl Conn {
         path: &str,
         cookie: Option<&str>,
         form: Option<&str>,
+        accept: Option<&str>,
     ) -> Result<Response, Failure> {
         let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.host);
+        if let Some(a) = accept {
+            req.push_str(&format!("Accept: {a}\r\n"));
+        }
         if let Some(c) = cookie {
             req.push_str(&format!("Cookie: {c}\r\n"));
         }

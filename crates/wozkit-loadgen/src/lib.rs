@@ -21,14 +21,20 @@
 //! - [`server_proc`]: the server's PID, memory and CPU from `/proc`.
 //! - [`report`]: the figures, as text or JSON.
 //! - [`crowd`]: a crowd of evaluation workers walking a judging study's forms.
+//! - `crowd_chat`: the crowd's workers on `chat` and `arena` pages (messages, retries, votes).
+//! - [`mock_system`]: an OpenAI-compatible stand-in for a system under test, on 127.0.0.1.
+//! - [`chat_bench`]: the latency wozkit adds to chats with a system (`wozkit bench --chats`).
 
 #![forbid(unsafe_code)]
 
+pub mod chat_bench;
 pub mod crowd;
+mod crowd_chat;
 pub mod error;
 mod frames;
 mod http;
 mod journey;
+pub mod mock_system;
 mod pages;
 pub mod policy;
 pub mod report;

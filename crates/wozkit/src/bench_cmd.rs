@@ -1,5 +1,8 @@
 //! `wozkit bench`: a thin wrapper around `wozkit_loadgen`, which simulates participant pairs
 //! over real WebSockets against a running server on this machine and prints the figures.
+//! With `--chats N` it instead measures chats with a system under test
+//! (`wozkit_loadgen::chat_bench`): it starts a mock system and its own `wozkit serve`, and
+//! prints the latency wozkit adds to each turn and the server's memory per chat.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,14 +13,29 @@ use clap::Args;
 #[derive(Args)]
 pub struct BenchArgs {
     /// The running server: http://127.0.0.1:PORT or http://localhost:PORT (nothing else).
-    #[arg(long)]
-    url: String,
+    #[arg(long, required_unless_present = "chats")]
+    url: Option<String>,
     /// Simulated participants (an even number: user and wizard in pairs).
-    #[arg(long)]
-    participants: usize,
+    #[arg(long, required_unless_present = "chats")]
+    participants: Option<usize>,
     /// Seconds measured once every participant is in a room.
-    #[arg(long, value_name = "SECS")]
-    duration: u64,
+    #[arg(long, value_name = "SECS", required_unless_present = "chats")]
+    duration: Option<u64>,
+    /// Instead of pairs: this many chats at once with a mock system under test, against a
+    /// `wozkit serve` the bench starts itself (no --url); prints the latency wozkit adds per
+    /// turn and the server's memory per chat.
+    #[arg(long, conflicts_with_all = ["url", "participants", "duration"])]
+    chats: Option<usize>,
+    /// With --chats: messages each chat sends.
+    #[arg(long, default_value_t = 5, requires = "chats")]
+    turns: u32,
+    /// With --chats: milliseconds the mock system takes to answer.
+    #[arg(long, value_name = "MS", default_value_t = 200, requires = "chats")]
+    reply_ms: u64,
+    /// With --chats: streamed replies (server-sent events from the system, NDJSON to the
+    /// workers) instead of whole ones.
+    #[arg(long, requires = "chats")]
+    stream: bool,
     /// Messages per second per participant (0.5 = one every 2 s).
     #[arg(long, value_name = "MSGS_PER_S", default_value_t = 0.5)]
     rate: f64,
@@ -39,11 +57,15 @@ pub fn raise_fd_limit() {
 }
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
-    let mut config = wozkit_loadgen::Config::new(
-        args.url,
-        args.participants,
-        Duration::from_secs(args.duration),
-    );
+    if let Some(chats) = args.chats {
+        return chat_bench(chats, &args);
+    }
+    let (Some(url), Some(participants), Some(duration)) =
+        (args.url, args.participants, args.duration)
+    else {
+        anyhow::bail!("wozkit bench needs --url, --participants and --duration (or --chats)");
+    };
+    let mut config = wozkit_loadgen::Config::new(url, participants, Duration::from_secs(duration));
     config.rate = args.rate;
     config.server_pid = args.server_pid;
     config.progress = true;
@@ -58,6 +80,38 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         print!("{}", report.text());
     }
     Ok(if report.reached_room == 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `wozkit bench --chats N`.
+fn chat_bench(chats: usize, args: &BenchArgs) -> Result<ExitCode> {
+    raise_fd_limit();
+    let config = wozkit_loadgen::chat_bench::ChatBenchConfig {
+        wozkit: std::env::current_exe().context("cannot find the wozkit executable")?,
+        chats,
+        turns: args.turns,
+        delay: Duration::from_millis(args.reply_ms),
+        stream: args.stream,
+        seed: 1,
+    };
+    eprintln!(
+        "chat bench: starting a mock system and a server, then {chats} chats of {} turns",
+        args.turns
+    );
+    let report = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(wozkit_loadgen::chat_bench::run(config))?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.text());
+    }
+    Ok(if report.failed_workers > 0 || report.turns == 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

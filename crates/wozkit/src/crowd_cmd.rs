@@ -1,6 +1,7 @@
 //! `wozkit crowd`: a thin wrapper around `wozkit_loadgen::crowd`, which sends a crowd of
 //! simulated evaluation workers through a judging study on a running server on this machine
-//! and prints the figures.
+//! (comparing, rating, or chatting with systems under test and voting in arenas) and prints
+//! the figures.
 
 use std::process::ExitCode;
 
@@ -28,7 +29,15 @@ pub struct CrowdArgs {
     /// Seed of the workers' random answers [default: from the clock].
     #[arg(long)]
     seed: Option<u64>,
-    /// Print one JSON object instead of the summary.
+    /// On chat and arena pages, ask for the replies as an NDJSON stream instead of the plain
+    /// form post.
+    #[arg(long)]
+    stream: bool,
+    /// Chance (0 to 1) that an arena vote is random instead of for the side whose replies
+    /// were longer.
+    #[arg(long, value_name = "P", default_value_t = 0.1)]
+    vote_noise: f64,
+    /// Print one JSON object instead of the summary (with every conversation and vote).
     #[arg(long)]
     json: bool,
 }
@@ -39,6 +48,8 @@ pub fn crowd(args: CrowdArgs) -> Result<ExitCode> {
         config.concurrency = c;
     }
     config.abandon = args.abandon;
+    config.stream = args.stream;
+    config.vote_noise = args.vote_noise;
     if let Some(seed) = args.seed {
         config.seed = seed;
     }

@@ -1,0 +1,437 @@
+//! What a crowd worker does on a `chat` or `arena` page, one form per page load: ask a failed
+//! system again (`POST /p/chat/retry`), send its next message (`POST /p/chat/send`), end the
+//! conversation once it has said what it meant to (`POST /p/chat/end`), then answer the
+//! questions and, in an arena, vote (`POST /p/chat/finish`), and read the reveal page.
+//!
+//! The worker decides at the claim how many messages it sends (from the page's fewest to most)
+//! and draws each from a small list of travel and library questions. Under each reply it ticks
+//! the labels and feedback half the time. The vote: the side whose replies were longer in
+//! total, a tie when they were as long, or, with the crowd's `vote_noise` chance, any of the
+//! four answers at random; the reason is recorded with the vote.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::crowd::{CrowdChat, CrowdConfig, Form, Rng, Tally, attr, encode};
+use crate::error::Failure;
+use crate::http::Conn;
+
+/// What the workers ask.
+const QUESTIONS: &[&str] = &[
+    "Where should I go for a beach holiday in June?",
+    "Which city has good museums for a weekend?",
+    "What should I pack for a hiking trip?",
+    "Is it cheaper to take the train or to fly?",
+    "Can you suggest a quiet hotel near the centre?",
+    "When is the library open on Saturdays?",
+    "Could you recommend a good mystery novel?",
+    "How many books can I borrow at once?",
+    "What is there to do in Vienna when it rains?",
+    "Thanks, and what about somewhere in the mountains?",
+];
+
+/// The arena's vote values, as the form names them.
+const VOTES: [&str; 4] = ["left", "right", "tie", "both_bad"];
+
+/// Pause before loading a page again while a reply is still being written.
+const PENDING_WAIT: Duration = Duration::from_millis(50);
+
+/// A worker's connection and identity, lent to one step.
+pub struct Worker<'a> {
+    pub conn: &'a mut Conn,
+    pub cookie: &'a str,
+    pub config: &'a CrowdConfig,
+    pub name: &'a str,
+    pub tally: &'a Tally,
+}
+
+/// The conversation under way.
+pub struct Convo {
+    record: CrowdChat,
+    /// Messages this worker means to send.
+    target: u32,
+}
+
+/// What a chat page shows, read from its HTML.
+#[derive(Debug, Default, PartialEq)]
+pub struct ChatPage {
+    pub step: String,
+    pub lease: String,
+    pub item: String,
+    pub pending: bool,
+    /// The participant's messages so far, and the page's bounds.
+    pub turns: u32,
+    pub min_turns: u32,
+    pub max_turns: u32,
+    /// Sides showing a failure (`failed-<side>`).
+    pub failed: Vec<String>,
+    /// The conversation has ended: the questions are shown.
+    pub ended: bool,
+    /// Whether the end button is offered.
+    pub can_end: bool,
+    /// Whether the message box is offered (below the most messages).
+    pub can_send: bool,
+    /// `(side, characters of its replies)` in page order.
+    pub reply_chars: Vec<(String, usize)>,
+}
+
+impl ChatPage {
+    /// Reads a `chat` or `arena` page.
+    pub fn parse(html: &str) -> ChatPage {
+        let form = Form::parse(html);
+        let main_tag = html
+            .find("<main")
+            .and_then(|at| Some(&html[at..at + html[at..].find('>')?]))
+            .unwrap_or("");
+        let (turns, min_turns, max_turns) = progress(html).unwrap_or((0, 0, 0));
+        let mut failed = vec![];
+        let mut rest = html;
+        while let Some(at) = rest.find("data-testid=\"failed-") {
+            rest = &rest[at + "data-testid=\"failed-".len()..];
+            if let Some(end) = rest.find('"') {
+                failed.push(rest[..end].to_string());
+            }
+        }
+        ChatPage {
+            step: form.hidden("step").unwrap_or_default().to_string(),
+            lease: form.hidden("lease").unwrap_or_default().to_string(),
+            item: attr(main_tag, "data-item").unwrap_or_default(),
+            pending: attr(main_tag, "data-pending").as_deref() == Some("true"),
+            turns,
+            min_turns,
+            max_turns,
+            failed,
+            ended: html.contains("data-testid=\"chat-finish-form\""),
+            can_end: html.contains("data-testid=\"chat-end\""),
+            can_send: html.contains("data-testid=\"chat-text\""),
+            reply_chars: reply_chars(html),
+        }
+    }
+}
+
+/// `(turns, at least, at most)` from the progress line.
+fn progress(html: &str) -> Option<(u32, u32, u32)> {
+    let at = html.find("data-testid=\"chat-progress\"")?;
+    let text = &html[at..];
+    let number_after = |label: &str| -> Option<u32> {
+        let from = text.find(label)? + label.len();
+        let digits: String = text[from..]
+            .chars()
+            .skip_while(|c| *c == ' ')
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    Some((
+        number_after("Your messages:")?,
+        number_after("at least")?,
+        number_after("at most")?,
+    ))
+}
+
+/// Characters of each side's replies (the `said system` entries of its log).
+fn reply_chars(html: &str) -> Vec<(String, usize)> {
+    let mut out = vec![];
+    for part in html.split("<section class=\"chat-side\"").skip(1) {
+        let part = &part[..part.find("</section>").unwrap_or(part.len())];
+        let Some(side) = attr(&part[..part.find('>').unwrap_or(part.len())], "data-side") else {
+            continue;
+        };
+        let chars = part
+            .split("<li class=\"said system\"")
+            .skip(1)
+            .filter_map(|li| {
+                let from = li.find("<span class=\"text\">")? + "<span class=\"text\">".len();
+                let end = li[from..].find("</span>")?;
+                Some(li[from..from + end].chars().count())
+            })
+            .sum();
+        out.push((side, chars));
+    }
+    out
+}
+
+/// The vote of the policy: `(vote, reason)`. With chance `noise` any answer at random;
+/// otherwise the side whose replies were longer (`chars` = `[left, right]`), a tie when equal.
+pub fn vote(chars: [usize; 2], noise: f64, rng: &mut Rng) -> (&'static str, &'static str) {
+    if rng.unit() < noise {
+        return (VOTES[rng.below(VOTES.len())], "noise");
+    }
+    match chars[0].cmp(&chars[1]) {
+        std::cmp::Ordering::Greater => ("left", "longer"),
+        std::cmp::Ordering::Less => ("right", "longer"),
+        std::cmp::Ordering::Equal => ("tie", "equal"),
+    }
+}
+
+/// Keeps `(name, value)` pairs, dropping the reply labels half the time.
+fn maybe_labels(pairs: Vec<(String, String)>, rng: &mut Rng) -> Vec<(String, String)> {
+    let label = rng.below(2) == 0;
+    pairs
+        .into_iter()
+        .filter(|(n, _)| label || !(n.starts_with("ann.") || n.starts_with("fb.")))
+        .collect()
+}
+
+/// One form on a chat page just loaded (`html`); the caller loads the page again after it.
+pub async fn step(
+    w: Worker<'_>,
+    kind: &str,
+    html: &str,
+    convo: &mut Option<Convo>,
+    rng: &mut Rng,
+) -> Result<(), Failure> {
+    let page = ChatPage::parse(html);
+    if convo.as_ref().is_none_or(|c| c.record.lease != page.lease) {
+        let (lo, hi) = (
+            page.min_turns.max(1),
+            page.max_turns.max(page.min_turns.max(1)),
+        );
+        let target = lo + rng.below((hi - lo + 1) as usize) as u32;
+        *convo = Some(Convo {
+            record: CrowdChat {
+                worker: w.name.to_string(),
+                page: kind.to_string(),
+                lease: page.lease.clone(),
+                item: page.item.clone(),
+                ..CrowdChat::default()
+            },
+            target,
+        });
+    }
+    let Some(c) = convo.as_mut() else {
+        return Ok(());
+    };
+    let hidden = vec![
+        ("step".to_string(), page.step.clone()),
+        ("lease".to_string(), page.lease.clone()),
+    ];
+    if page.ended {
+        return finish(w, kind, html, &page, c, rng).await;
+    }
+    if page.pending {
+        tokio::time::sleep(PENDING_WAIT).await;
+        return Ok(());
+    }
+    if let Some(side) = page.failed.first() {
+        let mut body = hidden;
+        body.push(("side".into(), side.clone()));
+        let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/retry", &body).await?;
+        check(w.tally, "/p/chat/retry", res)?;
+        c.record.retried.push(side.clone());
+        w.tally.retries.fetch_add(1, Ordering::Relaxed);
+        return Ok(());
+    }
+    if page.can_send && page.turns < c.target {
+        let text = QUESTIONS[rng.below(QUESTIONS.len())];
+        let mut body = maybe_labels(Form::parse_id(html, "chat-send").fill_pairs(rng), rng);
+        body.retain(|(n, _)| n != "text");
+        body.push(("text".into(), text.to_string()));
+        let t = Instant::now();
+        let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/send", &body).await?;
+        let took = t.elapsed().as_micros() as u64;
+        if check(w.tally, "/p/chat/send", res)? {
+            c.record.sent.push(text.to_string());
+            w.tally.turns.fetch_add(1, Ordering::Relaxed);
+            w.tally
+                .turn_latencies_us
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(took);
+        }
+        return Ok(());
+    }
+    if !page.can_end {
+        return Err(Failure::new(
+            "chat_stuck",
+            format!(
+                "a chat page with {} of {} messages offers neither a message box nor the end",
+                page.turns, c.target
+            ),
+        ));
+    }
+    let mut body = maybe_labels(Form::parse_id(html, "chat-send").fill_pairs(rng), rng);
+    body.retain(|(n, _)| n != "text");
+    let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/end", &body).await?;
+    check(w.tally, "/p/chat/end", res)?;
+    Ok(())
+}
+
+/// The questions (and the vote) after the conversation, then the reveal page.
+async fn finish(
+    w: Worker<'_>,
+    kind: &str,
+    html: &str,
+    page: &ChatPage,
+    c: &mut Convo,
+    rng: &mut Rng,
+) -> Result<(), Failure> {
+    let mut body = maybe_labels(Form::parse_id(html, "chat-finish").fill_pairs(rng), rng);
+    if kind == "arena" {
+        let chars = |side: &str| {
+            page.reply_chars
+                .iter()
+                .find(|(s, _)| s == side)
+                .map_or(0, |(_, n)| *n)
+        };
+        let lengths = [chars("left"), chars("right")];
+        let (choice, reason) = vote(lengths, w.config.vote_noise, rng);
+        body.retain(|(n, _)| n != "vote" && n != "justification");
+        body.push(("vote".into(), choice.into()));
+        body.push((
+            "justification".into(),
+            match reason {
+                "longer" => "its answers said more",
+                "equal" => "the answers were as long",
+                _ => "just a feeling",
+            }
+            .into(),
+        ));
+        c.record.vote = Some(choice.into());
+        c.record.reason = Some(reason.into());
+        c.record.reply_chars = lengths.to_vec();
+    }
+    let res = w
+        .conn
+        .post_form("/p/chat/finish", Some(w.cookie), &encode(&body))
+        .await?;
+    match res.status {
+        303 => {
+            c.record.submitted = true;
+            w.tally.judgments.fetch_add(1, Ordering::Relaxed);
+            if let Some(location) = res.location.filter(|l| l.starts_with("/p/chat/reveal")) {
+                let reveal = w.conn.get(&location, Some(w.cookie)).await?;
+                if reveal.status != 200 {
+                    return Err(Failure::new(
+                        "http_status",
+                        format!("GET {location} answered {}", reveal.status),
+                    ));
+                }
+                c.record.revealed = ["left", "right"]
+                    .iter()
+                    .filter_map(|side| {
+                        let needle = format!("data-testid=\"reveal-{side}\"");
+                        let at = reveal.body.find(&needle)?;
+                        let tag = &reveal.body[at..at + reveal.body[at..].find('>')?];
+                        attr(&format!(" {tag}"), "data-system")
+                    })
+                    .collect();
+            }
+            w.tally
+                .chats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(c.record.clone());
+            Ok(())
+        }
+        422 => {
+            w.tally.rejected.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        s => Err(Failure::new(
+            "http_status",
+            format!("POST /p/chat/finish answered {s}"),
+        )),
+    }
+}
+
+/// A chat form post: streamed when the crowd asks for streams, else the plain post.
+async fn post(
+    conn: &mut Conn,
+    cookie: &str,
+    config: &CrowdConfig,
+    path: &str,
+    body: &[(String, String)],
+) -> Result<crate::http::Response, Failure> {
+    let body = encode(body);
+    if config.stream && path != "/p/chat/end" {
+        conn.post_form_accept(path, Some(cookie), &body, "application/x-ndjson")
+            .await
+    } else {
+        conn.post_form(path, Some(cookie), &body).await
+    }
+}
+
+/// Whether a chat form was taken: a 303 (plain post) or a stream with every side's reply or
+/// failure; a refusal (409) is counted as a rejected form.
+fn check(tally: &Tally, path: &str, res: crate::http::Response) -> Result<bool, Failure> {
+    match res.status {
+        303 => Ok(true),
+        200 => {
+            // A stream: one line per frame. A side that failed shows it on the next page.
+            for line in res.body.lines().filter(|l| !l.trim().is_empty()) {
+                let frame: serde_json::Value = serde_json::from_str(line)
+                    .map_err(|e| Failure::new("bad_frame", format!("{path}: {e}: {line}")))?;
+                if !matches!(frame["type"].as_str(), Some("delta" | "reply" | "failed")) {
+                    return Err(Failure::new(
+                        "bad_frame",
+                        format!("{path} streamed an unknown frame: {line}"),
+                    ));
+                }
+            }
+            Ok(true)
+        }
+        409 => {
+            tally.rejected.fetch_add(1, Ordering::Relaxed);
+            Ok(false)
+        }
+        s => Err(Failure::new(
+            "http_status",
+            format!("POST {path} answered {s}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ARENA: &str = concat!(
+        r#"<main class="wide chat" data-page="arena" data-item="p-a-b" data-pending="false">"#,
+        r#"<p class="muted" data-testid="chat-progress">Your messages: 2 (at least 3, at most 8)</p>"#,
+        r#"<div class="compare chat-sides"><section class="chat-side" data-side="left" data-testid="side-left" aria-label="Assistant A"><h2>Assistant A</h2><ol>"#,
+        r#"<li class="said user" data-index="0"><span class="speaker">You</span> <span class="text">hi</span></li>"#,
+        r#"<li class="said system" data-index="1"><span class="speaker">Assistant A</span> <span class="text">hello there</span>"#,
+        r#"<fieldset><label><input type="radio" form="chat-send" name="fb.left" value="satisfied"> S</label><label><input type="radio" form="chat-send" name="fb.left" value="frustrated"> F</label></fieldset></li></ol></section>"#,
+        r#"<section class="chat-side" data-side="right" data-testid="side-right" aria-label="Assistant B"><h2>Assistant B</h2><ol>"#,
+        r#"<li class="said system" data-index="1"><span class="speaker">Assistant B</span> <span class="text">yo</span></li></ol>"#,
+        r#"<div class="problem failed" role="alert" data-testid="failed-right">B could not answer.</div></section></div>"#,
+        r#"<form method="post" action="/p/chat/send" id="chat-send" class="chat-input" data-testid="chat-form"><input type="hidden" name="step" value="2:arena"><input type="hidden" name="lease" value="L1">"#,
+        r#"<textarea id="chat-text" name="text" rows="2" data-testid="chat-text"></textarea><button type="submit">Send</button></form></main>"#,
+    );
+
+    #[test]
+    fn chat_pages_are_read() {
+        let p = ChatPage::parse(ARENA);
+        assert_eq!(
+            (p.step.as_str(), p.lease.as_str(), p.item.as_str()),
+            ("2:arena", "L1", "p-a-b")
+        );
+        assert_eq!((p.turns, p.min_turns, p.max_turns), (2, 3, 8));
+        assert_eq!(p.failed, vec!["right".to_string()]);
+        assert!(p.can_send && !p.can_end && !p.ended && !p.pending);
+        assert_eq!(
+            p.reply_chars,
+            vec![("left".to_string(), 11), ("right".to_string(), 2)]
+        );
+    }
+
+    #[test]
+    fn the_send_form_takes_the_labels_outside_it() {
+        let form = Form::parse_id(ARENA, "chat-send");
+        let names: Vec<String> = form.fields.iter().map(|f| format!("{f:?}")).collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(names[3].contains("fb.left") && names[3].contains("frustrated"));
+    }
+
+    #[test]
+    fn votes_follow_the_longer_side_unless_noisy() {
+        let mut rng = Rng::new(3);
+        assert_eq!(vote([10, 3], 0.0, &mut rng), ("left", "longer"));
+        assert_eq!(vote([1, 3], 0.0, &mut rng), ("right", "longer"));
+        assert_eq!(vote([4, 4], 0.0, &mut rng), ("tie", "equal"));
+        let noisy: Vec<_> = (0..200).map(|_| vote([10, 3], 1.0, &mut rng)).collect();
+        assert!(noisy.iter().all(|(_, why)| *why == "noise"));
+        assert!(noisy.iter().any(|(v, _)| *v == "both_bad"));
+    }
+}
