@@ -37,8 +37,8 @@ use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
 
 use super::html::{esc, layout, query_escape};
 use super::judge::{
-    Fields, check_justification, field, find_problem, justification_html, page_head, problem_html,
-    same_site,
+    Fields, check_justification, field, find_problem, justification_html, own_lease, page_head,
+    problem_html, same_site,
 };
 use super::pages::{SeatQuery, to_page, who};
 use super::questions::fieldsets;
@@ -142,7 +142,7 @@ async fn context(
     if field(fields, "step") != Some(p.flow_step.as_str()) {
         return Ok(Err(to_page(seat)));
     }
-    let Some(lease) = own_lease(app, &p, &study, field(fields, "lease")).await? else {
+    let Some(lease) = own_lease(app, &p, &study, fields).await? else {
         return Ok(Err(to_page(seat)));
     };
     if lease.state != LeaseState::Leased {
@@ -159,22 +159,6 @@ async fn context(
         sides,
         convos,
     }))
-}
-
-async fn own_lease(
-    app: &AppState,
-    p: &Participant,
-    study: &LoadedStudy,
-    id: Option<&str>,
-) -> Result<Option<Lease>, HttpError> {
-    let Some(id) = id else {
-        return Ok(None);
-    };
-    Ok(app
-        .store
-        .lease(id)
-        .await?
-        .filter(|l| l.worker == p.id && l.study_id == study.study.id))
 }
 
 /// Ends every side of the conversation (once) for `reason`.
@@ -915,7 +899,8 @@ pub async fn reveal(
     else {
         return Ok(to_page(seat.as_deref()));
     };
-    let Some(lease) = own_lease(&app, &p, &study, q.lease.as_deref())
+    let lease_field = [("lease".to_string(), q.lease.clone().unwrap_or_default())];
+    let Some(lease) = own_lease(&app, &p, &study, &lease_field)
         .await?
         .filter(|l| l.state != LeaseState::Leased)
     else {

@@ -673,7 +673,7 @@ fn item_page(
 }
 
 /// The open lease named in the form, if it is this participant's.
-async fn own_lease(
+pub(super) async fn own_lease(
     app: &AppState,
     p: &Participant,
     study: &LoadedStudy,

@@ -38,14 +38,12 @@ impl Checker<'_> {
             self.evaluation(ev);
         }
         let judges = |pages: &[Page]| {
-            pages
-                .iter()
-                .any(|p| {
-                    matches!(
-                        p.kind,
-                        PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena
-                    )
-                })
+            pages.iter().any(|p| {
+                matches!(
+                    p.kind,
+                    PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena
+                )
+            })
         };
         self.systems();
         if study.has_room() {
@@ -265,6 +263,11 @@ impl Checker<'_> {
             PageKind::Onboarding => ev
                 .is_none_or(|e| e.onboarding.is_none())
                 .then_some("an `onboarding` page needs `evaluation.onboarding`"),
+            PageKind::Desk => ev
+                .is_none_or(|e| !matches!(e.task, EvalTask::Chat | EvalTask::Arena))
+                .then_some(
+                    "a `desk` page needs an `evaluation` section with `task: chat` or `task: arena`",
+                ),
             _ => None,
         };
         if let Some(msg) = need {
@@ -400,23 +403,7 @@ impl Checker<'_> {
                     None,
                 );
             }
-            match a.kind {
-                AnnotationKind::Checkboxes if a.options.is_empty() => self.err(
-                    "/evaluation/annotate",
-                    "checkbox annotation needs `options`".into(),
-                    None,
-                ),
-                AnnotationKind::Scale if !SCALE_POINTS.contains(&a.points()) => self.err(
-                    "/evaluation/annotate/points",
-                    format!(
-                        "a scale has {} to {} points",
-                        SCALE_POINTS.start(),
-                        SCALE_POINTS.end()
-                    ),
-                    None,
-                ),
-                _ => {}
-            }
+            self.annotation_shape(a);
         }
         let question_ids: Vec<&str> = ev.questions.iter().map(|q| q.id.as_str()).collect();
         let known_lists = ev
@@ -505,6 +492,27 @@ impl Checker<'_> {
         }
     }
 
+    /// Per-turn annotation has what its kind needs: options for checkboxes, a scale's points.
+    fn annotation_shape(&mut self, a: &crate::evaluation::TurnAnnotation) {
+        match a.kind {
+            AnnotationKind::Checkboxes if a.options.is_empty() => self.err(
+                "/evaluation/annotate",
+                "checkbox annotation needs `options`".into(),
+                None,
+            ),
+            AnnotationKind::Scale if !SCALE_POINTS.contains(&a.points()) => self.err(
+                "/evaluation/annotate/points",
+                format!(
+                    "a scale has {} to {} points",
+                    SCALE_POINTS.start(),
+                    SCALE_POINTS.end()
+                ),
+                None,
+            ),
+            _ => {}
+        }
+    }
+
     /// The study's `systems`: valid specs and names an item id can hold.
     fn systems(&mut self) {
         for (name, spec) in &self.study.systems {
@@ -519,6 +527,40 @@ impl Checker<'_> {
             if let Err(message) = spec.validate() {
                 self.err(&ptr, message, Some("see docs/bots.md".into()));
             }
+        }
+        self.desk();
+    }
+
+    /// `human` systems and the `desk` page where wizards answer for them go together: a desk
+    /// only in the wizard flow, a human system only with a desk to answer at.
+    fn desk(&mut self) {
+        let study = self.study;
+        let is_desk = |p: &Page| p.kind == PageKind::Desk;
+        if let Some(i) = study.flow.user.iter().position(is_desk) {
+            self.err(
+                &format!("/flow/user/{i}/kind"),
+                "a `desk` page belongs in the wizard flow".into(),
+                Some("wizards answer for `human` systems at the desk; users chat on `chat` or `arena` pages".into()),
+            );
+        }
+        let human = study
+            .systems
+            .iter()
+            .find(|(_, spec)| matches!(spec, crate::systems::SystemSpec::Human(_)))
+            .map(|(name, _)| name.clone());
+        let desk = study.flow.wizard.iter().position(is_desk);
+        match (human, desk) {
+            (Some(name), None) => self.err(
+                &format!("/systems/{name}"),
+                format!("`human` system `{name}` has no `desk` page to be answered at"),
+                Some("add `{kind: desk}` to `flow.wizard`; wizards join by a lab link with `role=wizard`".into()),
+            ),
+            (None, Some(i)) => self.err(
+                &format!("/flow/wizard/{i}/kind"),
+                "a `desk` page needs a system of `kind: human`".into(),
+                Some("declare one under the study's `systems`, or remove the page".into()),
+            ),
+            _ => {}
         }
     }
 
@@ -537,8 +579,16 @@ impl Checker<'_> {
                 );
             }
         }
-        self.unique("system", "/evaluation/systems", ev.systems.iter().map(String::as_str));
-        let task = if ev.task == EvalTask::Arena { "arena" } else { "chat" };
+        self.unique(
+            "system",
+            "/evaluation/systems",
+            ev.systems.iter().map(String::as_str),
+        );
+        let task = if ev.task == EvalTask::Arena {
+            "arena"
+        } else {
+            "chat"
+        };
         let fewest = if ev.task == EvalTask::Arena { 2 } else { 1 };
         if ev.systems.len() < fewest {
             self.err(
@@ -586,7 +636,9 @@ impl Checker<'_> {
             if set {
                 self.err(
                     &format!("/evaluation/{field}"),
-                    format!("`{field}` is for rating or comparing written dialogues, not a `{task}`"),
+                    format!(
+                        "`{field}` is for rating or comparing written dialogues, not a `{task}`"
+                    ),
                     Some("participants of a chat or arena talk to the `systems` instead".into()),
                 );
             }
@@ -601,23 +653,7 @@ impl Checker<'_> {
                     None,
                 );
             }
-            match a.kind {
-                AnnotationKind::Checkboxes if a.options.is_empty() => self.err(
-                    "/evaluation/annotate",
-                    "checkbox annotation needs `options`".into(),
-                    None,
-                ),
-                AnnotationKind::Scale if !SCALE_POINTS.contains(&a.points()) => self.err(
-                    "/evaluation/annotate/points",
-                    format!(
-                        "a scale has {} to {} points",
-                        SCALE_POINTS.start(),
-                        SCALE_POINTS.end()
-                    ),
-                    None,
-                ),
-                _ => {}
-            }
+            self.annotation_shape(a);
         }
     }
 
@@ -706,5 +742,6 @@ pub fn kind_name(kind: PageKind) -> &'static str {
         PageKind::Compare => "compare",
         PageKind::Chat => "chat",
         PageKind::Arena => "arena",
+        PageKind::Desk => "desk",
     }
 }
