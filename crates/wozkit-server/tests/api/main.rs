@@ -5,6 +5,7 @@ mod client;
 mod helpers;
 
 mod access_matrix;
+mod chat;
 mod crash;
 mod endings;
 mod evaluation;
