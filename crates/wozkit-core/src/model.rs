@@ -680,6 +680,8 @@ pub enum PageKind {
     Chat,
     /// Chat with two hidden systems at once and vote (`evaluation.task: arena`).
     Arena,
+    /// Wizard flow only: the desk where a wizard answers the turns of a `human` system.
+    Desk,
 }
 
 /// One page in the flow. Pages are shown in order; a page with `when` is skipped when its

@@ -32,6 +32,21 @@ pub enum SystemSpec {
     /// A scripted bot inside wozkit: keyword rules and fallbacks, with a think time and a
     /// typing speed. Needs no setup, so built-in studies run out of the box.
     Builtin(BuiltinSpec),
+    /// A person at the desk: a wizard of the study answers each turn by hand, so an arena can
+    /// compare people with models. The study's wizard flow needs a `desk` page.
+    Human(HumanSpec),
+}
+
+/// A system answered by people at the desk (`docs/bots.md`, section `human`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HumanSpec {
+    /// Timeout, retries, concurrency and circuit breaker. Without `limits`, a person's own
+    /// defaults ([`Limits::human`]): 120 s to type a reply, no retry, 256 turns waiting at once,
+    /// a breaker that a few missing wizards do not open. A `limits` given here fills the fields
+    /// it leaves out from the general defaults, not from these.
+    #[serde(default = "Limits::human")]
+    pub limits: Limits,
 }
 
 /// A system reached over a WebSocket.
@@ -177,6 +192,26 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The limits of a `human` system when the study gives none: a person needs time to read
+    /// and type (120 s), a timed-out turn is not asked again (the participant may retry), many
+    /// participants may wait for the desk at once, and turns failed for want of a wizard do
+    /// not take the desk out of rotation once one arrives.
+    pub fn human() -> Limits {
+        Limits {
+            timeout_s: 120.0,
+            retries: 0,
+            backoff_ms: 0,
+            concurrency: 256,
+            queue: 64,
+            breaker: BreakerSpec {
+                failures: 1000,
+                cooldown_s: 1.0,
+            },
+        }
+    }
+}
+
 impl Default for BreakerSpec {
     fn default() -> Self {
         BreakerSpec {
@@ -197,6 +232,7 @@ impl SystemSpec {
             SystemSpec::Http(s) => &s.limits,
             SystemSpec::Websocket(s) => &s.limits,
             SystemSpec::Builtin(s) => &s.limits,
+            SystemSpec::Human(s) => &s.limits,
         }
     }
 
@@ -207,6 +243,7 @@ impl SystemSpec {
             SystemSpec::Http(_) => "http",
             SystemSpec::Websocket(_) => "websocket",
             SystemSpec::Builtin(_) => "builtin",
+            SystemSpec::Human(_) => "human",
         }
     }
 
@@ -267,6 +304,8 @@ impl SystemSpec {
                     return Err(format!("`words_per_s` is {}; at most 1000", s.words_per_s));
                 }
             }
+            // Only limits: who answers is decided at the desk.
+            SystemSpec::Human(_) => {}
         }
         self.limits().validate()
     }

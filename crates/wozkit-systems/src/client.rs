@@ -63,6 +63,13 @@ impl Client {
                 Arc::new(BuiltinSystem::new(s))
             }
             SystemSpec::Websocket(s) => Arc::new(WebsocketSystem::new(name, s)?),
+            // Answered by people at the server's desk: the server puts its own system behind
+            // `Client::with_system`.
+            SystemSpec::Human(_) => {
+                return Err(config(
+                    "a `human` system is answered at the server's desk, not by a client".into(),
+                ));
+            }
         };
         Ok(Client::with_system(name, spec.limits().clone(), system))
     }
