@@ -65,6 +65,8 @@ pub struct ChatPage {
     pub max_turns: u32,
     /// Sides showing a failure (`failed-<side>`).
     pub failed: Vec<String>,
+    /// Sides whose log ends with a reply (not with the participant's message).
+    pub answered: Vec<String>,
     /// The conversation has ended: the questions are shown.
     pub ended: bool,
     /// Whether the end button is offered.
@@ -104,6 +106,7 @@ impl ChatPage {
             ended: html.contains("data-testid=\"chat-finish-form\""),
             can_end: html.contains("data-testid=\"chat-end\""),
             can_send: html.contains("data-testid=\"chat-text\""),
+            answered: answered(html),
             reply_chars: reply_chars(html),
         }
     }
@@ -127,6 +130,24 @@ fn progress(html: &str) -> Option<(u32, u32, u32)> {
         number_after("at least")?,
         number_after("at most")?,
     ))
+}
+
+/// Sides whose last log entry is a system reply.
+fn answered(html: &str) -> Vec<String> {
+    let mut out = vec![];
+    for part in html.split("<section class=\"chat-side\"").skip(1) {
+        let part = &part[..part.find("</section>").unwrap_or(part.len())];
+        let Some(side) = attr(&part[..part.find('>').unwrap_or(part.len())], "data-side") else {
+            continue;
+        };
+        if part
+            .rfind("<li class=\"said ")
+            .is_some_and(|at| part[at..].starts_with("<li class=\"said system\""))
+        {
+            out.push(side);
+        }
+    }
+    out
 }
 
 /// Characters of each side's replies (the `said system` entries of its log).
@@ -213,7 +234,10 @@ pub async fn step(
         tokio::time::sleep(PENDING_WAIT).await;
         return Ok(());
     }
-    if let Some(side) = page.failed.first() {
+    // A failure shown beside a reply given since (the retry was answered) is no longer one to
+    // retry: asking again would send the system a history that ends with its own reply.
+    let stale = page.failed.iter().any(|s| page.answered.contains(s));
+    if let Some(side) = page.failed.iter().find(|s| !page.answered.contains(s)) {
         let mut body = hidden;
         body.push(("side".into(), side.clone()));
         let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/retry", &body).await?;
@@ -222,7 +246,7 @@ pub async fn step(
         w.tally.retries.fetch_add(1, Ordering::Relaxed);
         return Ok(());
     }
-    if page.can_send && page.turns < c.target {
+    if page.can_send && page.turns < c.target && !stale {
         let text = QUESTIONS[rng.below(QUESTIONS.len())];
         let mut body = maybe_labels(Form::parse_id(html, "chat-send").fill_pairs(rng), rng);
         body.retain(|(n, _)| n != "text");
@@ -240,6 +264,16 @@ pub async fn step(
                 .push(took);
         }
         return Ok(());
+    }
+    if !page.can_end && stale {
+        return Err(Failure::new(
+            "chat_blocked",
+            format!(
+                "after {} messages the page still shows the failure of a system whose retry was \
+                 answered, so no message can be sent and the conversation cannot end yet",
+                page.turns
+            ),
+        ));
     }
     if !page.can_end {
         return Err(Failure::new(
@@ -409,6 +443,7 @@ mod tests {
         );
         assert_eq!((p.turns, p.min_turns, p.max_turns), (2, 3, 8));
         assert_eq!(p.failed, vec!["right".to_string()]);
+        assert_eq!(p.answered, vec!["left".to_string(), "right".to_string()]);
         assert!(p.can_send && !p.can_end && !p.ended && !p.pending);
         assert_eq!(
             p.reply_chars,
