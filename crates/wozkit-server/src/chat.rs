@@ -36,15 +36,30 @@ pub struct Systems {
     clients: HashMap<String, HashMap<String, Arc<Client>>>,
     /// Sessions with a reply being asked for (at most one at a time per session).
     running: Mutex<HashSet<String>>,
+    /// Where wizards answer for `human` systems (`crate::human`).
+    pub desk: Arc<crate::human::HumanDesk>,
 }
 
 impl Systems {
     /// Builds a client for every system every study declares.
     pub fn new<'a>(studies: impl Iterator<Item = &'a LoadedStudy>) -> Result<Systems, StartError> {
         let mut clients: HashMap<String, HashMap<String, Arc<Client>>> = HashMap::new();
+        let desk = Arc::new(crate::human::HumanDesk::default());
         for s in studies {
             for (name, spec) in &s.study.systems {
-                let client = Client::new(name, spec).map_err(|e| StartError::Evaluation {
+                let client = match spec {
+                    wozkit_systems::SystemSpec::Human(h) => Ok(Client::with_system(
+                        name,
+                        h.limits.clone(),
+                        Arc::new(crate::human::HumanSystem::new(
+                            desk.clone(),
+                            &s.study.id,
+                            name,
+                        )),
+                    )),
+                    _ => Client::new(name, spec),
+                };
+                let client = client.map_err(|e| StartError::Evaluation {
                     study: s.study.id.clone(),
                     message: e.to_string(),
                 })?;
@@ -57,6 +72,7 @@ impl Systems {
         Ok(Systems {
             clients,
             running: Mutex::new(HashSet::new()),
+            desk,
         })
     }
 
@@ -315,6 +331,7 @@ impl Convo {
                     });
                     if by_system {
                         c.pending = false;
+                        c.failed = None;
                     } else {
                         c.turns += 1;
                         c.pending = true;

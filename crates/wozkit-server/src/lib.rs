@@ -33,6 +33,7 @@ mod error;
 mod evaluation;
 mod flow;
 mod http;
+mod human;
 mod lobby;
 mod pairing;
 pub mod records;

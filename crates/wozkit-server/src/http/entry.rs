@@ -4,7 +4,8 @@
 //! Platforms are recognised by their parameters: Prolific (`PROLIFIC_PID`, `STUDY_ID`,
 //! `SESSION_ID`), MTurk (`workerId`, `assignmentId`, `hitId`, `turkSubmitTo`) and lab links
 //! (`participant`, optional; `role`, `pair` and `test=1` are honoured for lab links only, so a
-//! crowd worker cannot choose a role or mark itself as a test). A worker who comes back resumes
+//! crowd worker cannot choose a role or mark itself as a test). In a study without a room,
+//! `role=wizard` is honoured only when the wizard flow has a `desk` page (`human` systems). A worker who comes back resumes
 //! where they were: with the old cookie directly, without it through a new token stored as an
 //! alias in the meta table.
 //!
@@ -20,6 +21,7 @@ use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use wozkit_core::event::Role;
+use wozkit_core::model::PageKind;
 use wozkit_store::{
     NewParticipant, Participant, ParticipantPatch, Platform, StoreError, TEST_KEY, hash_token,
     new_id, new_token,
@@ -249,9 +251,19 @@ pub async fn join(
         ),
         _ => None,
     };
-    // A study without a live room has one kind of participant: every one takes the user flow.
+    // A study without a live room has one kind of participant, who takes the user flow; the
+    // one exception is a wizard sent by a lab link (`role=wizard`) to the desk where people
+    // answer for the study's `human` systems. Crowd links never choose a role.
+    let desk = study
+        .study
+        .flow
+        .wizard
+        .iter()
+        .any(|p| p.kind == PageKind::Desk);
     let role = if study.study.has_room() {
         role_or(role, &app, &study_id)
+    } else if desk && role == Some(Role::Wizard) {
+        Role::Wizard
     } else {
         Role::User
     };

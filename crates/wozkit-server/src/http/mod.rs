@@ -9,6 +9,7 @@
 //! | `POST /p/survey` | [`survey`] |
 //! | `POST /p/answers`, `/p/onboarding`, `/p/judge`, `/p/skip` | [`judge`] |
 //! | `/p/chat/…` (chat and arena pages) | [`chat`] |
+//! | `/p/desk/…` (the wizards' desk for `human` systems) | [`desk`] |
 //! | `GET /leaderboard/{study}`, `GET /leaderboard/{study}/json` | [`leaderboard`] |
 //! | `GET /ws` | `crate::ws` |
 //! | `GET /assets/{file}`, `GET /study/{study}/{*file}` | [`static_files`] |
@@ -17,6 +18,7 @@
 //! | `GET /healthz` | here |
 
 pub mod chat;
+pub mod desk;
 pub mod entry;
 pub mod html;
 pub mod judge;
@@ -75,6 +77,9 @@ pub fn router(app: AppState) -> Router {
         .route("/p/chat/end", post(chat::end))
         .route("/p/chat/finish", post(chat::finish))
         .route("/p/chat/reveal", get(chat::reveal))
+        .route("/p/desk/poll", get(desk::poll))
+        .route("/p/desk/reply", post(desk::reply))
+        .route("/p/desk/leave", post(desk::leave))
         .route("/leaderboard/{study}", get(leaderboard::page))
         .route("/leaderboard/{study}/json", get(leaderboard::json))
         .route("/ws", get(ws::upgrade))

@@ -198,6 +198,7 @@ pub async fn current(
         PageKind::Onboarding => {
             judge::onboarding_page(&study, &p, page, &action("/p/onboarding"), &[], &[])
         }
+        PageKind::Desk => super::desk::render(&app, &p, &study, page, seat.as_deref()),
         // Reached only when the loop above found nothing to judge and could not move on.
         PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena => {
             return Ok(to_page(seat.as_deref()));

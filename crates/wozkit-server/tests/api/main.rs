@@ -11,6 +11,7 @@ mod endings;
 mod evaluation;
 mod evaluation_from_store;
 mod hostile;
+mod human;
 mod lobby;
 mod mturk;
 mod pairing;
