@@ -676,11 +676,17 @@ async fn phone_battle(server: &TestServer, chromium: &Path, chromedriver: &Path)
         .await?
         .send_keys(ARENA_MESSAGES[0])
         .await?;
+    // A mark that the page's reload after the replies wipes out.
+    phone
+        .client()
+        .execute("window.__sent = true", vec![])
+        .await?;
     phone.click("[data-testid=chat-send]").await?;
     phone
         .wait_js(
-            "both replies",
-            "return !!document.querySelector('main.chat[data-pending=false]')\
+            "both replies, drawn again from the log",
+            "return window.__sent !== true\
+               && !!document.querySelector('main.chat[data-pending=false]')\
                && document.querySelectorAll('li.said.system .text').length === 2",
         )
         .await?;
