@@ -31,9 +31,9 @@ const LEASE_COLUMNS: &str = "id, study_id, item_id, worker, pool, dialogues, cla
      expires_at_ms, state";
 
 /// Eligible items of a study's pool for a worker, best first: `$1` study, `$2` worker, `$3`
-/// pool, `$4` now, `$5` items already found full by this claim. `{order}` is the order
-/// ([`USUAL_ORDER`] or [`PREFERRED_ORDER`]), `{lock}` the locking clause.
-const CANDIDATES: &str = "SELECT i.item_id FROM eval_items i \
+/// pool, `$4` now, `$5` items already found full by this claim. `{from}` and `{order}` are
+/// [`USUAL`] or [`PREFERRED`], `{lock}` the locking clause.
+const CANDIDATES: &str = "SELECT i.item_id FROM {from} \
      WHERE i.study_id = $1 AND i.pool = $3 AND NOT (i.item_id = ANY($5)) \
        AND (i.pool = 'gold' OR (SELECT COUNT(*) FROM leases l \
              WHERE l.study_id = $1 AND l.item_id = i.item_id \
@@ -49,13 +49,17 @@ const CANDIDATES: &str = "SELECT i.item_id FROM eval_items i \
      ORDER BY {order} \
      FOR UPDATE OF i {lock} LIMIT 1";
 
-/// The usual order of [`CANDIDATES`]: fewest done plus open leases, then id.
-const USUAL_ORDER: &str = "i.taken, i.item_id";
+/// `{from}` and `{order}` of [`CANDIDATES`] for every item of the pool, fewest done plus open
+/// leases first, then by id: a walk of `eval_items_by_taken`.
+const USUAL: (&str, &str) = ("eval_items i", "i.taken, i.item_id");
 
-/// [`CANDIDATES`] with a preference: the items listed in `$6` (a text array) first, in its
-/// order (a repeated id keeps its first place), then the others in the usual order.
-const PREFERRED_ORDER: &str =
-    "array_position($6::text[], i.item_id) ASC NULLS LAST, i.taken, i.item_id";
+/// `{from}` and `{order}` of [`CANDIDATES`] for the items listed in `$6` (a text array), each
+/// looked up by its key, in the list's order.
+const PREFERRED: (&str, &str) = (
+    "UNNEST($6::text[]) WITH ORDINALITY AS p (item_id, rank) \
+     JOIN eval_items i ON i.study_id = $1 AND i.item_id = p.item_id",
+    "p.rank",
+);
 
 pub(super) async fn register_items(
     pool: &PgPool,
@@ -191,34 +195,40 @@ pub(super) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Option<Le
 }
 
 /// The best eligible item not in `full`, locked: one nobody else holds if there is one,
-/// otherwise the best held one, waiting for its lock.
+/// otherwise the best held one, waiting for its lock. With a preference, each pass tries the
+/// listed items first, then (none of them eligible, or all held) the usual order.
 async fn next_candidate(
     tx: &mut PgConnection,
     req: &ClaimRequest,
     now: i64,
     full: &[String],
 ) -> Result<Option<String>> {
-    let order = if req.prefer.is_empty() {
-        USUAL_ORDER
+    let orders: &[(&str, &str)] = if req.prefer.is_empty() {
+        &[USUAL]
     } else {
-        PREFERRED_ORDER
+        &[PREFERRED, USUAL]
     };
     for lock in ["SKIP LOCKED", ""] {
-        let sql = CANDIDATES.replace("{order}", order).replace("{lock}", lock);
-        let query = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(req.study_id.as_str())
-            .bind(req.worker.as_str())
-            .bind(req.pool.as_str())
-            .bind(now)
-            .bind(full);
-        let query = if req.prefer.is_empty() {
-            query
-        } else {
-            query.bind(&req.prefer)
-        };
-        let item: Option<String> = query.fetch_optional(&mut *tx).await?;
-        if item.is_some() {
-            return Ok(item);
+        for &(from, order) in orders {
+            let sql = CANDIDATES
+                .replace("{from}", from)
+                .replace("{order}", order)
+                .replace("{lock}", lock);
+            let query = sqlx::query_scalar(AssertSqlSafe(sql))
+                .bind(req.study_id.as_str())
+                .bind(req.worker.as_str())
+                .bind(req.pool.as_str())
+                .bind(now)
+                .bind(full);
+            let query = if (from, order) == PREFERRED {
+                query.bind(&req.prefer)
+            } else {
+                query
+            };
+            let item: Option<String> = query.fetch_optional(&mut *tx).await?;
+            if item.is_some() {
+                return Ok(item);
+            }
         }
     }
     Ok(None)

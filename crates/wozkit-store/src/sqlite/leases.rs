@@ -120,37 +120,42 @@ impl Apply for Claim {
                 return Ok(Ok(None));
             }
         }
+        // With a preference, the listed items first: each looked up by its key, in the list's
+        // order (`?5`, a JSON array of item ids; a repeated id is simply tried again).
+        let mut candidate: Option<(String, String)> = None;
+        if !req.prefer.is_empty() {
+            let prefer = serde_json::Value::from(req.prefer.clone()).to_string();
+            candidate = sqlx::query_as(concat!(
+                "SELECT i.item_id, i.dialogues FROM json_each(?5) p \
+                 JOIN eval_items i ON i.study_id = ?1 AND i.item_id = p.value ",
+                eligible_items!(),
+                " ORDER BY p.key LIMIT 1"
+            ))
+            .bind(req.study_id.as_str())
+            .bind(req.worker.as_str())
+            .bind(req.pool.as_str())
+            .bind(now)
+            .bind(prefer)
+            .fetch_optional(&mut *conn)
+            .await?;
+        }
         // Eligible items of the pool, fewest done plus open leases first, then by id: a walk of
         // `eval_items_by_taken` that stops at the first item with room (done plus live leases
-        // under `needed`, a range of `leases_by_item`) the worker may see. With a preference,
-        // the listed items come first in the list's order (`?5`, a JSON array of item ids).
-        let prefer = (!req.prefer.is_empty())
-            .then(|| serde_json::Value::from(req.prefer.clone()).to_string());
-        let query = sqlx::query_as(if prefer.is_none() {
-            concat!(
+        // under `needed`, a range of `leases_by_item`) the worker may see. After a preference
+        // that found nothing, no listed item is eligible, so this gives an unlisted one.
+        if candidate.is_none() {
+            candidate = sqlx::query_as(concat!(
                 "SELECT i.item_id, i.dialogues FROM eval_items i ",
                 eligible_items!(),
                 " ORDER BY i.taken, i.item_id LIMIT 1"
-            )
-        } else {
-            concat!(
-                "WITH pref (item_id, rank) AS ( \
-                   SELECT value, MIN(key) FROM json_each(?5) GROUP BY value) \
-                 SELECT i.item_id, i.dialogues FROM eval_items i \
-                 LEFT JOIN pref p ON p.item_id = i.item_id ",
-                eligible_items!(),
-                " ORDER BY p.rank IS NULL, p.rank, i.taken, i.item_id LIMIT 1"
-            )
-        })
-        .bind(req.study_id.as_str())
-        .bind(req.worker.as_str())
-        .bind(req.pool.as_str())
-        .bind(now);
-        let query = match prefer {
-            Some(json) => query.bind(json),
-            None => query,
-        };
-        let candidate: Option<(String, String)> = query.fetch_optional(&mut *conn).await?;
+            ))
+            .bind(req.study_id.as_str())
+            .bind(req.worker.as_str())
+            .bind(req.pool.as_str())
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await?;
+        }
         let Some((item_id, dialogues)) = candidate else {
             return Ok(Ok(None));
         };
