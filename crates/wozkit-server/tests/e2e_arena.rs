@@ -201,9 +201,9 @@ async fn arena_battle(server: &TestServer, a: &Browser) -> Result<Battle> {
         let done = loop {
             let l = look(a).await?;
             if l.same_page {
-                for s in 0..2 {
-                    if l.count[s] > n && seen[s].last() != Some(&l.last[s]) {
-                        seen[s].push(l.last[s].clone());
+                for ((texts, count), last) in seen.iter_mut().zip(l.count).zip(&l.last) {
+                    if count > n && texts.last() != Some(last) {
+                        texts.push(last.clone());
                     }
                 }
             } else if l.count == [n + 1, n + 1] && !l.pending {
@@ -216,17 +216,17 @@ async fn arena_battle(server: &TestServer, a: &Browser) -> Result<Battle> {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
-        for s in 0..2 {
+        for (side, (texts, last)) in ["left", "right"].iter().zip(seen.iter().zip(&done.last)) {
             ensure!(
-                !done.last[s].trim().is_empty(),
-                "A: side {s} shows an empty reply to {message:?}"
+                !last.trim().is_empty(),
+                "A: the {side} side shows an empty reply to {message:?}"
             );
-            if grew(&seen[s], &done.last[s]) {
+            if grew(texts, last) {
                 streamed = true;
             }
         }
         eprintln!(
-            "A: message {} streamed as {:?} / {:?}",
+            "A: message {}: {} / {} texts of the new left / right bubble seen while written",
             n + 1,
             seen[0].len(),
             seen[1].len()
