@@ -297,19 +297,22 @@ td.self{background:#eee}";
 /// diagonal, `–` for a pair with no decided battle).
 pub fn html_tables(lb: &Leaderboard) -> String {
     let mut out = String::new();
-    let void = if lb.void > 0 {
-        format!(
-            " {} void battles (a system failed a turn) are left out.",
-            lb.void
-        )
-    } else {
-        String::new()
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let void = match lb.void {
+        0 => String::new(),
+        1 => " 1 void battle (a system failed a turn) is left out.".to_string(),
+        n => format!(" {n} void battles (a system failed a turn) are left out."),
     };
     let _ = write!(
         out,
-        "<p>{} counted battles. Elo: K = {}, start {}, in cast order; Bradley-Terry with a 95% \
+        "<p>{}. Elo: K = {}, start {}, in cast order; Bradley-Terry with a 95% \
          bootstrap interval ({} resamples, seed {}).{void}</p>",
-        lb.votes, lb.settings.elo_k, lb.settings.elo_start, lb.settings.bootstrap, lb.settings.seed
+        plural(lb.votes, "counted battle", "counted battles"),
+        lb.settings.elo_k,
+        lb.settings.elo_start,
+        lb.settings.bootstrap,
+        lb.settings.seed
     );
     out.push_str(
         "<table data-testid=\"leaderboard\"><thead><tr><th>rank</th><th>system</th><th>Elo</th>\

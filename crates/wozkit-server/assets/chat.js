@@ -67,6 +67,21 @@ async function post(action, body, showText) {
     credentials: 'same-origin',
   });
   const type = response.headers.get('content-type') || '';
+  if (!response.ok && type.includes('application/x-ndjson')) {
+    // Refused (e.g. a reply still pending in another tab): say why and keep what was typed.
+    const frame = JSON.parse((await response.text()).split('\n')[0] || '{}');
+    let notice = document.querySelector('[data-testid="chat-notice"]');
+    if (!notice) {
+      notice = document.createElement('p');
+      notice.className = 'problem';
+      notice.setAttribute('role', 'alert');
+      notice.dataset.testid = 'chat-notice';
+      main.querySelector('.chat-sides').before(notice);
+    }
+    notice.textContent = frame.message || 'This message could not be sent.';
+    for (const b of document.querySelectorAll('#chat-send button, #chat-send textarea, form[action^="/p/chat/retry"] button')) b.disabled = false;
+    return;
+  }
   if (response.ok && type.includes('application/x-ndjson')) {
     if (showText) for (const side of sides()) addLine(side, 'user', showText);
     for (const side of sides()) typing(side, true);

@@ -391,6 +391,7 @@ pub async fn current_item(
         return Ok(None);
     }
     let now = now_ms();
+    let prefer = preferred_items(app, study, ev).await?;
     let request = |pool| ClaimRequest {
         study_id: study.study.id.clone(),
         worker: p.id.clone(),
@@ -399,7 +400,7 @@ pub async fn current_item(
         now_ms: now,
         lease_ms: u64::from(ev.lease_s) * 1000,
         max_per_worker: Some(ev.items_per_worker),
-        prefer: vec![],
+        prefer: prefer.clone(),
     };
     let mut lease = None;
     if gold_turn(ev, p, f.claimed) {
@@ -438,6 +439,44 @@ pub async fn current_item(
     )
     .await?;
     Ok(Some(lease))
+}
+
+/// The items a claim should give first: for an arena scheduled `uncertain`, every pair ordered
+/// by how uncertain its outcome is after the counted battles so far (most uncertain first, ties
+/// in the study's order); nothing otherwise (the store then gives the least judged item).
+async fn preferred_items(
+    app: &AppState,
+    study: &LoadedStudy,
+    ev: &Evaluation,
+) -> Result<Vec<String>, HttpError> {
+    use wozkit_core::evaluation::{EvalTask, Schedule, pair_uncertainty};
+    if ev.task != EvalTask::Arena || ev.schedule != Schedule::Uncertain {
+        return Ok(vec![]);
+    }
+    let board = crate::http::leaderboard::board(app, study).await?;
+    let mut pairs: Vec<(f64, usize, String)> = ev
+        .system_pairs()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (a, b))| {
+            let (wins, losses, ties) = board
+                .grid
+                .iter()
+                .find_map(|g| {
+                    if g.a == a && g.b == b {
+                        Some((g.a_wins, g.b_wins, g.ties))
+                    } else if g.a == b && g.b == a {
+                        Some((g.b_wins, g.a_wins, g.ties))
+                    } else {
+                        None
+                    }
+                })
+                .unwrap_or((0, 0, 0));
+            (pair_uncertainty(wins, losses, ties), i, format!("{a}~{b}"))
+        })
+        .collect();
+    pairs.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+    Ok(pairs.into_iter().map(|(_, _, id)| id).collect())
 }
 
 /// The lease's dialogues in the order shown: a pair's sides are swapped for half the leases

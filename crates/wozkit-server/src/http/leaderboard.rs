@@ -53,7 +53,8 @@ fn arena(
     Ok(Ok(s))
 }
 
-async fn board(app: &AppState, study: &LoadedStudy) -> Result<Arc<Leaderboard>, HttpError> {
+/// The study's leaderboard, computed at most every [`FRESH`].
+pub(crate) async fn board(app: &AppState, study: &LoadedStudy) -> Result<Arc<Leaderboard>, HttpError> {
     let id = &study.study.id;
     if let Some((at, lb)) = app
         .leaderboards

@@ -550,8 +550,6 @@ async fn a_side_failing_beyond_its_retries_blocks_the_next_turn_until_retried() 
 }
 
 #[tokio::test]
-#[ignore = "server bug: chat::Convo::of keeps `failed` set after a retried turn's reply, so the \
-            failure box stays and every later turn is refused (409)"]
 async fn after_a_successful_retry_the_failure_is_gone_and_the_conversation_goes_on() {
     let mock = MockOpenAi::start().await;
     let (mut app, _tmp, w, s, _bad, bad_session) = failed_then_retried(&mock, "fr").await;
