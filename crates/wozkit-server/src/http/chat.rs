@@ -866,6 +866,9 @@ pub async fn finish(
         });
         app.store.submit(&ctx.lease.id, at_ms, &log, events).await?;
     }
+    if arena {
+        app.leaderboards.invalidate(&ctx.study.study.id);
+    }
     if arena && ev.conversation.reveal {
         let location = format!(
             "/p/chat/reveal?lease={}{}",

@@ -4,8 +4,9 @@
 //! `wozkit report` uses, with the study's `evaluation.leaderboard` settings. A study whose
 //! leaderboard is not `public` shows it to logged-in researchers only.
 //!
-//! A computed leaderboard is kept for [`FRESH`]: the bootstrap of the Bradley-Terry intervals
-//! costs a few milliseconds per hundred votes, and many viewers must not multiply that.
+//! A computed leaderboard is kept for [`FRESH`], or until the next battle is judged: the
+//! bootstrap of the Bradley-Terry intervals costs a few milliseconds per hundred votes, and many
+//! viewers must not multiply that.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,15 @@ pub const FRESH: Duration = Duration::from_secs(2);
 #[derive(Default)]
 pub struct LeaderboardCache(Mutex<HashMap<String, (Instant, Arc<Leaderboard>)>>);
 
+impl LeaderboardCache {
+    /// Forgets the study's leaderboard: a battle was judged, so the next view computes it anew.
+    pub fn invalidate(&self, study: &str) {
+        if let Ok(mut c) = self.0.lock() {
+            c.remove(study);
+        }
+    }
+}
+
 /// The study's arena, if the request may see its leaderboard.
 fn arena(
     app: &AppState,
@@ -54,7 +64,10 @@ fn arena(
 }
 
 /// The study's leaderboard, computed at most every [`FRESH`].
-pub(crate) async fn board(app: &AppState, study: &LoadedStudy) -> Result<Arc<Leaderboard>, HttpError> {
+pub(crate) async fn board(
+    app: &AppState,
+    study: &LoadedStudy,
+) -> Result<Arc<Leaderboard>, HttpError> {
     let id = &study.study.id;
     if let Some((at, lb)) = app
         .leaderboards
