@@ -49,6 +49,9 @@ pub struct ChatBenchConfig {
     pub stream: bool,
     /// Seed of the workers' choices.
     pub seed: u64,
+    /// Milliseconds each worker pauses before each message, drawn from this range; `(0, 0)`
+    /// makes every chat send at the same instant (the worst case).
+    pub typing_ms: (u64, u64),
 }
 
 /// The figures.
@@ -58,6 +61,8 @@ pub struct ChatBenchReport {
     pub turns_per_chat: u32,
     pub delay_ms: u64,
     pub stream: bool,
+    /// The workers' pause before each message, milliseconds (low, high).
+    pub typing_ms: (u64, u64),
     pub duration_s: f64,
     /// Turns answered, out of `chats × turns_per_chat`.
     pub turns: u64,
@@ -89,7 +94,7 @@ impl ChatBenchReport {
             v.map_or_else(|| "-".into(), |v| format!("{:.1} MiB", v as f64 / 1024.0))
         };
         let mut out = format!(
-            "chat bench: {} chats at once, {} turns each, system answers in {} ms ({}), {:.1} s\n\
+            "chat bench: {} chats at once, {} turns each, pause before each {}-{} ms, system answers in {} ms ({}), {:.1} s\n\
              turns answered:   {} of {}\n\
              turn time:        p50 {}, p99 {}, max {}\n\
              added by wozkit:  p50 {}, p99 {}, max {}\n\
@@ -99,6 +104,8 @@ impl ChatBenchReport {
              failed workers:   {}\n",
             self.chats,
             self.turns_per_chat,
+            self.typing_ms.0,
+            self.typing_ms.1,
             self.delay_ms,
             if self.stream { "streamed" } else { "whole" },
             self.duration_s,
@@ -239,6 +246,7 @@ async fn bench(
         c.concurrency = workers;
         c.seed = config.seed;
         c.stream = config.stream;
+        c.typing_ms = config.typing_ms;
         c.worker_prefix = format!("{prefix}-{}", config.seed);
         c
     };
@@ -277,6 +285,7 @@ async fn bench(
     Ok(ChatBenchReport {
         chats: config.chats,
         turns_per_chat: config.turns,
+        typing_ms: config.typing_ms,
         delay_ms: config.delay.as_millis() as u64,
         stream: config.stream,
         duration_s: report.duration_s,

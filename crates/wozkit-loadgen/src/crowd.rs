@@ -61,6 +61,9 @@ pub struct CrowdConfig {
     pub stream: bool,
     /// Chance (0 to 1) that an arena vote is drawn at random instead of by the policy.
     pub vote_noise: f64,
+    /// On chat pages, milliseconds a worker pauses before each message (reading and typing),
+    /// drawn uniformly from this range; `(0, 0)` sends at once.
+    pub typing_ms: (u64, u64),
 }
 
 impl CrowdConfig {
@@ -80,6 +83,7 @@ impl CrowdConfig {
             worker_prefix: format!("crowd-{epoch_ms:x}"),
             stream: false,
             vote_noise: 0.1,
+            typing_ms: (0, 0),
         }
     }
 }

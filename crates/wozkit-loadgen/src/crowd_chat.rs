@@ -247,6 +247,13 @@ pub async fn step(
         return Ok(());
     }
     if page.can_send && page.turns < c.target && !stale {
+        // A person reads the replies and types: a pause drawn from the configured range.
+        let (low, high) = w.config.typing_ms;
+        if high > 0 {
+            let span = high.saturating_sub(low) as f64;
+            let pause = low + (rng.unit() * span) as u64;
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+        }
         let text = QUESTIONS[rng.below(QUESTIONS.len())];
         let mut body = maybe_labels(Form::parse_id(html, "chat-send").fill_pairs(rng), rng);
         body.retain(|(n, _)| n != "text");

@@ -29,6 +29,11 @@ pub struct BenchArgs {
     /// With --chats: messages each chat sends.
     #[arg(long, default_value_t = 5, requires = "chats")]
     turns: u32,
+    /// With --chats: each worker pauses before each message for a time drawn from LOW to HIGH
+    /// milliseconds (reading and typing, e.g. 3000,10000); 0,0 sends every message of every chat
+    /// at once, the worst case.
+    #[arg(long, value_name = "LOW,HIGH", default_value = "0,0", value_parser = parse_range, requires = "chats")]
+    typing_ms: (u64, u64),
     /// With --chats: milliseconds the mock system takes to answer.
     #[arg(long, value_name = "MS", default_value_t = 200, requires = "chats")]
     reply_ms: u64,
@@ -86,6 +91,23 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     })
 }
 
+/// Parses `LOW,HIGH` milliseconds.
+fn parse_range(s: &str) -> std::result::Result<(u64, u64), String> {
+    let (low, high) = s
+        .split_once(',')
+        .ok_or_else(|| format!("`{s}`: write LOW,HIGH, e.g. 3000,10000"))?;
+    let parse = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("`{s}`: `{x}` is not a number of milliseconds: {e}"))
+    };
+    let (low, high) = (parse(low)?, parse(high)?);
+    if low > high {
+        return Err(format!("`{s}`: LOW is more than HIGH"));
+    }
+    Ok((low, high))
+}
+
 /// `wozkit bench --chats N`.
 fn chat_bench(chats: usize, args: &BenchArgs) -> Result<ExitCode> {
     raise_fd_limit();
@@ -96,6 +118,7 @@ fn chat_bench(chats: usize, args: &BenchArgs) -> Result<ExitCode> {
         delay: Duration::from_millis(args.reply_ms),
         stream: args.stream,
         seed: 1,
+        typing_ms: args.typing_ms,
     };
     eprintln!(
         "chat bench: starting a mock system and a server, then {chats} chats of {} turns",
