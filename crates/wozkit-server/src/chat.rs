@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use wozkit_core::evaluation::{EvalTask, Evaluation};
 use wozkit_core::event::{Actor, EndReason, Event, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
@@ -419,6 +419,7 @@ pub fn ask(
     study: &str,
     side: &Side,
     frames: Option<mpsc::Sender<Frame>>,
+    turn: Option<NewTurn>,
 ) -> Option<tokio::task::JoinHandle<()>> {
     if !app.systems.start(&side.session) {
         return None;
@@ -427,7 +428,16 @@ pub fn ask(
     let study = study.to_string();
     let side = side.clone();
     Some(tokio::spawn(async move {
-        let outcome = reply(&app, &study, &side, frames.clone()).await;
+        let mut stored = turn.as_ref().map(|t| t.stored.clone());
+        let history = turn.map(|t| t.history);
+        let outcome = reply(&app, &study, &side, frames.clone(), history, stored.clone()).await;
+        // The participant's turn is stored before its reply is (or, if it was not, no reply is).
+        if let Some(rx) = stored.as_mut()
+            && !turn_stored(rx).await
+        {
+            app.systems.finish(&side.session);
+            return;
+        }
         let (kind, frame) = match outcome {
             Ok(text) => (
                 EventKind::Message {
@@ -471,11 +481,31 @@ pub fn ask(
     }))
 }
 
+/// A participant's turn whose reply is asked for while the turn itself is being stored: the
+/// history the system is sent (ending with the turn), and whether the turn was stored (`None`
+/// until known). Saves the wait for the turn's write before the system is asked; the reply is
+/// shown and stored only once the turn is.
+pub struct NewTurn {
+    pub history: Vec<Turn>,
+    pub stored: watch::Receiver<Option<bool>>,
+}
+
+/// Waits until the turn is known to be stored (`true`) or not (`false`, also when nobody will
+/// say any more).
+async fn turn_stored(rx: &mut watch::Receiver<Option<bool>>) -> bool {
+    match rx.wait_for(Option::is_some).await {
+        Ok(v) => v.unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
 async fn reply(
     app: &AppState,
     study: &str,
     side: &Side,
     frames: Option<mpsc::Sender<Frame>>,
+    history: Option<Vec<Turn>>,
+    stored: Option<watch::Receiver<Option<bool>>>,
 ) -> Result<String, SystemError> {
     let lost = |detail: String| SystemError::BadResponse {
         system: side.system.clone(),
@@ -485,14 +515,25 @@ async fn reply(
         .systems
         .client(study, &side.system)
         .ok_or_else(|| lost("the system is not declared by the study".into()))?;
-    let history = convo(app, side)
-        .await
-        .map_err(|e| lost(format!("the conversation could not be read: {e}")))?
-        .history();
+    let history = match history {
+        Some(h) => h,
+        None => convo(app, side)
+            .await
+            .map_err(|e| lost(format!("the conversation could not be read: {e}")))?
+            .history(),
+    };
     let (tx, mut rx) = mpsc::channel::<String>(64);
     let name = side.name;
     let forward = tokio::spawn(async move {
+        // Nothing of the reply is shown before the turn it answers is stored.
+        let shown = match stored {
+            Some(mut s) => turn_stored(&mut s).await,
+            None => true,
+        };
         while let Some(text) = rx.recv().await {
+            if !shown {
+                continue;
+            }
             if let Some(f) = &frames {
                 let _ = f.send(Frame::Delta { side: name, text }).await;
             }

@@ -24,7 +24,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use indexmap::IndexMap;
 use serde::Deserialize;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use wozkit_core::evaluation::{AnnotationKind, EvalTask, Evaluation};
 use wozkit_core::event::{
     Actor, EndReason, EventKind, ItemPool, Judgment, MessageSource, Role, TurnLabel, VOTE_BOTH_BAD,
@@ -211,7 +211,7 @@ pub async fn conversation_page(
     // A reply the server stopped in the middle of is asked for again.
     for (s, c) in ctx.sides.iter().zip(&ctx.convos) {
         if c.pending && !app.systems.is_running(&s.session) {
-            chat::ask(app, &study.study.id, s, None);
+            chat::ask(app, &study.study.id, s, None, None);
         }
     }
     Ok(render(&ctx, f, seat, None, &[], &[]))
@@ -506,30 +506,50 @@ fn frames_response(rx: mpsc::Receiver<Frame>) -> Response {
 
 /// Asks the given sides for their replies: streamed to a listening browser, or awaited before
 /// the page comes back.
-async fn ask_sides(
+/// The replies asked for: streamed to a listening browser, or awaited before the page comes
+/// back.
+enum Asked {
+    Stream(mpsc::Receiver<Frame>),
+    Tasks(Vec<tokio::task::JoinHandle<()>>),
+}
+
+/// Asks the given sides for their replies (`turns`: the new turn of each, in the same order,
+/// when it is being stored meanwhile).
+fn ask_sides(
     app: &AppState,
     ctx: &Ctx,
     which: &[&Side],
     stream: bool,
-    seat: Option<&str>,
-) -> Response {
+    mut turns: Vec<chat::NewTurn>,
+) -> Asked {
     let study = &ctx.study.study.id;
+    let mut turn = |_: &Side| (!turns.is_empty()).then(|| turns.remove(0));
     if stream {
         let (tx, rx) = mpsc::channel(256);
         for side in which {
-            chat::ask(app, study, side, Some(tx.clone()));
+            chat::ask(app, study, side, Some(tx.clone()), turn(side));
         }
-        drop(tx);
-        return frames_response(rx);
+        return Asked::Stream(rx);
     }
-    let tasks: Vec<_> = which
-        .iter()
-        .filter_map(|side| chat::ask(app, study, side, None))
-        .collect();
-    for t in tasks {
-        let _ = t.await;
+    Asked::Tasks(
+        which
+            .iter()
+            .filter_map(|side| chat::ask(app, study, side, None, turn(side)))
+            .collect(),
+    )
+}
+
+/// What the participant gets once the replies are asked for.
+async fn answer(asked: Asked, seat: Option<&str>) -> Response {
+    match asked {
+        Asked::Stream(rx) => frames_response(rx),
+        Asked::Tasks(tasks) => {
+            for t in tasks {
+                let _ = t.await;
+            }
+            to_page(seat)
+        }
     }
-    to_page(seat)
 }
 
 /// A refused form: the page again with the reason (or, to a streaming browser, the reason as a
@@ -661,6 +681,22 @@ pub async fn send(
     store_labels(&app, &ctx, &fields).await?;
     let turn = ctx.turns();
     let at_ms = now_ms();
+    // The systems are asked while the turn is being stored; their replies wait for it.
+    let (stored, stored_rx) = watch::channel(None);
+    let turns: Vec<chat::NewTurn> = ctx
+        .convos
+        .iter()
+        .map(|c| {
+            let mut history = c.history();
+            history.push(wozkit_systems::Turn::user(text));
+            chat::NewTurn {
+                history,
+                stored: stored_rx.clone(),
+            }
+        })
+        .collect();
+    let all: Vec<&Side> = ctx.sides.iter().collect();
+    let asked = ask_sides(&app, &ctx, &all, stream, turns);
     for (n, side) in ctx.sides.iter().enumerate() {
         let event = NewEvent {
             actor: eval::actor(&ctx.p),
@@ -671,17 +707,26 @@ pub async fn send(
             },
             at_ms,
         };
-        let stored = app
+        let appended = app
             .store
             .append_once(&side.session, &format!("turn/{turn}"), vec![event])
-            .await?;
-        // The same turn sent twice (a double click, two tabs): the first one stands.
-        if stored.is_none() && n == 0 {
-            return Ok(to_page(seat.as_deref()));
+            .await;
+        match appended {
+            Ok(Some(_)) => {}
+            // The same turn sent twice (a double click, two tabs): the first one stands.
+            Ok(None) if n == 0 => {
+                let _ = stored.send(Some(false));
+                return Ok(to_page(seat.as_deref()));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let _ = stored.send(Some(false));
+                return Err(e.into());
+            }
         }
     }
-    let all: Vec<&Side> = ctx.sides.iter().collect();
-    Ok(ask_sides(&app, &ctx, &all, stream, seat.as_deref()).await)
+    let _ = stored.send(Some(true));
+    Ok(answer(asked, seat.as_deref()).await)
 }
 
 #[derive(Deserialize)]
@@ -713,7 +758,8 @@ pub async fn retry(
     if which.is_empty() || ctx.ended() {
         return Ok(to_page(seat.as_deref()));
     }
-    Ok(ask_sides(&app, &ctx, &which, streaming(&headers), seat.as_deref()).await)
+    let asked = ask_sides(&app, &ctx, &which, streaming(&headers), vec![]);
+    Ok(answer(asked, seat.as_deref()).await)
 }
 
 /// `POST /p/chat/end`: ends the conversation once the fewest turns are reached.
