@@ -40,7 +40,11 @@ fn an_arena_makes_one_item_per_pair_of_its_systems() {
     let study = load_text("s.yaml", ARENA, StudySource::Dir(std::env::temp_dir())).unwrap();
     let ev = study.study.evaluation.as_ref().unwrap();
     assert_eq!(ev.task, EvalTask::Arena);
-    assert_eq!(ev.systems, ["alpha", "beta", "gamma"], "every declared system, in order");
+    assert_eq!(
+        ev.systems,
+        ["alpha", "beta", "gamma"],
+        "every declared system, in order"
+    );
     let ids: Vec<String> = ev.items().into_iter().map(|i| i.id).collect();
     assert_eq!(ids, ["alpha~beta", "alpha~gamma", "beta~gamma"]);
     assert!(ev.items().iter().all(|i| i.pool == ItemPool::Item));
@@ -123,7 +127,10 @@ fn written_dialogue_fields_are_refused() {
     let p = problems(&with(
         "  dialogues: [{id: d, system: alpha, turns: [{speaker: user, text: hi}]}]\n",
     ));
-    has(&p, "`dialogues` is for rating or comparing written dialogues, not a `arena`");
+    has(
+        &p,
+        "`dialogues` is for rating or comparing written dialogues, not a `arena`",
+    );
 }
 
 #[test]
@@ -169,7 +176,10 @@ fn bad_system_specs_are_reported_at_the_system() {
 #[test]
 fn a_page_needs_its_task() {
     let p = problems(&ARENA.replace("kind: arena", "kind: chat"));
-    has(&p, "a `chat` page needs an `evaluation` section with `task: chat`");
+    has(
+        &p,
+        "a `chat` page needs an `evaluation` section with `task: chat`",
+    );
 }
 
 #[test]

@@ -141,7 +141,11 @@ fn summary(s: &LoadedStudy) -> String {
     if let Some(e) = s.study.evaluation.as_ref().filter(|e| e.task.is_live()) {
         parts.push(format!(
             "evaluation: {} with {} system(s) ({}), {} {} each, {} to {} turns",
-            if e.task == EvalTask::Arena { "arena" } else { "chat" },
+            if e.task == EvalTask::Arena {
+                "arena"
+            } else {
+                "chat"
+            },
             e.systems.len(),
             e.systems.join(", "),
             e.judgments_per_item,
