@@ -324,3 +324,78 @@ pub fn export_log(
         Ok(ExitCode::SUCCESS)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arena() -> LoadedStudy {
+        load::load_builtin("arena-demo").expect("arena-demo loads")
+    }
+
+    #[test]
+    fn a_system_is_a_name_and_an_openai_base_url_with_an_optional_model() {
+        let (name, spec) = parse_system("mine=http://gpu:8000/v1/#served-model").unwrap();
+        assert_eq!(name, "mine");
+        match spec {
+            SystemSpec::Openai(s) => {
+                assert_eq!(s.base_url, "http://gpu:8000/v1");
+                assert_eq!(s.model, "served-model");
+                assert!(s.stream);
+            }
+            other => panic!("not an openai system: {other:?}"),
+        }
+        let (_, spec) = parse_system("llama=http://127.0.0.1:8080/v1").unwrap();
+        assert!(matches!(spec, SystemSpec::Openai(s) if s.model == "llama"));
+    }
+
+    #[test]
+    fn bad_systems_are_refused_with_the_reason() {
+        assert!(
+            parse_system("http://x/v1")
+                .unwrap_err()
+                .contains("NAME=URL")
+        );
+        assert!(
+            parse_system("=http://x/v1")
+                .unwrap_err()
+                .contains("non-empty")
+        );
+        assert!(
+            parse_system("a~b=http://x/v1")
+                .unwrap_err()
+                .contains("without `~`")
+        );
+        assert!(parse_system("a=ftp://x").unwrap_err().contains("http://"));
+    }
+
+    #[test]
+    fn systems_replace_or_join_the_arena() {
+        let mut studies = vec![arena()];
+        let given = [
+            parse_system("terse=http://127.0.0.1:1/v1").unwrap(),
+            parse_system("mine=http://127.0.0.1:2/v1").unwrap(),
+        ];
+        apply_systems(&mut studies, &given).unwrap();
+        let study = &studies[0].study;
+        assert!(
+            matches!(study.systems["terse"], SystemSpec::Openai(_)),
+            "replaced"
+        );
+        assert!(
+            matches!(study.systems["chatty"], SystemSpec::Builtin(_)),
+            "kept"
+        );
+        let ev = study.evaluation.as_ref().unwrap();
+        assert_eq!(ev.systems, ["terse", "chatty", "mine"]);
+        assert_eq!(ev.items().len(), 3, "three pairs of three systems");
+    }
+
+    #[test]
+    fn systems_need_a_study_that_talks_to_them() {
+        let mut studies = vec![load::load_builtin("acute-eval").unwrap()];
+        let given = [parse_system("mine=http://127.0.0.1:2/v1").unwrap()];
+        let err = apply_systems(&mut studies, &given).unwrap_err().to_string();
+        assert!(err.contains("no served study has a chat or arena"), "{err}");
+    }
+}

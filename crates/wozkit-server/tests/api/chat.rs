@@ -1194,3 +1194,52 @@ async fn an_uncertain_schedule_battles_the_least_certain_pair_next() {
         app.stop().await;
     }
 }
+
+/// The example system of `examples/python_bot` (Python's standard library only) behind a real
+/// server: a participant chats with it over the webhook, and its second reply uses the city the
+/// participant named in the first turn, so the history reached it. Needs `python3` (the test
+/// script installs it); without it this test fails rather than skips.
+#[tokio::test]
+async fn the_python_example_system_chats_through_the_server() {
+    use std::io::{BufRead, BufReader};
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/python_bot/bot.py"
+    );
+    let mut child = std::process::Command::new("python3")
+        .args([script, "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 runs the example system (install Python 3)");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the example prints its address");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    let systems = format!("  py-bot: {{kind: http, url: \"{base}/reply\"}}");
+    let yaml = chat_yaml("py-chat", &systems, "py-bot", (2, 4));
+    let (mut app, _tmp) = spawn(&yaml).await;
+    let w = join(&app, "w-py").await;
+    let s = shown(&w).await;
+    assert_eq!(page_kind(&s.body), "chat", "{}", s.body);
+    assert_eq!(
+        send(&w, &s, "Hi! I'd like to go to Lisbon.").await.status,
+        303
+    );
+    assert_eq!(send(&w, &s, "Can you find me a hotel?").await.status, 303);
+    let session = format!("chat-{}", s.lease);
+    let said = messages(&app.events(&session).await);
+    let _ = child.kill();
+    assert_eq!(said.len(), 4, "{said:?}");
+    assert_eq!(said[3].0, Role::Wizard);
+    assert!(
+        said[3].1.contains("Lisbon"),
+        "the hotel reply names the city of the first turn: {said:?}"
+    );
+    app.stop().await;
+}
