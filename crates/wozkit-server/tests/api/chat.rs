@@ -1235,6 +1235,7 @@ async fn the_python_example_system_chats_through_the_server() {
     let session = format!("chat-{}", s.lease);
     let said = messages(&app.events(&session).await);
     let _ = child.kill();
+    let _ = child.wait();
     assert_eq!(said.len(), 4, "{said:?}");
     assert_eq!(said[3].0, Role::Wizard);
     assert!(
