@@ -42,7 +42,8 @@ cargo test --workspace
 cargo build --release -p wozkit
 # The binary as cargo built it (CARGO_TARGET_DIR may put it elsewhere); a failure to list the
 # studies stops the script here instead of looping over nothing.
-wozkit="${CARGO_TARGET_DIR:-target}/release/wozkit"
+target="${CARGO_TARGET_DIR:-target}"
+wozkit="$target/release/wozkit"
 studies=$("$wozkit" studies)
 [ -n "$studies" ] || { echo "wozkit studies listed nothing" >&2; exit 1; }
 for study in $(echo "$studies" | awk '{print $1}'); do
@@ -51,8 +52,8 @@ done
 # Only studies with a dialogue room have dialogue states to simulate; evaluation studies are
 # exercised by the crowd test (`crates/wozkit/tests/crowd.rs`).
 for study in $(echo "$studies" | awk '$2 == "dialogue" {print $1}'); do
-  "$wozkit" simulate "$study" --sessions 10000 --seed 7 --json > "target/sim-$study.json"
-  python3 - "target/sim-$study.json" <<'PY'
+  "$wozkit" simulate "$study" --sessions 10000 --seed 7 --json > "$target/sim-$study.json"
+  python3 - "$target/sim-$study.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"{r['study']}: {r['sessions']} sessions, goal {r['goal_reached']}, states {r['states_covered']}/{r['states_total']}, transitions {r['transitions_covered']}/{r['transitions_total']}, dead ends {r['dead_ends']}")
