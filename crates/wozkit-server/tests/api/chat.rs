@@ -1244,3 +1244,75 @@ async fn the_python_example_system_chats_through_the_server() {
     );
     app.stop().await;
 }
+
+/// A `websocket` system behind a real server: it answers each turn over its one connection
+/// and, after the first, speaks unprompted into the conversation (`say`); the server stores
+/// that as the system's message. A `say` into a session that is not the system's own is
+/// dropped.
+#[tokio::test]
+async fn a_websocket_system_answers_and_may_speak_unprompted() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/bot", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+                let mut turns = 0;
+                while let Some(Ok(Message::Text(text))) = ws.next().await {
+                    let frame: Value = serde_json::from_str(text.as_str()).unwrap();
+                    if frame["type"] != "turn" {
+                        continue;
+                    }
+                    turns += 1;
+                    let reply = serde_json::json!({
+                        "type": "reply", "id": frame["id"], "text": format!("ws reply {turns}")
+                    });
+                    ws.send(Message::text(reply.to_string())).await.unwrap();
+                    if turns == 1 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        for dialogue in ["not-a-session", frame["dialogue_id"].as_str().unwrap()] {
+                            let say = serde_json::json!({
+                                "type": "say", "dialogue_id": dialogue, "text": "Are you still there?"
+                            });
+                            ws.send(Message::text(say.to_string())).await.unwrap();
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let systems =
+        format!("  ws-bot: {{kind: websocket, url: \"{url}\", limits: {{timeout_s: 5}}}}");
+    let yaml = chat_yaml("ws-chat", &systems, "ws-bot", (1, 3));
+    let (mut app, _tmp) = spawn(&yaml).await;
+    let w = join(&app, "w-ws").await;
+    let s = shown(&w).await;
+    assert_eq!(send(&w, &s, "hello").await.status, 303);
+    let session = format!("chat-{}", s.lease);
+    let events = wait_for(&app, &session, |e| messages(e).len() >= 3).await;
+    assert_eq!(
+        messages(&events),
+        vec![
+            (Role::User, "hello".to_string()),
+            (Role::Wizard, "ws reply 1".to_string()),
+            (Role::Wizard, "Are you still there?".to_string()),
+        ]
+    );
+    let said = events
+        .iter()
+        .rev()
+        .find(|e| matches!(e.kind, EventKind::Message { .. }));
+    assert!(
+        matches!(&said.unwrap().actor, wozkit_core::event::Actor::Bot { name, .. } if name == "ws-bot"),
+        "stored as the system's message"
+    );
+    assert!(app.events("not-a-session").await.is_empty());
+    // The conversation goes on after it.
+    let s = shown(&w).await;
+    assert_eq!(send(&w, &s, "yes").await.status, 303);
+    let events = wait_for(&app, &session, |e| messages(e).len() >= 5).await;
+    assert_eq!(messages(&events)[4].1, "ws reply 2");
+    app.stop().await;
+}
