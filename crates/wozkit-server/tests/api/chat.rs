@@ -1316,3 +1316,79 @@ async fn a_websocket_system_answers_and_may_speak_unprompted() {
     assert_eq!(messages(&events)[4].1, "ws reply 2");
     app.stop().await;
 }
+
+/// A conversation's time limit runs from its first message: once it has passed, showing the
+/// page ends the conversation (`time_limit`) and asks the closing questions, and a further
+/// message is not taken. The first exchange is written into the log a minute in the past, as
+/// a participant who started long ago left it.
+#[tokio::test]
+async fn the_time_limit_ends_the_conversation() {
+    let mock = MockOpenAi::start().await;
+    let systems = system(&mock, "tl-a", false, LIMITS);
+    let yaml = chat_yaml("tl", &systems, "tl-a", (1, 5))
+        .replace("feedback: true}", "feedback: true, time_limit_s: 30}");
+    assert!(yaml.contains("time_limit_s: 30"), "{yaml}");
+    let (mut app, _tmp) = spawn(&yaml).await;
+    let w = join(&app, "w-tl").await;
+    let s = shown(&w).await;
+    assert!(s.body.contains("data-testid=\"chat-text\""), "{}", s.body);
+    let session = format!("chat-{}", s.lease);
+    let long_ago = wozkit_server::now_ms() - 60_000;
+    let said = |role: Role, text: &str| NewEvent {
+        actor: wozkit_core::event::Actor::System,
+        kind: EventKind::Message {
+            role,
+            text: text.to_string(),
+            source: wozkit_core::event::MessageSource::Free,
+        },
+        at_ms: long_ago,
+    };
+    app.store
+        .append(
+            &session,
+            vec![said(Role::User, "hi"), said(Role::Wizard, "hello")],
+        )
+        .await
+        .expect("append");
+    let s = shown(&w).await;
+    assert!(
+        s.body.contains("The time for this conversation is up."),
+        "{}",
+        s.body
+    );
+    assert!(!s.body.contains("data-testid=\"chat-text\""));
+    let ended = app
+        .events(&session)
+        .await
+        .iter()
+        .find_map(|e| match e.kind {
+            EventKind::SessionEnded { reason, .. } => Some(reason),
+            _ => None,
+        });
+    assert_eq!(ended, Some(wozkit_core::event::EndReason::TimeLimit));
+    assert_eq!(send(&w, &s, "one more").await.status, 303);
+    assert_eq!(
+        messages(&app.events(&session).await).len(),
+        2,
+        "nothing taken after the end"
+    );
+    let res = form(&w, "/p/chat/finish", &s, "&helpful=4").await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    assert_eq!(
+        judgments(
+            &app.events(&format!("log-{}", participant_of(&app, &session).await))
+                .await
+        )
+        .len(),
+        1
+    );
+    app.stop().await;
+}
+
+/// The participant of a conversation, from its first event.
+async fn participant_of(app: &TestApp, session: &str) -> String {
+    match app.events(session).await.first().map(|e| e.kind.clone()) {
+        Some(EventKind::ChatStarted { participant, .. }) => participant,
+        other => panic!("no chat_started in {session}: {other:?}"),
+    }
+}
