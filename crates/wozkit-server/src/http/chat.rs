@@ -554,25 +554,26 @@ async fn answer(asked: Asked, seat: Option<&str>) -> Response {
 
 /// A refused form: the page again with the reason (or, to a streaming browser, the reason as a
 /// frame).
-fn refuse(
+async fn refuse(
+    app: &AppState,
     ctx: &Ctx,
-    f: &Facts,
     seat: Option<&str>,
     stream: bool,
     message: &str,
     fields: &[(String, String)],
-) -> Response {
+) -> Result<Response, HttpError> {
     if stream {
         let line = serde_json::json!({"type": "refused", "message": message}).to_string() + "\n";
-        return (
+        return Ok((
             StatusCode::CONFLICT,
             [(CONTENT_TYPE, "application/x-ndjson")],
             line,
         )
-            .into_response();
+            .into_response());
     }
-    let html = render(ctx, f, seat, Some(message), &[], fields);
-    (StatusCode::CONFLICT, Html(html)).into_response()
+    let f = eval::facts(app, &ctx.p).await?;
+    let html = render(ctx, &f, seat, Some(message), &[], fields);
+    Ok((StatusCode::CONFLICT, Html(html)).into_response())
 }
 
 /// Stores the labels posted for the last reply of each side (once per reply).
@@ -650,7 +651,6 @@ pub async fn send(
         Err(r) => return Ok(r),
     };
     let stream = streaming(&headers);
-    let f = eval::facts(&app, &ctx.p).await?;
     let c = &ctx.ev().conversation;
     let text = field(&fields, "text").unwrap_or("");
     let refusal = if ctx.ended() {
@@ -676,7 +676,7 @@ pub async fn send(
         return Ok(to_page(seat.as_deref()));
     }
     if let Some(message) = refusal {
-        return Ok(refuse(&ctx, &f, seat.as_deref(), stream, &message, &fields));
+        return refuse(&app, &ctx, seat.as_deref(), stream, &message, &fields).await;
     }
     store_labels(&app, &ctx, &fields).await?;
     let turn = ctx.turns();
@@ -774,7 +774,6 @@ pub async fn end(
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
     };
-    let f = eval::facts(&app, &ctx.p).await?;
     if ctx.ended() {
         return Ok(to_page(seat.as_deref()));
     }
@@ -783,17 +782,18 @@ pub async fn end(
             "Please send at least {} messages before you end the conversation.",
             ctx.ev().conversation.min_turns
         );
-        return Ok(refuse(&ctx, &f, seat.as_deref(), false, &message, &fields));
+        return refuse(&app, &ctx, seat.as_deref(), false, &message, &fields).await;
     }
     if ctx.pending() {
-        return Ok(refuse(
+        return refuse(
+            &app,
             &ctx,
-            &f,
             seat.as_deref(),
             false,
             "Please wait for the reply first.",
             &fields,
-        ));
+        )
+        .await;
     }
     store_labels(&app, &ctx, &fields).await?;
     end_all(&app, &ctx.sides, EndReason::Finished).await?;
