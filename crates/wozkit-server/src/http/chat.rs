@@ -33,12 +33,12 @@ use wozkit_core::event::{
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
 use wozkit_core::questions::{self, Problem, seed_of};
-use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
+use wozkit_store::{Lease, LeaseState, NewEvent, Participant};
 
 use super::html::{esc, layout, query_escape};
 use super::judge::{
     Fields, check_justification, field, find_problem, justification_html, own_lease, page_head,
-    problem_html, same_site,
+    problem_html, same_site, submit_judgment,
 };
 use super::pages::{SeatQuery, to_page, who};
 use super::questions::fieldsets;
@@ -900,17 +900,7 @@ pub async fn finish(
             app.store.append(&log, vec![event]).await?;
         }
     } else {
-        let events = Box::new(move |outcome: SubmitOutcome| {
-            let mut j = judgment;
-            j.counted = outcome == SubmitOutcome::Counted;
-            j.surplus = outcome == SubmitOutcome::Surplus;
-            vec![NewEvent {
-                actor,
-                kind: EventKind::Judged(Box::new(j)),
-                at_ms,
-            }]
-        });
-        app.store.submit(&ctx.lease.id, at_ms, &log, events).await?;
+        submit_judgment(&app, &ctx.p, &log, judgment).await?;
     }
     if arena {
         app.leaderboards.invalidate(&ctx.study.study.id);

@@ -781,19 +781,7 @@ pub async fn judge(
         claimed_at_ms: lease.claimed_at_ms,
         void: false,
     };
-    let actor = eval::actor(&p);
-    let at_ms = now_ms();
-    let events = Box::new(move |outcome: SubmitOutcome| {
-        let mut j = judgment;
-        j.counted = outcome == SubmitOutcome::Counted && j.pool == ItemPool::Item;
-        j.surplus = outcome == SubmitOutcome::Surplus;
-        vec![NewEvent {
-            actor,
-            kind: EventKind::Judged(Box::new(j)),
-            at_ms,
-        }]
-    });
-    let (outcome, _) = app.store.submit(&lease.id, at_ms, &log, events).await?;
+    let outcome = submit_judgment(&app, &p, &log, judgment).await?;
     if gold_correct == Some(false)
         && !matches!(outcome, SubmitOutcome::AlreadyClosed(_))
         && let Some(max) = ev.gold.as_ref().and_then(|g| g.max_failures)
@@ -866,6 +854,31 @@ pub(super) fn justification_html(
         esc(field(fields, "justification").unwrap_or("")),
         problem_html("justification", prob),
     )
+}
+
+/// Stores a judgment in the participant's log and closes its lease, in one transaction: counted
+/// when the lease was live (or its item still needed it), surplus otherwise (gold judgments
+/// never count).
+pub(super) async fn submit_judgment(
+    app: &AppState,
+    p: &Participant,
+    log: &str,
+    judgment: Judgment,
+) -> Result<SubmitOutcome, HttpError> {
+    let actor = eval::actor(p);
+    let at_ms = now_ms();
+    let lease = judgment.lease.clone();
+    let events = Box::new(move |outcome: SubmitOutcome| {
+        let mut j = judgment;
+        j.counted = outcome == SubmitOutcome::Counted && j.pool == ItemPool::Item;
+        j.surplus = outcome == SubmitOutcome::Surplus;
+        vec![NewEvent {
+            actor,
+            kind: EventKind::Judged(Box::new(j)),
+            at_ms,
+        }]
+    });
+    Ok(app.store.submit(&lease, at_ms, log, events).await?.0)
 }
 
 /// `POST /p/skip`: gives the item back.
