@@ -245,8 +245,10 @@ function renderTimer() {
   $('timer').textContent = text;
 }
 
+// The robots panel and the action panel are on the page only in a study with robots / actions.
 function renderRobots(v) {
   const ul = $('robots');
+  if (!ul) return;
   ul.replaceChildren(...v.robots.map((r) => {
     const li = el('li', { 'data-testid': `robot-${r.id}`, 'data-busy': r.busy ? 'true' : 'false' });
     li.append(el('strong', {}, r.name), el('span', {}, ` · ${r.location_name} · battery ${Math.round(r.battery)}%`));
@@ -299,7 +301,7 @@ function fillSelect(sel, items) {
 
 function renderActions() {
   const v = st.view;
-  if (!v || role !== 'wizard' || !st.study) return;
+  if (!v || role !== 'wizard' || !st.study || !$('action-panel')) return;
   fillSelect($('action-select'), v.actions.map((a) => [a.id, a.label]));
   fillSelect($('robot-select'), st.study.robots.map((r) => [r.id, `${r.name} (${r.kind_label})`]));
   const action = v.actions.find((a) => a.id === $('action-select').value);
@@ -450,14 +452,16 @@ if (role === 'user') {
   $('deny').addEventListener('click', () => cmd({ cmd: 'deny' }));
 } else {
   $('hint').addEventListener('click', () => cmd({ cmd: 'hint' }));
-  for (const id of ['action-select', 'robot-select', 'target-select']) $(id).addEventListener('change', renderActions);
-  $('action-send').addEventListener('click', () => {
-    const action = $('action-select').value;
-    const a = st.view && st.view.actions.find((x) => x.id === action);
-    const c = { cmd: 'act', action, robot: $('robot-select').value };
-    if (a && a.target) c.target = $('target-select').value;
-    cmd(c);
-  });
+  if ($('action-panel')) {
+    for (const id of ['action-select', 'robot-select', 'target-select']) $(id).addEventListener('change', renderActions);
+    $('action-send').addEventListener('click', () => {
+      const action = $('action-select').value;
+      const a = st.view && st.view.actions.find((x) => x.id === action);
+      const c = { cmd: 'act', action, robot: $('robot-select').value };
+      if (a && a.target) c.target = $('target-select').value;
+      cmd(c);
+    });
+  }
 }
 setInterval(renderTimer, 250);
 connect();

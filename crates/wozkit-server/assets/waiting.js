@@ -6,6 +6,10 @@ const main = document.querySelector('main[data-page="waiting"]');
 const seat = main ? main.dataset.seat : '';
 const query = seat ? `?seat=${encodeURIComponent(seat)}` : '';
 const status = document.getElementById('waiting-status');
+// The study's own words for the wait (its waiting page's title or text), else a plain phrase;
+// an ellipsis is added unless the words already end in punctuation.
+const own = main ? (main.dataset.waiting || '').trim() : '';
+const words = own ? (/[.…!?:]$/.test(own) ? own : `${own}…`) : 'Waiting for a partner…';
 let done = false;
 let retry = 500;
 
@@ -20,13 +24,13 @@ function connect() {
   ws.onopen = () => {
     retry = 500;
     ws.send(JSON.stringify({ type: 'hello', last_seq: 0 }));
-    status.textContent = 'Waiting for a partner…';
+    status.textContent = words;
   };
   ws.onmessage = (m) => {
     let f;
     try { f = JSON.parse(m.data); } catch { return; }
     if (f.type === 'waiting') {
-      status.textContent = `Waiting for a partner… ${fmt(f.waited_s)} (at most ${fmt(f.limit_s)})`;
+      status.textContent = `${words} ${fmt(f.waited_s)} (at most ${fmt(f.limit_s)})`;
     } else if (f.type === 'paired' || f.type === 'ended') {
       status.textContent = f.type === 'paired' ? 'Partner found. Starting…' : 'No partner was found.';
       go(f.next);

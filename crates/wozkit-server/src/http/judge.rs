@@ -837,18 +837,15 @@ pub(super) fn justification_html(
         return String::new();
     }
     let prob = find_problem(problems, "justification");
+    let prompt = j
+        .prompt
+        .as_deref()
+        .unwrap_or("Why? Please explain your choice briefly.");
     format!(
         "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend>{}{}</legend>\
          <textarea name=\"justification\" id=\"justification\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
-        esc(j
-            .prompt
-            .as_deref()
-            .unwrap_or("Why? Please explain your choice briefly.")),
-        if j.required {
-            ""
-        } else {
-            " <span class=\"muted\">(optional)</span>"
-        },
+        esc(prompt),
+        super::questions::optional_mark(j.required, prompt),
         questions::MAX_TEXT_CHARS,
         if j.required { " required" } else { "" },
         esc(field(fields, "justification").unwrap_or("")),

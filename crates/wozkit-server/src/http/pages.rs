@@ -167,10 +167,14 @@ pub async fn current(
             layout(&st.title, &body, &[])
         }
         PageKind::Waiting | PageKind::Room if p.session_id.is_none() => {
+            // The status line keeps the study's own words (waiting.js adds the time to them);
+            // without any, waiting.js says it waits for a partner.
             let body = format!(
-                "<main class=\"narrow\" data-page=\"waiting\" data-seat=\"{seat_attr}\"><h1>{}</h1>{}\
+                "<main class=\"narrow\" data-page=\"waiting\" data-seat=\"{seat_attr}\" \
+                 data-waiting=\"{}\"><h1>{}</h1>{}\
                  <p id=\"waiting-status\" data-testid=\"waiting-status\" role=\"status\">Connecting…</p>\
                  <p class=\"muted\">Keep this tab open. You will be moved on automatically.</p></main>",
+                esc(&waiting_words(page)),
                 esc(title.as_deref().unwrap_or("Waiting for a partner")),
                 page_text(page),
             );
@@ -218,6 +222,23 @@ pub async fn current(
         }
     };
     Ok(Html(html).into_response())
+}
+
+/// The waiting page's own words for its status line: its title, or else the first paragraph
+/// of its text (on one line); empty when the study sets neither.
+fn waiting_words(page: Option<&Page>) -> String {
+    let title = page
+        .and_then(|p| p.title.as_deref())
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let text = || {
+        page.and_then(|p| p.text.as_deref())
+            .and_then(|t| t.split("\n\n").map(str::trim).find(|p| !p.is_empty()))
+    };
+    title
+        .or_else(text)
+        .map(|w| w.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn page_text(page: Option<&Page>) -> String {

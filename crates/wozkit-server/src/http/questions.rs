@@ -100,11 +100,7 @@ fn fieldset(
         QuestionKind::Matrix => matrix(&ctx, &order),
         QuestionKind::Ranking => ranking(&ctx, &order),
     };
-    let optional = if required {
-        ""
-    } else {
-        " <span class=\"muted\">(optional)</span>"
-    };
+    let optional = optional_mark(required, &q.text);
     let hint = hint
         .map(|h| format!("<p class=\"hint\" id=\"{id}-hint\">{}</p>", esc(&h)))
         .unwrap_or_default();
@@ -131,6 +127,21 @@ fn fieldset(
 }
 
 /// A short line under the question saying what is accepted, when it is not obvious.
+/// The mark after the label of a question that may be left empty; none when it is required or
+/// its text already says "(optional)" at its end (any case, spaces trimmed).
+pub(super) fn optional_mark(required: bool, label: &str) -> &'static str {
+    const MARK: &str = "(optional)";
+    let says_so = label
+        .trim()
+        .get(label.trim().len().saturating_sub(MARK.len())..)
+        .is_some_and(|end| end.eq_ignore_ascii_case(MARK));
+    if required || says_so {
+        ""
+    } else {
+        " <span class=\"muted\">(optional)</span>"
+    }
+}
+
 fn hint(q: &Question) -> Option<String> {
     let between = |lo: Option<String>, hi: Option<String>, what: &str| match (lo, hi) {
         (Some(lo), Some(hi)) => Some(format!("{what} {lo} to {hi}.")),

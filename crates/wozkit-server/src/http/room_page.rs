@@ -13,15 +13,23 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
         Role::Wizard => (&st.roles.wizard, &st.roles.user),
     };
     let partner_name = partner.name.as_deref().unwrap_or(&partner.label);
-    let wizard_panels = if role == Role::Wizard {
+    // Robots and their actions are shown only in a study that has them (a plain chat study
+    // has neither); `assets/room.js` copes with the panels missing.
+    let has_robots = !st.world.robots.is_empty();
+    let has_actions = !st.actions.is_empty();
+    let options_panel = if role == Role::Wizard {
         "<section id=\"options-panel\" class=\"panel\" aria-labelledby=\"options-title\">\
            <div class=\"panel-head\"><h2 id=\"options-title\">What to say</h2>\
            <button type=\"button\" id=\"hint\" data-testid=\"hint\" disabled>Hint</button></div>\
            <p id=\"lock-status\" data-testid=\"lock-status\" class=\"lock\" hidden></p>\
            <div id=\"options\" data-testid=\"options\"></div>\
            <h3>Always available</h3><div id=\"fixed\" data-testid=\"fixed\" class=\"fixed\"></div>\
-         </section>\
-         <section id=\"action-panel\" class=\"panel\" data-testid=\"action-panel\" aria-labelledby=\"action-title\">\
+         </section>"
+    } else {
+        ""
+    };
+    let action_panel = if role == Role::Wizard && has_actions {
+        "<section id=\"action-panel\" class=\"panel\" data-testid=\"action-panel\" aria-labelledby=\"action-title\">\
            <h2 id=\"action-title\">Robot actions</h2>\
            <div class=\"action-row\">\
              <label>Action <select id=\"action-select\" data-testid=\"action-select\"></select></label>\
@@ -40,6 +48,11 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
            <button type=\"button\" id=\"approve\" data-testid=\"approve\" class=\"primary\">Approve</button>\
            <button type=\"button\" id=\"deny\" data-testid=\"deny\">Deny</button>\
          </div>"
+    } else {
+        ""
+    };
+    let robots_panel = if has_robots {
+        "<section id=\"robots-panel\" class=\"panel\"><h2>Robots</h2><ul id=\"robots\" data-testid=\"robots\"></ul></section>"
     } else {
         ""
     };
@@ -68,9 +81,9 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
              <p id=\"notice\" data-testid=\"notice\" role=\"alert\"></p>\
            </section>\
            <aside class=\"side-col\">\
-             {wizard_panels}\
+             {options_panel}{action_panel}\
              <section id=\"media-panel\" class=\"panel\" hidden><img id=\"media\" data-testid=\"media\" alt=\"\"></section>\
-             <section id=\"robots-panel\" class=\"panel\"><h2>Robots</h2><ul id=\"robots\" data-testid=\"robots\"></ul></section>\
+             {robots_panel}\
              <section id=\"map-panel\" class=\"panel\" hidden><h2>Map</h2><img id=\"map\" data-testid=\"map\" alt=\"\"></section>\
            </aside>\
          </div></main>",
