@@ -1,12 +1,14 @@
 //! What participants read: a session of the built-in offshore study played over the real
 //! sockets, and every frame the operator receives scanned for the study's internal names (action
 //! ids, dialogue-act labels, state ids) and for Markdown backticks; the assistant's refusals are
-//! plain text that names robots and actions by their labels.
+//! plain text that names robots and actions by their labels. The waiting page keeps the
+//! study's own words for its status, a study without robots shows no robot panels, and a label
+//! that already says "(optional)" is not marked a second time.
 
 use serde_json::{Value, json};
-use wozkit_core::load::{LoadedStudy, load_builtin};
+use wozkit_core::load::{LoadedStudy, StudySource, load_builtin, load_text};
 
-use crate::helpers::{enter, paired, spawn_app_in};
+use crate::helpers::{Tiny, enter, paired, spawn_app, spawn_app_in};
 
 fn offshore() -> LoadedStudy {
     load_builtin("offshore-emergency").unwrap_or_else(|e| panic!("{e}"))
@@ -149,5 +151,201 @@ async fn the_operator_reads_labels_never_ids_and_no_markdown() {
             );
         }
     }
+    app.stop().await;
+}
+
+/// The part of `body` from `start` up to the next `end`.
+fn between<'a>(body: &'a str, start: &str, end: &str) -> &'a str {
+    body.split(start)
+        .nth(1)
+        .and_then(|s| s.split(end).next())
+        .unwrap_or_else(|| panic!("no `{start}` in the page:\n{body}"))
+}
+
+fn load(name: &str, yaml: &str) -> LoadedStudy {
+    load_text(name, yaml, StudySource::Dir(".".into()))
+        .unwrap_or_else(|e| panic!("{name} does not load:\n{e}"))
+}
+
+/// The tiny study's flows, with the study's own words on both waiting pages: a title for the
+/// user, only a text of two paragraphs for the wizard.
+const OWN_WAITING_WORDS: &str = r#"flow:
+  user:
+    - {kind: consent}
+    - {kind: instructions}
+    - {kind: waiting, title: "Finding your guide", text: "It takes a minute or two."}
+    - {kind: room}
+    - {kind: survey}
+    - {kind: completion}
+  wizard:
+    - {kind: consent}
+    - {kind: instructions}
+    - kind: waiting
+      text: |
+        Please stay with us:
+        a caller is on the way.
+
+        You will hear a chime.
+    - {kind: room}
+    - {kind: survey}
+    - {kind: completion}
+"#;
+
+#[tokio::test]
+async fn the_waiting_status_keeps_the_studys_own_words() {
+    let yaml = format!("{}{OWN_WAITING_WORDS}", Tiny::default().yaml());
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), load("own.yaml", &yaml)).await;
+    let user = app.join("participant=alice&role=user").await;
+    let wizard = app.join("participant=bob&role=wizard").await;
+    user.accept_pages().await;
+    wizard.accept_pages().await;
+
+    let page = user.page().await.body;
+    assert!(page.contains("<h1>Finding your guide</h1>"), "{page}");
+    assert_eq!(
+        between(&page, "data-waiting=\"", "\""),
+        "Finding your guide"
+    );
+    // Only a text: its first paragraph, on one line.
+    let page = wizard.page().await.body;
+    assert_eq!(
+        between(&page, "data-waiting=\"", "\""),
+        "Please stay with us: a caller is on the way."
+    );
+    app.stop().await;
+
+    // A study that sets no words leaves the phrase to the script.
+    let mut app = spawn_app(Tiny::default()).await;
+    let user = app.join("participant=carol&role=user").await;
+    user.accept_pages().await;
+    let page = user.page().await.body;
+    assert_eq!(between(&page, "data-waiting=\"", "\""), "");
+    // The script shows the study's words, and its own phrase only without them.
+    let script = app.http("GET", "/assets/waiting.js", &[], "").await;
+    assert_eq!(script.status, 200);
+    assert!(script.body.contains("dataset.waiting"), "{}", script.body);
+    app.stop().await;
+}
+
+/// The robot panels on both room pages of a study: (user page, wizard page).
+async fn room_pages(study: LoadedStudy) -> (String, String) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    let (user, wizard, _session) = paired(&app).await;
+    let pages = (user.page().await.body, wizard.page().await.body);
+    app.stop().await;
+    for page in [&pages.0, &pages.1] {
+        assert!(page.contains("data-page=\"room\""), "not a room: {page}");
+    }
+    pages
+}
+
+#[tokio::test]
+async fn robot_panels_only_in_a_study_with_robots() {
+    let (user, wizard) = room_pages(offshore()).await;
+    for page in [&user, &wizard] {
+        assert!(page.contains("id=\"robots-panel\""), "{page}");
+        assert!(page.contains("<h2>Robots</h2>"));
+    }
+    assert!(wizard.contains("id=\"action-panel\"") && wizard.contains("Robot actions"));
+    assert!(!user.contains("id=\"action-panel\""));
+
+    // The tiny study without its robot and its action.
+    let yaml = Tiny::default().yaml();
+    let yaml: String = yaml
+        .lines()
+        .filter(|l| !l.starts_with("  robot_kinds:") && !l.starts_with("  robots:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (head, tail) = yaml
+        .split_once("actions:")
+        .expect("the tiny study has actions");
+    let tail = &tail[tail.find("goal:").expect("a goal after the actions")..];
+    let study = load("plain.yaml", &format!("{head}{tail}"));
+    assert!(study.study.world.robots.is_empty() && study.study.actions.is_empty());
+    let (user, wizard) = room_pages(study).await;
+    assert!(wizard.contains("id=\"options-panel\""), "{wizard}");
+    for page in [&user, &wizard] {
+        for word in [
+            "robots-panel",
+            "action-panel",
+            "Robots",
+            "Robot actions",
+            "battery",
+        ] {
+            assert!(
+                !page.contains(word),
+                "`{word}` in a study without robots:\n{page}"
+            );
+        }
+    }
+}
+
+const OPTIONAL_MARKS: &str = r#"id: optional-marks
+title: Optional marks
+flow:
+  user:
+    - {kind: consent}
+    - id: about
+      kind: questions
+      questions:
+        - {id: said, text: "Anything else? (Optional) ", kind: comment}
+        - {id: plain, text: "Anything more?", kind: comment}
+        - {id: age, text: "Your age", kind: number}
+    - {kind: compare}
+    - {kind: completion}
+evaluation:
+  task: compare
+  judgments_per_item: 1
+  items_per_worker: 1
+  pairs: {rule: all_systems}
+  justification: {required: false, prompt: "Why that one? (optional)"}
+  dialogues:
+    - {id: a1, system: A, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: hello there}]}
+    - {id: b1, system: B, scenario: s1, turns: [{speaker: user, text: hi}, {speaker: bot, text: go away}]}
+"#;
+
+#[tokio::test]
+async fn a_label_that_says_optional_is_not_marked_again() {
+    const MARK: &str = "<span class=\"muted\">(optional)</span>";
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(
+        tmp.path().to_path_buf(),
+        load("optional.yaml", OPTIONAL_MARKS),
+    )
+    .await;
+    let c = app
+        .join("study=optional-marks&PROLIFIC_PID=w1&STUDY_ID=s&SESSION_ID=1")
+        .await;
+    let step = c.step().await;
+    assert_eq!(c.post("/p/next", &format!("step={step}")).await.status, 303);
+
+    let page = c.page().await.body;
+    let legend = |id: &str| {
+        between(
+            &page,
+            &format!("data-testid=\"question-{id}\""),
+            "</legend>",
+        )
+        .to_string()
+    };
+    let said = legend("said");
+    assert!(said.contains("Anything else? (Optional)"), "{said}");
+    assert!(!said.contains(MARK), "marked twice: {said}");
+    assert!(
+        legend("plain").contains(MARK),
+        "an optional question unmarked"
+    );
+    assert!(!legend("age").contains(MARK), "a required question marked");
+    assert!(!page.to_lowercase().contains("(optional) <span"), "{page}");
+
+    let step = c.step().await;
+    let res = c.post("/p/answers", &format!("step={step}&age=30")).await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let page = c.page().await.body;
+    let reason = between(&page, "data-testid=\"question-justification\"", "</legend>");
+    assert!(reason.contains("Why that one? (optional)"), "{page}");
+    assert!(!reason.contains(MARK), "marked twice: {reason}");
     app.stop().await;
 }
