@@ -123,10 +123,23 @@ async fn play(
         )),
     )
     .await?;
+    // The status keeps the study's own words for the wait, with the time waited after them.
+    let flow = &study.study.flow;
+    let pages = if role_a == Role::Wizard {
+        &flow.wizard
+    } else {
+        &flow.user
+    };
+    let words = pages
+        .iter()
+        .find(|p| p.kind == wozkit_core::model::PageKind::Waiting)
+        .and_then(|p| p.title.clone())
+        .context("the study's waiting page has no title")?;
     a.wait_js(
-        "the waiting time",
-        "return document.querySelector('[data-testid=waiting-status]').textContent.includes('Waiting for a partner')",
-        vec![],
+        "the waiting time after the study's words",
+        "const t = document.querySelector('[data-testid=waiting-status]').textContent; \
+         return t.startsWith(arguments[0]) && /\\d+:\\d\\d \\(at most \\d+:\\d\\d\\)$/.test(t)",
+        vec![json!(words)],
     )
     .await?;
     let role_b = enter(b, &server.url(&format!("/join?participant={LAB_ID}"))).await?;
