@@ -20,8 +20,8 @@
 use axum::Form;
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 use wozkit_core::event::{Actor, EventKind, Role};
@@ -30,7 +30,7 @@ use wozkit_core::model::{Page, PageKind};
 use wozkit_store::{NewEvent, Participant};
 use wozkit_systems::Role as TurnRole;
 
-use super::html::{button_form, esc, layout, paragraphs};
+use super::html::{esc, layout, paragraphs};
 use super::judge::same_site;
 use super::pages::{SeatQuery, advance, to_page, who};
 use crate::app::{AppState, now_ms};
@@ -133,11 +133,12 @@ pub fn render(
         page.and_then(|pg| pg.text.as_deref())
             .map(paragraphs)
             .unwrap_or_default(),
-        button_form(
-            &action("/p/desk/leave"),
-            &p.flow_step,
-            "desk-leave",
-            "Leave the desk"
+        format!(
+            "<form method=\"post\" action=\"{}\" class=\"desk-leave\"><input type=\"hidden\" \
+             name=\"step\" value=\"{}\"><button type=\"submit\" id=\"desk-leave\" \
+             data-testid=\"desk-leave\">Leave the desk</button></form>",
+            esc(&action("/p/desk/leave")),
+            esc(&p.flow_step),
         ),
     );
     layout(&st.title, &body, &["desk.js"])
@@ -192,7 +193,25 @@ pub async fn reply(
     }
     let desk = &app.systems.desk;
     desk.touch(&study.study.id, &p.id);
-    if desk.is_waiting(&p.id, &form.dialogue, form.turn) {
+    if !desk.is_waiting(&p.id, &form.dialogue, form.turn) {
+        // The turn was withdrawn while the reply was written (its time ran out, or the
+        // participant left): say so, and give the text back rather than dropping it.
+        let body = format!(
+            "<main class=\"narrow\" data-page=\"desk-late\"><h1>Too late for this turn</h1>\
+             <p data-testid=\"desk-late\">The participant's turn was withdrawn before your reply \
+             arrived (its time ran out, or the participant left), so it was not sent. Your text:</p>\
+             <blockquote>{}</blockquote><p><a class=\"button primary\" href=\"/p{}\">Back to the \
+             desk</a></p></main>",
+            esc(text),
+            esc(&seat_query(seat.as_deref())),
+        );
+        return Ok((
+            StatusCode::CONFLICT,
+            Html(layout(&study.study.title, &body, &[])),
+        )
+            .into_response());
+    }
+    {
         // Who typed it, just before the reply itself is stored as the system's message.
         let event = NewEvent {
             actor: Actor::Participant {

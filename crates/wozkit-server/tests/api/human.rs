@@ -198,6 +198,21 @@ async fn a_wizard_answers_for_the_human_side_and_without_one_the_battle_is_void(
     assert_eq!(res.status, 303, "{}", res.body);
     let sent = sender.await.expect("send task");
     assert_eq!(sent.status, 303, "{}", sent.body);
+    // The same turn answered again, now that it is no longer waiting: refused with the text
+    // given back, nothing stored.
+    let late = wizard
+        .post(
+            "/p/desk/reply",
+            &format!("dialogue={human}&turn={turn}&text=Or+maybe+Chicago."),
+        )
+        .await;
+    assert_eq!(late.status, 409, "{}", late.body);
+    assert!(
+        late.body.contains("data-testid=\"desk-late\""),
+        "{}",
+        late.body
+    );
+    assert!(late.body.contains("Or maybe Chicago."), "{}", late.body);
 
     let human_events = app.events(&human).await;
     assert_eq!(replies(&human_events), [typed]);
