@@ -120,6 +120,13 @@ pub fn render(
     } else {
         ""
     };
+    let leave = format!(
+        "<form method=\"post\" action=\"{}\" class=\"desk-leave\"><input type=\"hidden\" \
+             name=\"step\" value=\"{}\"><button type=\"submit\" id=\"desk-leave\" \
+             data-testid=\"desk-leave\">Leave the desk</button></form>",
+        esc(&action("/p/desk/leave")),
+        esc(&p.flow_step),
+    );
     let body = format!(
         "<main class=\"narrow\" data-page=\"desk\" data-seat=\"{}\" data-version=\"{}\"><h1>{}</h1>{}\
          <p class=\"muted\">You answer participants as an assistant. They do not know a person \
@@ -133,13 +140,7 @@ pub fn render(
         page.and_then(|pg| pg.text.as_deref())
             .map(paragraphs)
             .unwrap_or_default(),
-        format!(
-            "<form method=\"post\" action=\"{}\" class=\"desk-leave\"><input type=\"hidden\" \
-             name=\"step\" value=\"{}\"><button type=\"submit\" id=\"desk-leave\" \
-             data-testid=\"desk-leave\">Leave the desk</button></form>",
-            esc(&action("/p/desk/leave")),
-            esc(&p.flow_step),
-        ),
+        leave,
     );
     layout(&st.title, &body, &["desk.js"])
 }
