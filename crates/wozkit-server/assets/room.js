@@ -13,7 +13,7 @@ const ACT_TYPES = ['request', 'interaction', 'action', 'update'];
 
 const st = {
   lastSeq: 0, study: null, view: null, ws: null, n: 0, done: false, retry: 500,
-  skew: 0, typingSent: 0, typingTimer: null, noticeTimer: null,
+  skew: 0, typingSent: 0, typingTimer: null, noticeTimer: null, partnerAway: false, next: null,
 };
 
 function el(tag, attrs = {}, text) {
@@ -235,6 +235,37 @@ function renderMap(v) {
 
 // ---------------------------------------------------------------- view
 
+// The partner-away banner counts down the partner's grace period (`partner_back_by_ms` of the
+// view, on the server's clock); without it yet (the `partner` frame comes before the view) it
+// says the same without the time. The time sits in its own span, hidden from screen readers, so
+// the live banner is not read out again every second.
+function renderPartner() {
+  const box = $('partner-status');
+  const away = st.partnerAway && !st.done;
+  box.hidden = !away;
+  if (!away) {
+    box.replaceChildren();
+    delete box.dataset.counting;
+    return;
+  }
+  const until = st.view && st.view.partner_away ? st.view.partner_back_by_ms : null;
+  if (!until) {
+    if (box.dataset.counting !== 'false') {
+      box.dataset.counting = 'false';
+      box.textContent = 'Your partner lost the connection. Waiting for them to come back…';
+    }
+    return;
+  }
+  let left = $('partner-countdown');
+  if (!left) {
+    box.dataset.counting = 'true';
+    left = el('span', { id: 'partner-countdown', 'data-testid': 'partner-countdown', 'aria-hidden': 'true' });
+    box.replaceChildren('Your partner lost the connection. Waiting ', left, ' for them to come back…');
+  }
+  const text = fmt(Math.ceil(Math.max(0, (until - (Date.now() - st.skew)) / 1000)));
+  if (left.textContent !== text) left.textContent = text;
+}
+
 function renderTimer() {
   const v = st.view;
   if (!v) return;
@@ -328,8 +359,8 @@ function renderView(v) {
   input.disabled = Boolean(v.muted) || Boolean(v.ended);
   $('send').disabled = input.disabled;
   input.placeholder = v.muted ? `Wait for ${st.study ? st.study.partner.name : 'your partner'} to start the conversation` : 'Type a message and press Enter';
-  $('partner-status').hidden = !v.partner_away;
-  if (v.partner_away) $('partner-status').textContent = 'Your partner lost the connection. Waiting for them to reconnect…';
+  st.partnerAway = Boolean(v.partner_away);
+  renderPartner();
   if (role === 'user') {
     const a = $('approval');
     const lock = v.lock && v.lock.kind === 'approval' ? v.lock : null;
@@ -382,15 +413,28 @@ function onFrame(f) {
         clearTimeout(st.typingTimer);
         st.typingTimer = setTimeout(() => { $('typing').hidden = true; }, 3000);
       } else {
-        $('partner-status').hidden = f.status !== 'reconnecting';
-        $('partner-status').textContent = 'Your partner lost the connection. Waiting for them to reconnect…';
+        st.partnerAway = f.status === 'reconnecting';
+        renderPartner();
       }
       break;
-    case 'ended':
-      st.done = true;
-      setTimeout(() => { location.href = safeNext(f.next); }, 1200);
-      break;
+    case 'ended': showEnd(f); break;
     default:
+  }
+}
+
+// The session has ended: the room stays on screen, so the last messages can still be read, with
+// a banner and a button that moves on to the next page (normally the questionnaire).
+function showEnd(f) {
+  st.done = true;
+  st.next = safeNext(f.next);
+  renderPartner();
+  $('typing').hidden = true;
+  for (const id of ['text-input', 'send', 'finish']) $(id).disabled = true;
+  if ($('approval')) $('approval').hidden = true;
+  const banner = $('end-banner');
+  if (banner.hidden) {
+    banner.hidden = false;
+    $('continue-after-end').focus({ preventScroll: true });
   }
 }
 
@@ -463,5 +507,8 @@ if (role === 'user') {
     });
   }
 }
-setInterval(renderTimer, 250);
+$('continue-after-end').addEventListener('click', () => {
+  if (st.next) location.href = st.next;
+});
+setInterval(() => { renderTimer(); renderPartner(); }, 250);
 connect();

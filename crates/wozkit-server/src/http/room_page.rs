@@ -68,6 +68,10 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
            <button type=\"button\" id=\"finish\" data-testid=\"finish\" disabled>Finish</button>\
          </header>\
          <div id=\"partner-status\" data-testid=\"partner-status\" class=\"banner\" role=\"status\" hidden></div>\
+         <div id=\"end-banner\" data-testid=\"end-banner\" class=\"banner\" role=\"status\" hidden>\
+           <strong>The conversation has ended.</strong> Take your time to read the chat, then continue. \
+           <button type=\"button\" id=\"continue-after-end\" data-testid=\"continue-after-end\" class=\"primary\">Continue</button>\
+         </div>\
          <div class=\"columns\">\
            <section class=\"chat-col\" aria-label=\"Chat with {partner}\">\
              <ol id=\"chat\" data-testid=\"chat\" aria-live=\"polite\"></ol>\

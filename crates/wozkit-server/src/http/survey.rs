@@ -3,13 +3,14 @@
 //! every answer with `wozkit_core::questions::check`, logs them as one `SurveyAnswered` event in
 //! the participant's session (with the order each shuffled question was shown in) and moves on.
 //! A form with problems is shown again (422) with the answers kept and each problem next to its
-//! question.
+//! question. After a session that ended because a participant left (or no partner came), one
+//! sentence above the questions says what happened ([`end_note`]).
 
 use axum::Form;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use wozkit_core::event::{Actor, EventKind};
+use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
 use wozkit_core::questions::{self, Problem, seed_of};
@@ -29,6 +30,75 @@ pub fn seed(p: &Participant) -> u64 {
     seed_of(&p.id)
 }
 
+/// Who was still away when a session ended, from its log: a `Disconnected` not followed by a
+/// `Reconnected` of the same role.
+fn away_at_end<'a>(events: impl IntoIterator<Item = &'a EventKind>) -> Vec<Role> {
+    let mut away = vec![];
+    for kind in events {
+        match kind {
+            EventKind::Disconnected { role, .. } if !away.contains(role) => away.push(*role),
+            EventKind::Reconnected { role } => away.retain(|r| r != role),
+            _ => {}
+        }
+    }
+    away
+}
+
+/// The sentence shown above the questions for `role` when the conversation did not end in the
+/// ordinary way: `reason` is how the session ended, `away` who was still away then.
+pub fn end_sentence(reason: EndReason, role: Role, away: &[Role]) -> Option<&'static str> {
+    match reason {
+        EndReason::NoPartner => {
+            Some("No partner could be found in time, so there was no conversation.")
+        }
+        EndReason::Disconnect => {
+            let me = away.contains(&role);
+            let partner = away.contains(&role.other());
+            Some(match (me, partner) {
+                (false, true) => {
+                    "Your partner lost the connection and did not come back in time, so the \
+                     conversation ended early."
+                }
+                (true, false) => {
+                    "Your connection was lost for too long, so the conversation ended early."
+                }
+                _ => "The connection was lost for too long, so the conversation ended early.",
+            })
+        }
+        EndReason::Terminal | EndReason::TimeLimit | EndReason::Finished | EndReason::Aborted => {
+            None
+        }
+    }
+}
+
+/// The sentence above the questions for participant `p` in `role`, read from its session in the
+/// store: `None` without a session, while it is live, or when it ended in the ordinary way.
+pub async fn end_note(
+    app: &AppState,
+    p: &Participant,
+    role: Role,
+) -> Result<Option<&'static str>, HttpError> {
+    let Some(session) = &p.session_id else {
+        return Ok(None);
+    };
+    let Some(reason) = app
+        .store
+        .session(session)
+        .await?
+        .and_then(|r| r.ended)
+        .map(|e| e.reason)
+    else {
+        return Ok(None);
+    };
+    let away = if reason == EndReason::Disconnect {
+        let events = app.store.events(session, 0).await?;
+        away_at_end(events.iter().map(|e| &e.kind))
+    } else {
+        vec![]
+    };
+    Ok(end_sentence(reason, role, &away))
+}
+
 /// The questionnaire page; `fields` (the posted form, if any) are put back into the form.
 pub fn render(
     study: &LoadedStudy,
@@ -39,6 +109,22 @@ pub fn render(
     problems: &[Problem],
     fields: &[(String, String)],
 ) -> String {
+    render_noted(study, page, action, step, seed, problems, fields, None)
+}
+
+/// The questionnaire page with `note` (from [`end_note`]), if any, in one paragraph
+/// (`#end-note`) between the title and the questions.
+#[allow(clippy::too_many_arguments)]
+pub fn render_noted(
+    study: &LoadedStudy,
+    page: Option<&Page>,
+    action: &str,
+    step: &str,
+    seed: u64,
+    problems: &[Problem],
+    fields: &[(String, String)],
+    note: Option<&str>,
+) -> String {
     let st = &study.study;
     let qs = fieldsets(&st.survey.questions, seed, fields, problems);
     let title = page
@@ -46,10 +132,15 @@ pub fn render(
         .or_else(|| st.survey.title.clone())
         .unwrap_or_else(|| "Questionnaire".into());
     let body = format!(
-        "<main class=\"narrow\" data-page=\"survey\"><h1>{}</h1>{}\
+        "<main class=\"narrow\" data-page=\"survey\"><h1>{}</h1>{}{}\
          <form method=\"post\" action=\"{}\" id=\"survey\"><input type=\"hidden\" name=\"step\" value=\"{}\">{qs}\
          <button type=\"submit\" id=\"survey-submit\" data-testid=\"survey-submit\" class=\"primary\">Submit</button></form></main>",
         esc(&title),
+        note.map(|n| format!(
+            "<p id=\"end-note\" data-testid=\"end-note\" class=\"banner\" role=\"note\">{}</p>",
+            esc(n)
+        ))
+        .unwrap_or_default(),
         page.and_then(|p| p.text.as_deref())
             .map(paragraphs)
             .unwrap_or_default(),
@@ -89,7 +180,8 @@ pub async fn submit(
         Err(problems) => {
             let page = flow::pages(st, role).get(i);
             let action = format!("/p/survey{}", seat_query(seat.as_deref()));
-            let html = render(
+            let note = end_note(&app, &p, role).await?;
+            let html = render_noted(
                 &study,
                 page,
                 &action,
@@ -97,6 +189,7 @@ pub async fn submit(
                 seed,
                 &problems,
                 &fields,
+                note,
             );
             return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
         }

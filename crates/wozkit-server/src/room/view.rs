@@ -197,6 +197,9 @@ pub struct View<'a> {
     robots: Vec<RobotView<'a>>,
     media: Option<MediaView<'a>>,
     partner_away: bool,
+    /// When the partner's grace period ends (ms since the epoch, the server's clock) while the
+    /// partner is away: the page counts down to it. `None` while the partner is here.
+    partner_back_by_ms: Option<u64>,
     can_finish: bool,
     ended: Option<Ended>,
     #[serde(flatten)]
@@ -446,6 +449,11 @@ pub fn view<'a>(
         robots,
         media,
         partner_away: s.away.iter().any(|(r, _)| *r == role.other()),
+        partner_back_by_ms: s
+            .away
+            .iter()
+            .find(|(r, _)| *r == role.other())
+            .map(|(_, until)| *until),
         can_finish,
         ended: s.ended.map(|(reason, goal_reached)| Ended {
             reason: reason.as_str(),
@@ -719,7 +727,7 @@ mod tests {
             }
         }
         let common = "role now_ms started messages timer progress milestones subtask robots media \
-                      partner_away can_finish ended";
+                      partner_away partner_back_by_ms can_finish ended";
         let user = format!("{common} muted lock");
         let wizard = format!("{common} state options fixed actions hint can_hint lock muted");
         let split = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
