@@ -1,8 +1,8 @@
 //! End to end: two real headless Chromium browsers play one whole session of the built-in
 //! `offshore-emergency` study through the participant pages — entry link, consent, instructions,
 //! waiting room, pairing, the room (wizard options, a fixed option, an approval, free text both
-//! ways, robot actions with milestone media), the terminal state, the questionnaire and the
-//! completion code — and then the session's event log is checked against what the browsers did.
+//! ways, robot actions with milestone media), the terminal state (the room stays with the end
+//! banner until Continue), the questionnaire and the completion code — and then the session's event log is checked against what the browsers did.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (scripts/test-all.sh installs them); fails
 //! when they are missing unless `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when
@@ -223,9 +223,41 @@ async fn play(
     room.act("assess", "qdc2", None).await?;
     room.wait_media("quad_assess.gif").await?;
     p.said.push(room.say("inform_risk").await?);
-    p.said.push(room.say("inform_mission_completed").await?);
+    let last = room.say("inform_mission_completed").await?;
+    let last_text = last.text.clone();
+    p.said.push(last);
 
+    // The room stays on screen after the end: the banner is shown, the last message can still
+    // be read and nothing can be typed; Continue moves on to the questionnaire.
+    for br in [w, u] {
+        br.wait_js(
+            "the end banner",
+            "const b = document.getElementById('end-banner'); \
+             return !!b && !b.hidden && b.textContent.includes('The conversation has ended')",
+            vec![],
+        )
+        .await?;
+        let chat = br.chat().await?;
+        ensure!(
+            chat.iter().any(|l| l.text == last_text),
+            "{}: the last message is gone from the ended room: {chat:?}",
+            br.name
+        );
+        let state = br
+            .js(
+                "return { page: document.querySelector('main[data-page]').dataset.page, \
+                 input: document.getElementById('text-input').disabled }",
+                vec![],
+            )
+            .await?;
+        ensure!(
+            state == json!({"page": "room", "input": true}),
+            "{}: the ended room should stay with its input off: {state}",
+            br.name
+        );
+    }
     for (br, role) in [(w, Role::Wizard), (u, Role::User)] {
+        br.click("continue-after-end").await?;
         br.wait_page("survey").await?;
         let answers = fill_survey(br, role).await?;
         br.click("survey-submit").await?;
