@@ -221,3 +221,54 @@ pub async fn submit(
     advance(&app, &p, &study, role, flow::after(st, role, i)).await?;
     Ok(to_page(seat.as_deref()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gone(role: Role) -> EventKind {
+        EventKind::Disconnected {
+            role,
+            grace_until_ms: 1,
+        }
+    }
+
+    #[test]
+    fn who_was_away_at_the_end_follows_disconnects_and_returns() {
+        let log = [
+            gone(Role::User),
+            gone(Role::Wizard),
+            EventKind::Reconnected { role: Role::Wizard },
+            gone(Role::User),
+        ];
+        assert_eq!(away_at_end(&log), vec![Role::User]);
+        assert_eq!(away_at_end(&log[..3]), vec![Role::User]);
+        assert_eq!(away_at_end(&log[..0]), Vec::<Role>::new());
+    }
+
+    #[test]
+    fn only_a_disconnect_or_no_partner_ending_is_explained() {
+        let partner_left = end_sentence(EndReason::Disconnect, Role::Wizard, &[Role::User]);
+        let i_left = end_sentence(EndReason::Disconnect, Role::User, &[Role::User]);
+        let both = end_sentence(
+            EndReason::Disconnect,
+            Role::User,
+            &[Role::User, Role::Wizard],
+        );
+        assert!(partner_left.is_some_and(|s| s.starts_with("Your partner")));
+        assert!(i_left.is_some_and(|s| s.starts_with("Your connection")));
+        assert!(both.is_some_and(|s| s.starts_with("The connection")));
+        assert!(
+            end_sentence(EndReason::NoPartner, Role::User, &[])
+                .is_some_and(|s| s.contains("No partner"))
+        );
+        for reason in [
+            EndReason::Terminal,
+            EndReason::TimeLimit,
+            EndReason::Finished,
+            EndReason::Aborted,
+        ] {
+            assert_eq!(end_sentence(reason, Role::User, &[Role::Wizard]), None);
+        }
+    }
+}
