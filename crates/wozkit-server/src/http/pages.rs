@@ -189,6 +189,7 @@ pub async fn current(
             survey::seed(&p),
             &[],
             &[],
+            survey::end_note(&app, &p, role).await?,
         ),
         PageKind::Questions => judge::questions_page(
             &study,

@@ -99,23 +99,11 @@ pub async fn end_note(
     Ok(end_sentence(reason, role, &away))
 }
 
-/// The questionnaire page; `fields` (the posted form, if any) are put back into the form.
-pub fn render(
-    study: &LoadedStudy,
-    page: Option<&Page>,
-    action: &str,
-    step: &str,
-    seed: u64,
-    problems: &[Problem],
-    fields: &[(String, String)],
-) -> String {
-    render_noted(study, page, action, step, seed, problems, fields, None)
-}
-
-/// The questionnaire page with `note` (from [`end_note`]), if any, in one paragraph
-/// (`#end-note`) between the title and the questions.
+/// The questionnaire page: `fields` (the posted form, if any) are put back into the form, and
+/// `note` (from [`end_note`]), if any, is one paragraph (`#end-note`) between the title and the
+/// questions.
 #[allow(clippy::too_many_arguments)]
-pub fn render_noted(
+pub fn render(
     study: &LoadedStudy,
     page: Option<&Page>,
     action: &str,
@@ -181,7 +169,7 @@ pub async fn submit(
             let page = flow::pages(st, role).get(i);
             let action = format!("/p/survey{}", seat_query(seat.as_deref()));
             let note = end_note(&app, &p, role).await?;
-            let html = render_noted(
+            let html = render(
                 &study,
                 page,
                 &action,

@@ -224,7 +224,12 @@ async fn the_survey_after_a_disconnect_says_why_the_conversation_ended() {
         (&wizard, "Your partner lost the connection"),
         (&user, "Your connection was lost"),
     ] {
-        assert!(c.page().await.body.contains("data-page=\"survey\""));
+        let first = c.page().await.body;
+        assert!(first.contains("data-page=\"survey\""));
+        assert!(
+            element(&first, "end-note", "</p>").contains(says),
+            "{first}"
+        );
         let step = c.step().await;
         let shown = c.post("/p/survey", &format!("step={step}&q1=9")).await;
         assert_eq!(shown.status, 422);
