@@ -14,6 +14,7 @@ const ACT_TYPES = ['request', 'interaction', 'action', 'update'];
 const st = {
   lastSeq: 0, study: null, view: null, ws: null, n: 0, done: false, retry: 500,
   skew: 0, typingSent: 0, typingTimer: null, noticeTimer: null, partnerAway: false, next: null,
+  clocked: [],
 };
 
 function el(tag, attrs = {}, text) {
@@ -266,14 +267,37 @@ function renderPartner() {
   if (left.textContent !== text) left.textContent = text;
 }
 
+// Seconds left on the game clock now (the full limit before it starts), or null without a limit.
+function secondsLeft(t) {
+  if (t.deadline_ms) return Math.max(0, (t.deadline_ms - (Date.now() - st.skew)) / 1000);
+  return t.limit_s ? t.limit_s : null;
+}
+
 function renderTimer() {
   const v = st.view;
   if (!v) return;
-  const t = v.timer;
-  let text = '';
-  if (t.deadline_ms) text = fmt(Math.max(0, (t.deadline_ms - (Date.now() - st.skew)) / 1000));
-  else if (t.limit_s) text = fmt(t.limit_s);
-  $('timer').textContent = text;
+  const left = secondsLeft(v.timer);
+  $('timer').textContent = left === null ? '' : fmt(left);
+  renderClocked();
+}
+
+// An option's text with its clock slots filled from the page's clock (`clock_text` of the view:
+// strings, and {slot} pieces for `time_left` / `elapsed`), the same way the server fills them.
+function clockText(parts) {
+  return parts.map((p) => {
+    if (typeof p === 'string') return p;
+    if (p.slot === 'time_left') return fmt(secondsLeft(st.view.timer) ?? 0);
+    if (p.slot === 'elapsed') return String(Math.max(0, Math.floor((Date.now() - st.skew - (p.since_ms ?? 0)) / 1000)));
+    return '';
+  }).join('');
+}
+
+// Option and fixed-option texts that name the time, kept current each tick of the page's clock.
+function renderClocked() {
+  for (const { span, parts } of st.clocked) {
+    const text = clockText(parts);
+    if (span.textContent !== text) span.textContent = text;
+  }
 }
 
 // The robots panel and the action panel are on the page only in a study with robots / actions.
@@ -295,6 +319,11 @@ function renderRobots(v) {
 
 function renderOptions(v) {
   const box = $('options');
+  st.clocked = [];
+  const textOf = (o, span) => {
+    if (o.clock_text) st.clocked.push({ span, parts: o.clock_text });
+    return span;
+  };
   const groups = ACT_TYPES.map((t) => {
     const opts = v.options.filter((o) => o.act_type === t);
     if (!opts.length) return null;
@@ -305,7 +334,7 @@ function renderOptions(v) {
         type: 'button', class: `option${o.hint ? ' hinted' : ''}`, 'data-testid': `option-${o.state}`,
         'data-state': o.state, 'data-kind': o.kind, title: o.label,
       });
-      b.append(el('span', { class: 'label' }, actName(o.label)), el('span', { class: 'text' }, o.text));
+      b.append(el('span', { class: 'label' }, actName(o.label)), textOf(o, el('span', { class: 'text' }, o.text)));
       b.addEventListener('click', () => cmd({ cmd: 'say', state: o.state }));
       fs.append(b);
     }
@@ -314,7 +343,7 @@ function renderOptions(v) {
   box.replaceChildren(...groups);
   if (!groups.length) box.append(el('p', { class: 'muted' }, v.lock ? 'Waiting for the user…' : 'No dialogue option right now: use the buttons below or type.'));
   $('fixed').replaceChildren(...v.fixed.map((f) => {
-    const b = el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id }, f.text);
+    const b = textOf(f, el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id }, f.text));
     b.addEventListener('click', () => cmd({ cmd: 'fixed', id: f.id }));
     return b;
   }));
@@ -322,6 +351,7 @@ function renderOptions(v) {
   const lock = $('lock-status');
   lock.hidden = !v.lock;
   lock.textContent = v.lock ? (v.lock.kind === 'approval' ? 'Waiting for the user to approve or deny.' : 'Waiting for the user to reply.') : '';
+  renderClocked();
 }
 
 function fillSelect(sel, items) {

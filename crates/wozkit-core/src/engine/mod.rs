@@ -14,8 +14,9 @@ mod offer;
 pub use apply::{apply, replay};
 pub use command::{Command, Refusal};
 pub use offer::{
-    ActionRow, Offer, OfferKind, action_check, action_table, finish_allowed, goal_reached, offered,
-    render, render_state, robot_snapshots, valid_actions, vars,
+    ActionRow, CLOCK_SLOTS, Offer, OfferKind, TextPart, action_check, action_table, finish_allowed,
+    goal_reached, offered, render, render_clock_parts, render_state, robot_snapshots,
+    valid_actions, vars,
 };
 
 use indexmap::IndexMap;
@@ -153,8 +154,17 @@ impl Session {
         })
     }
 
-    /// Progress bar percentage: the highest milestone reached.
+    /// Progress bar percentage: 100 once the study's goal is reached (the session ended with
+    /// `goal_reached`, or, while it runs, the goal holds now), else the highest milestone reached.
+    /// Subtask percentages need not add up to 100, so the goal is what completes the bar.
     pub fn progress(&self, study: &LoadedStudy) -> u32 {
+        let goal = match self.ended {
+            Some((_, reached)) => reached,
+            None => goal_reached(study, self),
+        };
+        if goal {
+            return 100;
+        }
         study
             .study
             .subtasks

@@ -104,6 +104,63 @@ fn template_index(s: &Session, state: &str, n: usize) -> usize {
 
 /// Fills a template's slots from the session.
 pub fn render(study: &LoadedStudy, s: &Session, template: &str) -> String {
+    crate::slots::render(template, |slot| slot_value(study, s, slot))
+}
+
+/// Slots whose value follows the clock: text showing them goes stale as the timer runs.
+pub const CLOCK_SLOTS: &[&str] = &["time_left", "elapsed"];
+
+/// A piece of a rendered template: text, or a clock slot the page fills from its own clock.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum TextPart {
+    /// Literal text, other slots already filled.
+    Text(String),
+    /// A slot of [`CLOCK_SLOTS`]: `time_left` counts down to the view's `timer`, `elapsed` counts
+    /// up from `since_ms` (the session's start, ms since the epoch).
+    Clock {
+        slot: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        since_ms: Option<u64>,
+    },
+}
+
+/// A template rendered like [`render`] but split at its clock slots, so a page can keep the time
+/// current between views; `None` when the template names no clock slot (its text never changes).
+pub fn render_clock_parts(
+    study: &LoadedStudy,
+    s: &Session,
+    template: &str,
+) -> Option<Vec<TextPart>> {
+    let parts = crate::slots::parse(template).ok()?;
+    if !crate::slots::names(&parts).any(|n| CLOCK_SLOTS.contains(&n)) {
+        return None;
+    }
+    let mut out: Vec<TextPart> = vec![];
+    for p in &parts {
+        let piece = match p {
+            crate::slots::Part::Slot(name) => match CLOCK_SLOTS.iter().find(|c| **c == name) {
+                Some(&slot) if !s.world.contains_key(slot) => {
+                    out.push(TextPart::Clock {
+                        slot,
+                        since_ms: (slot == "elapsed").then_some(s.started_at_ms),
+                    });
+                    continue;
+                }
+                _ => slot_value(study, s, name).unwrap_or_else(|| format!("{{{name}}}")),
+            },
+            crate::slots::Part::Text(t) => t.clone(),
+        };
+        match out.last_mut() {
+            Some(TextPart::Text(prev)) => prev.push_str(&piece),
+            _ => out.push(TextPart::Text(piece)),
+        }
+    }
+    Some(out)
+}
+
+/// The value of one slot now: a world variable first, then the built-in slots.
+fn slot_value(study: &LoadedStudy, s: &Session, slot: &str) -> Option<String> {
     let st = &study.study;
     let loc_name = |id: &str| {
         st.world
@@ -112,70 +169,68 @@ pub fn render(study: &LoadedStudy, s: &Session, template: &str) -> String {
             .find(|l| l.id == id)
             .map_or_else(|| id.to_string(), |l| l.name.clone())
     };
-    crate::slots::render(template, |slot| {
-        if let Some(v) = s.world.get(slot) {
-            return Some(match v {
-                serde_json::Value::String(x) => x.clone(),
-                other => other.to_string(),
-            });
+    if let Some(v) = s.world.get(slot) {
+        return Some(match v {
+            serde_json::Value::String(x) => x.clone(),
+            other => other.to_string(),
+        });
+    }
+    let robot = s.last_robot.map(|i| (&st.world.robots[i], &s.robots[i]));
+    Some(match slot {
+        "time_left" => {
+            let t = s.time_left_s(study).unwrap_or(0);
+            format!("{}:{:02}", t / 60, t % 60)
         }
-        let robot = s.last_robot.map(|i| (&st.world.robots[i], &s.robots[i]));
-        Some(match slot {
-            "time_left" => {
-                let t = s.time_left_s(study).unwrap_or(0);
-                format!("{}:{:02}", t / 60, t % 60)
-            }
-            "elapsed" => (s.now_ms.saturating_sub(s.started_at_ms) / 1000).to_string(),
-            "subtask" => s
-                .subtask
-                .as_ref()
-                .and_then(|id| st.subtasks.iter().find(|t| &t.id == id))
-                .map_or_else(String::new, |t| t.label.clone()),
-            "wizard.name" => st
-                .roles
-                .wizard
-                .name
-                .clone()
-                .unwrap_or_else(|| st.roles.wizard.label.clone()),
-            "user.name" => st
-                .roles
-                .user
-                .name
-                .clone()
-                .unwrap_or_else(|| st.roles.user.label.clone()),
-            "target.name" => s
-                .last_target
-                .as_deref()
-                .map_or_else(|| "the target".into(), loc_name),
-            "robot.name" => robot.map_or_else(|| "the robot".into(), |(d, _)| d.name.clone()),
-            "robot.kind" => robot.map_or_else(String::new, |(d, _)| {
-                st.world
-                    .robot_kinds
-                    .get(&d.kind)
-                    .map_or_else(|| d.kind.clone(), |k| k.label.clone())
-            }),
-            "robot.location" => robot.map_or_else(String::new, |(_, r)| loc_name(&r.location)),
-            "robot.battery" => robot.map_or_else(String::new, |(_, r)| format!("{:.0}", r.battery)),
-            "robot.speed" => robot.map_or_else(String::new, |(d, _)| format!("{}", d.speed)),
-            "robot.eta" => robot.map_or_else(
-                || "0".into(),
-                |(_, r)| {
-                    r.activity
-                        .as_ref()
-                        .map_or(0, |a| a.ends_ms.saturating_sub(s.now_ms).div_ceil(1000))
-                        .to_string()
-                },
-            ),
-            "robot.progress" => robot.map_or_else(
-                || "0".into(),
-                |(_, r)| r.activity.as_ref().map_or(100, |a| a.percent).to_string(),
-            ),
-            "robot.status" => robot.map_or_else(String::new, |(_, r)| match &r.activity {
-                None => "on standby".into(),
-                Some(a) => format!("busy ({})", st.actions[a.action].label.to_lowercase()),
-            }),
-            _ => return None,
-        })
+        "elapsed" => (s.now_ms.saturating_sub(s.started_at_ms) / 1000).to_string(),
+        "subtask" => s
+            .subtask
+            .as_ref()
+            .and_then(|id| st.subtasks.iter().find(|t| &t.id == id))
+            .map_or_else(String::new, |t| t.label.clone()),
+        "wizard.name" => st
+            .roles
+            .wizard
+            .name
+            .clone()
+            .unwrap_or_else(|| st.roles.wizard.label.clone()),
+        "user.name" => st
+            .roles
+            .user
+            .name
+            .clone()
+            .unwrap_or_else(|| st.roles.user.label.clone()),
+        "target.name" => s
+            .last_target
+            .as_deref()
+            .map_or_else(|| "the target".into(), loc_name),
+        "robot.name" => robot.map_or_else(|| "the robot".into(), |(d, _)| d.name.clone()),
+        "robot.kind" => robot.map_or_else(String::new, |(d, _)| {
+            st.world
+                .robot_kinds
+                .get(&d.kind)
+                .map_or_else(|| d.kind.clone(), |k| k.label.clone())
+        }),
+        "robot.location" => robot.map_or_else(String::new, |(_, r)| loc_name(&r.location)),
+        "robot.battery" => robot.map_or_else(String::new, |(_, r)| format!("{:.0}", r.battery)),
+        "robot.speed" => robot.map_or_else(String::new, |(d, _)| format!("{}", d.speed)),
+        "robot.eta" => robot.map_or_else(
+            || "0".into(),
+            |(_, r)| {
+                r.activity
+                    .as_ref()
+                    .map_or(0, |a| a.ends_ms.saturating_sub(s.now_ms).div_ceil(1000))
+                    .to_string()
+            },
+        ),
+        "robot.progress" => robot.map_or_else(
+            || "0".into(),
+            |(_, r)| r.activity.as_ref().map_or(100, |a| a.percent).to_string(),
+        ),
+        "robot.status" => robot.map_or_else(String::new, |(_, r)| match &r.activity {
+            None => "on standby".into(),
+            Some(a) => format!("busy ({})", st.actions[a.action].label.to_lowercase()),
+        }),
+        _ => return None,
     })
 }
 

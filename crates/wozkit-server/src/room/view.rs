@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use wozkit_core::engine::{self, OfferKind, Session};
+use wozkit_core::engine::{self, OfferKind, Session, TextPart};
 use wozkit_core::event::{Event, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{ActType, LockKind, RoleDef};
@@ -286,6 +286,9 @@ struct OptionView {
     text: String,
     kind: OfferKind,
     hint: bool,
+    /// `text` split at its clock slots (`{time_left}`, `{elapsed}`) so the page keeps the time
+    /// current each second; `None` when the text names no clock slot.
+    clock_text: Option<Vec<TextPart>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -293,6 +296,8 @@ struct FixedView<'a> {
     id: &'a str,
     text: String,
     act_type: ActType,
+    /// As [`OptionView::clock_text`].
+    clock_text: Option<Vec<TextPart>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -405,6 +410,10 @@ pub fn view<'a>(
                 .into_iter()
                 .map(|o| OptionView {
                     hint: s.hint.as_deref() == Some(o.state.as_str()),
+                    clock_text: study
+                        .state_idx(&o.state)
+                        .and_then(|i| st.states[i].templates.get(o.template))
+                        .and_then(|t| engine::render_clock_parts(study, s, t)),
                     state: o.state,
                     label: o.label,
                     act_type: o.act_type,
@@ -419,6 +428,7 @@ pub fn view<'a>(
                     id: &f.id,
                     text: engine::render(study, s, &f.text),
                     act_type: f.act_type,
+                    clock_text: engine::render_clock_parts(study, s, &f.text),
                 })
                 .collect();
             Side::Wizard {
@@ -694,6 +704,73 @@ mod tests {
                 "{role:?}"
             );
         }
+    }
+
+    fn view_json(study: &LoadedStudy, s: &Session, role: Role) -> Value {
+        serde_json::from_str(&view(study, s, role, s.now_ms, false).frame()).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_progress_bar_is_full_once_the_goal_is_reached() {
+        // The offshore study's last subtask is worth 90 %; its goal is that subtask's milestone.
+        let (study, mut s, _) = play(vec![
+            (Actor::System, Command::Start { seed: 1 }),
+            say("intro_hello"),
+            say("inform_alert_emergency"),
+        ]);
+        s.milestones = vec!["inspect".into(), "extinguish".into()];
+        for role in [Role::User, Role::Wizard] {
+            assert_eq!(view_json(&study, &s, role)["view"]["progress"], 60);
+        }
+        s.milestones.push("assess_damage".into());
+        for role in [Role::User, Role::Wizard] {
+            assert_eq!(view_json(&study, &s, role)["view"]["progress"], 100);
+        }
+        // The end decides: reached, the bar stays full; not reached, it shows the milestones.
+        s.ended = Some((wozkit_core::event::EndReason::Terminal, true));
+        assert_eq!(view_json(&study, &s, Role::User)["view"]["progress"], 100);
+        s.milestones = vec!["inspect".into()];
+        s.ended = Some((wozkit_core::event::EndReason::TimeLimit, false));
+        assert_eq!(view_json(&study, &s, Role::User)["view"]["progress"], 30);
+    }
+
+    #[test]
+    fn an_option_naming_the_time_left_carries_its_clock_slot() {
+        let (study, s, _) = play(vec![
+            (Actor::System, Command::Start { seed: 1 }),
+            say("intro_hello"),
+            say("inform_alert_emergency"),
+        ]);
+        let v = view_json(&study, &s, Role::Wizard);
+        let options = v["view"]["options"].as_array().cloned().unwrap_or_default();
+        let time = options
+            .iter()
+            .find(|o| o["state"] == "inform_time_left")
+            .cloned()
+            .unwrap_or_default();
+        let parts = time["clock_text"].as_array().cloned().unwrap_or_default();
+        assert!(parts.contains(&json!({"slot": "time_left"})), "{time}");
+        // With the clock slot filled as the server fills it, the parts give the offered text.
+        let filled: String = parts
+            .iter()
+            .map(|p| {
+                p.as_str()
+                    .map_or_else(|| "6:00".to_string(), str::to_string)
+            })
+            .collect();
+        assert_eq!(time["text"], filled.as_str());
+        assert!(filled.contains("6:00"), "{filled}");
+        // Text without a clock slot has none.
+        let wind = options
+            .iter()
+            .find(|o| o["state"] == "inform_wind")
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            wind["text"].is_string() && wind["clock_text"].is_null(),
+            "{wind}"
+        );
+        assert!(v["view"]["fixed"][0]["clock_text"].is_null());
     }
 
     #[test]
