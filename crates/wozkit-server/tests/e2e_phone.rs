@@ -1,0 +1,565 @@
+//! End to end on a phone: two phone-sized (390×844) headless Chromium browsers enter the
+//! built-in `offshore-emergency` study by lab links — consent, instructions, waiting room — and
+//! are paired into one room, one as the user and one as the wizard.
+//!
+//! On every page of the way the page is no wider than the screen, and a page shorter than the
+//! screen does not scroll. In the room, for both roles: nothing is wider than the screen, the
+//! message box and the Send button are on screen when the room opens and are what a tap there
+//! reaches, the wizard's option buttons wrap their text inside the screen's width; the wizard
+//! taps its greeting option, then one message each way (typed and sent with the Send button)
+//! arrives on the other phone.
+//!
+//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the files are missing) it
+//! writes `docs/screenshots/room-phone-user.png` and `room-phone-wizard.png`.
+
+#[allow(dead_code)]
+#[path = "e2e/browser.rs"]
+mod browser;
+#[allow(dead_code)]
+#[path = "e2e/server.rs"]
+mod server;
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use fantoccini::error::{CmdError, ErrorStatus};
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+use wozkit_core::event::Role;
+
+use browser::{WAIT, until};
+use server::TestServer;
+
+/// The whole test must end within this time, whatever happens.
+const LIMIT: Duration = Duration::from_secs(90);
+/// The phone's screen, in CSS pixels.
+const PHONE: (u32, u32) = (390, 844);
+/// The two participants' lab ids.
+const LAB_A: &str = "e2e-phone-a";
+const LAB_B: &str = "e2e-phone-b";
+/// What each side types on its phone.
+const USER_TEXT: &str = "Fred, the alarm light on my console is on. Can you check it?";
+const WIZARD_TEXT: &str = "On it, I am looking at the sensor data now.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_phones_enter_a_room_and_talk() {
+    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
+        eprintln!("end-to-end phone test skipped (WOZKIT_SKIP_E2E=1)");
+        return;
+    }
+    let (chromium, chromedriver) = browser::find_tools().unwrap_or_else(|why| panic!("{why}"));
+    let started = Instant::now();
+    match tokio::time::timeout(LIMIT, run(&chromium, &chromedriver)).await {
+        Ok(Ok(())) => eprintln!(
+            "end-to-end phone room played in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ),
+        Ok(Err(e)) => panic!(
+            "end-to-end phone test failed after {:.1} s: {e:#}",
+            started.elapsed().as_secs_f64()
+        ),
+        Err(_) => panic!("end-to-end phone test did not finish within {LIMIT:?}"),
+    }
+}
+
+/// Starts everything, plays, and always closes the browsers and the server before reporting.
+async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
+    let study = server::quick_study()?;
+    let mut server = TestServer::start(study).await?;
+    let driver = PhoneDriver::start(chromium, chromedriver).await?;
+    let a = driver.phone("phone A").await?;
+    let b = driver.phone("phone B").await?;
+    let played = play(&server, &a, &b).await;
+    let closed = (a.close().await, b.close().await);
+    drop(driver);
+    let stopped = server.stop().await;
+    played?;
+    closed.0?;
+    closed.1?;
+    stopped
+}
+
+async fn play(server: &TestServer, a: &Phone, b: &Phone) -> Result<()> {
+    let role_a = enter(a, &server.url(&format!("/join?participant={LAB_A}"))).await?;
+    // A is alone: its waiting page is shown until B arrives.
+    a.wait_page("waiting").await?;
+    a.fits("the waiting page").await?;
+    let role_b = enter(b, &server.url(&format!("/join?participant={LAB_B}"))).await?;
+    ensure!(
+        role_a != role_b,
+        "both phones were given the role {role_a:?}"
+    );
+    let (w, u) = if role_a == Role::Wizard {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    for p in [w, u] {
+        p.wait_page("room").await?;
+        p.wait_js(
+            "the room's WebSocket",
+            "return document.getElementById('room').dataset.connected === 'true'",
+        )
+        .await?;
+    }
+    w.wait_js(
+        "the wizard's first options",
+        "return document.querySelectorAll('#options button.option').length > 0",
+    )
+    .await?;
+    for p in [w, u] {
+        p.room_fits().await?;
+    }
+    w.options_wrap().await?;
+
+    // The user may write once the wizard has spoken: the wizard taps its first option.
+    w.click("option-intro_hello").await?;
+    u.wait_js(
+        "the wizard's greeting in the user's chat",
+        "return document.querySelectorAll('#chat li.theirs').length > 0",
+    )
+    .await?;
+    send(u, w, USER_TEXT).await?;
+    send(w, u, WIZARD_TEXT).await?;
+    for p in [w, u] {
+        p.room_fits().await?;
+    }
+    shoot(u, "room-phone-user.png").await?;
+    shoot(w, "room-phone-wizard.png").await?;
+    Ok(())
+}
+
+/// Entry link → consent → instructions → waiting room (or straight into the room when the
+/// partner is already waiting), checking that each page fits the phone; returns the role shown.
+async fn enter(p: &Phone, url: &str) -> Result<Role> {
+    p.goto(url).await?;
+    p.wait_page("consent").await?;
+    p.fits("the consent page").await?;
+    p.click("accept").await?;
+    p.wait_page("instructions").await?;
+    p.fits("the instructions page").await?;
+    let role = p
+        .wait_js(
+            "the role badge",
+            "const e = document.querySelector('[data-testid=role]'); return e && e.dataset.role",
+        )
+        .await?;
+    let role = role
+        .as_str()
+        .and_then(Role::parse)
+        .with_context(|| format!("{}: the role badge names no role", p.name))?;
+    p.click("continue").await?;
+    p.wait_js(
+        "the waiting page (or the room)",
+        "const m = document.querySelector('main[data-page]'); \
+         return !!m && (m.dataset.page === 'waiting' || m.dataset.page === 'room')",
+    )
+    .await?;
+    Ok(role)
+}
+
+/// `from` types `text` and taps Send; both chats show it.
+async fn send(from: &Phone, to: &Phone, text: &str) -> Result<()> {
+    from.type_into("text-input", text).await?;
+    from.click("send").await?;
+    let line = |cls: &str| {
+        format!(
+            "return [...document.querySelectorAll('#chat li.{cls} .text')]\
+               .some((t) => t.textContent === arguments[0])"
+        )
+    };
+    from.wait_js_with("my message in my chat", &line("mine"), vec![json!(text)])
+        .await?;
+    to.wait_js_with(
+        &format!("{}'s message in the chat", from.name),
+        &line("theirs"),
+        vec![json!(text)],
+    )
+    .await?;
+    let left = from
+        .js("return document.getElementById('text-input').value", vec![])
+        .await?;
+    ensure!(
+        left == json!(""),
+        "{}: the input was not cleared after sending",
+        from.name
+    );
+    Ok(())
+}
+
+/// Where the picture files go.
+fn screenshot_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
+}
+
+/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing), with
+/// the page scrolled to its top, as the room first appears, once its transitions have settled.
+async fn shoot(p: &Phone, file: &str) -> Result<()> {
+    let path = screenshot_dir().join(file);
+    if std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() != Ok("1") && path.exists() {
+        return Ok(());
+    }
+    p.js("window.scrollTo(0, 0); return true", vec![]).await?;
+    p.wait_js(
+        "the page's transitions to settle",
+        "return scrollY === 0 && document.getAnimations().every((a) => a.playState !== 'running')",
+    )
+    .await?;
+    let png = p
+        .client
+        .screenshot()
+        .await
+        .with_context(|| format!("{}: screenshot", p.name))?;
+    if png.len() < 8 || &png[1..4] != b"PNG" {
+        bail!("{}: the screenshot for {file} is not a PNG", p.name);
+    }
+    std::fs::create_dir_all(screenshot_dir())?;
+    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// A chromedriver of the test's own, whose browsers all have a phone-sized window (the shared
+/// helper's are desktop-sized); it and what it started are ended when dropped.
+struct PhoneDriver {
+    child: Child,
+    url: String,
+    chromium: PathBuf,
+}
+
+impl Drop for PhoneDriver {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PhoneDriver {
+    async fn start(chromium: &Path, chromedriver: &Path) -> Result<PhoneDriver> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("finding a free port for chromedriver")?
+            .port();
+        // Its own process group, so that the browsers it starts can be ended with it.
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", chromedriver.display()))?;
+        let driver = PhoneDriver {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            chromium: chromium.to_path_buf(),
+        };
+        until("chromedriver to listen", WAIT, || async {
+            Ok(tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(drop))
+        })
+        .await?;
+        Ok(driver)
+    }
+
+    /// Opens a phone-sized headless browser with a fresh profile.
+    async fn phone(&self, name: &str) -> Result<Phone> {
+        let profile = tempfile::tempdir().context("browser profile dir")?;
+        let args = vec![
+            "--headless".to_string(),
+            "--no-sandbox".into(),
+            "--disable-gpu".into(),
+            "--no-first-run".into(),
+            "--disable-background-networking".into(),
+            "--disable-component-update".into(),
+            "--disable-sync".into(),
+            "--disable-quic".into(),
+            "--disable-dev-shm-usage".into(),
+            "--force-device-scale-factor=1".into(),
+            "--lang=en-US".into(),
+            format!("--window-size={},{}", PHONE.0, PHONE.1),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let caps = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": { "binary": self.chromium, "args": args },
+        });
+        let Value::Object(caps) = caps else {
+            bail!("capabilities are an object");
+        };
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .with_context(|| format!("starting the phone-sized Chromium ({name})"))?;
+        // Headless Chromium keeps room for toolbars inside the window: make the viewport exact.
+        let v = client
+            .execute(
+                "return [outerWidth - innerWidth, outerHeight - innerHeight]",
+                vec![],
+            )
+            .await?;
+        let (dw, dh): (u32, u32) = serde_json::from_value(v).context("window sizes")?;
+        if (dw, dh) != (0, 0) {
+            client.set_window_size(PHONE.0 + dw, PHONE.1 + dh).await?;
+        }
+        let size = client
+            .execute("return [innerWidth, innerHeight]", vec![])
+            .await?;
+        ensure!(
+            size == json!([PHONE.0, PHONE.1]),
+            "{name}: the viewport is {size}, not {PHONE:?}"
+        );
+        Ok(Phone {
+            name: name.to_string(),
+            client,
+            _profile: profile,
+        })
+    }
+}
+
+/// Errors that mean "look again": the element is not there yet or was just replaced.
+fn transient(e: &CmdError) -> bool {
+    e.is_no_such_element()
+        || e.is_stale_element_reference()
+        || e.is_element_not_interactable()
+        || matches!(e, CmdError::Standard(w) if w.error == ErrorStatus::ElementClickIntercepted)
+}
+
+/// One participant's phone.
+struct Phone {
+    name: String,
+    client: Client,
+    /// The profile (cookies, storage) of this browser only; removed when the test ends.
+    _profile: tempfile::TempDir,
+}
+
+fn testid(id: &str) -> String {
+    format!("[data-testid=\"{id}\"]")
+}
+
+impl Phone {
+    async fn goto(&self, url: &str) -> Result<()> {
+        self.client
+            .goto(url)
+            .await
+            .with_context(|| format!("{}: opening {url}", self.name))
+    }
+
+    async fn js(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+        self.client
+            .execute(script, args)
+            .await
+            .with_context(|| format!("{}: running {script}", self.name))
+    }
+
+    /// Waits until `script` returns something other than null, false, "" or 0; returns it.
+    async fn wait_js(&self, what: &str, script: &str) -> Result<Value> {
+        self.wait_js_with(what, script, vec![]).await
+    }
+
+    async fn wait_js_with(&self, what: &str, script: &str, args: Vec<Value>) -> Result<Value> {
+        until(what, WAIT, || async {
+            let v = self.js(script, args.clone()).await?;
+            let falsy = matches!(&v, Value::Null | Value::Bool(false))
+                || v.as_str() == Some("")
+                || v.as_f64() == Some(0.0);
+            Ok((!falsy).then_some(v))
+        })
+        .await
+        .with_context(|| format!("{}: waiting for {what}", self.name))
+    }
+
+    async fn wait_page(&self, page: &str) -> Result<()> {
+        self.wait_js_with(
+            &format!("the {page} page"),
+            "return (document.querySelector('main[data-page]') || {dataset: {}}).dataset.page === arguments[0]",
+            vec![json!(page)],
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Taps the element with this `data-testid` once it is there and enabled.
+    async fn click(&self, id: &str) -> Result<()> {
+        let sel = testid(id);
+        until(&format!("an enabled {sel} to tap"), WAIT, || async {
+            let el = match self.client.find(Locator::Css(&sel)).await {
+                Ok(el) => el,
+                Err(e) if transient(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if !el.is_enabled().await.unwrap_or(false) {
+                return Ok(None);
+            }
+            match el.click().await {
+                Ok(()) => Ok(Some(())),
+                Err(e) if transient(&e) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+        .with_context(|| format!("{}: tapping {sel}", self.name))
+    }
+
+    /// Types `text` into the field with this `data-testid` once it is enabled.
+    async fn type_into(&self, id: &str, text: &str) -> Result<()> {
+        let sel = testid(id);
+        until(&format!("an enabled {sel} to type into"), WAIT, || async {
+            let el = match self.client.find(Locator::Css(&sel)).await {
+                Ok(el) => el,
+                Err(e) if transient(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if !el.is_enabled().await.unwrap_or(false) {
+                return Ok(None);
+            }
+            match el.send_keys(text).await {
+                Ok(()) => Ok(Some(())),
+                Err(e) if transient(&e) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+        .with_context(|| format!("{}: typing into {sel}", self.name))
+    }
+
+    /// The page is no wider than the screen, and scrolls no further down than its content
+    /// reaches (a page shorter than the screen does not scroll at all).
+    async fn fits(&self, page: &str) -> Result<()> {
+        let v = self
+            .js(
+                "const d = document.documentElement;\
+                 const m = document.querySelector('main').getBoundingClientRect();\
+                 const cs = getComputedStyle(document.querySelector('main'));\
+                 const end = m.bottom + scrollY + parseFloat(cs.marginBottom);\
+                 return { width: innerWidth, height: innerHeight, scrollWidth: d.scrollWidth,\
+                          scrollHeight: d.scrollHeight, content: Math.ceil(end) }",
+                vec![],
+            )
+            .await?;
+        let n = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        ensure!(
+            n("scrollWidth") <= n("width"),
+            "{}: {page} is wider than the {}-pixel screen: {v}",
+            self.name,
+            PHONE.0
+        );
+        ensure!(
+            n("scrollHeight") <= n("height").max(n("content")),
+            "{}: {page} scrolls further down than its content: {v}",
+            self.name
+        );
+        Ok(())
+    }
+
+    /// The room on the phone, as it first appears (scrolled to the top): no element sticks out
+    /// of the screen's width, the message box and Send are on screen and are what a tap at
+    /// their middle reaches.
+    async fn room_fits(&self) -> Result<()> {
+        self.fits("the room").await?;
+        self.js("window.scrollTo(0, 0); return true", vec![])
+            .await?;
+        let wide = self
+            .js(
+                "const out = [];\
+                 for (const e of document.querySelectorAll('#room *')) {\
+                   const r = e.getBoundingClientRect();\
+                   if (r.width === 0 && r.height === 0) continue;\
+                   if (r.left < -0.5 || r.right > innerWidth + 0.5)\
+                     out.push(`${e.tagName.toLowerCase()}#${e.id}.${e.className} ${Math.round(r.left)}..${Math.round(r.right)}`);\
+                 }\
+                 return out",
+                vec![],
+            )
+            .await?;
+        ensure!(
+            wide.as_array().is_some_and(Vec::is_empty),
+            "{}: elements of the room stick out of the {}-pixel screen: {wide}",
+            self.name,
+            PHONE.0
+        );
+        for id in ["text-input", "send"] {
+            let v = self
+                .js(
+                    "const e = document.getElementById(arguments[0]);\
+                     const r = e.getBoundingClientRect();\
+                     const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);\
+                     return { left: r.left, top: r.top, right: r.right, bottom: r.bottom,\
+                              width: r.width, height: r.height,\
+                              reached: !!hit && (hit === e || e.contains(hit)) }",
+                    vec![json!(id)],
+                )
+                .await?;
+            let n = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+            ensure!(
+                n("left") >= 0.0
+                    && n("top") >= 0.0
+                    && n("right") <= f64::from(PHONE.0)
+                    && n("bottom") <= f64::from(PHONE.1),
+                "{}: #{id} is not on the screen when the room opens: {v}",
+                self.name
+            );
+            // A finger needs room: at least 40 pixels each way (WCAG asks for 24).
+            ensure!(
+                n("width") >= 40.0 && n("height") >= 40.0,
+                "{}: #{id} is too small to tap: {v}",
+                self.name
+            );
+            ensure!(
+                v["reached"] == json!(true),
+                "{}: a tap on #{id} reaches another element: {v}",
+                self.name
+            );
+        }
+        Ok(())
+    }
+
+    /// The wizard's option buttons fit the screen's width with their text wrapped inside.
+    async fn options_wrap(&self) -> Result<()> {
+        let v = self
+            .js(
+                "return [...document.querySelectorAll('#options button.option, #fixed button')]\
+                   .map((b) => { const r = b.getBoundingClientRect();\
+                     return { id: b.dataset.testid, left: r.left, right: r.right,\
+                              clipped: b.scrollWidth > b.clientWidth }; })",
+                vec![],
+            )
+            .await?;
+        let buttons = v
+            .as_array()
+            .with_context(|| format!("{}: option buttons", self.name))?;
+        ensure!(!buttons.is_empty(), "{}: no option buttons", self.name);
+        for b in buttons {
+            let n = |k: &str| b[k].as_f64().unwrap_or(f64::NAN);
+            ensure!(
+                n("left") >= 0.0
+                    && n("right") <= f64::from(PHONE.0)
+                    && b["clipped"] == json!(false),
+                "{}: an option button does not fit the screen: {b}",
+                self.name
+            );
+        }
+        Ok(())
+    }
+
+    async fn close(self) -> Result<()> {
+        self.client
+            .close()
+            .await
+            .map_err(|e| anyhow!("{}: closing the browser: {e}", self.name))
+    }
+}
