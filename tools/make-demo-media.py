@@ -325,9 +325,8 @@ def facility_map():
             out.append(f'<rect x="{x - 16:g}" y="{y - 16:g}" width="32" height="32" fill="#464a52" stroke="#222428" stroke-width="2"/>')
             out.append(f'<path d="M{x - 16:g} {y - 16:g} L{x + 16:g} {y + 16:g} M{x + 16:g} {y - 16:g} L{x - 16:g} {y + 16:g}" stroke="#787c82" stroke-width="2"/>')
             label_y = y + 42 if lid == "pu_et" else y + 32
-        if lid == "pu_et":
-            out.append(f'<circle cx="{x:g}" cy="{y:g}" r="24" fill="none" stroke="#d22e28" stroke-width="3" stroke-dasharray="6 4"/>')
-            out.append(f'<text x="{x:g}" y="{y - 30:g}" font-family="sans-serif" font-size="12" font-weight="bold" text-anchor="middle" fill="#d22e28">ALARM</text>')
+        # The alarm is not drawn here: the room draws it over the map from the study's
+        # `world.alarm`, so it can show it cleared.
         out.append(f'<text x="{x:g}" y="{label_y:g}" font-family="sans-serif" font-size="13" text-anchor="middle" fill="#222428">{name}</text>')
     # Wind arrow: from the south east.
     out.append('<g transform="translate(340 244)"><circle r="20" fill="#fafafa" stroke="#222428"/>'

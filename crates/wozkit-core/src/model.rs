@@ -260,6 +260,35 @@ pub struct World {
     pub robot_kinds: IndexMap<String, RobotKind>,
     #[serde(default)]
     pub robots: Vec<Robot>,
+    /// A hazard marked over the map at a location until it is dealt with.
+    #[serde(default)]
+    pub alarm: Option<Alarm>,
+}
+
+/// A hazard marked on the map: drawn at its location while active, shown cleared once
+/// `cleared_when` holds or the session's goal is reached.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Alarm {
+    /// Where it is: a location id, or the name of a world variable holding one.
+    pub at: String,
+    /// CEL condition: the hazard is dealt with (besides reaching the goal, which always clears it).
+    #[serde(default)]
+    pub cleared_when: Option<String>,
+    /// The words on the map while active.
+    #[serde(default = "default_alarm_label")]
+    pub label: String,
+    /// The words on the map once cleared.
+    #[serde(default = "default_alarm_cleared_label")]
+    pub cleared_label: String,
+}
+
+fn default_alarm_label() -> String {
+    "Alarm".into()
+}
+
+fn default_alarm_cleared_label() -> String {
+    "All clear".into()
 }
 
 /// A place in the world.

@@ -395,3 +395,23 @@ fn a_misspelt_question_kind_is_not_one_of_the_kinds() {
         "{p:#?}"
     );
 }
+
+#[test]
+fn a_map_alarm_must_name_a_place_and_a_valid_condition() {
+    let with = |alarm: &str| {
+        problems(&replace(
+            "  locations:\n",
+            &format!("  alarm: {alarm}\n  locations:\n"),
+        ))
+    };
+    // A location id, or a world variable holding one (`area` holds a name, not an id).
+    assert!(with("{at: east, cleared_when: fire_out}").is_empty());
+    let p = with("{at: area}");
+    assert!(
+        p.iter()
+            .any(|x| x.contains("`area` is neither a location nor a world variable holding one")),
+        "{p:?}"
+    );
+    let p = with("{at: east, cleared_when: fire_gone}");
+    assert!(p.iter().any(|x| x.contains("fire_gone")), "{p:?}");
+}

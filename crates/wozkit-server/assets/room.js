@@ -177,9 +177,9 @@ function setupMap(study) {
   if (old) old.remove();
   const oldKey = $('map-key');
   if (oldKey) oldKey.remove();
+  frame.append(svgEl('svg', { id: 'map-overlay', 'data-testid': 'map-overlay', 'aria-hidden': 'true' }));
   if (!study.robots.length) return;
   // The key beside the map names each robot; the markers repeat it visually only.
-  frame.append(svgEl('svg', { id: 'map-overlay', 'data-testid': 'map-overlay', 'aria-hidden': 'true' }));
   const key = el('ul', { id: 'map-key', 'data-testid': 'map-key' });
   study.robots.forEach((r, i) => {
     const li = el('li', { 'data-testid': `map-key-${r.id}` });
@@ -231,7 +231,48 @@ function renderMap(v) {
       markers.push(m);
     });
   }
-  svg.replaceChildren(...routes, ...markers);
+  svg.replaceChildren(...alarmMarks(v.alarm), ...routes, ...markers);
+  renderAlarmNote(v.alarm);
+}
+
+// The study's alarm (`alarm` of the view): a dashed red ring with its label at its location while
+// active, a green ring with the cleared label once the hazard is dealt with or the goal reached.
+// Drawn with SVG attributes only (the map's colours are the study's, not the page style's).
+function alarmMarks(a) {
+  const at = a ? placeXY(a.location) : null;
+  if (!at) return [];
+  const colour = a.cleared ? '#15803d' : '#d22e28';
+  const g = svgEl('g', { 'data-testid': 'map-alarm', 'data-location': a.location, 'data-cleared': a.cleared ? 'true' : 'false' });
+  g.append(
+    svgEl('circle', {
+      cx: pct(at.x), cy: pct(at.y), r: '6.8%', fill: a.cleared ? 'rgba(21,128,61,0.15)' : 'none',
+      stroke: colour, 'stroke-width': 3, 'stroke-dasharray': a.cleared ? 'none' : '6 4',
+    }),
+    svgEl('text', {
+      x: pct(at.x), y: pct(Math.max(4, at.y - 10)), fill: colour, stroke: '#fff', 'stroke-width': 3,
+      'paint-order': 'stroke', 'font-family': 'sans-serif', 'font-size': 12, 'font-weight': 'bold', 'text-anchor': 'middle',
+    }, a.label),
+  );
+  return [g];
+}
+
+// The overlay is hidden from screen readers, so the alarm's state is also said in the map's
+// key: one line that names the place and whether it is cleared.
+function renderAlarmNote(a) {
+  let note = $('map-alarm-note');
+  if (!a) {
+    if (note) note.remove();
+    return;
+  }
+  const frame = $('map-overlay') && $('map-overlay').parentElement;
+  if (!note && frame) {
+    note = el('p', { id: 'map-alarm-note', 'data-testid': 'map-alarm-note' });
+    frame.parentElement.append(note);
+  }
+  if (note) {
+    const text = `${a.label}: ${placeName(a.location)}`;
+    if (note.textContent !== text) note.textContent = text;
+  }
 }
 
 // ---------------------------------------------------------------- view

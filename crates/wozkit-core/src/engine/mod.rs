@@ -14,9 +14,9 @@ mod offer;
 pub use apply::{apply, replay};
 pub use command::{Command, Refusal};
 pub use offer::{
-    ActionRow, CLOCK_SLOTS, Offer, OfferKind, TextPart, action_check, action_table, finish_allowed,
-    goal_reached, offered, render, render_clock_parts, render_state, robot_snapshots,
-    valid_actions, vars,
+    ActionRow, CLOCK_SLOTS, Offer, OfferKind, TextPart, action_check, action_table, alarm,
+    finish_allowed, goal_reached, offered, render, render_clock_parts, render_state,
+    robot_snapshots, valid_actions, vars,
 };
 
 use indexmap::IndexMap;

@@ -458,3 +458,26 @@ pub fn goal_reached(study: &LoadedStudy, s: &Session) -> bool {
         .as_ref()
         .is_some_and(|g| g.holds(&vars(study, s)))
 }
+
+/// The study's alarm now: the location id it is at and whether it is cleared (its
+/// `cleared_when` holds, or the goal is reached: the session ended with it, or it holds now).
+/// `None` when the study marks no alarm or its location variable no longer names a string.
+pub fn alarm<'a>(study: &'a LoadedStudy, s: &'a Session) -> Option<(&'a str, bool)> {
+    let a = study.study.world.alarm.as_ref()?;
+    let at = match s.world.get(&a.at) {
+        Some(v) => v.as_str()?,
+        None => a.at.as_str(),
+    };
+    let vars = vars(study, s);
+    let goal = match s.ended {
+        Some((_, reached)) => reached,
+        None => study.compiled.goal.as_ref().is_some_and(|g| g.holds(&vars)),
+    };
+    let cleared = goal
+        || study
+            .compiled
+            .alarm_cleared
+            .as_ref()
+            .is_some_and(|c| c.holds(&vars));
+    Some((at, cleared))
+}

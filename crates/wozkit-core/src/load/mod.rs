@@ -97,6 +97,8 @@ pub struct Compiled {
     pub transition_when: Vec<Vec<Option<Condition>>>,
     pub action_guard: Vec<Option<Condition>>,
     pub goal: Option<Condition>,
+    /// `world.alarm.cleared_when`.
+    pub alarm_cleared: Option<Condition>,
     pub finish_when: Option<Condition>,
     pub bonus_when: Option<Condition>,
     /// Each page's `when`, for the user flow then the wizard flow.

@@ -392,6 +392,39 @@ pub fn check(
         }
     }
 
+    if let Some(a) = &study.world.alarm {
+        let at_location = |id: &str| locations.contains(id);
+        let ok = at_location(&a.at)
+            || study
+                .world
+                .variables
+                .get(&a.at)
+                .and_then(|v| v.as_str())
+                .is_some_and(at_location);
+        if !ok {
+            let hint = did_you_mean(
+                &a.at,
+                locations
+                    .iter()
+                    .copied()
+                    .chain(study.world.variables.keys().map(String::as_str)),
+            )
+            .or_else(|| Some("name a location id, or a world variable whose value is one".into()));
+            c.err(
+                "/world/alarm/at",
+                format!(
+                    "`{}` is neither a location nor a world variable holding one",
+                    a.at
+                ),
+                hint,
+            );
+        }
+        compiled.alarm_cleared = a
+            .cleared_when
+            .as_ref()
+            .and_then(|w| c.condition("/world/alarm/cleared_when", w, &[]));
+    }
+
     // Media files.
     for (id, m) in &study.media {
         if source.read(&m.file).is_none() {

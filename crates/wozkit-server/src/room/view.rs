@@ -196,6 +196,8 @@ pub struct View<'a> {
     subtask: Option<Labelled<'a>>,
     robots: Vec<RobotView<'a>>,
     media: Option<MediaView<'a>>,
+    /// The study's alarm on the map (`world.alarm`), `None` when it marks none.
+    alarm: Option<AlarmView<'a>>,
     partner_away: bool,
     /// When the partner's grace period ends (ms since the epoch, the server's clock) while the
     /// partner is away: the page counts down to it. `None` while the partner is here.
@@ -242,6 +244,15 @@ struct MediaView<'a> {
     url: String,
     alt: &'a str,
     count: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct AlarmView<'a> {
+    /// The location id it is at.
+    location: &'a str,
+    /// The words to show there: the study's `label`, or its `cleared_label` once cleared.
+    label: &'a str,
+    cleared: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -458,6 +469,13 @@ pub fn view<'a>(
         subtask,
         robots,
         media,
+        alarm: st.world.alarm.as_ref().and_then(|a| {
+            engine::alarm(study, s).map(|(location, cleared)| AlarmView {
+                location,
+                label: if cleared { &a.cleared_label } else { &a.label },
+                cleared,
+            })
+        }),
         partner_away: s.away.iter().any(|(r, _)| *r == role.other()),
         partner_back_by_ms: s
             .away
@@ -735,6 +753,45 @@ mod tests {
     }
 
     #[test]
+    fn the_map_alarm_is_at_the_studys_location_until_cleared_or_the_goal_is_reached() {
+        let (study, mut s, _) = play(vec![
+            (Actor::System, Command::Start { seed: 1 }),
+            say("intro_hello"),
+            say("inform_alert_emergency"),
+        ]);
+        let Some(def) = study.study.world.alarm.clone() else {
+            panic!("the offshore study marks an alarm")
+        };
+        // Where the study's variable says, read from the study rather than written here.
+        let at = study.study.world.variables[&def.at].clone();
+        let alarm = |s: &Session| view_json(&study, s, Role::User)["view"]["alarm"].clone();
+        assert_eq!(
+            alarm(&s),
+            json!({"location": at, "label": def.label, "cleared": false})
+        );
+        // The goal reached clears it, while the session runs and at its end.
+        s.milestones = vec![
+            "inspect".into(),
+            "extinguish".into(),
+            "assess_damage".into(),
+        ];
+        let cleared = json!({"location": at, "label": def.cleared_label, "cleared": true});
+        assert_eq!(alarm(&s), cleared);
+        s.ended = Some((wozkit_core::event::EndReason::Terminal, true));
+        assert_eq!(alarm(&s), cleared);
+        assert_eq!(
+            view_json(&study, &s, Role::Wizard)["view"]["alarm"],
+            cleared
+        );
+        // An end without the goal leaves it on unless the study's own condition holds.
+        s.milestones = vec!["inspect".into()];
+        s.ended = Some((wozkit_core::event::EndReason::TimeLimit, false));
+        assert_eq!(alarm(&s)["cleared"], false);
+        s.world.insert("fire_out".into(), json!(true));
+        assert_eq!(alarm(&s)["cleared"], true);
+    }
+
+    #[test]
     fn an_option_naming_the_time_left_carries_its_clock_slot() {
         let (study, s, _) = play(vec![
             (Actor::System, Command::Start { seed: 1 }),
@@ -804,7 +861,7 @@ mod tests {
             }
         }
         let common = "role now_ms started messages timer progress milestones subtask robots media \
-                      partner_away partner_back_by_ms can_finish ended";
+                      alarm partner_away partner_back_by_ms can_finish ended";
         let user = format!("{common} muted lock");
         let wizard = format!("{common} state options fixed actions hint can_hint lock muted");
         let split = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
