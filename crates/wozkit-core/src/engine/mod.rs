@@ -154,15 +154,20 @@ impl Session {
         })
     }
 
+    /// Whether the study's goal is reached: as the end recorded it once the session has ended,
+    /// else whether it holds now.
+    pub fn goal_met(&self, study: &LoadedStudy) -> bool {
+        match self.ended {
+            Some((_, reached)) => reached,
+            None => goal_reached(study, self),
+        }
+    }
+
     /// Progress bar percentage: 100 once the study's goal is reached (the session ended with
     /// `goal_reached`, or, while it runs, the goal holds now), else the highest milestone reached.
     /// Subtask percentages need not add up to 100, so the goal is what completes the bar.
     pub fn progress(&self, study: &LoadedStudy) -> u32 {
-        let goal = match self.ended {
-            Some((_, reached)) => reached,
-            None => goal_reached(study, self),
-        };
-        if goal {
+        if self.goal_met(study) {
             return 100;
         }
         study

@@ -468,16 +468,11 @@ pub fn alarm<'a>(study: &'a LoadedStudy, s: &'a Session) -> Option<(&'a str, boo
         Some(v) => v.as_str()?,
         None => a.at.as_str(),
     };
-    let vars = vars(study, s);
-    let goal = match s.ended {
-        Some((_, reached)) => reached,
-        None => study.compiled.goal.as_ref().is_some_and(|g| g.holds(&vars)),
-    };
-    let cleared = goal
+    let cleared = s.goal_met(study)
         || study
             .compiled
             .alarm_cleared
             .as_ref()
-            .is_some_and(|c| c.holds(&vars));
+            .is_some_and(|c| c.holds(&vars(study, s)));
     Some((at, cleared))
 }
