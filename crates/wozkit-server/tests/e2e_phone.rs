@@ -20,20 +20,14 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail, ensure};
-use fantoccini::error::{CmdError, ErrorStatus};
-use fantoccini::{Client, ClientBuilder, Locator};
-use hyper_util::client::legacy::connect::HttpConnector;
-use serde_json::{Value, json};
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::json;
 use wozkit_core::event::Role;
 
-use browser::{WAIT, until};
+use browser::{Browser, Driver};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -72,9 +66,9 @@ async fn two_phones_enter_a_room_and_talk() {
 async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
     let study = server::quick_study()?;
     let mut server = TestServer::start(study).await?;
-    let driver = PhoneDriver::start(chromium, chromedriver).await?;
-    let a = driver.phone("phone A").await?;
-    let b = driver.phone("phone B").await?;
+    let driver = Driver::start(chromium, chromedriver).await?;
+    let a = Phone(driver.browser_sized("phone A", PHONE).await?);
+    let b = Phone(driver.browser_sized("phone B", PHONE).await?);
     let played = play(&server, &a, &b).await;
     let closed = (a.close().await, b.close().await);
     drop(driver);
@@ -105,12 +99,14 @@ async fn play(server: &TestServer, a: &Phone, b: &Phone) -> Result<()> {
         p.wait_js(
             "the room's WebSocket",
             "return document.getElementById('room').dataset.connected === 'true'",
+            vec![],
         )
         .await?;
     }
     w.wait_js(
         "the wizard's first options",
         "return document.querySelectorAll('#options button.option').length > 0",
+        vec![],
     )
     .await?;
     for p in [w, u] {
@@ -123,6 +119,7 @@ async fn play(server: &TestServer, a: &Phone, b: &Phone) -> Result<()> {
     u.wait_js(
         "the wizard's greeting in the user's chat",
         "return document.querySelectorAll('#chat li.theirs').length > 0",
+        vec![],
     )
     .await?;
     send(u, w, USER_TEXT).await?;
@@ -148,6 +145,7 @@ async fn enter(p: &Phone, url: &str) -> Result<Role> {
         .wait_js(
             "the role badge",
             "const e = document.querySelector('[data-testid=role]'); return e && e.dataset.role",
+            vec![],
         )
         .await?;
     let role = role
@@ -159,6 +157,7 @@ async fn enter(p: &Phone, url: &str) -> Result<Role> {
         "the waiting page (or the room)",
         "const m = document.querySelector('main[data-page]'); \
          return !!m && (m.dataset.page === 'waiting' || m.dataset.page === 'room')",
+        vec![],
     )
     .await?;
     Ok(role)
@@ -174,9 +173,9 @@ async fn send(from: &Phone, to: &Phone, text: &str) -> Result<()> {
                .some((t) => t.textContent === arguments[0])"
         )
     };
-    from.wait_js_with("my message in my chat", &line("mine"), vec![json!(text)])
+    from.wait_js("my message in my chat", &line("mine"), vec![json!(text)])
         .await?;
-    to.wait_js_with(
+    to.wait_js(
         &format!("{}'s message in the chat", from.name),
         &line("theirs"),
         vec![json!(text)],
@@ -209,13 +208,10 @@ async fn shoot(p: &Phone, file: &str) -> Result<()> {
     p.wait_js(
         "the page's transitions to settle",
         "return scrollY === 0 && document.getAnimations().every((a) => a.playState !== 'running')",
+        vec![],
     )
     .await?;
-    let png = p
-        .client
-        .screenshot()
-        .await
-        .with_context(|| format!("{}: screenshot", p.name))?;
+    let png = p.screenshot().await?;
     if png.len() < 8 || &png[1..4] != b"PNG" {
         bail!("{}: the screenshot for {file} is not a PNG", p.name);
     }
@@ -225,218 +221,18 @@ async fn shoot(p: &Phone, file: &str) -> Result<()> {
     Ok(())
 }
 
-/// A chromedriver of the test's own, whose browsers all have a phone-sized window (the shared
-/// helper's are desktop-sized); it and what it started are ended when dropped.
-struct PhoneDriver {
-    child: Child,
-    url: String,
-    chromium: PathBuf,
-}
+/// One participant's phone: a browser of the shared helper with a phone-sized page, and the
+/// checks of a phone layout.
+struct Phone(Browser);
 
-impl Drop for PhoneDriver {
-    fn drop(&mut self) {
-        let group = format!("-{}", self.child.id());
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &group])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Phone {
+    type Target = Browser;
+    fn deref(&self) -> &Browser {
+        &self.0
     }
-}
-
-impl PhoneDriver {
-    async fn start(chromium: &Path, chromedriver: &Path) -> Result<PhoneDriver> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("finding a free port for chromedriver")?
-            .port();
-        // Its own process group, so that the browsers it starts can be ended with it.
-        let child = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {}", chromedriver.display()))?;
-        let driver = PhoneDriver {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            chromium: chromium.to_path_buf(),
-        };
-        until("chromedriver to listen", WAIT, || async {
-            Ok(tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .ok()
-                .map(drop))
-        })
-        .await?;
-        Ok(driver)
-    }
-
-    /// Opens a phone-sized headless browser with a fresh profile.
-    async fn phone(&self, name: &str) -> Result<Phone> {
-        let profile = tempfile::tempdir().context("browser profile dir")?;
-        let args = vec![
-            "--headless".to_string(),
-            "--no-sandbox".into(),
-            "--disable-gpu".into(),
-            "--no-first-run".into(),
-            "--disable-background-networking".into(),
-            "--disable-component-update".into(),
-            "--disable-sync".into(),
-            "--disable-quic".into(),
-            "--disable-dev-shm-usage".into(),
-            "--force-device-scale-factor=1".into(),
-            "--lang=en-US".into(),
-            format!("--window-size={},{}", PHONE.0, PHONE.1),
-            format!("--user-data-dir={}", profile.path().display()),
-        ];
-        let caps = json!({
-            "browserName": "chrome",
-            "goog:chromeOptions": { "binary": self.chromium, "args": args },
-        });
-        let Value::Object(caps) = caps else {
-            bail!("capabilities are an object");
-        };
-        let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(caps)
-            .connect(&self.url)
-            .await
-            .with_context(|| format!("starting the phone-sized Chromium ({name})"))?;
-        // Headless Chromium keeps room for toolbars inside the window: make the viewport exact.
-        let v = client
-            .execute(
-                "return [outerWidth - innerWidth, outerHeight - innerHeight]",
-                vec![],
-            )
-            .await?;
-        let (dw, dh): (u32, u32) = serde_json::from_value(v).context("window sizes")?;
-        if (dw, dh) != (0, 0) {
-            client.set_window_size(PHONE.0 + dw, PHONE.1 + dh).await?;
-        }
-        let size = client
-            .execute("return [innerWidth, innerHeight]", vec![])
-            .await?;
-        ensure!(
-            size == json!([PHONE.0, PHONE.1]),
-            "{name}: the viewport is {size}, not {PHONE:?}"
-        );
-        Ok(Phone {
-            name: name.to_string(),
-            client,
-            _profile: profile,
-        })
-    }
-}
-
-/// Errors that mean "look again": the element is not there yet or was just replaced.
-fn transient(e: &CmdError) -> bool {
-    e.is_no_such_element()
-        || e.is_stale_element_reference()
-        || e.is_element_not_interactable()
-        || matches!(e, CmdError::Standard(w) if w.error == ErrorStatus::ElementClickIntercepted)
-}
-
-/// One participant's phone.
-struct Phone {
-    name: String,
-    client: Client,
-    /// The profile (cookies, storage) of this browser only; removed when the test ends.
-    _profile: tempfile::TempDir,
-}
-
-fn testid(id: &str) -> String {
-    format!("[data-testid=\"{id}\"]")
 }
 
 impl Phone {
-    async fn goto(&self, url: &str) -> Result<()> {
-        self.client
-            .goto(url)
-            .await
-            .with_context(|| format!("{}: opening {url}", self.name))
-    }
-
-    async fn js(&self, script: &str, args: Vec<Value>) -> Result<Value> {
-        self.client
-            .execute(script, args)
-            .await
-            .with_context(|| format!("{}: running {script}", self.name))
-    }
-
-    /// Waits until `script` returns something other than null, false, "" or 0; returns it.
-    async fn wait_js(&self, what: &str, script: &str) -> Result<Value> {
-        self.wait_js_with(what, script, vec![]).await
-    }
-
-    async fn wait_js_with(&self, what: &str, script: &str, args: Vec<Value>) -> Result<Value> {
-        until(what, WAIT, || async {
-            let v = self.js(script, args.clone()).await?;
-            let falsy = matches!(&v, Value::Null | Value::Bool(false))
-                || v.as_str() == Some("")
-                || v.as_f64() == Some(0.0);
-            Ok((!falsy).then_some(v))
-        })
-        .await
-        .with_context(|| format!("{}: waiting for {what}", self.name))
-    }
-
-    async fn wait_page(&self, page: &str) -> Result<()> {
-        self.wait_js_with(
-            &format!("the {page} page"),
-            "return (document.querySelector('main[data-page]') || {dataset: {}}).dataset.page === arguments[0]",
-            vec![json!(page)],
-        )
-        .await
-        .map(drop)
-    }
-
-    /// Taps the element with this `data-testid` once it is there and enabled.
-    async fn click(&self, id: &str) -> Result<()> {
-        let sel = testid(id);
-        until(&format!("an enabled {sel} to tap"), WAIT, || async {
-            let el = match self.client.find(Locator::Css(&sel)).await {
-                Ok(el) => el,
-                Err(e) if transient(&e) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            if !el.is_enabled().await.unwrap_or(false) {
-                return Ok(None);
-            }
-            match el.click().await {
-                Ok(()) => Ok(Some(())),
-                Err(e) if transient(&e) => Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        })
-        .await
-        .with_context(|| format!("{}: tapping {sel}", self.name))
-    }
-
-    /// Types `text` into the field with this `data-testid` once it is enabled.
-    async fn type_into(&self, id: &str, text: &str) -> Result<()> {
-        let sel = testid(id);
-        until(&format!("an enabled {sel} to type into"), WAIT, || async {
-            let el = match self.client.find(Locator::Css(&sel)).await {
-                Ok(el) => el,
-                Err(e) if transient(&e) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            if !el.is_enabled().await.unwrap_or(false) {
-                return Ok(None);
-            }
-            match el.send_keys(text).await {
-                Ok(()) => Ok(Some(())),
-                Err(e) if transient(&e) => Ok(None),
-                Err(e) => Err(e.into()),
-            }
-        })
-        .await
-        .with_context(|| format!("{}: typing into {sel}", self.name))
-    }
-
     /// The page is no wider than the screen, and scrolls no further down than its content
     /// reaches (a page shorter than the screen does not scroll at all).
     async fn fits(&self, page: &str) -> Result<()> {
@@ -557,9 +353,6 @@ impl Phone {
     }
 
     async fn close(self) -> Result<()> {
-        self.client
-            .close()
-            .await
-            .map_err(|e| anyhow!("{}: closing the browser: {e}", self.name))
+        self.0.close().await
     }
 }

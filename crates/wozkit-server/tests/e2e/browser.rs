@@ -103,8 +103,14 @@ impl Driver {
         Ok(driver)
     }
 
-    /// Opens a new headless browser with a fresh profile.
+    /// Opens a new headless browser with a fresh profile, its page [`WINDOW`] in size.
     pub async fn browser(&self, name: &str) -> Result<Browser> {
+        self.browser_sized(name, WINDOW).await
+    }
+
+    /// Opens a new headless browser with a fresh profile, its page `size` (width, height) in
+    /// CSS pixels, e.g. a phone's.
+    pub async fn browser_sized(&self, name: &str, size: (u32, u32)) -> Result<Browser> {
         let profile = tempfile::tempdir().context("browser profile dir")?;
         let args = vec![
             "--headless".to_string(),
@@ -118,7 +124,7 @@ impl Driver {
             "--disable-dev-shm-usage".into(),
             "--force-device-scale-factor=1".into(),
             "--lang=en-US".into(),
-            format!("--window-size={},{}", WINDOW.0, WINDOW.1),
+            format!("--window-size={},{}", size.0, size.1),
             format!("--user-data-dir={}", profile.path().display()),
         ];
         let caps = json!({
@@ -136,6 +142,7 @@ impl Driver {
         let browser = Browser {
             name: name.to_string(),
             client,
+            size,
             _profile: profile,
         };
         browser.fit_viewport().await?;
@@ -188,6 +195,8 @@ where
 pub struct Browser {
     pub name: String,
     client: Client,
+    /// The page's size, width and height.
+    size: (u32, u32),
     /// The profile (cookies, storage) of this browser only; removed when the test ends.
     _profile: tempfile::TempDir,
 }
@@ -197,7 +206,7 @@ fn testid(id: &str) -> String {
 }
 
 impl Browser {
-    /// Makes the viewport (what pages and screenshots see) exactly [`WINDOW`]: headless
+    /// Makes the viewport (what pages and screenshots see) exactly its size: headless
     /// Chromium still reserves room for its toolbars inside `--window-size`.
     async fn fit_viewport(&self) -> Result<()> {
         let v = self
@@ -213,7 +222,7 @@ impl Browser {
         );
         if (dw, dh) != (0, 0) {
             self.client
-                .set_window_size(WINDOW.0 + dw, WINDOW.1 + dh)
+                .set_window_size(self.size.0 + dw, self.size.1 + dh)
                 .await
                 .with_context(|| format!("{}: resizing the window", self.name))?;
         }
