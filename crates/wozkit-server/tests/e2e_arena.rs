@@ -13,8 +13,8 @@
 //! - Worker C enters `bot-chat-demo`, ticks a label under the assistant's first reply before
 //!   writing again, ends the chat, answers the three scales and gets a code; the judgment's
 //!   `turns` holds the label on that reply.
-//! - A phone-sized browser (390×844, its own chromedriver: the shared helper's windows are all
-//!   one size) opens a battle and sends a message, for the picture of the arena on a phone.
+//! - A phone-sized browser (390×844) opens a battle and sends a message, for the picture of the
+//!   arena on a phone.
 //!
 //! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the files are missing) it
@@ -27,16 +27,11 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
-use fantoccini::{Client, ClientBuilder, Locator};
-use hyper_util::client::legacy::connect::HttpConnector;
-use serde_json::{Value, json};
+use serde_json::json;
 use wozkit_core::event::{Event, EventKind, Judgment, Role};
 use wozkit_core::load::load_builtin;
 use wozkit_store::Platform;
@@ -533,167 +528,41 @@ async fn check_chat(server: &TestServer, chat: &Chat) -> Result<()> {
     Ok(())
 }
 
-/// A chromedriver of its own and one browser with a phone-sized window, ended when dropped.
-struct Phone {
-    child: Child,
-    client: Option<Client>,
-    _profile: tempfile::TempDir,
-}
-
-impl Drop for Phone {
-    fn drop(&mut self) {
-        let group = format!("-{}", self.child.id());
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &group])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Phone {
-    async fn start(chromium: &Path, chromedriver: &Path) -> Result<Phone> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("finding a free port for chromedriver")?
-            .port();
-        let child = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {}", chromedriver.display()))?;
-        let profile = tempfile::tempdir().context("browser profile dir")?;
-        let mut phone = Phone {
-            child,
-            client: None,
-            _profile: profile,
-        };
-        until("chromedriver to listen", WAIT, || async {
-            Ok(tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .ok()
-                .map(drop))
-        })
-        .await?;
-        let args = vec![
-            "--headless".to_string(),
-            "--no-sandbox".into(),
-            "--disable-gpu".into(),
-            "--no-first-run".into(),
-            "--disable-background-networking".into(),
-            "--disable-component-update".into(),
-            "--disable-sync".into(),
-            "--disable-dev-shm-usage".into(),
-            "--force-device-scale-factor=1".into(),
-            "--lang=en-US".into(),
-            format!("--window-size={},{}", PHONE.0, PHONE.1),
-            format!("--user-data-dir={}", phone._profile.path().display()),
-        ];
-        let caps = json!({
-            "browserName": "chrome",
-            "goog:chromeOptions": { "binary": chromium, "args": args },
-        });
-        let Value::Object(caps) = caps else {
-            bail!("capabilities are an object");
-        };
-        let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-            .context("starting the phone-sized Chromium")?;
-        // Headless Chromium keeps room for toolbars inside the window: make the viewport exact.
-        let v = client
-            .execute(
-                "return [outerWidth - innerWidth, outerHeight - innerHeight]",
-                vec![],
-            )
-            .await?;
-        let (dw, dh): (u32, u32) = serde_json::from_value(v).context("window sizes")?;
-        if (dw, dh) != (0, 0) {
-            client.set_window_size(PHONE.0 + dw, PHONE.1 + dh).await?;
-        }
-        phone.client = Some(client);
-        Ok(phone)
-    }
-
-    fn client(&self) -> &Client {
-        self.client.as_ref().expect("started")
-    }
-
-    async fn wait_js(&self, what: &str, script: &str) -> Result<()> {
-        until(what, WAIT, || async {
-            let v = self.client().execute(script, vec![]).await?;
-            Ok((v == json!(true)).then_some(()))
-        })
-        .await
-        .with_context(|| format!("phone: waiting for {what}"))
-    }
-
-    async fn click(&self, css: &str) -> Result<()> {
-        until(&format!("{css} to click"), WAIT, || async {
-            match self.client().find(Locator::Css(css)).await {
-                Ok(el) => Ok(el.click().await.ok()),
-                Err(_) => Ok(None),
-            }
-        })
-        .await
-        .with_context(|| format!("phone: clicking {css}"))
-    }
-}
-
 /// A battle on a phone, for its picture: one message, both replies.
 async fn phone_battle(server: &TestServer, chromium: &Path, chromedriver: &Path) -> Result<()> {
-    let mut phone = Phone::start(chromium, chromedriver).await?;
-    let page = |p: &str| format!("return document.querySelector('main[data-page={p}]') !== null");
+    let driver = Driver::start(chromium, chromedriver).await?;
+    let phone = driver.browser_sized("phone", PHONE).await?;
     phone
-        .client()
         .goto(&server.url(&format!(
             "/join?study={ARENA}&PROLIFIC_PID={PID_PHONE}&STUDY_ID=e2e-arena&SESSION_ID=e2e-phone"
         )))
         .await?;
-    phone.wait_js("the consent page", &page("consent")).await?;
-    phone.click("[data-testid=accept]").await?;
-    phone
-        .wait_js("the instructions page", &page("instructions"))
-        .await?;
-    phone.click("[data-testid=continue]").await?;
-    phone.wait_js("the arena page", &page("arena")).await?;
-    let size = phone
-        .client()
-        .execute("return [innerWidth, innerHeight]", vec![])
-        .await?;
+    phone.wait_page("consent").await?;
+    phone.click("accept").await?;
+    phone.wait_page("instructions").await?;
+    phone.click("continue").await?;
+    phone.wait_page("arena").await?;
+    let size = phone.js("return [innerWidth, innerHeight]", vec![]).await?;
     ensure!(
         size == json!([PHONE.0, PHONE.1]),
         "phone: the viewport is {size}, not {PHONE:?}"
     );
-    phone
-        .client()
-        .find(Locator::Css("[data-testid=chat-text]"))
-        .await?
-        .send_keys(ARENA_MESSAGES[0])
-        .await?;
+    phone.type_into("chat-text", ARENA_MESSAGES[0]).await?;
     // A mark that the page's reload after the replies wipes out.
-    phone
-        .client()
-        .execute("window.__sent = true", vec![])
-        .await?;
-    phone.click("[data-testid=chat-send]").await?;
+    phone.js("window.__sent = true", vec![]).await?;
+    phone.click("chat-send").await?;
     phone
         .wait_js(
             "both replies, drawn again from the log",
             "return window.__sent !== true\
                && !!document.querySelector('main.chat[data-pending=false]')\
                && document.querySelectorAll('li.said.system .text').length === 2",
+            vec![],
         )
         .await?;
     // The page keeps no scrollbar on a phone: nothing is wider than the screen.
     let wide = phone
-        .client()
-        .execute(
+        .js(
             "return document.documentElement.scrollWidth <= innerWidth",
             vec![],
         )
@@ -705,12 +574,10 @@ async fn phone_battle(server: &TestServer, chromium: &Path, chromedriver: &Path)
     );
     let path = screenshot_dir().join("arena-phone.png");
     if update_screenshot(&path) {
-        let png = phone.client().screenshot().await?;
+        let png = phone.screenshot().await?;
         write_png(&path, &png)?;
     }
-    if let Some(client) = phone.client.take() {
-        client.close().await?;
-    }
+    phone.close().await?;
     Ok(())
 }
 
