@@ -18,7 +18,7 @@ mod server;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
@@ -35,23 +35,12 @@ const LIMIT: Duration = Duration::from_secs(110);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_browsers_play_a_whole_session() {
-    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
-        eprintln!("end-to-end browser test skipped (WOZKIT_SKIP_E2E=1)");
-        return;
-    }
-    let (chromium, chromedriver) = browser::find_tools().unwrap_or_else(|why| panic!("{why}"));
-    let started = Instant::now();
-    match tokio::time::timeout(LIMIT, run(&chromium, &chromedriver)).await {
-        Ok(Ok(())) => eprintln!(
-            "end-to-end session played in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ),
-        Ok(Err(e)) => panic!(
-            "end-to-end test failed after {:.1} s: {e:#}",
-            started.elapsed().as_secs_f64()
-        ),
-        Err(_) => panic!("end-to-end test did not finish within {LIMIT:?}"),
-    }
+    browser::run_browser_test(
+        "end-to-end browser test",
+        LIMIT,
+        |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
+    )
+    .await;
 }
 
 /// Starts everything, plays, and always closes the browsers and the server before reporting.

@@ -68,23 +68,12 @@ const PHONE: (u32, u32) = (390, 844);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arena_and_chat_in_the_browser() {
-    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
-        eprintln!("end-to-end arena test skipped (WOZKIT_SKIP_E2E=1)");
-        return;
-    }
-    let (chromium, chromedriver) = browser::find_tools().unwrap_or_else(|why| panic!("{why}"));
-    let started = Instant::now();
-    match tokio::time::timeout(LIMIT, run(&chromium, &chromedriver)).await {
-        Ok(Ok(())) => eprintln!(
-            "end-to-end arena and chat played in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ),
-        Ok(Err(e)) => panic!(
-            "end-to-end arena test failed after {:.1} s: {e:#}",
-            started.elapsed().as_secs_f64()
-        ),
-        Err(_) => panic!("end-to-end arena test did not finish within {LIMIT:?}"),
-    }
+    browser::run_browser_test(
+        "end-to-end arena test",
+        LIMIT,
+        |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
+    )
+    .await;
 }
 
 /// Starts everything, plays, and always closes the browsers and the server before reporting.

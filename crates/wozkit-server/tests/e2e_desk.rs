@@ -31,7 +31,7 @@ mod client;
 mod server;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::{Value, json};
@@ -95,23 +95,12 @@ const OTHER_REPLY: &str = "Hello! How can I help?";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wizard_at_the_desk_answers_an_arena_battle_in_the_browser() {
-    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
-        eprintln!("end-to-end desk test skipped (WOZKIT_SKIP_E2E=1)");
-        return;
-    }
-    let (chromium, chromedriver) = browser::find_tools().unwrap_or_else(|why| panic!("{why}"));
-    let started = Instant::now();
-    match tokio::time::timeout(LIMIT, run(&chromium, &chromedriver)).await {
-        Ok(Ok(())) => eprintln!(
-            "end-to-end desk battle played in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ),
-        Ok(Err(e)) => panic!(
-            "end-to-end desk test failed after {:.1} s: {e:#}",
-            started.elapsed().as_secs_f64()
-        ),
-        Err(_) => panic!("end-to-end desk test did not finish within {LIMIT:?}"),
-    }
+    browser::run_browser_test(
+        "end-to-end desk test",
+        LIMIT,
+        |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
+    )
+    .await;
 }
 
 /// Starts everything, plays, and always closes the browsers and the server before reporting.

@@ -29,7 +29,7 @@ mod browser;
 mod server;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::json;
@@ -53,23 +53,12 @@ const ITEMS: u32 = 2;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evaluation_studies_in_the_browser() {
-    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
-        eprintln!("end-to-end evaluation test skipped (WOZKIT_SKIP_E2E=1)");
-        return;
-    }
-    let (chromium, chromedriver) = browser::find_tools().unwrap_or_else(|why| panic!("{why}"));
-    let started = Instant::now();
-    match tokio::time::timeout(LIMIT, run(&chromium, &chromedriver)).await {
-        Ok(Ok(())) => eprintln!(
-            "end-to-end evaluation played in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ),
-        Ok(Err(e)) => panic!(
-            "end-to-end evaluation test failed after {:.1} s: {e:#}",
-            started.elapsed().as_secs_f64()
-        ),
-        Err(_) => panic!("end-to-end evaluation test did not finish within {LIMIT:?}"),
-    }
+    browser::run_browser_test(
+        "end-to-end evaluation test",
+        LIMIT,
+        |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
+    )
+    .await;
 }
 
 /// `acute-eval` with the attention checks first and two ordinary pairs per worker.

@@ -26,6 +26,28 @@ const POLL: Duration = Duration::from_millis(60);
 /// The size every screenshot in docs/screenshots/ is taken at.
 pub const WINDOW: (u32, u32) = (1366, 768);
 
+/// Runs the browser test `run` called `what` (e.g. "end-to-end arena test") with the Chromium
+/// binary and its driver: skipped, saying so, with `WOZKIT_SKIP_E2E=1`; failing (never skipping)
+/// when either tool is missing; failing when it runs longer than `limit`.
+pub async fn run_browser_test<F, Fut>(what: &str, limit: Duration, run: F)
+where
+    F: FnOnce(PathBuf, PathBuf) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
+        eprintln!("{what} skipped (WOZKIT_SKIP_E2E=1)");
+        return;
+    }
+    let (chromium, chromedriver) = find_tools().unwrap_or_else(|why| panic!("{why}"));
+    let started = Instant::now();
+    let secs = || started.elapsed().as_secs_f64();
+    match tokio::time::timeout(limit, run(chromium, chromedriver)).await {
+        Ok(Ok(())) => eprintln!("{what} passed in {:.1} s", secs()),
+        Ok(Err(e)) => panic!("{what} failed after {:.1} s: {e:#}", secs()),
+        Err(_) => panic!("{what} did not finish within {limit:?}"),
+    }
+}
+
 /// Finds a program on `PATH`.
 fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
