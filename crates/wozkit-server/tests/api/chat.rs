@@ -12,7 +12,7 @@ use wozkit_core::event::{Event, EventKind, Judgment, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_store::{LeaseState, NewEvent, Store};
 
-use crate::helpers::{Client, Response, TestApp, http, spawn_app_in};
+use crate::helpers::{Client, Response, TestApp, attr_after, http, page_kind, spawn_app_in};
 use mock_openai::{Behaviour, Cut, MockOpenAi, echo, pieces};
 
 #[path = "mock_openai.rs"]
@@ -104,18 +104,6 @@ async fn spawn(yaml: &str) -> (TestApp, tempfile::TempDir) {
 }
 
 // ----- pages and forms -----
-
-fn attr_after(body: &str, marker: &str) -> String {
-    body.split(marker)
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn page_kind(body: &str) -> String {
-    attr_after(body, "data-page=\"")
-}
 
 /// The conversation page of a worker: its body, hidden step and lease.
 struct Shown {

@@ -9,7 +9,7 @@ use wozkit_core::event::{EventKind, ItemPool, ScreenReason};
 use wozkit_core::load::{StudySource, load_text};
 use wozkit_store::{LeaseState, Store};
 
-use crate::helpers::{Client, TestApp, spawn_app_in};
+use crate::helpers::{Client, TestApp, hidden, page_kind, spawn_app_in};
 
 const STUDY: &str = r#"id: eval-mini
 title: Compare
@@ -47,22 +47,6 @@ async fn app() -> (TestApp, tempfile::TempDir) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let app = spawn_app_in(tmp.path().to_path_buf(), study).await;
     (app, tmp)
-}
-
-fn page_kind(body: &str) -> String {
-    body.split("data-page=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn hidden(body: &str, name: &str) -> String {
-    body.split(&format!("name=\"{name}\" value=\""))
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// Posts the current page's form with `extra` fields; returns the status.

@@ -15,7 +15,7 @@ use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_server::{Config, launch_with_listener};
 use wozkit_store::{LeaseState, NewEvent, NewSession, Store};
 
-use crate::helpers::{fast, spawn_app_in};
+use crate::helpers::{fast, hidden, page_kind, spawn_app_in};
 
 const RATE: &str = r#"id: rate-stored
 title: Rate stored dialogues
@@ -152,22 +152,6 @@ async fn seeded_dir() -> tempfile::TempDir {
     tmp
 }
 
-fn form_value(body: &str, name: &str) -> String {
-    body.split(&format!("name=\"{name}\" value=\""))
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn page_kind(body: &str) -> String {
-    body.split("data-page=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_default()
-        .to_string()
-}
-
 async fn item_ids(store: &dyn Store, study: &str) -> Vec<(String, ItemPool)> {
     store
         .item_counts(study, 0)
@@ -197,7 +181,7 @@ async fn evaluation_items_are_the_stored_sessions_and_a_worker_judges_one() {
     let body = worker.page().await.body;
     assert_eq!(page_kind(&body), "rate", "{body}");
     assert!(body.contains("Book a table for two."), "{body}");
-    let lease_id = form_value(&body, "lease");
+    let lease_id = hidden(&body, "lease");
     let lease = app
         .store
         .lease(&lease_id)
@@ -258,7 +242,7 @@ async fn evaluation_items_are_the_stored_sessions_and_a_worker_judges_one() {
     assert_eq!(page_kind(&body), "rate", "{body}");
     let second = app
         .store
-        .lease(&form_value(&body, "lease"))
+        .lease(&hidden(&body, "lease"))
         .await
         .expect("lease read")
         .expect("stored");

@@ -327,3 +327,23 @@ pub async fn pair_links(app: &TestApp, user: &str, wizard: &str) -> (Client, Cli
     assert_eq!(ww.until_type("paired").await["session"], session.as_str());
     (user, wizard, session)
 }
+
+/// The text of an attribute value that follows `marker` in a page (up to the closing quote),
+/// e.g. `attr_after(body, "data-page=\"")`; empty when the page has no such marker.
+pub fn attr_after(body: &str, marker: &str) -> String {
+    body.split(marker)
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The `data-page` of a page: which page of the flow it is.
+pub fn page_kind(body: &str) -> String {
+    attr_after(body, "data-page=\"")
+}
+
+/// The value of the form field `name` (a hidden input) in a page.
+pub fn hidden(body: &str, name: &str) -> String {
+    attr_after(body, &format!("name=\"{name}\" value=\""))
+}

@@ -9,7 +9,7 @@ use wozkit_core::event::{Event, EventKind, Role};
 use wozkit_core::load::{StudySource, load_text};
 
 use crate::client::{Client, http};
-use crate::helpers::{TestApp, spawn_app_in};
+use crate::helpers::{TestApp, attr_after, spawn_app_in};
 
 const STUDY: &str = r#"id: people
 title: People and models
@@ -35,14 +35,6 @@ evaluation:
   justification: {required: false}
   no_items: {text: "No battles are left.", code: true}
 "#;
-
-fn attr_after(body: &str, marker: &str) -> String {
-    body.split(marker)
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_default()
-        .to_string()
-}
 
 struct Battle {
     step: String,
