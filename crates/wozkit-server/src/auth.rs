@@ -93,6 +93,57 @@ async fn verify(hash: &str, pw: &str) -> bool {
     .unwrap_or(false)
 }
 
+/// What a researcher account may do, from least to most. Ordered, so `access >= need` asks
+/// whether an account may do what `need` allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Access {
+    /// Reads everything, changes nothing.
+    Observer,
+    /// Runs studies: observes and takes over rooms, reviews, pays.
+    Researcher,
+    /// Everything, including accounts.
+    Owner,
+}
+
+impl Access {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Observer => "observer",
+            Access::Researcher => "researcher",
+            Access::Owner => "owner",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Access> {
+        match s {
+            "observer" => Some(Access::Observer),
+            "researcher" => Some(Access::Researcher),
+            "owner" => Some(Access::Owner),
+            _ => None,
+        }
+    }
+}
+
+/// A logged-in researcher, as a request sees them.
+#[derive(Clone, Debug)]
+pub struct Researcher {
+    /// The account's id (stable; what the log records as the one who acted).
+    pub id: String,
+    /// The account's login name.
+    pub name: String,
+    pub access: Access,
+    /// The login's CSRF token: every state-changing request carries it (a hidden form field
+    /// `csrf`, or the `X-CSRF-Token` header from scripts).
+    pub csrf: String,
+}
+
+impl Researcher {
+    /// Whether this account may do what `need` allows.
+    pub fn may(&self, need: Access) -> bool {
+        self.access >= need
+    }
+}
+
 /// Logged-in researchers: hashes of their cookie tokens and when each expires.
 #[derive(Default)]
 pub struct ResearcherSessions {
@@ -112,13 +163,25 @@ impl ResearcherSessions {
         token
     }
 
-    /// Whether the cookie token belongs to a current login.
-    pub fn valid(&self, token: &str) -> bool {
+    /// The researcher of a current login, if the cookie token is one.
+    pub fn get(&self, token: &str) -> Option<Researcher> {
         let hash = hash_token(token);
-        self.tokens
+        let live = self
+            .tokens
             .lock()
             .map(|map| map.get(&hash).is_some_and(|exp| *exp > now_ms()))
-            .unwrap_or(false)
+            .unwrap_or(false);
+        live.then(|| Researcher {
+            id: "owner".into(),
+            name: "owner".into(),
+            access: Access::Owner,
+            csrf: hash_token(&format!("csrf:{token}")),
+        })
+    }
+
+    /// Whether the cookie token belongs to a current login.
+    pub fn valid(&self, token: &str) -> bool {
+        self.get(token).is_some()
     }
 
     /// Ends a login.

@@ -14,7 +14,7 @@ use wozkit_store::{SessionFilter, SessionRecord};
 
 use super::html::{esc, layout, query_escape};
 use crate::app::AppState;
-use crate::auth::check_password;
+use crate::auth::{Access, Researcher, check_password};
 use crate::error::HttpError;
 use crate::security::{RESEARCHER_COOKIE, cookie, origin_ok, set_cookie};
 
@@ -24,6 +24,76 @@ const LIST_LIMIT: u32 = 200;
 /// Whether the request carries a current researcher login.
 pub fn logged_in(app: &AppState, headers: &HeaderMap) -> bool {
     cookie(headers, RESEARCHER_COOKIE).is_some_and(|t| app.researchers.valid(&t))
+}
+
+/// The researcher logged in on this request, if any.
+pub async fn researcher(app: &AppState, headers: &HeaderMap) -> Option<Researcher> {
+    cookie(headers, RESEARCHER_COOKIE).and_then(|t| app.researchers.get(&t))
+}
+
+/// A researcher page (a GET): the researcher when logged in with at least `need`; otherwise
+/// the response to send instead (the login page, coming back to `next`; or 403).
+pub async fn require_page(
+    app: &AppState,
+    headers: &HeaderMap,
+    next: &str,
+    need: Access,
+) -> Result<Researcher, Response> {
+    match researcher(app, headers).await {
+        None => Err(to_login(next)),
+        Some(r) if !r.may(need) => Err(HttpError::Forbidden(
+            "Your researcher account may not open this page.",
+        )
+        .into_response()),
+        Some(r) => Ok(r),
+    }
+}
+
+/// A state-changing researcher request (a POST): sent from this site's page (Origin), by a
+/// logged-in researcher with at least `need`, carrying the login's CSRF token (the
+/// `X-CSRF-Token` header, else `form_csrf`, the form's hidden `csrf` field).
+pub async fn require_action(
+    app: &AppState,
+    headers: &HeaderMap,
+    form_csrf: Option<&str>,
+    need: Access,
+) -> Result<Researcher, HttpError> {
+    if !origin_ok(headers, false) {
+        return Err(HttpError::Forbidden(
+            "This form must be sent from this site's page.",
+        ));
+    }
+    let r = researcher(app, headers)
+        .await
+        .ok_or(HttpError::Forbidden("Log in as a researcher first."))?;
+    let sent = headers
+        .get("x-csrf-token")
+        .and_then(|v| v.to_str().ok())
+        .or(form_csrf)
+        .unwrap_or("");
+    if sent.is_empty() || !constant_time_eq(sent.as_bytes(), r.csrf.as_bytes()) {
+        return Err(HttpError::Forbidden(
+            "This form is out of date (its security token does not match your login): reload the page and try again.",
+        ));
+    }
+    if !r.may(need) {
+        return Err(HttpError::Forbidden(
+            "Your researcher account may not do this.",
+        ));
+    }
+    Ok(r)
+}
+
+/// The hidden form field carrying the login's CSRF token; every researcher form includes it.
+pub fn csrf_field(r: &Researcher) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        esc(&r.csrf)
+    )
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Redirect to the login page, coming back to `next` afterwards.
@@ -117,12 +187,9 @@ pub async fn login(
 pub async fn logout(
     State(app): State<AppState>,
     headers: HeaderMap,
+    Form(form): Form<CsrfForm>,
 ) -> Result<Response, HttpError> {
-    if !origin_ok(&headers, false) {
-        return Err(HttpError::Forbidden(
-            "This form must be sent from this site's page.",
-        ));
-    }
+    require_action(&app, &headers, form.csrf.as_deref(), Access::Observer).await?;
     if let Some(t) = cookie(&headers, RESEARCHER_COOKIE) {
         app.researchers.remove(&t);
     }
@@ -131,6 +198,12 @@ pub async fn logout(
         [(LOCATION, "/researcher/login".to_string())],
     )
         .into_response())
+}
+
+/// A form whose only field is the CSRF token.
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    pub csrf: Option<String>,
 }
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of an epoch time in milliseconds.
@@ -164,9 +237,10 @@ fn status(r: &SessionRecord) -> String {
 
 /// `GET /researcher`.
 pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, HttpError> {
-    if !logged_in(&app, &headers) {
-        return Ok(to_login("/researcher"));
-    }
+    let me = match require_page(&app, &headers, "/researcher", Access::Observer).await {
+        Ok(me) => me,
+        Err(res) => return Ok(res),
+    };
     let total = app.store.count_sessions(&SessionFilter::default()).await?;
     let filter = SessionFilter {
         limit: Some(LIST_LIMIT),
@@ -225,14 +299,15 @@ pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Re
     };
     let body = format!(
         "<main><header class=\"bar\"><h1>Sessions</h1><a href=\"/try\">Try it</a>\
-         <form method=\"post\" action=\"/researcher/logout\"><button type=\"submit\">Log out</button></form></header>\
+         <form method=\"post\" action=\"/researcher/logout\">{csrf}<button type=\"submit\">Log out</button></form></header>\
          <h2>Waiting room</h2><ul id=\"queues\">{queues}</ul>\
          <p><span id=\"lobby-size\">{}</span> lobby entr(y/ies): places, waiting times kept for a reconnect, places kept at the front.</p>\
          <p>{} room(s) in memory; {total} session(s) in all.</p>\
          <table id=\"sessions\"><thead><tr><th>session</th><th>study</th><th>created (UTC)</th><th>state</th><th>events</th><th>participants</th></tr></thead>\
          <tbody>{rows}</tbody></table></main>",
         app.lobby.size(tokio::time::Instant::now()),
-        app.rooms.len()
+        app.rooms.len(),
+        csrf = csrf_field(&me),
     );
     Ok(Html(layout("Sessions", &body, &["refresh.js"])).into_response())
 }
@@ -287,11 +362,9 @@ pub async fn session(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, HttpError> {
-    if !logged_in(&app, &headers) {
-        return Ok(to_login(&format!(
-            "/researcher/session/{}",
-            query_escape(&id)
-        )));
+    let next = format!("/researcher/session/{}", query_escape(&id));
+    if let Err(res) = require_page(&app, &headers, &next, Access::Observer).await {
+        return Ok(res);
     }
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
     let events = app.store.events(&id, 0).await?;

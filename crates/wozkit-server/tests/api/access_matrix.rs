@@ -31,7 +31,7 @@ enum Site {
 }
 
 /// (method, path, form body, site, expected status per caller in [`CALLERS`] order).
-/// `{S}` is this session's id. `101` means the WebSocket handshake succeeds.
+/// `{S}` is this session's id; `{CSRF}` the researcher login's CSRF token. `101` means the WebSocket handshake succeeds.
 type Route = (&'static str, &'static str, &'static str, Site, [u16; 6]);
 
 #[rustfmt::skip]
@@ -87,9 +87,11 @@ const ROUTES: &[Route] = &[
     ("POST", "/researcher/login",                      "password=letmein", Site::Evil, [403, 403, 403, 403, 403, 403]),
     ("GET",  "/nope",                                  "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
     ("GET",  "/p/next",                                "",               Site::Own,  [405, 405, 405, 405, 405, 405]),
-    ("POST", "/researcher/logout",                     "",               Site::Evil, [403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/logout",                     "csrf={CSRF}",    Site::Evil, [403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/logout",                     "",               Site::Own,  [403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/logout",                     "csrf=forged",    Site::Own,  [403, 403, 403, 403, 403, 403]),
     // Last: it ends the researcher's login.
-    ("POST", "/researcher/logout",                     "",               Site::Own,  [303, 303, 303, 303, 403, 303]),
+    ("POST", "/researcher/logout",                     "csrf={CSRF}",    Site::Own,  [403, 403, 403, 403, 403, 303]),
 ];
 
 /// The entry links once the address has used up its allowance for the minute
@@ -377,8 +379,16 @@ async fn every_route_and_command_against_every_caller() {
 /// Walks `rows` for every caller (`cookies` in [`CALLERS`] order) and checks each status.
 async fn walk(app: &TestApp, rows: &[Route], cookies: &[String; 6], session: &str) {
     let origin = format!("http://{}", app.addr);
+    // Read before the rows run: the last row of ROUTES ends the login.
+    let csrf = if rows.iter().any(|r| r.2.contains("{CSRF}")) {
+        csrf_of(app, &cookies[5]).await
+    } else {
+        String::new()
+    };
     for (method, path, body, site, want) in rows {
         let path = path.replace("{S}", session);
+        let body = body.replace("{CSRF}", &csrf);
+        let body = body.as_str();
         for (i, caller) in CALLERS.iter().enumerate() {
             let cookie = &cookies[i];
             let from = match (site, *caller) {
@@ -410,6 +420,25 @@ async fn walk(app: &TestApp, rows: &[Route], cookies: &[String; 6], session: &st
             );
         }
     }
+}
+
+/// The CSRF token of a researcher login, read from the hidden field of the researcher page.
+async fn csrf_of(app: &TestApp, cookie: &str) -> String {
+    let res = app
+        .http("GET", "/researcher", &[("Cookie", cookie)], "")
+        .await;
+    let marker = "name=\"csrf\" value=\"";
+    let at = res.body.find(marker).unwrap_or_else(|| {
+        panic!(
+            "the researcher page has no CSRF field: {} {}",
+            res.status, res.body
+        )
+    }) + marker.len();
+    res.body[at..]
+        .split('"')
+        .next()
+        .expect("CSRF value")
+        .to_string()
 }
 
 /// The status of a WebSocket handshake to `path` (101 when it succeeds).
