@@ -1,0 +1,85 @@
+//! Crowd platforms through their own APIs, for paying and reviewing from wozkit: Prolific
+//! ([`prolific`], its documented REST API with a token) and Amazon Mechanical Turk ([`mturk`],
+//! the official AWS SDK for Rust, behind the `mturk` feature). Both implement [`Payer`], which
+//! is what the researcher console and the command line use; both are tested against local mock
+//! servers that follow the providers' documented requests and responses.
+
+pub mod prolific;
+
+#[cfg(feature = "mturk")]
+pub mod mturk;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+/// Why a platform request failed: what was asked, of which platform, and what it answered.
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    /// Credentials are missing (names the environment variable to set).
+    #[error("{0}")]
+    NotConfigured(String),
+    /// The platform could not be reached (connection, timeout).
+    #[error("{platform}: {what}: cannot reach the platform: {detail}")]
+    Unreachable {
+        platform: &'static str,
+        what: String,
+        detail: String,
+    },
+    /// The platform refused the request (status and its own message).
+    #[error("{platform}: {what}: refused ({status}): {message}")]
+    Refused {
+        platform: &'static str,
+        what: String,
+        status: u16,
+        message: String,
+    },
+    /// The platform answered something this client cannot read.
+    #[error("{platform}: {what}: unexpected answer: {detail}")]
+    BadAnswer {
+        platform: &'static str,
+        what: String,
+        detail: String,
+    },
+}
+
+/// One worker's submission of a study on a platform (a Prolific submission, an MTurk
+/// assignment).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Submission {
+    /// The platform's id of the submission (Prolific submission id, MTurk AssignmentId).
+    pub id: String,
+    /// The platform's worker id (Prolific participant id, MTurk WorkerId).
+    pub worker_id: String,
+    /// The platform's status word, as it gives it (e.g. `AWAITING REVIEW`, `Submitted`).
+    pub status: String,
+    /// The completion code the worker entered, when the platform records one.
+    pub completion_code: Option<String>,
+}
+
+/// A bonus to pay: an amount in cents of the study's currency, to one worker for one
+/// submission, with the reason the worker sees (where the platform shows one).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bonus {
+    pub worker_id: String,
+    pub submission_id: String,
+    pub cents: u64,
+    pub reason: String,
+}
+
+/// What wozkit asks of a crowd platform for one of its studies (a Prolific study, a set of
+/// MTurk HITs).
+#[async_trait]
+pub trait Payer: Send + Sync {
+    /// The platform's name as wozkit's entry links record it (`prolific`, `mturk`).
+    fn platform(&self) -> &'static str;
+    /// Every submission of the study.
+    async fn submissions(&self) -> Result<Vec<Submission>, PlatformError>;
+    /// Approves a submission (the worker is paid the study's reward).
+    async fn approve(&self, submission_id: &str) -> Result<(), PlatformError>;
+    /// Rejects a submission with the reason the worker is shown.
+    async fn reject(&self, submission_id: &str, reason: &str) -> Result<(), PlatformError>;
+    /// Pays bonuses, in one bulk request where the platform has one.
+    async fn bonus(&self, bonuses: &[Bonus]) -> Result<(), PlatformError>;
+    /// Keeps a worker out of this researcher's future studies.
+    async fn block(&self, worker_id: &str, reason: &str) -> Result<(), PlatformError>;
+}

@@ -1,0 +1,1 @@
+//! Amazon Mechanical Turk through the official AWS SDK for Rust.
