@@ -14,18 +14,28 @@
 //! | `GET /ws` | `crate::ws` |
 //! | `GET /assets/{file}`, `GET /study/{study}/{*file}` | [`static_files`] |
 //! | `GET /try` | [`try_it`] |
-//! | `/researcher…` | [`researcher`] |
+//! | `/researcher`, login, logout, `/researcher/session/{id}` | [`researcher`] |
+//! | the console's live figures and downloads | [`console`] |
+//! | observing and taking over live rooms | [`observe`] |
+//! | replaying finished sessions | [`replay`] |
+//! | reviewing and paying participants | [`review`] |
+//! | researcher accounts | [`accounts`] |
 //! | `GET /healthz` | here |
 
+pub mod accounts;
 pub mod chat;
+pub mod console;
 pub mod desk;
 pub mod entry;
 pub mod html;
 pub mod judge;
 pub mod leaderboard;
+pub mod observe;
 pub mod pages;
 pub mod questions;
+pub mod replay;
 pub mod researcher;
+pub mod review;
 pub mod room_page;
 pub mod static_files;
 pub mod survey;
@@ -94,6 +104,11 @@ pub fn router(app: AppState) -> Router {
         .route("/researcher/logout", post(researcher::logout))
         .route("/researcher/session/{id}", get(researcher::session))
         .route("/healthz", get(|| async { "ok" }))
+        .merge(console::routes())
+        .merge(observe::routes())
+        .merge(replay::routes())
+        .merge(review::routes())
+        .merge(accounts::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(map_response(headers))
         .with_state(app)
