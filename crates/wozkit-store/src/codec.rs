@@ -10,8 +10,8 @@ use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event, ItemPool, Role}
 
 use crate::error::{Result, StoreError};
 use crate::model::{
-    ItemCount, Lease, LeaseState, NewEvent, NewParticipant, Participant, Platform, SessionEnd,
-    SessionKind, SessionRecord,
+    Account, FailedLogins, ItemCount, Lease, LeaseState, LiveLogin, NewEvent, NewParticipant,
+    Participant, Platform, SessionEnd, SessionKind, SessionRecord,
 };
 
 /// An event ready to insert: the columns that do not depend on its `seq`.
@@ -279,6 +279,49 @@ pub(crate) fn participant_from_row(row: &impl RowExt) -> Result<Participant> {
         completion_code: row.opt_text("completion_code")?,
         created_at_ms: to_u64("participant creation time", row.int("created_at_ms")?)?,
     })
+}
+
+/// The columns of an account row, for `SELECT`s.
+pub(crate) const ACCOUNT_COLUMNS: &str =
+    "id, name, access, password_hash, created_at_ms, removed_at_ms";
+
+/// An account from a row with [`ACCOUNT_COLUMNS`].
+pub(crate) fn account_from_row(row: &impl RowExt) -> Result<Account> {
+    Ok(Account {
+        id: row.text("id")?,
+        name: row.text("name")?,
+        access: row.text("access")?,
+        password_hash: row.text("password_hash")?,
+        created_at_ms: to_u64("account creation time", row.int("created_at_ms")?)?,
+        removed_at_ms: row
+            .opt_int("removed_at_ms")?
+            .map(|t| to_u64("account removal time", t))
+            .transpose()?,
+    })
+}
+
+/// A live login from a row with [`ACCOUNT_COLUMNS`] (of its account) plus `login_created_ms`
+/// and `login_expires_ms`.
+pub(crate) fn live_login_from_row(row: &impl RowExt) -> Result<LiveLogin> {
+    Ok(LiveLogin {
+        account: account_from_row(row)?,
+        created_at_ms: to_u64("login creation time", row.int("login_created_ms")?)?,
+        expires_at_ms: to_u64("login expiry time", row.int("login_expires_ms")?)?,
+    })
+}
+
+/// Failed login times from rows `(kind, at_ms)`, split by kind (`address` or `name`).
+pub(crate) fn failed_logins_from_rows(rows: &[impl RowExt]) -> Result<FailedLogins> {
+    let mut out = FailedLogins::default();
+    for row in rows {
+        let at = to_u64("failed login time", row.int("at_ms")?)?;
+        match row.text("kind")?.as_str() {
+            "address" => out.by_address.push(at),
+            "name" => out.by_name.push(at),
+            other => return Err(corrupt("failed login kind", other.to_owned())),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

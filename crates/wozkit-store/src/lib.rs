@@ -33,9 +33,10 @@ use std::sync::Arc;
 
 pub use error::{Result, StoreError};
 pub use model::{
-    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, LeaseState, NewEvent, NewParticipant,
-    NewSession, Participant, ParticipantPatch, Platform, SessionEnd, SessionFilter, SessionKind,
-    SessionRecord, SessionStatus, SubmitOutcome, TEST_KEY,
+    Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LeaseState,
+    LiveLogin, NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant,
+    ParticipantPatch, Platform, SessionEnd, SessionFilter, SessionKind, SessionRecord,
+    SessionStatus, SubmitOutcome, TEST_KEY,
 };
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
@@ -115,4 +116,31 @@ pub async fn open_snapshot(location: &str) -> Result<Arc<dyn Store>> {
             Arc::new(SqliteStore::open_snapshot(dir.join(sqlite::DB_FILE)).await?)
         }
     })
+}
+
+/// Opens the store at `location` (as [`open`] reads it) to manage researcher accounts, even
+/// while a server uses it: when another process holds a SQLite data directory, the database is
+/// opened beside it ([`SqliteStore::open_shared`]), where account, login and failed-login
+/// writes work and every other write fails with [`StoreError::ReadOnly`]; otherwise (nobody
+/// holds it, or PostgreSQL) this is [`open`].
+pub async fn open_accounts(location: &str) -> Result<Arc<dyn Store>> {
+    let path = match Location::parse(location)? {
+        Location::Postgres(url) => return Ok(Arc::new(PgStore::connect(url).await?)),
+        Location::SqliteFile(path) => path.to_path_buf(),
+        Location::SqliteDir(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+            dir.join(sqlite::DB_FILE)
+        }
+    };
+    let options = SqliteOptions {
+        lock_wait: std::time::Duration::ZERO,
+        ..SqliteOptions::default()
+    };
+    match SqliteStore::open_with(&path, options).await {
+        Err(StoreError::Locked(_)) => Ok(Arc::new(SqliteStore::open_shared(&path).await?)),
+        other => Ok(Arc::new(other?)),
+    }
 }

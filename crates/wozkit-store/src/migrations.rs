@@ -26,6 +26,11 @@ const SQLITE: &[Source] = &[
         "evaluation",
         include_str!("../migrations/sqlite/0003_evaluation.sql"),
     ),
+    (
+        4,
+        "accounts",
+        include_str!("../migrations/sqlite/0004_accounts.sql"),
+    ),
 ];
 
 const POSTGRES: &[Source] = &[
@@ -43,6 +48,11 @@ const POSTGRES: &[Source] = &[
         3,
         "evaluation",
         include_str!("../migrations/postgres/0003_evaluation.sql"),
+    ),
+    (
+        4,
+        "accounts",
+        include_str!("../migrations/postgres/0004_accounts.sql"),
     ),
 ];
 

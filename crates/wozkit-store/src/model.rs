@@ -302,3 +302,55 @@ pub struct ItemCount {
     /// Leases claimed, not submitted, expired.
     pub expired: u32,
 }
+
+/// A researcher account. The store keeps `access` as text; the server gives it meaning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    /// Stable id: what logs record as the one who acted; never reused.
+    pub id: String,
+    /// Login name, unique among accounts not removed.
+    pub name: String,
+    /// `owner`, `researcher` or `observer`.
+    pub access: String,
+    /// The password's argon2 hash as a PHC string (empty once removed).
+    pub password_hash: String,
+    pub created_at_ms: u64,
+    /// When the account was removed; it can no longer log in and its name is free again.
+    pub removed_at_ms: Option<u64>,
+}
+
+/// An account to create. The id is chosen by the caller (see [`new_id`](crate::new_id)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewAccount {
+    pub id: String,
+    pub name: String,
+    pub access: String,
+    pub password_hash: String,
+    pub created_at_ms: u64,
+}
+
+/// A login to store: the hash of its cookie token (see [`hash_token`](crate::hash_token)),
+/// never the token itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewLogin {
+    pub token_hash: String,
+    pub account_id: String,
+    pub created_at_ms: u64,
+    pub expires_at_ms: u64,
+}
+
+/// A current login and its account, as [`Store::login`](crate::Store::login) finds them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveLogin {
+    pub account: Account,
+    pub created_at_ms: u64,
+    pub expires_at_ms: u64,
+}
+
+/// Failed logins since some time, for the rate limit: their times (oldest first) from one
+/// client address and against one account name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FailedLogins {
+    pub by_address: Vec<u64>,
+    pub by_name: Vec<u64>,
+}

@@ -10,8 +10,9 @@ use wozkit_core::event::{EndReason, Event};
 
 use crate::error::Result;
 use crate::model::{
-    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, NewParticipant, NewSession,
-    Participant, ParticipantPatch, Platform, SessionFilter, SessionRecord, SubmitOutcome,
+    Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LiveLogin,
+    NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
+    Platform, SessionFilter, SessionRecord, SubmitOutcome,
 };
 
 /// Persistence for sessions, their event logs, participants and settings.
@@ -161,6 +162,64 @@ pub trait Store: Send + Sync + 'static {
     /// `now_ms`, by item id.
     async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>>;
 
+    // ----- researcher accounts -----
+
+    /// Stores a new account. [`StoreError::Conflict`] if the id is taken or an account that is
+    /// not removed has the same name.
+    ///
+    /// [`StoreError::Conflict`]: crate::StoreError::Conflict
+    async fn create_account(&self, new: NewAccount) -> Result<Account>;
+
+    /// The account with this id, removed or not.
+    async fn account(&self, id: &str) -> Result<Option<Account>>;
+
+    /// The account (not removed) with this name.
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>>;
+
+    /// Every account not removed, by name.
+    async fn accounts(&self) -> Result<Vec<Account>>;
+
+    /// Replaces an account's password hash and ends all its logins, in one transaction.
+    /// `false` (and nothing changed) if there is no such account or it was removed.
+    async fn set_account_password(&self, id: &str, password_hash: &str) -> Result<bool>;
+
+    /// Removes an account (its name becomes free, its hash is forgotten) and ends all its
+    /// logins, in one transaction. `false` if there is no such account or it was removed.
+    async fn remove_account(&self, id: &str, at_ms: u64) -> Result<bool>;
+
+    /// Stores a login, forgetting logins that expired by `login.created_at_ms` on the way.
+    /// [`StoreError::NotFound`] if the account does not exist or was removed.
+    ///
+    /// [`StoreError::NotFound`]: crate::StoreError::NotFound
+    async fn create_login(&self, login: NewLogin) -> Result<()>;
+
+    /// The login whose cookie token has this hash, with its account, if it has not expired by
+    /// `now_ms` and its account is not removed.
+    async fn login(&self, token_hash: &str, now_ms: u64) -> Result<Option<LiveLogin>>;
+
+    /// Ends one login; `false` if there was none with this hash.
+    async fn end_login(&self, token_hash: &str) -> Result<bool>;
+
+    /// Ends every login of an account ("log out everywhere"); returns how many there were.
+    async fn end_logins(&self, account_id: &str) -> Result<u64>;
+
+    /// Records a failed login from `address` against the account name `name`, and forgets
+    /// failures older than `forget_before_ms`.
+    async fn record_failed_login(
+        &self,
+        address: &str,
+        name: &str,
+        at_ms: u64,
+        forget_before_ms: u64,
+    ) -> Result<()>;
+
+    /// Failed logins at or after `since_ms` from `address` and against `name`.
+    async fn failed_logins(&self, address: &str, name: &str, since_ms: u64)
+    -> Result<FailedLogins>;
+
+    /// Forgets the failed logins against the account name `name` (after a successful login).
+    async fn clear_failed_logins(&self, name: &str) -> Result<()>;
+
     // ----- settings -----
 
     /// A value from the key-value `meta` table (e.g. the researcher password hash).
@@ -283,6 +342,58 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
         (**self).item_counts(study_id, now_ms).await
+    }
+    async fn create_account(&self, new: NewAccount) -> Result<Account> {
+        (**self).create_account(new).await
+    }
+    async fn account(&self, id: &str) -> Result<Option<Account>> {
+        (**self).account(id).await
+    }
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>> {
+        (**self).account_by_name(name).await
+    }
+    async fn accounts(&self) -> Result<Vec<Account>> {
+        (**self).accounts().await
+    }
+    async fn set_account_password(&self, id: &str, password_hash: &str) -> Result<bool> {
+        (**self).set_account_password(id, password_hash).await
+    }
+    async fn remove_account(&self, id: &str, at_ms: u64) -> Result<bool> {
+        (**self).remove_account(id, at_ms).await
+    }
+    async fn create_login(&self, login: NewLogin) -> Result<()> {
+        (**self).create_login(login).await
+    }
+    async fn login(&self, token_hash: &str, now_ms: u64) -> Result<Option<LiveLogin>> {
+        (**self).login(token_hash, now_ms).await
+    }
+    async fn end_login(&self, token_hash: &str) -> Result<bool> {
+        (**self).end_login(token_hash).await
+    }
+    async fn end_logins(&self, account_id: &str) -> Result<u64> {
+        (**self).end_logins(account_id).await
+    }
+    async fn record_failed_login(
+        &self,
+        address: &str,
+        name: &str,
+        at_ms: u64,
+        forget_before_ms: u64,
+    ) -> Result<()> {
+        (**self)
+            .record_failed_login(address, name, at_ms, forget_before_ms)
+            .await
+    }
+    async fn failed_logins(
+        &self,
+        address: &str,
+        name: &str,
+        since_ms: u64,
+    ) -> Result<FailedLogins> {
+        (**self).failed_logins(address, name, since_ms).await
+    }
+    async fn clear_failed_logins(&self, name: &str) -> Result<()> {
+        (**self).clear_failed_logins(name).await
     }
     async fn meta(&self, key: &str) -> Result<Option<String>> {
         (**self).meta(key).await

@@ -164,3 +164,55 @@ async fn a_snapshot_reads_items_and_leases() {
     snapshot.close().await;
     store.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accounts_are_managed_beside_a_running_writer() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let location = dir.path().display().to_string();
+    let server = open(&location).await.expect("open");
+    let admin = wozkit_store::open_accounts(&location)
+        .await
+        .expect("open beside the writer");
+    let created = admin
+        .create_account(wozkit_store::NewAccount {
+            id: "a1".into(),
+            name: "bea".into(),
+            access: "observer".into(),
+            password_hash: "h".into(),
+            created_at_ms: 1,
+        })
+        .await
+        .expect("create an account beside the writer");
+    assert_eq!(created.name, "bea");
+    // The server sees it at once.
+    let seen = server.account_by_name("bea").await.expect("read");
+    assert_eq!(seen.map(|a| a.id), Some("a1".to_owned()));
+    // Anything that is not about accounts is refused there.
+    let refused = admin
+        .create_session(harness::new_session("s1", "study", 1))
+        .await;
+    assert!(matches!(refused, Err(StoreError::ReadOnly)), "{refused:?}");
+    // The server still writes, accounts included.
+    assert!(server.set_account_password("a1", "h2").await.expect("set"));
+    server
+        .create_session(harness::new_session("s1", "study", 1))
+        .await
+        .expect("server writes");
+    assert_eq!(
+        admin
+            .account("a1")
+            .await
+            .expect("read")
+            .map(|a| a.password_hash),
+        Some("h2".to_owned())
+    );
+    admin.close().await;
+    server.close().await;
+    // Nobody holds the directory now: the ordinary store.
+    let alone = wozkit_store::open_accounts(&location).await.expect("open");
+    alone
+        .create_session(harness::new_session("s2", "study", 1))
+        .await
+        .expect("writes everything");
+    alone.close().await;
+}

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::AssertSqlSafe;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 use wozkit_core::event::{EndReason, Event};
@@ -24,9 +25,9 @@ use self::writer::{Append, AppendRequest, Msg};
 use crate::codec::{self, to_i64};
 use crate::error::{Result, StoreError};
 use crate::model::{
-    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, NewParticipant, NewSession,
-    Participant, ParticipantPatch, Platform, SessionFilter, SessionKind, SessionRecord,
-    SubmitOutcome,
+    Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LiveLogin,
+    NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
+    Platform, SessionFilter, SessionKind, SessionRecord, SubmitOutcome,
 };
 use crate::store::Store;
 
@@ -417,6 +418,218 @@ impl Store for PgStore {
                 id: id.to_owned(),
             }),
         }
+    }
+
+    async fn create_account(&self, new: NewAccount) -> Result<Account> {
+        let done = sqlx::query(
+            "INSERT INTO accounts (id, name, access, password_hash, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(new.id.as_str())
+        .bind(new.name.as_str())
+        .bind(new.access.as_str())
+        .bind(new.password_hash.as_str())
+        .bind(to_i64("account creation time", new.created_at_ms)?)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Conflict {
+                what: "account",
+                key: new.name,
+            });
+        }
+        Ok(Account {
+            id: new.id,
+            name: new.name,
+            access: new.access,
+            password_hash: new.password_hash,
+            created_at_ms: new.created_at_ms,
+            removed_at_ms: None,
+        })
+    }
+
+    async fn account(&self, id: &str) -> Result<Option<Account>> {
+        let sql = format!(
+            "SELECT {} FROM accounts WHERE id = $1",
+            codec::ACCOUNT_COLUMNS
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| codec::account_from_row(&r)).transpose()
+    }
+
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>> {
+        let sql = format!(
+            "SELECT {} FROM accounts WHERE name = $1 AND removed_at_ms IS NULL",
+            codec::ACCOUNT_COLUMNS
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| codec::account_from_row(&r)).transpose()
+    }
+
+    async fn accounts(&self) -> Result<Vec<Account>> {
+        let sql = format!(
+            "SELECT {} FROM accounts WHERE removed_at_ms IS NULL ORDER BY name",
+            codec::ACCOUNT_COLUMNS
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(codec::account_from_row).collect()
+    }
+
+    async fn set_account_password(&self, id: &str, password_hash: &str) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE accounts SET password_hash = $2 WHERE id = $1 AND removed_at_ms IS NULL",
+        )
+        .bind(id)
+        .bind(password_hash)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query("DELETE FROM logins WHERE account_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn remove_account(&self, id: &str, at_ms: u64) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE accounts SET removed_at_ms = $2, password_hash = '' \
+             WHERE id = $1 AND removed_at_ms IS NULL",
+        )
+        .bind(id)
+        .bind(to_i64("account removal time", at_ms)?)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query("DELETE FROM logins WHERE account_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn create_login(&self, login: NewLogin) -> Result<()> {
+        let created = to_i64("login creation time", login.created_at_ms)?;
+        let expires = to_i64("login expiry time", login.expires_at_ms)?;
+        sqlx::query("DELETE FROM logins WHERE expires_at_ms <= $1")
+            .bind(created)
+            .execute(&self.pool)
+            .await?;
+        // One statement, so an account removed at the same moment cannot gain a login.
+        let done = sqlx::query(
+            "INSERT INTO logins (token_hash, account_id, created_at_ms, expires_at_ms) \
+             SELECT $1, id, $3, $4 FROM accounts WHERE id = $2 AND removed_at_ms IS NULL \
+             FOR SHARE",
+        )
+        .bind(login.token_hash.as_str())
+        .bind(login.account_id.as_str())
+        .bind(created)
+        .bind(expires)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound {
+                what: "account",
+                id: login.account_id,
+            });
+        }
+        Ok(())
+    }
+
+    async fn login(&self, token_hash: &str, now_ms: u64) -> Result<Option<LiveLogin>> {
+        let row = sqlx::query(
+            "SELECT a.id, a.name, a.access, a.password_hash, a.created_at_ms, a.removed_at_ms, \
+                    l.created_at_ms AS login_created_ms, l.expires_at_ms AS login_expires_ms \
+             FROM logins l JOIN accounts a ON a.id = l.account_id \
+             WHERE l.token_hash = $1 AND l.expires_at_ms > $2 AND a.removed_at_ms IS NULL",
+        )
+        .bind(token_hash)
+        .bind(to_i64("time", now_ms)?)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| codec::live_login_from_row(&r)).transpose()
+    }
+
+    async fn end_login(&self, token_hash: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM logins WHERE token_hash = $1")
+            .bind(token_hash)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn end_logins(&self, account_id: &str) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM logins WHERE account_id = $1")
+            .bind(account_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn record_failed_login(
+        &self,
+        address: &str,
+        name: &str,
+        at_ms: u64,
+        forget_before_ms: u64,
+    ) -> Result<()> {
+        sqlx::query("DELETE FROM failed_logins WHERE at_ms < $1")
+            .bind(to_i64("failed login time", forget_before_ms)?)
+            .execute(&self.pool)
+            .await?;
+        sqlx::query(
+            "INSERT INTO failed_logins (kind, subject, at_ms) \
+             VALUES ('address', $1, $3), ('name', $2, $3)",
+        )
+        .bind(address)
+        .bind(name)
+        .bind(to_i64("failed login time", at_ms)?)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn failed_logins(
+        &self,
+        address: &str,
+        name: &str,
+        since_ms: u64,
+    ) -> Result<FailedLogins> {
+        let rows = sqlx::query(
+            "SELECT kind, at_ms FROM failed_logins \
+             WHERE ((kind = 'address' AND subject = $1) OR (kind = 'name' AND subject = $2)) \
+               AND at_ms >= $3 ORDER BY at_ms",
+        )
+        .bind(address)
+        .bind(name)
+        .bind(to_i64("time", since_ms)?)
+        .fetch_all(&self.pool)
+        .await?;
+        codec::failed_logins_from_rows(&rows)
+    }
+
+    async fn clear_failed_logins(&self, name: &str) -> Result<()> {
+        sqlx::query("DELETE FROM failed_logins WHERE kind = 'name' AND subject = $1")
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     async fn meta(&self, key: &str) -> Result<Option<String>> {

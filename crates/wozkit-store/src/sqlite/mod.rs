@@ -25,6 +25,7 @@
 //! store fails with [`StoreError::ReadOnly`]. While a snapshot is open the server's checkpoints
 //! cannot recycle the WAL past it, so the WAL file grows until the snapshot closes.
 
+mod accounts;
 mod leases;
 mod ops;
 mod writer;
@@ -47,9 +48,9 @@ use self::writer::{Msg, Request};
 use crate::codec::{self, to_i64};
 use crate::error::{Result, StoreError};
 use crate::model::{
-    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, NewParticipant, NewSession,
-    Participant, ParticipantPatch, Platform, SessionFilter, SessionKind, SessionRecord,
-    SubmitOutcome,
+    Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LiveLogin,
+    NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
+    Platform, SessionFilter, SessionKind, SessionRecord, SubmitOutcome,
 };
 use crate::store::Store;
 
@@ -106,6 +107,8 @@ pub struct SqliteStore {
     /// Lets `close` be called through a shared reference (e.g. on `Arc<dyn Store>`) and more
     /// than once; a std mutex because it is never held across an await.
     closed: Mutex<bool>,
+    /// Opened beside the process holding the data directory: only [`Apply::SHARED`] writes.
+    shared: bool,
 }
 
 impl SqliteStore {
@@ -157,12 +160,57 @@ impl SqliteStore {
             inbox,
             options.max_batch.max(1),
             (stop_checkpoints, checkpoints),
-            dir_lock,
+            Some(dir_lock),
         ));
         Ok(SqliteStore {
             reads,
             writes: Some(writes),
             closed: Mutex::new(false),
+            shared: false,
+        })
+    }
+
+    /// Opens the database file `path` beside the process that holds its data directory (a
+    /// running server), without its lock, for account administration: it reads everything,
+    /// but writes only researcher accounts, logins and failed logins (rows no process keeps in
+    /// memory); every other write fails with [`StoreError::ReadOnly`]. SQLite's own locking
+    /// (WAL, a busy timeout) orders its writes with the server's. The file must exist with this
+    /// build's schema; nothing is created or migrated.
+    pub async fn open_shared(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        let path = path.as_ref().to_path_buf();
+        if !path.is_file() {
+            return Err(StoreError::Location {
+                location: path.display().to_string(),
+                reason: "no wozkit database there".to_owned(),
+            });
+        }
+        let base = SqliteConnectOptions::new()
+            .filename(&path)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(10));
+        let reads = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(base.clone().read_only(true))
+            .await?;
+        check_schema(&reads, &path).await?;
+        let conn: SqliteConnection = base.clone().connect().await?;
+        let checkpoint_conn: SqliteConnection = base.connect().await?;
+        let (stop_checkpoints, stop) = oneshot::channel();
+        let checkpoints =
+            tokio::spawn(writer::checkpoints(checkpoint_conn, CHECKPOINT_EVERY, stop));
+        let (writes, inbox) = mpsc::channel(64);
+        tokio::spawn(writer::run(
+            conn,
+            inbox,
+            16,
+            (stop_checkpoints, checkpoints),
+            None,
+        ));
+        Ok(SqliteStore {
+            reads,
+            writes: Some(writes),
+            closed: Mutex::new(false),
+            shared: true,
         })
     }
 
@@ -201,39 +249,24 @@ impl SqliteStore {
             })
             .connect_with(options)
             .await?;
-        let expected = crate::migrations::latest(&crate::migrations::sqlite());
-        let migrated: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-        )
-        .fetch_one(&reads)
-        .await?;
-        let found: i64 = if migrated == 0 {
-            0
-        } else {
-            sqlx::query_scalar(
-                "SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success",
-            )
-            .fetch_one(&reads)
-            .await?
-        };
-        if found != expected {
+        if let Err(e) = check_schema(&reads, &path).await {
             reads.close().await;
-            return Err(StoreError::SchemaVersion {
-                path: path.display().to_string(),
-                found,
-                expected,
-            });
+            return Err(e);
         }
         Ok(SqliteStore {
             reads,
             writes: None,
             closed: Mutex::new(false),
+            shared: false,
         })
     }
 
     /// Sends a write request to the writer and waits for its commit.
     async fn write<A: Apply>(&self, action: A) -> Result<A::Output> {
         let writes = self.writes.as_ref().ok_or(StoreError::ReadOnly)?;
+        if self.shared && !A::SHARED {
+            return Err(StoreError::ReadOnly);
+        }
         let (reply, answer) = oneshot::channel();
         writes
             .send(Msg::Write(Request::boxed(action, reply)))
@@ -256,6 +289,31 @@ impl SqliteStore {
             None => Ok(None),
         }
     }
+}
+
+/// Fails with [`StoreError::SchemaVersion`] unless the database has this build's schema.
+async fn check_schema(reads: &SqlitePool, path: &Path) -> Result<()> {
+    let expected = crate::migrations::latest(&crate::migrations::sqlite());
+    let migrated: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_one(reads)
+    .await?;
+    let found: i64 = if migrated == 0 {
+        0
+    } else {
+        sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success")
+            .fetch_one(reads)
+            .await?
+    };
+    if found != expected {
+        return Err(StoreError::SchemaVersion {
+            path: path.display().to_string(),
+            found,
+            expected,
+        });
+    }
+    Ok(())
 }
 
 /// Takes the lock beside the database, waiting up to `wait` for a store being closed.
@@ -569,6 +627,129 @@ impl Store for SqliteStore {
             patch,
         })
         .await
+    }
+
+    async fn create_account(&self, new: NewAccount) -> Result<Account> {
+        self.write(accounts::CreateAccount(new)).await
+    }
+
+    async fn account(&self, id: &str) -> Result<Option<Account>> {
+        let row = sqlx::query(AssertSqlSafe(accounts::select_accounts("id = ?1")))
+            .bind(id)
+            .fetch_optional(&self.reads)
+            .await?;
+        row.map(|r| codec::account_from_row(&r)).transpose()
+    }
+
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>> {
+        let row = sqlx::query(AssertSqlSafe(accounts::select_accounts(
+            "name = ?1 AND removed_at_ms IS NULL",
+        )))
+        .bind(name)
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(|r| codec::account_from_row(&r)).transpose()
+    }
+
+    async fn accounts(&self) -> Result<Vec<Account>> {
+        let rows = sqlx::query(AssertSqlSafe(accounts::select_accounts(
+            "removed_at_ms IS NULL ORDER BY name",
+        )))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::account_from_row).collect()
+    }
+
+    async fn set_account_password(&self, id: &str, password_hash: &str) -> Result<bool> {
+        self.write(accounts::SetPassword {
+            id: id.to_owned(),
+            hash: password_hash.to_owned(),
+        })
+        .await
+    }
+
+    async fn remove_account(&self, id: &str, at_ms: u64) -> Result<bool> {
+        self.write(accounts::RemoveAccount {
+            id: id.to_owned(),
+            at_ms,
+        })
+        .await
+    }
+
+    async fn create_login(&self, login: NewLogin) -> Result<()> {
+        self.write(accounts::CreateLogin(login)).await
+    }
+
+    async fn login(&self, token_hash: &str, now_ms: u64) -> Result<Option<LiveLogin>> {
+        let row = sqlx::query(
+            "SELECT a.id, a.name, a.access, a.password_hash, a.created_at_ms, a.removed_at_ms, \
+                    l.created_at_ms AS login_created_ms, l.expires_at_ms AS login_expires_ms \
+             FROM logins l JOIN accounts a ON a.id = l.account_id \
+             WHERE l.token_hash = ?1 AND l.expires_at_ms > ?2 AND a.removed_at_ms IS NULL",
+        )
+        .bind(token_hash)
+        .bind(to_i64("time", now_ms)?)
+        .fetch_optional(&self.reads)
+        .await?;
+        row.map(|r| codec::live_login_from_row(&r)).transpose()
+    }
+
+    async fn end_login(&self, token_hash: &str) -> Result<bool> {
+        let ended = self
+            .write(accounts::EndLogins {
+                key: token_hash.to_owned(),
+                by_account: false,
+            })
+            .await?;
+        Ok(ended > 0)
+    }
+
+    async fn end_logins(&self, account_id: &str) -> Result<u64> {
+        self.write(accounts::EndLogins {
+            key: account_id.to_owned(),
+            by_account: true,
+        })
+        .await
+    }
+
+    async fn record_failed_login(
+        &self,
+        address: &str,
+        name: &str,
+        at_ms: u64,
+        forget_before_ms: u64,
+    ) -> Result<()> {
+        self.write(accounts::RecordFailedLogin {
+            address: address.to_owned(),
+            name: name.to_owned(),
+            at_ms,
+            forget_before_ms,
+        })
+        .await
+    }
+
+    async fn failed_logins(
+        &self,
+        address: &str,
+        name: &str,
+        since_ms: u64,
+    ) -> Result<FailedLogins> {
+        let rows = sqlx::query(
+            "SELECT kind, at_ms FROM failed_logins \
+             WHERE ((kind = 'address' AND subject = ?1) OR (kind = 'name' AND subject = ?2)) \
+               AND at_ms >= ?3 ORDER BY at_ms",
+        )
+        .bind(address)
+        .bind(name)
+        .bind(to_i64("time", since_ms)?)
+        .fetch_all(&self.reads)
+        .await?;
+        codec::failed_logins_from_rows(&rows)
+    }
+
+    async fn clear_failed_logins(&self, name: &str) -> Result<()> {
+        self.write(accounts::ClearFailedLogins(name.to_owned()))
+            .await
     }
 
     async fn meta(&self, key: &str) -> Result<Option<String>> {

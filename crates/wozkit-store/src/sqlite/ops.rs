@@ -19,6 +19,10 @@ use crate::model::{
 #[async_trait]
 pub(super) trait Apply: Send + 'static {
     type Output: Send + 'static;
+    /// Whether this write may run on a store opened beside the process holding the data
+    /// directory ([`SqliteStore::open_shared`](super::SqliteStore::open_shared)): true only for
+    /// writes that no in-memory state of that process depends on (accounts, logins).
+    const SHARED: bool = false;
     async fn apply(
         &mut self,
         conn: &mut SqliteConnection,

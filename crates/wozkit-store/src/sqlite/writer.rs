@@ -196,7 +196,7 @@ pub(super) async fn run(
     mut inbox: mpsc::Receiver<Msg>,
     max_batch: usize,
     checkpoints: (oneshot::Sender<()>, JoinHandle<()>),
-    dir_lock: File,
+    dir_lock: Option<File>,
 ) {
     let mut state = BatchState::default();
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);

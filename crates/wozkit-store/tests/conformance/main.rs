@@ -4,10 +4,12 @@
 #[path = "../harness/mod.rs"]
 mod harness;
 
+mod accounts;
 mod events;
 mod leases;
 mod records;
 
+use accounts::*;
 use events::*;
 use leases::*;
 use records::*;
@@ -32,4 +34,7 @@ conformance!(
     participant_logs_are_listed_apart,
     preference_order_skips_and_the_rest,
     exact_n_with_a_preference_under_concurrency,
+    accounts_names_and_removal,
+    logins_expire_and_end,
+    failed_logins_per_address_and_name,
 );
