@@ -74,7 +74,8 @@ pub struct Study {
     /// CEL condition: the session's goal was reached (evaluated when it ends).
     #[serde(default)]
     pub goal: Option<String>,
-    /// The post-task questionnaire.
+    /// The post-task questionnaire: one for both roles, or one per role (`survey.user`,
+    /// `survey.wizard`).
     #[serde(default)]
     pub survey: Survey,
     /// How participants are paid.
@@ -624,7 +625,7 @@ pub struct Duration {
 
 /// The post-task questionnaire and its questions: the one question model that every page asking
 /// something uses (`crate::questions`).
-pub use crate::questions::{MatrixRow, Question, QuestionKind, Survey};
+pub use crate::questions::{MatrixRow, Question, QuestionKind, Questionnaire, Survey};
 
 /// The payment scheme.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -652,6 +653,12 @@ pub struct Payment {
     #[serde(default)]
     #[schemars(range(min = 0, max = MAX_AMOUNT))]
     pub per_item: f64,
+    /// What the study may spend in all, in `currency`: the researcher console shows the payment
+    /// table's total (test participants left out) against it and warns past 90 %. Nothing is
+    /// refused when it is reached.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub budget: Option<f64>,
 }
 
 fn usd() -> String {
