@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod download;
 pub mod formats;
 pub mod input;
 pub mod judgments;
