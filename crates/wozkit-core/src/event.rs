@@ -323,6 +323,14 @@ pub enum EventKind {
         key: String,
         value: serde_json::Value,
     },
+    /// A researcher took the seat of `role` in a live room whose participant had left: from
+    /// now on `participant` (the researcher's own participant record) plays the role.
+    /// `researcher` is the researcher's account id.
+    TakenOver {
+        role: Role,
+        researcher: String,
+        participant: String,
+    },
 }
 
 /// Which pool an evaluation item comes from.

@@ -172,7 +172,9 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         | EventKind::ItemReturned { .. }
         | EventKind::Judged(_)
         | EventKind::OnboardingDone { .. }
-        | EventKind::ScreenedOut { .. } => {}
+        | EventKind::ScreenedOut { .. }
+        // Who plays a role is the room's business (the participant ids), not the engine's.
+        | EventKind::TakenOver { .. } => {}
     }
 }
 
