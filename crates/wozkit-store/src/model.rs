@@ -101,6 +101,9 @@ pub enum Platform {
     Mturk,
     /// Plain links, e.g. in a lab.
     Lab,
+    /// A researcher seated in a room from the console (taking over a seat, or sent through the
+    /// lobby); the worker id is the researcher's account id. Never paid.
+    Researcher,
 }
 
 impl Platform {
@@ -109,6 +112,7 @@ impl Platform {
             Platform::Prolific => "prolific",
             Platform::Mturk => "mturk",
             Platform::Lab => "lab",
+            Platform::Researcher => "researcher",
         }
     }
 
@@ -117,6 +121,7 @@ impl Platform {
             "prolific" => Some(Platform::Prolific),
             "mturk" => Some(Platform::Mturk),
             "lab" => Some(Platform::Lab),
+            "researcher" => Some(Platform::Researcher),
             _ => None,
         }
     }

@@ -69,7 +69,9 @@ use wozkit_core::engine::{replay, vars};
 use wozkit_core::event::{EndReason, Event, EventKind, ItemPool, Role, ScreenReason};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{ClockStart, Payment};
-use wozkit_store::{Participant, SessionFilter, SessionKind, SessionRecord, Store, StoreError};
+use wozkit_store::{
+    Participant, Platform, SessionFilter, SessionKind, SessionRecord, Store, StoreError,
+};
 
 use super::{RecordsError, sessions};
 use crate::completion::{CodeKey, normalize};
@@ -135,6 +137,10 @@ pub async fn payments(
             .clone();
         let events = store.events(&record.id, 0).await?;
         for p in people {
+            // A researcher who played a role (took over a seat) is staff, not a worker.
+            if p.platform == Platform::Researcher {
+                continue;
+            }
             rows.push(price(&record, &p, &events, study.as_deref()));
         }
     }
