@@ -1,0 +1,498 @@
+//! A local stand-in of the Prolific endpoints that [`super::Prolific`] uses, with the shapes of
+//! Prolific's API reference, for tests and for trying wozkit without an account.
+//!
+//! It holds the submissions the test gives it, and:
+//! - answers `401` (Prolific's error shape) to a request without `Authorization: Token <token>`;
+//! - lists the study's submissions in pages of [`MockProlific::set_page_size`] with
+//!   `_links.next.href` (absolute URL, `null` on the last page) and `meta.count`;
+//! - approves or rejects only a submission `AWAITING REVIEW`; the same decision again is
+//!   ignored (Prolific's transition is idempotent); another change of a decided submission is a
+//!   `400`; a rejection needs a message of at least 100 characters and a known category;
+//! - bulk approves by `submission_ids` (or `study_id` + `participant_ids`), each `AWAITING
+//!   REVIEW` or already approved, else a `400` naming the others;
+//! - sets up bulk bonuses from `csv_bonuses` (`id,amount` lines; ids of the study's
+//!   participants or submissions, else a `400` naming them; amounts with at most two decimals,
+//!   else a `400`), answering `201` with the id and the amounts in cents (fees and VAT 0);
+//! - pays a set-up bonus once (`202`); paying it again is a `400` (Prolific would pay twice:
+//!   the mock makes such a mistake visible);
+//! - records every request (method, path with query, body) and the cents paid to each
+//!   participant;
+//! - answers the next request with a given status when [`MockProlific::fail_next`] asks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+pub use super::ProlificSubmission;
+use super::{APPROVED, AWAITING_REVIEW, MIN_REJECTION_MESSAGE, REJECTED, RejectionCategory};
+
+/// One request as the mock received it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    pub method: String,
+    /// The path with its query.
+    pub path: String,
+    pub body: String,
+}
+
+struct Bulk {
+    lines: Vec<(String, u64)>,
+    paid: bool,
+}
+
+struct Mock {
+    token: String,
+    study: String,
+    base: String,
+    page_size: usize,
+    submissions: Vec<ProlificSubmission>,
+    bulks: HashMap<String, Bulk>,
+    next_bulk: u64,
+    paid: BTreeMap<String, u64>,
+    requests: Vec<Recorded>,
+    fail_next: Option<u16>,
+}
+
+/// The running mock; the server stops when this is dropped.
+pub struct MockProlific {
+    addr: SocketAddr,
+    state: Arc<Mutex<Mock>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockProlific {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockProlific {
+    /// Starts the mock on 127.0.0.1 (a free port) for the Prolific study `study`, accepting
+    /// `token`, holding `submissions`.
+    pub async fn start(
+        token: &str,
+        study: &str,
+        submissions: Vec<ProlificSubmission>,
+    ) -> std::io::Result<MockProlific> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(Mutex::new(Mock {
+            token: token.to_string(),
+            study: study.to_string(),
+            base: format!("http://{addr}"),
+            page_size: 20,
+            submissions,
+            bulks: HashMap::new(),
+            next_bulk: 1,
+            paid: BTreeMap::new(),
+            requests: vec![],
+            fail_next: None,
+        }));
+        let app = Router::new().fallback(handle).with_state(state.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(MockProlific { addr, state, task })
+    }
+
+    /// The base URL to give the client (`PROLIFIC_API_URL`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Submissions per page of the list (20, Prolific's default, unless set).
+    pub fn set_page_size(&self, n: usize) {
+        self.lock().page_size = n.max(1);
+    }
+
+    /// Answers the next request with `status` (and Prolific's error shape) instead.
+    pub fn fail_next(&self, status: u16) {
+        self.lock().fail_next = Some(status);
+    }
+
+    /// Adds a submission.
+    pub fn add(&self, s: ProlificSubmission) {
+        self.lock().submissions.push(s);
+    }
+
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.lock().requests.clone()
+    }
+
+    /// Cents paid in bonuses to each participant (paid bulk payments only).
+    pub fn paid_cents(&self) -> BTreeMap<String, u64> {
+        self.lock().paid.clone()
+    }
+
+    /// The submissions as they stand now.
+    pub fn submissions(&self) -> Vec<ProlificSubmission> {
+        self.lock().submissions.clone()
+    }
+
+    /// The status of a submission.
+    pub fn status(&self, id: &str) -> Option<String> {
+        self.lock()
+            .submissions
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.status.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mock> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Prolific's error answer.
+fn error(status: StatusCode, title: &str, detail: Value) -> Response {
+    (
+        status,
+        axum::Json(json!({"error": {
+            "status": status.as_u16(),
+            "error_code": u32::from(status.as_u16()) * 100,
+            "title": title,
+            "detail": detail,
+        }})),
+    )
+        .into_response()
+}
+
+async fn handle(
+    State(state): State<Arc<Mutex<Mock>>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut m = state.lock().unwrap_or_else(|p| p.into_inner());
+    let body_text = String::from_utf8_lossy(&body).into_owned();
+    m.requests.push(Recorded {
+        method: method.to_string(),
+        path: uri
+            .path_and_query()
+            .map_or_else(|| uri.path().to_string(), |p| p.to_string()),
+        body: body_text.clone(),
+    });
+    if let Some(status) = m.fail_next.take() {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return error(
+            status,
+            "Mock failure",
+            json!("the test asked for this failure"),
+        );
+    }
+    let wanted = format!("Token {}", m.token);
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(wanted.as_str()) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "Not authenticated",
+            json!("Invalid token."),
+        );
+    }
+    let body: Value = if body_text.trim().is_empty() {
+        Value::Null
+    } else {
+        match serde_json::from_str(&body_text) {
+            Ok(v) => v,
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "Bad request",
+                    json!(format!("JSON parse error: {e}")),
+                );
+            }
+        }
+    };
+    let path = uri.path().trim_end_matches('/');
+    let parts: Vec<&str> = path.split('/').skip(1).collect();
+    match (method.as_str(), parts.as_slice()) {
+        ("GET", ["api", "v1", "studies", study, "submissions"]) => {
+            let page = query(&uri, "page")
+                .and_then(|p| p.parse::<usize>().ok())
+                .unwrap_or(1)
+                .max(1);
+            list(&m, study, page)
+        }
+        ("POST", ["api", "v1", "submissions", "bulk-approve"]) => bulk_approve(&mut m, &body),
+        ("POST", ["api", "v1", "submissions", "bonus-payments"]) => setup_bonus(&mut m, &body),
+        ("POST", ["api", "v1", "submissions", id, "transition"]) => transition(&mut m, id, &body),
+        ("POST", ["api", "v1", "bulk-bonus-payments", id, "pay"]) => pay(&mut m, id),
+        _ => error(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            json!(format!("{method} {path} is not an endpoint of the mock")),
+        ),
+    }
+}
+
+fn query(uri: &Uri, key: &str) -> Option<String> {
+    uri.query()?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == key).then(|| v.to_string())
+    })
+}
+
+fn list(m: &Mock, study: &str, page: usize) -> Response {
+    if study != m.study {
+        return error(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            json!(format!("no study {study}")),
+        );
+    }
+    let all = &m.submissions;
+    let start = (page - 1) * m.page_size;
+    let results: Vec<&ProlificSubmission> = all.iter().skip(start).take(m.page_size).collect();
+    let href = |p: usize| format!("{}/api/v1/studies/{study}/submissions/?page={p}", m.base);
+    let next = (start + m.page_size < all.len()).then(|| href(page + 1));
+    let previous = (page > 1).then(|| href(page - 1));
+    let last = all.len().div_ceil(m.page_size).max(1);
+    axum::Json(json!({
+        "results": results,
+        "_links": {
+            "self": {"href": href(page), "title": "Current"},
+            "next": {"href": next, "title": "Next"},
+            "previous": {"href": previous, "title": "Previous"},
+            "last": {"href": href(last), "title": "Last"},
+        },
+        "meta": {"count": all.len()},
+    }))
+    .into_response()
+}
+
+fn transition(m: &mut Mock, id: &str, body: &Value) -> Response {
+    let action = body.get("action").and_then(Value::as_str).unwrap_or("");
+    let target = match action {
+        "APPROVE" => APPROVED,
+        "REJECT" => {
+            let message = body.get("message").and_then(Value::as_str).unwrap_or("");
+            if message.chars().count() < MIN_REJECTION_MESSAGE {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "Bad request",
+                    json!({"message": [format!(
+                        "Ensure this field has at least {MIN_REJECTION_MESSAGE} characters."
+                    )]}),
+                );
+            }
+            let category = body
+                .get("rejection_category")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if RejectionCategory::parse(category).is_none() {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "Bad request",
+                    json!({"rejection_category": [format!("\"{category}\" is not a valid choice.")]}),
+                );
+            }
+            REJECTED
+        }
+        other => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "Bad request",
+                json!({"action": [format!("\"{other}\" is not a valid choice.")]}),
+            );
+        }
+    };
+    let Some(s) = m.submissions.iter_mut().find(|s| s.id == id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            json!(format!("no submission {id}")),
+        );
+    };
+    if s.status == target {
+        // Idempotent: the same request again is ignored.
+    } else if s.status == AWAITING_REVIEW {
+        s.status = target.to_string();
+    } else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            json!(format!(
+                "submission {id} is {}: only a submission AWAITING REVIEW can be {}",
+                s.status,
+                target.to_lowercase()
+            )),
+        );
+    }
+    axum::Json(serde_json::to_value(&*s).unwrap_or(Value::Null)).into_response()
+}
+
+fn bulk_approve(m: &mut Mock, body: &Value) -> Response {
+    let strings = |key: &str| -> Option<Vec<String>> {
+        body.get(key)?.as_array().map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+    };
+    let indices: Vec<Option<usize>> = if let Some(ids) = strings("submission_ids") {
+        ids.iter()
+            .map(|id| m.submissions.iter().position(|s| &s.id == id))
+            .collect()
+    } else if let (Some(study), Some(pids)) = (
+        body.get("study_id").and_then(Value::as_str),
+        strings("participant_ids"),
+    ) {
+        if study != m.study {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "Bad request",
+                json!(format!("no study {study}")),
+            );
+        }
+        pids.iter()
+            .map(|p| m.submissions.iter().position(|s| &s.participant_id == p))
+            .collect()
+    } else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            json!("give submission_ids, or study_id and participant_ids"),
+        );
+    };
+    let wrong: Vec<String> = indices
+        .iter()
+        .enumerate()
+        .filter_map(|(n, i)| match i {
+            None => Some(format!("#{n}: unknown")),
+            Some(i) => {
+                let s = &m.submissions[*i];
+                (s.status != AWAITING_REVIEW && s.status != APPROVED)
+                    .then(|| format!("{}: {}", s.id, s.status))
+            }
+        })
+        .collect();
+    if !wrong.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            json!(format!("cannot approve: {}", wrong.join(", "))),
+        );
+    }
+    for i in indices.into_iter().flatten() {
+        m.submissions[i].status = APPROVED.to_string();
+    }
+    axum::Json(json!(
+        "The request to bulk approve has been made successfully."
+    ))
+    .into_response()
+}
+
+/// Cents of a CSV amount with at most two decimals.
+fn parse_cents(text: &str) -> Option<u64> {
+    let (units, frac) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
+    if units.is_empty() || !units.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if frac.len() > 2 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac_cents = match frac.len() {
+        0 => 0,
+        1 => frac.parse::<u64>().ok()? * 10,
+        _ => frac.parse::<u64>().ok()?,
+    };
+    units
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(100)?
+        .checked_add(frac_cents)
+}
+
+fn setup_bonus(m: &mut Mock, body: &Value) -> Response {
+    let study = body.get("study_id").and_then(Value::as_str).unwrap_or("");
+    if study != m.study {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            json!({"study_id": [format!("no study {study}")]}),
+        );
+    }
+    let csv = body
+        .get("csv_bonuses")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut lines = vec![];
+    let mut wrong = vec![];
+    for line in csv.lines().filter(|l| !l.trim().is_empty()) {
+        let Some((id, amount)) = line.split_once(',') else {
+            wrong.push(format!("`{line}`: not id,amount"));
+            continue;
+        };
+        let id = id.trim();
+        // A submission id stands for its participant.
+        let who = m
+            .submissions
+            .iter()
+            .find(|s| s.participant_id == id || s.id == id)
+            .map(|s| s.participant_id.clone());
+        match (who, parse_cents(amount)) {
+            (Some(who), Some(c)) if c > 0 => lines.push((who, c)),
+            (None, _) => wrong.push(format!("{id}: did not take part in the study")),
+            (_, _) => wrong.push(format!("{id}: bad amount `{}`", amount.trim())),
+        }
+    }
+    if !wrong.is_empty() || lines.is_empty() {
+        let detail = if wrong.is_empty() {
+            "no bonuses given".to_string()
+        } else {
+            wrong.join("; ")
+        };
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            json!({"csv_bonuses": [detail]}),
+        );
+    }
+    let id = format!("bulk{:06}", m.next_bulk);
+    m.next_bulk += 1;
+    let total: u64 = lines.iter().map(|(_, c)| c).sum();
+    m.bulks.insert(id.clone(), Bulk { lines, paid: false });
+    (
+        StatusCode::CREATED,
+        axum::Json(json!({
+            "id": id,
+            "study": m.study,
+            "amount": total as f64,
+            "fees": 0.0,
+            "vat": 0.0,
+            "total_amount": total as f64,
+        })),
+    )
+        .into_response()
+}
+
+fn pay(m: &mut Mock, id: &str) -> Response {
+    let Some(bulk) = m.bulks.get_mut(id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            json!(format!("no bulk bonus payment {id}")),
+        );
+    };
+    if bulk.paid {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad request",
+            json!(format!("bulk bonus payment {id} was paid already")),
+        );
+    }
+    bulk.paid = true;
+    let lines = bulk.lines.clone();
+    for (who, c) in lines {
+        *m.paid.entry(who).or_default() += c;
+    }
+    StatusCode::ACCEPTED.into_response()
+}
