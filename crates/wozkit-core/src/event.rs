@@ -323,6 +323,10 @@ pub enum EventKind {
         key: String,
         value: serde_json::Value,
     },
+    /// A researcher's review of one participant of a study (approve, reject, bonus, block,
+    /// note), or the outcome of sending one to the crowd platform; appended to the study's
+    /// review log (`review-<study>`, a log of kind `participant`).
+    Reviewed(Box<ReviewDecision>),
     /// A researcher took the seat of `role` in a live room whose participant had left: from
     /// now on `participant` (the researcher's own participant record) plays the role.
     /// `researcher` is the researcher's account id.
@@ -350,6 +354,69 @@ impl ItemPool {
             ItemPool::Gold => "gold",
         }
     }
+}
+
+/// What a review event records (see [`EventKind::Reviewed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewAction {
+    /// The participant's work is accepted (the platform pays the reward).
+    Approve,
+    /// The participant's work is refused, with a reason the worker is shown.
+    Reject,
+    /// A bonus of `cents`; a later bonus replaces an earlier one (0 takes it back).
+    Bonus,
+    /// The worker is refused at entry to every study from then on.
+    Block,
+    /// A note for the researchers; changes nothing.
+    Note,
+    /// The decision at `of_seq` was sent to the platform (for a bonus: `cents` of it).
+    Sent,
+    /// Sending the decision at `of_seq` failed; `reason` is the platform's message.
+    SendFailed,
+}
+
+impl ReviewAction {
+    /// The action's name as logged.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewAction::Approve => "approve",
+            ReviewAction::Reject => "reject",
+            ReviewAction::Bonus => "bonus",
+            ReviewAction::Block => "block",
+            ReviewAction::Note => "note",
+            ReviewAction::Sent => "sent",
+            ReviewAction::SendFailed => "send_failed",
+        }
+    }
+}
+
+/// A researcher's review decision about one participant, or a platform send's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReviewDecision {
+    /// The store's participant id.
+    pub participant: String,
+    /// The platform's worker id, when the participant has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// The participant's platform (`prolific`, `mturk`, `lab`, ...).
+    #[serde(default)]
+    pub platform: String,
+    pub action: ReviewAction,
+    /// Why (required for a rejection and a block; the text of a note; the platform's message
+    /// of a failed send).
+    #[serde(default)]
+    pub reason: String,
+    /// A bonus, or the bonus part sent, in cents of the study's payment currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cents: Option<u64>,
+    /// The researcher account's id and name.
+    pub researcher: String,
+    #[serde(default)]
+    pub researcher_name: String,
+    /// `Sent` and `SendFailed`: the sequence number, in the review log, of the decision sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of_seq: Option<u64>,
 }
 
 /// Why a participant was screened out.

@@ -173,6 +173,8 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         | EventKind::Judged(_)
         | EventKind::OnboardingDone { .. }
         | EventKind::ScreenedOut { .. }
+        // A researcher's review of a participant: kept in the study's review log only.
+        | EventKind::Reviewed(_)
         // Who plays a role is the room's business (the participant ids), not the engine's.
         | EventKind::TakenOver { .. } => {}
     }
