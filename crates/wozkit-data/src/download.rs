@@ -116,6 +116,19 @@ pub fn zip_files(files: &[NamedFile]) -> Result<Vec<u8>, ExportError> {
     Ok(zip.finish()?.into_inner())
 }
 
+/// The files of a zip archive, in the archive's order (to check a download).
+pub fn unzip_files(bytes: &[u8]) -> Result<Vec<NamedFile>, ExportError> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes))?;
+    let mut files = Vec::with_capacity(archive.len());
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i)?;
+        let mut data = vec![];
+        std::io::Read::read_to_end(&mut entry, &mut data)?;
+        files.push((entry.name().to_string(), data));
+    }
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +140,7 @@ mod tests {
             ("d/b.json".to_string(), b"{}".to_vec()),
         ];
         let bytes = zip_files(&files).unwrap();
+        assert_eq!(unzip_files(&bytes).unwrap(), files);
         let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
         assert_eq!(archive.len(), 2);
         let mut text = String::new();
