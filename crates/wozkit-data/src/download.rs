@@ -124,7 +124,7 @@ pub fn unzip_files(bytes: &[u8]) -> Result<Vec<NamedFile>, ExportError> {
         let mut entry = archive.by_index(i)?;
         let mut data = vec![];
         std::io::Read::read_to_end(&mut entry, &mut data)?;
-        files.push((entry.name().to_string(), data));
+        files.push((entry.name()?.to_string(), data));
     }
     Ok(files)
 }
