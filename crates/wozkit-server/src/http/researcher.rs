@@ -235,7 +235,9 @@ fn status(r: &SessionRecord) -> String {
     }
 }
 
-/// `GET /researcher`.
+/// `GET /researcher`: the console's home: one card per study with its live figures and links
+/// (`console::overview_html`, kept current by `console.js`), then the waiting room and the
+/// sessions, newest first.
 pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, HttpError> {
     let me = match require_page(&app, &headers, "/researcher", Access::Observer).await {
         Ok(me) => me,
@@ -297,10 +299,11 @@ pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Re
     } else {
         queues
     };
+    let overview = super::console::overview_html(&app).await?;
     let body = format!(
-        "<main><header class=\"bar\"><h1>Sessions</h1><a href=\"/try\">Try it</a>\
+        "<main><header class=\"bar\"><h1>Console</h1><a href=\"/try\">Try it</a>\
          <form method=\"post\" action=\"/researcher/logout\">{csrf}<button type=\"submit\">Log out</button></form></header>\
-         <h2>Waiting room</h2><ul id=\"queues\">{queues}</ul>\
+         {overview}<h2 id=\"sessions-heading\">Sessions</h2><h3>Waiting room</h3><ul id=\"queues\">{queues}</ul>\
          <p><span id=\"lobby-size\">{}</span> lobby entr(y/ies): places, waiting times kept for a reconnect, places kept at the front.</p>\
          <p>{} room(s) in memory; {total} session(s) in all.</p>\
          <table id=\"sessions\"><thead><tr><th>session</th><th>study</th><th>created (UTC)</th><th>state</th><th>events</th><th>participants</th></tr></thead>\
@@ -309,7 +312,7 @@ pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Re
         app.rooms.len(),
         csrf = csrf_field(&me),
     );
-    Ok(Html(layout("Sessions", &body, &["refresh.js"])).into_response())
+    Ok(Html(layout("Console", &body, &["console.js"])).into_response())
 }
 
 fn actor(a: &Actor) -> String {

@@ -6,6 +6,7 @@ mod helpers;
 
 mod access_matrix;
 mod chat;
+mod console;
 mod crash;
 mod endings;
 mod evaluation;
