@@ -74,8 +74,7 @@ pub struct Study {
     /// CEL condition: the session's goal was reached (evaluated when it ends).
     #[serde(default)]
     pub goal: Option<String>,
-    /// The post-task questionnaire: one for both roles, or one per role (`survey.user`,
-    /// `survey.wizard`).
+    /// The post-task questionnaire.
     #[serde(default)]
     pub survey: Survey,
     /// How participants are paid.
@@ -625,7 +624,7 @@ pub struct Duration {
 
 /// The post-task questionnaire and its questions: the one question model that every page asking
 /// something uses (`crate::questions`).
-pub use crate::questions::{MatrixRow, Question, QuestionKind, Questionnaire, Survey};
+pub use crate::questions::{MatrixRow, Question, QuestionKind, Survey};
 
 /// The payment scheme.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
