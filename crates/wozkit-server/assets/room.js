@@ -7,6 +7,9 @@
 const $ = (id) => document.getElementById(id);
 const main = $('room');
 const role = main.dataset.role;
+// Read-only (a researcher observing, `/researcher/session/ID/observe/ROLE`): no socket of its
+// own, no input; frames come from the observe page (assets/observe.js) by postMessage.
+const observing = main.dataset.observe === 'true';
 const seat = main.dataset.seat;
 const query = seat ? `?seat=${encodeURIComponent(seat)}` : '';
 const ACT_TYPES = ['request', 'interaction', 'action', 'update'];
@@ -38,6 +41,7 @@ function notice(text) {
 }
 
 function send(frame) {
+  if (observing) return false;
   if (st.ws && st.ws.readyState === WebSocket.OPEN) {
     st.ws.send(JSON.stringify(frame));
     return true;
@@ -55,6 +59,7 @@ function cmd(c) {
 
 function nameOf(r) {
   if (!st.study) return r;
+  if (observing) return r === role ? st.study.me.name : st.study.partner.name;
   return r === role ? 'You' : st.study.partner.name;
 }
 
@@ -373,7 +378,7 @@ function renderOptions(v) {
     for (const o of opts) {
       const b = el('button', {
         type: 'button', class: `option${o.hint ? ' hinted' : ''}`, 'data-testid': `option-${o.state}`,
-        'data-state': o.state, 'data-kind': o.kind, title: o.label,
+        'data-state': o.state, 'data-kind': o.kind, title: o.label, disabled: observing,
       });
       b.append(el('span', { class: 'label' }, actName(o.label)), textOf(o, el('span', { class: 'text' }, o.text)));
       b.addEventListener('click', () => cmd({ cmd: 'say', state: o.state }));
@@ -384,11 +389,11 @@ function renderOptions(v) {
   box.replaceChildren(...groups);
   if (!groups.length) box.append(el('p', { class: 'muted' }, v.lock ? 'Waiting for the user…' : 'No dialogue option right now: use the buttons below or type.'));
   $('fixed').replaceChildren(...v.fixed.map((f) => {
-    const b = textOf(f, el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id }, f.text));
+    const b = textOf(f, el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id, disabled: observing }, f.text));
     b.addEventListener('click', () => cmd({ cmd: 'fixed', id: f.id }));
     return b;
   }));
-  $('hint').disabled = !v.can_hint;
+  $('hint').disabled = observing || !v.can_hint;
   const lock = $('lock-status');
   lock.hidden = !v.lock;
   lock.textContent = v.lock ? (v.lock.kind === 'approval' ? 'Waiting for the user to approve or deny.' : 'Waiting for the user to reply.') : '';
@@ -413,7 +418,7 @@ function renderActions() {
   const target = needsTarget ? $('target-select').value : null;
   const combo = action && action.combos.find((c) => c.robot === $('robot-select').value && (c.target ?? null) === target);
   const ok = Boolean(combo && combo.ok);
-  $('action-send').disabled = !ok;
+  $('action-send').disabled = observing || !ok;
   $('action-reason').textContent = ok ? '' : (combo && combo.reason) || (action ? 'Not possible now.' : 'No actions in this study.');
 }
 
@@ -425,9 +430,9 @@ function renderView(v) {
   bar.style.width = `${v.progress}%`;
   bar.setAttribute('aria-valuenow', String(v.progress));
   $('subtask').textContent = v.subtask ? v.subtask.label : '';
-  $('finish').disabled = !v.can_finish;
+  $('finish').disabled = observing || !v.can_finish;
   const input = $('text-input');
-  input.disabled = Boolean(v.muted) || Boolean(v.ended);
+  input.disabled = observing || Boolean(v.muted) || Boolean(v.ended);
   $('send').disabled = input.disabled;
   input.placeholder = v.muted ? `Wait for ${st.study ? st.study.partner.name : 'your partner'} to start the conversation` : 'Type a message and press Enter';
   st.partnerAway = Boolean(v.partner_away);
@@ -503,6 +508,17 @@ function showEnd(f) {
   for (const id of ['text-input', 'send', 'finish']) $(id).disabled = true;
   if ($('approval')) $('approval').hidden = true;
   const banner = $('end-banner');
+  // A participant whose seat a researcher took over is told so (the `seat_taken` error's words).
+  if (f.reason === 'seat_taken') {
+    banner.firstElementChild.textContent = 'You cannot rejoin this conversation.';
+    notice('A researcher has taken over your place in this conversation while you were away. Thank you for taking part.');
+    clearTimeout(st.noticeTimer);
+  }
+  if (observing) {
+    banner.hidden = false;
+    $('continue-after-end').hidden = true;
+    return;
+  }
   if (banner.hidden) {
     banner.hidden = false;
     $('continue-after-end').focus({ preventScroll: true });
@@ -582,4 +598,20 @@ $('continue-after-end').addEventListener('click', () => {
   if (st.next) location.href = st.next;
 });
 setInterval(() => { renderTimer(); renderPartner(); }, 250);
-connect();
+if (observing) {
+  // Inputs stay on the page (the same layout as the participant's) but do nothing.
+  for (const id of ['text-input', 'send', 'finish', 'hint', 'approve', 'deny', 'action-select', 'robot-select', 'target-select', 'action-send']) {
+    if ($(id)) $(id).disabled = true;
+  }
+  $('composer').hidden = true;
+  $('finish').hidden = true;
+  $('conn-status').textContent = 'observing';
+  window.addEventListener('message', (m) => {
+    if (m.origin !== location.origin || m.source !== window.parent || !m.data || typeof m.data !== 'object') return;
+    if (m.data.reset) st.lastSeq = 0;
+    if (m.data.frame) onFrame(m.data.frame);
+  });
+  window.parent.postMessage({ ready: role }, location.origin);
+} else {
+  connect();
+}

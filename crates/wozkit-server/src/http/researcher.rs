@@ -404,7 +404,7 @@ pub async fn session(
         .collect();
     let body = format!(
         "<main data-live=\"{}\"><p><a href=\"/researcher\">← sessions</a></p><h1>Session <code>{}</code></h1>\
-         <p>study {} (version {}), seed {}, created {} UTC — {}</p><ul>{people}</ul>\
+         <p>study {} (version {}), seed {}, created {} UTC — {}</p><ul>{people}</ul>{}\
          <table id=\"events\"><thead><tr><th>seq</th><th>s</th><th>actor</th><th>kind</th><th>details</th></tr></thead><tbody>{rows}</tbody></table></main>",
         record.is_live(),
         esc(&record.id),
@@ -413,6 +413,14 @@ pub async fn session(
         record.seed,
         fmt_time(record.created_at_ms),
         status(&record),
+        if record.is_live() {
+            format!(
+                "<p><a id=\"observe-live\" data-testid=\"observe-live\" href=\"/researcher/session/{}/observe\">Observe live</a></p>",
+                query_escape(&id)
+            )
+        } else {
+            String::new()
+        },
     );
     Ok(Html(layout("Session", &body, &["refresh.js"])).into_response())
 }

@@ -19,6 +19,7 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_store::{NewEvent, StoreError};
 
 mod fanout;
+mod observe;
 mod presence;
 
 use super::RoomMsg;
@@ -45,6 +46,12 @@ struct Conn {
     out: mpsc::Sender<Arc<str>>,
 }
 
+/// One observer's connection: frames go out wrapped as `observed` (see docs/protocol.md).
+struct Observer {
+    id: u64,
+    out: mpsc::Sender<Arc<str>>,
+}
+
 enum StepError {
     Refused(Refusal),
     Store(StoreError),
@@ -63,6 +70,8 @@ pub struct RoomActor {
     humans: Vec<(Role, String)>,
     bots: Vec<Bot>,
     conns: Vec<Conn>,
+    /// Researchers watching (read-only); never counted as participants.
+    observers: Vec<Observer>,
     /// Paired participants who have not joined by then make the session end.
     join_deadline: Option<u64>,
     /// When this task saw the session end; it lingers a little for late connections.
@@ -94,6 +103,7 @@ impl RoomActor {
             last_seq,
             humans,
             conns: vec![],
+            observers: vec![],
             join_deadline: None,
             ended_at: None,
             announce_end: false,
@@ -279,10 +289,15 @@ impl RoomActor {
             RoomMsg::Connect {
                 conn,
                 role,
+                participant,
                 last_seq,
                 next,
                 out,
-            } => self.connect(conn, role, last_seq, next, out).await,
+            } => {
+                self.connect(conn, role, &participant, last_seq, next, out)
+                    .await;
+                self.send_seats();
+            }
             RoomMsg::Cmd {
                 conn,
                 role,
@@ -312,10 +327,34 @@ impl RoomActor {
                 let frame: Arc<str> = ServerFrame::Partner { status: "typing" }.text().into();
                 self.send_role(role.other(), &frame);
             }
-            RoomMsg::Leave { conn, role } => {
+            RoomMsg::Leave {
+                conn,
+                role,
+                participant,
+            } => {
                 // The connection may already be gone (dropped for being too slow).
                 self.conns.retain(|c| c.id != conn);
-                self.maybe_disconnect(role).await;
+                // A participant whose seat was taken over leaves nothing behind.
+                if self.seated(role, &participant) {
+                    self.maybe_disconnect(role).await;
+                }
+                self.send_seats();
+            }
+            RoomMsg::Observe {
+                conn,
+                last_seq,
+                out,
+            } => self.observe(conn, last_seq, out).await,
+            RoomMsg::Unobserve { conn } => self.observers.retain(|o| o.id != conn),
+            RoomMsg::TakeOver {
+                role,
+                researcher,
+                participant,
+                reply,
+            } => {
+                let result = self.take_over(role, researcher, participant).await;
+                let _ = reply.send(result);
+                self.send_seats();
             }
         }
     }

@@ -32,6 +32,8 @@ pub enum RoomMsg {
     Connect {
         conn: u64,
         role: Role,
+        /// The participant's id (a participant whose seat was taken over is refused).
+        participant: String,
         last_seq: u64,
         /// Where the participant's page goes when the session ends (`/p`, with its seat).
         next: String,
@@ -48,7 +50,57 @@ pub enum RoomMsg {
     /// The participant is typing (relayed to the partner, not logged).
     Typing { role: Role },
     /// The connection closed.
-    Leave { conn: u64, role: Role },
+    Leave {
+        conn: u64,
+        role: Role,
+        participant: String,
+    },
+    /// A researcher's read-only connection: it is sent both roles' welcome, the events after
+    /// `last_seq` and views (as `observed` frames), then everything both roles are sent, and
+    /// `seats` after every change. Nothing is logged and the participants are not told.
+    Observe {
+        conn: u64,
+        last_seq: u64,
+        out: mpsc::Sender<Arc<str>>,
+    },
+    /// An observer's connection closed.
+    Unobserve { conn: u64 },
+    /// A researcher takes the seat of `role`, whose participant is not connected: from now on
+    /// `participant` (the researcher's own participant record) plays it. The reply says why not.
+    TakeOver {
+        role: Role,
+        /// The researcher's account id.
+        researcher: String,
+        participant: String,
+        reply: tokio::sync::oneshot::Sender<Result<(), TakeOverRefused>>,
+    },
+}
+
+/// Why a room refused a takeover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TakeOverRefused {
+    /// The session has ended.
+    Ended,
+    /// A bot plays that role.
+    Bot,
+    /// The role's participant is connected.
+    Present,
+    /// The takeover could not be stored.
+    Store,
+}
+
+impl TakeOverRefused {
+    /// The reason in words, for the researcher.
+    pub fn message(self) -> &'static str {
+        match self {
+            TakeOverRefused::Ended => "The session has ended: there is no seat to take.",
+            TakeOverRefused::Bot => "A bot plays this role: there is no participant to replace.",
+            TakeOverRefused::Present => {
+                "The participant in this role is connected: a seat can only be taken over while its participant is away."
+            }
+            TakeOverRefused::Store => "The takeover could not be saved; please try again.",
+        }
+    }
 }
 
 /// Outbound frames queued per connection before it counts as too slow and is dropped.
@@ -149,13 +201,26 @@ pub(crate) async fn open(
             _ => None,
         })
         .collect();
-    let humans: Vec<(Role, String)> = app
+    let mut humans: Vec<(Role, String)> = app
         .store
         .participants_in_session(session_id)
         .await?
         .into_iter()
         .filter_map(|p| p.role.map(|r| (r, p.id)))
         .collect();
+    // A seat taken over belongs to the researcher who took it (the last takeover wins), not to
+    // the participant who left it.
+    for e in &events {
+        if let EventKind::TakenOver {
+            role, participant, ..
+        } = &e.kind
+        {
+            humans.retain(|(r, p)| r != role || p == participant);
+            if !humans.iter().any(|(r, _)| r == role) {
+                humans.push((*role, participant.clone()));
+            }
+        }
+    }
     // Killed before the room stored anything: whether a bot was to play the other role is not
     // in the log. A study that backfills with bots gives a lone participant one (either it was
     // paired with a bot, or its partner was never seated).

@@ -27,6 +27,8 @@ pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Optio
         {
             None
         }
+        // Who plays the wizard is not the user's business: a takeover is seamless for them.
+        EventKind::TakenOver { .. } if role == Role::User => None,
         _ if role == Role::Wizard => Some(Cow::Borrowed(e)),
         EventKind::HintGiven { .. }
         | EventKind::StateEntered { .. }

@@ -4,6 +4,7 @@
 //! cookie and the store, never from a frame.
 
 pub mod frames;
+mod observer;
 mod room_conn;
 pub mod waiting;
 
@@ -17,7 +18,10 @@ use serde::Deserialize;
 use wozkit_core::model::PageKind;
 
 use self::frames::{ClientFrame, ServerFrame, error_frame};
+use wozkit_store::SessionKind;
+
 use crate::app::AppState;
+use crate::auth::Access;
 use crate::flow;
 use crate::http::entry::current_participant;
 use crate::security::{RateLimiter, origin_ok, parse_seat, seat_query};
@@ -36,6 +40,8 @@ const RATE: (f64, f64) = (10.0, 20.0);
 #[derive(Deserialize)]
 pub struct WsQuery {
     seat: Option<String>,
+    /// A session to observe (a researcher's read-only connection, see `observer`).
+    observe: Option<String>,
 }
 
 /// `GET /ws`.
@@ -47,6 +53,9 @@ pub async fn upgrade(
 ) -> Response {
     if !origin_ok(&headers, true) {
         return (StatusCode::FORBIDDEN, "WebSocket from another site refused").into_response();
+    }
+    if let Some(session) = q.observe {
+        return observe(app, session, headers, ws).await;
     }
     let seat = q.seat.as_deref().and_then(parse_seat);
     let participant = match current_participant(&app, &headers, seat.as_deref()).await {
@@ -67,6 +76,70 @@ pub async fn upgrade(
         .max_frame_size(HARD_FRAME_LIMIT)
         .read_buffer_size(READ_BUFFER)
         .on_upgrade(move |socket| run(app, participant.id, seat, socket))
+}
+
+/// `GET /ws?observe=SESSION`: a researcher (any access level) observing a live dialogue
+/// session. The Origin must be this site's (a researcher's cookie must not open it from
+/// another site's page).
+async fn observe(
+    app: AppState,
+    session: String,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if !origin_ok(&headers, false) {
+        return (
+            StatusCode::FORBIDDEN,
+            "observing needs a WebSocket from this site's page",
+        )
+            .into_response();
+    }
+    match crate::http::researcher::researcher(&app, &headers).await {
+        Some(r) if r.may(Access::Observer) => {}
+        Some(_) => {
+            return (
+                StatusCode::FORBIDDEN,
+                "this account may not observe sessions",
+            )
+                .into_response();
+        }
+        None => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                "log in as a researcher to observe a session",
+            )
+                .into_response();
+        }
+    }
+    let record = match app.store.session(&session).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return (StatusCode::NOT_FOUND, "no such session").into_response(),
+        Err(e) => {
+            tracing::error!("store error on an observer's handshake: {e}");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    let served = app
+        .study(Some(&record.study_id))
+        .is_some_and(|s| s.study.has_room());
+    if !served || record.kind != SessionKind::Dialogue {
+        return (
+            StatusCode::NOT_FOUND,
+            "no live room of this session is served here",
+        )
+            .into_response();
+    }
+    if !record.is_live() {
+        return (
+            StatusCode::CONFLICT,
+            "the session is not live: open its log instead",
+        )
+            .into_response();
+    }
+    ws.max_message_size(HARD_FRAME_LIMIT)
+        .max_frame_size(HARD_FRAME_LIMIT)
+        .read_buffer_size(READ_BUFFER)
+        .on_upgrade(move |socket| observer::run(app, session, socket))
 }
 
 /// One connection: hello, then the lobby or the room.

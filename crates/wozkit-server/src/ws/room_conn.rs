@@ -42,6 +42,7 @@ pub async fn run(
     let connect = RoomMsg::Connect {
         conn,
         role,
+        participant: p.id.clone(),
         last_seq,
         next: next.clone(),
         out,
@@ -121,5 +122,10 @@ pub async fn run(
             () = app.stopping() => return,
         }
     }
-    room::notify(&app, &session, RoomMsg::Leave { conn, role }).await;
+    let leave = RoomMsg::Leave {
+        conn,
+        role,
+        participant: p.id.clone(),
+    };
+    room::notify(&app, &session, leave).await;
 }

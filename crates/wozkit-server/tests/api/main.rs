@@ -15,6 +15,7 @@ mod hostile;
 mod human;
 mod lobby;
 mod mturk;
+mod observe;
 mod pairing;
 mod participant_text;
 mod payments;

@@ -66,9 +66,11 @@ impl RoomActor {
     /// events, and the partner should not wait for it to see a message. Each connection still
     /// receives its events first and then its view.
     pub(super) fn broadcast(&mut self, stored: &[Event]) {
+        // Observers see both sides, whether or not each has a connection.
+        let watched = !self.observers.is_empty();
         let roles: Vec<Role> = [Role::User, Role::Wizard]
             .into_iter()
-            .filter(|role| self.conns.iter().any(|c| c.role == *role))
+            .filter(|role| watched || self.conns.iter().any(|c| c.role == *role))
             .collect();
         // An event most roles see unchanged is serialised once for all of them.
         let mut shared: Vec<Option<Arc<str>>> = vec![None; stored.len()];
@@ -123,6 +125,14 @@ impl RoomActor {
             let frame = self.ended_frame(&next);
             self.send_to(id, frame);
         }
+        if !self.observers.is_empty() {
+            let next = format!("/researcher/session/{}", self.session.id);
+            let frame = self.ended_frame(&next);
+            for role in [Role::User, Role::Wizard] {
+                self.send_observers(role, &frame);
+            }
+            self.send_seats();
+        }
     }
 
     pub(super) fn view_frame(&self, role: Role, can_finish: bool) -> Arc<str> {
@@ -149,6 +159,7 @@ impl RoomActor {
         // closes the socket and the browser reconnects with its last seq).
         self.conns
             .retain(|c| c.role != role || c.out.try_send(frame.clone()).is_ok());
+        self.send_observers(role, frame);
     }
 
     pub(super) fn send_to(&mut self, conn: u64, frame: Arc<str>) {

@@ -17,10 +17,28 @@ impl RoomActor {
         &mut self,
         conn: u64,
         role: Role,
+        participant: &str,
         last_seq: u64,
         next: String,
         out: mpsc::Sender<Arc<str>>,
     ) {
+        if !self.seated(role, participant) {
+            // A researcher took this seat over while the participant was away: say so, and
+            // end this page's session (it does not reconnect) without seating them again.
+            let refused = error_frame(
+                None,
+                "seat_taken",
+                "A researcher has taken over your place in this conversation while you were away, so you cannot rejoin it. Thank you for taking part.",
+            );
+            let ended = ServerFrame::Ended {
+                reason: "seat_taken",
+                next: &next,
+            }
+            .text();
+            let _ = out.try_send(refused.into());
+            let _ = out.try_send(ended.into());
+            return;
+        }
         self.conns.push(Conn {
             id: conn,
             role,
@@ -78,6 +96,13 @@ impl RoomActor {
         if joining && self.everyone_joined() {
             self.join_deadline = None;
         }
+    }
+
+    /// Whether `participant` holds the seat of `role` (a role nobody is recorded in counts
+    /// anybody of that role in, as before seats could be taken over).
+    pub(super) fn seated(&self, role: Role, participant: &str) -> bool {
+        let mut of_role = self.humans.iter().filter(|(r, _)| *r == role).peekable();
+        of_role.peek().is_none() || of_role.any(|(_, p)| p == participant)
     }
 
     /// What a new connection of `role` records: `Join` the first time, `Reconnect` after a
