@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod crowd_cmd;
 mod data_cmds;
+mod prolific_cmd;
 mod serve_cmd;
 mod study_cmds;
 
@@ -52,6 +53,12 @@ enum Cmd {
     Serve(serve_cmd::ServeArgs),
     /// Payment table (CSV) of the participants, or check a completion code with --verify.
     Payments(serve_cmd::PaymentsArgs),
+    /// Prolific through its API (token in PROLIFIC_TOKEN): submissions with their codes checked,
+    /// approvals and bonuses from the payment table.
+    Prolific {
+        #[command(subcommand)]
+        action: prolific_cmd::ProlificCmd,
+    },
     /// Load-test a running server on this machine with simulated participant pairs.
     Bench(bench_cmd::BenchArgs),
     /// Send simulated evaluation workers through a judging study on a running server here.
@@ -74,6 +81,7 @@ fn main() -> ExitCode {
             serve_cmd::serve(args)
         }
         Cmd::Payments(args) => serve_cmd::payments(args),
+        Cmd::Prolific { action } => prolific_cmd::prolific(action),
         Cmd::Bench(args) => bench_cmd::bench(args),
         Cmd::Crowd(args) => crowd_cmd::crowd(args),
     };

@@ -1,0 +1,518 @@
+//! `wozkit prolific submissions` and `wozkit prolific pay`: a Prolific study's submissions next
+//! to wozkit's participants, their completion codes checked against the data directory's key;
+//! and the payment: approve the completed submissions with valid codes, then pay the payment
+//! table's bonuses in one bulk bonus payment, without paying anything twice.
+//!
+//! What was sent is recorded in the store's meta table (keys `prolific:<prolific
+//! study>:approved:<submission>` and `prolific:<prolific study>:bonus:<participant id>`, the
+//! cents paid so far), so a second run sends only what is new.
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::Value;
+use wozkit_core::load::{self, LoadedStudy};
+use wozkit_platforms::Submission;
+use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
+use wozkit_server::records::payments::{self, PaymentRow, Verdict};
+use wozkit_store::Store;
+
+use crate::data_cmds::{Access, open_store};
+
+#[derive(Subcommand)]
+pub enum ProlificCmd {
+    /// List a Prolific study's submissions with the check of each completion code.
+    Submissions(SubmissionsArgs),
+    /// Approve the completed submissions with valid codes and pay the payment table's bonuses.
+    Pay(PayArgs),
+}
+
+#[derive(Args)]
+pub struct SubmissionsArgs {
+    /// The Prolific study id (STUDY_ID in the entry link).
+    #[arg(long, value_name = "ID")]
+    prolific_study: String,
+    /// Data directory (SQLite), sqlite:FILE, or postgres://….
+    #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
+    data: String,
+}
+
+/// Which amount of the payment table is paid as a Prolific bonus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BonusFrom {
+    /// The table's `bonus` column (the study's bonus condition).
+    Bonus,
+    /// Everything above the base: `total` − `base` (minutes, items, bonus), for a Prolific
+    /// reward set to the study's base.
+    Extra,
+}
+
+#[derive(Args)]
+pub struct PayArgs {
+    /// The wozkit study (study file, folder or built-in name) whose payment table is paid.
+    #[arg(long)]
+    study: String,
+    /// The Prolific study id (STUDY_ID in the entry link).
+    #[arg(long, value_name = "ID")]
+    prolific_study: String,
+    /// Data directory (SQLite), sqlite:FILE, or postgres://….
+    #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
+    data: String,
+    /// Print what would be done; send nothing and record nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// The amount paid as a bonus to a participant the review did not decide on (with a review
+    /// decision or bonus, the table's `review_bonus` is paid instead).
+    #[arg(long, value_enum, default_value_t = BonusFrom::Bonus)]
+    bonus_from: BonusFrom,
+}
+
+/// What a submission's completion code says, against wozkit's participants and key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeCheck {
+    /// The code is the one wozkit gave this worker (`participant`, wozkit's id).
+    Valid { participant: String },
+    /// The worker is known to wozkit but entered a code that is not theirs.
+    Wrong { detail: String },
+    /// The worker is known to wozkit and entered no code.
+    Missing,
+    /// No wozkit participant has this Prolific participant id.
+    UnknownWorker,
+}
+
+impl CodeCheck {
+    fn word(&self) -> String {
+        match self {
+            CodeCheck::Valid { participant } => format!("valid ({participant})"),
+            CodeCheck::Wrong { detail } => format!("wrong: {detail}"),
+            CodeCheck::Missing => "missing".into(),
+            CodeCheck::UnknownWorker => "worker unknown to wozkit".into(),
+        }
+    }
+}
+
+/// The check of one submission: `known` holds the workers wozkit knows (Prolific participant
+/// id → wozkit participant ids), `verdict` what the data directory's key says of the code.
+pub fn classify(
+    sub: &Submission,
+    known: &HashMap<String, Vec<String>>,
+    verdict: Option<&Verdict>,
+) -> CodeCheck {
+    if !known.contains_key(&sub.worker_id) {
+        return CodeCheck::UnknownWorker;
+    }
+    if sub.completion_code.as_deref().is_none_or(str::is_empty) {
+        return CodeCheck::Missing;
+    }
+    match verdict {
+        Some(Verdict::Valid { participant, .. })
+            if participant.worker_id.as_deref() == Some(sub.worker_id.as_str()) =>
+        {
+            CodeCheck::Valid {
+                participant: participant.id.clone(),
+            }
+        }
+        Some(Verdict::Valid { participant, .. }) => CodeCheck::Wrong {
+            detail: format!(
+                "the code of another participant ({}, worker {})",
+                participant.id,
+                participant.worker_id.as_deref().unwrap_or("none")
+            ),
+        },
+        Some(Verdict::NoKey) => CodeCheck::Wrong {
+            detail: "the data directory has no completion-code key".into(),
+        },
+        Some(Verdict::Unknown) | None => CodeCheck::Wrong {
+            detail: "no participant has this code".into(),
+        },
+    }
+}
+
+/// Checks every submission's code: the Prolific workers wozkit knows come from `rows` (the
+/// payment table), the code from [`payments::verify`].
+pub async fn check_codes(
+    store: &dyn Store,
+    rows: &[PaymentRow],
+    subs: &[Submission],
+) -> Result<Vec<CodeCheck>> {
+    let mut known: HashMap<String, Vec<String>> = HashMap::new();
+    for r in rows.iter().filter(|r| r.platform == "prolific") {
+        known
+            .entry(r.worker_id.clone())
+            .or_default()
+            .push(r.participant.clone());
+    }
+    let mut out = Vec::with_capacity(subs.len());
+    for s in subs {
+        let verdict = match &s.completion_code {
+            Some(code) if known.contains_key(&s.worker_id) && !code.is_empty() => Some(
+                payments::verify(store, code)
+                    .await
+                    .context("cannot check a completion code")?,
+            ),
+            _ => None,
+        };
+        out.push(classify(s, &known, verdict.as_ref()));
+    }
+    Ok(out)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+pub fn prolific(cmd: ProlificCmd) -> Result<ExitCode> {
+    match cmd {
+        ProlificCmd::Submissions(args) => submissions(args),
+        ProlificCmd::Pay(args) => pay(args),
+    }
+}
+
+fn submissions(args: SubmissionsArgs) -> Result<ExitCode> {
+    runtime()?.block_on(async move {
+        let client = Prolific::from_env(&args.prolific_study)?;
+        let subs: Vec<Submission> = client
+            .list_submissions()
+            .await?
+            .into_iter()
+            .map(Submission::from)
+            .collect();
+        let store = open_store(&args.data, Access::Snapshot).await?;
+        let rows = payments::payments(store.as_ref(), None, &|_| None, true).await?;
+        let checks = check_codes(store.as_ref(), &rows, &subs).await;
+        store.close().await;
+        let checks = checks?;
+        println!(
+            "{:<26} {:<26} {:<16} {:<14} check",
+            "submission", "participant", "status", "code"
+        );
+        for (s, c) in subs.iter().zip(&checks) {
+            println!(
+                "{:<26} {:<26} {:<16} {:<14} {}",
+                s.id,
+                s.worker_id,
+                s.status,
+                s.completion_code.as_deref().unwrap_or("-"),
+                c.word()
+            );
+        }
+        let valid = checks
+            .iter()
+            .filter(|c| matches!(c, CodeCheck::Valid { .. }))
+            .count();
+        println!(
+            "{} submission(s) of Prolific study {}, {valid} with a valid code",
+            subs.len(),
+            args.prolific_study
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// A column of a payment row that may or may not exist (the review decisions are added by
+/// the review part of the console): its text, when present and not empty.
+fn column(row: &Value, key: &str) -> Option<String> {
+    match row.get(key)? {
+        Value::Null => None,
+        Value::String(s) if s.trim().is_empty() => None,
+        Value::String(s) => Some(s.trim().to_string()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The cents to pay as a bonus for one row: the review's `review_bonus` when the researcher
+/// reviewed the participant (a decision, or a review bonus above 0), else the amount `from`
+/// names.
+fn row_bonus(row: &PaymentRow, json: &Value, from: BonusFrom) -> Result<u64> {
+    let review_bonus = column(json, "review_bonus");
+    let reviewed = column(json, "decision").is_some()
+        || review_bonus
+            .as_deref()
+            .and_then(|t| t.parse::<f64>().ok())
+            .is_some_and(|a| a > 0.0);
+    if let Some(text) = review_bonus.filter(|_| reviewed) {
+        let amount: f64 = text.parse().with_context(|| {
+            format!(
+                "participant {}: review_bonus `{text}` is not an amount",
+                row.participant
+            )
+        })?;
+        return Ok(cents_of(amount));
+    }
+    Ok(match from {
+        BonusFrom::Bonus => cents_of(row.bonus),
+        BonusFrom::Extra => cents_of(row.total).saturating_sub(cents_of(row.base)),
+    })
+}
+
+fn approved_key(pstudy: &str, submission: &str) -> String {
+    format!("prolific:{pstudy}:approved:{submission}")
+}
+
+fn bonus_key(pstudy: &str, worker: &str) -> String {
+    format!("prolific:{pstudy}:bonus:{worker}")
+}
+
+fn pay(args: PayArgs) -> Result<ExitCode> {
+    let study = Arc::new(
+        load::resolve(&args.study)
+            .map_err(|d| anyhow::anyhow!("{d}"))
+            .with_context(|| format!("study `{}` does not load", args.study))?,
+    );
+    runtime()?.block_on(async move {
+        let client = Prolific::from_env(&args.prolific_study)?;
+        let access = if args.dry_run {
+            Access::Snapshot
+        } else {
+            Access::Write
+        };
+        let store = open_store(&args.data, access).await?;
+        let result = pay_with(&args, &study, &client, store.as_ref()).await;
+        store.close().await;
+        result
+    })
+}
+
+async fn pay_with(
+    args: &PayArgs,
+    study: &Arc<LoadedStudy>,
+    client: &Prolific,
+    store: &dyn Store,
+) -> Result<ExitCode> {
+    let pstudy = args.prolific_study.as_str();
+    let id = study.study.id.clone();
+    let study_of = |sid: &str| (sid == id).then(|| study.clone());
+    let rows = payments::payments(store, Some(&id), &study_of, false).await?;
+    let subs: Vec<Submission> = client
+        .list_submissions()
+        .await?
+        .into_iter()
+        .map(Submission::from)
+        .collect();
+    let checks = check_codes(store, &rows, &subs).await?;
+    let prefix = if args.dry_run { "would " } else { "" };
+
+    // The rows of each worker, with their columns as JSON (for the review decisions).
+    let mut by_worker: BTreeMap<&str, Vec<(&PaymentRow, Value)>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.platform == "prolific") {
+        let json = serde_json::to_value(r).unwrap_or(Value::Null);
+        by_worker.entry(&r.worker_id).or_default().push((r, json));
+    }
+    let decision = |worker: &str| -> Option<String> {
+        by_worker
+            .get(worker)?
+            .iter()
+            .find_map(|(_, j)| column(j, "decision"))
+            .map(|d| d.to_lowercase())
+    };
+
+    // 1. Approvals.
+    let mut to_approve = vec![];
+    let mut approved_workers: Vec<&str> = vec![];
+    for (s, c) in subs.iter().zip(&checks) {
+        let decided = decision(&s.worker_id);
+        let rejected = decided
+            .as_deref()
+            .is_some_and(|d| d.starts_with("reject") || d == "block");
+        if s.status == prolific::APPROVED {
+            if !rejected {
+                approved_workers.push(&s.worker_id);
+            }
+            continue;
+        }
+        if s.status != AWAITING_REVIEW {
+            continue;
+        }
+        let by_review = decided.as_deref().is_some_and(|d| d.starts_with("approve"));
+        if rejected {
+            println!(
+                "left for review: {} ({}): the review decision is `{}`",
+                s.id,
+                s.worker_id,
+                decided.as_deref().unwrap_or_default()
+            );
+            continue;
+        }
+        if !(matches!(c, CodeCheck::Valid { .. }) || by_review) {
+            println!(
+                "left for review: {} ({}): code {}",
+                s.id,
+                s.worker_id,
+                c.word()
+            );
+            continue;
+        }
+        if store.meta(&approved_key(pstudy, &s.id)).await?.is_some() {
+            // Sent before and not yet shown as approved (Prolific approves in bulk later).
+            approved_workers.push(&s.worker_id);
+            continue;
+        }
+        to_approve.push(s.id.clone());
+        approved_workers.push(&s.worker_id);
+        println!("{prefix}approve {} ({})", s.id, s.worker_id);
+    }
+    if !args.dry_run && !to_approve.is_empty() {
+        client.bulk_approve(&to_approve).await?;
+        for s in &to_approve {
+            store.set_meta(&approved_key(pstudy, s), "1").await?;
+        }
+    }
+
+    // 2. Bonuses of the approved workers: the table's amount minus what was paid before.
+    let mut lines: Vec<(String, u64)> = vec![];
+    let mut before: Vec<(String, Option<String>)> = vec![];
+    approved_workers.sort_unstable();
+    approved_workers.dedup();
+    for worker in approved_workers {
+        let Some(rs) = by_worker.get(worker) else {
+            continue;
+        };
+        let mut owed = 0;
+        for (r, j) in rs {
+            owed += row_bonus(r, j, args.bonus_from)?;
+        }
+        let key = bonus_key(pstudy, worker);
+        let recorded = store.meta(&key).await?;
+        let paid: u64 = recorded
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if owed > paid {
+            println!(
+                "{prefix}pay a bonus of {} {} to {worker} (owed {}, paid before {})",
+                prolific::amount(owed - paid),
+                rs[0].0.currency,
+                prolific::amount(owed),
+                prolific::amount(paid)
+            );
+            lines.push((worker.to_string(), owed - paid));
+            before.push((key, recorded));
+        } else if owed < paid {
+            println!(
+                "note: {worker} was paid {} in bonuses, more than the {} owed now",
+                prolific::amount(paid),
+                prolific::amount(owed)
+            );
+        }
+    }
+    let total: u64 = lines.iter().map(|(_, c)| c).sum();
+    if !args.dry_run && !lines.is_empty() {
+        let bulk = client.setup_bonuses(&lines).await?;
+        // Recorded before paying: a failure after the payment must not lead to paying again.
+        for ((worker, cents), (key, recorded)) in lines.iter().zip(&before) {
+            let paid: u64 = recorded
+                .as_deref()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            store
+                .set_meta(&bonus_key(pstudy, worker), &(paid + cents).to_string())
+                .await?;
+            debug_assert_eq!(key, &bonus_key(pstudy, worker));
+        }
+        if let Err(e) = client.pay_bonuses(&bulk.id).await {
+            for (key, recorded) in &before {
+                store
+                    .set_meta(key, recorded.as_deref().unwrap_or("0"))
+                    .await?;
+            }
+            return Err(e.into());
+        }
+        println!("bulk bonus payment {} paid", bulk.id);
+    }
+    println!(
+        "{}{} submission(s) approved, {} bonus(es) of {} in all{}",
+        prefix,
+        to_approve.len(),
+        lines.len(),
+        prolific::amount(total),
+        if to_approve.is_empty() && lines.is_empty() {
+            " (nothing new)"
+        } else {
+            ""
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wozkit_store::{Participant, Platform};
+
+    fn sub(worker: &str, code: Option<&str>) -> Submission {
+        Submission {
+            id: format!("{worker}-s"),
+            worker_id: worker.into(),
+            status: AWAITING_REVIEW.into(),
+            completion_code: code.map(str::to_string),
+        }
+    }
+
+    fn participant(id: &str, worker: &str) -> Box<Participant> {
+        Box::new(Participant {
+            id: id.into(),
+            token_hash: String::new(),
+            study_id: "s".into(),
+            platform: Platform::Prolific,
+            worker_id: Some(worker.into()),
+            external_ids: Default::default(),
+            role: None,
+            session_id: None,
+            flow_step: String::new(),
+            completion_code: None,
+            created_at_ms: 0,
+        })
+    }
+
+    #[test]
+    fn codes_are_valid_wrong_missing_or_of_an_unknown_worker() {
+        let known: HashMap<String, Vec<String>> =
+            [("w1".to_string(), vec!["p1".to_string()])].into();
+        let mine = Verdict::Valid {
+            participant: participant("p1", "w1"),
+            session: None,
+        };
+        let theirs = Verdict::Valid {
+            participant: participant("p2", "w2"),
+            session: None,
+        };
+        assert_eq!(
+            classify(&sub("w1", Some("AAA")), &known, Some(&mine)),
+            CodeCheck::Valid {
+                participant: "p1".into()
+            }
+        );
+        assert!(matches!(
+            classify(&sub("w1", Some("BBB")), &known, Some(&theirs)),
+            CodeCheck::Wrong { detail } if detail.contains("p2")
+        ));
+        assert!(matches!(
+            classify(&sub("w1", Some("CCC")), &known, Some(&Verdict::Unknown)),
+            CodeCheck::Wrong { .. }
+        ));
+        assert_eq!(classify(&sub("w1", None), &known, None), CodeCheck::Missing);
+        assert_eq!(
+            classify(&sub("w9", Some("AAA")), &known, Some(&mine)),
+            CodeCheck::UnknownWorker
+        );
+    }
+
+    #[test]
+    fn review_columns_are_read_when_present() {
+        let row: Value =
+            serde_json::json!({"decision": "approve", "review_bonus": 0.15, "bonus": 0});
+        assert_eq!(column(&row, "decision").as_deref(), Some("approve"));
+        assert_eq!(column(&row, "review_bonus").as_deref(), Some("0.15"));
+        assert_eq!(column(&row, "missing"), None);
+        assert_eq!(
+            column(&serde_json::json!({"decision": ""}), "decision"),
+            None
+        );
+    }
+}
