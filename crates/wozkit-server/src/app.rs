@@ -50,6 +50,37 @@ pub struct Tunables {
     /// Worker ids not admitted to any study (each study may list more in
     /// `evaluation.blocklist`).
     pub blocklist: std::collections::HashSet<String>,
+    /// The crowd platforms' clients the review page sends decisions through, per study and
+    /// platform (how they are built, from environment variables, is the caller's business).
+    pub payers: Payers,
+}
+
+/// Crowd platform clients by (study id, platform name as entry links record it: `prolific`,
+/// `mturk`).
+#[derive(Clone, Default)]
+pub struct Payers(
+    pub std::collections::HashMap<(String, String), Arc<dyn wozkit_platforms::Payer>>,
+);
+
+impl Payers {
+    /// Adds the client of `study` on its platform ([`Payer::platform`](wozkit_platforms::Payer::platform)).
+    pub fn insert(&mut self, study: &str, payer: Arc<dyn wozkit_platforms::Payer>) {
+        self.0
+            .insert((study.to_string(), payer.platform().to_string()), payer);
+    }
+
+    /// The client of `study` on `platform`, if one was given.
+    pub fn get(&self, study: &str, platform: &str) -> Option<Arc<dyn wozkit_platforms::Payer>> {
+        self.0
+            .get(&(study.to_string(), platform.to_string()))
+            .cloned()
+    }
+}
+
+impl std::fmt::Debug for Payers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
 }
 
 impl Default for Tunables {
@@ -63,6 +94,7 @@ impl Default for Tunables {
             heartbeat_ms: 5000,
             stale_after_ms: 15_000,
             blocklist: std::collections::HashSet::new(),
+            payers: Payers::default(),
         }
     }
 }
@@ -87,6 +119,9 @@ pub struct Inner {
     pub(crate) researchers: ResearcherSessions,
     /// The dialogue systems under test, and their replies in flight.
     pub(crate) systems: crate::chat::Systems,
+    /// Review decisions: workers blocked from the review logs, and the lock that keeps review
+    /// writes and platform sends one at a time.
+    pub(crate) review: crate::review::ReviewState,
     /// Arena leaderboards computed lately.
     pub(crate) leaderboards: crate::http::leaderboard::LeaderboardCache,
     /// Entry links opened per client address: bounds how fast participants can be created.
@@ -129,6 +164,7 @@ impl AppState {
         for s in studies.values() {
             crate::evaluation::register_items(store.as_ref(), s).await?;
         }
+        let review = crate::review::ReviewState::load(store.as_ref()).await?;
         let systems = crate::chat::Systems::new(studies.values().map(|s| s.as_ref()))?;
         let app = AppState(Arc::new(Inner {
             store,
@@ -139,6 +175,7 @@ impl AppState {
             researchers: ResearcherSessions::default(),
             systems,
             leaderboards: Default::default(),
+            review,
             joins: KeyedLimiter::per_minute(config.tunables.join_per_minute),
             tunables: config.tunables,
             shutdown,

@@ -351,7 +351,8 @@ pub async fn register_items(store: &dyn Store, study: &LoadedStudy) -> Result<()
     store.register_items(&study.study.id, &items).await
 }
 
-/// Whether the worker is on the study's blocklist or the server's.
+/// Whether the worker is on the study's blocklist or the server's, or was blocked in a review
+/// (of any study).
 pub fn blocked(app: &AppState, study: &LoadedStudy, worker: Option<&str>) -> bool {
     let Some(worker) = worker else {
         return false;
@@ -361,7 +362,7 @@ pub fn blocked(app: &AppState, study: &LoadedStudy, worker: Option<&str>) -> boo
         .evaluation
         .as_ref()
         .is_some_and(|ev| ev.blocklist.iter().any(|w| w == worker));
-    listed || app.tunables.blocklist.contains(worker)
+    listed || app.tunables.blocklist.contains(worker) || app.review.is_blocked(worker)
 }
 
 /// Whether the `position`-th item of a worker is an attention check: drawn from the worker's

@@ -22,6 +22,8 @@
 //!   system clients, one session per system, replies in tasks of their own.
 //! - [`completion`]: completion codes (an HMAC of the participant id under a stored key).
 //! - [`records`]: the dialogue log export with automatic metrics, and payments.
+//! - [`review`]: researchers' review decisions (each an event of the study's review log), the
+//!   participants' flags, blocks, and sending decisions to the crowd platforms.
 
 #![forbid(unsafe_code)]
 
@@ -37,6 +39,7 @@ mod human;
 mod lobby;
 mod pairing;
 pub mod records;
+pub mod review;
 mod room;
 mod security;
 mod ws;
@@ -53,7 +56,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use wozkit_store::Store;
 
-pub use app::{AppState, Config, Tunables, now_ms};
+pub use app::{AppState, Config, Payers, Tunables, now_ms};
 
 /// How long stopping waits for rooms and connections to finish.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -59,6 +59,17 @@
 //!     platform's fixed screen-out payment); base, minutes and bonus are 0.
 //! 13. **Unpaid.** Every other row (no code, `abandoned`, `screened_blocklist`) is 0, as rule 4:
 //!     the researcher decides by hand (a worker screened on gold without a code may be rejected).
+//!
+//! The researchers' review (the study's review log, `review-<study>`; see [`crate::review`]),
+//! on every row, tested in `tests/api/review.rs`:
+//! 14. **Decision.** `decision` is the participant's current review decision, `approve` or
+//!     `reject` (the later supersedes the earlier); empty when none was taken.
+//! 15. **Review bonus.** `review_bonus` is the participant's current review bonus (the last one
+//!     given; 0 when none, or when the last one was 0), in the study's currency to the cent: what
+//!     sending the decisions pays on the platform in all. It is apart from the scheme's `bonus`.
+//! 16. **Total with bonus.** `total_with_bonus` is `total` + `review_bonus`, in cents; a
+//!     rejection changes no amount (the platform pays no reward for it; the table still shows
+//!     what the scheme would pay, so the researcher sees what was turned down).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -111,6 +122,12 @@ pub struct PaymentRow {
     pub minutes: f64,
     pub bonus: f64,
     pub total: f64,
+    /// The current review decision: `approve`, `reject`, or empty (rule 14).
+    pub decision: String,
+    /// The current review bonus (rule 15).
+    pub review_bonus: f64,
+    /// `total` + `review_bonus` (rule 16).
+    pub total_with_bonus: f64,
 }
 
 /// Prices every participant of every session, then every evaluation participant without a
@@ -120,7 +137,7 @@ pub struct PaymentRow {
 pub async fn payments(
     store: &dyn Store,
     study_filter: Option<&str>,
-    study_of: &dyn Fn(&str) -> Option<Arc<LoadedStudy>>,
+    study_of: &(dyn Fn(&str) -> Option<Arc<LoadedStudy>> + Sync),
     include_test: bool,
 ) -> Result<Vec<PaymentRow>, StoreError> {
     let mut rows = vec![];
@@ -155,7 +172,28 @@ pub async fn payments(
         let events = store.events(&log.id, 0).await?;
         rows.push(price_evaluation(&log, &p, &events, study.as_deref()));
     }
+    add_review(store, &mut rows).await?;
     Ok(rows)
+}
+
+/// Rules 14 to 16: the review decision and bonus of every row, from its study's review log.
+async fn add_review(store: &dyn Store, rows: &mut [PaymentRow]) -> Result<(), StoreError> {
+    let mut logs: HashMap<String, HashMap<String, crate::review::Reviewed>> = HashMap::new();
+    for row in rows {
+        if !logs.contains_key(&row.study) {
+            let review = crate::review::read(store, &row.study).await?;
+            logs.insert(row.study.clone(), review);
+        }
+        let Some(r) = logs.get(&row.study).and_then(|l| l.get(&row.participant)) else {
+            continue;
+        };
+        let cents = r.bonus_cents();
+        row.decision = r.decision_str().to_string();
+        row.review_bonus = cents as f64 / 100.0;
+        // In units of 10⁻⁸, as `by_time`: a cent is 10⁶ of them.
+        row.total_with_bonus = cents_of(micros(row.total) * 100 + i128::from(cents) * 1_000_000);
+    }
+    Ok(())
 }
 
 /// Every participant log (of `study`, if given) with its participant, when that participant
@@ -282,6 +320,9 @@ fn row_of(record: &SessionRecord, p: &Participant, status: Status, amounts: Amou
         minutes: amounts.minutes,
         bonus: amounts.bonus,
         total: amounts.total,
+        decision: String::new(),
+        review_bonus: 0.0,
+        total_with_bonus: amounts.total,
     }
 }
 
@@ -524,7 +565,7 @@ fn cents_of(units: i128) -> f64 {
 }
 
 /// The columns of the table, as [`PaymentRow`] names its fields.
-pub const COLUMNS: [&str; 19] = [
+pub const COLUMNS: [&str; 22] = [
     "participant",
     "platform",
     "crowd_ids",
@@ -544,6 +585,9 @@ pub const COLUMNS: [&str; 19] = [
     "minutes",
     "bonus",
     "total",
+    "decision",
+    "review_bonus",
+    "total_with_bonus",
 ];
 
 /// Writes the rows as CSV with a header line.

@@ -1,0 +1,786 @@
+//! Reviewing a study's participants: the decisions researchers take (approve, reject, bonus,
+//! block, note), the flags that help take them, and sending them to the crowd platforms.
+//!
+//! **The review log.** Every decision is an [`EventKind::Reviewed`] event appended to the
+//! study's review log: a log of kind `participant` whose id is `review-<study>` (see
+//! [`log_id`]), created with the first decision. Participant logs of evaluation flows are
+//! `log-<participant>`, so nothing that reads those mistakes a review log for one, and dialogue
+//! exports (which list dialogue sessions) leave it out; exporting the log itself shows every
+//! decision with who took it and when.
+//!
+//! **What counts** (see [`fold`]), per participant, in log order:
+//! - the decision is the last `approve` or `reject`; a later one supersedes an earlier one;
+//! - the bonus is the last `bonus` amount (a bonus of 0 takes an earlier one back);
+//! - a `block` keeps the worker out of every study of this server from then on (the set of
+//!   blocked workers is rebuilt from every review log at start);
+//! - notes accumulate; every event stays in the row's history.
+//!
+//! **Sending** ([`send`]). For each participant with a crowd platform client for their study
+//! and platform: the decision, if none was sent yet (a platform takes one decision per
+//! submission, so a decision changed after sending is not sent again); the part of the bonus
+//! not sent yet (so what the platform paid in all equals the payment table's `review_bonus`, to
+//! the cent), in one bulk request per platform; the block, once. Each outcome is logged as a
+//! `sent` or `send_failed` event naming the decision's sequence number, so nothing is sent
+//! twice and a failure is sent again on the next press.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+
+use wozkit_core::event::{Actor, Event, EventKind, ReviewAction, ReviewDecision, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_platforms::{Bonus, Payer};
+use wozkit_store::{NewEvent, NewSession, SessionFilter, SessionKind, Store, StoreError};
+
+use crate::app::{AppState, now_ms};
+use crate::records::payments::{PaymentRow, payments};
+
+/// Prefix of the review logs' ids.
+pub const LOG_PREFIX: &str = "review-";
+
+/// The id of a study's review log.
+pub fn log_id(study: &str) -> String {
+    format!("{LOG_PREFIX}{study}")
+}
+
+/// What the review log says about one participant.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reviewed {
+    /// The current decision (`Approve` or `Reject`) and its sequence number in the log.
+    pub decision: Option<(ReviewAction, u64)>,
+    /// The current bonus in cents and its sequence number (none when no bonus was given).
+    pub bonus: Option<(u64, u64)>,
+    /// The block, with its reason and sequence number.
+    pub blocked: Option<(String, u64)>,
+    /// Notes, oldest first.
+    pub notes: Vec<String>,
+    /// Every review event about the participant, oldest first.
+    pub history: Vec<Event>,
+    /// The decision the platform was sent, if any.
+    pub sent_decision: Option<ReviewAction>,
+    /// Cents of bonus the platform paid so far.
+    pub bonus_sent_cents: u64,
+    /// Whether the block was sent to the platform.
+    pub block_sent: bool,
+    /// The platform's message of the last failed send (cleared by a later successful one).
+    pub last_failure: Option<String>,
+}
+
+impl Reviewed {
+    /// The current decision's name (`approve`, `reject`), empty when none.
+    pub fn decision_str(&self) -> &'static str {
+        self.decision.map_or("", |(a, _)| a.as_str())
+    }
+
+    /// The current bonus in cents (0 when none).
+    pub fn bonus_cents(&self) -> u64 {
+        self.bonus.map_or(0, |(c, _)| c)
+    }
+}
+
+/// The decision of each participant (by participant id), from a review log's events.
+pub fn fold(events: &[Event]) -> HashMap<String, Reviewed> {
+    let mut out: HashMap<String, Reviewed> = HashMap::new();
+    let mut by_seq: HashMap<u64, (ReviewAction, Option<u64>)> = HashMap::new();
+    for e in events {
+        let EventKind::Reviewed(d) = &e.kind else {
+            continue;
+        };
+        let r = out.entry(d.participant.clone()).or_default();
+        r.history.push(e.clone());
+        by_seq.insert(e.seq, (d.action, d.cents));
+        match d.action {
+            ReviewAction::Approve | ReviewAction::Reject => r.decision = Some((d.action, e.seq)),
+            ReviewAction::Bonus => {
+                r.bonus = match d.cents.unwrap_or(0) {
+                    0 => None,
+                    c => Some((c, e.seq)),
+                }
+            }
+            ReviewAction::Block => r.blocked = Some((d.reason.clone(), e.seq)),
+            ReviewAction::Note => r.notes.push(d.reason.clone()),
+            ReviewAction::Sent => {
+                r.last_failure = None;
+                match d.of_seq.and_then(|s| by_seq.get(&s)) {
+                    Some((a @ (ReviewAction::Approve | ReviewAction::Reject), _)) => {
+                        r.sent_decision = Some(*a)
+                    }
+                    Some((ReviewAction::Bonus, _)) => r.bonus_sent_cents += d.cents.unwrap_or(0),
+                    Some((ReviewAction::Block, _)) => r.block_sent = true,
+                    _ => {}
+                }
+            }
+            ReviewAction::SendFailed => r.last_failure = Some(d.reason.clone()),
+        }
+    }
+    out
+}
+
+/// The review of a study's participants, read from its log (empty when nothing was decided).
+pub async fn read(store: &dyn Store, study: &str) -> Result<HashMap<String, Reviewed>, StoreError> {
+    let id = log_id(study);
+    if store.session(&id).await?.is_none() {
+        return Ok(HashMap::new());
+    }
+    Ok(fold(&store.events(&id, 0).await?))
+}
+
+/// Every review log's id and study.
+async fn review_logs(store: &dyn Store) -> Result<Vec<(String, String)>, StoreError> {
+    Ok(store
+        .list_sessions(&SessionFilter {
+            kind: SessionKind::Participant,
+            ..SessionFilter::default()
+        })
+        .await?
+        .into_iter()
+        .filter(|s| s.id.starts_with(LOG_PREFIX))
+        .map(|s| (s.id, s.study_id))
+        .collect())
+}
+
+/// What the server keeps of the reviews: the workers blocked by a review (any study), and the
+/// lock that keeps review writes and platform sends one at a time.
+#[derive(Default)]
+pub struct ReviewState {
+    blocked: RwLock<HashSet<String>>,
+    pub(crate) lock: tokio::sync::Mutex<()>,
+}
+
+impl ReviewState {
+    /// Rebuilds the blocked workers from every review log in the store.
+    pub async fn load(store: &dyn Store) -> Result<ReviewState, StoreError> {
+        let mut blocked = HashSet::new();
+        for (id, _) in review_logs(store).await? {
+            for e in store.events(&id, 0).await? {
+                if let EventKind::Reviewed(d) = &e.kind
+                    && d.action == ReviewAction::Block
+                    && let Some(w) = &d.worker
+                {
+                    blocked.insert(w.clone());
+                }
+            }
+        }
+        Ok(ReviewState {
+            blocked: RwLock::new(blocked),
+            lock: Default::default(),
+        })
+    }
+
+    /// Whether a review blocked this worker id.
+    pub fn is_blocked(&self, worker: &str) -> bool {
+        self.blocked
+            .read()
+            .map(|b| b.contains(worker))
+            .unwrap_or(false)
+    }
+
+    fn block(&self, worker: &str) {
+        if let Ok(mut b) = self.blocked.write() {
+            b.insert(worker.to_string());
+        }
+    }
+}
+
+/// Appends decisions to the study's review log (creating it first if needed) and applies
+/// blocks at once. The caller holds [`ReviewState::lock`].
+pub(crate) async fn append(
+    app: &AppState,
+    study: &LoadedStudy,
+    decisions: Vec<ReviewDecision>,
+) -> Result<Vec<Event>, StoreError> {
+    if decisions.is_empty() {
+        return Ok(vec![]);
+    }
+    let id = log_id(&study.study.id);
+    if app.store.session(&id).await?.is_none() {
+        app.store
+            .open_participant_log(NewSession {
+                id: id.clone(),
+                study_id: study.study.id.clone(),
+                study_version: study.study.version.clone(),
+                seed: 0,
+                created_at_ms: now_ms(),
+            })
+            .await?;
+    }
+    let at_ms = now_ms();
+    for d in &decisions {
+        if d.action == ReviewAction::Block
+            && let Some(w) = &d.worker
+        {
+            app.review.block(w);
+        }
+    }
+    app.store
+        .append(
+            &id,
+            decisions
+                .into_iter()
+                .map(|d| NewEvent {
+                    actor: Actor::System,
+                    kind: EventKind::Reviewed(Box::new(d)),
+                    at_ms,
+                })
+                .collect(),
+        )
+        .await
+}
+
+/// Limits of the flags; the review page's query can change each.
+#[derive(Clone, Copy, Debug)]
+pub struct Thresholds {
+    /// A duration is an outlier beyond median ± `k` × MAD (the MAD scaled to a standard
+    /// deviation, × 1.4826).
+    pub k: f64,
+    /// A silence this long (milliseconds) of either side of a dialogue is flagged.
+    pub idle_ms: u64,
+    /// An evaluation participant with attention checks answered right below this share failed
+    /// gold (as does anyone screened out on gold).
+    pub gold_bar: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            k: 3.0,
+            idle_ms: 120_000,
+            gold_bar: 0.8,
+        }
+    }
+}
+
+/// Which side of the typical duration an outlier is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outlier {
+    Fast,
+    Slow,
+}
+
+/// Why a participant may need a closer look.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Flags {
+    /// Failed gold, and why.
+    pub failed_gold: Option<String>,
+    /// A time outlier, which side, and why.
+    pub time: Option<(Outlier, String)>,
+    /// The partner sent nothing for a long stretch, and when.
+    pub idle_partner: Option<String>,
+    /// The participant's own long silence.
+    pub own_silence: Option<String>,
+    /// Disconnects of the participant's role.
+    pub disconnects: u32,
+}
+
+impl Flags {
+    /// The flag names that apply: `gold`, `time`, `idle`, `disconnect`.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut out = vec![];
+        if self.failed_gold.is_some() {
+            out.push("gold");
+        }
+        if self.time.is_some() {
+            out.push("time");
+        }
+        if self.idle_partner.is_some() || self.own_silence.is_some() {
+            out.push("idle");
+        }
+        if self.disconnects > 0 {
+            out.push("disconnect");
+        }
+        out
+    }
+}
+
+/// One participant on the review page.
+#[derive(Clone, Debug)]
+pub struct ReviewRow {
+    /// The participant's payment row (status, amounts, decision and review bonus).
+    pub pay: PaymentRow,
+    /// Answers: `(page or survey, question, answer)`.
+    pub answers: Vec<(String, String, String)>,
+    /// How long the participant took (the session, or entry to code for an evaluation).
+    pub duration_ms: Option<u64>,
+    pub flags: Flags,
+    pub review: Reviewed,
+}
+
+/// The review rows of a study's participants (test participants only with `include_test`).
+pub async fn rows(
+    app: &AppState,
+    study: &Arc<LoadedStudy>,
+    include_test: bool,
+    limits: Thresholds,
+) -> Result<Vec<ReviewRow>, StoreError> {
+    let store = app.store.as_ref();
+    let study_id = study.study.id.clone();
+    let pays = payments(
+        store,
+        Some(&study_id),
+        &|id| (id == study_id).then(|| study.clone()),
+        include_test,
+    )
+    .await?;
+    let reviews = read(store, &study_id).await?;
+    let mut cache: HashMap<String, Arc<Vec<Event>>> = HashMap::new();
+    let mut out = Vec::with_capacity(pays.len());
+    for pay in pays {
+        let events = match cache.get(&pay.session) {
+            Some(e) => e.clone(),
+            None => {
+                let e = Arc::new(store.events(&pay.session, 0).await?);
+                cache.insert(pay.session.clone(), e.clone());
+                e
+            }
+        };
+        let created = store
+            .participant(&pay.participant)
+            .await?
+            .map(|p| p.created_at_ms);
+        let role = Role::parse(&pay.role);
+        let evaluation = pay.judgments.is_some();
+        let (answers, duration_ms, mut flags) = if evaluation {
+            evaluation_facts(&events, created, &pay, limits)
+        } else {
+            dialogue_facts(&events, role, limits)
+        };
+        if pay.status != "completed" {
+            flags.time = None;
+        }
+        let review = reviews.get(&pay.participant).cloned().unwrap_or_default();
+        out.push(ReviewRow {
+            pay,
+            answers,
+            duration_ms,
+            flags,
+            review,
+        });
+    }
+    time_outliers(&mut out, limits.k);
+    Ok(out)
+}
+
+type Facts = (Vec<(String, String, String)>, Option<u64>, Flags);
+
+fn answer_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Answers, duration, idle stretches and disconnects of a dialogue participant in `role`.
+fn dialogue_facts(events: &[Event], role: Option<Role>, limits: Thresholds) -> Facts {
+    let mut answers = vec![];
+    let mut flags = Flags::default();
+    let start = events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
+        .or(events.first())
+        .map(|e| e.at_ms);
+    let end = events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
+        .or(events.last())
+        .map(|e| e.at_ms);
+    let mut said: HashMap<Role, Vec<u64>> = HashMap::new();
+    for e in events {
+        match &e.kind {
+            EventKind::SurveyAnswered {
+                role: r,
+                answers: a,
+            } if Some(*r) == role => {
+                for (k, v) in a {
+                    answers.push(("survey".into(), k.clone(), answer_text(v)));
+                }
+            }
+            EventKind::Disconnected { role: r, .. } if Some(*r) == role => flags.disconnects += 1,
+            EventKind::Message { role: r, .. } if end.is_none_or(|end| e.at_ms <= end) => {
+                said.entry(*r).or_default().push(e.at_ms)
+            }
+            _ => {}
+        }
+    }
+    let duration = start.zip(end).map(|(s, e)| e.saturating_sub(s));
+    if let (Some(role), Some(start), Some(end)) = (role, start, end) {
+        let longest = |r: Role| -> (u64, u64) {
+            let mut points = vec![start];
+            points.extend(said.get(&r).into_iter().flatten().copied());
+            points.push(end);
+            points
+                .windows(2)
+                .map(|w| (w[1].saturating_sub(w[0]), w[0].saturating_sub(start)))
+                .max_by_key(|(gap, _)| *gap)
+                .unwrap_or((0, 0))
+        };
+        let say = |who: &str, (gap, from): (u64, u64)| {
+            format!(
+                "{who} sent nothing for {} (from {} into the session; limit {})",
+                minutes(gap),
+                minutes(from),
+                minutes(limits.idle_ms)
+            )
+        };
+        let partner = longest(role.other());
+        if partner.0 >= limits.idle_ms {
+            flags.idle_partner = Some(say(
+                &format!("the partner ({})", role.other().as_str()),
+                partner,
+            ));
+        }
+        let own = longest(role);
+        if own.0 >= limits.idle_ms {
+            flags.own_silence = Some(say("the participant", own));
+        }
+    }
+    (answers, duration, flags)
+}
+
+/// Answers, duration and gold of an evaluation participant (their own log).
+fn evaluation_facts(
+    events: &[Event],
+    created: Option<u64>,
+    pay: &PaymentRow,
+    limits: Thresholds,
+) -> Facts {
+    let mut answers = vec![];
+    let mut flags = Flags::default();
+    let mut end = None;
+    for e in events {
+        match &e.kind {
+            EventKind::PageAnswered { page, answers: a } => {
+                for (k, v) in a {
+                    answers.push((page.clone(), k.clone(), answer_text(v)));
+                }
+            }
+            EventKind::OnboardingDone { answers: a, .. } => {
+                for (k, v) in a {
+                    answers.push(("onboarding".into(), k.clone(), answer_text(v)));
+                }
+            }
+            EventKind::CompletionIssued { .. } | EventKind::ScreenedOut { .. } if end.is_none() => {
+                end = Some(e.at_ms)
+            }
+            _ => {}
+        }
+    }
+    let end = end.or(events.last().map(|e| e.at_ms));
+    let duration = created.zip(end).map(|(s, e)| e.saturating_sub(s));
+    if pay.status == "screened_gold" {
+        flags.failed_gold = Some("screened out on attention checks".into());
+    } else if let Some(acc) = pay.gold_accuracy
+        && acc < limits.gold_bar
+    {
+        flags.failed_gold = Some(format!(
+            "attention checks {:.0}% right, below the bar of {:.0}%",
+            acc * 100.0,
+            limits.gold_bar * 100.0
+        ));
+    }
+    (answers, duration, flags)
+}
+
+/// `m:ss` of milliseconds.
+pub fn minutes(ms: u64) -> String {
+    let s = ms / 1000;
+    format!("{}:{:02} min", s / 60, s % 60)
+}
+
+fn median(sorted: &[u64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2] as f64
+    } else {
+        (sorted[n / 2 - 1] as f64 + sorted[n / 2] as f64) / 2.0
+    }
+}
+
+/// Flags the completed rows whose duration is beyond median ± k × MAD (scaled by 1.4826)
+/// among the completed rows of the same kind and role; when the MAD is 0 (most took the same
+/// time), beyond the 5th or 95th percentile. Groups of fewer than 4 are not judged.
+fn time_outliers(rows: &mut [ReviewRow], k: f64) {
+    let mut groups: BTreeMap<(bool, String), Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r.pay.status == "completed" && r.duration_ms.is_some() {
+            groups
+                .entry((r.pay.judgments.is_some(), r.pay.role.clone()))
+                .or_default()
+                .push(i);
+        }
+    }
+    for idx in groups.values() {
+        if idx.len() < 4 {
+            continue;
+        }
+        let mut d: Vec<u64> = idx.iter().filter_map(|&i| rows[i].duration_ms).collect();
+        d.sort_unstable();
+        let med = median(&d);
+        let mut dev: Vec<u64> = d.iter().map(|&x| (x as f64 - med).abs() as u64).collect();
+        dev.sort_unstable();
+        let mad = median(&dev) * 1.4826;
+        let pct = |p: f64| d[((p * (d.len() - 1) as f64).round() as usize).min(d.len() - 1)];
+        let (p5, p95) = (pct(0.05), pct(0.95));
+        for &i in idx {
+            let Some(x) = rows[i].duration_ms else {
+                continue;
+            };
+            let xf = x as f64;
+            let why = if mad > 0.0 {
+                let (lo, hi) = (med - k * mad, med + k * mad);
+                if xf > hi {
+                    Some((
+                        Outlier::Slow,
+                        format!(
+                            "took {}, above median {} + {k}×MAD {} = {}",
+                            minutes(x),
+                            minutes(med as u64),
+                            minutes(mad as u64),
+                            minutes(hi as u64)
+                        ),
+                    ))
+                } else if xf < lo {
+                    Some((
+                        Outlier::Fast,
+                        format!(
+                            "took {}, below median {} − {k}×MAD {} = {}",
+                            minutes(x),
+                            minutes(med as u64),
+                            minutes(mad as u64),
+                            minutes(lo.max(0.0) as u64)
+                        ),
+                    ))
+                } else {
+                    None
+                }
+            } else if x > p95 && xf > med {
+                Some((
+                    Outlier::Slow,
+                    format!(
+                        "took {}, above the 95th percentile {} (MAD is 0)",
+                        minutes(x),
+                        minutes(p95)
+                    ),
+                ))
+            } else if x < p5 && xf < med {
+                Some((
+                    Outlier::Fast,
+                    format!(
+                        "took {}, below the 5th percentile {} (MAD is 0)",
+                        minutes(x),
+                        minutes(p5)
+                    ),
+                ))
+            } else {
+                None
+            };
+            rows[i].flags.time = why;
+        }
+    }
+}
+
+/// Which rows a bulk action or the page shows.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// `gold`, `time`, `idle`, `disconnect`, `any` (some flag) or `none` (no flag).
+    pub flag: Option<String>,
+    /// The payment status (`completed`, `incomplete`, ...).
+    pub status: Option<String>,
+    /// `approve`, `reject`, `none` (undecided), `bonus` (with a bonus) or `blocked`.
+    pub decision: Option<String>,
+}
+
+impl Filter {
+    /// Whether the row passes the filter.
+    pub fn matches(&self, r: &ReviewRow) -> bool {
+        let names = r.flags.names();
+        let flag_ok = match self.flag.as_deref() {
+            None | Some("") => true,
+            Some("any") => !names.is_empty(),
+            Some("none") => names.is_empty(),
+            Some(f) => names.contains(&f),
+        };
+        let status_ok = self
+            .status
+            .as_deref()
+            .is_none_or(|s| s.is_empty() || s == r.pay.status);
+        let decision_ok = match self.decision.as_deref() {
+            None | Some("") => true,
+            Some("none") => r.review.decision.is_none(),
+            Some("bonus") => r.review.bonus.is_some(),
+            Some("blocked") => r.review.blocked.is_some(),
+            Some(d) => r.review.decision_str() == d,
+        };
+        flag_ok && status_ok && decision_ok
+    }
+}
+
+/// What one press of "send decisions" did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SendReport {
+    pub sent: u32,
+    pub failed: u32,
+}
+
+/// The platform's id of a participant's submission: from the entry link (Prolific's
+/// `SESSION_ID`, MTurk's `assignmentId`), else from the platform's list of submissions by the
+/// worker id.
+async fn submission_id(
+    store: &dyn Store,
+    payer: &dyn Payer,
+    listed: &mut Option<Vec<wozkit_platforms::Submission>>,
+    participant: &str,
+    worker: Option<&str>,
+) -> Result<String, String> {
+    if let Ok(Some(p)) = store.participant(participant).await
+        && let Some(id) = p
+            .external_ids
+            .get("SESSION_ID")
+            .or(p.external_ids.get("assignmentId"))
+    {
+        return Ok(id.clone());
+    }
+    let worker = worker.ok_or_else(|| "the participant has no worker id".to_string())?;
+    if listed.is_none() {
+        *listed = Some(payer.submissions().await.map_err(|e| e.to_string())?);
+    }
+    listed
+        .iter()
+        .flatten()
+        .find(|s| s.worker_id == worker)
+        .map(|s| s.id.clone())
+        .ok_or_else(|| {
+            format!(
+                "{}: no submission of worker {worker} in this study",
+                payer.platform()
+            )
+        })
+}
+
+/// Sends every decision, bonus and block of the study not sent yet to the participants'
+/// platforms (see the module's documentation), logging each outcome as done by `by`.
+pub async fn send(
+    app: &AppState,
+    study: &Arc<LoadedStudy>,
+    by: &crate::auth::Researcher,
+) -> Result<SendReport, StoreError> {
+    let _one_at_a_time = app.review.lock.lock().await;
+    let store = app.store.as_ref();
+    let study_id = &study.study.id;
+    let reviews = read(store, study_id).await?;
+    let mut participants: Vec<&String> = reviews.keys().collect();
+    participants.sort();
+    let outcome = |head: &ReviewDecision, of: u64, ok: Result<(), String>, cents: Option<u64>| {
+        ReviewDecision {
+            participant: head.participant.clone(),
+            worker: head.worker.clone(),
+            platform: head.platform.clone(),
+            action: if ok.is_ok() {
+                ReviewAction::Sent
+            } else {
+                ReviewAction::SendFailed
+            },
+            reason: ok.err().unwrap_or_default(),
+            cents,
+            researcher: by.id.clone(),
+            researcher_name: by.name.clone(),
+            of_seq: Some(of),
+        }
+    };
+    let mut log = vec![];
+    let mut listed: HashMap<String, Option<Vec<wozkit_platforms::Submission>>> = HashMap::new();
+    // Bonuses per platform, paid in bulk: (participant, bonus seq, bonus).
+    let mut bonuses: HashMap<String, Vec<(&ReviewDecision, u64, Bonus)>> = HashMap::new();
+    for id in participants {
+        let r = &reviews[id];
+        let Some(EventKind::Reviewed(head)) = r.history.first().map(|e| &e.kind) else {
+            continue;
+        };
+        let Some(payer) = app.tunables.payers.get(study_id, &head.platform) else {
+            continue;
+        };
+        let worker = head.worker.as_deref();
+        let list = listed.entry(head.platform.clone()).or_default();
+        let pending_decision = r.decision.filter(|_| r.sent_decision.is_none());
+        let pending_bonus = r
+            .bonus
+            .filter(|(c, _)| *c > r.bonus_sent_cents)
+            .map(|(c, seq)| (c - r.bonus_sent_cents, seq));
+        let needs_submission = pending_decision.is_some() || pending_bonus.is_some();
+        let submission = if needs_submission {
+            submission_id(store, payer.as_ref(), list, id, worker).await
+        } else {
+            Err(String::new())
+        };
+        if let Some((action, seq)) = pending_decision {
+            let result = match &submission {
+                Err(e) => Err(e.clone()),
+                Ok(sub) => match action {
+                    ReviewAction::Approve => payer.approve(sub).await,
+                    _ => {
+                        let reason = reason_of(r, seq);
+                        payer.reject(sub, &reason).await
+                    }
+                }
+                .map_err(|e| e.to_string()),
+            };
+            log.push(outcome(head, seq, result, None));
+        }
+        if let Some((cents, seq)) = pending_bonus {
+            match &submission {
+                Err(e) => log.push(outcome(head, seq, Err(e.clone()), Some(cents))),
+                Ok(sub) => bonuses.entry(head.platform.clone()).or_default().push((
+                    head,
+                    seq,
+                    Bonus {
+                        worker_id: worker.unwrap_or_default().to_string(),
+                        submission_id: sub.clone(),
+                        cents,
+                        reason: reason_of(r, seq),
+                    },
+                )),
+            }
+        }
+        if let Some((reason, seq)) = &r.blocked
+            && !r.block_sent
+        {
+            let result = match worker {
+                None => Err("the participant has no worker id".to_string()),
+                Some(w) => payer.block(w, reason).await.map_err(|e| e.to_string()),
+            };
+            log.push(outcome(head, *seq, result, None));
+        }
+    }
+    for (platform, batch) in bonuses {
+        let Some(payer) = app.tunables.payers.get(study_id, &platform) else {
+            continue;
+        };
+        let all: Vec<Bonus> = batch.iter().map(|(_, _, b)| b.clone()).collect();
+        let result = payer.bonus(&all).await.map_err(|e| e.to_string());
+        for (head, seq, b) in batch {
+            log.push(outcome(head, seq, result.clone(), Some(b.cents)));
+        }
+    }
+    let report = SendReport {
+        sent: log
+            .iter()
+            .filter(|d| d.action == ReviewAction::Sent)
+            .count() as u32,
+        failed: log
+            .iter()
+            .filter(|d| d.action == ReviewAction::SendFailed)
+            .count() as u32,
+    };
+    append(app, study, log).await?;
+    Ok(report)
+}
+
+/// The reason given with the decision at `seq`.
+fn reason_of(r: &Reviewed, seq: u64) -> String {
+    r.history
+        .iter()
+        .find(|e| e.seq == seq)
+        .and_then(|e| match &e.kind {
+            EventKind::Reviewed(d) => Some(d.reason.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
