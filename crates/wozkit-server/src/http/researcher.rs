@@ -1,11 +1,12 @@
 //! Researcher pages: login, the list of sessions (live and finished, with the waiting queues) and
 //! a read-only live view of one session's events. Server-rendered, refreshed by the browser.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Form;
-use axum::extract::{Path, Query, State};
-use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::header::{LOCATION, RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
@@ -14,21 +15,24 @@ use wozkit_store::{SessionFilter, SessionRecord};
 
 use super::html::{esc, layout, query_escape};
 use crate::app::AppState;
-use crate::auth::{Access, Researcher, check_password};
+use crate::auth::{ADMIN, Access, LoginOutcome, Researcher, log_in};
 use crate::error::HttpError;
 use crate::security::{RESEARCHER_COOKIE, cookie, origin_ok, set_cookie};
 
 /// Sessions shown on the list (the newest).
 const LIST_LIMIT: u32 = 200;
 
-/// Whether the request carries a current researcher login.
+/// Whether the request carries a researcher login found current within the last 30 seconds
+/// (a synchronous check, for pages that only hide or show something; prefer
+/// [`researcher`], which asks the store).
 pub fn logged_in(app: &AppState, headers: &HeaderMap) -> bool {
     cookie(headers, RESEARCHER_COOKIE).is_some_and(|t| app.researchers.valid(&t))
 }
 
 /// The researcher logged in on this request, if any.
 pub async fn researcher(app: &AppState, headers: &HeaderMap) -> Option<Researcher> {
-    cookie(headers, RESEARCHER_COOKIE).and_then(|t| app.researchers.get(&t))
+    let token = cookie(headers, RESEARCHER_COOKIE)?;
+    app.researchers.get(app.store.as_ref(), &token).await
 }
 
 /// A researcher page (a GET): the researcher when logged in with at least `need`; otherwise
@@ -121,7 +125,7 @@ pub struct NextQuery {
     next: Option<String>,
 }
 
-fn login_page(next: &str, problem: Option<&str>) -> String {
+fn login_page(next: &str, name: &str, problem: Option<&str>) -> String {
     let problem = problem
         .map(|p| {
             format!(
@@ -133,28 +137,43 @@ fn login_page(next: &str, problem: Option<&str>) -> String {
     let body = format!(
         "<main class=\"narrow\"><h1>Researcher login</h1>{problem}\
          <form method=\"post\" action=\"/researcher/login\"><input type=\"hidden\" name=\"next\" value=\"{}\">\
-         <label>Password <input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"current-password\" required autofocus></label>\
+         <label>Account <input type=\"text\" name=\"name\" id=\"name\" value=\"{}\" autocomplete=\"username\" autocapitalize=\"none\" spellcheck=\"false\" required autofocus></label>\
+         <label>Password <input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"current-password\" required></label>\
          <button type=\"submit\" id=\"login\" class=\"primary\">Log in</button></form>\
-         <p class=\"muted\">The password was printed when the server first started, or set with WOZKIT_RESEARCHER_PASSWORD.</p></main>",
-        esc(next)
+         <p class=\"muted\">The first account is <code>admin</code>: its password was printed when the server first started, or set with WOZKIT_RESEARCHER_PASSWORD. \
+         More accounts: <code>wozkit researchers add NAME</code>.</p></main>",
+        esc(next),
+        esc(name),
     );
     layout("Researcher login", &body, &[])
 }
 
-/// `GET /researcher/login`.
-pub async fn login_form(Query(q): Query<NextQuery>) -> Html<String> {
-    Html(login_page(&safe_next(q.next.as_deref()), None))
+/// `GET /researcher/login`; a browser already logged in goes straight on to `next`.
+pub async fn login_form(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<NextQuery>,
+) -> Response {
+    let next = safe_next(q.next.as_deref());
+    if researcher(&app, &headers).await.is_some() {
+        return (StatusCode::SEE_OTHER, [(LOCATION, next)]).into_response();
+    }
+    Html(login_page(&next, ADMIN, None)).into_response()
 }
 
 #[derive(Deserialize)]
 pub struct LoginForm {
+    /// The account name; `admin` when absent (the login form of earlier versions had none).
+    name: Option<String>,
     password: String,
     next: Option<String>,
 }
 
-/// `POST /researcher/login`.
+/// `POST /researcher/login`: name and password. A wrong one is a 401 (and counts against the
+/// client address and the name); too many of those a 429 with `Retry-After`.
 pub async fn login(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, HttpError> {
@@ -164,22 +183,65 @@ pub async fn login(
         ));
     }
     let next = safe_next(form.next.as_deref());
-    if form.password.len() > 1024 || !check_password(app.store.as_ref(), &form.password).await? {
-        // Slows down guessing; argon2 itself already costs tens of milliseconds.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        return Ok((
-            StatusCode::UNAUTHORIZED,
-            Html(login_page(&next, Some("Wrong password."))),
-        )
-            .into_response());
-    }
-    let token = app.researchers.create();
-    let cookie = set_cookie(&headers, RESEARCHER_COOKIE, &token, 12 * 3600);
+    let name = form
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(ADMIN);
+    let address = peer.ip().to_string();
+    let outcome = log_in(
+        app.store.as_ref(),
+        &app.researchers,
+        &address,
+        name,
+        &form.password,
+    )
+    .await?;
+    let token = match outcome {
+        LoginOutcome::LoggedIn(token) => token,
+        LoginOutcome::Wrong => {
+            // Slows down guessing; argon2 itself already costs tens of milliseconds.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return Ok((
+                StatusCode::UNAUTHORIZED,
+                Html(login_page(
+                    &next,
+                    name,
+                    Some("Wrong account name or password."),
+                )),
+            )
+                .into_response());
+        }
+        LoginOutcome::Limited { retry_after_s } => {
+            let minutes = retry_after_s.div_ceil(60);
+            let msg = format!(
+                "Too many failed logins from here or for this account: try again in {minutes} minute(s)."
+            );
+            return Ok((
+                StatusCode::TOO_MANY_REQUESTS,
+                [(RETRY_AFTER, retry_after_s.to_string())],
+                Html(login_page(&next, name, Some(&msg))),
+            )
+                .into_response());
+        }
+    };
     let mut res = (StatusCode::SEE_OTHER, [(LOCATION, next)]).into_response();
+    set_login_cookie(&mut res, &headers, &token);
+    Ok(res)
+}
+
+/// Sets the researcher cookie of a new login on `res`.
+pub(crate) fn set_login_cookie(res: &mut Response, headers: &HeaderMap, token: &str) {
+    let cookie = set_cookie(
+        headers,
+        RESEARCHER_COOKIE,
+        token,
+        crate::auth::LOGIN_TTL_MS / 1000,
+    );
     if let Ok(v) = cookie.parse() {
         res.headers_mut().insert(SET_COOKIE, v);
     }
-    Ok(res)
 }
 
 /// `POST /researcher/logout`. Origin-checked like every state-changing request, so another
@@ -191,7 +253,7 @@ pub async fn logout(
 ) -> Result<Response, HttpError> {
     require_action(&app, &headers, form.csrf.as_deref(), Access::Observer).await?;
     if let Some(t) = cookie(&headers, RESEARCHER_COOKIE) {
-        app.researchers.remove(&t);
+        app.researchers.remove(app.store.as_ref(), &t).await?;
     }
     Ok((
         StatusCode::SEE_OTHER,

@@ -271,11 +271,36 @@ pub async fn enter(c: &Client, last_seq: u64) -> Ws {
     ws
 }
 
-/// Logs in as the researcher (setting the password first); returns the cookie.
+/// Logs in as the owner account `admin` (setting its password to `letmein` first); returns
+/// the cookie (`wozkit_researcher=TOKEN`).
 pub async fn login(app: &TestApp) -> String {
     wozkit_server::auth::ensure_password(app.store.as_ref(), Some("letmein"))
         .await
         .expect("password");
+    login_with(app, "admin", "letmein").await
+}
+
+/// Creates an account with the given access (named after it plus a random suffix) and logs in
+/// as it; returns the cookie.
+pub async fn login_as(app: &TestApp, access: wozkit_server::auth::Access) -> String {
+    login_as_named(app, access).await.1
+}
+
+/// Like [`login_as`], also returning the new account's name.
+pub async fn login_as_named(
+    app: &TestApp,
+    access: wozkit_server::auth::Access,
+) -> (String, String) {
+    let name = format!("{}-{}", access.as_str(), &wozkit_store::new_id()[..8]);
+    wozkit_server::auth::add_account(app.store.as_ref(), &name, access, Some("password-1"))
+        .await
+        .expect("create the account");
+    let cookie = login_with(app, &name, "password-1").await;
+    (name, cookie)
+}
+
+/// Logs in with an account name and password, expecting success; returns the cookie.
+pub async fn login_with(app: &TestApp, name: &str, password: &str) -> String {
     let origin = format!("http://{}", app.addr);
     let headers = [
         ("Origin", origin.as_str()),
@@ -286,7 +311,11 @@ pub async fn login(app: &TestApp) -> String {
             "POST",
             "/researcher/login",
             &headers,
-            "password=letmein&next=/researcher",
+            &format!(
+                "name={}&password={}&next=/researcher",
+                urlencoding(name),
+                urlencoding(password)
+            ),
         )
         .await;
     assert_eq!(res.status, 303, "{}", res.body);
@@ -296,6 +325,18 @@ pub async fn login(app: &TestApp) -> String {
         .next()
         .unwrap_or_default()
         .to_string()
+}
+
+/// Percent-encodes a form value.
+pub fn urlencoding(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// Like [`paired`], for tests that need several pairs: the participants are named after `tag`

@@ -5,6 +5,7 @@ mod client;
 mod helpers;
 
 mod access_matrix;
+mod accounts;
 mod chat;
 mod console;
 mod crash;
