@@ -53,6 +53,9 @@ pub struct Tunables {
     /// The crowd platforms' clients the review page sends decisions through, per study and
     /// platform (how they are built, from environment variables, is the caller's business).
     pub payers: Payers,
+    /// The bearer token that opens `GET /metrics` on the main address (`WOZKIT_METRICS_TOKEN`);
+    /// without one the main address has no `/metrics` (see [`crate::metrics`]).
+    pub metrics_token: Option<crate::metrics::MetricsToken>,
 }
 
 /// Crowd platform clients by (study id, platform name as entry links record it: `prolific`,
@@ -95,6 +98,7 @@ impl Default for Tunables {
             stale_after_ms: 15_000,
             blocklist: std::collections::HashSet::new(),
             payers: Payers::default(),
+            metrics_token: None,
         }
     }
 }
@@ -133,6 +137,8 @@ pub struct Inner {
     _alive: mpsc::Sender<()>,
     /// Numbers connections so a room can tell two tabs of one participant apart.
     next_conn: AtomicU64,
+    /// The figures `/metrics` serves (the store above already counts into them).
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Deref for AppState {
@@ -152,6 +158,11 @@ impl AppState {
         if config.studies.is_empty() {
             return Err(StartError::NoStudy);
         }
+        let metrics = Arc::new(crate::metrics::Metrics::new(&config.studies));
+        let store: Arc<dyn Store> = Arc::new(crate::metered_store::MeteredStore::new(
+            store,
+            metrics.clone(),
+        ));
         let mut studies = IndexMap::new();
         for mut s in config.studies {
             crate::evaluation::load_stored_dialogues(store.as_ref(), &mut s).await?;
@@ -181,6 +192,7 @@ impl AppState {
             shutdown,
             _alive: alive,
             next_conn: AtomicU64::new(1),
+            metrics,
         }));
         crate::chat::listen_unprompted(&app);
         Ok(app)

@@ -451,6 +451,7 @@ pub fn ask(
                 },
             ),
             Err(e) => {
+                app.metrics.system_failed(&side.system, &e);
                 tracing::warn!(session = side.session, system = side.system, "{e}");
                 (
                     EventKind::SystemFailed {
@@ -539,7 +540,9 @@ async fn reply(
             }
         }
     });
+    let asked = std::time::Instant::now();
     let result = client.reply_stream(&side.session, &history, tx).await;
+    app.metrics.system_replied(&side.system, asked.elapsed());
     let _ = forward.await;
     let reply = result?;
     if reply.text.trim().is_empty() {

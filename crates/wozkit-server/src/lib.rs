@@ -22,6 +22,8 @@
 //!   system clients, one session per system, replies in tasks of their own.
 //! - [`completion`]: completion codes (an HMAC of the participant id under a stored key).
 //! - [`records`]: the dialogue log export with automatic metrics, and payments.
+//! - [`metrics`]: `GET /metrics` (Prometheus text), with `metered_store`, the store wrapper that
+//!   times every event write.
 //! - [`review`]: researchers' review decisions (each an event of the study's review log), the
 //!   participants' flags, blocks, and sending decisions to the crowd platforms.
 
@@ -37,6 +39,8 @@ mod flow;
 mod http;
 mod human;
 mod lobby;
+mod metered_store;
+pub mod metrics;
 mod pairing;
 pub mod records;
 pub mod review;
@@ -57,6 +61,7 @@ use tokio::sync::{mpsc, watch};
 use wozkit_store::Store;
 
 pub use app::{AppState, Config, Payers, Tunables, now_ms};
+pub use metrics::MetricsToken;
 
 /// How long stopping waits for rooms and connections to finish.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -72,6 +77,28 @@ pub async fn launch_with_listener(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
+    launch(config, store, listener, None, shutdown).await
+}
+
+/// Like [`launch_with_listener`], and serves `GET /metrics` without a token on
+/// `metrics_listener` too (an address only the monitoring can reach; see [`metrics`]).
+pub async fn launch_with_metrics_listener(
+    config: Config,
+    store: Arc<dyn Store>,
+    listener: TcpListener,
+    metrics_listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    launch(config, store, listener, Some(metrics_listener), shutdown).await
+}
+
+async fn launch(
+    config: Config,
+    store: Arc<dyn Store>,
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
     let (stop_tx, stop_rx) = watch::channel(false);
     // Every task that holds the state holds this sender through it; `recv` returning `None`
     // tells that the last of them has finished.
@@ -79,6 +106,9 @@ pub async fn launch_with_listener(
     let state = AppState::new(config, store.clone(), stop_rx, alive_tx).await?;
     room::resume_live_rooms(state.clone());
     let router = http::router(state.clone());
+    if let Some(l) = metrics_listener {
+        metrics::serve_exporter(state.clone(), l);
+    }
     drop(state);
     // Frames are small and go out in quick succession (events, then a view, then an ack):
     // without TCP_NODELAY a frame can wait for the client's delayed ACK of the previous one,

@@ -21,6 +21,7 @@
 //! | reviewing and paying participants | [`review`] |
 //! | researcher accounts | [`accounts`] |
 //! | `GET /healthz` | here |
+//! | `GET /metrics` (with a token), and the count of every response | `crate::metrics` |
 
 pub mod accounts;
 pub mod chat;
@@ -109,7 +110,12 @@ pub fn router(app: AppState) -> Router {
         .merge(replay::routes())
         .merge(review::routes())
         .merge(accounts::routes())
+        .merge(crate::metrics::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(map_response(headers))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            crate::metrics::count_responses,
+        ))
         .with_state(app)
 }

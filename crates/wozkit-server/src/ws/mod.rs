@@ -139,7 +139,10 @@ async fn observe(
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
         .read_buffer_size(READ_BUFFER)
-        .on_upgrade(move |socket| observer::run(app, session, socket))
+        .on_upgrade(move |socket| async move {
+            let _counted = app.metrics.connection(crate::metrics::ConnKind::Observer);
+            observer::run(app, session, socket).await
+        })
 }
 
 /// One connection: hello, then the lobby or the room.
@@ -171,10 +174,12 @@ async fn run(app: AppState, participant: String, seat: Option<String>, mut socke
     };
     let i = flow::index(&p.flow_step);
     if flow::in_lobby(&study.study, role, i, p.session_id.is_some()) {
+        let _counted = app.metrics.connection(crate::metrics::ConnKind::Waiting);
         waiting::run(app, socket, limiter, p, study, role, next).await;
     } else if let (PageKind::Room, Some(session)) =
         (flow::kind_at(&study.study, role, i), p.session_id.clone())
     {
+        let _counted = app.metrics.connection(crate::metrics::ConnKind::Room);
         room_conn::run(
             app, socket, limiter, p, study, role, session, last_seq, next,
         )

@@ -136,6 +136,7 @@ impl RoomActor {
     }
 
     pub(super) fn view_frame(&self, role: Role, can_finish: bool) -> Arc<str> {
+        let _timed = self.app.metrics.view_timer();
         view::view(&self.study, &self.session, role, now_ms(), can_finish)
             .frame()
             .into()
