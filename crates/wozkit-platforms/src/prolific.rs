@@ -605,9 +605,70 @@ pub fn payer_from_env(prolific_study: &str) -> Result<Arc<dyn Payer>, PlatformEr
     Ok(Arc::new(Prolific::from_env(prolific_study)?))
 }
 
+/// The environment variable mapping wozkit studies to Prolific studies:
+/// `WOZKIT_STUDY=PROLIFIC_STUDY[,…]`.
+pub const STUDIES_VAR: &str = "PROLIFIC_STUDIES";
+/// The environment variable naming the Prolific study of a wozkit study that
+/// `PROLIFIC_STUDIES` does not list (for a server of one study).
+pub const STUDY_VAR: &str = "PROLIFIC_STUDY_ID";
+
+/// The Prolific study of the wozkit study `study`: its entry in `studies` (the value of
+/// `PROLIFIC_STUDIES`, `wozkit-study=prolific-study` pairs separated by commas), else `default`
+/// (the value of `PROLIFIC_STUDY_ID`).
+pub fn prolific_study_of(
+    study: &str,
+    studies: Option<&str>,
+    default: Option<&str>,
+) -> Option<String> {
+    let listed = studies
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .find_map(|pair| {
+            let (w, p) = pair.split_once('=')?;
+            (w.trim() == study && !p.trim().is_empty()).then(|| p.trim().to_string())
+        });
+    listed.or_else(|| {
+        default
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+    })
+}
+
+/// The [`Payer`] of a wozkit study from the environment, for the server's console: `None` when
+/// `PROLIFIC_TOKEN` is not set or no Prolific study is given for it (`PROLIFIC_STUDIES`,
+/// `PROLIFIC_STUDY_ID`); the API at `PROLIFIC_API_URL` or Prolific's.
+pub fn payer_for_study(study: &str) -> Result<Option<Arc<dyn Payer>>, PlatformError> {
+    if std::env::var(TOKEN_VAR).map_or(true, |t| t.trim().is_empty()) {
+        return Ok(None);
+    }
+    let studies = std::env::var(STUDIES_VAR).ok();
+    let default = std::env::var(STUDY_VAR).ok();
+    match prolific_study_of(study, studies.as_deref(), default.as_deref()) {
+        Some(p) => payer_from_env(&p).map(Some),
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wozkit_study_finds_its_prolific_study() {
+        let list = Some("a=P1, b = P2,c=");
+        assert_eq!(prolific_study_of("a", list, None).as_deref(), Some("P1"));
+        assert_eq!(
+            prolific_study_of("b", list, Some("D")).as_deref(),
+            Some("P2")
+        );
+        assert_eq!(
+            prolific_study_of("c", list, Some("D")).as_deref(),
+            Some("D")
+        );
+        assert_eq!(prolific_study_of("z", list, None), None);
+        assert_eq!(prolific_study_of("z", None, Some(" ")), None);
+    }
 
     #[test]
     fn amounts_are_cents_with_two_decimals() {
