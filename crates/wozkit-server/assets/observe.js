@@ -18,13 +18,27 @@ function toRole(role, msg) {
   f.contentWindow.postMessage(msg, location.origin);
 }
 
+// A frame is ready once its room.js listens: it says so, and its `load` event (which comes after
+// its scripts ran) says the same in case that message came before this script listened.
+function markReady(role) {
+  if (st.ready[role]) return;
+  st.ready[role] = true;
+  for (const msg of st.queued[role].splice(0)) frames[role].contentWindow.postMessage(msg, location.origin);
+}
+
 window.addEventListener('message', (m) => {
   if (m.origin !== location.origin || !m.data || typeof m.data !== 'object') return;
   const role = m.data.ready;
   if (!frames[role] || m.source !== frames[role].contentWindow) return;
-  st.ready[role] = true;
-  for (const msg of st.queued[role].splice(0)) frames[role].contentWindow.postMessage(msg, location.origin);
+  markReady(role);
 });
+for (const role of Object.keys(frames)) {
+  const f = frames[role];
+  if (!f) continue;
+  f.addEventListener('load', () => markReady(role));
+  const doc = f.contentDocument;
+  if (doc && doc.readyState === 'complete' && doc.getElementById('room')) markReady(role);
+}
 
 const SEAT_WORDS = { here: 'connected', away: 'away (reconnecting)', absent: 'not here', bot: 'a bot', ended: 'ended' };
 
