@@ -4,6 +4,8 @@
 mod bench_cmd;
 mod crowd_cmd;
 mod data_cmds;
+#[cfg(feature = "mturk")]
+mod mturk_cmd;
 mod prolific_cmd;
 mod serve_cmd;
 mod study_cmds;
@@ -59,6 +61,14 @@ enum Cmd {
         #[command(subcommand)]
         action: prolific_cmd::ProlificCmd,
     },
+    /// Mechanical Turk through the AWS SDK (credentials in AWS_ACCESS_KEY_ID and
+    /// AWS_SECRET_ACCESS_KEY): HITs pointing at a study, assignments, approvals and the payment
+    /// table's bonuses, blocks and qualifications.
+    #[cfg(feature = "mturk")]
+    Mturk {
+        #[command(subcommand)]
+        action: mturk_cmd::MturkCmd,
+    },
     /// Load-test a running server on this machine with simulated participant pairs.
     Bench(bench_cmd::BenchArgs),
     /// Send simulated evaluation workers through a judging study on a running server here.
@@ -82,6 +92,8 @@ fn main() -> ExitCode {
         }
         Cmd::Payments(args) => serve_cmd::payments(args),
         Cmd::Prolific { action } => prolific_cmd::prolific(action),
+        #[cfg(feature = "mturk")]
+        Cmd::Mturk { action } => mturk_cmd::mturk(action),
         Cmd::Bench(args) => bench_cmd::bench(args),
         Cmd::Crowd(args) => crowd_cmd::crowd(args),
     };
