@@ -7,6 +7,7 @@ mod data_cmds;
 #[cfg(feature = "mturk")]
 mod mturk_cmd;
 mod prolific_cmd;
+mod researchers_cmd;
 mod serve_cmd;
 mod study_cmds;
 
@@ -53,6 +54,8 @@ enum Cmd {
     Report(data_cmds::ReportArgs),
     /// Run the server: entry links, participant pages, pairing, live rooms, researcher pages.
     Serve(serve_cmd::ServeArgs),
+    /// Researcher accounts: add, list, remove, passwd (also while the server runs).
+    Researchers(researchers_cmd::ResearchersArgs),
     /// Payment table (CSV) of the participants, or check a completion code with --verify.
     Payments(serve_cmd::PaymentsArgs),
     /// Prolific through its API (token in PROLIFIC_TOKEN): submissions with their codes checked,
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
             bench_cmd::raise_fd_limit();
             serve_cmd::serve(args)
         }
+        Cmd::Researchers(args) => researchers_cmd::researchers(args),
         Cmd::Payments(args) => serve_cmd::payments(args),
         Cmd::Prolific { action } => prolific_cmd::prolific(action),
         #[cfg(feature = "mturk")]

@@ -174,7 +174,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         let env_password = std::env::var("WOZKIT_RESEARCHER_PASSWORD").ok();
         let generated = auth::ensure_password(store.as_ref(), env_password.as_deref())
             .await
-            .context("cannot set up the researcher password")?;
+            .context("cannot set up the researcher account admin")?;
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -187,9 +187,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         println!("  try both roles yourself: {base}/try");
         println!("  researcher pages:        {base}/researcher");
         match generated {
-            Some(pw) => println!("  researcher password (shown once, stored hashed): {pw}"),
-            None if env_password.is_some() => println!("  researcher password: from WOZKIT_RESEARCHER_PASSWORD"),
-            None => println!("  researcher password: as printed on first start (set WOZKIT_RESEARCHER_PASSWORD to change it)"),
+            Some(pw) => println!("  researcher account admin, password (shown once, stored hashed): {pw}"),
+            None if env_password.is_some() => println!("  researcher account admin: password from WOZKIT_RESEARCHER_PASSWORD"),
+            None => println!("  researcher accounts: `wozkit researchers list` (admin's password was printed on first start; WOZKIT_RESEARCHER_PASSWORD sets it)"),
         }
         println!("Press Ctrl-C to stop; sessions resume where they were on the next start.");
         let blocklist = match &args.blocklist {
