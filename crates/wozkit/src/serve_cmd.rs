@@ -13,7 +13,10 @@ use clap::Args;
 use wozkit_core::load::{self, LoadedStudy};
 use wozkit_core::systems::SystemSpec;
 use wozkit_server::records::payments::{self, Verdict};
-use wozkit_server::{Config, Tunables, auth, launch_with_listener, records};
+use wozkit_server::{
+    Config, MetricsToken, Tunables, auth, launch_with_listener, launch_with_metrics_listener,
+    records,
+};
 
 /// The study served when none is named.
 const DEFAULT_STUDY: &str = "offshore-emergency";
@@ -50,6 +53,11 @@ pub struct ServeArgs {
     /// does not list its systems tests the added ones too. Repeatable.
     #[arg(long = "system", value_name = "NAME=URL[#MODEL]", value_parser = parse_system)]
     systems: Vec<(String, SystemSpec)>,
+    /// Also serve `GET /metrics` (Prometheus text) without a token on this address, e.g.
+    /// 127.0.0.1:9100 (keep it away from the public network). On the main address `/metrics`
+    /// needs `WOZKIT_METRICS_TOKEN` as a bearer token, and is absent without it.
+    #[arg(long, env = "WOZKIT_METRICS_ADDR", value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
 }
 
 /// Parses `--system NAME=URL[#MODEL]`.
@@ -191,6 +199,24 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
             None if env_password.is_some() => println!("  researcher account admin: password from WOZKIT_RESEARCHER_PASSWORD"),
             None => println!("  researcher accounts: `wozkit researchers list` (admin's password was printed on first start; WOZKIT_RESEARCHER_PASSWORD sets it)"),
         }
+        let metrics_token = std::env::var("WOZKIT_METRICS_TOKEN")
+            .ok()
+            .and_then(|t| MetricsToken::new(&t));
+        let metrics_listener = match args.metrics_addr {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("--metrics-addr: cannot listen on {addr}"))?,
+            ),
+            None => None,
+        };
+        if let (Some(l), Some(addr)) = (&metrics_listener, args.metrics_addr) {
+            let at = l.local_addr().unwrap_or(addr);
+            println!("  metrics (no token):      http://{at}/metrics");
+        }
+        if metrics_token.is_some() {
+            println!("  metrics (bearer token of WOZKIT_METRICS_TOKEN): {base}/metrics");
+        }
         println!("Press Ctrl-C to stop; sessions resume where they were on the next start.");
         let blocklist = match &args.blocklist {
             Some(path) => std::fs::read_to_string(path)
@@ -206,13 +232,18 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
             tunables: Tunables {
                 join_per_minute: args.join_limit,
                 blocklist,
+                metrics_token,
                 ..Tunables::default()
             },
         };
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        launch_with_listener(config, store, listener, shutdown).await.context("the server stopped with an error")?;
+        match metrics_listener {
+            Some(m) => launch_with_metrics_listener(config, store, listener, m, shutdown).await,
+            None => launch_with_listener(config, store, listener, shutdown).await,
+        }
+        .context("the server stopped with an error")?;
         Ok(ExitCode::SUCCESS)
     })
 }
