@@ -316,11 +316,18 @@ struct Hub {
     store: Weak<dyn Store>,
     /// The latest figures; every live stream watches it.
     tx: watch::Sender<Option<Arc<Overview>>>,
-    /// When and from what the latest figures were computed. Held while computing, so that
-    /// consoles asking at once share one computation.
-    last: tokio::sync::Mutex<Option<(Instant, Vec<u64>, Arc<Overview>)>>,
+    /// The latest figures computed. Held while computing, so that consoles asking at once
+    /// share one computation.
+    last: tokio::sync::Mutex<Option<Computed>>,
     /// A task checks for changes while someone listens.
     watching: AtomicBool,
+}
+
+/// Figures computed, with when and from what.
+struct Computed {
+    at: Instant,
+    fingerprint: Vec<u64>,
+    overview: Arc<Overview>,
 }
 
 /// Hubs by server (the address of its store). A server's hub goes when its store does.
@@ -348,17 +355,17 @@ fn hub(app: &AppState) -> Arc<Hub> {
 pub async fn current(app: &AppState) -> Result<Arc<Overview>, StoreError> {
     let hub = hub(app);
     let mut last = hub.last.lock().await;
-    if let Some((at, _, o)) = last.as_ref()
-        && at.elapsed() < FRESH
+    if let Some(c) = last.as_ref()
+        && c.at.elapsed() < FRESH
     {
-        return Ok(o.clone());
+        return Ok(c.overview.clone());
     }
     let fp = fingerprint(app).await?;
-    if let Some((at, old_fp, o)) = last.as_mut()
-        && *old_fp == fp
+    if let Some(c) = last.as_mut()
+        && c.fingerprint == fp
     {
-        *at = Instant::now();
-        return Ok(o.clone());
+        c.at = Instant::now();
+        return Ok(c.overview.clone());
     }
     let started = Instant::now();
     let overview = Arc::new(compute_off_thread(app).await?);
@@ -366,7 +373,11 @@ pub async fn current(app: &AppState) -> Result<Arc<Overview>, StoreError> {
         "console figures computed in {} ms",
         started.elapsed().as_millis()
     );
-    *last = Some((Instant::now(), fp, overview.clone()));
+    *last = Some(Computed {
+        at: Instant::now(),
+        fingerprint: fp,
+        overview: overview.clone(),
+    });
     hub.tx.send_if_modified(|sent| {
         if sent.as_ref().is_some_and(|s| s.same_figures(&overview)) {
             false

@@ -12,10 +12,13 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
+use wozkit_server::auth::Access;
 use wozkit_server::records::payments::payments;
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store};
 
-use crate::helpers::{Client, TestApp, Tiny, hidden, login, page_kind, paired_as, spawn_app_in};
+use crate::helpers::{
+    Client, TestApp, Tiny, hidden, login, login_as, page_kind, paired_as, spawn_app_in,
+};
 
 /// What a study's download menu offers: every `wozkit export` format, the payment table and
 /// the report.
@@ -643,8 +646,8 @@ async fn anonymous_visitors_and_participants_are_refused_and_an_observer_may_rea
             );
         }
     }
-    // A researcher with read access reads the stream and downloads.
-    let cookie = observer_cookie(&app).await;
+    // An observer (read-only access) reads the stream and downloads.
+    let cookie = login_as(&app, Access::Observer).await;
     let (mut live, head) = open_live(app.addr, &cookie).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     next_figures(&mut live).await;
@@ -655,8 +658,60 @@ async fn anonymous_visitors_and_participants_are_refused_and_an_observer_may_rea
     app.stop().await;
 }
 
-/// The cookie of a logged-in researcher who may read. Until observer accounts exist in the
-/// store, every login is the owner's, which reads too; the routes ask for `Access::Observer`.
-async fn observer_cookie(app: &TestApp) -> String {
-    login(app).await
+/// What the figures cost with many sessions: prints the payment table's time (the bulk of the
+/// work), the first overview page (figures computed) and a second one (from the cache). Run
+/// with `cargo test -p wozkit-server --test api console::figures_cost -- --ignored --nocapture`;
+/// `WOZKIT_CONSOLE_SESSIONS` sets the number of sessions (default 2000).
+#[tokio::test]
+#[ignore = "a measurement, not a check"]
+async fn figures_cost_with_many_sessions() {
+    let n: usize = std::env::var("WOZKIT_CONSOLE_SESSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let (mut app, _tmp) = app_with(load("paid.yaml", PAID)).await;
+    let store = app.store.as_ref();
+    let started = std::time::Instant::now();
+    for i in 0..n {
+        let (end, codes) = match i % 4 {
+            0 => (Some((EndReason::Disconnect, 1)), (None, None)),
+            1 => (None, (None, None)),
+            _ => (Some((EndReason::Terminal, 4)), (Some("C"), Some("D"))),
+        };
+        session(
+            store,
+            &format!("s{i:05}"),
+            end,
+            &[(Role::User, codes.0), (Role::Wizard, codes.1)],
+            false,
+        )
+        .await;
+    }
+    println!(
+        "seeded {n} sessions in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let study = std::sync::Arc::new(load("paid.yaml", PAID));
+    let t = std::time::Instant::now();
+    let rows = payments(store, None, &|_| Some(study.clone()), false)
+        .await
+        .expect("payments");
+    println!(
+        "payment table: {} rows in {} ms",
+        rows.len(),
+        t.elapsed().as_millis()
+    );
+    let cookie = login(&app).await;
+    for label in [
+        "first page (figures computed)",
+        "second page (figures cached)",
+    ] {
+        let t = std::time::Instant::now();
+        let page = app
+            .http("GET", "/researcher", &[("Cookie", cookie.as_str())], "")
+            .await;
+        assert_eq!(page.status, 200);
+        println!("{label}: {} ms", t.elapsed().as_millis());
+    }
+    app.stop().await;
 }
