@@ -17,7 +17,8 @@ use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
 use wozkit_platforms::Submission;
 use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
-use wozkit_server::records::payments::{self, PaymentRow, Verdict};
+use wozkit_server::completion::{CodeKey, normalize};
+use wozkit_server::records::payments::{self, PaymentRow};
 use wozkit_store::Store;
 
 use crate::data_cmds::{Access, open_store};
@@ -94,12 +95,23 @@ impl CodeCheck {
     }
 }
 
+/// Whose a code is, by the data directory's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeOwner<'a> {
+    /// The code of this wozkit participant, who came with this Prolific participant id.
+    Participant { id: &'a str, worker: &'a str },
+    /// No participant's.
+    Nobody,
+    /// The data directory has no code key (no server ever ran on it).
+    NoKey,
+}
+
 /// The check of one submission: `known` holds the workers wozkit knows (Prolific participant
-/// id → wozkit participant ids), `verdict` what the data directory's key says of the code.
+/// id → wozkit participant ids), `owner` whose the entered code is.
 pub fn classify(
     sub: &Submission,
     known: &HashMap<String, Vec<String>>,
-    verdict: Option<&Verdict>,
+    owner: CodeOwner<'_>,
 ) -> CodeCheck {
     if !known.contains_key(&sub.worker_id) {
         return CodeCheck::UnknownWorker;
@@ -107,32 +119,26 @@ pub fn classify(
     if sub.completion_code.as_deref().is_none_or(str::is_empty) {
         return CodeCheck::Missing;
     }
-    match verdict {
-        Some(Verdict::Valid { participant, .. })
-            if participant.worker_id.as_deref() == Some(sub.worker_id.as_str()) =>
-        {
-            CodeCheck::Valid {
-                participant: participant.id.clone(),
-            }
-        }
-        Some(Verdict::Valid { participant, .. }) => CodeCheck::Wrong {
-            detail: format!(
-                "the code of another participant ({}, worker {})",
-                participant.id,
-                participant.worker_id.as_deref().unwrap_or("none")
-            ),
+    match owner {
+        CodeOwner::Participant { id, worker } if worker == sub.worker_id => CodeCheck::Valid {
+            participant: id.to_string(),
         },
-        Some(Verdict::NoKey) => CodeCheck::Wrong {
+        CodeOwner::Participant { id, worker } => CodeCheck::Wrong {
+            detail: format!("the code of another participant ({id}, worker {worker})"),
+        },
+        CodeOwner::NoKey => CodeCheck::Wrong {
             detail: "the data directory has no completion-code key".into(),
         },
-        Some(Verdict::Unknown) | None => CodeCheck::Wrong {
+        CodeOwner::Nobody => CodeCheck::Wrong {
             detail: "no participant has this code".into(),
         },
     }
 }
 
-/// Checks every submission's code: the Prolific workers wozkit knows come from `rows` (the
-/// payment table), the code from [`payments::verify`].
+/// Checks every submission's code against the participants of `rows` (the payment table):
+/// the workers wozkit knows are its Prolific rows, and a code is checked as
+/// `wozkit payments --verify` does (the data directory's key, case and look-alike letters
+/// forgiven), computing each participant's code once.
 pub async fn check_codes(
     store: &dyn Store,
     rows: &[PaymentRow],
@@ -145,19 +151,31 @@ pub async fn check_codes(
             .or_default()
             .push(r.participant.clone());
     }
-    let mut out = Vec::with_capacity(subs.len());
-    for s in subs {
-        let verdict = match &s.completion_code {
-            Some(code) if known.contains_key(&s.worker_id) && !code.is_empty() => Some(
-                payments::verify(store, code)
-                    .await
-                    .context("cannot check a completion code")?,
-            ),
-            _ => None,
-        };
-        out.push(classify(s, &known, verdict.as_ref()));
-    }
-    Ok(out)
+    let key = CodeKey::load(store)
+        .await
+        .context("cannot read the completion-code key")?;
+    let by_code: HashMap<String, &PaymentRow> = match &key {
+        Some(k) => rows.iter().map(|r| (k.code(&r.participant), r)).collect(),
+        None => HashMap::new(),
+    };
+    Ok(subs
+        .iter()
+        .map(|s| {
+            let owner = match (&key, &s.completion_code) {
+                (None, _) => CodeOwner::NoKey,
+                (Some(_), Some(code)) => {
+                    by_code
+                        .get(&normalize(code))
+                        .map_or(CodeOwner::Nobody, |r| CodeOwner::Participant {
+                            id: &r.participant,
+                            worker: &r.worker_id,
+                        })
+                }
+                (Some(_), None) => CodeOwner::Nobody,
+            };
+            classify(s, &known, owner)
+        })
+        .collect())
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -443,7 +461,6 @@ async fn pay_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wozkit_store::{Participant, Platform};
 
     fn sub(worker: &str, code: Option<&str>) -> Submission {
         Submission {
@@ -454,51 +471,42 @@ mod tests {
         }
     }
 
-    fn participant(id: &str, worker: &str) -> Box<Participant> {
-        Box::new(Participant {
-            id: id.into(),
-            token_hash: String::new(),
-            study_id: "s".into(),
-            platform: Platform::Prolific,
-            worker_id: Some(worker.into()),
-            external_ids: Default::default(),
-            role: None,
-            session_id: None,
-            flow_step: String::new(),
-            completion_code: None,
-            created_at_ms: 0,
-        })
-    }
-
     #[test]
     fn codes_are_valid_wrong_missing_or_of_an_unknown_worker() {
         let known: HashMap<String, Vec<String>> =
             [("w1".to_string(), vec!["p1".to_string()])].into();
-        let mine = Verdict::Valid {
-            participant: participant("p1", "w1"),
-            session: None,
+        let mine = CodeOwner::Participant {
+            id: "p1",
+            worker: "w1",
         };
-        let theirs = Verdict::Valid {
-            participant: participant("p2", "w2"),
-            session: None,
+        let theirs = CodeOwner::Participant {
+            id: "p2",
+            worker: "w2",
         };
         assert_eq!(
-            classify(&sub("w1", Some("AAA")), &known, Some(&mine)),
+            classify(&sub("w1", Some("AAA")), &known, mine),
             CodeCheck::Valid {
                 participant: "p1".into()
             }
         );
         assert!(matches!(
-            classify(&sub("w1", Some("BBB")), &known, Some(&theirs)),
+            classify(&sub("w1", Some("BBB")), &known, theirs),
             CodeCheck::Wrong { detail } if detail.contains("p2")
         ));
         assert!(matches!(
-            classify(&sub("w1", Some("CCC")), &known, Some(&Verdict::Unknown)),
-            CodeCheck::Wrong { .. }
+            classify(&sub("w1", Some("CCC")), &known, CodeOwner::Nobody),
+            CodeCheck::Wrong { detail } if detail.contains("no participant")
         ));
-        assert_eq!(classify(&sub("w1", None), &known, None), CodeCheck::Missing);
+        assert!(matches!(
+            classify(&sub("w1", Some("CCC")), &known, CodeOwner::NoKey),
+            CodeCheck::Wrong { detail } if detail.contains("no completion-code key")
+        ));
         assert_eq!(
-            classify(&sub("w9", Some("AAA")), &known, Some(&mine)),
+            classify(&sub("w1", None), &known, CodeOwner::Nobody),
+            CodeCheck::Missing
+        );
+        assert_eq!(
+            classify(&sub("w9", Some("AAA")), &known, mine),
             CodeCheck::UnknownWorker
         );
     }

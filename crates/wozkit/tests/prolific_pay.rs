@@ -1,0 +1,271 @@
+//! `wozkit prolific pay` as a researcher runs it, against the local Prolific mock: simulated
+//! Prolific workers go through an evaluation study on the real `wozkit serve`; the mock holds
+//! their submissions with the codes they entered (one of them wrong, plus a worker wozkit never
+//! saw). After the payment the mock approved exactly the submissions with valid codes and paid
+//! each of those workers, to the cent, what the payment table gives above the base; a second run
+//! sends nothing more.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use common::{Server, free_port, wozkit};
+use wozkit_platforms::prolific::mock::{MockProlific, ProlificSubmission};
+
+const STUDY: &str = "prolific-compare";
+const PROLIFIC_STUDY: &str = "crowd";
+const TOKEN: &str = "test-token-5b1e";
+
+/// A comparison study of seven pairs, one judgment each, two items per worker, paid a base, per
+/// judged item and a fixed amount to those left without items.
+fn study_yaml() -> String {
+    let mut s = format!(
+        "id: {STUDY}\ntitle: Prolific compare\nflow:\n  user:\n\
+         \x20   - {{kind: consent}}\n\
+         \x20   - {{kind: compare}}\n\
+         \x20   - {{kind: completion}}\n\
+         evaluation:\n  task: compare\n  judgments_per_item: 1\n  items_per_worker: 2\n\
+         \x20 pairs: {{rule: all_systems}}\n\
+         \x20 dialogues:\n"
+    );
+    for i in 0..7 {
+        for sys in ["A", "B"] {
+            s.push_str(&format!(
+                "    - {{id: {}{i}, system: {sys}, scenario: s{i}, turns: [{{speaker: user, text: hi {i}}}, {{speaker: bot, text: reply {sys} {i}}}]}}\n",
+                sys.to_lowercase()
+            ));
+        }
+    }
+    s.push_str(
+        "payment: {currency: GBP, base: 1.00, per_item: 0.15, per_minute: 0.07, no_partner: 0.35}\n",
+    );
+    s
+}
+
+/// Cents of a decimal as the CSV writes it (`1.3`, `0.45`, `2`), read as text.
+fn cents(text: &str) -> u64 {
+    let (units, frac) = text.split_once('.').unwrap_or((text, ""));
+    let frac = format!("{frac:0<2}");
+    assert!(frac.len() == 2, "more than cents in `{text}`");
+    units.parse::<u64>().unwrap() * 100 + frac.parse::<u64>().unwrap()
+}
+
+/// The payment table's rows as column → value maps.
+fn table(study: &str, data: &str) -> Vec<BTreeMap<String, String>> {
+    let (code, out, err) = wozkit(&["payments", "--study", study, "--data", data]);
+    assert_eq!(code, 0, "wozkit payments failed:\n{out}\n{err}");
+    let mut lines = out.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    lines
+        .map(|l| {
+            assert!(!l.contains('"'), "a quoted field: {l}");
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+fn prolific(args: &[&str], api: &str) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wozkit"))
+        .arg("prolific")
+        .args(args)
+        .env_remove("WOZKIT_DATA")
+        .env("PROLIFIC_TOKEN", TOKEN)
+        .env("PROLIFIC_API_URL", api)
+        .stdin(Stdio::null())
+        .output()
+        .expect("wozkit runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn prolific_pay_pays_the_payment_table_to_the_cent_once() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let study = tmp.path().join("study.yaml");
+    std::fs::write(&study, study_yaml()).expect("study written");
+    let mut server = Server {
+        addr: free_port(),
+        study: study.clone(),
+        data: tmp.path().join("data"),
+        log: tmp.path().join("server.log"),
+        child: None,
+    };
+    server.start();
+    let url = format!("http://{}", server.addr);
+    let (code, out, err) = wozkit(&[
+        "crowd",
+        "--url",
+        &url,
+        "--study",
+        STUDY,
+        "--workers",
+        "4",
+        "--concurrency",
+        "1",
+        "--seed",
+        "7",
+    ]);
+    assert_eq!(code, 0, "wozkit crowd failed:\n{out}\n{err}");
+    assert!(server.stop(), "the server did not stop cleanly");
+    let data = server.data.to_string_lossy().into_owned();
+    let study_arg = study.to_string_lossy().into_owned();
+
+    let rows = table(&study_arg, &data);
+    let with_code: Vec<_> = rows
+        .iter()
+        .filter(|r| !r["completion_code"].is_empty())
+        .collect();
+    assert!(with_code.len() >= 4, "workers with codes: {rows:?}");
+    // The submissions Prolific holds: each worker's id, the submission id wozkit recorded from
+    // the entry link, and the code they entered; the first worker typed a wrong code.
+    let mut subs = vec![];
+    for (n, r) in with_code.iter().enumerate() {
+        let session = r["crowd_ids"]
+            .split(';')
+            .find_map(|kv| kv.strip_prefix("SESSION_ID="))
+            .expect("SESSION_ID among the crowd ids")
+            .to_string();
+        subs.push(ProlificSubmission {
+            id: session,
+            participant_id: r["worker_id"].clone(),
+            status: "AWAITING REVIEW".into(),
+            study_code: Some(if n == 0 {
+                "WRONGCODE".into()
+            } else {
+                r["completion_code"].clone()
+            }),
+            started_at: None,
+            completed_at: None,
+        });
+    }
+    subs.push(ProlificSubmission {
+        id: "stranger-session".into(),
+        participant_id: "stranger".into(),
+        status: "AWAITING REVIEW".into(),
+        study_code: Some(with_code[1]["completion_code"].clone()),
+        started_at: None,
+        completed_at: None,
+    });
+    let wrong_worker = with_code[0]["worker_id"].clone();
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mock = rt
+        .block_on(MockProlific::start(TOKEN, PROLIFIC_STUDY, subs.clone()))
+        .expect("mock starts");
+    mock.set_page_size(2);
+    let api = mock.url();
+
+    // The submissions with their codes checked.
+    let (code, out, err) = prolific(
+        &[
+            "submissions",
+            "--prolific-study",
+            PROLIFIC_STUDY,
+            "--data",
+            &data,
+        ],
+        &api,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let line_of = |who: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(who))
+            .unwrap_or_else(|| panic!("no line of {who}:\n{out}"))
+            .to_string()
+    };
+    assert!(line_of(&wrong_worker).contains("wrong"), "{out}");
+    assert!(
+        line_of("stranger").contains("worker unknown to wozkit"),
+        "{out}"
+    );
+    assert!(
+        line_of(&with_code[1]["worker_id"]).contains("valid ("),
+        "{out}"
+    );
+
+    // A dry run sends no decision and no payment.
+    let pay_args = [
+        "pay",
+        "--study",
+        &study_arg,
+        "--prolific-study",
+        PROLIFIC_STUDY,
+        "--data",
+        &data,
+        "--bonus-from",
+        "extra",
+    ];
+    let mut dry = pay_args.to_vec();
+    dry.push("--dry-run");
+    let (code, out, err) = prolific(&dry, &api);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("would approve"), "{out}");
+    assert!(mock.requests().iter().all(|r| r.method == "GET"));
+    assert!(mock.paid_cents().is_empty());
+
+    let (code, out, err) = prolific(&pay_args, &api);
+    assert_eq!(code, 0, "{out}\n{err}");
+    eprintln!("{out}");
+
+    // Approved: exactly the submissions with valid codes.
+    for s in &subs {
+        let want = if s.participant_id == wrong_worker || s.participant_id == "stranger" {
+            "AWAITING REVIEW"
+        } else {
+            "APPROVED"
+        };
+        assert_eq!(
+            mock.status(&s.id).as_deref(),
+            Some(want),
+            "{}: {out}",
+            s.participant_id
+        );
+    }
+    // Paid: what the table gives above the base, per worker, to the cent.
+    let mut owed: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &with_code {
+        let extra = cents(&r["total"]) - cents(&r["base"]);
+        if r["worker_id"] != wrong_worker && extra > 0 {
+            *owed.entry(r["worker_id"].clone()).or_default() += extra;
+        }
+    }
+    assert!(!owed.is_empty(), "nothing owed: {rows:?}");
+    assert_eq!(mock.paid_cents(), owed, "{out}");
+    let posts = mock
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    assert_eq!(posts, 3, "bulk approve, bonus set-up, payment");
+
+    // Again: nothing new is sent.
+    let (code, out, err) = prolific(&pay_args, &api);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("nothing new"), "{out}");
+    assert_eq!(mock.paid_cents(), owed);
+    assert_eq!(
+        mock.requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count(),
+        posts,
+        "no request that changes anything"
+    );
+}
