@@ -509,10 +509,14 @@ function showEnd(f) {
   if ($('approval')) $('approval').hidden = true;
   const banner = $('end-banner');
   // A participant whose seat a researcher took over is told so (the `seat_taken` error's words).
+  // (Continue would only come back here: the page stays as it is, with the chat readable.)
   if (f.reason === 'seat_taken') {
-    banner.firstElementChild.textContent = 'You cannot rejoin this conversation.';
-    notice('A researcher has taken over your place in this conversation while you were away. Thank you for taking part.');
-    clearTimeout(st.noticeTimer);
+    banner.replaceChildren(
+      el('strong', {}, 'A researcher has taken over your place in this conversation while you were away,'),
+      ' so you cannot rejoin it. Thank you for taking part.',
+    );
+    banner.hidden = false;
+    return;
   }
   if (observing) {
     banner.hidden = false;

@@ -131,11 +131,17 @@ async fn side(
         .study(Some(&record.study_id))
         .filter(|s| s.study.has_room())
         .ok_or(HttpError::NotFound)?;
-    let html = super::room_page::render(&study, role, None).replacen(
-        "<main id=\"room\" ",
-        "<main id=\"room\" data-observe=\"true\" ",
-        1,
-    );
+    let html = super::room_page::render(&study, role, None)
+        .replacen(
+            "<main id=\"room\" ",
+            "<main id=\"room\" data-observe=\"true\" ",
+            1,
+        )
+        .replacen(
+            "<span class=\"who\">You are ",
+            "<span class=\"who\">Seen by ",
+            1,
+        );
     Ok(Html(html).into_response())
 }
 

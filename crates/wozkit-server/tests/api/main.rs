@@ -15,6 +15,7 @@ mod evaluation_from_store;
 mod hostile;
 mod human;
 mod lobby;
+mod metrics;
 mod mturk;
 mod observe;
 mod pairing;
