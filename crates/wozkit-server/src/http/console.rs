@@ -510,16 +510,20 @@ fn card(f: &StudyFigures) -> String {
             f.waiting_wizards.to_string(),
         ));
     }
-    for (key, label, v) in [
-        ("live", "live rooms", f.live),
-        ("finished", "finished", f.finished),
-        ("abandoned", "abandoned", f.abandoned),
-        ("no_partner", "no partner", f.no_partner),
-        ("screened_out", "screened out", f.screened_out),
-        ("unfinished", "no code yet", f.unfinished),
-        ("codes", "codes issued", f.codes),
+    // Dialogue studies pair people and lose some; evaluation studies screen and judge.
+    let dialogue = f.kind == "dialogue";
+    for (key, label, v, shown) in [
+        ("live", "live rooms", f.live, true),
+        ("finished", "finished", f.finished, true),
+        ("abandoned", "abandoned", f.abandoned, dialogue),
+        ("no_partner", "no partner", f.no_partner, dialogue),
+        ("screened_out", "screened out", f.screened_out, !dialogue),
+        ("unfinished", "no code yet", f.unfinished, !dialogue),
+        ("codes", "codes issued", f.codes, true),
     ] {
-        figures.push_str(&figure(key, label, v.to_string()));
+        if shown {
+            figures.push_str(&figure(key, label, v.to_string()));
+        }
     }
     figures.push_str(&figure(
         "median_duration",

@@ -368,8 +368,8 @@ pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Re
          {overview}<h2 id=\"sessions-heading\">Sessions</h2><h3>Waiting room</h3><ul id=\"queues\">{queues}</ul>\
          <p><span id=\"lobby-size\">{}</span> lobby entr(y/ies): places, waiting times kept for a reconnect, places kept at the front.</p>\
          <p>{} room(s) in memory; {total} session(s) in all.</p>\
-         <table id=\"sessions\"><thead><tr><th>session</th><th>study</th><th>created (UTC)</th><th>state</th><th>events</th><th>participants</th></tr></thead>\
-         <tbody>{rows}</tbody></table></main>",
+         <div class=\"table-scroll\"><table id=\"sessions\"><thead><tr><th>session</th><th>study</th><th>created (UTC)</th><th>state</th><th>events</th><th>participants</th></tr></thead>\
+         <tbody>{rows}</tbody></table></div></main>",
         app.lobby.size(tokio::time::Instant::now()),
         app.rooms.len(),
         csrf = csrf_field(&me),
