@@ -46,7 +46,7 @@ pub const MAX_PASSWORD_LEN: usize = 1024;
 pub const MIN_PASSWORD_LEN: usize = 8;
 /// How long a login checked by [`researcher`](crate::http::researcher::researcher) counts for
 /// the synchronous [`logged_in`](crate::http::researcher::logged_in) check.
-const CHECKED_FOR_MS: u64 = 30_000;
+const CHECKED_FOR_MS: u64 = 60_000;
 
 /// Why an account could not be set up or changed.
 #[derive(Debug, thiserror::Error)]
@@ -447,7 +447,7 @@ impl ResearcherSessions {
         })
     }
 
-    /// Whether the cookie token belongs to a login found in the store within the last 30
+    /// Whether the cookie token belongs to a login found in the store within the last 60
     /// seconds (for synchronous checks; [`get`](Self::get) is the authoritative one).
     pub fn valid(&self, token: &str) -> bool {
         let now = now_ms();

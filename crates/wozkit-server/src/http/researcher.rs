@@ -22,7 +22,7 @@ use crate::security::{RESEARCHER_COOKIE, cookie, origin_ok, set_cookie};
 /// Sessions shown on the list (the newest).
 const LIST_LIMIT: u32 = 200;
 
-/// Whether the request carries a researcher login found current within the last 30 seconds
+/// Whether the request carries a researcher login found current within the last minute
 /// (a synchronous check, for pages that only hide or show something; prefer
 /// [`researcher`], which asks the store).
 pub fn logged_in(app: &AppState, headers: &HeaderMap) -> bool {

@@ -4,8 +4,9 @@
 //!
 //! Callers: `anon` (a browser without a cookie), `user` and `wizard` (the participants of this
 //! session), `other` (a participant of another session), `bot` (a program without a browser, so
-//! no `Origin`, holding the cookie of the human who plays next to a built-in bot) and
-//! `researcher` (a browser logged in as the researcher, no participant cookie).
+//! no `Origin`, holding the cookie of the human who plays next to a built-in bot), and three
+//! browsers logged in to researcher accounts (no participant cookie), one per access level:
+//! `observer`, `researcher` and `owner`.
 
 use std::path::Path;
 
@@ -15,11 +16,25 @@ use tokio_tungstenite::tungstenite;
 use wozkit_core::load::{StudySource, load_text};
 
 use crate::helpers::{
-    Client, TestApp, Tiny, Ws, enter, fast, login, paired_as, spawn_app_in, spawn_app_in_tuned,
+    Client, TestApp, Tiny, Ws, enter, fast, login, login_as_named, paired_as, spawn_app_in,
+    spawn_app_in_tuned,
 };
 use wozkit_server::Tunables;
+use wozkit_server::auth::Access;
 
-const CALLERS: [&str; 6] = ["anon", "user", "wizard", "other", "bot", "researcher"];
+const CALLERS: [&str; 8] = [
+    "anon",
+    "user",
+    "wizard",
+    "other",
+    "bot",
+    "observer",
+    "researcher",
+    "owner",
+];
+
+/// Where the researcher callers start in [`CALLERS`].
+const FIRST_RESEARCHER: usize = 5;
 
 /// Where a request comes from.
 #[derive(Clone, Copy, PartialEq)]
@@ -31,67 +46,85 @@ enum Site {
 }
 
 /// (method, path, form body, site, expected status per caller in [`CALLERS`] order).
-/// `{S}` is this session's id; `{CSRF}` the researcher login's CSRF token. `101` means the WebSocket handshake succeeds.
-type Route = (&'static str, &'static str, &'static str, Site, [u16; 6]);
+/// `{S}` is this session's id; `{CSRF}` the CSRF token of the caller's researcher login (the
+/// owner's for callers without one). `101` means the WebSocket handshake succeeds.
+type Route = (&'static str, &'static str, &'static str, Site, [u16; 8]);
 
 #[rustfmt::skip]
 const ROUTES: &[Route] = &[
-    ("GET",  "/",                                      "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
-    ("GET",  "/healthz",                               "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
-    ("GET",  "/join",                                  "",               Site::Own,  [303, 303, 303, 303, 303, 303]),
-    ("GET",  "/join?study=nope",                       "",               Site::Own,  [400, 400, 400, 400, 400, 400]),
-    ("GET",  "/join?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE", "",       Site::Own,  [200, 200, 200, 200, 200, 200]),
-    ("GET",  "/p",                                     "",               Site::Own,  [401, 200, 200, 200, 200, 401]),
-    ("GET",  "/p?seat=zz",                             "",               Site::Own,  [401, 401, 401, 401, 401, 401]),
-    ("GET",  "/p?session={S}",                         "",               Site::Own,  [401, 200, 200, 200, 200, 401]),
-    ("POST", "/p/next",                                "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/next",                                "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/survey",                              "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/survey",                              "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/answers",                             "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/answers",                             "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/onboarding",                          "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/onboarding",                          "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/judge",                               "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/judge",                               "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/skip",                                "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/skip",                                "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/chat/send",                           "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/chat/send",                           "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/chat/retry",                          "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/chat/retry",                          "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/chat/end",                            "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/chat/end",                            "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/p/chat/finish",                         "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401]),
-    ("POST", "/p/chat/finish",                         "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("GET",  "/p/chat/reveal?lease=x",                 "",               Site::Own,  [401, 303, 303, 303, 303, 401]),
-    ("GET",  "/leaderboard/tiny",                      "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/leaderboard/nope/json",                 "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/ws",                                    "",               Site::Own,  [401, 101, 101, 101, 101, 401]),
-    ("GET",  "/ws?session={S}",                        "",               Site::Own,  [401, 101, 101, 101, 101, 401]),
-    ("GET",  "/ws",                                    "",               Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("GET",  "/assets/room.js",                        "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
-    ("GET",  "/assets/nope.js",                        "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/assets/..%2fCargo.toml",                "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/study/tiny/media/pic.gif",              "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
-    ("GET",  "/study/tiny/media/none.gif",             "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/study/tiny/media/..%2f..%2fsecret.txt", "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/study/nope/media/pic.gif",              "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/try",                                   "",               Site::Own,  [303, 303, 303, 303, 303, 200]),
-    ("GET",  "/try?study=nope",                        "",               Site::Own,  [303, 303, 303, 303, 303, 404]),
-    ("GET",  "/researcher",                            "",               Site::Own,  [303, 303, 303, 303, 303, 200]),
-    ("GET",  "/researcher/session/{S}",                "",               Site::Own,  [303, 303, 303, 303, 303, 200]),
-    ("GET",  "/researcher/session/none",               "",               Site::Own,  [303, 303, 303, 303, 303, 404]),
-    ("GET",  "/researcher/login",                      "",               Site::Own,  [200, 200, 200, 200, 200, 200]),
-    ("POST", "/researcher/login",                      "password=wrong", Site::Own,  [401, 401, 401, 401, 403, 401]),
-    ("POST", "/researcher/login",                      "password=letmein", Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("GET",  "/nope",                                  "",               Site::Own,  [404, 404, 404, 404, 404, 404]),
-    ("GET",  "/p/next",                                "",               Site::Own,  [405, 405, 405, 405, 405, 405]),
-    ("POST", "/researcher/logout",                     "csrf={CSRF}",    Site::Evil, [403, 403, 403, 403, 403, 403]),
-    ("POST", "/researcher/logout",                     "",               Site::Own,  [403, 403, 403, 403, 403, 403]),
-    ("POST", "/researcher/logout",                     "csrf=forged",    Site::Own,  [403, 403, 403, 403, 403, 403]),
-    // Last: it ends the researcher's login.
-    ("POST", "/researcher/logout",                     "csrf={CSRF}",    Site::Own,  [403, 403, 403, 403, 403, 303]),
+    ("GET",  "/",                                      "",               Site::Own,  [200, 200, 200, 200, 200, 200, 200, 200]),
+    ("GET",  "/healthz",                               "",               Site::Own,  [200, 200, 200, 200, 200, 200, 200, 200]),
+    ("GET",  "/join",                                  "",               Site::Own,  [303, 303, 303, 303, 303, 303, 303, 303]),
+    ("GET",  "/join?study=nope",                       "",               Site::Own,  [400, 400, 400, 400, 400, 400, 400, 400]),
+    ("GET",  "/join?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE", "",       Site::Own,  [200, 200, 200, 200, 200, 200, 200, 200]),
+    ("GET",  "/p",                                     "",               Site::Own,  [401, 200, 200, 200, 200, 401, 401, 401]),
+    ("GET",  "/p?seat=zz",                             "",               Site::Own,  [401, 401, 401, 401, 401, 401, 401, 401]),
+    ("GET",  "/p?session={S}",                         "",               Site::Own,  [401, 200, 200, 200, 200, 401, 401, 401]),
+    ("POST", "/p/next",                                "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/next",                                "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/survey",                              "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/survey",                              "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/answers",                             "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/answers",                             "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/onboarding",                          "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/onboarding",                          "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/judge",                               "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/judge",                               "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/skip",                                "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/skip",                                "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/chat/send",                           "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/chat/send",                           "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/chat/retry",                          "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/chat/retry",                          "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/chat/end",                            "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/chat/end",                            "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/p/chat/finish",                         "step=x",         Site::Own,  [401, 303, 303, 303, 403, 401, 401, 401]),
+    ("POST", "/p/chat/finish",                         "step=x",         Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("GET",  "/p/chat/reveal?lease=x",                 "",               Site::Own,  [401, 303, 303, 303, 303, 401, 401, 401]),
+    ("GET",  "/leaderboard/tiny",                      "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/leaderboard/nope/json",                 "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/ws",                                    "",               Site::Own,  [401, 101, 101, 101, 101, 401, 401, 401]),
+    ("GET",  "/ws?session={S}",                        "",               Site::Own,  [401, 101, 101, 101, 101, 401, 401, 401]),
+    ("GET",  "/ws",                                    "",               Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("GET",  "/assets/room.js",                        "",               Site::Own,  [200, 200, 200, 200, 200, 200, 200, 200]),
+    ("GET",  "/assets/nope.js",                        "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/assets/..%2fCargo.toml",                "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/study/tiny/media/pic.gif",              "",               Site::Own,  [200, 200, 200, 200, 200, 200, 200, 200]),
+    ("GET",  "/study/tiny/media/none.gif",             "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/study/tiny/media/..%2f..%2fsecret.txt", "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/study/nope/media/pic.gif",              "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/try",                                   "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
+    ("GET",  "/try?study=nope",                        "",               Site::Own,  [303, 303, 303, 303, 303, 404, 404, 404]),
+    ("GET",  "/researcher",                            "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
+    ("GET",  "/researcher/session/{S}",                "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
+    ("GET",  "/researcher/session/none",               "",               Site::Own,  [303, 303, 303, 303, 303, 404, 404, 404]),
+    ("GET",  "/researcher/login",                      "",               Site::Own,  [200, 200, 200, 200, 200, 303, 303, 303]),
+    // Failed logins count per client address (all callers here are 127.0.0.1) and per name:
+    // four, the bot's refusal (no Origin, not counted), the fifth, then 429.
+    ("POST", "/researcher/login",                      "name=admin&password=wrong", Site::Own, [401, 401, 401, 401, 403, 401, 429, 429]),
+    ("POST", "/researcher/login",                      "name=admin&password=letmein", Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("GET",  "/researcher/account",                    "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
+    ("GET",  "/researcher/accounts",                   "",               Site::Own,  [303, 303, 303, 303, 303, 403, 403, 200]),
+    ("POST", "/researcher/account/password",           "csrf={CSRF}&old=wrong&new=password-2", Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/account/password",           "csrf=forged&old=wrong&new=password-2", Site::Own, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/account/password",           "csrf={CSRF}&old=wrong&new=password-2", Site::Own, [403, 403, 403, 403, 403, 400, 400, 400]),
+    ("POST", "/researcher/account/logout-everywhere",  "csrf={CSRF}",    Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/account/logout-everywhere",  "csrf=forged",    Site::Own,  [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/accounts/add",               "csrf={CSRF}&name=added&access=observer", Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/accounts/add",               "name=added&access=observer", Site::Own, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/accounts/add",               "csrf={CSRF}&name=added&access=observer", Site::Own, [403, 403, 403, 403, 403, 403, 403, 200]),
+    ("POST", "/researcher/accounts/password",          "csrf={CSRF}&name=added", Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/accounts/password",          "csrf={CSRF}&name=added", Site::Own, [403, 403, 403, 403, 403, 403, 403, 200]),
+    ("POST", "/researcher/accounts/remove",            "csrf={CSRF}&name=added", Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/accounts/remove",            "csrf={CSRF}&name=added", Site::Own, [403, 403, 403, 403, 403, 403, 403, 303]),
+    ("POST", "/researcher/accounts/remove",            "csrf={CSRF}&name=added", Site::Own, [403, 403, 403, 403, 403, 403, 403, 404]),
+    ("GET",  "/nope",                                  "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
+    ("GET",  "/p/next",                                "",               Site::Own,  [405, 405, 405, 405, 405, 405, 405, 405]),
+    ("POST", "/researcher/logout",                     "csrf={CSRF}",    Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/logout",                     "",               Site::Own,  [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("POST", "/researcher/logout",                     "csrf=forged",    Site::Own,  [403, 403, 403, 403, 403, 403, 403, 403]),
+    // Last: it ends the researcher logins.
+    ("POST", "/researcher/logout",                     "csrf={CSRF}",    Site::Own,  [403, 403, 403, 403, 403, 303, 303, 303]),
 ];
 
 /// The entry links once the address has used up its allowance for the minute
@@ -99,9 +132,16 @@ const ROUTES: &[Route] = &[
 /// are not limited.
 #[rustfmt::skip]
 const FLOODED: &[Route] = &[
-    ("GET",  "/join",                                  "",               Site::Own,  [429, 429, 429, 429, 429, 429]),
-    ("GET",  "/join?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE", "",       Site::Own,  [429, 429, 429, 429, 429, 429]),
-    ("GET",  "/p",                                     "",               Site::Own,  [401, 200, 200, 200, 200, 401]),
+    ("GET",  "/join",                                  "",               Site::Own,  [429, 429, 429, 429, 429, 429, 429, 429]),
+    ("GET",  "/join?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE", "",       Site::Own,  [429, 429, 429, 429, 429, 429, 429, 429]),
+    ("GET",  "/p",                                     "",               Site::Own,  [401, 200, 200, 200, 200, 401, 401, 401]),
+    // The failed logins of ROUTES are in the store: the address is still over the limit.
+    ("POST", "/researcher/login",                      "name=admin&password=letmein", Site::Own, [429, 429, 429, 429, 403, 429, 429, 429]),
+    // On new logins (made in the store: the address may not log in now).
+    ("GET",  "/researcher/account",                    "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
+    // Last: it ends every login of each account.
+    ("POST", "/researcher/account/logout-everywhere",  "csrf={CSRF}",    Site::Own,  [403, 403, 403, 403, 403, 303, 303, 303]),
+    ("GET",  "/researcher/account",                    "",               Site::Own,  [303, 303, 303, 303, 303, 303, 303, 303]),
 ];
 
 /// What a command gets.
@@ -121,20 +161,20 @@ use Want::{Ack, Code, NoSocket, Own};
 /// Every participant command (and a system command), in the state where the role that may send
 /// it can, against every caller in [`CALLERS`] order.
 #[rustfmt::skip]
-fn commands() -> Vec<(&'static str, Value, [Want; 6])> {
+fn commands() -> Vec<(&'static str, Value, [Want; 8])> {
     let wrong = Code("wrong_role");
     vec![
-        ("say",     json!({"cmd": "say", "state": "greet"}),  [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
-        ("fixed",   json!({"cmd": "fixed", "id": "ok"}),      [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
-        ("text",    json!({"cmd": "text", "text": "hi"}),     [NoSocket, Ack, Ack, Own, Ack, NoSocket]),
+        ("say",     json!({"cmd": "say", "state": "greet"}),  [NoSocket, wrong, Ack, Own, Ack, NoSocket, NoSocket, NoSocket]),
+        ("fixed",   json!({"cmd": "fixed", "id": "ok"}),      [NoSocket, wrong, Ack, Own, Ack, NoSocket, NoSocket, NoSocket]),
+        ("text",    json!({"cmd": "text", "text": "hi"}),     [NoSocket, Ack, Ack, Own, Ack, NoSocket, NoSocket, NoSocket]),
         ("act",     json!({"cmd": "act", "action": "move", "robot": "r1", "target": "tower"}),
-                                                             [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
-        ("approve", json!({"cmd": "approve"}),                [NoSocket, Ack, wrong, Own, wrong, NoSocket]),
-        ("deny",    json!({"cmd": "deny"}),                   [NoSocket, Ack, wrong, Own, wrong, NoSocket]),
-        ("hint",    json!({"cmd": "hint"}),                   [NoSocket, wrong, Ack, Own, Ack, NoSocket]),
-        ("finish",  json!({"cmd": "finish"}),                 [NoSocket, Ack, Ack, Own, Ack, NoSocket]),
+                                                             [NoSocket, wrong, Ack, Own, Ack, NoSocket, NoSocket, NoSocket]),
+        ("approve", json!({"cmd": "approve"}),                [NoSocket, Ack, wrong, Own, wrong, NoSocket, NoSocket, NoSocket]),
+        ("deny",    json!({"cmd": "deny"}),                   [NoSocket, Ack, wrong, Own, wrong, NoSocket, NoSocket, NoSocket]),
+        ("hint",    json!({"cmd": "hint"}),                   [NoSocket, wrong, Ack, Own, Ack, NoSocket, NoSocket, NoSocket]),
+        ("finish",  json!({"cmd": "finish"}),                 [NoSocket, Ack, Ack, Own, Ack, NoSocket, NoSocket, NoSocket]),
         ("tick",    json!({"cmd": "tick"}),                   [NoSocket, Code("bad_command"), Code("bad_command"),
-                                                               Code("bad_command"), Code("bad_command"), NoSocket]),
+                                                               Code("bad_command"), Code("bad_command"), NoSocket, NoSocket, NoSocket]),
     ]
 }
 
@@ -221,7 +261,9 @@ fn got(answer: &Value) -> Want {
 async fn every_route_and_command_against_every_caller() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut app = spawn_app_in(tmp.path().join("data"), study(&tmp.path().join("study"))).await;
-    let researcher = login(&app).await;
+    let (observer_name, observer) = login_as_named(&app, Access::Observer).await;
+    let (researcher_name, researcher) = login_as_named(&app, Access::Researcher).await;
+    let owner = login(&app).await;
 
     // The bot sessions come first: their wait has to run out.
     let rows = commands();
@@ -238,7 +280,9 @@ async fn every_route_and_command_against_every_caller() {
         wizard.cookie.clone(),
         other.cookie.clone(),
         bot.cookie.clone(),
+        observer.clone(),
         researcher.clone(),
+        owner.clone(),
     ];
     walk(&app, ROUTES, &cookies, &session).await;
 
@@ -247,12 +291,8 @@ async fn every_route_and_command_against_every_caller() {
     for (name, cmd, want) in &rows {
         for (i, caller) in CALLERS.iter().enumerate() {
             let answer = match *caller {
-                "anon" | "researcher" => {
-                    let cookie = if *caller == "anon" {
-                        ""
-                    } else {
-                        researcher.as_str()
-                    };
+                "anon" | "observer" | "researcher" | "owner" => {
+                    let cookie = cookies[i].as_str();
                     assert_eq!(handshake(&app, "/ws", cookie, None).await, 401);
                     NoSocket
                 }
@@ -372,24 +412,57 @@ async fn every_route_and_command_against_every_caller() {
         }
     }
     assert!(refused, "the entry-link limit never answered 429");
+    // The logins of ROUTES ended with its last row, and this address may not log in now (its
+    // failed logins are in the store): new logins straight in the store.
+    let mut cookies = cookies;
+    for (i, name) in [observer_name.as_str(), researcher_name.as_str(), "admin"]
+        .into_iter()
+        .enumerate()
+    {
+        let account = app
+            .store
+            .account_by_name(name)
+            .await
+            .expect("read")
+            .expect("account");
+        let (token, hash) = wozkit_store::new_token();
+        let now = wozkit_server::now_ms();
+        app.store
+            .create_login(wozkit_store::NewLogin {
+                token_hash: hash,
+                account_id: account.id,
+                created_at_ms: now,
+                expires_at_ms: now + 3_600_000,
+            })
+            .await
+            .expect("login");
+        cookies[FIRST_RESEARCHER + i] = format!("wozkit_researcher={token}");
+    }
     walk(&app, FLOODED, &cookies, &session).await;
     app.stop().await;
 }
 
 /// Walks `rows` for every caller (`cookies` in [`CALLERS`] order) and checks each status.
-async fn walk(app: &TestApp, rows: &[Route], cookies: &[String; 6], session: &str) {
+async fn walk(app: &TestApp, rows: &[Route], cookies: &[String; 8], session: &str) {
     let origin = format!("http://{}", app.addr);
-    // Read before the rows run: the last row of ROUTES ends the login.
-    let csrf = if rows.iter().any(|r| r.2.contains("{CSRF}")) {
-        csrf_of(app, &cookies[5]).await
-    } else {
-        String::new()
-    };
+    // Read before the rows run: the last row of ROUTES ends the logins. Callers without a
+    // researcher login send the owner's token.
+    let mut csrf: Vec<String> = Vec::new();
+    if rows.iter().any(|r| r.2.contains("{CSRF}")) {
+        for cookie in &cookies[FIRST_RESEARCHER..] {
+            csrf.push(csrf_of(app, cookie).await);
+        }
+    }
+    let owner_csrf = csrf.last().cloned().unwrap_or_default();
     for (method, path, body, site, want) in rows {
         let path = path.replace("{S}", session);
-        let body = body.replace("{CSRF}", &csrf);
-        let body = body.as_str();
         for (i, caller) in CALLERS.iter().enumerate() {
+            let token = i
+                .checked_sub(FIRST_RESEARCHER)
+                .and_then(|r| csrf.get(r))
+                .unwrap_or(&owner_csrf);
+            let body = body.replace("{CSRF}", token);
+            let body = body.as_str();
             let cookie = &cookies[i];
             let from = match (site, *caller) {
                 (Site::Evil, _) => Some("http://evil.example"),
