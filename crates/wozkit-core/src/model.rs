@@ -74,7 +74,8 @@ pub struct Study {
     /// CEL condition: the session's goal was reached (evaluated when it ends).
     #[serde(default)]
     pub goal: Option<String>,
-    /// The post-task questionnaire.
+    /// The post-task questionnaire: one for both roles, or one per role (`survey.user`,
+    /// `survey.wizard`).
     #[serde(default)]
     pub survey: Survey,
     /// How participants are paid.
@@ -624,7 +625,7 @@ pub struct Duration {
 
 /// The post-task questionnaire and its questions: the one question model that every page asking
 /// something uses (`crate::questions`).
-pub use crate::questions::{MatrixRow, Question, QuestionKind, Survey};
+pub use crate::questions::{MatrixRow, Question, QuestionKind, Questionnaire, Survey};
 
 /// The payment scheme.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

@@ -9,6 +9,7 @@ mod flow;
 pub use flow::{FLOW_VARS, PageConditions, kind_name};
 
 use super::{Compiled, Diagnostic, StudySource};
+use crate::event::Role;
 use crate::expr::Condition;
 use crate::model::{Effects, Study};
 use crate::questions;
@@ -587,9 +588,48 @@ pub fn check(
         .and_then(|p| p.bonus.as_ref())
         .and_then(|b| c.condition("/payment/bonus/when", &b.when, &[]));
 
-    // Survey: the question model's own rules (ids, bounds, options, keys per kind).
-    for p in questions::rules::check(&study.survey.questions, "/survey/questions") {
+    // Survey: the question model's own rules (ids, bounds, options, keys per kind), for the
+    // shared questions and each role's own questionnaire.
+    let survey = &study.survey;
+    for p in questions::rules::check(&survey.questions, "/survey/questions") {
         c.err(&p.pointer, p.message, p.hint);
+    }
+    for role in [Role::User, Role::Wizard] {
+        if let Some(own) = survey.own(role) {
+            for p in questions::rules::check(&own.questions, survey.pointer(role)) {
+                c.err(&p.pointer, p.message, p.hint);
+            }
+        }
+    }
+    if survey.user.is_some() && survey.wizard.is_some() {
+        if !survey.questions.is_empty() {
+            c.err(
+                "/survey/questions",
+                "the shared survey questions are shown to no one: both roles have a \
+                 questionnaire of their own (survey.user and survey.wizard)"
+                    .into(),
+                Some(
+                    "move these questions into survey.user or survey.wizard, or remove one of \
+                     them so that role answers the shared questions"
+                        .into(),
+                ),
+            );
+        }
+        if survey.title.is_some()
+            && survey
+                .user
+                .iter()
+                .chain(&survey.wizard)
+                .all(|q| q.title.is_some())
+        {
+            c.err(
+                "/survey/title",
+                "the shared survey title is shown to no one: survey.user and survey.wizard \
+                 have titles of their own"
+                    .into(),
+                Some("remove survey.title".into()),
+            );
+        }
     }
 
     // Reachability: from the initial state through transitions, globals, unlocks and enters.

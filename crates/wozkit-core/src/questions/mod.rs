@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 
 pub use answers::{Answer, Answers, Problem, check};
 
+use crate::event::Role;
+
 /// Points a scale may have: two (yes/no) to eleven (0–10 style ratings); more are not usable as
 /// a row of radio buttons on a phone.
 pub const SCALE_POINTS: std::ops::RangeInclusive<u32> = 2..=11;
@@ -28,14 +30,77 @@ pub const DEFAULT_POINTS: u32 = 7;
 /// cannot fill the log.
 pub const MAX_TEXT_CHARS: usize = 2000;
 
-/// A questionnaire: a title and its questions, in the order shown.
+/// The post-task questionnaire. Either one for both roles (`title` and `questions`), or one per
+/// role (`user` and `wizard`, each with its own `title` and `questions`); a role without its own
+/// answers the shared `questions`, and a role's questionnaire without a title takes the shared
+/// `title`.
+///
+/// ```yaml
+/// survey:
+///   user:
+///     title: About the task
+///     questions: [{id: collaboration, text: How well did you work together?, kind: likert}]
+///   wizard:
+///     title: About the interface
+///     questions: [{id: workload, text: How demanding was it?, kind: likert}]
+/// ```
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Survey {
+    /// Title of the shared questionnaire (and of a role's own one that has no title).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Questions for both roles, or for the role that has no questionnaire of its own.
+    #[serde(default)]
+    pub questions: Vec<Question>,
+    /// The user's own questionnaire, instead of the shared questions.
+    #[serde(default)]
+    pub user: Option<Questionnaire>,
+    /// The wizard's own questionnaire, instead of the shared questions.
+    #[serde(default)]
+    pub wizard: Option<Questionnaire>,
+}
+
+/// One role's own questionnaire: a title and its questions, in the order shown.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Questionnaire {
     #[serde(default)]
     pub title: Option<String>,
     #[serde(default)]
     pub questions: Vec<Question>,
+}
+
+impl Survey {
+    /// The role's own questionnaire, if the study gives it one.
+    pub fn own(&self, role: Role) -> Option<&Questionnaire> {
+        match role {
+            Role::User => self.user.as_ref(),
+            Role::Wizard => self.wizard.as_ref(),
+        }
+    }
+
+    /// The questions `role` answers: its own, else the shared ones.
+    pub fn questions(&self, role: Role) -> &[Question] {
+        self.own(role).map_or(&self.questions, |q| &q.questions)
+    }
+
+    /// The title of the questionnaire `role` answers: its own, else the shared one.
+    pub fn title(&self, role: Role) -> Option<&str> {
+        self.own(role)
+            .and_then(|q| q.title.as_deref())
+            .or(self.title.as_deref())
+    }
+
+    /// Where the questions `role` answers sit in the study file, as a JSON Pointer:
+    /// `/survey/user/questions`, `/survey/wizard/questions` or `/survey/questions`.
+    pub fn pointer(&self, role: Role) -> &'static str {
+        match (role, self.own(role).is_some()) {
+            (Role::User, true) => "/survey/user/questions",
+            (Role::Wizard, true) => "/survey/wizard/questions",
+            (_, false) => "/survey/questions",
+        }
+    }
 }
 
 /// What a question asks for, and so which of its keys apply: `likert` (one point of a scale, any
@@ -318,5 +383,107 @@ mod tests {
         assert!(!q("comment", Some(true)));
         assert!(q("text", None));
         assert!(!q("text", Some(false)));
+    }
+
+    mod per_role {
+        use crate::event::Role;
+        use crate::load::{StudySource, load_text};
+        use crate::model::Study;
+
+        const MINI: &str = include_str!("../../tests/common/mini.yaml");
+
+        fn load(survey: &str) -> Result<Study, Vec<String>> {
+            load_text(
+                "s.yaml",
+                &format!("{MINI}\n{survey}"),
+                StudySource::Dir(".".into()),
+            )
+            .map(|s| s.study)
+            .map_err(|d| {
+                d.0.iter()
+                    .map(|x| format!("{}:{}: {}", x.line, x.col, x.message))
+                    .collect()
+            })
+        }
+
+        fn ids(study: &Study, role: Role) -> Vec<&str> {
+            study
+                .survey
+                .questions(role)
+                .iter()
+                .map(|q| q.id.as_str())
+                .collect()
+        }
+
+        #[test]
+        fn a_single_survey_file_still_loads_and_both_roles_answer_it() {
+            let study = load(
+                "survey:\n  title: After the task\n  questions:\n    \
+                 - {id: q1, text: How was it?, kind: likert}\n",
+            )
+            .expect("the single-survey form loads");
+            for role in [Role::User, Role::Wizard] {
+                assert_eq!(ids(&study, role), ["q1"]);
+                assert_eq!(study.survey.title(role), Some("After the task"));
+                assert_eq!(study.survey.pointer(role), "/survey/questions");
+            }
+        }
+
+        #[test]
+        fn each_role_answers_its_own_questionnaire_or_the_shared_one() {
+            let study = load(
+                "survey:\n  title: Shared\n  questions:\n    \
+                 - {id: q1, text: How was it?, kind: likert}\n  wizard:\n    \
+                 title: The interface\n    questions:\n      \
+                 - {id: workload, text: How demanding?, kind: likert}\n      \
+                 - {id: q1, text: Other wording, kind: likert, points: 5}\n",
+            )
+            .expect("a wizard questionnaire with shared questions for the user loads");
+            assert_eq!(ids(&study, Role::User), ["q1"]);
+            assert_eq!(ids(&study, Role::Wizard), ["workload", "q1"]);
+            assert_eq!(study.survey.title(Role::User), Some("Shared"));
+            assert_eq!(study.survey.title(Role::Wizard), Some("The interface"));
+            assert_eq!(
+                study.survey.pointer(Role::Wizard),
+                "/survey/wizard/questions"
+            );
+        }
+
+        #[test]
+        fn mistakes_in_a_role_questionnaire_are_reported_where_they_are() {
+            let problems = load(
+                "survey:\n  user:\n    questions:\n      \
+                 - {id: q1, text: How was it?, kind: likert, points: 40}\n",
+            )
+            .expect_err("a 40-point scale is refused");
+            // Line 44 is `survey:`; the question sits on line 47.
+            assert!(
+                problems.iter().any(|p| p.starts_with("47:")),
+                "{problems:#?}"
+            );
+            let unknown = load("survey:\n  operator:\n    questions: []\n")
+                .expect_err("an unknown role key is refused");
+            assert!(
+                unknown.iter().any(|p| p.contains("operator")),
+                "{unknown:#?}"
+            );
+        }
+
+        #[test]
+        fn shared_questions_no_one_answers_are_refused() {
+            let problems = load(
+                "survey:\n  questions:\n    - {id: q1, text: How was it?, kind: likert}\n  \
+                 user:\n    questions: [{id: a, text: A?, kind: likert}]\n  \
+                 wizard:\n    questions: [{id: b, text: B?, kind: likert}]\n",
+            )
+            .expect_err("shared questions beside both roles' own are refused");
+            // `survey.questions` is on line 45.
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with("45:") && p.contains("shown to no one")),
+                "{problems:#?}"
+            );
+        }
     }
 }

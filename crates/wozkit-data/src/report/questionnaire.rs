@@ -3,8 +3,10 @@
 //!
 //! A live session stores the point each participant chose (`SurveyAnswered`, 1 = the `low`
 //! label); the events do not say whether an item is reverse-coded. That is in the study file
-//! (`survey.questions[].reverse` and `points`), so the report takes study definitions
-//! ([`Questionnaires`]) and looks each session's study up by its `SessionStarted` event:
+//! (`survey.questions[].reverse` and `points`, or a role's own `survey.user.questions` /
+//! `survey.wizard.questions`), so the report takes study definitions ([`Questionnaires`]) and
+//! looks each session's study up by its `SessionStarted` event, and each answer up by the role
+//! that gave it (the user and the wizard may answer different questions under the same id):
 //! - a Likert question with `reverse: true` on a k-point scale (low 1, high k) has each answer x
 //!   replaced by low + high − x = 1 + k − x before anything is computed from it; an answer
 //!   outside 1..=k cannot be reversed (it is not a point of that scale: another version of the
@@ -23,6 +25,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use indexmap::IndexMap;
 use serde::Serialize;
+use wozkit_core::event::Role;
 use wozkit_core::model::{QuestionKind, Study};
 
 use super::features::SessionFeatures;
@@ -51,12 +54,13 @@ pub struct Questionnaires {
     studies: HashMap<String, Definition>,
 }
 
-/// What scoring needs to know of one study's questionnaire.
+/// What scoring needs to know of one study's questionnaires, by the report's item names
+/// (`<role>.<question>`, as [`super::features::Answer::item`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Definition {
-    /// Reverse-coded item (a Likert question id, or `<matrix>.<row>`) → its scale.
+    /// Reverse-coded item (`<role>.` and a Likert question id, or `<matrix>.<row>`) → its scale.
     reversed: HashMap<String, Scale>,
-    /// Questions that are not on a scale: their answers are never averaged.
+    /// Items (`<role>.<question>`) that are not on a scale: their answers are never averaged.
     unscored: HashSet<String>,
 }
 
@@ -73,24 +77,27 @@ impl Questionnaires {
     /// Adds (or replaces) a study's questionnaire.
     pub fn add(&mut self, study: &Study) {
         let mut def = Definition::default();
-        for q in &study.survey.questions {
-            let scale = Scale {
-                low: 1.0,
-                high: f64::from(q.points()),
-            };
-            match q.kind {
-                QuestionKind::Likert if q.reverse => {
-                    def.reversed.insert(q.id.clone(), scale);
-                }
-                QuestionKind::Matrix => {
-                    for row in q.rows.iter().filter(|r| q.reverse || r.reverse) {
-                        def.reversed.insert(q.row_field(row), scale);
+        for role in [Role::User, Role::Wizard] {
+            let item = |id: &str| format!("{}.{id}", role.as_str());
+            for q in study.survey.questions(role) {
+                let scale = Scale {
+                    low: 1.0,
+                    high: f64::from(q.points()),
+                };
+                match q.kind {
+                    QuestionKind::Likert if q.reverse => {
+                        def.reversed.insert(item(&q.id), scale);
                     }
+                    QuestionKind::Matrix => {
+                        for row in q.rows.iter().filter(|r| q.reverse || r.reverse) {
+                            def.reversed.insert(item(&q.row_field(row)), scale);
+                        }
+                    }
+                    kind if !kind.is_scale() => {
+                        def.unscored.insert(item(&q.id));
+                    }
+                    _ => {}
                 }
-                kind if !kind.is_scale() => {
-                    def.unscored.insert(q.id.clone());
-                }
-                _ => {}
             }
         }
         self.studies.insert(study.id.clone(), def);
@@ -113,13 +120,13 @@ impl Questionnaires {
             return;
         };
         session.answers.retain_mut(|answer| {
-            let Some(question) = answer.question.as_ref() else {
+            if answer.question.is_none() {
                 return true;
-            };
-            if def.unscored.contains(question) {
+            }
+            if def.unscored.contains(&answer.item) {
                 return false;
             }
-            let Some(scale) = def.reversed.get(question) else {
+            let Some(scale) = def.reversed.get(&answer.item) else {
                 return true;
             };
             let note = notes
@@ -232,6 +239,58 @@ survey:
             ]
         );
         assert_eq!(notes.reversed["user.sus.hard"].high, 5.0);
+    }
+
+    const PER_ROLE: &str = r#"
+id: roles
+title: A questionnaire per role
+roles:
+  user: {label: Operator}
+  wizard: {label: Assistant}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [bye]}
+  - {id: bye, type: interaction, templates: ["Goodbye."], terminal: true}
+survey:
+  user:
+    questions:
+      - {id: effort, text: How easy was it?, kind: likert, points: 5}
+      - {id: team, text: Team size?, kind: number}
+  wizard:
+    questions:
+      - {id: effort, text: How demanding was it?, kind: likert, points: 7, reverse: true}
+"#;
+
+    #[test]
+    fn each_role_is_scored_on_its_own_questionnaire() {
+        let study = match load_text("roles.yaml", PER_ROLE, StudySource::Dir(".".into())) {
+            Ok(s) => s.study,
+            Err(e) => panic!("the test study does not load:\n{e}"),
+        };
+        let answer = |role: &str, question: &str, value: f64| Answer {
+            item: format!("{role}.{question}"),
+            question: Some(question.to_string()),
+            value,
+        };
+        let mut session = SessionFeatures {
+            study: Some("roles".into()),
+            answers: vec![
+                answer("user", "effort", 2.0),
+                answer("user", "team", 3.0),
+                answer("wizard", "effort", 2.0),
+            ],
+            ..SessionFeatures::default()
+        };
+        let mut notes = ScaleNotes::default();
+        Questionnaires::of([&study]).score(&mut session, &mut notes);
+        let kept: Vec<(&str, f64)> = session
+            .answers
+            .iter()
+            .map(|a| (a.item.as_str(), a.value))
+            .collect();
+        // The same id: as given for the user, reversed on the wizard's seven points (8 - 2).
+        assert_eq!(kept, [("user.effort", 2.0), ("wizard.effort", 6.0)]);
+        assert_eq!(notes.reversed.len(), 1);
+        assert_eq!(notes.reversed["wizard.effort"].high, 7.0);
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub async fn current(
             _ => false,
         };
         let kind = flow::kind_at(st, role, i);
-        if skip || (kind == PageKind::Survey && st.survey.questions.is_empty()) {
+        if skip || (kind == PageKind::Survey && st.survey.questions(role).is_empty()) {
             i += 1;
             p = advance(&app, &p, &study, role, i).await?;
             continue;
@@ -183,6 +183,7 @@ pub async fn current(
         PageKind::Waiting | PageKind::Room => room_page::render(&study, role, seat.as_deref()),
         PageKind::Survey => survey::render(
             &study,
+            role,
             page,
             &action("/p/survey"),
             &p.flow_step,

@@ -1,4 +1,4 @@
-//! The questionnaire page: the study's `survey` questions as a form (fields from
+//! The questionnaire page: the study's `survey` questions for the participant's role as a form (fields from
 //! [`super::questions`], every kind of the question model) and `POST /p/survey`, which checks
 //! every answer with `wozkit_core::questions::check`, logs them as one `SurveyAnswered` event in
 //! the participant's session (with the order each shuffled question was shown in) and moves on.
@@ -99,12 +99,13 @@ pub async fn end_note(
     Ok(end_sentence(reason, role, &away))
 }
 
-/// The questionnaire page: `fields` (the posted form, if any) are put back into the form, and
-/// `note` (from [`end_note`]), if any, is one paragraph (`#end-note`) between the title and the
-/// questions.
+/// The questionnaire page of `role` (its own questionnaire, or the shared one): `fields` (the
+/// posted form, if any) are put back into the form, and `note` (from [`end_note`]), if any, is
+/// one paragraph (`#end-note`) between the title and the questions.
 #[allow(clippy::too_many_arguments)]
 pub fn render(
     study: &LoadedStudy,
+    role: Role,
     page: Option<&Page>,
     action: &str,
     step: &str,
@@ -114,10 +115,10 @@ pub fn render(
     note: Option<&str>,
 ) -> String {
     let st = &study.study;
-    let qs = fieldsets(&st.survey.questions, seed, fields, problems);
+    let qs = fieldsets(st.survey.questions(role), seed, fields, problems);
     let title = page
         .and_then(|p| p.title.clone())
-        .or_else(|| st.survey.title.clone())
+        .or_else(|| st.survey.title(role).map(str::to_string))
         .unwrap_or_else(|| "Questionnaire".into());
     let body = format!(
         "<main class=\"narrow\" data-page=\"survey\"><h1>{}</h1>{}{}\
@@ -163,14 +164,16 @@ pub async fn submit(
         return Ok(to_page(seat.as_deref()));
     }
     let seed = seed(&p);
-    let answers = match questions::check(&st.survey.questions, &fields, seed) {
-        Ok(a) => a.to_event(&st.survey.questions),
+    let asked = st.survey.questions(role);
+    let answers = match questions::check(asked, &fields, seed) {
+        Ok(a) => a.to_event(asked),
         Err(problems) => {
             let page = flow::pages(st, role).get(i);
             let action = format!("/p/survey{}", seat_query(seat.as_deref()));
             let note = end_note(&app, &p, role).await?;
             let html = render(
                 &study,
+                role,
                 page,
                 &action,
                 &p.flow_step,

@@ -1,11 +1,15 @@
 //! The questionnaire under concurrent submissions: one answer set per participant and
-//! questionnaire, whatever the number of submissions racing (a double click, two tabs).
+//! questionnaire, whatever the number of submissions racing (a double click, two tabs); and a
+//! questionnaire per role: the user and the wizard of one session answer their own questions.
 
 use futures_util::future::join_all;
 use serde_json::json;
 use wozkit_core::event::EventKind;
 
-use crate::helpers::{Tiny, enter, paired, spawn_app};
+use wozkit_core::event::Role;
+use wozkit_core::load::{StudySource, load_text};
+
+use crate::helpers::{Tiny, enter, paired, spawn_app, spawn_app_in};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_submissions_store_one_answer_set() {
@@ -83,5 +87,123 @@ async fn concurrent_completion_pages_issue_one_code_event() {
         .filter(|e| matches!(&e.kind, EventKind::CompletionIssued { role, .. } if *role == wozkit_core::event::Role::User))
         .count();
     assert_eq!(issued, 1);
+    app.stop().await;
+}
+
+/// The tiny study with a questionnaire of each role's own: both have a question `clear` (worded
+/// differently), and each has one the other does not.
+fn tiny_per_role() -> String {
+    let yaml = Tiny::default().yaml();
+    let start = yaml.find("survey:").unwrap_or(yaml.len());
+    let end = yaml.find("payment:").unwrap_or(yaml.len());
+    let survey = r#"survey:
+  user:
+    title: About the task
+    questions:
+      - {id: clear, text: Were the messages clear?, kind: likert, points: 5}
+      - {id: again, text: Would you work with this assistant again?, kind: choice, options: [sure, never]}
+  wizard:
+    title: About the interface
+    questions:
+      - {id: clear, text: Was the state of the robots clear from the panel?, kind: likert, points: 7}
+      - {id: workload, text: How demanding was it?, kind: likert, points: 7, reverse: true}
+"#;
+    format!("{}{survey}{}", &yaml[..start], &yaml[end..])
+}
+
+#[tokio::test]
+async fn the_user_and_the_wizard_answer_their_own_questionnaires() {
+    let study = match load_text("roles.yaml", &tiny_per_role(), StudySource::Dir(".".into())) {
+        Ok(s) => s,
+        Err(e) => panic!("the study does not load:\n{e}"),
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    let (user, wizard, session) = paired(&app).await;
+    let mut ww = enter(&wizard, 0).await;
+    let mut wu = enter(&user, 0).await;
+    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    ww.answer("c1").await;
+    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
+    ww.answer("c2").await;
+    wu.until_type("ended").await;
+    ww.until_type("ended").await;
+
+    let user_page = user.page().await.body;
+    let wizard_page = wizard.page().await.body;
+    for (page, own, other) in [
+        (
+            &user_page,
+            "Would you work with this assistant again?",
+            "How demanding was it?",
+        ),
+        (
+            &wizard_page,
+            "How demanding was it?",
+            "Would you work with this assistant again?",
+        ),
+    ] {
+        assert!(page.contains("data-page=\"survey\""), "{page}");
+        assert!(page.contains(own), "{page}");
+        assert!(!page.contains(other), "{page}");
+    }
+    assert!(
+        user_page.contains("Were the messages clear?"),
+        "{user_page}"
+    );
+    assert!(wizard_page.contains("Was the state of the robots clear from the panel?"));
+    // The same id on a different scale: seven points for the wizard, five for the user.
+    assert!(
+        wizard_page.contains("data-testid=\"clear-7\""),
+        "{wizard_page}"
+    );
+    assert!(
+        !user_page.contains("data-testid=\"clear-7\""),
+        "{user_page}"
+    );
+
+    // The wizard's form is checked against the wizard's questions: the user's answers alone
+    // leave the wizard's workload unanswered.
+    let wstep = wizard.step().await;
+    let wrong = wizard
+        .post("/p/survey", &format!("step={wstep}&clear=3&again=sure"))
+        .await;
+    assert_eq!(wrong.status, 422, "{}", wrong.body);
+    assert!(
+        wrong.body.contains("data-testid=\"problem-workload\""),
+        "{}",
+        wrong.body
+    );
+
+    let ustep = user.step().await;
+    let res = user
+        .post("/p/survey", &format!("step={ustep}&clear=4&again=never"))
+        .await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let res = wizard
+        .post("/p/survey", &format!("step={wstep}&clear=6&workload=2"))
+        .await;
+    assert_eq!(res.status, 303, "{}", res.body);
+
+    let mut stored: Vec<(Role, serde_json::Value)> = app
+        .events(&session)
+        .await
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::SurveyAnswered { role, answers } => Some((
+                role,
+                serde_json::to_value(answers).expect("answers as JSON"),
+            )),
+            _ => None,
+        })
+        .collect();
+    stored.sort_by_key(|(role, _)| *role);
+    assert_eq!(
+        stored,
+        [
+            (Role::User, json!({"clear": 4, "again": "never"})),
+            (Role::Wizard, json!({"clear": 6, "workload": 2})),
+        ]
+    );
     app.stop().await;
 }
