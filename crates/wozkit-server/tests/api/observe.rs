@@ -421,6 +421,24 @@ async fn a_researcher_takes_over_the_seat_of_a_wizard_who_left() {
         )),
         "the returning wizard changed the room: {after:#?}"
     );
+
+    // The researcher is staff: the payment table has the user and the wizard who left, not them.
+    let study = std::sync::Arc::new(Tiny::default().study());
+    let rows = wozkit_server::records::payments::payments(
+        app.store.as_ref(),
+        None,
+        &|_| Some(study.clone()),
+        true,
+    )
+    .await
+    .expect("payments");
+    let paid: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.session == session)
+        .map(|r| r.participant.as_str())
+        .collect();
+    assert!(!paid.contains(&participant.as_str()), "{paid:?}");
+    assert_eq!(paid.len(), 2, "{paid:?}");
 }
 
 #[tokio::test]
