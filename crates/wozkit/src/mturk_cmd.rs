@@ -28,7 +28,7 @@ use crate::data_cmds::{Access, open_store};
 #[derive(Subcommand)]
 pub enum MturkCmd {
     /// Create a HIT whose question is the study's entry link (ExternalQuestion).
-    CreateHit(CreateHitArgs),
+    CreateHit(Box<CreateHitArgs>),
     /// List the assignments of the study's HITs.
     Assignments(StudyArgs),
     /// Approve submitted assignments of workers who completed with a valid code, and pay the
@@ -177,7 +177,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn mturk(cmd: MturkCmd) -> Result<ExitCode> {
     runtime()?.block_on(async move {
         match cmd {
-            MturkCmd::CreateHit(args) => create_hit(args).await,
+            MturkCmd::CreateHit(args) => create_hit(*args).await,
             MturkCmd::Assignments(args) => assignments(args).await,
             MturkCmd::Pay(args) => pay(args).await,
             MturkCmd::Block(args) => {

@@ -250,8 +250,11 @@ fn error(kind: &str, message: &str) -> Response {
         .into_response()
 }
 
-fn request_error(message: &str) -> Response {
-    error("RequestError", message)
+/// An operation's refusal: MTurk's `RequestError` with its message.
+struct Fail(String);
+
+fn fail(message: &str) -> Fail {
+    Fail(message.to_string())
 }
 
 fn ok(body: Value) -> Response {
@@ -324,7 +327,7 @@ async fn handle(
         operation: operation.clone(),
         body: body.clone(),
     });
-    match operation.as_str() {
+    let answer = match operation.as_str() {
         "CreateHIT" => create_hit(&mut m, &body),
         "CreateQualificationType" => create_qualification_type(&mut m, &body),
         "AssociateQualificationWithWorker" => associate(&mut m, &body),
@@ -333,10 +336,16 @@ async fn handle(
         "RejectAssignment" => decide(&mut m, &body, false),
         "SendBonus" => send_bonus(&mut m, &body),
         "CreateWorkerBlock" => block(&mut m, &body),
-        other => error(
-            "UnknownOperationException",
-            &format!("the mock does not implement {other}"),
-        ),
+        other => {
+            return error(
+                "UnknownOperationException",
+                &format!("the mock does not implement {other}"),
+            );
+        }
+    };
+    match answer {
+        Ok(body) => ok(body),
+        Err(Fail(message)) => error("RequestError", &message),
     }
 }
 
@@ -344,147 +353,134 @@ fn s<'a>(body: &'a Value, key: &str) -> Option<&'a str> {
     body.get(key).and_then(Value::as_str)
 }
 
-fn required<'a>(body: &'a Value, key: &str) -> Result<&'a str, Response> {
+fn required<'a>(body: &'a Value, key: &str) -> Result<&'a str, Fail> {
     s(body, key)
         .filter(|v| !v.trim().is_empty())
         .ok_or_else(|| {
-            request_error(&format!(
+            fail(&format!(
                 "Value null at '{key}' failed to satisfy constraint: Member must not be null"
             ))
         })
 }
 
-fn create_hit(m: &mut Mock, body: &Value) -> Response {
-    let r = (|| -> Result<Response, Response> {
-        for key in ["Title", "Description", "Reward", "Question"] {
-            required(body, key)?;
+fn create_hit(m: &mut Mock, body: &Value) -> Result<Value, Fail> {
+    for key in ["Title", "Description", "Reward", "Question"] {
+        required(body, key)?;
+    }
+    for key in ["LifetimeInSeconds", "AssignmentDurationInSeconds"] {
+        if body.get(key).and_then(Value::as_i64).is_none() {
+            return Err(fail(&format!("{key} is required")));
         }
-        for key in ["LifetimeInSeconds", "AssignmentDurationInSeconds"] {
-            if body.get(key).and_then(Value::as_i64).is_none() {
-                return Err(request_error(&format!("{key} is required")));
-            }
+    }
+    let reward =
+        cents_of(required(body, "Reward")?).ok_or_else(|| fail("Reward is not a valid amount"))?;
+    let question = required(body, "Question")?.to_string();
+    let url = question
+        .split("<ExternalURL>")
+        .nth(1)
+        .and_then(|r| r.split("</ExternalURL>").next())
+        .map(str::trim);
+    match url {
+        Some(u) if question.contains("<ExternalQuestion") && u.starts_with("https://") => {}
+        Some(_) => return Err(fail("The ExternalURL must be an https:// address")),
+        None => {
+            return Err(fail("The Question is not a valid ExternalQuestion"));
         }
-        let reward = cents_of(required(body, "Reward")?)
-            .ok_or_else(|| request_error("Reward is not a valid amount"))?;
-        let question = required(body, "Question")?.to_string();
-        let url = question
-            .split("<ExternalURL>")
-            .nth(1)
-            .and_then(|r| r.split("</ExternalURL>").next())
-            .map(str::trim);
-        match url {
-            Some(u) if question.contains("<ExternalQuestion") && u.starts_with("https://") => {}
-            Some(_) => return Err(request_error("The ExternalURL must be an https:// address")),
-            None => {
-                return Err(request_error(
-                    "The Question is not a valid ExternalQuestion",
-                ));
-            }
-        }
-        if let Some(t) = s(body, "UniqueRequestToken")
-            && let Some(id) = m.hit_tokens.get(t)
-        {
-            return Err(request_error(&format!(
-                "The HIT with UniqueRequestToken {t} already exists (HITId {id})"
-            )));
-        }
-        let max = body
-            .get("MaxAssignments")
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
-        let id = m.id("3H");
-        let type_id = m.id("3T");
-        if let Some(t) = s(body, "UniqueRequestToken") {
-            m.hit_tokens.insert(t.to_string(), id.clone());
-        }
-        m.hits.push(MockHit {
-            id: id.clone(),
-            type_id: type_id.clone(),
-            request: body.clone(),
-            question: question.clone(),
-            reward_cents: reward,
-            max_assignments: max,
-        });
-        let lifetime = body["LifetimeInSeconds"].as_i64().unwrap_or(0);
-        Ok(ok(json!({"HIT": {
-            "HITId": id,
-            "HITTypeId": type_id,
-            "CreationTime": 1_700_000_000,
-            "Title": body["Title"],
-            "Description": body["Description"],
-            "Question": question,
-            "Keywords": body.get("Keywords").cloned().unwrap_or(Value::Null),
-            "HITStatus": "Assignable",
-            "MaxAssignments": max,
-            "Reward": super::amount(reward),
-            "AutoApprovalDelayInSeconds": body.get("AutoApprovalDelayInSeconds").cloned().unwrap_or(json!(2_592_000)),
-            "Expiration": 1_700_000_000 + lifetime,
-            "AssignmentDurationInSeconds": body["AssignmentDurationInSeconds"],
-            "QualificationRequirements": body.get("QualificationRequirements").cloned().unwrap_or(json!([])),
-            "HITReviewStatus": "NotReviewed",
-            "NumberOfAssignmentsPending": 0,
-            "NumberOfAssignmentsAvailable": max,
-            "NumberOfAssignmentsCompleted": 0,
-        }})))
-    })();
-    r.unwrap_or_else(|e| e)
+    }
+    if let Some(t) = s(body, "UniqueRequestToken")
+        && let Some(id) = m.hit_tokens.get(t)
+    {
+        return Err(fail(&format!(
+            "The HIT with UniqueRequestToken {t} already exists (HITId {id})"
+        )));
+    }
+    let max = body
+        .get("MaxAssignments")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let id = m.id("3H");
+    let type_id = m.id("3T");
+    if let Some(t) = s(body, "UniqueRequestToken") {
+        m.hit_tokens.insert(t.to_string(), id.clone());
+    }
+    m.hits.push(MockHit {
+        id: id.clone(),
+        type_id: type_id.clone(),
+        request: body.clone(),
+        question: question.clone(),
+        reward_cents: reward,
+        max_assignments: max,
+    });
+    let lifetime = body["LifetimeInSeconds"].as_i64().unwrap_or(0);
+    Ok(json!({"HIT": {
+        "HITId": id,
+        "HITTypeId": type_id,
+        "CreationTime": 1_700_000_000,
+        "Title": body["Title"],
+        "Description": body["Description"],
+        "Question": question,
+        "Keywords": body.get("Keywords").cloned().unwrap_or(Value::Null),
+        "HITStatus": "Assignable",
+        "MaxAssignments": max,
+        "Reward": super::amount(reward),
+        "AutoApprovalDelayInSeconds": body.get("AutoApprovalDelayInSeconds").cloned().unwrap_or(json!(2_592_000)),
+        "Expiration": 1_700_000_000 + lifetime,
+        "AssignmentDurationInSeconds": body["AssignmentDurationInSeconds"],
+        "QualificationRequirements": body.get("QualificationRequirements").cloned().unwrap_or(json!([])),
+        "HITReviewStatus": "NotReviewed",
+        "NumberOfAssignmentsPending": 0,
+        "NumberOfAssignmentsAvailable": max,
+        "NumberOfAssignmentsCompleted": 0,
+    }}))
 }
 
-fn create_qualification_type(m: &mut Mock, body: &Value) -> Response {
-    let r = (|| -> Result<Response, Response> {
-        let name = required(body, "Name")?.to_string();
-        let description = required(body, "Description")?.to_string();
-        let status = required(body, "QualificationTypeStatus")?.to_string();
-        if m.qualification_types.values().any(|n| *n == name) {
-            return Err(request_error(&format!(
-                "You have already created a QualificationType with this name: {name}"
-            )));
-        }
-        let id = m.id("3Q");
-        m.qualification_types.insert(id.clone(), name.clone());
-        Ok(ok(json!({"QualificationType": {
-            "QualificationTypeId": id,
-            "CreationTime": 1_700_000_000,
-            "Name": name,
-            "Description": description,
-            "QualificationTypeStatus": status,
-            "IsRequestable": true,
-            "AutoGranted": false,
-        }})))
-    })();
-    r.unwrap_or_else(|e| e)
+fn create_qualification_type(m: &mut Mock, body: &Value) -> Result<Value, Fail> {
+    let name = required(body, "Name")?.to_string();
+    let description = required(body, "Description")?.to_string();
+    let status = required(body, "QualificationTypeStatus")?.to_string();
+    if m.qualification_types.values().any(|n| *n == name) {
+        return Err(fail(&format!(
+            "You have already created a QualificationType with this name: {name}"
+        )));
+    }
+    let id = m.id("3Q");
+    m.qualification_types.insert(id.clone(), name.clone());
+    Ok(json!({"QualificationType": {
+        "QualificationTypeId": id,
+        "CreationTime": 1_700_000_000,
+        "Name": name,
+        "Description": description,
+        "QualificationTypeStatus": status,
+        "IsRequestable": true,
+        "AutoGranted": false,
+    }}))
 }
 
-fn associate(m: &mut Mock, body: &Value) -> Response {
-    let r = (|| -> Result<Response, Response> {
-        let q = required(body, "QualificationTypeId")?.to_string();
-        let w = required(body, "WorkerId")?.to_string();
-        if !m.qualification_types.contains_key(&q) {
-            return Err(request_error(&format!(
-                "QualificationType {q} does not exist"
-            )));
-        }
-        let v = body
-            .get("IntegerValue")
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
-        m.grants.retain(|(t, wk, _)| !(*t == q && *wk == w));
-        m.grants.push((q, w, v));
-        Ok(ok(json!({})))
-    })();
-    r.unwrap_or_else(|e| e)
+fn associate(m: &mut Mock, body: &Value) -> Result<Value, Fail> {
+    let q = required(body, "QualificationTypeId")?.to_string();
+    let w = required(body, "WorkerId")?.to_string();
+    if !m.qualification_types.contains_key(&q) {
+        return Err(fail(&format!("QualificationType {q} does not exist")));
+    }
+    let v = body
+        .get("IntegerValue")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    m.grants.retain(|(t, wk, _)| !(*t == q && *wk == w));
+    m.grants.push((q, w, v));
+    Ok(json!({}))
 }
 
 fn assignment_json(a: &MockAssignment) -> Value {
     let mut v = json!({
-        "AssignmentId": a.id,
-        "WorkerId": a.worker_id,
-        "HITId": a.hit_id,
-        "AssignmentStatus": a.status,
-        "AutoApprovalTime": a.submit_time + 2_592_000,
-        "AcceptTime": a.submit_time - 600,
-        "SubmitTime": a.submit_time,
-        "Answer": a.answer,
+    "AssignmentId": a.id,
+    "WorkerId": a.worker_id,
+    "HITId": a.hit_id,
+    "AssignmentStatus": a.status,
+    "AutoApprovalTime": a.submit_time + 2_592_000,
+    "AcceptTime": a.submit_time - 600,
+    "SubmitTime": a.submit_time,
+    "Answer": a.answer,
     });
     if let Some(f) = &a.feedback {
         v["RequesterFeedback"] = json!(f);
@@ -492,139 +488,123 @@ fn assignment_json(a: &MockAssignment) -> Value {
     v
 }
 
-fn list_assignments(m: &Mock, body: &Value) -> Response {
-    let r = (|| -> Result<Response, Response> {
-        let hit = required(body, "HITId")?;
-        if !m.hits.iter().any(|h| h.id == hit) {
-            return Err(request_error(&format!("Hit {hit} does not exist")));
-        }
-        let max = body.get("MaxResults").and_then(Value::as_i64).unwrap_or(10);
-        if !(1..=100).contains(&max) {
-            return Err(request_error("MaxResults must be between 1 and 100"));
-        }
-        let statuses: Option<Vec<&str>> = body
-            .get("AssignmentStatuses")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect());
-        let all: Vec<&MockAssignment> = m
-            .assignments
-            .iter()
-            .filter(|a| a.hit_id == hit)
-            .filter(|a| {
-                statuses
-                    .as_ref()
-                    .is_none_or(|s| s.contains(&a.status.as_str()))
-            })
-            .collect();
-        let start = match s(body, "NextToken") {
-            Some(t) => t
-                .strip_prefix("page:")
-                .and_then(|n| n.parse::<usize>().ok())
-                .ok_or_else(|| request_error("The NextToken is not valid"))?,
-            None => 0,
-        };
-        let page: Vec<Value> = all
-            .iter()
-            .skip(start)
-            .take(max as usize)
-            .map(|a| assignment_json(a))
-            .collect();
-        let end = start + page.len();
-        let mut out = json!({"NumResults": page.len(), "Assignments": page});
-        if end < all.len() {
-            out["NextToken"] = json!(format!("page:{end}"));
-        }
-        Ok(ok(out))
-    })();
-    r.unwrap_or_else(|e| e)
+fn list_assignments(m: &Mock, body: &Value) -> Result<Value, Fail> {
+    let hit = required(body, "HITId")?;
+    if !m.hits.iter().any(|h| h.id == hit) {
+        return Err(fail(&format!("Hit {hit} does not exist")));
+    }
+    let max = body.get("MaxResults").and_then(Value::as_i64).unwrap_or(10);
+    if !(1..=100).contains(&max) {
+        return Err(fail("MaxResults must be between 1 and 100"));
+    }
+    let statuses: Option<Vec<&str>> = body
+        .get("AssignmentStatuses")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect());
+    let all: Vec<&MockAssignment> = m
+        .assignments
+        .iter()
+        .filter(|a| a.hit_id == hit)
+        .filter(|a| {
+            statuses
+                .as_ref()
+                .is_none_or(|s| s.contains(&a.status.as_str()))
+        })
+        .collect();
+    let start = match s(body, "NextToken") {
+        Some(t) => t
+            .strip_prefix("page:")
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| fail("The NextToken is not valid"))?,
+        None => 0,
+    };
+    let page: Vec<Value> = all
+        .iter()
+        .skip(start)
+        .take(max as usize)
+        .map(|a| assignment_json(a))
+        .collect();
+    let end = start + page.len();
+    let mut out = json!({"NumResults": page.len(), "Assignments": page});
+    if end < all.len() {
+        out["NextToken"] = json!(format!("page:{end}"));
+    }
+    Ok(out)
 }
 
-fn decide(m: &mut Mock, body: &Value, approve: bool) -> Response {
-    let r = (|| -> Result<Response, Response> {
-        let id = required(body, "AssignmentId")?.to_string();
-        let feedback = s(body, "RequesterFeedback").map(str::to_string);
-        if !approve && feedback.as_deref().is_none_or(|f| f.trim().is_empty()) {
-            return Err(request_error("RequesterFeedback is required to reject"));
-        }
-        let override_rejection = body
-            .get("OverrideRejection")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let a = m
-            .assignments
-            .iter_mut()
-            .find(|a| a.id == id)
-            .ok_or_else(|| request_error(&format!("Assignment {id} does not exist")))?;
-        let allowed = a.status == super::SUBMITTED
-            || (approve && override_rejection && a.status == "Rejected");
-        if !allowed {
-            return Err(request_error(&format!(
-                "This operation can be called with a status of: Submitted (assignment {id} is {})",
-                a.status
-            )));
-        }
-        a.status = if approve { "Approved" } else { "Rejected" }.into();
-        a.feedback = feedback;
-        Ok(ok(json!({})))
-    })();
-    r.unwrap_or_else(|e| e)
+fn decide(m: &mut Mock, body: &Value, approve: bool) -> Result<Value, Fail> {
+    let id = required(body, "AssignmentId")?.to_string();
+    let feedback = s(body, "RequesterFeedback").map(str::to_string);
+    if !approve && feedback.as_deref().is_none_or(|f| f.trim().is_empty()) {
+        return Err(fail("RequesterFeedback is required to reject"));
+    }
+    let override_rejection = body
+        .get("OverrideRejection")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let a = m
+        .assignments
+        .iter_mut()
+        .find(|a| a.id == id)
+        .ok_or_else(|| fail(&format!("Assignment {id} does not exist")))?;
+    let allowed =
+        a.status == super::SUBMITTED || (approve && override_rejection && a.status == "Rejected");
+    if !allowed {
+        return Err(fail(&format!(
+            "This operation can be called with a status of: Submitted (assignment {id} is {})",
+            a.status
+        )));
+    }
+    a.status = if approve { "Approved" } else { "Rejected" }.into();
+    a.feedback = feedback;
+    Ok(json!({}))
 }
 
-fn send_bonus(m: &mut Mock, body: &Value) -> Response {
-    let r = (|| -> Result<Response, Response> {
-        let worker = required(body, "WorkerId")?.to_string();
-        let assignment = required(body, "AssignmentId")?.to_string();
-        let reason = required(body, "Reason")?.to_string();
-        let cents = cents_of(required(body, "BonusAmount")?)
-            .filter(|c| *c > 0)
-            .ok_or_else(|| request_error("BonusAmount is not a valid positive amount"))?;
-        let token = s(body, "UniqueRequestToken").map(str::to_string);
-        if let Some(t) = &token {
-            if t.len() > 64 {
-                return Err(request_error(
-                    "UniqueRequestToken is longer than 64 characters",
-                ));
-            }
-            if let Some(request) = m.bonus_tokens.get(t) {
-                return Err(request_error(&format!(
-                    "The bonus with UniqueRequestToken {t} already exists (request ID {request})"
-                )));
-            }
+fn send_bonus(m: &mut Mock, body: &Value) -> Result<Value, Fail> {
+    let worker = required(body, "WorkerId")?.to_string();
+    let assignment = required(body, "AssignmentId")?.to_string();
+    let reason = required(body, "Reason")?.to_string();
+    let cents = cents_of(required(body, "BonusAmount")?)
+        .filter(|c| *c > 0)
+        .ok_or_else(|| fail("BonusAmount is not a valid positive amount"))?;
+    let token = s(body, "UniqueRequestToken").map(str::to_string);
+    if let Some(t) = &token {
+        if t.len() > 64 {
+            return Err(fail("UniqueRequestToken is longer than 64 characters"));
         }
-        let Some(a) = m.assignments.iter().find(|a| a.id == assignment) else {
-            return Err(request_error(&format!(
-                "Assignment {assignment} does not exist"
-            )));
-        };
-        if a.worker_id != worker {
-            return Err(request_error(&format!(
-                "Assignment {assignment} was not done by worker {worker}"
+        if let Some(request) = m.bonus_tokens.get(t) {
+            return Err(fail(&format!(
+                "The bonus with UniqueRequestToken {t} already exists (request ID {request})"
             )));
         }
-        let request = m.id("R");
-        if let Some(t) = &token {
-            m.bonus_tokens.insert(t.clone(), request);
-        }
-        m.bonuses.push(PaidBonus {
-            worker_id: worker,
-            assignment_id: assignment,
-            cents,
-            reason,
-            token,
-        });
-        Ok(ok(json!({})))
-    })();
-    r.unwrap_or_else(|e| e)
+    }
+    let Some(a) = m.assignments.iter().find(|a| a.id == assignment) else {
+        return Err(fail(&format!("Assignment {assignment} does not exist")));
+    };
+    if a.worker_id != worker {
+        return Err(fail(&format!(
+            "Assignment {assignment} was not done by worker {worker}"
+        )));
+    }
+    let request = m.id("R");
+    if let Some(t) = &token {
+        m.bonus_tokens.insert(t.clone(), request);
+    }
+    m.bonuses.push(PaidBonus {
+        worker_id: worker,
+        assignment_id: assignment,
+        cents,
+        reason,
+        token,
+    });
+    Ok(json!({}))
 }
 
-fn block(m: &mut Mock, body: &Value) -> Response {
-    let r = (|| -> Result<Response, Response> {
-        let worker = required(body, "WorkerId")?.to_string();
-        let reason = required(body, "Reason")?.to_string();
-        m.blocks.insert(worker, reason);
-        Ok(ok(json!({})))
-    })();
-    r.unwrap_or_else(|e| e)
+fn block(m: &mut Mock, body: &Value) -> Result<Value, Fail> {
+    let worker = required(body, "WorkerId")?.to_string();
+    let reason = required(body, "Reason")?.to_string();
+    m.blocks.insert(worker, reason);
+    Ok(json!({}))
 }
 
 /// A QuestionFormAnswers document as MTurk records a submit form with these fields.
