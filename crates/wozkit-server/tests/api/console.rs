@@ -388,9 +388,17 @@ async fn the_live_stream_sends_the_figures_again_after_a_change() {
         seen = next_figures(&mut live).await;
     }
     assert_eq!(study_figures(&seen, "tiny")["waiting_users"], 1);
-    drop(live);
     ws.close().await;
+    // A console still listening does not hold the server up when it stops: its stream ends.
     app.stop().await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut line = String::new();
+        while live.read_line(&mut line).await.is_ok_and(|n| n > 0) {
+            line.clear();
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the live stream ends when the server stops");
 }
 
 const EVAL: &str = r#"id: eval-mini
