@@ -406,20 +406,57 @@ function fillSelect(sel, items) {
   if (items.some(([value]) => value === keep)) sel.value = keep;
 }
 
+// The action panel opens on a combination the engine accepts now: each action's `pick` in the
+// view (a free robot with the skill, a place it may go to). Until the wizard chooses an action,
+// robot or place themselves, the panel follows the view to a possible combination; their choice
+// then stays until they start it. When nothing is possible, the panel says why (`why_not`).
+function comboOf(action) {
+  if (!action) return null;
+  const target = action.target ? $('target-select').value : null;
+  return action.combos.find((c) => c.robot === $('robot-select').value && (c.target ?? null) === target) || null;
+}
+
+function fillTargets(action) {
+  const needsTarget = Boolean(action && action.target);
+  $('target-label').hidden = !needsTarget;
+  if (needsTarget) fillSelect($('target-select'), st.study.locations.map((l) => [l.id, l.name]));
+}
+
+// Puts the action's possible combination in the robot and place lists.
+function choosePick(action) {
+  if (!action || !action.pick) return;
+  $('robot-select').value = action.pick.robot;
+  if (action.pick.target) $('target-select').value = action.pick.target;
+}
+
 function renderActions() {
   const v = st.view;
   if (!v || role !== 'wizard' || !st.study || !$('action-panel')) return;
   fillSelect($('action-select'), v.actions.map((a) => [a.id, a.label]));
   fillSelect($('robot-select'), st.study.robots.map((r) => [r.id, `${r.name} (${r.kind_label})`]));
-  const action = v.actions.find((a) => a.id === $('action-select').value);
-  const needsTarget = Boolean(action && action.target);
-  $('target-label').hidden = !needsTarget;
-  if (needsTarget) fillSelect($('target-select'), st.study.locations.map((l) => [l.id, l.name]));
-  const target = needsTarget ? $('target-select').value : null;
-  const combo = action && action.combos.find((c) => c.robot === $('robot-select').value && (c.target ?? null) === target);
+  let action = v.actions.find((a) => a.id === $('action-select').value);
+  fillTargets(action);
+  const current = comboOf(action);
+  if (!st.actionChosen && !(current && current.ok)) {
+    const possible = action && action.pick ? action : v.actions.find((a) => a.pick);
+    if (possible) {
+      $('action-select').value = possible.id;
+      action = possible;
+      fillTargets(action);
+      choosePick(action);
+    }
+  }
+  const combo = comboOf(action);
   const ok = Boolean(combo && combo.ok);
   $('action-send').disabled = observing || !ok;
-  $('action-reason').textContent = ok ? '' : (combo && combo.reason) || (action ? 'Not possible now.' : 'No actions in this study.');
+  const panel = $('action-panel');
+  panel.dataset.possible = v.actions.some((a) => a.pick) ? 'true' : 'false';
+  let reason = '';
+  if (!action) reason = 'No actions in this study.';
+  else if (!ok && action.why_not) reason = action.why_not;
+  else if (!ok) reason = `${(combo && combo.reason) || 'Not possible now'}.`.replace(/^./, (c) => c.toUpperCase());
+  if (!ok && !v.actions.some((a) => a.pick)) reason = `No action is possible now. ${reason}`;
+  $('action-reason').textContent = reason;
 }
 
 function renderView(v) {
@@ -588,8 +625,21 @@ if (role === 'user') {
 } else {
   $('hint').addEventListener('click', () => cmd({ cmd: 'hint' }));
   if ($('action-panel')) {
-    for (const id of ['action-select', 'robot-select', 'target-select']) $(id).addEventListener('change', renderActions);
+    // Choosing an action opens it on its possible combination unless the robot and place
+    // already chosen work for it; any choice of the wizard's own is kept until it is started.
+    $('action-select').addEventListener('change', () => {
+      st.actionChosen = true;
+      const action = st.view && st.view.actions.find((a) => a.id === $('action-select').value);
+      fillTargets(action);
+      const combo = comboOf(action);
+      if (!(combo && combo.ok)) choosePick(action);
+      renderActions();
+    });
+    for (const id of ['robot-select', 'target-select']) {
+      $(id).addEventListener('change', () => { st.actionChosen = true; renderActions(); });
+    }
     $('action-send').addEventListener('click', () => {
+      st.actionChosen = false;
       const action = $('action-select').value;
       const a = st.view && st.view.actions.find((x) => x.id === action);
       const c = { cmd: 'act', action, robot: $('robot-select').value };

@@ -319,6 +319,18 @@ struct ActionView<'a> {
     label: &'a str,
     target: bool,
     combos: Vec<Combo>,
+    /// The combination the panel opens on for this action: the first of `combos` the engine
+    /// accepts now (a free robot with the skill, a target it may go to); `None` when none is.
+    pick: Option<Pick>,
+    /// Why no combination of this action is possible now (the engine's distinct refusals, the
+    /// first few); `None` while one is.
+    why_not: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Pick {
+    robot: String,
+    target: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -493,8 +505,13 @@ pub fn view<'a>(
     }
 }
 
+/// Distinct refusals named in an action's `why_not`; more are counted, not listed.
+const WHY_NOT_REASONS: usize = 3;
+
 /// Every action with each robot (and target) and whether it may start now, with the reason
-/// when not: the action panel disables the send button and shows the reason.
+/// when not: the action panel disables the send button and shows the reason. Each action also
+/// carries the combination the panel opens on (`pick`), or why none is possible (`why_not`),
+/// both from the engine's own checks.
 fn actions<'a>(study: &'a LoadedStudy, s: &Session) -> Vec<ActionView<'a>> {
     let mut out: Vec<ActionView<'a>> = study
         .study
@@ -505,6 +522,8 @@ fn actions<'a>(study: &'a LoadedStudy, s: &Session) -> Vec<ActionView<'a>> {
             label: &a.label,
             target: a.target,
             combos: vec![],
+            pick: None,
+            why_not: None,
         })
         .collect();
     for (ai, robot, target, check) in engine::action_table(study, s) {
@@ -517,7 +536,41 @@ fn actions<'a>(study: &'a LoadedStudy, s: &Session) -> Vec<ActionView<'a>> {
             });
         }
     }
+    for a in &mut out {
+        a.pick = a.combos.iter().find(|c| c.ok).map(|c| Pick {
+            robot: c.robot.clone(),
+            target: c.target.clone(),
+        });
+        if a.pick.is_none() {
+            a.why_not = Some(why_not(&a.combos));
+        }
+    }
     out
+}
+
+/// One sentence on why none of `combos` is possible: the distinct refusals in table order (the
+/// first [`WHY_NOT_REASONS`], then how many more), or that there is no robot to do it.
+fn why_not(combos: &[Combo]) -> String {
+    let mut reasons: Vec<&str> = vec![];
+    for r in combos.iter().filter_map(|c| c.reason.as_deref()) {
+        if !reasons.contains(&r) {
+            reasons.push(r);
+        }
+    }
+    if reasons.is_empty() {
+        return "No robot can do this.".into();
+    }
+    let more = reasons.len().saturating_sub(WHY_NOT_REASONS);
+    let text = reasons[..reasons.len().min(WHY_NOT_REASONS)].join("; ");
+    let mut chars = text.chars();
+    let text: String = chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
+    match more {
+        0 => format!("{text}."),
+        n => format!("{text}; and {n} more."),
+    }
 }
 
 #[cfg(test)]
@@ -884,5 +937,102 @@ mod tests {
             study.study.world.robots.len() * study.study.world.locations.len()
         );
         assert!(v["view"]["actions"][0]["combos"][0]["reason"].is_string());
+    }
+
+    /// The wizard view's actions, as JSON.
+    fn wizard_actions(study: &LoadedStudy, s: &Session) -> Vec<Value> {
+        let v: Value = serde_json::from_str(&view(study, s, Role::Wizard, 2_000, false).frame())
+            .unwrap_or_default();
+        v["view"]["actions"].as_array().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn each_action_opens_on_a_combination_the_engine_accepts_or_says_why_not() {
+        let (study, s, _) = play(vec![
+            (Actor::System, Command::Start { seed: 1 }),
+            say("intro_hello"),
+            say("inform_alert_emergency"),
+        ]);
+        let actions = wizard_actions(&study, &s);
+        let send = actions
+            .iter()
+            .find(|a| a["id"] == "send")
+            .cloned()
+            .unwrap_or_default();
+        // The first robot to the first place is refused (the guard wants the fire's place), so
+        // the pick is not simply the first of each list.
+        assert_eq!(send["combos"][0]["ok"], json!(false), "{send}");
+        let pick = &send["pick"];
+        assert_eq!(pick["target"], "pu_et", "{send}");
+        assert_eq!(send["why_not"], Value::Null);
+        // The engine accepts the pick: it starts.
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let act = Command::Act {
+            action: "send".into(),
+            robot: pick["robot"].as_str().unwrap_or_default().into(),
+            target: pick["target"].as_str().map(str::to_string),
+        };
+        let after = match step(&study, &s, &wizard(), act, 1_500, &mut rng) {
+            Ok(out) => out.session,
+            Err(r) => panic!("the picked combination is refused: {r}"),
+        };
+        // Every pick is a combination the view itself marks possible; an action with none
+        // says why, in the engine's words.
+        for a in wizard_actions(&study, &after) {
+            let combos = a["combos"].as_array().cloned().unwrap_or_default();
+            match a["pick"].as_object() {
+                Some(p) => {
+                    assert!(
+                        combos.iter().any(|c| c["ok"] == json!(true)
+                            && c["robot"] == p["robot"]
+                            && c["target"] == p["target"]),
+                        "{a}"
+                    );
+                    assert_eq!(a["why_not"], Value::Null, "{a}");
+                }
+                None => {
+                    assert!(combos.iter().all(|c| c["ok"] == json!(false)), "{a}");
+                    let why = a["why_not"].as_str().unwrap_or_default();
+                    let first = combos[0]["reason"].as_str().unwrap_or_default();
+                    assert!(
+                        why.to_lowercase().contains(&first.to_lowercase()),
+                        "{why} / {first}"
+                    );
+                }
+            }
+        }
+        // `send` is exclusive: while one robot runs it, no other may start, and the panel says
+        // which one is active.
+        let send = wizard_actions(&study, &after)
+            .into_iter()
+            .find(|a| a["id"] == "send")
+            .unwrap_or_default();
+        assert_eq!(send["pick"], Value::Null, "{send}");
+        assert!(
+            send["why_not"]
+                .as_str()
+                .is_some_and(|w| w.contains("is busy") || w.contains("is active")),
+            "{send}"
+        );
+    }
+
+    #[test]
+    fn why_not_lists_distinct_refusals_and_counts_the_rest() {
+        let combo = |reason: &str| Combo {
+            robot: "r".into(),
+            target: None,
+            ok: false,
+            reason: Some(reason.into()),
+        };
+        let combos: Vec<Combo> = ["a is busy", "a is busy", "b cannot do “x”", "c", "d", "e"]
+            .into_iter()
+            .map(combo)
+            .collect();
+        assert_eq!(
+            why_not(&combos),
+            "A is busy; b cannot do “x”; c; and 2 more."
+        );
+        assert_eq!(why_not(&combos[..2]), "A is busy.");
+        assert_eq!(why_not(&[]), "No robot can do this.");
     }
 }
