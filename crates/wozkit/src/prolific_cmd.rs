@@ -247,25 +247,26 @@ fn column(row: &Value, key: &str) -> Option<String> {
 /// The cents to pay as a bonus for one row: the review's `review_bonus` when the researcher
 /// reviewed the participant (a decision, or a review bonus above 0), else the amount `from`
 /// names.
-fn row_bonus(row: &PaymentRow, json: &Value, from: BonusFrom) -> Result<u64> {
-    let review_bonus = column(json, "review_bonus");
-    let reviewed = column(json, "decision").is_some()
-        || review_bonus
-            .as_deref()
-            .and_then(|t| t.parse::<f64>().ok())
-            .is_some_and(|a| a > 0.0);
-    if let Some(text) = review_bonus.filter(|_| reviewed) {
-        let amount: f64 = text.parse().with_context(|| {
-            format!(
-                "participant {}: review_bonus `{text}` is not an amount",
-                row.participant
-            )
-        })?;
-        return Ok(cents_of(amount));
-    }
-    Ok(match from {
-        BonusFrom::Bonus => cents_of(row.bonus),
-        BonusFrom::Extra => cents_of(row.total).saturating_sub(cents_of(row.base)),
+fn row_bonus(row: &Value, from: BonusFrom) -> Result<u64> {
+    let participant = column(row, "participant").unwrap_or_default();
+    let amount = |key: &str| -> Result<f64> {
+        match column(row, key) {
+            None => Ok(0.0),
+            Some(text) => text.parse().with_context(|| {
+                format!("participant {participant}: {key} `{text}` is not an amount")
+            }),
+        }
+    };
+    let reviewed = column(row, "decision").is_some() || amount("review_bonus")? > 0.0;
+    Ok(if reviewed {
+        cents_of(amount("review_bonus")?)
+    } else {
+        match from {
+            BonusFrom::Bonus => cents_of(amount("bonus")?),
+            BonusFrom::Extra => {
+                cents_of(amount("total")?).saturating_sub(cents_of(amount("base")?))
+            }
+        }
     })
 }
 
@@ -392,8 +393,8 @@ async fn pay_with(
             continue;
         };
         let mut owed = 0;
-        for (r, j) in rs {
-            owed += row_bonus(r, j, args.bonus_from)?;
+        for (_, j) in rs {
+            owed += row_bonus(j, args.bonus_from)?;
         }
         let key = bonus_key(pstudy, worker);
         let recorded = store.meta(&key).await?;
@@ -522,5 +523,28 @@ mod tests {
             column(&serde_json::json!({"decision": ""}), "decision"),
             None
         );
+    }
+
+    #[test]
+    fn the_bonus_is_the_reviews_else_the_tables() {
+        use serde_json::json;
+        let table = json!({"participant": "p", "base": 1.0, "bonus": 0.15, "total": 1.455});
+        assert_eq!(row_bonus(&table, BonusFrom::Bonus).unwrap(), 15);
+        // 1.455 is 146 cents in the table's rounding; 146 - 100.
+        assert_eq!(row_bonus(&table, BonusFrom::Extra).unwrap(), 46);
+        // Review columns without a review: the table's amounts still apply.
+        let unreviewed = json!({"participant": "p", "base": 1.0, "bonus": 0.15, "total": 1.5,
+            "decision": "", "review_bonus": 0.0});
+        assert_eq!(row_bonus(&unreviewed, BonusFrom::Bonus).unwrap(), 15);
+        // A review decision: its bonus (here none) replaces the table's.
+        let approved = json!({"participant": "p", "bonus": 0.15, "decision": "approve",
+            "review_bonus": 0.0});
+        assert_eq!(row_bonus(&approved, BonusFrom::Bonus).unwrap(), 0);
+        let given = json!({"participant": "p", "bonus": 0.15, "decision": "",
+            "review_bonus": 1.005});
+        assert_eq!(row_bonus(&given, BonusFrom::Extra).unwrap(), 101);
+        let bad = json!({"participant": "p", "decision": "approve", "review_bonus": "lots"});
+        let err = row_bonus(&bad, BonusFrom::Bonus).unwrap_err().to_string();
+        assert!(err.contains("participant p: review_bonus `lots`"), "{err}");
     }
 }
