@@ -784,3 +784,97 @@ fn reason_of(r: &Reviewed, seq: u64) -> String {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(status: &str, gold_accuracy: Option<f64>) -> PaymentRow {
+        PaymentRow {
+            participant: "p".into(),
+            platform: "prolific".into(),
+            crowd_ids: String::new(),
+            worker_id: "W".into(),
+            study: "s".into(),
+            session: "log-p".into(),
+            role: "user".into(),
+            status: status.into(),
+            completion_code: String::new(),
+            judgments: Some(3),
+            surplus: Some(0),
+            surplus_paid: Some(false),
+            items_paid: Some(3),
+            gold_accuracy,
+            currency: "GBP".into(),
+            base: 0.0,
+            minutes: 0.0,
+            bonus: 0.0,
+            total: 0.0,
+            decision: String::new(),
+            review_bonus: 0.0,
+            total_with_bonus: 0.0,
+        }
+    }
+
+    #[test]
+    fn gold_fails_below_the_bar_or_when_screened_on_gold() {
+        let limits = Thresholds::default();
+        let facts = |r: &PaymentRow| evaluation_facts(&[], Some(0), r, limits).2.failed_gold;
+        let low = facts(&row("completed", Some(0.5))).expect("below the bar");
+        assert!(low.contains("50%") && low.contains("80%"), "{low}");
+        assert!(facts(&row("completed", Some(0.9))).is_none());
+        assert!(facts(&row("completed", None)).is_none());
+        assert!(facts(&row("screened_gold", Some(0.9))).is_some());
+    }
+
+    fn reviewed(
+        seq: u64,
+        participant: &str,
+        action: ReviewAction,
+        cents: Option<u64>,
+        of_seq: Option<u64>,
+    ) -> Event {
+        Event {
+            v: 1,
+            session: log_id("s"),
+            seq,
+            at_ms: seq,
+            actor: Actor::System,
+            kind: EventKind::Reviewed(Box::new(ReviewDecision {
+                participant: participant.into(),
+                worker: Some(format!("W-{participant}")),
+                platform: "prolific".into(),
+                action,
+                reason: "r".into(),
+                cents,
+                researcher: "acc".into(),
+                researcher_name: "admin".into(),
+                of_seq,
+            })),
+        }
+    }
+
+    #[test]
+    fn later_decisions_supersede_earlier_ones_and_sends_are_counted() {
+        use ReviewAction::*;
+        let log = vec![
+            reviewed(1, "p", Approve, None, None),
+            reviewed(2, "p", Bonus, Some(100), None),
+            reviewed(3, "p", Sent, Some(100), Some(2)),
+            reviewed(4, "p", Reject, None, None),
+            reviewed(5, "p", Bonus, Some(150), None),
+            reviewed(6, "q", Bonus, Some(50), None),
+            reviewed(7, "q", Bonus, Some(0), None),
+            reviewed(8, "q", SendFailed, None, Some(6)),
+        ];
+        let folded = fold(&log);
+        let p = &folded["p"];
+        assert_eq!(p.decision, Some((Reject, 4)));
+        assert_eq!(p.bonus, Some((150, 5)));
+        assert_eq!(p.bonus_sent_cents, 100);
+        assert_eq!(p.history.len(), 5);
+        let q = &folded["q"];
+        assert_eq!(q.bonus, None);
+        assert!(q.last_failure.is_some());
+    }
+}

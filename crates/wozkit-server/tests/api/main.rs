@@ -24,6 +24,7 @@ mod payments;
 mod questions;
 mod reconnect;
 mod researcher;
+mod review;
 mod restart;
 mod security;
 mod survey;
