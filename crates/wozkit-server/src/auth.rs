@@ -415,6 +415,12 @@ impl ResearcherSessions {
                 expires_at_ms: now + LOGIN_TTL_MS,
             })
             .await?;
+        if let Ok(mut map) = self.checked.lock() {
+            map.insert(
+                hash_token(&token),
+                (account_id.to_string(), now + LOGIN_TTL_MS, now),
+            );
+        }
         Ok(token)
     }
 
@@ -447,8 +453,8 @@ impl ResearcherSessions {
         })
     }
 
-    /// Whether the cookie token belongs to a login found in the store within the last 60
-    /// seconds (for synchronous checks; [`get`](Self::get) is the authoritative one).
+    /// Whether the cookie token belongs to a login made here or found in the store within the
+    /// last 60 seconds (for synchronous checks; [`get`](Self::get) is the authoritative one).
     pub fn valid(&self, token: &str) -> bool {
         let now = now_ms();
         self.checked.lock().is_ok_and(|map| {

@@ -98,7 +98,7 @@ const ROUTES: &[Route] = &[
     ("GET",  "/researcher",                            "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
     ("GET",  "/researcher/session/{S}",                "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
     ("GET",  "/researcher/session/none",               "",               Site::Own,  [303, 303, 303, 303, 303, 404, 404, 404]),
-    ("GET",  "/researcher/login",                      "",               Site::Own,  [200, 200, 200, 200, 200, 303, 303, 303]),
+    ("GET",  "/researcher/login",                      "",               Site::Own,  [200, 200, 200, 200, 200, 200, 200, 200]),
     // Failed logins count per client address (all callers here are 127.0.0.1) and per name:
     // four, the bot's refusal (no Origin, not counted), the fifth, then 429.
     ("POST", "/researcher/login",                      "name=admin&password=wrong", Site::Own, [401, 401, 401, 401, 403, 401, 429, 429]),
