@@ -128,7 +128,12 @@ attention checks answered right):
     payment for someone turned away before the task;
   - anyone without a code, abandoned or screened_blocklist gets 0: decide by hand.
 The study format has no per-item rate: items_paid is the count to pay per item by hand, and
-pay_surplus changes no amount.";
+pay_surplus changes no amount.
+
+Every row also gives the researchers' review (the review page of the console, each decision an
+event of the study's review log `review-<study>`): decision (approve / reject, the latest; empty
+when undecided), review_bonus (the latest bonus given, to the cent: what sending the decisions
+pays on the platform in all) and total_with_bonus (total + review_bonus).";
 
 #[derive(Args)]
 #[command(after_long_help = PAYMENTS_HELP)]
