@@ -12,7 +12,9 @@ use wozkit_server::{Config, MetricsToken, Tunables, launch_with_metrics_listener
 use wozkit_store::{EventCursor, Store};
 
 use crate::client::http;
-use crate::helpers::{TestApp, Tiny, enter, fast, login, paired, spawn_app, spawn_app_tuned};
+use crate::helpers::{
+    TestApp, Tiny, enter, fast, login, paired, spawn_app, spawn_app_in_tuned, spawn_app_tuned,
+};
 
 const TOKEN: &str = "scrape-me-0123456789";
 
@@ -557,4 +559,72 @@ async fn the_separate_address_serves_metrics_without_a_token() {
         tokio::net::TcpStream::connect(metrics_addr).await.is_err(),
         "the metrics address is closed once the server stopped"
     );
+}
+
+#[tokio::test]
+async fn the_dashboard_queries_only_series_the_server_declares() {
+    // The arena demo declares dialogue systems, so their series are declared too.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let arena = wozkit_core::load::load_builtin("arena-demo").expect("arena-demo loads");
+    let systems: Vec<String> = arena.study.systems.keys().cloned().collect();
+    let mut app = spawn_app_in_tuned(
+        tmp.path().to_path_buf(),
+        arena,
+        Tunables {
+            metrics_token: MetricsToken::new(TOKEN),
+            ..fast()
+        },
+    )
+    .await;
+    let m = until_scrape(&app, "a scrape", |_| true).await;
+    assert!(!systems.is_empty());
+    for system in &systems {
+        assert_eq!(
+            m.must(
+                "wozkit_system_reply_duration_seconds_count",
+                &[("system", system)]
+            ),
+            0.0
+        );
+        assert_eq!(
+            m.must(
+                "wozkit_system_errors_total",
+                &[("system", system), ("kind", "timeout")]
+            ),
+            0.0
+        );
+    }
+    let dashboard = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/grafana/wozkit-dashboard.json"),
+    )
+    .expect("docs/grafana/wozkit-dashboard.json");
+    let dashboard: serde_json::Value = serde_json::from_str(&dashboard).expect("dashboard JSON");
+    let mut queried = 0;
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().expect("expr");
+            for (i, _) in expr.match_indices("wozkit_") {
+                let name: String = expr[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let family = ["_total", "_bucket", "_count", "_sum"]
+                    .iter()
+                    .find_map(|suffix| name.strip_suffix(suffix))
+                    .unwrap_or(&name);
+                assert!(
+                    m.types.contains_key(family),
+                    "the dashboard queries {name}, which is not served: {expr}"
+                );
+                queried += 1;
+            }
+        }
+    }
+    assert!(
+        queried >= 9,
+        "the dashboard queries every series ({queried} queries)"
+    );
+
+    app.stop().await;
 }
