@@ -3,6 +3,9 @@
 //! waiting room, pairing, the room (wizard options, a fixed option, an approval, free text both
 //! ways, robot actions with milestone media), the terminal state (the room stays with the end
 //! banner until Continue), the questionnaire and the completion code — and then the session's event log is checked against what the browsers did.
+//! On the way: the action panel says that nothing is possible before the alarm and then opens on
+//! a combination the engine accepts (a robot sent to the fire), an offered text that names the
+//! time left keeps it current as the clock runs, and the map's alarm clears once the fire is out.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (scripts/test-all.sh installs them); fails
 //! when they are missing unless `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when
@@ -154,12 +157,20 @@ async fn play(
     let mut p = Played::default();
 
     p.said.push(room.say("intro_hello").await?);
+    // Nothing can be done with the robots before the alarm: the panel says so.
+    room.panel_has_nothing_possible().await?;
+    // The clock runs from the greeting: the offered alarm text names the time left and keeps it
+    // current.
+    room.clock_text_runs("inform_alert_emergency").await?;
     p.user_text.push(
         room.user_types("Fred, there is an alarm light on my console. What is going on?")
             .await?,
     );
     p.said.push(room.say("inform_alert_emergency").await?);
     room.wait_media("alarm.gif").await?;
+    // The panel opens on a robot the engine would send now, to the fire.
+    room.panel_opens_on_a_possible_send().await?;
+    room.alarm_on_map(false).await?;
     p.wizard_text = room
         .wizard_types("Stand by, I am pulling up the sensor data for that tower.")
         .await?;
@@ -204,6 +215,8 @@ async fn play(
     p.said.push(room.say("inform_emergency_action").await?);
     room.act("extinguish", "qdc2", None).await?;
     room.wait_media("quad_extinguish.gif").await?;
+    // The fire is out: the map's alarm is cleared on both pages.
+    room.alarm_on_map(true).await?;
     p.said.push(room.say("inform_emergency_solved").await?);
 
     // Subtask 3: assess the damage, then the terminal state ends the session for both.
@@ -392,6 +405,108 @@ impl Room<'_> {
             || async { Ok((started(&self.w.chat().await?) > before).then_some(())) },
         )
         .await
+    }
+
+    /// The action panel has nothing to start: Start is off and the panel says why.
+    async fn panel_has_nothing_possible(&self) -> Result<()> {
+        self.w
+            .wait_js(
+                "the action panel to say that no action is possible",
+                "return document.getElementById('action-send').disabled \
+                   && document.getElementById('action-panel').dataset.possible === 'false' \
+                   && document.getElementById('action-reason').textContent.startsWith('No action is possible now.')",
+                vec![],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Once the alarm is given, the panel opens on sending the first robot with a camera (the
+    /// study's guard: the fire is inspected first) to the fire's place, not on the first of
+    /// each list; Start is on.
+    async fn panel_opens_on_a_possible_send(&self) -> Result<()> {
+        let world = &self.study.study.world;
+        let fire = world
+            .variables
+            .get("fire_location")
+            .and_then(|v| v.as_str())
+            .context("the study has no fire_location")?;
+        let robot = world
+            .robots
+            .iter()
+            .find(|r| r.start != fire && r.capabilities.iter().any(|c| c == "inspect"))
+            .context("no robot with a camera away from the fire")?;
+        ensure!(
+            world.locations.first().is_some_and(|l| l.id != fire)
+                && world.robots.first().is_some_and(|r| r.id != robot.id),
+            "the first robot or place is the pick: the check would not tell a pick from the \
+             first of each list"
+        );
+        self.w
+            .wait_js(
+                "the action panel to open on sending a robot to the fire",
+                "const v = (id) => document.getElementById(id).value; \
+                 return v('action-select') === 'send' && v('robot-select') === arguments[0] \
+                   && v('target-select') === arguments[1] \
+                   && !document.getElementById('action-send').disabled \
+                   && document.getElementById('action-reason').textContent === ''",
+                vec![json!(robot.id), json!(fire)],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The wizard's offered option `state` names the time left: its text shows a clock (m:ss)
+    /// and changes as the clock runs, without a new view.
+    async fn clock_text_runs(&self, state: &str) -> Result<()> {
+        // The option's text once it names a time (m:ss) other than `arguments[1]`.
+        let script = "const b = document.querySelector(`[data-testid=option-${arguments[0]}]`); \
+                      const t = b ? b.textContent : ''; \
+                      return /\\d+:\\d\\d/.test(t) && t !== arguments[1] ? t : null";
+        let first = self
+            .w
+            .wait_js(
+                &format!("the option `{state}` to name the time"),
+                script,
+                vec![json!(state), json!(null)],
+            )
+            .await?;
+        let later = self
+            .w
+            .wait_js(
+                &format!("the option `{state}`'s time to change"),
+                script,
+                vec![json!(state), first.clone()],
+            )
+            .await?;
+        ensure!(
+            first != later && later.is_string(),
+            "the option's text did not change: {first} / {later}"
+        );
+        Ok(())
+    }
+
+    /// Both maps show the study's alarm at the fire's place, cleared or not.
+    async fn alarm_on_map(&self, cleared: bool) -> Result<()> {
+        let fire = self
+            .study
+            .study
+            .world
+            .variables
+            .get("fire_location")
+            .and_then(|v| v.as_str())
+            .context("the study has no fire_location")?;
+        for br in [self.w, self.u] {
+            br.wait_js(
+                &format!("the map's alarm at {fire}, cleared: {cleared}"),
+                "const a = document.querySelector('[data-testid=map-alarm]'); \
+                 return !!a && a.dataset.location === arguments[0] \
+                   && a.dataset.cleared === String(arguments[1])",
+                vec![json!(fire), json!(cleared)],
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Both pages draw `robot`'s marker on the map at the study's x/y of `location`.

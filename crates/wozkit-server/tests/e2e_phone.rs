@@ -7,7 +7,8 @@
 //! message box and the Send button are on screen when the room opens and are what a tap there
 //! reaches, the wizard's option buttons wrap their text inside the screen's width; the wizard
 //! taps its greeting option, then one message each way (typed and sent with the Send button)
-//! arrives on the other phone.
+//! arrives on the other phone. Then the user's tab leaves the room, and the wizard's banner
+//! counts down the time the partner has to come back.
 //!
 //! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the files are missing) it
@@ -118,6 +119,42 @@ async fn play(server: &TestServer, a: &Phone, b: &Phone) -> Result<()> {
     }
     shoot(u, "room-phone-user.png").await?;
     shoot(w, "room-phone-wizard.png").await?;
+    partner_leaves(w, u).await
+}
+
+/// The user's tab leaves the room: the wizard's banner says the partner lost the connection and
+/// counts down the grace period, second by second.
+async fn partner_leaves(w: &Phone, u: &Phone) -> Result<()> {
+    // Replaced rather than left by a navigation, so the browser discards the room page as when
+    // the tab is closed: a page kept in the back-forward cache may hold its socket open.
+    u.js("location.replace('about:blank'); return true", vec![])
+        .await?;
+    // The countdown's seconds once it shows m:ss below `arguments[0]` (any, when null).
+    let script = "const box = document.getElementById('partner-status'); \
+                  const c = document.getElementById('partner-countdown'); \
+                  if (!box || box.hidden || !c || !box.textContent.includes('lost the connection')) return null; \
+                  const m = /^(\\d+):(\\d\\d)$/.exec(c.textContent); \
+                  if (!m) return null; \
+                  const s = Number(m[1]) * 60 + Number(m[2]); \
+                  return (arguments[0] === null || s < arguments[0]) && s > 0 ? s : null";
+    let first = w
+        .wait_js(
+            "the partner-away banner with its countdown",
+            script,
+            vec![json!(null)],
+        )
+        .await?;
+    let later = w
+        .wait_js(
+            "the partner-away countdown to go down",
+            script,
+            vec![first.clone()],
+        )
+        .await?;
+    ensure!(
+        later.as_u64() < first.as_u64(),
+        "the countdown did not go down: {first} then {later}"
+    );
     Ok(())
 }
 
