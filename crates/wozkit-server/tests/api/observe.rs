@@ -491,3 +491,74 @@ async fn a_researcher_joins_the_waiting_room_as_wizard() {
         .expect("a wizard");
     assert_eq!(researcher.platform, Platform::Researcher);
 }
+
+#[tokio::test]
+async fn a_taken_seat_stays_taken_after_a_restart() {
+    let tiny = Tiny::default();
+    let mut app = spawn_app(tiny.clone()).await;
+    let (user, wizard, session) = paired(&app).await;
+    let _wu = enter(&user, 0).await;
+    let ww = enter(&wizard, 0).await;
+    let cookie = login(&app).await;
+    let path = format!("/researcher/session/{session}/take-over");
+    let token = csrf(
+        &app,
+        &cookie,
+        &format!("/researcher/session/{session}/observe"),
+    )
+    .await;
+    ww.close().await;
+    app.wait_event(&session, |e| {
+        matches!(
+            e.kind,
+            EventKind::Disconnected {
+                role: Role::Wizard,
+                ..
+            }
+        )
+    })
+    .await;
+    let res = post_as(&app, &cookie, &path, &format!("csrf={token}")).await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let researcher_cookie = cookie_of(&res);
+
+    let tmp = app.take_dir().expect("temp dir");
+    app.stop().await;
+    let app = spawn_app_in(tmp.path().to_path_buf(), tiny.study()).await;
+    let me = Client {
+        addr: app.addr,
+        cookie: researcher_cookie,
+        seat: Some("console".into()),
+    };
+    let wizard = Client {
+        addr: app.addr,
+        ..wizard
+    };
+    // The rebuilt room seats the researcher, not the wizard who left.
+    let mut back = wizard.ws().await;
+    back.hello(0).await;
+    assert_eq!(back.until_type("error").await["code"], "seat_taken");
+    let mut wr = enter(&me, 0).await;
+    wr.cmd("r1", json!({"cmd": "text", "text": "after the restart"}))
+        .await;
+    assert_eq!(wr.answer("r1").await["type"], "ack");
+    let events = app.events(&session).await;
+    let said = events
+        .iter()
+        .find(|e| matches!(&e.kind, EventKind::Message { text, .. } if text == "after the restart"))
+        .expect("the researcher's message");
+    let taken = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TakenOver { participant, .. } => Some(participant.clone()),
+            _ => None,
+        })
+        .expect("TakenOver");
+    assert_eq!(
+        said.actor,
+        Actor::Participant {
+            role: Role::Wizard,
+            participant: Some(taken),
+        }
+    );
+}
