@@ -18,6 +18,9 @@ use crate::helpers::{
 
 const TOKEN: &str = "scrape-me-0123456789";
 
+/// A series' labels other than `le`, as sorted pairs.
+type LabelKey = Vec<(String, String)>;
+
 /// One sample line: its name, labels and value.
 #[derive(Debug)]
 struct Sample {
@@ -206,7 +209,7 @@ fn parse(text: &str) -> Result<Exposition, String> {
         if ty != "histogram" {
             continue;
         }
-        let mut series: BTreeMap<Vec<(String, String)>, Vec<(f64, f64)>> = BTreeMap::new();
+        let mut series: BTreeMap<LabelKey, Vec<(f64, f64)>> = BTreeMap::new();
         for s in samples.iter().filter(|s| s.name == format!("{fam}_bucket")) {
             let le = parse_value(s.labels.get("le").ok_or("a bucket without le")?)?;
             let key = s
