@@ -18,7 +18,7 @@
 //! table and 0.6 s for all the figures (`figures_cost_with_many_sessions` in the API tests
 //! measures it); a cached answer takes milliseconds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -41,7 +41,7 @@ use wozkit_data::report::html::render_html;
 use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::ExportFormat;
-use wozkit_store::{SessionFilter, SessionKind, Store, StoreError};
+use wozkit_store::{SessionFilter, SessionKind, Store, StoreError, TEST_KEY};
 
 use super::html::{esc, path_escape};
 use super::researcher::require_page;
@@ -177,9 +177,20 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
     let store = app.store.as_ref();
     let served = |id: &str| app.study(Some(id));
-    let rows = payments(store, None, &served, false).await?;
+    // One pass over the store: every row, test ones too, which also tell the test sessions
+    // (a session with a test participant is a test session, as in the exports).
+    let all = payments(store, None, &served, true).await?;
+    let test_mark = format!("{TEST_KEY}=1");
+    let test_sessions: HashSet<&str> = all
+        .iter()
+        .filter(|r| r.crowd_ids.split(';').any(|kv| kv == test_mark))
+        .map(|r| r.session.as_str())
+        .collect();
     let mut by_study: HashMap<&str, Vec<&PaymentRow>> = HashMap::new();
-    for row in &rows {
+    for row in all
+        .iter()
+        .filter(|r| !test_sessions.contains(r.session.as_str()))
+    {
         by_study.entry(row.study.as_str()).or_default().push(row);
     }
     let counts = app.lobby.counts();
@@ -217,7 +228,7 @@ pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
         }
         let mut durations = vec![];
         for record in sessions(store, Some(id)).await? {
-            if is_test_session(store, &record.id).await? {
+            if test_sessions.contains(record.id.as_str()) {
                 continue;
             }
             match record.ended {
