@@ -220,8 +220,19 @@ fn prolific_pay_pays_the_payment_table_to_the_cent_once() {
     assert!(mock.requests().iter().all(|r| r.method == "GET"));
     assert!(mock.paid_cents().is_empty());
 
+    // The bonus payment fails after its set-up: the approvals stand, nothing is paid, and the
+    // error names the request.
+    mock.fail_when("/pay/", 500);
+    let (code, out, err) = prolific(&pay_args, &api);
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(err.contains("POST /api/v1/bulk-bonus-payments/"), "{err}");
+    assert!(err.contains("refused (500)"), "{err}");
+    assert!(mock.paid_cents().is_empty());
+
+    // Again: the approvals are not sent twice, the bonuses are set up anew and paid.
     let (code, out, err) = prolific(&pay_args, &api);
     assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains("approve "), "approved before: {out}");
     eprintln!("{out}");
 
     // Approved: exactly the submissions with valid codes.
@@ -253,7 +264,10 @@ fn prolific_pay_pays_the_payment_table_to_the_cent_once() {
         .iter()
         .filter(|r| r.method == "POST")
         .count();
-    assert_eq!(posts, 3, "bulk approve, bonus set-up, payment");
+    assert_eq!(
+        posts, 5,
+        "bulk approve, bonus set-up, failed payment; bonus set-up, payment"
+    );
 
     // Again: nothing new is sent.
     let (code, out, err) = prolific(&pay_args, &api);

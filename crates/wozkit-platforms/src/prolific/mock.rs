@@ -17,7 +17,8 @@
 //!   the mock makes such a mistake visible);
 //! - records every request (method, path with query, body) and the cents paid to each
 //!   participant;
-//! - answers the next request with a given status when [`MockProlific::fail_next`] asks.
+//! - answers the next request (or the next one to a path, [`MockProlific::fail_when`]) with a
+//!   given status when the test asks ([`MockProlific::fail_next`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -58,6 +59,7 @@ struct Mock {
     paid: BTreeMap<String, u64>,
     requests: Vec<Recorded>,
     fail_next: Option<u16>,
+    fail_when: Option<(String, u16)>,
 }
 
 /// The running mock; the server stops when this is dropped.
@@ -94,6 +96,7 @@ impl MockProlific {
             paid: BTreeMap::new(),
             requests: vec![],
             fail_next: None,
+            fail_when: None,
         }));
         let app = Router::new().fallback(handle).with_state(state.clone());
         let task = tokio::spawn(async move {
@@ -115,6 +118,11 @@ impl MockProlific {
     /// Answers the next request with `status` (and Prolific's error shape) instead.
     pub fn fail_next(&self, status: u16) {
         self.lock().fail_next = Some(status);
+    }
+
+    /// Answers the next request whose path contains `fragment` (e.g. `/pay/`) with `status`.
+    pub fn fail_when(&self, fragment: &str, status: u16) {
+        self.lock().fail_when = Some((fragment.to_string(), status));
     }
 
     /// Adds a submission.
@@ -181,7 +189,14 @@ async fn handle(
             .map_or_else(|| uri.path().to_string(), |p| p.to_string()),
         body: body_text.clone(),
     });
-    if let Some(status) = m.fail_next.take() {
+    let failing = match &m.fail_when {
+        Some((fragment, status)) if uri.path().contains(fragment.as_str()) => Some(*status),
+        _ => None,
+    };
+    if failing.is_some() {
+        m.fail_when = None;
+    }
+    if let Some(status) = m.fail_next.take().or(failing) {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return error(
             status,
