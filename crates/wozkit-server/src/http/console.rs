@@ -13,10 +13,11 @@
 //! room) is read first, and the figures (which read the payment table, so every event of the
 //! studies) are rebuilt only when it changed, or at least every [`MAX_STALE`]. While a console
 //! listens, one task per server checks every [`FRESH`] and sends the figures to all of them when
-//! they differ. The rebuild runs on a blocking thread. Its cost grows with the events stored: in
-//! a debug build, 2000 two-person sessions (4000 payment rows) take about 0.4 s for the payment
-//! table and 0.6 s for all the figures (`figures_cost_with_many_sessions` in the API tests
-//! measures it); a cached answer takes milliseconds.
+//! they differ. The rebuild runs on a blocking thread. Its cost grows with the events stored:
+//! measured in a debug build on a busy two-core machine, 2000 two-person sessions (4000 payment
+//! rows) took 0.4–1.1 s for the payment table and 0.6–0.8 s for all the figures, 6000 sessions
+//! 1.5–3.4 s and 1.7–4.5 s (`figures_cost_with_many_sessions` in the API tests prints it); a
+//! cached answer takes milliseconds.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
