@@ -237,6 +237,9 @@ pub struct Thresholds {
     /// An evaluation participant with attention checks answered right below this share failed
     /// gold (as does anyone screened out on gold).
     pub gold_bar: f64,
+    /// Judge durations by the 5th and 95th percentiles instead of the MAD (also used whenever
+    /// the MAD is 0, most having taken the same time).
+    pub percentiles: bool,
 }
 
 impl Default for Thresholds {
@@ -245,6 +248,7 @@ impl Default for Thresholds {
             k: 3.0,
             idle_ms: 120_000,
             gold_bar: 0.8,
+            percentiles: false,
         }
     }
 }
@@ -355,7 +359,7 @@ pub async fn rows(
             review,
         });
     }
-    time_outliers(&mut out, limits.k);
+    time_outliers(&mut out, limits.k, limits.percentiles);
     Ok(out)
 }
 
@@ -495,9 +499,10 @@ fn median(sorted: &[u64]) -> f64 {
 }
 
 /// Flags the completed rows whose duration is beyond median ± k × MAD (scaled by 1.4826)
-/// among the completed rows of the same kind and role; when the MAD is 0 (most took the same
-/// time), beyond the 5th or 95th percentile. Groups of fewer than 4 are not judged.
-fn time_outliers(rows: &mut [ReviewRow], k: f64) {
+/// among the completed rows of the same kind and role; with `percentiles`, or when the MAD is
+/// 0 (most took the same time), beyond the 5th or 95th percentile (interpolated). Groups of
+/// fewer than 4 are not judged.
+fn time_outliers(rows: &mut [ReviewRow], k: f64, percentiles: bool) {
     let mut groups: BTreeMap<(bool, String), Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         if r.pay.status == "completed" && r.duration_ms.is_some() {
@@ -517,14 +522,25 @@ fn time_outliers(rows: &mut [ReviewRow], k: f64) {
         let mut dev: Vec<u64> = d.iter().map(|&x| (x as f64 - med).abs() as u64).collect();
         dev.sort_unstable();
         let mad = median(&dev) * 1.4826;
-        let pct = |p: f64| d[((p * (d.len() - 1) as f64).round() as usize).min(d.len() - 1)];
+        // Percentiles interpolated between the closest ranks.
+        let pct = |p: f64| {
+            let at = p * (d.len() - 1) as f64;
+            let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+            d[lo] as f64 + (d[hi] as f64 - d[lo] as f64) * (at - lo as f64)
+        };
         let (p5, p95) = (pct(0.05), pct(0.95));
+        let percentiles = percentiles || mad == 0.0;
+        let why_pct = if mad == 0.0 {
+            "MAD is 0"
+        } else {
+            "percentile rule"
+        };
         for &i in idx {
             let Some(x) = rows[i].duration_ms else {
                 continue;
             };
             let xf = x as f64;
-            let why = if mad > 0.0 {
+            let why = if !percentiles {
                 let (lo, hi) = (med - k * mad, med + k * mad);
                 if xf > hi {
                     Some((
@@ -551,22 +567,22 @@ fn time_outliers(rows: &mut [ReviewRow], k: f64) {
                 } else {
                     None
                 }
-            } else if x > p95 && xf > med {
+            } else if xf > p95 {
                 Some((
                     Outlier::Slow,
                     format!(
-                        "took {}, above the 95th percentile {} (MAD is 0)",
+                        "took {}, above the 95th percentile {} ({why_pct})",
                         minutes(x),
-                        minutes(p95)
+                        minutes(p95 as u64)
                     ),
                 ))
-            } else if x < p5 && xf < med {
+            } else if xf < p5 {
                 Some((
                     Outlier::Fast,
                     format!(
-                        "took {}, below the 5th percentile {} (MAD is 0)",
+                        "took {}, below the 5th percentile {} ({why_pct})",
                         minutes(x),
-                        minutes(p5)
+                        minutes(p5 as u64)
                     ),
                 ))
             } else {
@@ -814,6 +830,75 @@ mod tests {
             review_bonus: 0.0,
             total_with_bonus: 0.0,
         }
+    }
+
+    fn timed(durations_s: &[u64]) -> Vec<ReviewRow> {
+        durations_s
+            .iter()
+            .map(|s| ReviewRow {
+                pay: row("completed", None),
+                answers: vec![],
+                duration_ms: Some(s * 1000),
+                flags: Flags::default(),
+                review: Reviewed::default(),
+            })
+            .collect()
+    }
+
+    fn sides(rows: &[ReviewRow]) -> Vec<Option<Outlier>> {
+        rows.iter()
+            .map(|r| r.flags.time.as_ref().map(|t| t.0))
+            .collect()
+    }
+
+    #[test]
+    fn durations_beyond_k_mads_are_outliers() {
+        let mut rows = timed(&[300, 310, 290, 305, 295, 1800, 30]);
+        time_outliers(&mut rows, 3.0, false);
+        let s = sides(&rows);
+        assert_eq!(s[..5], [None; 5]);
+        assert_eq!(s[5], Some(Outlier::Slow));
+        assert_eq!(s[6], Some(Outlier::Fast));
+        let why = &rows[5].flags.time.as_ref().expect("slow").1;
+        assert!(
+            why.contains("median 5:00 min") && why.contains("3×MAD"),
+            "{why}"
+        );
+        // A loose k flags none.
+        let mut rows = timed(&[300, 310, 290, 305, 295, 330]);
+        time_outliers(&mut rows, 100.0, false);
+        assert_eq!(sides(&rows), vec![None; 6]);
+        // Fewer than four are not judged.
+        let mut rows = timed(&[300, 300, 3000]);
+        time_outliers(&mut rows, 3.0, false);
+        assert_eq!(sides(&rows), vec![None; 3]);
+    }
+
+    #[test]
+    fn without_spread_the_percentiles_decide_and_say_so() {
+        let mut rows = timed(&[300, 300, 300, 300, 300, 900]);
+        time_outliers(&mut rows, 3.0, false);
+        assert_eq!(sides(&rows)[5], Some(Outlier::Slow));
+        assert_eq!(sides(&rows)[..5], [None; 5]);
+        let why = &rows[5].flags.time.as_ref().expect("slow").1;
+        assert!(
+            why.contains("95th percentile") && why.contains("MAD is 0"),
+            "{why}"
+        );
+        let mut rows = timed(&[100, 300, 310, 290, 305, 295, 320, 900]);
+        time_outliers(&mut rows, 3.0, true);
+        let s = sides(&rows);
+        assert_eq!(s[0], Some(Outlier::Fast));
+        assert_eq!(s[7], Some(Outlier::Slow));
+        assert!(
+            rows[7]
+                .flags
+                .time
+                .as_ref()
+                .expect("slow")
+                .1
+                .contains("percentile rule")
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!
 //! | route | access |
 //! |---|---|
-//! | `GET /researcher/study/{study}/review` (`?flag=&status=&decision=&test=1&k=&idle_s=&gold_bar=`) | observer |
+//! | `GET /researcher/study/{study}/review` (`?flag=&status=&decision=&test=1&rule=pct&k=&idle_s=&gold_bar=`) | observer |
 //! | `POST /researcher/study/{study}/review/decide`: `action`, `reason`, `amount`, `p` (repeated) or `all_matching=1` with the filter's fields | researcher (Origin, CSRF token) |
 //! | `POST /researcher/study/{study}/review/send` | researcher (Origin, CSRF token) |
 
@@ -78,6 +78,7 @@ impl View {
                     .and_then(|v| v.parse().ok())
                     .filter(|b: &f64| (0.0..=1.0).contains(b))
                     .unwrap_or(d.gold_bar),
+                percentiles: q.get("rule").is_some_and(|r| r == "pct"),
             },
         }
     }
@@ -107,6 +108,9 @@ impl View {
         }
         if self.limits.gold_bar != d.gold_bar {
             out.push(format!("gold_bar={}", self.limits.gold_bar));
+        }
+        if self.limits.percentiles {
+            out.push("rule=pct".into());
         }
         out.join("&")
     }
@@ -245,6 +249,7 @@ fn filter_form(study: &str, view: &View) -> String {
         "<form method=\"get\" action=\"{}\" class=\"review-filter\" id=\"review-filter\">\
          <label>Flag {}</label><label>Status {}</label><label>Decision {}</label>\
          <label><input type=\"checkbox\" name=\"test\" value=\"1\"{}> test participants</label>\
+         <label>times {}</label>\
          <label>k <input type=\"number\" name=\"k\" step=\"0.5\" min=\"0.5\" value=\"{}\"></label>\
          <label>idle (s) <input type=\"number\" name=\"idle_s\" min=\"1\" value=\"{}\"></label>\
          <label>gold bar <input type=\"number\" name=\"gold_bar\" step=\"0.05\" min=\"0\" max=\"1\" value=\"{}\"></label>\
@@ -291,6 +296,11 @@ fn filter_form(study: &str, view: &View) -> String {
             ]
         ),
         if view.include_test { " checked" } else { "" },
+        select(
+            "rule",
+            Some(if view.limits.percentiles { "pct" } else { "" }),
+            &[("", "median ± k×MAD"), ("pct", "5th/95th percentile")]
+        ),
         view.limits.k,
         view.limits.idle_ms / 1000,
         view.limits.gold_bar,
