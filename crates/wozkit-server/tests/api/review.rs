@@ -13,7 +13,7 @@ use wozkit_platforms::{Bonus, Payer, PlatformError, Submission};
 use wozkit_server::auth::Access;
 use wozkit_server::{Payers, now_ms};
 use wozkit_store::{
-    NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store, hash_token,
+    NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store, TEST_KEY, hash_token,
 };
 
 use crate::helpers::{
@@ -29,6 +29,8 @@ struct Shape {
     secs: u64,
     wizard_silent: bool,
     user_disconnects: bool,
+    /// Test participants (a lab link with `test=1`).
+    test: bool,
 }
 
 impl Shape {
@@ -38,6 +40,7 @@ impl Shape {
             secs,
             wizard_silent: false,
             user_disconnects: false,
+            test: false,
         }
     }
 }
@@ -102,6 +105,22 @@ async fn seed(store: &dyn Store, shape: &Shape) {
     }
     events.push(NewEvent {
         actor: Actor::System,
+        kind: EventKind::SurveyAnswered {
+            role: Role::User,
+            answers: [
+                ("clarity".to_string(), serde_json::json!(4)),
+                (
+                    "comment".to_string(),
+                    serde_json::json!("the wizard was <quick>"),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+        },
+        at_ms: end - 1000,
+    });
+    events.push(NewEvent {
+        actor: Actor::System,
         kind: EventKind::SessionEnded {
             reason: EndReason::Finished,
             goal_reached: true,
@@ -123,10 +142,14 @@ async fn seed(store: &dyn Store, shape: &Shape) {
                 study_id: STUDY.into(),
                 platform: Platform::Prolific,
                 worker_id: Some(format!("W-{id}")),
-                external_ids: BTreeMap::from([
-                    ("PROLIFIC_PID".to_string(), format!("W-{id}")),
-                    ("SESSION_ID".to_string(), format!("SUB-{id}")),
-                ]),
+                external_ids: if shape.test {
+                    BTreeMap::from([(TEST_KEY.to_string(), "1".to_string())])
+                } else {
+                    BTreeMap::from([
+                        ("PROLIFIC_PID".to_string(), format!("W-{id}")),
+                        ("SESSION_ID".to_string(), format!("SUB-{id}")),
+                    ])
+                },
                 flow_step: "0:completion".into(),
                 created_at_ms: base,
             })
@@ -289,7 +312,28 @@ async fn flags_of_constructed_sessions() {
     // One disconnect of the user, none of the wizard.
     assert!(row(&body, "c-u").contains("1 disconnect(s)"));
     assert!(!row_attr(&body, "c-w", "flags").contains("disconnect"));
-    // A longer idle limit clears the idle flags; a tighter k flags more durations.
+    // The user's answers, compact and in full (escaped); the wizard answered nothing.
+    let answers = row(&body, "a-u");
+    assert!(
+        answers.contains("clarity=4; comment=the wizard was &lt;quick&gt;"),
+        "{answers}"
+    );
+    assert!(answers.contains("<dt>survey / comment</dt>"), "{answers}");
+    assert!(!row(&body, "a-w").contains("clarity"));
+    // A test session is left out unless asked for.
+    seed(
+        app.store.as_ref(),
+        &Shape {
+            test: true,
+            ..Shape::plain("t", 300)
+        },
+    )
+    .await;
+    let body = get_page(&app, &cookie, "").await;
+    assert!(!body.contains("data-participant=\"t-u\""));
+    let body = get_page(&app, &cookie, "test=1").await;
+    assert!(body.contains("data-participant=\"t-u\""));
+    // A longer idle limit clears the idle flags.
     let body = get_page(&app, &cookie, "idle_s=600").await;
     assert!(!row_attr(&body, "b-u", "flags").contains("idle"));
     // The filter shows only the flagged rows.
