@@ -506,6 +506,12 @@ fn decision(me: &Researcher, study: &str, view: &View, r: &ReviewRow, may_act: b
     }
     if let Some(d) = rv.sent_decision {
         let _ = write!(out, "<br><small>sent: {}</small>", d.as_str());
+        if rv.decision.is_some_and(|(now, _)| now != d) {
+            // A platform takes one decision per submission.
+            out.push_str(
+                "<br><small class=\"problem\">changed after sending: the platform keeps the decision sent</small>",
+            );
+        }
     }
     if rv.bonus_sent_cents > 0 {
         let _ = write!(

@@ -730,6 +730,17 @@ async fn decisions_are_sent_to_the_platform_once_and_failures_again() {
     assert!(location.contains("sent=0&failed=0"), "{location}");
     assert!(payer.take().is_empty());
 
+    // A decision changed after it was sent is not sent again, and the row says so.
+    decide(&app, &cookie, "action=approve&p=a-w").await;
+    let location = send(&app, &cookie).await;
+    assert!(location.contains("sent=0&failed=0"), "{location}");
+    assert!(payer.take().is_empty());
+    let body = get_page(&app, &cookie, "").await;
+    assert!(
+        row(&body, "a-w").contains("changed after sending"),
+        "{}",
+        row(&body, "a-w")
+    );
     // A raised bonus sends the difference, so the platform paid what the table says.
     decide(&app, &cookie, "action=bonus&amount=2&reason=great&p=a-u").await;
     send(&app, &cookie).await;
