@@ -14,8 +14,7 @@
 //!   password's hash when there is one, else with `WOZKIT_RESEARCHER_PASSWORD`, else with a
 //!   generated password printed once.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash;
@@ -44,9 +43,6 @@ pub const ADMIN: &str = "admin";
 pub const MAX_PASSWORD_LEN: usize = 1024;
 /// Shortest password accepted when one is chosen.
 pub const MIN_PASSWORD_LEN: usize = 8;
-/// How long a login checked by [`researcher`](crate::http::researcher::researcher) counts for
-/// the synchronous [`logged_in`](crate::http::researcher::logged_in) check.
-const CHECKED_FOR_MS: u64 = 60_000;
 
 /// Why an account could not be set up or changed.
 #[derive(Debug, thiserror::Error)]
@@ -391,16 +387,10 @@ fn csrf_of(token: &str) -> String {
     hash_token(&format!("csrf:{token}"))
 }
 
-/// Logins as the store keeps them, plus a short memory of logins checked lately for the one
-/// synchronous check ([`logged_in`](crate::http::researcher::logged_in)). Every other check
-/// asks the store, so a login ended anywhere (another instance, the `wozkit researchers`
-/// command) is refused on the next request.
+/// Logins as the store keeps them. Every check asks the store, so a login ended anywhere
+/// (another instance, the `wozkit researchers` command) is refused on the next request.
 #[derive(Default)]
-pub struct ResearcherSessions {
-    /// Token hash → (account id, login expiry, when last found in the store). A std mutex:
-    /// held only for a map operation, never across an await.
-    checked: Mutex<HashMap<String, (String, u64, u64)>>,
-}
+pub struct ResearcherSessions;
 
 impl ResearcherSessions {
     /// Starts a login of the account; returns the cookie token.
@@ -415,12 +405,6 @@ impl ResearcherSessions {
                 expires_at_ms: now + LOGIN_TTL_MS,
             })
             .await?;
-        if let Ok(mut map) = self.checked.lock() {
-            map.insert(
-                hash_token(&token),
-                (account_id.to_string(), now + LOGIN_TTL_MS, now),
-            );
-        }
         Ok(token)
     }
 
@@ -435,16 +419,8 @@ impl ResearcherSessions {
                 None
             }
         };
-        let found = found.and_then(|l| Some((Access::parse(&l.account.access)?, l)));
-        let Ok(mut checked) = self.checked.lock() else {
-            return None;
-        };
-        checked.retain(|_, (_, exp, at)| *exp > now && at.saturating_add(CHECKED_FOR_MS) > now);
-        let (access, login) = found.or_else(|| {
-            checked.remove(&hash);
-            None
-        })?;
-        checked.insert(hash, (login.account.id.clone(), login.expires_at_ms, now));
+        let login = found?;
+        let access = Access::parse(&login.account.access)?;
         Some(Researcher {
             id: login.account.id,
             name: login.account.name,
@@ -453,36 +429,14 @@ impl ResearcherSessions {
         })
     }
 
-    /// Whether the cookie token belongs to a login made here or found in the store within the
-    /// last 60 seconds (for synchronous checks; [`get`](Self::get) is the authoritative one).
-    pub fn valid(&self, token: &str) -> bool {
-        let now = now_ms();
-        self.checked.lock().is_ok_and(|map| {
-            map.get(&hash_token(token))
-                .is_some_and(|(_, exp, at)| *exp > now && at.saturating_add(CHECKED_FOR_MS) > now)
-        })
-    }
-
     /// Ends one login.
     pub async fn remove(&self, store: &dyn Store, token: &str) -> Result<(), StoreError> {
-        let hash = hash_token(token);
-        if let Ok(mut map) = self.checked.lock() {
-            map.remove(&hash);
-        }
-        store.end_login(&hash).await?;
+        store.end_login(&hash_token(token)).await?;
         Ok(())
-    }
-
-    /// Forgets what was checked of the account's logins (after they were ended in the store).
-    pub fn forget_account(&self, account_id: &str) {
-        if let Ok(mut map) = self.checked.lock() {
-            map.retain(|_, (id, _, _)| id != account_id);
-        }
     }
 
     /// Ends every login of the account ("log out everywhere").
     pub async fn remove_all(&self, store: &dyn Store, account_id: &str) -> Result<(), StoreError> {
-        self.forget_account(account_id);
         store.end_logins(account_id).await?;
         Ok(())
     }

@@ -149,7 +149,6 @@ async fn change_password(
     auth::set_password(app.store.as_ref(), &me.name, Some(new))
         .await
         .map_err(refused)?;
-    app.researchers.forget_account(&me.id);
     // Every login ended with the change; this browser gets a new one.
     let token = app.researchers.create(app.store.as_ref(), &me.id).await?;
     let mut res = see_other("/researcher/account?changed=password");
@@ -304,7 +303,6 @@ async fn reset_password(
     let pw = auth::set_password(app.store.as_ref(), name, None)
         .await
         .map_err(refused)?;
-    app.researchers.forget_account(&account.id);
     tracing::info!(by = %me.name, account = %name, "researcher password reset");
     if account.id == me.id {
         // The reset ended this browser's login too.
@@ -340,7 +338,6 @@ async fn remove(
         Err(AuthError::UnknownAccount(_)) => return Err(HttpError::NotFound),
         Err(e) => return Err(refused(e)),
     };
-    app.researchers.forget_account(&removed.id);
     tracing::info!(by = %me.name, account = %name, "researcher account removed");
     if removed.id == me.id {
         return Ok(see_other("/researcher/login"));

@@ -22,7 +22,7 @@ use wozkit_data::leaderboard::{Leaderboard, html_tables, study_leaderboard};
 use wozkit_data::report::evaluation::RankingOptions;
 
 use super::html::{esc, layout};
-use super::researcher::{logged_in, to_login};
+use super::researcher::{researcher, to_login};
 use crate::app::AppState;
 use crate::error::HttpError;
 
@@ -43,7 +43,7 @@ impl LeaderboardCache {
 }
 
 /// The study's arena, if the request may see its leaderboard.
-fn arena(
+async fn arena(
     app: &AppState,
     headers: &HeaderMap,
     study: &str,
@@ -57,7 +57,7 @@ fn arena(
     else {
         return Err(HttpError::NotFound);
     };
-    if !ev.leaderboard.public && !logged_in(app, headers) {
+    if !ev.leaderboard.public && researcher(app, headers).await.is_none() {
         return Ok(Err(to_login(&format!("/leaderboard/{study}"))));
     }
     Ok(Ok(s))
@@ -99,7 +99,7 @@ pub async fn page(
     Path(study): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    let s = match arena(&app, &headers, &study)? {
+    let s = match arena(&app, &headers, &study).await? {
         Ok(s) => s,
         Err(r) => return Ok(r),
     };
@@ -121,7 +121,7 @@ pub async fn json(
     Path(study): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, HttpError> {
-    let s = match arena(&app, &headers, &study)? {
+    let s = match arena(&app, &headers, &study).await? {
         Ok(s) => s,
         Err(r) => return Ok(r),
     };

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use wozkit_store::new_id;
 
 use super::html::{esc, layout, query_escape};
-use super::researcher::{logged_in, to_login};
+use super::researcher::{researcher, to_login};
 use crate::app::AppState;
 use crate::error::HttpError;
 
@@ -24,7 +24,7 @@ pub async fn page(
     headers: HeaderMap,
     Query(q): Query<TryQuery>,
 ) -> Result<Response, HttpError> {
-    if !logged_in(&app, &headers) {
+    if researcher(&app, &headers).await.is_none() {
         let next = match &q.study {
             Some(s) => format!("/try?study={}", query_escape(s)),
             None => "/try".into(),
