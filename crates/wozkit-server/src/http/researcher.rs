@@ -22,13 +22,6 @@ use crate::security::{RESEARCHER_COOKIE, cookie, origin_ok, set_cookie};
 /// Sessions shown on the list (the newest).
 const LIST_LIMIT: u32 = 200;
 
-/// Whether the request carries a researcher login found current within the last minute
-/// (a synchronous check, for pages that only hide or show something; prefer
-/// [`researcher`], which asks the store).
-pub fn logged_in(app: &AppState, headers: &HeaderMap) -> bool {
-    cookie(headers, RESEARCHER_COOKIE).is_some_and(|t| app.researchers.valid(&t))
-}
-
 /// The researcher logged in on this request, if any.
 pub async fn researcher(app: &AppState, headers: &HeaderMap) -> Option<Researcher> {
     let token = cookie(headers, RESEARCHER_COOKIE)?;
@@ -149,14 +142,7 @@ fn login_page(next: &str, name: &str, problem: Option<&str>) -> String {
 }
 
 /// `GET /researcher/login`.
-pub async fn login_form(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<NextQuery>,
-) -> Response {
-    // Checks a login the browser may hold, so the pages that check synchronously
-    // ([`logged_in`]) know it again after a restart.
-    let _ = researcher(&app, &headers).await;
+pub async fn login_form(Query(q): Query<NextQuery>) -> Response {
     Html(login_page(&safe_next(q.next.as_deref()), ADMIN, None)).into_response()
 }
 
