@@ -31,6 +31,8 @@ struct Shape {
     user_disconnects: bool,
     /// Test participants (a lab link with `test=1`).
     test: bool,
+    /// Whether the entry link carried the submission id (`SESSION_ID`).
+    submission_in_link: bool,
 }
 
 impl Shape {
@@ -41,6 +43,7 @@ impl Shape {
             wizard_silent: false,
             user_disconnects: false,
             test: false,
+            submission_in_link: true,
         }
     }
 }
@@ -145,10 +148,11 @@ async fn seed(store: &dyn Store, shape: &Shape) {
                 external_ids: if shape.test {
                     BTreeMap::from([(TEST_KEY.to_string(), "1".to_string())])
                 } else {
-                    BTreeMap::from([
-                        ("PROLIFIC_PID".to_string(), format!("W-{id}")),
-                        ("SESSION_ID".to_string(), format!("SUB-{id}")),
-                    ])
+                    let mut ids = BTreeMap::from([("PROLIFIC_PID".to_string(), format!("W-{id}"))]);
+                    if shape.submission_in_link {
+                        ids.insert("SESSION_ID".to_string(), format!("SUB-{id}"));
+                    }
+                    ids
                 },
                 flow_step: "0:completion".into(),
                 created_at_ms: base,
@@ -599,6 +603,8 @@ async fn the_payment_table_shows_the_decision_and_the_bonus_to_the_cent() {
 struct Recording {
     calls: Mutex<Vec<String>>,
     fail_once: Mutex<Vec<String>>,
+    /// What `submissions` answers.
+    listed: Vec<Submission>,
 }
 
 #[async_trait]
@@ -608,7 +614,7 @@ impl Payer for Recording {
     }
     async fn submissions(&self) -> Result<Vec<Submission>, PlatformError> {
         self.calls.lock().unwrap().push("submissions".into());
-        Ok(vec![])
+        Ok(self.listed.clone())
     }
     async fn approve(&self, submission_id: &str) -> Result<(), PlatformError> {
         let mut fail = self.fail_once.lock().unwrap();
@@ -758,4 +764,46 @@ async fn decisions_are_sent_to_the_platform_once_and_failures_again() {
         "{}",
         row(&body, "a-u")
     );
+}
+
+#[tokio::test]
+async fn a_submission_missing_from_the_entry_link_is_found_by_the_worker_id() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let payer = Arc::new(Recording {
+        listed: vec![Submission {
+            id: "LISTED-n-u".into(),
+            worker_id: "W-n-u".into(),
+            status: "AWAITING REVIEW".into(),
+            completion_code: None,
+        }],
+        ..Recording::default()
+    });
+    let mut payers = Payers::default();
+    payers.insert(STUDY, payer.clone());
+    let tunables = wozkit_server::Tunables { payers, ..fast() };
+    let app = spawn_app_in_tuned(tmp.path().to_path_buf(), Tiny::default().study(), tunables).await;
+    seed(
+        app.store.as_ref(),
+        &Shape {
+            submission_in_link: false,
+            ..Shape::plain("n", 300)
+        },
+    )
+    .await;
+    let cookie = login(&app).await;
+    decide(&app, &cookie, "action=approve&p=n-u&p=n-w").await;
+    let location = send(&app, &cookie).await;
+    assert!(location.contains("sent=1&failed=1"), "{location}");
+    // The list is asked for once; the worker not in it is a failure naming the worker.
+    assert_eq!(
+        payer.take(),
+        vec!["approve LISTED-n-u".to_string(), "submissions".into()]
+    );
+    let log = review_log(&app).await;
+    let failed = log
+        .iter()
+        .find(|d| d.action == ReviewAction::SendFailed)
+        .expect("a failure");
+    assert_eq!(failed.participant, "n-w");
+    assert!(failed.reason.contains("W-n-w"), "{}", failed.reason);
 }
