@@ -1,10 +1,608 @@
 //! Replaying a finished session step by step, with the world state at each step.
+//!
+//! - `GET /researcher/session/{id}/replay` (observer access): the replay page
+//!   (`assets/replay.js`): a scrubber over the session's events (`#replay-scrubber`), play and
+//!   pause (`#replay-play`) at a speed, step back and forward, the keyboard (←, →, space); at each
+//!   step the event itself (`#replay-step`), the transcript so far (`#replay-transcript`) and the
+//!   world state (`#replay-world`).
+//! - `GET /researcher/session/{id}/replay.json?from=K&count=N` (observer access): steps `K` to
+//!   `K+N-1` of the replay. Step `k` is the state after the log's first `k` events (step 0: before
+//!   any), and carries event `k` itself.
+//!
+//! The state at each step is the engine's own fold ([`engine::apply`], the function
+//! [`engine::replay`] uses and a live room steps with), never a second reading of the events in
+//! the browser: each step carries `s`, the engine's [`Session`] (its fields), and `d`, what the
+//! pages derive from it (labels, the options the wizard was offered, the timer, the map's
+//! robots). The first step of a chunk carries both whole; every later step only the top-level
+//! fields that changed since the step before, which the page merges in order.
+//!
+//! Long sessions: the page itself holds no events; the browser asks for the steps in chunks of
+//! at most [`MAX_CHUNK`] steps (it loads them one after another in the background). A chunk
+//! folds the log up to its first step without building anything (the fold is cheap: no text, no
+//! JSON) and serialises only its own steps, so no request builds more than one chunk, however
+//! long the session. The store reads the log whole for each chunk (it has no upper bound on a
+//! read); that is the same read the session page makes.
+//!
+//! Sessions without a world (an evaluation participant's log, a chat or arena conversation, a
+//! session of a study this server does not serve) have no `s` or `d`: their transcript and
+//! judgments are the content.
 
-use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use wozkit_core::engine::{self, Session};
+use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::LockKind;
 
+use super::html::{esc, layout, media_url, query_escape};
+use super::researcher::{require_page, researcher};
 use crate::app::AppState;
+use crate::auth::Access;
+use crate::error::HttpError;
+
+/// Steps per chunk when the request names no count.
+pub const DEFAULT_CHUNK: u64 = 250;
+/// Most steps one request returns.
+pub const MAX_CHUNK: u64 = 1000;
 
 /// This module's routes.
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/researcher/session/{id}/replay", get(page))
+        .route("/researcher/session/{id}/replay.json", get(data))
+}
+
+/// `GET /researcher/session/{id}/replay`.
+async fn page(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, HttpError> {
+    let base = format!("/researcher/session/{}", query_escape(&id));
+    if let Err(res) =
+        require_page(&app, &headers, &format!("{base}/replay"), Access::Observer).await
+    {
+        return Ok(res);
+    }
+    let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
+    let body = format!(
+        "<main id=\"replay\" class=\"replay\" data-page=\"replay\" data-session=\"{sid}\" data-src=\"{base}/replay.json\" data-total=\"{total}\">\
+         <header class=\"bar\"><h1>Replay <code>{sid}</code></h1>\
+         <span class=\"muted\">study {study}{live}</span>\
+         <a href=\"{base}\">Log</a><a href=\"/researcher\">Sessions</a></header>\
+         <div class=\"replay-controls\" role=\"group\" aria-label=\"Replay controls\">\
+           <button type=\"button\" id=\"replay-back\" data-testid=\"replay-back\" aria-label=\"Step back\" title=\"Step back (←)\">◀</button>\
+           <button type=\"button\" id=\"replay-play\" data-testid=\"replay-play\" class=\"primary\" title=\"Play or pause (space)\">Play</button>\
+           <button type=\"button\" id=\"replay-forward\" data-testid=\"replay-forward\" aria-label=\"Step forward\" title=\"Step forward (→)\">▶</button>\
+           <label>Speed <select id=\"replay-speed\" data-testid=\"replay-speed\">\
+             <option value=\"1\" selected>1×</option><option value=\"4\">4×</option><option value=\"16\">16×</option></select></label>\
+           <input type=\"range\" id=\"replay-scrubber\" data-testid=\"replay-scrubber\" min=\"0\" max=\"{total}\" value=\"0\" step=\"1\" aria-label=\"Step\">\
+           <span id=\"replay-position\" data-testid=\"replay-position\" role=\"status\">loading…</span>\
+         </div>\
+         <p class=\"muted\">Pauses between events follow the session's own timing, divided by the speed; a pause longer than {cap} s is cut to {cap} s.</p>\
+         <section id=\"replay-step\" data-testid=\"replay-step\" data-step=\"0\" aria-live=\"polite\"></section>\
+         <div class=\"replay-panes\">\
+           <section><h2>Transcript</h2><ol id=\"replay-transcript\" data-testid=\"replay-transcript\"></ol></section>\
+           <section id=\"replay-world\" data-testid=\"replay-world\"></section>\
+         </div></main>",
+        sid = esc(&record.id),
+        study = esc(&record.study_id),
+        total = record.last_seq,
+        live = if record.is_live() {
+            " — still live: the replay shows the events so far"
+        } else {
+            ""
+        },
+        cap = GAP_CAP_S,
+    );
+    Ok(Html(layout("Replay", &body, &["replay.js"])).into_response())
+}
+
+/// The longest pause between two events when playing (seconds); said on the page, kept by
+/// `replay.js`.
+const GAP_CAP_S: u64 = 3;
+
+/// The chunk asked for.
+#[derive(Deserialize)]
+struct ChunkQuery {
+    from: Option<u64>,
+    count: Option<u64>,
+}
+
+/// `GET /researcher/session/{id}/replay.json`.
+async fn data(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<ChunkQuery>,
+) -> Result<Response, HttpError> {
+    let me = researcher(&app, &headers)
+        .await
+        .ok_or(HttpError::Unauthorized("Log in as a researcher first."))?;
+    if !me.may(Access::Observer) {
+        return Err(HttpError::Forbidden(
+            "Your researcher account may not replay sessions.",
+        ));
+    }
+    let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
+    let events = app.store.events(&id, 0).await?;
+    let study = app.study(Some(&record.study_id));
+    let from = q.from.unwrap_or(0);
+    let count = q.count.unwrap_or(DEFAULT_CHUNK).clamp(1, MAX_CHUNK);
+    if from > events.len() as u64 {
+        return Err(HttpError::BadRequest(format!(
+            "replay of session {id}: step {from} is past the last step ({})",
+            events.len()
+        )));
+    }
+    let chunk = chunk(study.as_deref(), &id, &events, from, count);
+    let mut out = json!({
+        "session": record.id,
+        "study": record.study_id,
+        "kind": record.kind.as_str(),
+        "live": record.is_live(),
+    });
+    if let (Value::Object(o), Value::Object(c)) =
+        (&mut out, serde_json::to_value(&chunk).unwrap_or_default())
+    {
+        o.extend(c);
+    }
+    if from == 0 {
+        out["facts"] = facts(study.as_deref(), chunk.world);
+    }
+    Ok(Json(out).into_response())
+}
+
+/// One chunk of a replay: steps `from..from+count` (fewer at the end of the log).
+#[derive(Debug, Serialize)]
+pub struct Chunk {
+    /// Whether the steps carry the world state (a room session of a study served here).
+    pub world: bool,
+    /// Events in the log; the steps are `0..=total`.
+    pub total: u64,
+    /// Time of the first event (ms since the epoch); steps carry times relative to it.
+    pub start_ms: u64,
+    pub from: u64,
+    /// The first step of the next chunk; `None` after the last step.
+    pub next: Option<u64>,
+    pub steps: Vec<StepOut>,
+}
+
+/// One step of a replay.
+#[derive(Debug, Serialize)]
+pub struct StepOut {
+    pub k: u64,
+    /// Milliseconds since the first event.
+    pub t_ms: u64,
+    /// Event `k` (its `session` field left out: it is the replay's); `None` for step 0.
+    pub event: Option<Value>,
+    /// The event's line in the transcript, when it has one.
+    pub line: Option<Line>,
+    /// The engine's session at this step: whole on a chunk's first step, then the fields that
+    /// changed since the step before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub s: Option<Map<String, Value>>,
+    /// What the pages derive from the session (same rule as `s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub d: Option<Map<String, Value>>,
+}
+
+/// A line of the transcript.
+#[derive(Debug, Serialize)]
+pub struct Line {
+    /// `message`, `action`, `judgment`, `answers` or `note`.
+    pub kind: &'static str,
+    pub role: Option<Role>,
+    /// Who: the role's label, a bot's name, or "system".
+    pub who: String,
+    pub text: String,
+    /// For messages: `option` (an offered dialogue state), `fixed` (a fixed option) or `free`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<&'static str>,
+    /// The dialogue-act label of an option.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Whether a log replays with a world: a room study served here, and a log that starts a room
+/// session (not a chat with a system or a participant's evaluation log).
+fn has_world(study: Option<&LoadedStudy>, events: &[Event]) -> bool {
+    study.is_some_and(|s| s.study.has_room())
+        && events
+            .first()
+            .is_none_or(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
+}
+
+/// Steps `from..from+count` of the replay of `events` (a session's whole log, in order).
+pub fn chunk(
+    study: Option<&LoadedStudy>,
+    session_id: &str,
+    events: &[Event],
+    from: u64,
+    count: u64,
+) -> Chunk {
+    let total = events.len() as u64;
+    let from = from.min(total);
+    let end = from.saturating_add(count).min(total + 1);
+    let start_ms = events.first().map_or(0, |e| e.at_ms);
+    let world = study.filter(|_| has_world(study, events));
+    // The fold up to the chunk's first step: the engine's replay of the first `from` events.
+    let mut session = world.map(|st| engine::replay(st, session_id, &events[..from as usize]));
+    let mut prev: Option<(Map<String, Value>, Map<String, Value>)> = None;
+    let mut steps = Vec::with_capacity((end - from) as usize);
+    for k in from..end {
+        let event = (k > 0).then(|| &events[k as usize - 1]);
+        if let (Some(st), Some(s), Some(e)) = (world, session.as_mut(), event)
+            && k > from
+        {
+            engine::apply(st, s, &e.actor, &e.kind, e.at_ms);
+        }
+        let (s_out, d_out) = match (world, &session) {
+            (Some(st), Some(s)) => {
+                let s_now = as_map(serde_json::to_value(s));
+                let d_now = as_map(serde_json::to_value(derived(st, s)));
+                let out = match &prev {
+                    None => (s_now.clone(), d_now.clone()),
+                    Some((ps, pd)) => (changed(ps, &s_now), changed(pd, &d_now)),
+                };
+                prev = Some((s_now, d_now));
+                (Some(out.0), Some(out.1))
+            }
+            _ => (None, None),
+        };
+        steps.push(StepOut {
+            k,
+            t_ms: event.map_or(0, |e| e.at_ms.saturating_sub(start_ms)),
+            event: event.map(event_json),
+            line: event.and_then(|e| line(study, e)),
+            s: s_out,
+            d: d_out,
+        });
+    }
+    Chunk {
+        world: world.is_some(),
+        total,
+        start_ms,
+        from,
+        next: (end <= total).then_some(end),
+        steps,
+    }
+}
+
+fn as_map(v: Result<Value, serde_json::Error>) -> Map<String, Value> {
+    match v {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The top-level fields of `now` that differ from `before`.
+fn changed(before: &Map<String, Value>, now: &Map<String, Value>) -> Map<String, Value> {
+    now.iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn event_json(e: &Event) -> Value {
+    let mut v = serde_json::to_value(e).unwrap_or_default();
+    if let Value::Object(m) = &mut v {
+        m.remove("session");
+    }
+    v
+}
+
+fn who(study: Option<&LoadedStudy>, a: &Actor) -> String {
+    let role_label = |r: Role| -> String {
+        study.map_or_else(
+            || r.as_str().to_string(),
+            |s| match r {
+                Role::User => s.study.roles.user.label.clone(),
+                Role::Wizard => s.study.roles.wizard.label.clone(),
+            },
+        )
+    };
+    match a {
+        Actor::Participant { role, .. } => role_label(*role),
+        Actor::Bot { role, name } => format!("{name} (bot, {})", role_label(*role)),
+        Actor::System => "system".into(),
+    }
+}
+
+fn compact(v: &impl Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// The transcript line of an event, if it has one.
+fn line(study: Option<&LoadedStudy>, e: &Event) -> Option<Line> {
+    let mk = |kind, text: String| Line {
+        kind,
+        role: e.actor.role(),
+        who: who(study, &e.actor),
+        text,
+        via: None,
+        label: None,
+    };
+    Some(match &e.kind {
+        EventKind::Message { role, text, source } => {
+            let mut l = mk("message", text.clone());
+            l.role = Some(*role);
+            l.via = Some(match source {
+                MessageSource::State { .. } => "option",
+                MessageSource::Fixed { .. } => "fixed",
+                MessageSource::Free => "free",
+            });
+            l.label = source
+                .act()
+                .map(|(label, t)| format!("{label} / {}", t.as_str()));
+            l
+        }
+        EventKind::ActionStarted {
+            action,
+            label,
+            robot,
+            target,
+            ..
+        } => {
+            let st = study.map(|s| &s.study);
+            let robot = st
+                .and_then(|s| s.world.robots.iter().find(|r| &r.id == robot))
+                .map_or(robot.as_str(), |r| r.name.as_str());
+            let label = st
+                .and_then(|s| s.actions.iter().find(|a| &a.id == action))
+                .map_or(label.as_str(), |a| a.label.as_str());
+            let target = target.as_deref().map(|t| {
+                st.and_then(|s| s.world.locations.iter().find(|l| l.id == t))
+                    .map_or(t, |l| l.name.as_str())
+            });
+            let mut text = format!("{robot}: {label}");
+            if let Some(t) = target {
+                text.push_str(&format!(" → {t}"));
+            }
+            mk("action", text)
+        }
+        EventKind::Judged(j) => {
+            let mut parts = vec![format!("item {}", j.item)];
+            if let Some(c) = &j.choice {
+                parts.push(format!("chose {c}"));
+            }
+            if let Some(r) = &j.justification {
+                parts.push(format!("because “{r}”"));
+            }
+            if !j.answers.is_empty() {
+                parts.push(compact(&j.answers));
+            }
+            if !j.turns.is_empty() {
+                parts.push(format!("{} turn label(s)", j.turns.len()));
+            }
+            if let Some(g) = j.gold_correct {
+                parts.push(if g { "gold: right" } else { "gold: wrong" }.into());
+            }
+            if !j.counted {
+                parts.push("not counted".into());
+            }
+            mk("judgment", parts.join(" · "))
+        }
+        EventKind::PageAnswered { page, answers } => {
+            mk("answers", format!("page {page}: {}", compact(answers)))
+        }
+        EventKind::SurveyAnswered { role, answers } => {
+            let mut l = mk("answers", format!("questionnaire: {}", compact(answers)));
+            l.role = Some(*role);
+            l
+        }
+        EventKind::OnboardingDone {
+            passed,
+            correct,
+            total,
+            ..
+        } => mk(
+            "answers",
+            format!(
+                "onboarding test {}: {correct} of {total} right",
+                if *passed { "passed" } else { "failed" }
+            ),
+        ),
+        EventKind::ItemClaimed {
+            page,
+            item,
+            dialogues,
+            systems,
+            ..
+        } => mk(
+            "note",
+            format!(
+                "page {page}: item {item} shown ({})",
+                dialogues
+                    .iter()
+                    .zip(systems)
+                    .map(|(d, s)| format!("{d} by {s}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        EventKind::ItemReturned { item, .. } => mk("note", format!("item {item} skipped")),
+        EventKind::ScreenedOut { reason } => {
+            mk("note", format!("screened out: {}", compact(reason)))
+        }
+        EventKind::ChatStarted {
+            system, side, page, ..
+        } => mk(
+            "note",
+            format!(
+                "page {page}: chat with {system}{}",
+                side.as_deref()
+                    .map(|s| format!(" ({s} side)"))
+                    .unwrap_or_default()
+            ),
+        ),
+        EventKind::TurnAnnotated {
+            turn,
+            labels,
+            score,
+            feedback,
+        } => {
+            let mut parts = vec![format!("turn {turn}")];
+            if !labels.is_empty() {
+                parts.push(labels.join(", "));
+            }
+            if let Some(s) = score {
+                parts.push(format!("score {s}"));
+            }
+            if let Some(f) = feedback {
+                parts.push(f.clone());
+            }
+            mk("judgment", parts.join(" · "))
+        }
+        EventKind::SystemFailed { system, error } => {
+            mk("note", format!("{system} gave no reply: {error}"))
+        }
+        EventKind::TakenOver { role, .. } => mk(
+            "note",
+            format!("a researcher took over the {} seat", role.as_str()),
+        ),
+        EventKind::SessionEnded {
+            reason,
+            goal_reached,
+        } => mk(
+            "note",
+            format!(
+                "session ended: {}{}",
+                reason.as_str(),
+                if *goal_reached { ", goal reached" } else { "" }
+            ),
+        ),
+        _ => return None,
+    })
+}
+
+/// What the pages show of a session besides its raw fields: names for ids, the options the
+/// wizard was offered, each side's lock and presence, the timer, the map's robots and alarm.
+fn derived(study: &LoadedStudy, s: &Session) -> Value {
+    let st = &study.study;
+    let place = |id: &str| -> String {
+        st.world
+            .locations
+            .iter()
+            .find(|l| l.id == id)
+            .map_or_else(|| id.to_string(), |l| l.name.clone())
+    };
+    let robots: Vec<Value> = st
+        .world
+        .robots
+        .iter()
+        .zip(&s.robots)
+        .map(|(def, r)| {
+            let act = r.activity.as_ref();
+            json!({
+                "id": def.id,
+                "name": def.name,
+                "location": r.location,
+                "location_name": place(&r.location),
+                "battery": r.battery,
+                "action": act.map(|a| st.actions[a.action].label.clone()),
+                "target": act.and_then(|a| a.target.as_deref()).map(place),
+                "moving_to": act.filter(|a| st.actions[a.action].moves).and_then(|a| a.target.clone()),
+                "percent": act.map(|a| a.percent),
+            })
+        })
+        .collect();
+    let lock = s.lock.as_ref().map(|l| {
+        json!({"kind": l.kind, "prompt": l.prompt, "state": st.states.get(l.state).map(|x| x.id.clone())})
+    });
+    let options: Vec<Value> = engine::offered(study, s)
+        .into_iter()
+        .map(|o| json!({"state": o.state, "label": o.label, "act_type": o.act_type, "text": o.text, "kind": o.kind}))
+        .collect();
+    let state = st.states.get(s.current);
+    let label_of = |id: &str| -> String {
+        st.subtasks
+            .iter()
+            .find(|t| t.id == id)
+            .map_or_else(|| id.to_string(), |t| t.label.clone())
+    };
+    let media = s
+        .media
+        .last()
+        .and_then(|id| st.media.get(id))
+        .map(|m| json!({"url": media_url(&st.id, &m.file), "alt": m.alt}));
+    let present = |r: Role| -> &'static str {
+        if s.away.iter().any(|(a, _)| *a == r) {
+            "away"
+        } else if s.joined.contains(&r) {
+            "here"
+        } else {
+            "not joined"
+        }
+    };
+    json!({
+        "timer": {
+            "limit_s": st.session.time_limit_s,
+            "left_s": s.time_left_s(study),
+            "elapsed_s": s.started.then(|| s.now_ms.saturating_sub(s.started_at_ms) / 1000),
+        },
+        "progress": s.progress(study),
+        "subtask": s.subtask.as_deref().map(label_of),
+        "milestones": s.milestones.iter().map(|m| label_of(m)).collect::<Vec<_>>(),
+        "robots": robots,
+        "alarm": engine::alarm(study, s).map(|(at, cleared)| json!({"location": at, "location_name": place(at), "cleared": cleared})),
+        "media": media,
+        "wizard": {
+            "presence": present(Role::Wizard),
+            "state": state.map(|x| x.id.clone()),
+            "state_label": state.map(|x| x.label.clone().unwrap_or_else(|| x.id.clone())),
+            "options": options,
+            "unlocked": s.unlocked.iter().filter_map(|i| st.states.get(*i)).map(|x| x.id.clone()).collect::<Vec<_>>(),
+            "hint": s.hint,
+            "lock": lock,
+        },
+        "user": {
+            "presence": present(Role::User),
+            "muted": st.session.user_waits_for_wizard && !s.wizard_spoke && s.ended.is_none(),
+            "lock": s.lock.as_ref().filter(|l| l.kind == LockKind::Approval).map(|l| json!({"prompt": l.prompt})),
+        },
+        "ended": s.ended.map(|(reason, goal)| json!({"reason": reason.as_str(), "goal_reached": goal})),
+    })
+}
+
+/// The study facts the page draws with: role labels, places (with their map position), robots,
+/// the map; only what a replay with a world needs.
+fn facts(study: Option<&LoadedStudy>, world: bool) -> Value {
+    let Some(study) = study else {
+        return json!({"note": "This session's study is not served here: the log is shown without its world."});
+    };
+    let st = &study.study;
+    let mut f = json!({
+        "title": st.title,
+        "roles": {"user": st.roles.user.label, "wizard": st.roles.wizard.label},
+    });
+    if world {
+        f["locations"] = json!(
+            st.world
+                .locations
+                .iter()
+                .map(|l| json!({"id": l.id, "name": l.name, "x": l.x, "y": l.y}))
+                .collect::<Vec<_>>()
+        );
+        f["robots"] = json!(
+            st.world
+                .robots
+                .iter()
+                .map(|r| json!({"id": r.id, "name": r.name, "kind": r.kind}))
+                .collect::<Vec<_>>()
+        );
+        f["map"] = json!(
+            st.world
+                .map
+                .as_ref()
+                .and_then(|id| st.media.get(id))
+                .map(|m| json!({"url": media_url(&st.id, &m.file), "alt": m.alt}))
+        );
+    }
+    f
 }
