@@ -452,6 +452,7 @@ pub async fn session(
     let body = format!(
         "<main data-live=\"{}\"><p><a href=\"/researcher\">← sessions</a></p><h1>Session <code>{}</code></h1>\
          <p>study {} (version {}), seed {}, created {} UTC — {}</p><ul>{people}</ul>{}\
+         <p><a id=\"replay-link\" data-testid=\"replay-link\" href=\"/researcher/session/{replay}/replay\">Replay step by step</a></p>\
          <table id=\"events\"><thead><tr><th>seq</th><th>s</th><th>actor</th><th>kind</th><th>details</th></tr></thead><tbody>{rows}</tbody></table></main>",
         record.is_live(),
         esc(&record.id),
@@ -468,6 +469,7 @@ pub async fn session(
         } else {
             String::new()
         },
+        replay = query_escape(&id),
     );
     Ok(Html(layout("Session", &body, &["refresh.js"])).into_response())
 }
