@@ -183,7 +183,7 @@ impl AppState {
             lobby: Lobby::default(),
             rooms: Rooms::default(),
             code_key,
-            researchers: ResearcherSessions::default(),
+            researchers: ResearcherSessions,
             systems,
             leaderboards: Default::default(),
             review,

@@ -214,7 +214,6 @@ pub async fn recorded_hits(store: &dyn Store, study: &str) -> Result<Vec<Recorde
     }
 }
 
-#[allow(dead_code)] // called by the researcher console (serve_cmd)
 /// The [`Payer`] of a study's HITs (as recorded in the meta table), from the environment's
 /// credentials: for the researcher console. HITs created in the sandbox are worked on in the
 /// sandbox.

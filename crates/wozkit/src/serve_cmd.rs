@@ -232,12 +232,14 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
                 .collect(),
             None => Default::default(),
         };
+        let payers = platform_payers(store.as_ref(), &studies).await?;
         let config = Config {
             studies,
             tunables: Tunables {
                 join_per_minute: args.join_limit,
                 blocklist,
                 metrics_token,
+                payers,
                 ..Tunables::default()
             },
         };
@@ -251,6 +253,37 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .context("the server stopped with an error")?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The crowd platforms' clients the console pays through, per study: Prolific from
+/// `PROLIFIC_TOKEN` and the Prolific study ids (`PROLIFIC_STUDIES` / `PROLIFIC_STUDY_ID`), MTurk
+/// from the HITs `wozkit mturk create-hit` recorded and the AWS credentials in the environment.
+/// Says which studies got which.
+async fn platform_payers(
+    store: &dyn wozkit_store::Store,
+    studies: &[wozkit_core::load::LoadedStudy],
+) -> Result<wozkit_server::Payers> {
+    let mut payers = wozkit_server::Payers::default();
+    for s in studies {
+        let id = &s.study.id;
+        if let Some(p) = wozkit_platforms::prolific::payer_for_study(id)
+            .with_context(|| format!("study {id}: cannot set up the Prolific client"))?
+        {
+            println!("  study {id}: the console pays through Prolific");
+            payers.insert(id, p);
+        }
+        #[cfg(feature = "mturk")]
+        {
+            let has_keys = std::env::var("AWS_ACCESS_KEY_ID").is_ok_and(|k| !k.trim().is_empty());
+            if has_keys && let Ok(p) = crate::mturk_cmd::payer_for_study(store, id).await {
+                println!("  study {id}: the console pays through Mechanical Turk");
+                payers.insert(id, p);
+            }
+        }
+    }
+    #[cfg(not(feature = "mturk"))]
+    let _ = store;
+    Ok(payers)
 }
 
 pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
