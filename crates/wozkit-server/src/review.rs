@@ -19,7 +19,8 @@
 //! and platform: the decision, if none was sent yet (a platform takes one decision per
 //! submission, so a decision changed after sending is not sent again); the part of the bonus
 //! not sent yet (so what the platform paid in all equals the payment table's `review_bonus`, to
-//! the cent), in one bulk request per platform; the block, once. Each outcome is logged as a
+//! the cent; a raise is sent with its reason followed by what it was raised from and to), in
+//! one bulk request per platform; the block, once. Each outcome is logged as a
 //! `sent` or `send_failed` event naming the decision's sequence number, so nothing is sent
 //! twice and a failure is sent again on the next press.
 
@@ -750,7 +751,7 @@ pub async fn send(
                         worker_id: worker.unwrap_or_default().to_string(),
                         submission_id: sub.clone(),
                         cents,
-                        reason: reason_of(r, seq),
+                        reason: bonus_reason(r, seq),
                     },
                 )),
             }
@@ -787,6 +788,24 @@ pub async fn send(
     };
     append(app, study, log).await?;
     Ok(report)
+}
+
+/// The reason sent with the bonus at `seq`: the researcher's; for the difference of a raised
+/// bonus, followed by what it was raised from and to. A platform that tells bonuses apart by
+/// their worker, amount and reason (MTurk's UniqueRequestToken) would otherwise take a raise by
+/// the amount already paid, with the same reason, for that earlier payment and pay nothing; a
+/// failed raise sent again keeps its text, so it is still recognised if it was paid after all.
+fn bonus_reason(r: &Reviewed, seq: u64) -> String {
+    let reason = reason_of(r, seq);
+    if r.bonus_sent_cents == 0 {
+        return reason;
+    }
+    let money = |c: u64| format!("{}.{:02}", c / 100, c % 100);
+    format!(
+        "{reason} (bonus raised from {} to {})",
+        money(r.bonus_sent_cents),
+        money(r.bonus_cents())
+    )
 }
 
 /// The reason given with the decision at `seq`.
