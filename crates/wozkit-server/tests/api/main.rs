@@ -25,6 +25,7 @@ mod questions;
 mod reconnect;
 mod researcher;
 mod review;
+mod review_platforms;
 mod restart;
 mod security;
 mod survey;
