@@ -82,17 +82,26 @@ async function loadAll() {
   }
 }
 
-// The state at step k: its chunk's whole state with every later change up to k merged in.
+// One change of a step (`[path, value]`, or `[path]` to remove a key) applied to the state.
+function applyChange(root, change) {
+  const path = change[0];
+  let at = root;
+  for (let i = 0; i < path.length - 1; i++) at = at[path[i]];
+  const last = path[path.length - 1];
+  if (change.length > 1) at[last] = change[1];
+  else delete at[last];
+}
+
+// The state at step k: its chunk's whole state with every later step's changes applied in order.
 function stateAt(k) {
   if (!st.world) return null;
   const from = st.chunkStart[k];
-  const s = {};
-  const d = {};
-  for (let i = from; i <= k; i++) {
-    Object.assign(s, st.steps[i].s || {});
-    Object.assign(d, st.steps[i].d || {});
+  const base = st.steps[from];
+  const state = JSON.parse(JSON.stringify({ s: base.s, d: base.d }));
+  for (let i = from + 1; i <= k; i++) {
+    for (const change of st.steps[i].p || []) applyChange(state, change);
   }
-  return { s, d };
+  return state;
 }
 
 // ---------------------------------------------------------------- rendering
@@ -255,7 +264,8 @@ function renderWorld(state) {
   const w = d.wizard || {};
   const u = d.user || {};
   const opts = el('ul', { id: 'replay-options', class: 'replay-options' });
-  for (const o of w.options || []) {
+  for (const id of w.option_order || []) {
+    const o = { state: id, ...(w.options || {})[id] };
     const li = el('li', { 'data-state': o.state, class: w.hint === o.state ? 'hinted' : null });
     li.append(el('span', { class: 'muted' }, `${o.label} / ${o.act_type}: `), document.createTextNode(o.text));
     opts.append(li);

@@ -11,10 +11,12 @@
 //!
 //! The state at each step is the engine's own fold ([`engine::apply`], the function
 //! [`engine::replay`] uses and a live room steps with), never a second reading of the events in
-//! the browser: each step carries `s`, the engine's [`Session`] (its fields), and `d`, what the
-//! pages derive from it (labels, the options the wizard was offered, the timer, the map's
-//! robots). The first step of a chunk carries both whole; every later step only the top-level
-//! fields that changed since the step before, which the page merges in order.
+//! the browser: the state is `{"s": …, "d": …}`, `s` the engine's [`Session`] (its fields) and
+//! `d` what the pages derive from it (labels, the options the wizard was offered, the timer, the
+//! map's robots). The first step of a chunk carries both whole; every later step only `p`, the
+//! changes since the step before: `[path, value]` pairs (a path is the keys and array indices
+//! from the state's root, e.g. `["s", "world", "fire_out"]`; an array whose length changed is
+//! replaced whole; a `[path]` without a value removes that key), applied in order.
 //!
 //! Long sessions: the page itself holds no events; the browser asks for the steps in chunks of
 //! at most [`MAX_CHUNK`] steps (it loads them one after another in the background). A chunk
@@ -33,7 +35,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use wozkit_core::engine::{self, Session};
 use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
@@ -183,13 +185,15 @@ pub struct StepOut {
     pub event: Option<Value>,
     /// The event's line in the transcript, when it has one.
     pub line: Option<Line>,
-    /// The engine's session at this step: whole on a chunk's first step, then the fields that
-    /// changed since the step before.
+    /// The engine's session at this step, on a chunk's first step.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub s: Option<Map<String, Value>>,
-    /// What the pages derive from the session (same rule as `s`).
+    pub s: Option<Value>,
+    /// What the pages derive from the session, on a chunk's first step.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub d: Option<Map<String, Value>>,
+    pub d: Option<Value>,
+    /// On later steps: the changes to `{"s": …, "d": …}` since the step before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p: Option<Vec<Value>>,
 }
 
 /// A line of the transcript.
@@ -233,7 +237,7 @@ pub fn chunk(
     let world = study.filter(|_| has_world(study, events));
     // The fold up to the chunk's first step: the engine's replay of the first `from` events.
     let mut session = world.map(|st| engine::replay(st, session_id, &events[..from as usize]));
-    let mut prev: Option<(Map<String, Value>, Map<String, Value>)> = None;
+    let mut prev: Option<Value> = None;
     let mut steps = Vec::with_capacity((end - from) as usize);
     for k in from..end {
         let event = (k > 0).then(|| &events[k as usize - 1]);
@@ -242,19 +246,25 @@ pub fn chunk(
         {
             engine::apply(st, s, &e.actor, &e.kind, e.at_ms);
         }
-        let (s_out, d_out) = match (world, &session) {
-            (Some(st), Some(s)) => {
-                let s_now = as_map(serde_json::to_value(s));
-                let d_now = as_map(serde_json::to_value(derived(st, s)));
-                let out = match &prev {
-                    None => (s_now.clone(), d_now.clone()),
-                    Some((ps, pd)) => (changed(ps, &s_now), changed(pd, &d_now)),
-                };
-                prev = Some((s_now, d_now));
-                (Some(out.0), Some(out.1))
+        let (mut s_out, mut d_out, mut p_out) = (None, None, None);
+        if let (Some(st), Some(s)) = (world, &session) {
+            let now = json!({
+                "s": serde_json::to_value(s).unwrap_or_default(),
+                "d": derived(st, s),
+            });
+            match &prev {
+                None => {
+                    s_out = Some(now["s"].clone());
+                    d_out = Some(now["d"].clone());
+                }
+                Some(before) => {
+                    let mut out = vec![];
+                    patch(before, &now, &mut vec![], &mut out);
+                    p_out = Some(out);
+                }
             }
-            _ => (None, None),
-        };
+            prev = Some(now);
+        }
         steps.push(StepOut {
             k,
             t_ms: event.map_or(0, |e| e.at_ms.saturating_sub(start_ms)),
@@ -262,6 +272,7 @@ pub fn chunk(
             line: event.and_then(|e| line(study, e)),
             s: s_out,
             d: d_out,
+            p: p_out,
         });
     }
     Chunk {
@@ -274,19 +285,36 @@ pub fn chunk(
     }
 }
 
-fn as_map(v: Result<Value, serde_json::Error>) -> Map<String, Value> {
-    match v {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
+/// The changes from `before` to `now` as `[path, value]` pairs (`[path]` for a removed key):
+/// objects and arrays of the same length are compared member by member, anything else is
+/// replaced whole when it differs.
+pub fn patch(before: &Value, now: &Value, path: &mut Vec<Value>, out: &mut Vec<Value>) {
+    match (before, now) {
+        (Value::Object(b), Value::Object(n)) => {
+            for (k, v) in n {
+                path.push(Value::String(k.clone()));
+                match b.get(k) {
+                    Some(old) => patch(old, v, path, out),
+                    None => out.push(json!([path.clone(), v])),
+                }
+                path.pop();
+            }
+            for k in b.keys().filter(|k| !n.contains_key(*k)) {
+                path.push(Value::String(k.clone()));
+                out.push(json!([path.clone()]));
+                path.pop();
+            }
+        }
+        (Value::Array(b), Value::Array(n)) if b.len() == n.len() => {
+            for (i, (old, v)) in b.iter().zip(n).enumerate() {
+                path.push(json!(i));
+                patch(old, v, path, out);
+                path.pop();
+            }
+        }
+        _ if before != now => out.push(json!([path.clone(), now])),
+        _ => {}
     }
-}
-
-/// The top-level fields of `now` that differ from `before`.
-fn changed(before: &Map<String, Value>, now: &Map<String, Value>) -> Map<String, Value> {
-    now.iter()
-        .filter(|(k, v)| before.get(*k) != Some(*v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
 }
 
 fn event_json(e: &Event) -> Value {
@@ -515,9 +543,18 @@ fn derived(study: &LoadedStudy, s: &Session) -> Value {
     let lock = s.lock.as_ref().map(|l| {
         json!({"kind": l.kind, "prompt": l.prompt, "state": st.states.get(l.state).map(|x| x.id.clone())})
     });
-    let options: Vec<Value> = engine::offered(study, s)
-        .into_iter()
-        .map(|o| json!({"state": o.state, "label": o.label, "act_type": o.act_type, "text": o.text, "kind": o.kind}))
+    // By state id (and their order apart): when the offer changes, the step sends the options
+    // that came and went, not the whole list again.
+    let offered = engine::offered(study, s);
+    let option_order: Vec<&str> = offered.iter().map(|o| o.state.as_str()).collect();
+    let options: serde_json::Map<String, Value> = offered
+        .iter()
+        .map(|o| {
+            (
+                o.state.clone(),
+                json!({"label": o.label, "act_type": o.act_type, "text": o.text, "kind": o.kind}),
+            )
+        })
         .collect();
     let state = st.states.get(s.current);
     let label_of = |id: &str| -> String {
@@ -557,6 +594,7 @@ fn derived(study: &LoadedStudy, s: &Session) -> Value {
             "state": state.map(|x| x.id.clone()),
             "state_label": state.map(|x| x.label.clone().unwrap_or_else(|| x.id.clone())),
             "options": options,
+            "option_order": option_order,
             "unlocked": s.unlocked.iter().filter_map(|i| st.states.get(*i)).map(|x| x.id.clone()).collect::<Vec<_>>(),
             "hint": s.hint,
             "lock": lock,

@@ -23,6 +23,7 @@ mod participant_text;
 mod payments;
 mod questions;
 mod reconnect;
+mod replay;
 mod researcher;
 mod review;
 mod review_platforms;
