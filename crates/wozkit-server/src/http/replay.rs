@@ -644,3 +644,64 @@ fn facts(study: Option<&LoadedStudy>, world: bool) -> Value {
     }
     f
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Applies changes as the page does (`replay.js`, `applyChange`).
+    fn apply(root: &mut Value, changes: &[Value]) {
+        for c in changes {
+            let path = c[0].as_array().expect("path");
+            let (last, parents) = path.split_last().expect("a member");
+            let mut at = &mut *root;
+            for p in parents {
+                at = match p {
+                    Value::String(k) => &mut at[k.as_str()],
+                    other => &mut at[other.as_u64().expect("index") as usize],
+                };
+            }
+            match (last, c.get(1)) {
+                (Value::String(k), Some(v)) => at[k.as_str()] = v.clone(),
+                (Value::String(k), None) => {
+                    at.as_object_mut().expect("object").remove(k);
+                }
+                (i, Some(v)) => at[i.as_u64().expect("index") as usize] = v.clone(),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn changes_rebuild_the_next_state_and_name_only_what_changed() {
+        let before = json!({
+            "s": {"world": {"fire_out": false, "gone": 1}, "robots": [{"at": "base"}, {"at": "base"}], "n": 1},
+            "d": {"options": {"a": {"text": "x"}}, "list": [1, 2]},
+        });
+        let now = json!({
+            "s": {"world": {"fire_out": true, "new": "y"}, "robots": [{"at": "base"}, {"at": "tower"}], "n": 1},
+            "d": {"options": {"b": {"text": "z"}}, "list": [1, 2, 3]},
+        });
+        let mut out = vec![];
+        patch(&before, &now, &mut vec![], &mut out);
+        let mut rebuilt = before.clone();
+        apply(&mut rebuilt, &out);
+        assert_eq!(rebuilt, now);
+        let paths: Vec<String> = out.iter().map(|c| c[0].to_string()).collect();
+        assert!(
+            paths.contains(&r#"["s","robots",1,"at"]"#.to_string()),
+            "{paths:?}"
+        );
+        assert!(
+            paths.contains(&r#"["d","list"]"#.to_string()),
+            "a longer array whole"
+        );
+        assert!(
+            !paths.iter().any(|p| p.contains("\"n\"")),
+            "unchanged left out"
+        );
+        let mut same = vec![];
+        patch(&now, &now, &mut vec![], &mut same);
+        assert!(same.is_empty());
+    }
+}

@@ -79,7 +79,7 @@ fn merged(steps: &[Value], count: u64) -> Vec<(Value, Value)> {
     let mut out: Vec<(Value, Value)> = vec![];
     let mut state = Value::Null;
     for (i, step) in steps.iter().enumerate() {
-        if i as u64 % count == 0 {
+        if (i as u64).is_multiple_of(count) {
             assert!(step.get("p").is_none(), "a chunk starts whole");
             state = json!({"s": step["s"], "d": step["d"]});
         } else {
