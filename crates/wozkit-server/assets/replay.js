@@ -168,7 +168,11 @@ function renderTranscript(k) {
   const last = ol.lastElementChild;
   if (last && Number(last.dataset.k) === k) {
     last.classList.add('current');
-    last.scrollIntoView({ block: 'nearest' });
+    // Scrolls the transcript only (scrollIntoView would move the page away from the controls).
+    const top = last.offsetTop;
+    if (top < ol.scrollTop || top + last.offsetHeight > ol.scrollTop + ol.clientHeight) {
+      ol.scrollTop = Math.max(0, top + last.offsetHeight - ol.clientHeight);
+    }
   }
 }
 
