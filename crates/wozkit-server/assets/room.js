@@ -17,7 +17,7 @@ const ACT_TYPES = ['request', 'interaction', 'action', 'update'];
 const st = {
   lastSeq: 0, study: null, view: null, ws: null, n: 0, done: false, retry: 500,
   skew: 0, typingSent: 0, typingTimer: null, noticeTimer: null, partnerAway: false, next: null,
-  clocked: [],
+  clocked: [], hidden: false, retryTimer: null,
 };
 
 function el(tag, attrs = {}, text) {
@@ -582,11 +582,26 @@ function connect() {
   };
   ws.onclose = () => {
     main.dataset.connected = 'false';
-    if (st.done) return;
+    if (st.done || st.hidden) return;
     $('conn-status').textContent = 'reconnecting…';
-    setTimeout(connect, st.retry);
+    st.retryTimer = setTimeout(connect, st.retry);
     st.retry = Math.min(st.retry * 2, 5000);
   };
+}
+
+// A page hidden by navigation (leaving it, or the back/forward cache keeping it) closes its
+// socket at once, so the room tells the partner now instead of when the socket times out; a page
+// shown again from the cache connects again and picks up from its last event.
+function onPageHide() {
+  st.hidden = true;
+  clearTimeout(st.retryTimer);
+  if (st.ws && st.ws.readyState <= WebSocket.OPEN) st.ws.close(1000, 'page hidden');
+}
+
+function onPageShow(ev) {
+  if (!ev.persisted || !st.hidden) return;
+  st.hidden = false;
+  if (!st.done) connect();
 }
 
 // ---------------------------------------------------------------- input
@@ -667,5 +682,7 @@ if (observing) {
   });
   window.parent.postMessage({ ready: role }, location.origin);
 } else {
+  window.addEventListener('pagehide', onPageHide);
+  window.addEventListener('pageshow', onPageShow);
   connect();
 }
