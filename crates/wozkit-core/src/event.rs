@@ -148,6 +148,20 @@ pub enum EventKind {
         seed: u64,
         initial_state: String,
     },
+    /// The study's scenario variables were drawn for this session (logged right after
+    /// `session_started`, before anything reads the world). Replay applies `world` and
+    /// `out_of_service` as they are and never draws again: the event, not the seed, is the truth.
+    ScenarioDrawn {
+        /// The drawn variables, in the study's order.
+        values: IndexMap<String, serde_json::Value>,
+        /// Every world variable the draw set: the drawn ones, then those the study's
+        /// `scenario.set` computed from them.
+        #[serde(default)]
+        world: IndexMap<String, serde_json::Value>,
+        /// Robots out of service in this session (ids).
+        #[serde(default)]
+        out_of_service: Vec<String>,
+    },
     /// A participant (or bot) entered the room.
     Joined {
         role: Role,

@@ -43,6 +43,16 @@ impl Condition {
         v
     }
 
+    /// Evaluates to a plain value (bool, number, string, or a list of them): how scenario
+    /// `set` expressions compute world values. The error says what the expression gave instead.
+    pub fn evaluate(&self, vars: &Vars<'_>) -> Result<serde_json::Value, String> {
+        match self.program.execute(&vars.0) {
+            Ok(v) => cel_to_json(&v)
+                .ok_or_else(|| format!("`{}` gives a value that is not plain data", self.source)),
+            Err(e) => Err(format!("`{}`: {e}", self.source)),
+        }
+    }
+
     /// Evaluates to a boolean; anything else (or an error) is false.
     pub fn holds(&self, vars: &Vars<'_>) -> bool {
         matches!(self.program.execute(&vars.0), Ok(Value::Bool(true)))
@@ -91,4 +101,20 @@ pub fn json_to_cel(value: &serde_json::Value) -> Value {
             Value::Map(m.into())
         }
     }
+}
+
+/// Converts a plain CEL value (null, bool, number, string, list) to JSON; None for the others.
+fn cel_to_json(value: &Value) -> Option<serde_json::Value> {
+    Some(match value {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Int(i) => serde_json::Value::from(*i),
+        Value::UInt(u) => serde_json::Value::from(*u),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number)?,
+        Value::String(s) => serde_json::Value::String(s.to_string()),
+        Value::List(items) => {
+            serde_json::Value::Array(items.iter().map(cel_to_json).collect::<Option<Vec<_>>>()?)
+        }
+        _ => return None,
+    })
 }

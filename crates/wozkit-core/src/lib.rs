@@ -12,6 +12,7 @@ pub mod graph;
 pub mod load;
 pub mod model;
 pub mod questions;
+pub mod scenario;
 pub mod sim;
 pub mod slots;
 pub mod systems;

@@ -55,6 +55,10 @@ pub struct Study {
     /// The simulated world: variables, locations, robots.
     #[serde(default)]
     pub world: World,
+    /// Variables drawn once per session (where the emergency is, which robots are in service,
+    /// how far they travel), and the world values that follow from them.
+    #[serde(default, skip_serializing_if = "Scenario::is_empty")]
+    pub scenario: Scenario,
     /// Subtasks shown as milestones on the progress bar, in order.
     #[serde(default)]
     pub subtasks: Vec<Subtask>,
@@ -290,6 +294,74 @@ fn default_alarm_label() -> String {
 
 fn default_alarm_cleared_label() -> String {
     "All clear".into()
+}
+
+/// Scenario variation: variables drawn once per session from its seeded RNG, logged as a
+/// `scenario_drawn` event before anything depends on them (`docs/engine-semantics.md`).
+///
+/// Each drawn variable must also be declared under `world.variables` (whose value is the
+/// default that `validate` and `graph` read); the draw overrides it. `set` then computes other
+/// world variables from the drawn ones (CEL), and `out_of_service` takes robots out of the
+/// session (CEL per robot id).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// The variables drawn, in order, by name.
+    #[serde(default)]
+    pub variables: IndexMap<String, ScenarioVar>,
+    /// World variables computed once after the draw: CEL expressions over the world variables
+    /// (drawn values included), e.g. `"{'pu_et': 'east tower', 'pu_nt': 'north tower'}[fire_location]"`.
+    #[serde(default)]
+    pub set: IndexMap<String, String>,
+    /// Robots out of service in a session: robot id -> CEL condition over the world variables,
+    /// evaluated once after the draw. An out-of-service robot stays at its start and takes no action.
+    #[serde(default)]
+    pub out_of_service: IndexMap<String, String>,
+}
+
+impl Scenario {
+    /// Whether the study draws nothing.
+    pub fn is_empty(&self) -> bool {
+        self.variables.is_empty() && self.set.is_empty() && self.out_of_service.is_empty()
+    }
+}
+
+/// One scenario variable: a weighted choice among values, or a uniform range.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioVar {
+    /// The values to choose from, each with its weight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Vec<ScenarioChoice>>,
+    /// A number drawn uniformly between `min` and `max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<ScenarioRange>,
+}
+
+/// One value of a choice and its weight (relative; default 1).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioChoice {
+    /// The value (string, number or bool), as a world variable holds it.
+    pub value: serde_json::Value,
+    /// Relative weight; must be positive.
+    #[serde(default = "one")]
+    pub weight: f64,
+}
+
+/// A uniform range. With `integer: true` the draw is a whole number in `min..=max`; with `step`
+/// it is `min + k * step` for a whole `k` (up to `max`).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioRange {
+    pub min: f64,
+    pub max: f64,
+    /// Distance between the values that may be drawn; none: any value in between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<f64>,
+    /// Whole numbers only (the default `step` is then 1).
+    #[serde(default)]
+    pub integer: bool,
 }
 
 /// A place in the world.
@@ -594,6 +666,11 @@ pub struct Action {
     pub exclusive: bool,
     /// Duration in seconds.
     pub duration: Duration,
+    /// A world variable holding a distance in metres: the action then takes that distance
+    /// divided by the robot's `speed` seconds (at most 24 h), instead of `duration` (which still
+    /// applies to a robot without speed). Lets a scenario draw how far the robots travel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distance: Option<String>,
     /// Seconds between progress updates; 0 means none.
     #[serde(default)]
     #[schemars(range(min = 0, max = MAX_SECONDS))]

@@ -14,6 +14,18 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             s.seed = *seed;
             s.started_at_ms = at_ms;
         }
+        EventKind::ScenarioDrawn {
+            world,
+            out_of_service,
+            ..
+        } => {
+            for (k, v) in world {
+                s.world.insert(k.clone(), v.clone());
+            }
+            for (def, r) in study.study.world.robots.iter().zip(s.robots.iter_mut()) {
+                r.in_service = !out_of_service.contains(&def.id);
+            }
+        }
         EventKind::Joined { role, .. } => {
             if !s.joined.contains(role) {
                 s.joined.push(*role);

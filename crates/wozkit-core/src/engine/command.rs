@@ -84,6 +84,9 @@ pub enum Refusal {
     /// target would name the robot's place in messages and could move it anywhere.
     #[error("“{action}” takes no target location")]
     TargetNotTaken { action: String },
+    /// The session's scenario put the robot out of service.
+    #[error("{robot} is out of service")]
+    OutOfService { robot: String },
     #[error("{robot} is busy")]
     RobotBusy { robot: String },
     #[error("{robot} is active; only one robot may be active at a time")]
@@ -126,6 +129,35 @@ fn actor_role(actor: &Actor) -> Result<Role, Refusal> {
     })
 }
 
+/// Starts the session: `session_started`, then the scenario's draw (values in `fixed` taken as
+/// they are), then the clock if it starts now.
+pub(crate) fn start(
+    tx: &mut Tx<'_>,
+    seed: u64,
+    fixed: &crate::scenario::Values,
+    rng: &mut impl Rng,
+) {
+    let study = tx.study;
+    let initial = study.study.states[study.compiled.initial].id.clone();
+    tx.system(EventKind::SessionStarted {
+        study: study.study.id.clone(),
+        study_version: study.study.version.clone(),
+        seed,
+        initial_state: initial,
+    });
+    if !study.study.scenario.is_empty() {
+        let d = crate::scenario::draw(&study.study, &study.study.world.variables, fixed, rng);
+        tx.system(EventKind::ScenarioDrawn {
+            values: d.values,
+            world: d.world,
+            out_of_service: d.out_of_service,
+        });
+    }
+    if study.study.session.clock_starts == ClockStart::Start {
+        start_clock(tx);
+    }
+}
+
 pub(crate) fn decide(
     tx: &mut Tx<'_>,
     actor: &Actor,
@@ -141,18 +173,7 @@ pub(crate) fn decide(
         _ => {}
     }
     match cmd {
-        Command::Start { seed } => {
-            let initial = study.study.states[study.compiled.initial].id.clone();
-            tx.system(EventKind::SessionStarted {
-                study: study.study.id.clone(),
-                study_version: study.study.version.clone(),
-                seed,
-                initial_state: initial,
-            });
-            if study.study.session.clock_starts == ClockStart::Start {
-                start_clock(tx);
-            }
-        }
+        Command::Start { seed } => start(tx, seed, &crate::scenario::Values::new(), rng),
         Command::Join { role, bot } => tx.emit(actor.clone(), EventKind::Joined { role, bot }),
         Command::Say { state } => {
             need_role(actor, Role::Wizard)?;
@@ -279,12 +300,20 @@ pub(crate) fn decide(
             let (ai, ri) = offer::action_check(study, &tx.s, &action, &robot, target.as_deref())?;
             let a = &study.study.actions[ai];
             let r = &study.study.world.robots[ri];
-            let secs = a
-                .duration
-                .by_kind
-                .get(&r.kind)
-                .copied()
-                .unwrap_or(a.duration.default);
+            let by_distance = a
+                .distance
+                .as_ref()
+                .and_then(|var| tx.s.world.get(var))
+                .and_then(serde_json::Value::as_f64)
+                .filter(|_| r.speed > 0.0)
+                .map(|metres| (metres / r.speed).min(f64::from(crate::model::MAX_SECONDS)));
+            let secs = by_distance.unwrap_or_else(|| {
+                a.duration
+                    .by_kind
+                    .get(&r.kind)
+                    .copied()
+                    .unwrap_or(a.duration.default)
+            });
             let ends = after_secs(tx.now, secs);
             let mut robots = offer::robot_snapshots(study, &tx.s);
             if let Some(snap) = robots.get_mut(ri) {

@@ -35,6 +35,8 @@ pub const MAX_TEXT_CHARS: usize = 2000;
 pub struct RobotState {
     pub location: String,
     pub battery: f64,
+    /// False when the session's scenario put the robot out of service: it takes no action.
+    pub in_service: bool,
     pub activity: Option<Activity>,
 }
 
@@ -113,6 +115,7 @@ impl Session {
                 .map(|r| RobotState {
                     location: r.start.clone(),
                     battery: r.battery,
+                    in_service: true,
                     activity: None,
                 })
                 .collect(),
@@ -239,6 +242,34 @@ pub fn step(
         // Nothing happened: the state must equal what a replay of the log gives.
         tx.s.now_ms = session.now_ms;
     }
+    Ok(Step {
+        session: tx.s,
+        events: tx.events,
+    })
+}
+
+/// Starts the session like [`Command::Start`], with some scenario variables fixed instead of
+/// drawn (`fixed`, by name; the others are drawn from `rng`). `simulate` plays every variant this
+/// way; the events are the same kinds a live start emits.
+pub fn start_with_scenario(
+    study: &LoadedStudy,
+    session: &Session,
+    seed: u64,
+    fixed: &crate::scenario::Values,
+    now_ms: u64,
+    rng: &mut impl Rng,
+) -> Result<Step, Refusal> {
+    if session.started {
+        return Err(Refusal::AlreadyStarted);
+    }
+    let mut tx = Tx {
+        study,
+        s: session.clone(),
+        events: vec![],
+        now: now_ms.max(session.now_ms),
+    };
+    tx.s.now_ms = tx.now;
+    command::start(&mut tx, seed, fixed, rng);
     Ok(Step {
         session: tx.s,
         events: tx.events,

@@ -81,6 +81,7 @@ fn robot_value(def: &crate::model::Robot, r: &super::RobotState) -> Value {
         ("kind", cel_str(&def.kind)),
         ("location", cel_str(&r.location)),
         ("busy", Value::Bool(r.activity.is_some())),
+        ("in_service", Value::Bool(r.in_service)),
         ("battery", Value::Float(r.battery)),
         (
             "capabilities",
@@ -358,6 +359,11 @@ fn action_check_with(
         }
         (false, None) => "",
     };
+    if !s.robots[ri].in_service {
+        return Err(Refusal::OutOfService {
+            robot: def.name.clone(),
+        });
+    }
     if let Some(cap) = &a.requires
         && !def.capabilities.contains(cap)
     {

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 mod flow;
+mod scenario;
 
 pub use flow::{FLOW_VARS, PageConditions, kind_name};
 
@@ -30,7 +31,15 @@ pub const BUILTIN_VARS: &[&str] = &[
 pub const ACTION_VARS: &[&str] = &["robot", "target"];
 
 /// Fields of `robot` in action guards.
-const ROBOT_FIELDS: &[&str] = &["id", "kind", "location", "busy", "battery", "capabilities"];
+const ROBOT_FIELDS: &[&str] = &[
+    "id",
+    "kind",
+    "location",
+    "busy",
+    "battery",
+    "capabilities",
+    "in_service",
+];
 
 /// Identifiers following `var.` in a CEL source (outside string literals).
 fn member_names(src: &str, var: &str) -> Vec<String> {
@@ -678,6 +687,7 @@ pub fn check(
     }
 
     compiled.page_when = c.flow();
+    c.scenario();
 
     (compiled, c.problems)
 }
