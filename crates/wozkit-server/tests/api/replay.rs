@@ -3,29 +3,41 @@
 //! end state, only researchers may replay, an evaluation participant's log replays as its
 //! answers and judgments, and the size of a long offshore session's replay is measured.
 
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use wozkit_core::engine;
+use wozkit_core::engine::{Command, Session};
+use wozkit_core::event::{Actor, EndReason, Role};
 use wozkit_core::event::{Event, EventKind};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
-use wozkit_core::sim::{WizardPolicy, play};
+use wozkit_core::sim::{self, WizardPolicy};
 use wozkit_server::auth::Access;
 use wozkit_store::{NewEvent, NewSession, SessionFilter, SessionKind};
 
 use crate::helpers::*;
 
+/// A whole replay as the page loads it.
+struct Fetched {
+    steps: Vec<Value>,
+    /// Bytes of each chunk.
+    sizes: Vec<usize>,
+    /// Milliseconds each chunk took to arrive.
+    times: Vec<u128>,
+    /// The first chunk (with the facts).
+    first: Value,
+}
+
 /// Every step of a session's replay, fetched in chunks of `count` (all chunks followed by
-/// `next`), with the bytes of each chunk.
-async fn fetch_all(
-    app: &TestApp,
-    cookie: &str,
-    session: &str,
-    count: u64,
-) -> (Vec<Value>, Vec<usize>, Value) {
+/// `next`).
+async fn fetch_all(app: &TestApp, cookie: &str, session: &str, count: u64) -> Fetched {
     let mut steps = vec![];
     let mut sizes = vec![];
+    let mut times = vec![];
     let mut first = Value::Null;
     let mut from = Some(0u64);
     while let Some(f) = from {
+        let asked = std::time::Instant::now();
         let res = app
             .http(
                 "GET",
@@ -34,6 +46,7 @@ async fn fetch_all(
                 "",
             )
             .await;
+        times.push(asked.elapsed().as_millis());
         assert_eq!(res.status, 200, "chunk from {f}: {}", res.body);
         sizes.push(res.body.len());
         let chunk: Value = serde_json::from_str(&res.body).expect("replay.json is JSON");
@@ -47,7 +60,12 @@ async fn fetch_all(
         steps.extend(got);
         from = chunk["next"].as_u64();
     }
-    (steps, sizes, first)
+    Fetched {
+        steps,
+        sizes,
+        times,
+        first,
+    }
 }
 
 /// Sets or removes (no value) the member at `path` of `root`.
@@ -192,7 +210,7 @@ async fn a_played_session_replays_step_by_step_as_the_engine_folds_it() {
 
     // Chunks of 4 steps, so states cross chunk boundaries.
     let count = 4;
-    let (steps, _, first) = fetch_all(&app, &observer, &session, count).await;
+    let Fetched { steps, first, .. } = fetch_all(&app, &observer, &session, count).await;
     assert_eq!(first["world"], true);
     assert_eq!(first["total"], events.len() as u64);
     assert_eq!(steps.len(), events.len() + 1, "step 0 and one per event");
@@ -366,7 +384,7 @@ async fn an_evaluation_participants_log_replays_as_its_answers_and_judgments() {
     let events = app.events(&log.id).await;
 
     let cookie = login_as(&app, Access::Observer).await;
-    let (steps, _, first) = fetch_all(&app, &cookie, &log.id, 250).await;
+    let Fetched { steps, first, .. } = fetch_all(&app, &cookie, &log.id, 250).await;
     assert_eq!(first["world"], false, "an evaluation log has no world");
     assert_eq!(first["kind"], "participant");
     assert_eq!(steps.len(), events.len() + 1);
@@ -409,9 +427,87 @@ async fn an_evaluation_participants_log_replays_as_its_answers_and_judgments() {
     assert!(text.contains("more polite answer"), "{text}");
 }
 
-/// The size of a long session's replay: offshore sessions played by the simulated wizard and
-/// user, the longest stored as a session and fetched in the page's chunks. Prints the figures;
-/// checks that the last step is the live session's end state.
+/// A long session: the simulated players of `wozkit simulate` (their moves, timers as the engine
+/// asks), with most turns a free-text exchange between them, so the dialogue takes `turns`
+/// turns before it may end; then aborted if it is still running. Each event with its time.
+fn long_play(
+    study: &LoadedStudy,
+    seed: u64,
+    turns: usize,
+) -> (Session, Vec<(Actor, EventKind, u64)>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut s = Session::new(study, &format!("long-{seed}"));
+    let mut events = vec![];
+    let user = Actor::Bot {
+        role: Role::User,
+        name: "sim".into(),
+    };
+    let wizard = Actor::Bot {
+        role: Role::Wizard,
+        name: "sim".into(),
+    };
+    let mut run = |s: &mut Session, actor: &Actor, cmd: Command, now: u64, rng: &mut ChaCha8Rng| {
+        if let Ok(step) = engine::step(study, s, actor, cmd, now, rng) {
+            events.extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
+            *s = step.session;
+        }
+    };
+    let mut now = 1_000u64;
+    run(
+        &mut s,
+        &Actor::System,
+        Command::Start { seed },
+        now,
+        &mut rng,
+    );
+    for (actor, role) in [(&user, Role::User), (&wizard, Role::Wizard)] {
+        run(
+            &mut s,
+            actor,
+            Command::Join { role, bot: true },
+            now,
+            &mut rng,
+        );
+    }
+    for turn in 0..turns {
+        if s.is_ended() {
+            break;
+        }
+        now += rng.random_range(1000..4000);
+        while let Some(t) = engine::next_wakeup(study, &s).filter(|t| *t <= now) {
+            run(&mut s, &Actor::System, Command::Tick, t, &mut rng);
+        }
+        if s.is_ended() {
+            break;
+        }
+        // The dialogue moves on only in the last tenth of the turns, and now and then before.
+        let chat = turn < turns * 9 / 10 && rng.random_bool(0.97);
+        if chat || s.lock.is_some() {
+            let cmd = sim::user_move(study, &s, &mut rng).unwrap_or(Command::Text {
+                text: format!("Turn {turn}: any news?"),
+            });
+            run(&mut s, &user, cmd, now, &mut rng);
+        }
+        if chat {
+            let text = format!("Turn {turn}: still on it.");
+            run(&mut s, &wizard, Command::Text { text }, now, &mut rng);
+        } else if let Some(cmd) = sim::wizard_move(study, &s, WizardPolicy::Uniform, &mut rng) {
+            run(&mut s, &wizard, cmd, now, &mut rng);
+        }
+    }
+    if !s.is_ended() {
+        let abort = Command::Abort {
+            reason: EndReason::Aborted,
+        };
+        run(&mut s, &Actor::System, abort, now, &mut rng);
+    }
+    (s, events)
+}
+
+/// The size of a long session's replay: an offshore session of thousands of events
+/// ([`long_play`]), stored as a finished session before the server starts (as an import or an
+/// earlier run leaves it) and fetched in the page's chunks. Prints the figures and each chunk's
+/// time; checks that the last step is the state the live steps reached.
 #[tokio::test]
 async fn a_long_offshore_session_replays_in_chunks_and_its_size_is_measured() {
     // The study's file itself: the same text `load_builtin` embeds, read at compile time here.
@@ -427,12 +523,12 @@ async fn a_long_offshore_session_replays_in_chunks_and_its_size_is_measured() {
         ),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let played = (1..=40u64)
-        .map(|seed| (seed, play(&study, seed, WizardPolicy::Uniform)))
-        .max_by_key(|(_, p)| p.events.len())
-        .expect("sessions");
-    let (seed, played) = played;
-    let id = format!("sim-{seed}");
+    // Four hours on the clock instead of the study's six minutes, so a long talk fits.
+    let mut study = study;
+    study.study.session.time_limit_s = 4 * 3600;
+    let seed = 7;
+    let (end_state, played_events) = long_play(&study, seed, 1500);
+    let id = format!("long-{seed}");
     let tmp = tempfile::tempdir().expect("temp dir");
     // Stored before the server starts, as a finished session of an earlier run: a server that
     // starts recovers the live sessions it finds, and this one must already be over.
@@ -449,8 +545,7 @@ async fn a_long_offshore_session_replays_in_chunks_and_its_size_is_measured() {
         })
         .await
         .expect("session");
-    let new: Vec<NewEvent> = played
-        .events
+    let new: Vec<NewEvent> = played_events
         .iter()
         .map(|(actor, kind, at_ms)| NewEvent {
             actor: actor.clone(),
@@ -459,9 +554,9 @@ async fn a_long_offshore_session_replays_in_chunks_and_its_size_is_measured() {
         })
         .collect();
     store.append(&id, new).await.expect("append");
-    let (reason, _) = played.session.ended.expect("the played session ended");
+    let (reason, _) = end_state.ended.expect("the played session ended");
     store
-        .end_session(&id, reason, played.session.now_ms)
+        .end_session(&id, reason, end_state.now_ms)
         .await
         .expect("end");
     store.close().await;
@@ -471,7 +566,12 @@ async fn a_long_offshore_session_replays_in_chunks_and_its_size_is_measured() {
     let cookie = login_as(&app, Access::Observer).await;
     // The page asks for the server's default chunk (250 steps, `http/replay.rs`).
     let count = 250;
-    let (steps, sizes, _) = fetch_all(&app, &cookie, &id, count).await;
+    let Fetched {
+        steps,
+        sizes,
+        times,
+        ..
+    } = fetch_all(&app, &cookie, &id, count).await;
     assert_eq!(steps.len(), events.len() + 1);
     if let Ok(p) = std::env::var("REPLAY_DUMP") {
         std::fs::write(p, serde_json::to_string(&steps).unwrap_or_default()).ok();
@@ -480,7 +580,7 @@ async fn a_long_offshore_session_replays_in_chunks_and_its_size_is_measured() {
     let (s_end, _) = states.last().expect("steps");
     assert_eq!(
         s_end.clone(),
-        serde_json::to_value(&played.session).expect("session"),
+        serde_json::to_value(&end_state).expect("session"),
         "the last step is the state the live steps reached"
     );
     // The same steps with every state whole, for comparison.
@@ -501,11 +601,13 @@ async fn a_long_offshore_session_replays_in_chunks_and_its_size_is_measured() {
     let event_bytes: usize = steps.iter().map(|s| bytes(s.get("event"))).sum();
     let minutes = events.last().map_or(0, |e| e.at_ms) as f64 / 60_000.0;
     println!(
-        "replay size: offshore session of {} events ({minutes:.1} min of play): {} chunk(s) of ≤{count} steps, \
+        "replay size: offshore session of {} events ({minutes:.1} min of play): {} chunk(s) of ≤{count} steps \
+         (slowest {} ms, debug build), \
          {total} bytes in all ({} per step, largest chunk {} bytes): events {event_bytes} bytes, \
          states as sent {diffs} bytes (the same states whole at every step: {whole} bytes)",
         events.len(),
         sizes.len(),
+        times.iter().max().copied().unwrap_or(0),
         total / steps.len(),
         sizes.iter().max().copied().unwrap_or(0),
     );
