@@ -11,6 +11,7 @@ pub mod expr;
 pub mod graph;
 pub mod load;
 pub mod model;
+pub mod priors;
 pub mod questions;
 pub mod scenario;
 pub mod sim;

@@ -8,6 +8,7 @@
 //! Every problem is a [`Diagnostic`] printed as `FILE:LINE:COL: message` with a hint.
 
 mod builtin;
+mod overlay;
 mod positions;
 mod validate;
 
@@ -16,6 +17,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use builtin::{builtin_files, builtin_names};
+pub use overlay::{PriorsOverlay, apply_priors_file, apply_priors_text, resolve_with_priors};
 pub use positions::{Pos, Positions};
 pub use validate::{FLOW_VARS, kind_name};
 
