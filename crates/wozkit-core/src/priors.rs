@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use indexmap::IndexMap;
+use serde::Serialize;
 
 use crate::event::{Event, EventKind};
 use crate::load::LoadedStudy;
@@ -226,6 +227,136 @@ impl Learned {
     }
 }
 
+/// Hint agreement, completion and turns of simulated sessions played by one simulated wizard.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WizardRun {
+    /// Which priors the simulated wizard chose by: `hand` or `learned`.
+    pub wizard: String,
+    pub sessions: usize,
+    /// Sessions that reached the study's goal.
+    pub goal_reached: usize,
+    pub goal_share: f64,
+    /// Wizard messages per session (mean).
+    pub wizard_turns: f64,
+    /// Wizard choices among offered dialogue options that the agreement is measured over.
+    pub choices: u64,
+    /// Mean probability that a hint drawn with the hand priors names the option the wizard chose.
+    pub hint_hand: f64,
+    /// The same with the learned priors.
+    pub hint_learned: f64,
+    /// Share of choices that were the hand priors' most likely hint (ties share the credit).
+    pub top_hand: f64,
+    /// The same with the learned priors.
+    pub top_learned: f64,
+}
+
+/// `wozkit simulate --compare-priors`: the same sessions (seeds) played by a wizard following the
+/// hand priors and by one following the learned priors; in both, at every dialogue choice, how
+/// well each set of priors' hint predicts the choice.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub study: String,
+    pub seed: u64,
+    pub runs: Vec<WizardRun>,
+}
+
+/// The probability a hint drawn over `offers` names `chosen`, and the share of the top hint's
+/// credit it gets (1 / number of tied top options, or 0). Mirrors the engine's hint draw: weights
+/// are the offers' priors, all equal when they sum to 0.
+fn hint_scores(offers: &[crate::engine::Offer], chosen: &str) -> (f64, f64) {
+    let w: Vec<f64> = offers.iter().map(|o| o.prior.max(0.0)).collect();
+    let total: f64 = w.iter().sum();
+    let w: Vec<f64> = if total > 0.0 {
+        w.iter().map(|x| x / total).collect()
+    } else {
+        vec![1.0 / offers.len() as f64; offers.len()]
+    };
+    let Some(i) = offers.iter().position(|o| o.state == chosen) else {
+        return (0.0, 0.0);
+    };
+    let top = w.iter().copied().fold(f64::MIN, f64::max);
+    let ties = w.iter().filter(|x| **x == top).count();
+    let top_credit = if w[i] == top { 1.0 / ties as f64 } else { 0.0 };
+    (w[i], top_credit)
+}
+
+/// Plays `n` sessions (seeds derived from `seed`) with a wizard following `hand`'s priors, then the
+/// same seeds with one following `learned`'s, and scores both priors' hints at every choice.
+/// `hand` and `learned` must be the same study with different priors (an overlay applied).
+pub fn compare(hand: &LoadedStudy, learned: &LoadedStudy, n: usize, seed: u64) -> Comparison {
+    use rand::{RngExt, SeedableRng};
+    let mut seeder = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let seeds: Vec<u64> = (0..n).map(|_| seeder.random()).collect();
+    let runs = [("hand", hand), ("learned", learned)]
+        .into_iter()
+        .map(|(name, wizard)| {
+            let mut run = WizardRun {
+                wizard: name.to_string(),
+                sessions: n,
+                ..WizardRun::default()
+            };
+            let (mut turns, mut sums) = (0u64, [0.0f64; 4]);
+            for s in &seeds {
+                let played = crate::sim::play(wizard, *s, crate::sim::WizardPolicy::Priors);
+                if played.session.ended.is_some_and(|(_, goal)| goal) {
+                    run.goal_reached += 1;
+                }
+                let mut session = crate::engine::Session::new(wizard, &played.session.id);
+                for (actor, kind, at) in &played.events {
+                    if let EventKind::Message {
+                        role: crate::event::Role::Wizard,
+                        source: crate::event::MessageSource::State { state, .. },
+                        ..
+                    } = kind
+                    {
+                        turns += 1;
+                        let offers_h = crate::engine::offered(hand, &session);
+                        let offers_l = crate::engine::offered(learned, &session);
+                        if offers_h.iter().any(|o| &o.state == state) {
+                            let (ph, th) = hint_scores(&offers_h, state);
+                            let (pl, tl) = hint_scores(&offers_l, state);
+                            run.choices += 1;
+                            for (acc, x) in sums.iter_mut().zip([ph, pl, th, tl]) {
+                                *acc += x;
+                            }
+                        }
+                    } else if let EventKind::Message {
+                        role: crate::event::Role::Wizard,
+                        ..
+                    } = kind
+                    {
+                        turns += 1;
+                    }
+                    crate::engine::apply(wizard, &mut session, actor, kind, *at);
+                }
+            }
+            let per = |x: f64| {
+                if run.choices == 0 {
+                    0.0
+                } else {
+                    x / run.choices as f64
+                }
+            };
+            run.hint_hand = per(sums[0]);
+            run.hint_learned = per(sums[1]);
+            run.top_hand = per(sums[2]);
+            run.top_learned = per(sums[3]);
+            run.goal_share = if n == 0 {
+                0.0
+            } else {
+                run.goal_reached as f64 / n as f64
+            };
+            run.wizard_turns = if n == 0 { 0.0 } else { turns as f64 / n as f64 };
+            run
+        })
+        .collect();
+    Comparison {
+        study: hand.study.id.clone(),
+        seed,
+        runs,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,5 +525,34 @@ states:
         let err = crate::load::apply_priors_text(&mut loaded, "r.yaml", "study: tiny\nprior: {}\n")
             .unwrap_err();
         assert!(err.0[0].to_string().starts_with("r.yaml:2:"), "{err}");
+    }
+
+    #[test]
+    fn compare_scores_each_priors_hint_against_each_wizard() {
+        let hand = study();
+        let mut learned = hand.clone();
+        crate::load::apply_priors_text(
+            &mut learned,
+            "l.yaml",
+            "study: tiny\npriors:\n  start:\n    a: 0\n    b: 4\n",
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        let c = compare(&hand, &learned, 40, 7);
+        let [h, l] = &c.runs[..] else {
+            panic!("two runs")
+        };
+        assert_eq!((h.wizard.as_str(), l.wizard.as_str()), ("hand", "learned"));
+        assert!(h.choices > 0 && l.choices > 0);
+        // The wizard that follows the learned priors always says b first: the learned hint
+        // names it for sure there, the hand hint one time in four; elsewhere they are equal.
+        assert!(l.hint_learned > l.hint_hand, "{l:?}");
+        // The wizard of the hand priors mostly says a first, which the learned hint never names.
+        assert!(h.hint_hand > h.hint_learned, "{h:?}");
+        for r in &c.runs {
+            for x in [r.hint_hand, r.hint_learned, r.top_hand, r.top_learned] {
+                assert!((0.0..=1.0).contains(&x));
+            }
+            assert!(r.wizard_turns >= 1.0);
+        }
     }
 }
