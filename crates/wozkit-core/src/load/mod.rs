@@ -17,7 +17,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use builtin::{builtin_files, builtin_names};
-pub use overlay::{PriorsOverlay, apply_priors_file, apply_priors_text, resolve_with_priors};
+pub use overlay::{
+    PriorsOverlay, apply_priors_file, apply_priors_text, parse_priors_overlay, resolve_with_priors,
+};
 pub use positions::{Pos, Positions};
 pub use validate::{FLOW_VARS, kind_name};
 

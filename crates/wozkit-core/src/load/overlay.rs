@@ -73,27 +73,7 @@ pub fn apply_priors_text(
             hint,
         }
     };
-    let overlay: PriorsOverlay = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, col) = e
-            .location()
-            .map(|l| (l.line() as usize, l.column() as usize))
-            .unwrap_or((1, 1));
-        let message = e.without_snippet().to_string();
-        Diagnostics(vec![Diagnostic {
-            file: file.to_string(),
-            line,
-            col,
-            message: format!(
-                "priors file: {}",
-                message.lines().next().unwrap_or("invalid YAML")
-            ),
-            hint: Some(
-                "expected `study: ID` and `priors: {STATE: {TARGET: PRIOR}}` (keys study, \
-                 smoothing, priors)"
-                    .into(),
-            ),
-        }])
-    })?;
+    let overlay = parse_priors_overlay(file, text)?;
     let mut problems = vec![];
     if overlay.study != study.study.id {
         problems.push(diag(
@@ -182,6 +162,32 @@ pub fn apply_priors_text(
         }
     }
     Ok(())
+}
+
+/// Parses a priors overlay without checking it against a study (e.g. to find which study it is
+/// for); syntax and shape errors name the file, line and column.
+pub fn parse_priors_overlay(file: &str, text: &str) -> Result<PriorsOverlay, Diagnostics> {
+    serde_saphyr::from_str(text).map_err(|e| {
+        let (line, col) = e
+            .location()
+            .map(|l| (l.line() as usize, l.column() as usize))
+            .unwrap_or((1, 1));
+        let message = e.without_snippet().to_string();
+        Diagnostics(vec![Diagnostic {
+            file: file.to_string(),
+            line,
+            col,
+            message: format!(
+                "priors file: {}",
+                message.lines().next().unwrap_or("invalid YAML")
+            ),
+            hint: Some(
+                "expected `study: ID` and `priors: {STATE: {TARGET: PRIOR}}` (keys study, \
+                 smoothing, priors)"
+                    .into(),
+            ),
+        }])
+    })
 }
 
 /// Loads a study (as [`super::resolve`]) and, when given, a priors overlay on top of it.
