@@ -12,6 +12,9 @@ use crate::event::{Actor, EndReason, EventKind, MessageSource, Role};
 use crate::load::LoadedStudy;
 use crate::model::LockKind;
 
+mod variants;
+pub use variants::{VariantReport, simulate_variants};
+
 /// How the simulated wizard picks among offered options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -171,6 +174,17 @@ pub fn user_move(study: &LoadedStudy, s: &Session, rng: &mut impl Rng) -> Option
 
 /// Plays one session to its end.
 pub fn play(study: &LoadedStudy, seed: u64, policy: WizardPolicy) -> Played {
+    play_variant(study, seed, policy, &crate::scenario::Values::new())
+}
+
+/// Plays one session to its end with some scenario variables fixed (`fixed`, by name; the
+/// others are drawn as in a live session).
+pub fn play_variant(
+    study: &LoadedStudy,
+    seed: u64,
+    policy: WizardPolicy,
+    fixed: &crate::scenario::Values,
+) -> Played {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut s = Session::new(study, &format!("sim-{seed}"));
     let mut now: u64 = 0;
@@ -196,14 +210,10 @@ pub fn play(study: &LoadedStudy, seed: u64, policy: WizardPolicy) -> Played {
             *s = step.session;
         }
     };
-    run(
-        &mut s,
-        &Actor::System,
-        Command::Start { seed },
-        now,
-        &mut rng,
-        &mut events,
-    );
+    if let Ok(step) = engine::start_with_scenario(study, &s, seed, fixed, now, &mut rng) {
+        events.extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
+        s = step.session;
+    }
     run(
         &mut s,
         &user,

@@ -228,6 +228,7 @@ fn slot_value(study: &LoadedStudy, s: &Session, slot: &str) -> Option<String> {
             |(_, r)| r.activity.as_ref().map_or(100, |a| a.percent).to_string(),
         ),
         "robot.status" => robot.map_or_else(String::new, |(_, r)| match &r.activity {
+            None if !r.in_service => "out of service".into(),
             None => "on standby".into(),
             Some(a) => format!("busy ({})", st.actions[a.action].label.to_lowercase()),
         }),
