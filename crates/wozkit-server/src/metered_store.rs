@@ -99,6 +99,9 @@ impl Store for MeteredStore {
     async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
         self.inner.participants_in_session(session_id).await
     }
+    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
+        self.inner.list_participants(study_id).await
+    }
     async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
         self.inner.update_participant(id, patch).await
     }

@@ -99,6 +99,10 @@ pub trait Store: Send + Sync + 'static {
     /// Participants placed in a session.
     async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>>;
 
+    /// Every participant (of `study_id`, if given), placed or not, ordered by creation time,
+    /// then id: one read where a caller would otherwise ask session by session.
+    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>>;
+
     /// Applies `patch` and returns the participant as stored afterwards.
     /// [`StoreError::NotFound`] if there is no such participant.
     ///
@@ -306,6 +310,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
         (**self).participants_in_session(session_id).await
+    }
+    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
+        (**self).list_participants(study_id).await
     }
     async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
         (**self).update_participant(id, patch).await

@@ -621,6 +621,17 @@ impl Store for SqliteStore {
         rows.iter().map(codec::participant_from_row).collect()
     }
 
+    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
+        let rows = sqlx::query(
+            "SELECT * FROM participants WHERE ?1 IS NULL OR study_id = ?1 \
+             ORDER BY created_at_ms, id",
+        )
+        .bind(study_id)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::participant_from_row).collect()
+    }
+
     async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
         self.write(ops::UpdateParticipant {
             id: id.to_owned(),

@@ -23,6 +23,7 @@ conformance!(
     reopen_keeps_everything,
     participants_by_token_and_worker,
     participant_updates,
+    participants_listed_in_bulk,
     session_listing_and_ending,
     events_page_walks_every_event,
     meta_values,

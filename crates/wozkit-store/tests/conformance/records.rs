@@ -288,3 +288,55 @@ pub async fn meta_values(backend: &Backend) {
     eprintln!("meta values ok on {}", backend.name());
     store.close().await;
 }
+
+pub async fn participants_listed_in_bulk(backend: &Backend) {
+    let store = backend.open().await;
+    assert_eq!(store.list_participants(None).await.expect("empty"), vec![]);
+    let mut made = vec![];
+    for (id, study, at) in [("b", "study", 7), ("a", "other", 7), ("c", "study", 3)] {
+        let (_, hash) = new_token();
+        let mut new = participant(id, &hash, None);
+        new.study_id = study.to_owned();
+        new.platform = Platform::Lab;
+        new.created_at_ms = at;
+        made.push(store.create_participant(new).await.expect("create"));
+    }
+    store
+        .create_session(new_session("s1", "study", 1))
+        .await
+        .expect("session");
+    let placed = store
+        .update_participant(
+            "b",
+            ParticipantPatch {
+                role: Some(Some(Role::User)),
+                session_id: Some(Some("s1".to_owned())),
+                completion_code: Some(Some("CODE".to_owned())),
+                ..ParticipantPatch::default()
+            },
+        )
+        .await
+        .expect("place");
+    let [b, a, c] = [made[0].clone(), made[1].clone(), made[2].clone()];
+    assert_ne!(placed, b, "the update shows");
+    // Ordered by creation time, then id; placed or not; as stored now.
+    assert_eq!(
+        store.list_participants(None).await.expect("all"),
+        vec![c.clone(), a, placed.clone()]
+    );
+    assert_eq!(
+        store
+            .list_participants(Some("study"))
+            .await
+            .expect("one study"),
+        vec![c, placed]
+    );
+    assert_eq!(
+        store
+            .list_participants(Some("none"))
+            .await
+            .expect("no study"),
+        vec![]
+    );
+    store.close().await;
+}
