@@ -1,6 +1,11 @@
 //! The state diagram of a study as DOT, Mermaid or SVG (laid out and drawn in-process by
 //! layout-rs, so no Graphviz is needed). States are coloured by dialogue-act type; dashed edges
 //! are world events (an action's completion unlocking or entering a state).
+//!
+//! The edges do not depend on the scenario (a draw changes values, never the state machine), so
+//! one diagram serves every variant. Where the scenario enters is drawn on it: a note node for
+//! the draw at the start (dotted edge to the initial state), and each state whose texts or
+//! conditions read a drawn or computed variable lists them on a `varies:` line.
 
 use crate::load::LoadedStudy;
 use crate::model::{ActType, Effects};
@@ -43,11 +48,79 @@ fn edges(study: &LoadedStudy) -> Vec<(String, String, bool)> {
     out
 }
 
+/// The variables a draw sets: the drawn ones, then those `scenario.set` computes.
+fn scenario_vars(study: &LoadedStudy) -> Vec<&str> {
+    let sc = &study.study.scenario;
+    sc.variables
+        .keys()
+        .chain(sc.set.keys())
+        .map(String::as_str)
+        .collect()
+}
+
+/// The scenario variables state `i` reads in its texts (templates, approval prompt) or its
+/// conditions (its `when`, its transitions' `when`), sorted.
+pub fn scenario_reads(study: &LoadedStudy, i: usize) -> Vec<String> {
+    let vars = scenario_vars(study);
+    if vars.is_empty() {
+        return vec![];
+    }
+    let s = &study.study.states[i];
+    let mut read: Vec<String> = vec![];
+    let texts = s
+        .templates
+        .iter()
+        .chain(s.lock.as_ref().and_then(|l| l.prompt.as_ref()));
+    for t in texts {
+        if let Ok(parts) = crate::slots::parse(t) {
+            read.extend(crate::slots::names(&parts).into_iter().map(str::to_string));
+        }
+    }
+    let conditions = study
+        .compiled
+        .state_when
+        .get(i)
+        .into_iter()
+        .flatten()
+        .chain(
+            study
+                .compiled
+                .transition_when
+                .get(i)
+                .into_iter()
+                .flatten()
+                .flatten(),
+        );
+    for c in conditions {
+        read.extend(c.variables());
+    }
+    read.retain(|v| vars.contains(&v.as_str()));
+    read.sort();
+    read.dedup();
+    read
+}
+
 /// Graphviz DOT.
 pub fn to_dot(study: &LoadedStudy) -> String {
     let st = &study.study;
     let mut out = format!("digraph \"{}\" {{\n  rankdir=TB;\n", esc(&st.id));
-    for s in &st.states {
+    if !st.scenario.variables.is_empty()
+        && let Some(initial) = st.states.get(study.compiled.initial)
+    {
+        let names: Vec<&str> = st.scenario.variables.keys().map(String::as_str).collect();
+        out.push_str(&format!(
+            "  \"scenario\" [label=\"scenario drawn at start\\n{}\", shape=note, style=filled, fillcolor=\"#eeeeee\"];\n  \"scenario\" -> \"{}\" [style=dotted];\n",
+            esc(&names.join(", ")),
+            esc(&initial.id)
+        ));
+    }
+    for (i, s) in st.states.iter().enumerate() {
+        let reads = scenario_reads(study, i);
+        let varies = if reads.is_empty() {
+            String::new()
+        } else {
+            format!("\\nvaries: {}", esc(&reads.join(", ")))
+        };
         let shape = if s.terminal {
             "doublecircle"
         } else if s.initial {
@@ -57,11 +130,12 @@ pub fn to_dot(study: &LoadedStudy) -> String {
         };
         let global = if s.global { " (global)" } else { "" };
         out.push_str(&format!(
-            "  \"{}\" [label=\"{}\\n{}{}\", shape={}, style=filled, fillcolor=\"{}\"];\n",
+            "  \"{}\" [label=\"{}\\n{}{}{}\", shape={}, style=filled, fillcolor=\"{}\"];\n",
             esc(&s.id),
             esc(s.label()),
             s.act_type.as_str(),
             global,
+            varies,
             shape,
             colour(s.act_type)
         ));
@@ -95,12 +169,29 @@ pub fn to_mermaid(study: &LoadedStudy) -> String {
     for t in ActType::ALL {
         out.push_str(&format!("  classDef {} fill:{}\n", t.as_str(), colour(t)));
     }
-    for s in &st.states {
+    if !st.scenario.variables.is_empty()
+        && let Some(initial) = st.states.get(study.compiled.initial)
+    {
+        let names: Vec<&str> = st.scenario.variables.keys().map(String::as_str).collect();
         out.push_str(&format!(
-            "  {}[\"{}<br/>{}\"]:::{}\n",
+            "  scenario_draw>\"scenario drawn at start<br/>{}\"]\n  scenario_draw -.-> {}\n",
+            names.join(", ").replace('"', "'"),
+            id(&initial.id)
+        ));
+    }
+    for (i, s) in st.states.iter().enumerate() {
+        let reads = scenario_reads(study, i);
+        let varies = if reads.is_empty() {
+            String::new()
+        } else {
+            format!("<br/>varies: {}", reads.join(", "))
+        };
+        out.push_str(&format!(
+            "  {}[\"{}<br/>{}{}\"]:::{}\n",
             id(&s.id),
             s.label().replace('"', "'"),
             s.act_type.as_str(),
+            varies,
             s.act_type.as_str()
         ));
     }

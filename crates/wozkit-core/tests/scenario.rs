@@ -471,3 +471,25 @@ fn a_set_of_an_undeclared_variable_and_an_unknown_distance() {
         &format!("{line}:5: `area` is not a numeric world variable"),
     );
 }
+
+#[test]
+fn the_graph_shows_where_the_scenario_enters() {
+    let study = offshore();
+    let dot = wozkit_core::graph::to_dot(&study);
+    let line = |id: &str| {
+        dot.lines()
+            .find(|l| l.trim_start().starts_with(&format!("\"{id}\" [")))
+            .unwrap_or_else(|| panic!("no node {id} in\n{dot}"))
+            .to_string()
+    };
+    assert!(line("scenario").contains("fire_location, robot_out, travel_distance_m"));
+    assert!(dot.contains("\"scenario\" -> \"start\" [style=dotted]"));
+    // The alert names the drawn area; the greeting reads nothing drawn.
+    assert!(line("inform_alert_emergency").contains("varies: fire_area"));
+    assert!(line("inform_robot_out_of_service").contains("varies: robot_out, robot_out_name"));
+    assert!(!line("intro_hello").contains("varies"));
+    let mermaid = wozkit_core::graph::to_mermaid(&study);
+    assert!(mermaid.contains("scenario_draw -.-> start"));
+    let svg = wozkit_core::graph::to_svg(&study).expect("the diagram is drawn");
+    assert!(svg.contains("scenario drawn at start"));
+}

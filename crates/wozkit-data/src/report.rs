@@ -15,6 +15,7 @@
 //! - [`judgments`](mod@judgments): evaluation studies, from the participants' own logs: ratings,
 //!   the ACUTE-Eval win-rate grid, agreement, workers, onboarding (only the `study` filter applies
 //!   to them; the section is absent when the store holds no judgment);
+//! - [`scenario`]: the scenario each session drew, its filter and the per-variant breakdown;
 //! - [`html`]: the page and its charts.
 
 pub mod evaluation;
@@ -22,6 +23,7 @@ pub mod features;
 pub mod html;
 pub mod judgments;
 pub mod questionnaire;
+pub mod scenario;
 pub mod summary;
 
 use std::collections::{BTreeMap, HashMap};
@@ -85,6 +87,8 @@ impl Default for ReportOptions {
 /// sessions are in `import:<format>`), `format` (the format imported from, `live` for live
 /// sessions), `file` (the file imported from), `system`; any other key matches a top-level
 /// field of the session's dataset record (e.g. CRWIZ's `condition=system_plan`).
+/// `scenario.<name>` matches the value the session drew for scenario variable `<name>`
+/// (e.g. `scenario.fire_location=pu_nt`; a number as written, `scenario.travel_distance_m=70`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filter {
     pub key: String,
@@ -112,6 +116,11 @@ impl Filter {
             "format" => origin.map_or("live", |o| o.format.as_str()) == self.value,
             "file" => origin.is_some_and(|o| o.file == self.value),
             "system" => features.system.as_deref() == Some(self.value.as_str()),
+            key if key.starts_with(scenario::FILTER_PREFIX) => scenario::matches(
+                &session.events,
+                &key[scenario::FILTER_PREFIX.len()..],
+                &self.value,
+            ),
             key => session.events.iter().any(|e| match &e.kind {
                 EventKind::Annotation { key: k, value } if k.ends_with(".dialogue") => {
                     match value.get(key) {
@@ -152,6 +161,10 @@ pub struct Report {
     pub bradley_terry: IndexMap<String, Strength>,
     pub agreement: IndexMap<String, Agreement>,
     pub satisfaction: IndexMap<String, Satisfaction>,
+    /// The main figures per scenario variant (sessions grouped by the non-numeric values they
+    /// drew); absent when no session drew a scenario.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<scenario::VariantRow>,
     /// Evaluation studies' judgments; absent when the store has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judgments: Option<JudgmentsReport>,
@@ -220,6 +233,8 @@ async fn read_judgments(
 #[derive(Default)]
 struct Collected {
     sessions: Vec<SessionFeatures>,
+    /// Each session's scenario variant (None: it drew none), in the order of `sessions`.
+    variants: Vec<Option<IndexMap<String, String>>>,
     acts: HashMap<(Role, String), usize>,
     /// Votes with their cast order key (server time, cast time text, store id, position).
     votes: Vec<((u64, String, String, usize), Vote)>,
@@ -262,10 +277,12 @@ impl Collected {
             }
         }
         self.sessions.push(f);
+        self.variants.push(scenario::variant(&session.events));
         Ok(())
     }
 
     fn report(mut self, options: &ReportOptions) -> Report {
+        let scenarios = scenario::breakdown(&self.sessions, &self.variants, options.outcome);
         let Summary {
             sessions,
             interaction,
@@ -329,6 +346,7 @@ impl Collected {
             bradley_terry,
             agreement: agreements,
             satisfaction: satisfaction(&judged),
+            scenarios,
             judgments: None,
         }
     }

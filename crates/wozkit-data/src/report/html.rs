@@ -34,6 +34,7 @@ pub fn render_html(report: &Report) -> String {
         filters(report)
     );
     interaction(&mut page, report);
+    scenarios(&mut page, report);
     acts(&mut page, report);
     questionnaire(&mut page, report);
     correlations(&mut page, report);
@@ -62,6 +63,37 @@ fn filters(report: &Report) -> String {
         .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v)))
         .collect();
     format!(" Filters: {}.", list.join(", "))
+}
+
+/// The per-variant table: sessions, outcome, turns.
+fn scenarios(page: &mut String, report: &Report) {
+    if report.scenarios.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Scenario variants</h2><table><tr><th>variant</th><th>sessions</th>\
+         <th>outcome reached</th><th>turns mean (SD)</th><th>user turns</th>\
+         <th>wizard turns</th><th>% wizard turns typed</th></tr>",
+    );
+    for v in &report.scenarios {
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{} of {} ({})</td><td>{} ({})</td><td>{}</td>\
+             <td>{}</td><td>{}</td></tr>",
+            esc(&v.variant),
+            v.sessions,
+            v.outcome_reached,
+            v.outcome_known,
+            v.outcome_share
+                .map_or_else(|| "–".to_string(), |s| format!("{:.0}%", s * 100.0)),
+            num(v.turns.mean),
+            num(v.turns.sd),
+            num(v.user_turns.mean),
+            num(v.wizard_turns.mean),
+            num(v.wizard_typed_percent.mean),
+        );
+    }
+    page.push_str("</table>");
 }
 
 fn interaction(page: &mut String, report: &Report) {
