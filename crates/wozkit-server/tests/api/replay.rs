@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use wozkit_core::engine;
 use wozkit_core::engine::{Command, Session};
-use wozkit_core::event::{Actor, EndReason, Role};
+use wozkit_core::event::{Actor, EndReason, MessageSource, Role};
 use wozkit_core::event::{Event, EventKind};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_core::sim::{self, WizardPolicy};
@@ -425,6 +425,109 @@ async fn an_evaluation_participants_log_replays_as_its_answers_and_judgments() {
         "{text}"
     );
     assert!(text.contains("more polite answer"), "{text}");
+}
+
+/// A chat with a system under test replays as its transcript: no world, even in a study with a
+/// room, the participant's turns and the system's replies (a bot) in order, the annotations.
+#[tokio::test]
+async fn a_chat_with_a_system_replays_as_its_transcript() {
+    let tiny = Tiny::default();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = wozkit_store::open(tmp.path().to_str().expect("utf-8 path"))
+        .await
+        .expect("store");
+    let id = "chat-1";
+    store
+        .create_session(NewSession {
+            id: id.into(),
+            study_id: "tiny".into(),
+            study_version: "1".into(),
+            seed: 1,
+            created_at_ms: 1_000,
+        })
+        .await
+        .expect("session");
+    let me = Actor::Participant {
+        role: Role::User,
+        participant: Some("p1".into()),
+    };
+    let system = Actor::Bot {
+        role: Role::Wizard,
+        name: "model-a".into(),
+    };
+    let say = |role, text: &str| EventKind::Message {
+        role,
+        text: text.into(),
+        source: MessageSource::Free,
+    };
+    let log = [
+        (
+            Actor::System,
+            EventKind::ChatStarted {
+                participant: "p1".into(),
+                page: "chat".into(),
+                item: "i1".into(),
+                lease: "l1".into(),
+                system: "model-a".into(),
+                side: None,
+                opponent: None,
+            },
+        ),
+        (me.clone(), say(Role::User, "Where is the fire?")),
+        (system.clone(), say(Role::Wizard, "In the east tower.")),
+        (
+            me.clone(),
+            EventKind::TurnAnnotated {
+                turn: 1,
+                labels: vec!["helpful".into()],
+                score: Some(4),
+                feedback: None,
+            },
+        ),
+    ];
+    let new = log
+        .into_iter()
+        .enumerate()
+        .map(|(i, (actor, kind))| NewEvent {
+            actor,
+            kind,
+            at_ms: 1_000 + i as u64 * 500,
+        })
+        .collect();
+    store.append(id, new).await.expect("append");
+    store
+        .end_session(id, EndReason::Finished, 3_000)
+        .await
+        .expect("end");
+    store.close().await;
+    drop(store);
+    let app = spawn_app_in(tmp.path().to_path_buf(), tiny.study()).await;
+    let cookie = login_as(&app, Access::Observer).await;
+    let Fetched { steps, first, .. } = fetch_all(&app, &cookie, id, 2).await;
+    assert_eq!(first["world"], false, "a chat has no world");
+    assert_eq!(steps.len(), 5);
+    assert!(
+        steps
+            .iter()
+            .all(|s| s.get("s").is_none() && s.get("p").is_none())
+    );
+    let lines: Vec<&Value> = steps
+        .iter()
+        .map(|s| &s["line"])
+        .filter(|l| !l.is_null())
+        .collect();
+    let texts: Vec<&str> = lines.iter().filter_map(|l| l["text"].as_str()).collect();
+    assert_eq!(texts[1..3], ["Where is the fire?", "In the east tower."]);
+    assert_eq!(lines[1]["who"], "Operator");
+    assert_eq!(lines[2]["who"], "model-a (bot, Assistant)");
+    assert_eq!(lines[2]["via"], "free");
+    assert_eq!(lines[3]["kind"], "judgment");
+    assert!(
+        texts[3].contains("helpful") && texts[3].contains("score 4"),
+        "{}",
+        texts[3]
+    );
+    assert!(texts[0].contains("model-a"), "{}", texts[0]);
 }
 
 /// A long session: the simulated players of `wozkit simulate` (their moves, timers as the engine
