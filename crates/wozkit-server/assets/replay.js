@@ -67,6 +67,7 @@ async function loadAll() {
     while (next !== null && next !== undefined) {
       next = await loadChunk(next);
       $('replay-scrubber').max = String(st.total);
+      main.dataset.total = String(st.total);
       main.dataset.loaded = String(st.loadedTo);
       if (st.loadedTo >= 0 && st.steps[0] && !main.dataset.ready) {
         main.dataset.ready = 'true';
@@ -249,7 +250,7 @@ function renderWorld(state) {
     ['Status', status],
     ['Clock', `${clock}${timer.elapsed_s != null ? ` · ${fmtTime(timer.elapsed_s * 1000)} in` : ''}`],
     ['Progress', `${d.progress}%${d.subtask ? ` · ${d.subtask}` : ''}`],
-    ['Milestones', (d.milestones || []).join(', ') || '—'],
+    ['Milestones', (d.milestones || []).map((m) => `${m.label} (${m.id})`).join(', ') || '—'],
     ['Messages', String(s.messages)],
   ]);
   overview.id = 'replay-overview';

@@ -585,7 +585,7 @@ fn derived(study: &LoadedStudy, s: &Session) -> Value {
         },
         "progress": s.progress(study),
         "subtask": s.subtask.as_deref().map(label_of),
-        "milestones": s.milestones.iter().map(|m| label_of(m)).collect::<Vec<_>>(),
+        "milestones": s.milestones.iter().map(|m| json!({"id": m, "label": label_of(m)})).collect::<Vec<_>>(),
         "robots": robots,
         "alarm": engine::alarm(study, s).map(|(at, cleared)| json!({"location": at, "location_name": place(at), "cleared": cleared})),
         "media": media,

@@ -248,6 +248,12 @@ async fn a_played_session_replays_step_by_step_as_the_engine_folds_it() {
     let completed = at("action_completed");
     assert_eq!(states[completed].1["robots"][0]["location"], "tower");
     assert!(states[completed].1["robots"][0]["action"].is_null());
+    let milestone = at("milestone");
+    assert_eq!(
+        states[milestone].1["milestones"],
+        json!([{"id": "go", "label": "Go"}])
+    );
+    assert_eq!(states[milestone - 1].1["milestones"], json!([]));
     let set = at("world_set");
     assert_eq!(states[set - 1].0["world"]["fire_out"], false);
     assert_eq!(states[set].0["world"]["fire_out"], true);
