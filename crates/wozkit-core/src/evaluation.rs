@@ -39,6 +39,14 @@ pub enum EvalTask {
     /// Chat with two hidden systems at once and vote for the better one (an `arena` page).
     /// Each pair of systems is an item: it gets `judgments_per_item` counted battles.
     Arena,
+    /// Write both sides of a scenario's dialogue, USER and ASSISTANT in turn, on one page
+    /// (Taskmaster-1 self-dialogs). Each scenario of `self_dialog.scenarios` is an item: it gets
+    /// `judgments_per_item` written dialogues, each by a different worker.
+    SelfDialog,
+    /// Mark API-argument spans in the utterances of a dialogue with the slot names of
+    /// `spans.slots` (Taskmaster-1 `segments`). Each dialogue is an item, annotated by
+    /// `judgments_per_item` different workers.
+    Spans,
 }
 
 impl EvalTask {
@@ -123,6 +131,12 @@ pub struct Evaluation {
     /// Arena: the leaderboard's settings.
     #[serde(default)]
     pub leaderboard: LeaderboardSettings,
+    /// Self-dialogs (`task: self_dialog`): the scenarios and the length of a dialogue.
+    #[serde(default)]
+    pub self_dialog: Option<SelfDialogs>,
+    /// Span annotation (`task: spans`): the slot names a span may be marked with.
+    #[serde(default)]
+    pub spans: Option<SpanAnnotation>,
     /// Set by the loader when `systems` was left out and filled with every declared system
     /// (so systems added by `serve --system` join too).
     #[serde(skip)]
@@ -728,7 +742,7 @@ impl Evaluation {
     pub fn items(&self) -> Vec<ItemSpec> {
         let reserved = self.reserved();
         let mut out: Vec<ItemSpec> = match self.task {
-            EvalTask::Rate => {
+            EvalTask::Rate | EvalTask::Spans => {
                 let ids: Vec<&str> = match &self.items {
                     Some(ids) => ids.iter().map(String::as_str).collect(),
                     None => self
@@ -776,6 +790,17 @@ impl Evaluation {
                         pool: ItemPool::Item,
                         dialogues: vec![id],
                     }
+                })
+                .collect(),
+            // One item per scenario: each written by `judgments_per_item` workers.
+            EvalTask::SelfDialog => self
+                .self_dialog
+                .iter()
+                .flat_map(|w| w.scenarios.iter())
+                .map(|s| ItemSpec {
+                    id: s.id.clone(),
+                    pool: ItemPool::Item,
+                    dialogues: vec![s.id.clone()],
                 })
                 .collect(),
         };
@@ -864,5 +889,474 @@ impl Evaluation {
         self.question
             .as_deref()
             .unwrap_or("Which of the two conversations is better?")
+    }
+}
+
+/// Most scenarios one self-dialog study may list.
+pub const MAX_SCENARIOS: usize = 10_000;
+/// Most turns of one self-dialog.
+pub const MAX_SELF_TURNS: u32 = 200;
+/// The annotation key of one written turn of a self-dialog in the worker's log: `{lease, item,
+/// index, speaker, text}`. A turn with the index of the last one replaces it (an edit).
+pub const SELF_DIALOG_TURN: &str = "self_dialog.turn";
+/// The annotation key of one marked span in the worker's log: `{lease, item, turn, start_index,
+/// end_index, text, slot}`; `{lease, item, remove: N}` removes the N-th span marked so far.
+pub const SPAN_MARK: &str = "spans.segment";
+/// The speaker names of a self-dialog, in the order they speak (Taskmaster-1's).
+pub const SELF_SPEAKERS: [&str; 2] = ["USER", "ASSISTANT"];
+
+/// The `self_dialog` section: the scenarios workers write, and how long a dialogue is.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelfDialogs {
+    /// The scenarios; each is an item written by `judgments_per_item` workers.
+    pub scenarios: Vec<Scenario>,
+    /// Turns (of both speakers together) before the dialogue may be submitted.
+    #[serde(default = "default_self_min")]
+    #[schemars(range(min = 1, max = MAX_SELF_TURNS))]
+    pub min_turns: u32,
+    /// Turns after which the dialogue must be submitted.
+    #[serde(default = "default_self_max")]
+    #[schemars(range(min = 1, max = MAX_SELF_TURNS))]
+    pub max_turns: u32,
+    /// Longest turn, in characters.
+    #[serde(default = "default_max_chars")]
+    #[schemars(range(min = 1, max = 10_000))]
+    pub max_chars: u32,
+}
+
+fn default_self_min() -> u32 {
+    4
+}
+fn default_self_max() -> u32 {
+    20
+}
+
+/// One scenario of a self-dialog study.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Unique among the scenarios; exported as Taskmaster-1's `instruction_id`.
+    pub id: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// What the worker is asked to write (Markdown).
+    pub instructions: String,
+}
+
+/// The `spans` section: what annotators mark.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpanAnnotation {
+    /// The slot names (Taskmaster-1 annotation names, e.g. `restaurant_reservation.num.guests`).
+    pub slots: Vec<String>,
+    /// Shown above the dialogue (Markdown).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Fewest spans before a dialogue may be submitted (0: a dialogue may have none).
+    #[serde(default)]
+    pub min_spans: u32,
+}
+
+impl Evaluation {
+    /// The self-dialog scenario with this id.
+    pub fn scenario(&self, id: &str) -> Option<&Scenario> {
+        self.self_dialog
+            .as_ref()?
+            .scenarios
+            .iter()
+            .find(|s| s.id == id)
+    }
+}
+
+/// The speaker of the turn at `index` of a self-dialog (USER first, then in turn).
+pub fn self_speaker(index: usize) -> &'static str {
+    SELF_SPEAKERS[index % 2]
+}
+
+/// Why a written turn is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnProblem {
+    /// The turn is empty (or only spaces).
+    Empty,
+    /// Longer than `max_chars`.
+    TooLong { max: u32 },
+    /// The dialogue already has `max_turns` turns.
+    Full { max: u32 },
+    /// The index is neither the next turn nor the last one: `expected` is the next one.
+    OutOfOrder { index: usize, expected: usize },
+    /// The speaker is not the one whose turn it is.
+    WrongSpeaker {
+        index: usize,
+        expected: &'static str,
+    },
+}
+
+impl std::fmt::Display for TurnProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TurnProblem::Empty => write!(f, "the turn is empty: write what is said"),
+            TurnProblem::TooLong { max } => write!(f, "the turn is longer than {max} characters"),
+            TurnProblem::Full { max } => {
+                write!(f, "the dialogue has its {max} turns: submit it")
+            }
+            TurnProblem::OutOfOrder { index, expected } => write!(
+                f,
+                "turn {index} cannot be written now: the next turn is {expected} (or edit the last)"
+            ),
+            TurnProblem::WrongSpeaker { index, expected } => {
+                write!(f, "turn {index} is spoken by {expected}")
+            }
+        }
+    }
+}
+
+/// Writes turn `index` of `turns`: the next turn (appended) or the last one (replaced). The
+/// speaker, when given, must be the one whose turn it is (USER at even indexes). Returns the text
+/// as stored (trimmed).
+pub fn write_turn(
+    spec: &SelfDialogs,
+    turns: &mut Vec<String>,
+    index: usize,
+    speaker: Option<&str>,
+    text: &str,
+) -> Result<String, TurnProblem> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(TurnProblem::Empty);
+    }
+    if text.chars().count() > spec.max_chars as usize {
+        return Err(TurnProblem::TooLong {
+            max: spec.max_chars,
+        });
+    }
+    let expected = self_speaker(index);
+    if speaker.is_some_and(|s| !s.eq_ignore_ascii_case(expected)) {
+        return Err(TurnProblem::WrongSpeaker { index, expected });
+    }
+    if index + 1 == turns.len() {
+        turns[index] = text.to_string();
+    } else if index == turns.len() {
+        if turns.len() >= spec.max_turns as usize {
+            return Err(TurnProblem::Full {
+                max: spec.max_turns,
+            });
+        }
+        turns.push(text.to_string());
+    } else {
+        return Err(TurnProblem::OutOfOrder {
+            index,
+            expected: turns.len(),
+        });
+    }
+    Ok(text.to_string())
+}
+
+/// The turns written so far under `lease`, replayed from the worker's log (each
+/// [`SELF_DIALOG_TURN`] annotation appends or replaces the last turn).
+pub fn written_turns(events: &[Event], lease: &str) -> Vec<String> {
+    let mut turns: Vec<String> = vec![];
+    for value in annotations(events, SELF_DIALOG_TURN, lease) {
+        let (Some(index), Some(text)) = (
+            value.get("index").and_then(serde_json::Value::as_u64),
+            value.get("text").and_then(serde_json::Value::as_str),
+        ) else {
+            continue;
+        };
+        let index = index as usize;
+        if index + 1 == turns.len() {
+            turns[index] = text.to_string();
+        } else if index == turns.len() {
+            turns.push(text.to_string());
+        }
+    }
+    turns
+}
+
+fn annotations<'a>(
+    events: &'a [Event],
+    key: &'a str,
+    lease: &'a str,
+) -> impl Iterator<Item = &'a serde_json::Value> {
+    events.iter().filter_map(move |e| match &e.kind {
+        EventKind::Annotation { key: k, value }
+            if k == key && value.get("lease").and_then(|l| l.as_str()) == Some(lease) =>
+        {
+            Some(value)
+        }
+        _ => None,
+    })
+}
+
+/// One marked span: Taskmaster-1's segment of one utterance, with one annotation name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    /// The utterance's index in the dialogue.
+    pub turn: u32,
+    /// Character offset of the first character (Unicode scalar values, as Python indexes).
+    pub start_index: u32,
+    /// Character offset after the last character (exclusive).
+    pub end_index: u32,
+    /// The utterance's characters from `start_index` to `end_index`.
+    pub text: String,
+    /// The slot name.
+    pub slot: String,
+}
+
+/// Why a span is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpanProblem {
+    NoTurn {
+        turn: u32,
+        turns: usize,
+    },
+    Empty {
+        start: u32,
+        end: u32,
+    },
+    PastEnd {
+        end: u32,
+        len: usize,
+    },
+    UnknownSlot {
+        slot: String,
+    },
+    /// The given text is not the utterance's characters at those offsets.
+    TextMismatch {
+        found: String,
+        given: String,
+    },
+}
+
+impl std::fmt::Display for SpanProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpanProblem::NoTurn { turn, turns } => write!(
+                f,
+                "utterance {turn} does not exist: the dialogue has {turns} utterances (0 to {})",
+                turns.saturating_sub(1)
+            ),
+            SpanProblem::Empty { start, end } => write!(
+                f,
+                "the span {start}..{end} is empty: the end must be after the start"
+            ),
+            SpanProblem::PastEnd { end, len } => write!(
+                f,
+                "the span ends at {end}, past the end of the utterance ({len} characters)"
+            ),
+            SpanProblem::UnknownSlot { slot } => {
+                write!(f, "`{slot}` is not one of the study's slot names")
+            }
+            SpanProblem::TextMismatch { found, given } => write!(
+                f,
+                "the offsets select {found:?}, not the text given ({given:?})"
+            ),
+        }
+    }
+}
+
+/// Checks a span against the dialogue's utterances and the slot names, and fills its text: the
+/// characters `start..end` (exclusive end) of utterance `turn`. With `given` text, the
+/// characters must be that text.
+pub fn check_span(
+    utterances: &[&str],
+    slots: &[String],
+    turn: u32,
+    start: u32,
+    end: u32,
+    slot: &str,
+    given: Option<&str>,
+) -> Result<Span, SpanProblem> {
+    let Some(text) = utterances.get(turn as usize) else {
+        return Err(SpanProblem::NoTurn {
+            turn,
+            turns: utterances.len(),
+        });
+    };
+    if end <= start {
+        return Err(SpanProblem::Empty { start, end });
+    }
+    let len = text.chars().count();
+    if end as usize > len {
+        return Err(SpanProblem::PastEnd { end, len });
+    }
+    if !slots.iter().any(|s| s == slot) {
+        return Err(SpanProblem::UnknownSlot {
+            slot: slot.to_string(),
+        });
+    }
+    let found: String = text
+        .chars()
+        .skip(start as usize)
+        .take((end - start) as usize)
+        .collect();
+    if let Some(given) = given.filter(|g| !g.is_empty())
+        && given != found
+    {
+        return Err(SpanProblem::TextMismatch {
+            found,
+            given: given.to_string(),
+        });
+    }
+    Ok(Span {
+        turn,
+        start_index: start,
+        end_index: end,
+        text: found,
+        slot: slot.to_string(),
+    })
+}
+
+/// The spans marked so far under `lease`, replayed from the worker's log.
+pub fn marked_spans(events: &[Event], lease: &str) -> Vec<Span> {
+    let mut spans: Vec<Span> = vec![];
+    for value in annotations(events, SPAN_MARK, lease) {
+        if let Some(n) = value.get("remove").and_then(serde_json::Value::as_u64) {
+            if (n as usize) < spans.len() {
+                spans.remove(n as usize);
+            }
+        } else if let Ok(span) = serde_json::from_value::<Span>(value.clone()) {
+            spans.push(span);
+        }
+    }
+    spans
+}
+
+/// Taskmaster-1 `segments` of one utterance from its spans: spans with the same offsets are one
+/// segment listing each slot name (in the order marked), segments in order of offsets.
+pub fn segments_of(spans: &[Span], turn: u32) -> Vec<serde_json::Value> {
+    let mut segs: Vec<(u32, u32, String, Vec<String>)> = vec![];
+    for s in spans.iter().filter(|s| s.turn == turn) {
+        match segs
+            .iter_mut()
+            .find(|g| g.0 == s.start_index && g.1 == s.end_index)
+        {
+            Some(g) => g.3.push(s.slot.clone()),
+            None => segs.push((
+                s.start_index,
+                s.end_index,
+                s.text.clone(),
+                vec![s.slot.clone()],
+            )),
+        }
+    }
+    segs.sort_by_key(|g| (g.0, g.1));
+    segs.into_iter()
+        .map(|(start, end, text, names)| {
+            serde_json::json!({
+                "start_index": start,
+                "end_index": end,
+                "text": text,
+                "annotations": names.into_iter().map(|n| serde_json::json!({"name": n})).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
+impl Evaluation {
+    /// What is wrong with the `self_dialog` and `spans` sections for the task (`task:
+    /// self_dialog` or `spans`), as JSON pointers and messages; the loader reports them.
+    pub fn writing_problems(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = vec![];
+        let mut err = |ptr: &str, msg: String| out.push((ptr.to_string(), msg));
+        match self.task {
+            EvalTask::SelfDialog => {
+                let Some(w) = &self.self_dialog else {
+                    err(
+                        "/evaluation",
+                        "`task: self_dialog` needs a `self_dialog` section with `scenarios`".into(),
+                    );
+                    return out;
+                };
+                if w.scenarios.is_empty() || w.scenarios.len() > MAX_SCENARIOS {
+                    err(
+                        "/evaluation/self_dialog/scenarios",
+                        format!("list 1 to {MAX_SCENARIOS} scenarios"),
+                    );
+                }
+                let mut seen = std::collections::HashSet::new();
+                for (i, s) in w.scenarios.iter().enumerate() {
+                    if s.id.is_empty() || s.id.contains('~') || !seen.insert(s.id.as_str()) {
+                        err(
+                            &format!("/evaluation/self_dialog/scenarios/{i}/id"),
+                            format!("scenario id `{}` is empty, has `~` or is used twice", s.id),
+                        );
+                    }
+                    if s.instructions.trim().is_empty() {
+                        err(
+                            &format!("/evaluation/self_dialog/scenarios/{i}/instructions"),
+                            format!("scenario `{}` has no instructions", s.id),
+                        );
+                    }
+                }
+                if w.min_turns == 0 || w.min_turns > w.max_turns || w.max_turns > MAX_SELF_TURNS {
+                    err(
+                        "/evaluation/self_dialog",
+                        format!(
+                            "turns must satisfy 1 <= min_turns ({}) <= max_turns ({}) <= {MAX_SELF_TURNS}",
+                            w.min_turns, w.max_turns
+                        ),
+                    );
+                }
+                if self.spans.is_some() {
+                    err(
+                        "/evaluation/spans",
+                        "`spans` are for `task: spans` (a separate annotation study)".into(),
+                    );
+                }
+            }
+            EvalTask::Spans => {
+                match &self.spans {
+                    None => err(
+                        "/evaluation",
+                        "`task: spans` needs a `spans` section with `slots`".into(),
+                    ),
+                    Some(sp) => {
+                        if sp.slots.is_empty() {
+                            err(
+                                "/evaluation/spans/slots",
+                                "list at least one slot name".into(),
+                            );
+                        }
+                        let mut seen = std::collections::HashSet::new();
+                        for (i, slot) in sp.slots.iter().enumerate() {
+                            if slot.trim().is_empty() || !seen.insert(slot.as_str()) {
+                                err(
+                                    &format!("/evaluation/spans/slots/{i}"),
+                                    format!("slot name `{slot}` is empty or listed twice"),
+                                );
+                            }
+                        }
+                    }
+                }
+                if self.self_dialog.is_some() {
+                    err(
+                        "/evaluation/self_dialog",
+                        "`self_dialog` is for `task: self_dialog`".into(),
+                    );
+                }
+            }
+            _ => {
+                if self.self_dialog.is_some() {
+                    err(
+                        "/evaluation/self_dialog",
+                        "`self_dialog` is for `task: self_dialog`".into(),
+                    );
+                }
+                if self.spans.is_some() {
+                    err("/evaluation/spans", "`spans` are for `task: spans`".into());
+                }
+            }
+        }
+        if matches!(self.task, EvalTask::SelfDialog | EvalTask::Spans)
+            && (self.pairs.is_some() || !self.questions.is_empty() || self.annotate.is_some())
+        {
+            err(
+                "/evaluation",
+                "`pairs`, `questions` and `annotate` are not used by self-dialogs or span annotation"
+                    .into(),
+            );
+        }
+        out
     }
 }

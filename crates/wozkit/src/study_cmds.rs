@@ -166,6 +166,8 @@ fn summary(s: &LoadedStudy) -> String {
             match e.task {
                 EvalTask::Rate => "rating",
                 EvalTask::Compare | EvalTask::Chat | EvalTask::Arena => "comparison",
+                EvalTask::SelfDialog => "self-dialog scenario",
+                EvalTask::Spans => "span annotation",
             },
             e.judgments_per_item,
             gold

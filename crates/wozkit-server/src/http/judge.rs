@@ -394,7 +394,7 @@ pub fn onboarding_page(
                         .collect::<String>(),
                     side_choice(&format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
                 ),
-                EvalTask::Rate | EvalTask::Chat | EvalTask::Arena => format!(
+                EvalTask::Rate | EvalTask::Chat | EvalTask::Arena | EvalTask::SelfDialog | EvalTask::Spans => format!(
                     "{}{}",
                     shown
                         .iter()
@@ -467,7 +467,11 @@ pub async fn onboarding(
                     }
                 }
             }
-            EvalTask::Rate | EvalTask::Chat | EvalTask::Arena => {
+            EvalTask::Rate
+            | EvalTask::Chat
+            | EvalTask::Arena
+            | EvalTask::SelfDialog
+            | EvalTask::Spans => {
                 let qs = onboarding_questions(ev, n, k);
                 match questions::check(&qs, &fields, seed) {
                     Err(mut more) => problems.append(&mut more),
@@ -545,6 +549,9 @@ pub async fn judge_or_move_on(
                 super::chat::conversation_page(app, &study, p, role, i, lease, &f, seat).await?;
             Ok(Some(html))
         }
+        Some(lease) if matches!(ev.task, EvalTask::SelfDialog | EvalTask::Spans) => Ok(Some(
+            super::self_dialog::item_page(app, study, ev, p, &lease, &f, seat, &[]).await?,
+        )),
         Some(lease) => {
             let action = format!("/p/judge{}", seat_query(seat));
             let page = flow::pages(st, role).get(i);
@@ -630,7 +637,11 @@ fn item_page(
                 )
             },
         ),
-        EvalTask::Rate | EvalTask::Chat | EvalTask::Arena => (
+        EvalTask::Rate
+        | EvalTask::Chat
+        | EvalTask::Arena
+        | EvalTask::SelfDialog
+        | EvalTask::Spans => (
             shown
                 .iter()
                 .map(|d| transcript(d, 0, "The conversation", annotate, fields))
@@ -708,6 +719,10 @@ pub async fn judge(
     let (Some(ev), true) = (st.evaluation.as_ref(), judging) else {
         return Ok(to_page(seat.as_deref()));
     };
+    if matches!(ev.task, EvalTask::SelfDialog | EvalTask::Spans) {
+        // Written dialogues and spans are submitted by their own forms (`/p/self-dialog/…`).
+        return Ok(to_page(seat.as_deref()));
+    }
     let Some(lease) = own_lease(&app, &p, &study, &fields).await? else {
         return Ok(to_page(seat.as_deref()));
     };

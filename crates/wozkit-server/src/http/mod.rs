@@ -10,6 +10,7 @@
 //! | `POST /p/answers`, `/p/onboarding`, `/p/judge`, `/p/skip` | [`judge`] |
 //! | `/p/chat/…` (chat and arena pages) | [`chat`] |
 //! | `/p/desk/…` (the wizards' desk for `human` systems) | [`desk`] |
+//! | `/p/self-dialog/…`, `/p/spans/…` (self-dialogs and span annotation) | [`self_dialog`] |
 //! | `GET /leaderboard/{study}`, `GET /leaderboard/{study}/json` | [`leaderboard`] |
 //! | `GET /ws` | `crate::ws` |
 //! | `GET /assets/{file}`, `GET /study/{study}/{*file}` | [`static_files`] |
@@ -38,6 +39,7 @@ pub mod replay;
 pub mod researcher;
 pub mod review;
 pub mod room_page;
+pub mod self_dialog;
 pub mod static_files;
 pub mod survey;
 pub mod try_it;
@@ -110,6 +112,7 @@ pub fn router(app: AppState) -> Router {
         .merge(replay::routes())
         .merge(review::routes())
         .merge(accounts::routes())
+        .merge(self_dialog::routes())
         .merge(crate::metrics::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(map_response(headers))

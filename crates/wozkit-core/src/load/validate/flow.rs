@@ -249,8 +249,10 @@ impl Checker<'_> {
         }
         let need = match p.kind {
             PageKind::Rate => ev
-                .is_none_or(|e| e.task != EvalTask::Rate)
-                .then_some("a `rate` page needs an `evaluation` section with `task: rate`"),
+                .is_none_or(|e| {
+                    !matches!(e.task, EvalTask::Rate | EvalTask::SelfDialog | EvalTask::Spans)
+                })
+                .then_some("a `rate` page needs an `evaluation` section with `task: rate`, `self_dialog` or `spans`"),
             PageKind::Compare => ev
                 .is_none_or(|e| e.task != EvalTask::Compare)
                 .then_some("a `compare` page needs an `evaluation` section with `task: compare`"),
@@ -377,6 +379,11 @@ impl Checker<'_> {
                 }
             }
             EvalTask::Chat | EvalTask::Arena => self.live_evaluation(ev),
+            EvalTask::SelfDialog | EvalTask::Spans => {
+                for problem in ev.writing_problems() {
+                    self.err(&problem.0, problem.1, None);
+                }
+            }
         }
         for problem in questions::rules::check(&ev.questions, "/evaluation/questions") {
             self.err(&problem.pointer, problem.message, problem.hint);
@@ -437,6 +444,8 @@ impl Checker<'_> {
                     EvalTask::Rate => "every dialogue is used by onboarding or gold items".into(),
                     EvalTask::Chat => "declare `systems` and list them in `evaluation.systems`".into(),
                     EvalTask::Arena => "an arena needs at least two systems in `evaluation.systems`".into(),
+                    EvalTask::SelfDialog => "list the scenarios in `self_dialog.scenarios`".into(),
+                    EvalTask::Spans => "give the dialogues to annotate in `dialogues` or `from_store`".into(),
                 }),
             );
         }
@@ -659,7 +668,7 @@ impl Checker<'_> {
 
     fn known_item(&mut self, ptr: &str, task: EvalTask, k: &KnownItem, question_ids: &[&str]) {
         match task {
-            EvalTask::Chat | EvalTask::Arena => {}
+            EvalTask::Chat | EvalTask::Arena | EvalTask::SelfDialog | EvalTask::Spans => {}
             EvalTask::Compare => {
                 let (Some(a), Some(b)) = (&k.a, &k.b) else {
                     self.err(
