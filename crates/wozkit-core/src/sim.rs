@@ -13,7 +13,7 @@ use crate::load::LoadedStudy;
 use crate::model::LockKind;
 
 mod variants;
-pub use variants::{VariantReport, simulate_variants};
+pub use variants::{MAX_PRODUCT, VariantReport, simulate_variants};
 
 /// How the simulated wizard picks among offered options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -212,8 +212,12 @@ pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
         Policy::Uniform => WizardPolicy::Uniform,
     };
     let r = sim::simulate(&study, args.sessions, args.seed, policy);
+    let variants = variant_rows(&study, args.sessions, args.seed, policy);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&with_variants(&r, &variants)?)?
+        );
     } else {
         println!("study               {}", r.study);
         println!("sessions            {}", r.sessions);
@@ -259,11 +263,81 @@ pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             r.simulated_seconds.max
         );
     }
-    Ok(if r.dead_ends.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    if !args.json {
+        print_variants(&variants);
+    }
+    Ok(
+        if r.dead_ends.is_empty() && variants.iter().all(|v| v.dead_ends.is_empty()) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
+}
+
+/// Sessions played per scenario variant: a share of `--sessions`, at least 20.
+const MIN_VARIANT_SESSIONS: usize = 20;
+
+/// The per-variant rows of `simulate`: every value of every choice variable played (see
+/// [`wozkit_core::scenario::variants`]); none for a study that draws no choice.
+fn variant_rows(
+    study: &LoadedStudy,
+    sessions: usize,
+    seed: u64,
+    policy: WizardPolicy,
+) -> Vec<sim::VariantReport> {
+    let st = &study.study;
+    if wozkit_core::scenario::choice_values(st).is_empty() {
+        return vec![];
+    }
+    let count = wozkit_core::scenario::variants(st, sim::MAX_PRODUCT)
+        .len()
+        .max(1);
+    let per_variant = (sessions / count).max(MIN_VARIANT_SESSIONS);
+    sim::simulate_variants(study, per_variant, seed, policy)
+}
+
+/// The JSON of `simulate`: the report, plus `variants` when the study draws a scenario.
+fn with_variants(r: &sim::SimReport, variants: &[sim::VariantReport]) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(r)?;
+    if !variants.is_empty()
+        && let Some(map) = v.as_object_mut()
+    {
+        map.insert("variants".into(), serde_json::to_value(variants)?);
+    }
+    Ok(v)
+}
+
+/// The per-variant table of `simulate`: completion rate, turns, dead ends.
+fn print_variants(variants: &[sim::VariantReport]) {
+    if variants.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "scenario variants   {} (each played {} times)",
+        variants.len(),
+        variants[0].sessions
+    );
+    let width = variants.iter().map(|v| v.label.len()).max().unwrap_or(0);
+    println!(
+        "  {:width$}  {:>8}  {:>11}  {:>10}  dead ends",
+        "variant", "goal", "turns mean", "turns p90"
+    );
+    for v in variants {
+        println!(
+            "  {:width$}  {:>7.1}%  {:>11.1}  {:>10.0}  {}",
+            v.label,
+            v.goal_share * 100.0,
+            v.turns.mean,
+            v.turns.p90,
+            if v.dead_ends.is_empty() {
+                "none".to_string()
+            } else {
+                v.dead_ends.join(", ")
+            }
+        );
+    }
 }
 
 pub fn graph(args: GraphArgs) -> Result<ExitCode> {
