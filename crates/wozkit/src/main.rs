@@ -6,6 +6,7 @@ mod crowd_cmd;
 mod data_cmds;
 #[cfg(feature = "mturk")]
 mod mturk_cmd;
+mod priors_cmd;
 mod prolific_cmd;
 mod researchers_cmd;
 mod serve_cmd;
@@ -39,9 +40,17 @@ enum Cmd {
     Validate {
         /// A study file, a folder with study.yaml, or a built-in study's name.
         study: String,
+        /// A priors overlay (from `wozkit priors learn`) to check and load on top of the study.
+        #[arg(long, value_name = "FILE")]
+        priors: Option<std::path::PathBuf>,
     },
     /// Play sessions with random wizard and user policies; exits 1 if a dead end is reachable.
     Simulate(study_cmds::SimulateArgs),
+    /// Transition priors of the hint learned from collected sessions (docs/priors.md).
+    Priors {
+        #[command(subcommand)]
+        action: priors_cmd::PriorsCmd,
+    },
     /// Draw the state diagram.
     Graph(study_cmds::GraphArgs),
     /// Print the JSON Schema of the study format.
@@ -82,8 +91,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Studies { action } => study_cmds::studies(action),
-        Cmd::Validate { study } => study_cmds::validate(&study),
+        Cmd::Validate { study, priors } => study_cmds::validate(&study, priors.as_deref()),
         Cmd::Simulate(args) => study_cmds::simulate(args),
+        Cmd::Priors { action } => priors_cmd::priors(action),
         Cmd::Graph(args) => study_cmds::graph(args),
         Cmd::Schema => study_cmds::schema(),
         Cmd::Import(args) => data_cmds::import(args),

@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// needs `WOZKIT_METRICS_TOKEN` as a bearer token, and is absent without it.
     #[arg(long, env = "WOZKIT_METRICS_ADDR", value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
+    /// A priors overlay (from `wozkit priors learn`) for the served study it names: the hints
+    /// its wizards see are drawn with these priors (docs/priors.md). Repeatable.
+    #[arg(long = "priors", value_name = "FILE")]
+    priors: Vec<PathBuf>,
 }
 
 /// Parses `--system NAME=URL[#MODEL]`.
@@ -182,6 +186,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .map(|s| load_study(s))
         .collect::<Result<Vec<_>>>()?;
     apply_systems(&mut studies, &args.systems)?;
+    crate::priors_cmd::apply_overlays(&mut studies, &args.priors)?;
     runtime()?.block_on(async move {
         let store = open_store(&args.data, Access::Write).await?;
         let env_password = std::env::var("WOZKIT_RESEARCHER_PASSWORD").ok();

@@ -35,6 +35,13 @@ pub struct SimulateArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// A priors overlay (from `wozkit priors learn`) loaded on top of the study.
+    #[arg(long, value_name = "FILE")]
+    priors: Option<PathBuf>,
+    /// Play the study with its priors and with this overlay's, and print both side by side:
+    /// hint agreement with the simulated wizard, goal reached, turns (docs/priors.md).
+    #[arg(long, value_name = "FILE")]
+    compare_priors: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -114,8 +121,8 @@ pub fn studies(action: Option<StudiesCmd>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn validate(arg: &str) -> Result<ExitCode> {
-    match load::resolve(arg) {
+pub fn validate(arg: &str, priors: Option<&std::path::Path>) -> Result<ExitCode> {
+    match load::resolve_with_priors(arg, priors) {
         Ok(s) => {
             println!("{}: valid ({})", s.study.id, summary(&s));
             Ok(ExitCode::SUCCESS)
@@ -197,7 +204,8 @@ fn kind(s: &LoadedStudy) -> &'static str {
 }
 
 pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
-    let study = load(&args.study)?;
+    let study = load::resolve_with_priors(&args.study, args.priors.as_deref())
+        .map_err(|d| anyhow::anyhow!("{d}"))?;
     if !study.study.has_room() {
         eprintln!(
             "{}: no dialogue room, so no dialogue states to simulate ({}); \
@@ -206,6 +214,9 @@ pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             summary(&study)
         );
         return Ok(ExitCode::from(2));
+    }
+    if let Some(file) = &args.compare_priors {
+        return crate::priors_cmd::compare(&study, file, args.sessions, args.seed, args.json);
     }
     let policy = match args.policy {
         Policy::Priors => WizardPolicy::Priors,
