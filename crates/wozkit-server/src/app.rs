@@ -139,6 +139,8 @@ pub struct Inner {
     next_conn: AtomicU64,
     /// The figures `/metrics` serves (the store above already counts into them).
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// The console's figures and the per-session parts they are summed from.
+    pub(crate) console_figures: crate::http::console::Figures,
 }
 
 impl Deref for AppState {
@@ -193,6 +195,7 @@ impl AppState {
             _alive: alive,
             next_conn: AtomicU64::new(1),
             metrics,
+            console_figures: Default::default(),
         }));
         crate::chat::listen_unprompted(&app);
         Ok(app)

@@ -9,20 +9,25 @@
 //! | `GET /researcher/study/{study}/download/{what}`: [`DOWNLOADS`]; `?test=1` keeps test sessions | observer |
 //!
 //! The figures are computed at most every [`FRESH`] and shared by every console open on the
-//! server: a cheap fingerprint (every session's and participant log's last event, the waiting
-//! room) is read first, and the figures (which read the payment table, so every event of the
-//! studies) are rebuilt only when it changed, or at least every [`MAX_STALE`]. While a console
-//! listens, one task per server checks every [`FRESH`] and sends the figures to all of them when
-//! they differ. The rebuild runs on a blocking thread. Its cost grows with the events stored:
-//! measured in a debug build on a busy two-core machine, 2000 two-person sessions (4000 payment
-//! rows) took 0.4–1.1 s for the payment table and 0.6–0.8 s for all the figures, 6000 sessions
-//! 1.5–3.4 s and 1.7–4.5 s (`figures_cost_with_many_sessions` in the API tests prints it); a
-//! cached answer takes milliseconds.
+//! server ([`Figures`], in the app state): a cheap fingerprint (every session's and participant
+//! log's last event and end, the waiting room) is read first, and the figures are rebuilt only
+//! when it changed, or at least every [`MAX_STALE`]. While a console listens, one task per
+//! server checks every [`FRESH`] and sends the figures to all of them when they differ.
+//!
+//! A rebuild costs about what changed: each dialogue's and participant log's share (its rows of
+//! the payment table, which `payments` itself prices) is kept with its last `seq`, its end and
+//! its participants as stored, read for every session at once; only sessions where one of those
+//! differs are priced again, on a blocking thread. Before, every rebuild priced every session
+//! with two or three store queries each (participants, events, and the log's events again),
+//! and those round trips to the store's worker thread were the cost: in a release build on a
+//! loaded two-core machine, 2000 two-person sessions took 0.4–0.9 s a rebuild and 10,000
+//! 1.5–1.9 s; the numbers of this design are in the report of
+//! `figures_cost_with_many_sessions` in the API tests.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -36,18 +41,24 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use wozkit_core::evaluation::EvalTask;
 use wozkit_core::event::EndReason;
+use wozkit_core::event::Event;
 use wozkit_core::load::LoadedStudy;
 use wozkit_data::download::{NamedFile, export_into_memory, zip_files};
 use wozkit_data::report::html::render_html;
 use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::ExportFormat;
-use wozkit_store::{SessionFilter, SessionKind, Store, StoreError, TEST_KEY};
+use wozkit_store::{
+    Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LiveLogin,
+    NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
+    Platform, SessionEnd, SessionFilter, SessionKind, SessionRecord, Store, StoreError,
+    SubmitOutcome, TEST_KEY,
+};
 
 use super::html::{esc, path_escape};
 use super::researcher::require_page;
 use crate::app::{AppState, now_ms};
-use crate::auth::Access;
+use crate::auth::{Access, Researcher};
 use crate::error::HttpError;
 use crate::records::payments::{PaymentRow, payments, write_csv};
 use crate::records::{is_test_session, session_log, sessions};
@@ -174,25 +185,239 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
-/// Computes every served study's figures from the store and the lobby.
-pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
+/// The dialogues and participant logs as listed at one moment, which the figures are computed
+/// from and the fingerprint is taken of.
+struct Listed {
+    dialogues: Vec<SessionRecord>,
+    logs: Vec<SessionRecord>,
+}
+
+impl Listed {
+    async fn read(store: &dyn Store) -> Result<Listed, StoreError> {
+        let list = |kind| SessionFilter {
+            kind,
+            ..SessionFilter::default()
+        };
+        Ok(Listed {
+            dialogues: store.list_sessions(&list(SessionKind::Dialogue)).await?,
+            logs: store.list_sessions(&list(SessionKind::Participant)).await?,
+        })
+    }
+
+    /// What changes whenever a figure may, but for a participant's completion code (stored
+    /// just after its event): every dialogue's and participant log's end and last event, and
+    /// the waiting room.
+    fn fingerprint(&self, app: &AppState) -> Vec<u64> {
+        let mut fp = vec![];
+        for list in [&self.dialogues, &self.logs] {
+            fp.push(list.len() as u64);
+            for r in list {
+                fp.push(r.last_seq);
+                fp.push(r.ended.map_or(0, |e| e.at_ms));
+            }
+        }
+        for q in app.lobby.counts() {
+            fp.push(q.users as u64);
+            fp.push(q.wizards as u64);
+        }
+        fp
+    }
+}
+
+/// One dialogue's or participant log's share of the figures: its rows of the payment table
+/// (test ones too) and, for a participant log, the seconds from its first to its last event.
+/// They depend only on the session's record (its end), its events (append-only, so its last
+/// `seq` names them), its participants as stored and the study, so a part is kept while those
+/// stay the same: an ended session whose participants got their codes is priced once.
+struct Part {
+    last_seq: u64,
+    ended: Option<SessionEnd>,
+    people: Vec<Participant>,
+    rows: Vec<PaymentRow>,
+    span_s: Option<f64>,
+}
+
+impl Part {
+    fn is_for(&self, record: &SessionRecord, people: &[Participant]) -> bool {
+        self.last_seq == record.last_seq && self.ended == record.ended && self.people == people
+    }
+}
+
+/// The console's figures, shared by every console open on one server: a field of the app
+/// state ([`crate::app::Inner`]).
+pub struct Figures {
+    /// The latest figures; every live stream watches it.
+    tx: watch::Sender<Option<Arc<Overview>>>,
+    /// The latest figures computed and the parts they were summed from. Held while
+    /// computing, so that consoles asking at once share one computation.
+    state: tokio::sync::Mutex<FiguresState>,
+    /// A task checks for changes while someone listens.
+    watching: AtomicBool,
+}
+
+impl Default for Figures {
+    fn default() -> Figures {
+        Figures {
+            tx: watch::channel(None).0,
+            state: tokio::sync::Mutex::new(FiguresState::default()),
+            watching: AtomicBool::new(false),
+        }
+    }
+}
+
+#[derive(Default)]
+struct FiguresState {
+    computed: Option<Computed>,
+    /// By session (dialogue or participant log) id.
+    parts: HashMap<String, Part>,
+}
+
+/// Figures computed, with when and from what.
+struct Computed {
+    /// When the fingerprint was last read (and found the same).
+    at: Instant,
+    /// When the figures were computed.
+    computed: Instant,
+    fingerprint: Vec<u64>,
+    overview: Arc<Overview>,
+}
+
+/// Every served study's figures, computed from scratch (no part kept from before): what the
+/// kept parts must add up to.
+#[cfg(test)]
+async fn compute(app: &AppState) -> Result<Overview, StoreError> {
+    let listed = Listed::read(app.store.as_ref()).await?;
+    Ok(rebuild(app, &mut HashMap::new(), listed).await?.0)
+}
+
+/// Every served study's figures from `listed`, the lobby and `parts`: the parts of sessions
+/// that changed (or are new) are priced again and replaced, those of sessions gone dropped.
+/// Returns the figures and how many sessions were priced.
+async fn rebuild(
+    app: &AppState,
+    parts: &mut HashMap<String, Part>,
+    listed: Listed,
+) -> Result<(Overview, usize), StoreError> {
     let store = app.store.as_ref();
-    let served = |id: &str| app.study(Some(id));
-    // One pass over the store: every row, test ones too, which also tell the test sessions
-    // (a session with a test participant is a test session, as in the exports).
-    let all = payments(store, None, &served, true).await?;
-    let test_mark = format!("{TEST_KEY}=1");
-    let test_sessions: HashSet<&str> = all
+    // Every participant in one read, grouped as `payments` asks for them.
+    let mut in_session: HashMap<String, Vec<Participant>> = HashMap::new();
+    let mut by_id: HashMap<String, Participant> = HashMap::new();
+    for p in store.list_participants(None).await? {
+        if let Some(s) = &p.session_id {
+            in_session.entry(s.clone()).or_default().push(p.clone());
+        }
+        by_id.insert(p.id.clone(), p);
+    }
+    let log_people = |log: &SessionRecord| -> Vec<Participant> {
+        log.id
+            .strip_prefix("log-")
+            .and_then(|id| by_id.get(id))
+            .cloned()
+            .into_iter()
+            .collect()
+    };
+    let mut changed = Scoped::new(app.store.clone());
+    for r in &listed.dialogues {
+        let people = in_session.get(&r.id).map_or(&[][..], Vec::as_slice);
+        if !parts.get(&r.id).is_some_and(|p| p.is_for(r, people)) {
+            changed.dialogues.push(r.clone());
+        }
+    }
+    for r in &listed.logs {
+        let people = log_people(r);
+        if !parts.get(&r.id).is_some_and(|p| p.is_for(r, &people)) {
+            changed.logs.push(r.clone());
+        }
+    }
+    let repriced = changed.dialogues.len() + changed.logs.len();
+    let listed_ids: HashSet<&str> = listed
+        .dialogues
         .iter()
-        .filter(|r| r.crowd_ids.split(';').any(|kv| kv == test_mark))
-        .map(|r| r.session.as_str())
+        .chain(&listed.logs)
+        .map(|r| r.id.as_str())
         .collect();
-    let mut by_study: HashMap<&str, Vec<&PaymentRow>> = HashMap::new();
-    for row in all
+    parts.retain(|id, _| listed_ids.contains(id.as_str()));
+    if repriced > 0 {
+        // `payments` itself prices them, on a view of the store that lists only these
+        // sessions and answers with the participants read above.
+        for r in &changed.dialogues {
+            if let Some(people) = in_session.get(&r.id) {
+                changed.in_session.insert(r.id.clone(), people.clone());
+            }
+        }
+        for r in &changed.logs {
+            for p in log_people(r) {
+                changed.by_id.insert(p.id.clone(), p);
+            }
+        }
+        let served = |id: &str| app.study(Some(id));
+        let mut rows: HashMap<String, Vec<PaymentRow>> = HashMap::new();
+        for row in payments(&changed, None, &served, true).await? {
+            rows.entry(row.session.clone()).or_default().push(row);
+        }
+        let spans = std::mem::take(&mut *changed.spans.lock().unwrap_or_else(|p| p.into_inner()));
+        for r in &changed.dialogues {
+            let people = in_session.get(&r.id).cloned().unwrap_or_default();
+            parts.insert(
+                r.id.clone(),
+                Part {
+                    last_seq: r.last_seq,
+                    ended: r.ended,
+                    people,
+                    rows: rows.remove(&r.id).unwrap_or_default(),
+                    span_s: None,
+                },
+            );
+        }
+        for r in &changed.logs {
+            // None when the payment table did not read the log (no participant, or one
+            // placed in a session).
+            let span_s = spans
+                .get(&r.id)
+                .map(|&(first, last)| last.saturating_sub(first) as f64 / 1e3);
+            parts.insert(
+                r.id.clone(),
+                Part {
+                    last_seq: r.last_seq,
+                    ended: r.ended,
+                    people: log_people(r),
+                    rows: rows.remove(&r.id).unwrap_or_default(),
+                    span_s,
+                },
+            );
+        }
+    }
+    Ok((sum(app, parts, &listed.dialogues).await?, repriced))
+}
+
+/// The figures from the parts, the dialogues' records and the lobby.
+async fn sum(
+    app: &AppState,
+    parts: &HashMap<String, Part>,
+    dialogues: &[SessionRecord],
+) -> Result<Overview, StoreError> {
+    // A session with a test participant is a test session, as in the exports.
+    let test_mark = format!("{TEST_KEY}=1");
+    let test_sessions: HashSet<&str> = parts
         .iter()
-        .filter(|r| !test_sessions.contains(r.session.as_str()))
-    {
-        by_study.entry(row.study.as_str()).or_default().push(row);
+        .filter(|(_, p)| {
+            p.rows
+                .iter()
+                .any(|r| r.crowd_ids.split(';').any(|kv| kv == test_mark))
+        })
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let mut by_study: HashMap<&str, Vec<(&PaymentRow, Option<f64>)>> = HashMap::new();
+    for (id, part) in parts {
+        if test_sessions.contains(id.as_str()) {
+            continue;
+        }
+        for row in &part.rows {
+            by_study
+                .entry(row.study.as_str())
+                .or_default()
+                .push((row, part.span_s));
+        }
     }
     let counts = app.lobby.counts();
     let mut out = Vec::with_capacity(app.studies.len());
@@ -228,7 +453,7 @@ pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
             f.waiting_wizards += q.wizards as u64;
         }
         let mut durations = vec![];
-        for record in sessions(store, Some(id)).await? {
+        for record in dialogues.iter().filter(|r| r.study_id == *id) {
             if test_sessions.contains(record.id.as_str()) {
                 continue;
             }
@@ -244,9 +469,10 @@ pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
                 },
             }
         }
-        let mut spent = 0.0;
-        for row in by_study.get(id.as_str()).into_iter().flatten() {
-            spent += row.total;
+        // In cents: each row's total is, so the sum is exact whatever the order.
+        let mut spent_cents: i64 = 0;
+        for (row, span_s) in by_study.get(id.as_str()).into_iter().flatten() {
+            spent_cents += cents(row.total);
             if !row.completion_code.is_empty() {
                 f.codes += 1;
             }
@@ -255,9 +481,7 @@ pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
                 match row.status.as_str() {
                     "completed" => {
                         f.finished += 1;
-                        if let Some(d) = log_duration(store, &row.session).await? {
-                            durations.push(d);
-                        }
+                        durations.extend(span_s);
                     }
                     s if s.starts_with("screened_") => f.screened_out += 1,
                     "abandoned" => f.unfinished += 1,
@@ -265,14 +489,14 @@ pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
                 }
             }
         }
-        f.spent = (spent * 100.0).round() / 100.0;
+        f.spent = spent_cents as f64 / 100.0;
         if let Some(budget) = f.budget.filter(|b| *b > 0.0) {
             f.budget_percent = Some((f.spent / budget * 1000.0).round() / 10.0);
             f.budget_warning = f.spent > budget * WARN_SHARE;
         }
         f.median_duration_s = median(durations).map(|d| (d * 10.0).round() / 10.0);
         if study.study.evaluation.is_some() {
-            let items = store.item_counts(id, now_ms()).await?;
+            let items = app.store.item_counts(id, now_ms()).await?;
             f.items_total = Some(items.len() as u64);
             f.items_done = Some(items.iter().filter(|i| i.done >= i.needed).count() as u64);
         }
@@ -284,108 +508,300 @@ pub async fn compute(app: &AppState) -> Result<Overview, StoreError> {
     })
 }
 
-/// [`compute`] on a blocking thread: it reads every event of the studies (the payment table),
+/// An amount of the payment table (rounded to cents there) in cents.
+fn cents(amount: f64) -> i64 {
+    (amount * 100.0).round() as i64
+}
+
+/// [`rebuild`] on a blocking thread: pricing reads every event of the sessions that changed,
 /// which must not hold up the server's async workers.
-async fn compute_off_thread(app: &AppState) -> Result<Overview, StoreError> {
+async fn rebuild_off_thread(
+    app: &AppState,
+    parts: &mut HashMap<String, Part>,
+    listed: Listed,
+) -> Result<(Overview, usize), StoreError> {
     let app = app.clone();
+    let mut owned = std::mem::take(parts);
     let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(compute(&app)))
-        .await
-        .unwrap_or_else(|e| match e.try_into_panic() {
+    let work = tokio::task::spawn_blocking(move || {
+        let out = runtime.block_on(rebuild(&app, &mut owned, listed));
+        (out, owned)
+    })
+    .await;
+    match work {
+        Ok((out, owned)) => {
+            *parts = owned;
+            out
+        }
+        Err(e) => match e.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
             // Cancelled: the runtime is shutting down, and the store with it.
             Err(_) => Err(StoreError::Closed),
-        })
+        },
+    }
 }
 
-/// Seconds from a participant log's first to its last event.
-async fn log_duration(store: &dyn Store, log: &str) -> Result<Option<f64>, StoreError> {
-    let events = store.events(log, 0).await?;
-    Ok(match (events.first(), events.last()) {
-        (Some(a), Some(b)) => Some(b.at_ms.saturating_sub(a.at_ms) as f64 / 1e3),
-        _ => None,
-    })
+/// The store as `payments` sees it while the changed sessions are priced: it lists only
+/// those, answers participant questions from one bulk read, and notes each log's first and
+/// last event as they are read. Everything else goes to the store.
+struct Scoped {
+    inner: Arc<dyn Store>,
+    dialogues: Vec<SessionRecord>,
+    logs: Vec<SessionRecord>,
+    in_session: HashMap<String, Vec<Participant>>,
+    by_id: HashMap<String, Participant>,
+    /// Participant logs read whole: their first and last event's time.
+    spans: Mutex<HashMap<String, (u64, u64)>>,
 }
 
-/// What changes whenever a figure may: every dialogue's and participant log's end and last
-/// event, and the waiting room.
-async fn fingerprint(app: &AppState) -> Result<Vec<u64>, StoreError> {
-    let mut fp = vec![];
-    for kind in [SessionKind::Dialogue, SessionKind::Participant] {
-        let list = app
-            .store
-            .list_sessions(&SessionFilter {
-                kind,
-                ..SessionFilter::default()
-            })
-            .await?;
-        fp.push(list.len() as u64);
-        for r in list {
-            fp.push(r.last_seq);
-            fp.push(r.ended.map_or(0, |e| e.at_ms));
+impl Scoped {
+    fn new(inner: Arc<dyn Store>) -> Scoped {
+        Scoped {
+            inner,
+            dialogues: vec![],
+            logs: vec![],
+            in_session: HashMap::new(),
+            by_id: HashMap::new(),
+            spans: Mutex::new(HashMap::new()),
         }
     }
-    for q in app.lobby.counts() {
-        fp.push(q.users as u64);
-        fp.push(q.wizards as u64);
+}
+
+#[async_trait::async_trait]
+impl Store for Scoped {
+    async fn create_session(&self, new: NewSession) -> wozkit_store::Result<SessionRecord> {
+        self.inner.create_session(new).await
     }
-    Ok(fp)
-}
-
-/// The figures shared by every console of one server.
-struct Hub {
-    store: Weak<dyn Store>,
-    /// The latest figures; every live stream watches it.
-    tx: watch::Sender<Option<Arc<Overview>>>,
-    /// The latest figures computed. Held while computing, so that consoles asking at once
-    /// share one computation.
-    last: tokio::sync::Mutex<Option<Computed>>,
-    /// A task checks for changes while someone listens.
-    watching: AtomicBool,
-}
-
-/// Figures computed, with when and from what.
-struct Computed {
-    /// When the fingerprint was last read (and found the same).
-    at: Instant,
-    /// When the figures were computed.
-    computed: Instant,
-    fingerprint: Vec<u64>,
-    overview: Arc<Overview>,
-}
-
-/// Hubs by server (the address of its store). A server's hub goes when its store does.
-static HUBS: Mutex<Vec<(usize, Arc<Hub>)>> = Mutex::new(Vec::new());
-
-fn hub(app: &AppState) -> Arc<Hub> {
-    let key = Arc::as_ptr(&app.store).cast::<()>() as usize;
-    let mut hubs = HUBS.lock().unwrap_or_else(|p| p.into_inner());
-    hubs.retain(|(_, h)| h.store.strong_count() > 0);
-    if let Some((_, h)) = hubs.iter().find(|(k, _)| *k == key) {
-        return h.clone();
+    async fn session(&self, id: &str) -> wozkit_store::Result<Option<SessionRecord>> {
+        self.inner.session(id).await
     }
-    let h = Arc::new(Hub {
-        store: Arc::downgrade(&app.store),
-        tx: watch::channel(None).0,
-        last: tokio::sync::Mutex::new(None),
-        watching: AtomicBool::new(false),
-    });
-    hubs.push((key, h.clone()));
-    h
+    async fn list_sessions(
+        &self,
+        filter: &SessionFilter,
+    ) -> wozkit_store::Result<Vec<SessionRecord>> {
+        let listed = match filter.kind {
+            SessionKind::Dialogue => &self.dialogues,
+            SessionKind::Participant => &self.logs,
+        };
+        Ok(listed
+            .iter()
+            .filter(|r| filter.study_id.as_ref().is_none_or(|s| *s == r.study_id))
+            .cloned()
+            .collect())
+    }
+    async fn count_sessions(&self, filter: &SessionFilter) -> wozkit_store::Result<u64> {
+        self.inner.count_sessions(filter).await
+    }
+    async fn end_session(
+        &self,
+        id: &str,
+        reason: EndReason,
+        at_ms: u64,
+    ) -> wozkit_store::Result<bool> {
+        self.inner.end_session(id, reason, at_ms).await
+    }
+    async fn append(
+        &self,
+        session: &str,
+        events: Vec<NewEvent>,
+    ) -> wozkit_store::Result<Vec<Event>> {
+        self.inner.append(session, events).await
+    }
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> wozkit_store::Result<Option<Vec<Event>>> {
+        self.inner.append_once(session, key, events).await
+    }
+    async fn events(&self, session: &str, after_seq: u64) -> wozkit_store::Result<Vec<Event>> {
+        let events = self.inner.events(session, after_seq).await?;
+        if after_seq == 0
+            && let (Some(first), Some(last)) = (events.first(), events.last())
+        {
+            self.spans
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(session.to_string(), (first.at_ms, last.at_ms));
+        }
+        Ok(events)
+    }
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> wozkit_store::Result<Vec<Event>> {
+        self.inner.events_page(study_id, after, limit).await
+    }
+    async fn create_participant(&self, new: NewParticipant) -> wozkit_store::Result<Participant> {
+        self.inner.create_participant(new).await
+    }
+    async fn participant(&self, id: &str) -> wozkit_store::Result<Option<Participant>> {
+        Ok(self.by_id.get(id).cloned())
+    }
+    async fn participant_by_token_hash(
+        &self,
+        token_hash: &str,
+    ) -> wozkit_store::Result<Option<Participant>> {
+        self.inner.participant_by_token_hash(token_hash).await
+    }
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> wozkit_store::Result<Option<Participant>> {
+        self.inner
+            .participant_by_worker(study_id, platform, worker_id)
+            .await
+    }
+    async fn participants_in_session(
+        &self,
+        session_id: &str,
+    ) -> wozkit_store::Result<Vec<Participant>> {
+        Ok(self.in_session.get(session_id).cloned().unwrap_or_default())
+    }
+    async fn list_participants(
+        &self,
+        study_id: Option<&str>,
+    ) -> wozkit_store::Result<Vec<Participant>> {
+        self.inner.list_participants(study_id).await
+    }
+    async fn update_participant(
+        &self,
+        id: &str,
+        patch: ParticipantPatch,
+    ) -> wozkit_store::Result<Participant> {
+        self.inner.update_participant(id, patch).await
+    }
+    async fn open_participant_log(&self, new: NewSession) -> wozkit_store::Result<SessionRecord> {
+        self.inner.open_participant_log(new).await
+    }
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> wozkit_store::Result<()> {
+        self.inner.register_items(study_id, items).await
+    }
+    async fn claim(&self, req: ClaimRequest) -> wozkit_store::Result<Option<Lease>> {
+        self.inner.claim(req).await
+    }
+    async fn lease(&self, lease_id: &str) -> wozkit_store::Result<Option<Lease>> {
+        self.inner.lease(lease_id).await
+    }
+    async fn open_lease(
+        &self,
+        study_id: &str,
+        worker: &str,
+    ) -> wozkit_store::Result<Option<Lease>> {
+        self.inner.open_lease(study_id, worker).await
+    }
+    async fn submit(
+        &self,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> wozkit_store::Result<(SubmitOutcome, Vec<Event>)> {
+        self.inner.submit(lease_id, now_ms, session, events).await
+    }
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> wozkit_store::Result<bool> {
+        self.inner.return_lease(lease_id, now_ms).await
+    }
+    async fn leases(&self, study_id: &str) -> wozkit_store::Result<Vec<Lease>> {
+        self.inner.leases(study_id).await
+    }
+    async fn item_counts(
+        &self,
+        study_id: &str,
+        now_ms: u64,
+    ) -> wozkit_store::Result<Vec<ItemCount>> {
+        self.inner.item_counts(study_id, now_ms).await
+    }
+    async fn create_account(&self, new: NewAccount) -> wozkit_store::Result<Account> {
+        self.inner.create_account(new).await
+    }
+    async fn account(&self, id: &str) -> wozkit_store::Result<Option<Account>> {
+        self.inner.account(id).await
+    }
+    async fn account_by_name(&self, name: &str) -> wozkit_store::Result<Option<Account>> {
+        self.inner.account_by_name(name).await
+    }
+    async fn accounts(&self) -> wozkit_store::Result<Vec<Account>> {
+        self.inner.accounts().await
+    }
+    async fn set_account_password(
+        &self,
+        id: &str,
+        password_hash: &str,
+    ) -> wozkit_store::Result<bool> {
+        self.inner.set_account_password(id, password_hash).await
+    }
+    async fn remove_account(&self, id: &str, at_ms: u64) -> wozkit_store::Result<bool> {
+        self.inner.remove_account(id, at_ms).await
+    }
+    async fn create_login(&self, login: NewLogin) -> wozkit_store::Result<()> {
+        self.inner.create_login(login).await
+    }
+    async fn login(
+        &self,
+        token_hash: &str,
+        now_ms: u64,
+    ) -> wozkit_store::Result<Option<LiveLogin>> {
+        self.inner.login(token_hash, now_ms).await
+    }
+    async fn end_login(&self, token_hash: &str) -> wozkit_store::Result<bool> {
+        self.inner.end_login(token_hash).await
+    }
+    async fn end_logins(&self, account_id: &str) -> wozkit_store::Result<u64> {
+        self.inner.end_logins(account_id).await
+    }
+    async fn record_failed_login(
+        &self,
+        address: &str,
+        name: &str,
+        at_ms: u64,
+        forget_before_ms: u64,
+    ) -> wozkit_store::Result<()> {
+        self.inner
+            .record_failed_login(address, name, at_ms, forget_before_ms)
+            .await
+    }
+    async fn failed_logins(
+        &self,
+        address: &str,
+        name: &str,
+        since_ms: u64,
+    ) -> wozkit_store::Result<FailedLogins> {
+        self.inner.failed_logins(address, name, since_ms).await
+    }
+    async fn clear_failed_logins(&self, name: &str) -> wozkit_store::Result<()> {
+        self.inner.clear_failed_logins(name).await
+    }
+    async fn meta(&self, key: &str) -> wozkit_store::Result<Option<String>> {
+        self.inner.meta(key).await
+    }
+    async fn set_meta(&self, key: &str, value: &str) -> wozkit_store::Result<()> {
+        self.inner.set_meta(key, value).await
+    }
+    async fn close(&self) {
+        self.inner.close().await
+    }
 }
 
-/// The figures, at most [`FRESH`] old; recomputed only when the fingerprint changed. Sends
-/// them to the live streams when they differ from the last sent.
+/// The figures, at most [`FRESH`] old; recomputed only when the fingerprint changed (or after
+/// [`MAX_STALE`]), and then only the parts of sessions that changed. Sends them to the live
+/// streams when they differ from the last sent.
 pub async fn current(app: &AppState) -> Result<Arc<Overview>, StoreError> {
-    let hub = hub(app);
-    let mut last = hub.last.lock().await;
-    if let Some(c) = last.as_ref()
+    let figures = &app.console_figures;
+    let mut state = figures.state.lock().await;
+    if let Some(c) = state.computed.as_ref()
         && c.at.elapsed() < FRESH
     {
         return Ok(c.overview.clone());
     }
-    let fp = fingerprint(app).await?;
-    if let Some(c) = last.as_mut()
+    let listed = Listed::read(app.store.as_ref()).await?;
+    let fp = listed.fingerprint(app);
+    if let Some(c) = state.computed.as_mut()
         && c.fingerprint == fp
         && c.computed.elapsed() < MAX_STALE
     {
@@ -393,18 +809,19 @@ pub async fn current(app: &AppState) -> Result<Arc<Overview>, StoreError> {
         return Ok(c.overview.clone());
     }
     let started = Instant::now();
-    let overview = Arc::new(compute_off_thread(app).await?);
+    let (overview, repriced) = rebuild_off_thread(app, &mut state.parts, listed).await?;
+    let overview = Arc::new(overview);
     tracing::debug!(
-        "console figures computed in {} ms",
+        "console figures computed in {} ms ({repriced} sessions priced)",
         started.elapsed().as_millis()
     );
-    *last = Some(Computed {
+    state.computed = Some(Computed {
         at: Instant::now(),
         computed: Instant::now(),
         fingerprint: fp,
         overview: overview.clone(),
     });
-    hub.tx.send_if_modified(|sent| {
+    figures.tx.send_if_modified(|sent| {
         if sent.as_ref().is_some_and(|s| s.same_figures(&overview)) {
             false
         } else {
@@ -417,22 +834,24 @@ pub async fn current(app: &AppState) -> Result<Arc<Overview>, StoreError> {
 
 /// Starts the task that checks for changes every [`FRESH`], unless it runs; it stops when no
 /// console listens any more, or the server stops.
-fn watch_changes(app: &AppState, hub: &Arc<Hub>) {
-    if hub.watching.swap(true, Ordering::AcqRel) {
+fn watch_changes(app: &AppState) {
+    let figures = &app.console_figures;
+    if figures.watching.swap(true, Ordering::AcqRel) {
         return;
     }
     let app = app.clone();
-    let hub = hub.clone();
     tokio::spawn(async move {
+        let figures = &app.console_figures;
         loop {
             tokio::select! {
                 () = app.stopping() => break,
                 () = tokio::time::sleep(FRESH) => {}
             }
-            if hub.tx.receiver_count() == 0 {
-                hub.watching.store(false, Ordering::Release);
+            if figures.tx.receiver_count() == 0 {
+                figures.watching.store(false, Ordering::Release);
                 // A console that came meanwhile found the task running: keep it.
-                if hub.tx.receiver_count() == 0 || hub.watching.swap(true, Ordering::AcqRel) {
+                if figures.tx.receiver_count() == 0 || figures.watching.swap(true, Ordering::AcqRel)
+                {
                     break;
                 }
             }
@@ -440,7 +859,7 @@ fn watch_changes(app: &AppState, hub: &Arc<Hub>) {
                 tracing::warn!("console figures: {e}");
             }
         }
-        hub.watching.store(false, Ordering::Release);
+        figures.watching.store(false, Ordering::Release);
     });
 }
 
@@ -455,9 +874,8 @@ pub async fn live(State(app): State<AppState>, headers: HeaderMap) -> Result<Res
     if let Err(res) = require_page(&app, &headers, "/researcher", Access::Observer).await {
         return Ok(res);
     }
-    let hub = hub(&app);
-    let mut rx = hub.tx.subscribe();
-    watch_changes(&app, &hub);
+    let mut rx = app.console_figures.tx.subscribe();
+    watch_changes(&app);
     let first = current(&app).await?;
     rx.mark_unchanged();
     let stream =
@@ -521,7 +939,7 @@ fn figure(key: &str, label: &str, value: String) -> String {
     )
 }
 
-fn card(f: &StudyFigures) -> String {
+fn card(f: &StudyFigures, join_form: &str) -> String {
     let id = path_escape(&f.study);
     let mut figures = String::new();
     figures.push_str(&figure(
@@ -576,7 +994,7 @@ fn card(f: &StudyFigures) -> String {
         "<section class=\"study-card\" data-study=\"{study}\"><h2>{title} <code>{study}</code> \
          <span class=\"muted\">{kind}</span></h2><dl class=\"figures\">{figures}</dl>\
          <p class=\"spend{warn}\" data-figure=\"spend\">{spend}</p>\
-         <nav class=\"study-links\">{links}</nav>\
+         <nav class=\"study-links\">{links}</nav>{join_form}\
          <details><summary>Downloads</summary><ul class=\"downloads\">{downloads}</ul>\
          <p class=\"muted\">Test sessions are left out; add <code>?test=1</code> to a link to keep them.</p></details></section>",
         study = esc(&f.study),
@@ -587,13 +1005,33 @@ fn card(f: &StudyFigures) -> String {
     )
 }
 
-/// The overview: one card per served study, with its figures as of now. `console.js` keeps them
-/// up to date from [`live`].
-pub async fn overview_html(app: &AppState) -> Result<String, StoreError> {
+/// The overview for `me`: links to their account (and, for owners, every account), then one
+/// card per served study with its figures as of now and, for researchers and owners, the form
+/// that joins a dialogue study's waiting room as its wizard. `console.js` keeps the figures up
+/// to date from [`live`].
+pub async fn overview_html(app: &AppState, me: &Researcher) -> Result<String, StoreError> {
     let o = current(app).await?;
-    let cards: String = o.studies.iter().map(card).collect();
+    let cards: String = o
+        .studies
+        .iter()
+        .map(|f| {
+            let join = match app.study(Some(&f.study)) {
+                Some(study) if f.kind == "dialogue" => {
+                    super::observe::join_as_wizard_form(&study, me)
+                }
+                _ => String::new(),
+            };
+            card(f, &join)
+        })
+        .collect();
+    let mut links =
+        "<a href=\"/researcher/account\" id=\"account-link\">Your account</a>".to_string();
+    if me.may(Access::Owner) {
+        links.push_str(" <a href=\"/researcher/accounts\" id=\"accounts-link\">Accounts</a>");
+    }
     Ok(format!(
-        "<section id=\"overview\" data-live-url=\"/researcher/live\">\
+        "<nav class=\"console-links\">{links}</nav>\
+         <section id=\"overview\" data-live-url=\"/researcher/live\">\
          <p class=\"muted\" id=\"overview-state\">Figures as of the page's loading.</p>{cards}</section>"
     ))
 }
@@ -809,6 +1247,210 @@ pub async fn download(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::collections::BTreeMap;
+
+    use wozkit_core::event::{Actor, EventKind, Role};
+    use wozkit_core::load::{StudySource, load_text};
+    use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform};
+
+    use crate::app::{Config, Tunables};
+
+    const PAID: &str = r#"
+id: paid
+title: Paid study
+roles:
+  user: {label: Operator}
+  wizard: {label: Assistant}
+session: {time_limit_s: 600, clock_starts: start}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [bye]}
+  - {id: bye, type: interaction, templates: ["Goodbye."], terminal: true}
+payment: {currency: EUR, base: 1.00, per_minute: 0.15, max_minutes: 5, no_partner: 0.35, budget: 20}
+"#;
+
+    const T0: u64 = 1_700_000_000_000;
+    const MINUTE: u64 = 60_000;
+
+    async fn app(dir: &std::path::Path) -> (AppState, watch::Sender<bool>) {
+        let study = load_text("paid.yaml", PAID, StudySource::Dir(".".into())).expect("study");
+        let store = wozkit_store::open(dir.to_str().expect("path"))
+            .await
+            .expect("store");
+        let (stop, stop_rx) = watch::channel(false);
+        let (alive, _) = tokio::sync::mpsc::channel(1);
+        let config = Config {
+            studies: vec![study],
+            tunables: Tunables::default(),
+        };
+        let app = AppState::new(config, store, stop_rx, alive)
+            .await
+            .expect("app");
+        (app, stop)
+    }
+
+    fn system(at_ms: u64, kind: EventKind) -> NewEvent {
+        NewEvent {
+            actor: Actor::System,
+            kind,
+            at_ms,
+        }
+    }
+
+    /// A dialogue started (clock too) at `T0`, with a user and a wizard (`test` ones if asked).
+    async fn start(store: &dyn Store, id: &str, test: bool) {
+        store
+            .create_session(NewSession {
+                id: id.into(),
+                study_id: "paid".into(),
+                study_version: "1".into(),
+                seed: 0,
+                created_at_ms: T0 - MINUTE,
+            })
+            .await
+            .expect("session");
+        let started = EventKind::SessionStarted {
+            study: "paid".into(),
+            study_version: "1".into(),
+            seed: 0,
+            initial_state: "start".into(),
+        };
+        let clock = EventKind::ClockStarted {
+            deadline_ms: T0 + 10 * MINUTE,
+        };
+        store
+            .append(id, vec![system(T0, started), system(T0, clock)])
+            .await
+            .expect("append");
+        for role in [Role::User, Role::Wizard] {
+            let pid = format!("{id}-{}", role.as_str());
+            let mut external_ids = BTreeMap::new();
+            if test {
+                external_ids.insert(TEST_KEY.to_string(), "1".to_string());
+            }
+            store
+                .create_participant(NewParticipant {
+                    id: pid.clone(),
+                    token_hash: format!("hash-{pid}"),
+                    study_id: "paid".into(),
+                    platform: Platform::Lab,
+                    worker_id: None,
+                    external_ids,
+                    flow_step: "room".into(),
+                    created_at_ms: T0 - MINUTE,
+                })
+                .await
+                .expect("participant");
+            store
+                .update_participant(
+                    &pid,
+                    ParticipantPatch {
+                        role: Some(Some(role)),
+                        session_id: Some(Some(id.into())),
+                        ..ParticipantPatch::default()
+                    },
+                )
+                .await
+                .expect("place");
+        }
+    }
+
+    async fn end(store: &dyn Store, id: &str, reason: EndReason, minutes: u64) {
+        let at = T0 + minutes * MINUTE;
+        let ended = EventKind::SessionEnded {
+            reason,
+            goal_reached: false,
+        };
+        store
+            .append(id, vec![system(at, ended)])
+            .await
+            .expect("append end");
+        store.end_session(id, reason, at).await.expect("end");
+    }
+
+    async fn code(store: &dyn Store, participant: &str, code: &str) {
+        store
+            .update_participant(
+                participant,
+                ParticipantPatch {
+                    completion_code: Some(Some(code.into())),
+                    ..ParticipantPatch::default()
+                },
+            )
+            .await
+            .expect("code");
+    }
+
+    /// Rebuilds with the kept parts; checks the figures against a computation from scratch
+    /// and the spend and codes against the payment table; returns how many were priced.
+    async fn check(app: &AppState, parts: &mut HashMap<String, Part>) -> usize {
+        let listed = Listed::read(app.store.as_ref()).await.expect("list");
+        let (kept, priced) = rebuild(app, parts, listed).await.expect("rebuild");
+        let fresh = compute(app).await.expect("compute");
+        assert_eq!(
+            kept.studies, fresh.studies,
+            "kept parts against from scratch"
+        );
+        let served = |id: &str| app.study(Some(id));
+        let rows = payments(app.store.as_ref(), Some("paid"), &served, false)
+            .await
+            .expect("payments");
+        let spent: i64 = rows.iter().map(|r| cents(r.total)).sum();
+        let f = &kept.studies[0];
+        assert_eq!(cents(f.spent), spent, "spend is the payment table's total");
+        let codes = rows
+            .iter()
+            .filter(|r| !r.completion_code.is_empty())
+            .count();
+        assert_eq!(f.codes, codes as u64);
+        priced
+    }
+
+    #[tokio::test]
+    async fn kept_parts_give_the_figures_from_scratch_and_only_changes_are_priced() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let (app, _stop) = app(tmp.path()).await;
+        let store = app.store.as_ref();
+        let mut parts = HashMap::new();
+        start(store, "a", false).await;
+        end(store, "a", EndReason::Terminal, 3).await;
+        code(store, "a-user", "CA").await;
+        code(store, "a-wizard", "CB").await;
+        start(store, "b", false).await;
+        end(store, "b", EndReason::Disconnect, 1).await;
+        start(store, "c", false).await;
+        assert_eq!(
+            check(&app, &mut parts).await,
+            3,
+            "everything priced at first"
+        );
+        assert_eq!(check(&app, &mut parts).await, 0, "nothing changed");
+        // A code stored after its session ended (no new event): only that session.
+        code(store, "b-user", "CC").await;
+        assert_eq!(check(&app, &mut parts).await, 1);
+        // The live one ends with codes; a test session starts and ends.
+        end(store, "c", EndReason::TimeLimit, 10).await;
+        code(store, "c-user", "CD").await;
+        code(store, "c-wizard", "CE").await;
+        start(store, "t", true).await;
+        end(store, "t", EndReason::Terminal, 2).await;
+        code(store, "t-user", "CT").await;
+        assert_eq!(check(&app, &mut parts).await, 2);
+        // A session no partner came to, a live one.
+        start(store, "d", false).await;
+        end(store, "d", EndReason::NoPartner, 0).await;
+        start(store, "e", false).await;
+        assert_eq!(check(&app, &mut parts).await, 2);
+        let f = &compute(&app).await.expect("compute").studies[0];
+        assert_eq!(
+            (f.live, f.finished, f.abandoned, f.no_partner, f.codes),
+            (1, 2, 1, 1, 5),
+            "{f:?}"
+        );
+        assert!(f.spent > 0.0);
+        assert_eq!(check(&app, &mut parts).await, 0, "nothing changed");
+        app.store.close().await;
+    }
 
     #[test]
     fn the_median_is_the_middle_or_the_mean_of_the_two_middles() {

@@ -346,7 +346,7 @@ pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Re
     } else {
         queues
     };
-    let overview = super::console::overview_html(&app).await?;
+    let overview = super::console::overview_html(&app, &me).await?;
     let body = format!(
         "<main><header class=\"bar\"><h1>Console</h1><a href=\"/try\">Try it</a>\
          <form method=\"post\" action=\"/researcher/logout\">{csrf}<button type=\"submit\">Log out</button></form></header>\

@@ -666,6 +666,44 @@ async fn anonymous_visitors_and_participants_are_refused_and_an_observer_may_rea
     app.stop().await;
 }
 
+#[tokio::test]
+async fn the_home_links_to_accounts_and_offers_the_wizard_seat_by_access() {
+    let (mut app, _tmp) = app_with(load("paid.yaml", PAID)).await;
+    for (access, accounts, join) in [
+        (Access::Observer, false, false),
+        (Access::Researcher, false, true),
+        (Access::Owner, true, true),
+    ] {
+        let cookie = login_as(&app, access).await;
+        let page = app
+            .http("GET", "/researcher", &[("Cookie", cookie.as_str())], "")
+            .await;
+        assert_eq!(page.status, 200, "{access:?}");
+        let body = &page.body;
+        assert!(
+            body.contains("href=\"/researcher/account\""),
+            "{access:?}: own account"
+        );
+        assert_eq!(
+            body.contains("href=\"/researcher/accounts\""),
+            accounts,
+            "{access:?}: every account"
+        );
+        assert_eq!(
+            body.contains("action=\"/researcher/study/paid/join-as-wizard\""),
+            join,
+            "{access:?}: join as wizard"
+        );
+        if join {
+            // The form carries the token the action checks, inside the study's card.
+            let card = &body[body.find("data-study=\"paid\"").expect("card")..];
+            let form = &card[card.find("join-as-wizard").expect("form in the card")..];
+            assert!(form.contains("name=\"csrf\""), "{access:?}: {form}");
+        }
+    }
+    app.stop().await;
+}
+
 /// What the figures cost with many sessions: prints the payment table's time (the bulk of the
 /// work), the first overview page (figures computed) and a second one (from the cache). Run
 /// with `cargo test -p wozkit-server --test api console::figures_cost -- --ignored --nocapture`;
@@ -721,5 +759,48 @@ async fn figures_cost_with_many_sessions() {
         assert_eq!(page.status, 200);
         println!("{label}: {} ms", t.elapsed().as_millis());
     }
+    // One live session ends and its people get their codes: the figures are computed again
+    // once they are older than the console's two seconds.
+    let live = format!("s{:05}", 1);
+    store
+        .append(
+            &live,
+            vec![NewEvent {
+                actor: Actor::System,
+                kind: EventKind::SessionEnded {
+                    reason: EndReason::Terminal,
+                    goal_reached: false,
+                },
+                at_ms: T0 + 4 * MINUTE,
+            }],
+        )
+        .await
+        .expect("end event");
+    store
+        .end_session(&live, EndReason::Terminal, T0 + 4 * MINUTE)
+        .await
+        .expect("end");
+    for role in ["user", "wizard"] {
+        store
+            .update_participant(
+                &format!("{live}-{role}"),
+                ParticipantPatch {
+                    completion_code: Some(Some(format!("CODE-{role}"))),
+                    ..ParticipantPatch::default()
+                },
+            )
+            .await
+            .expect("code");
+    }
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let t = std::time::Instant::now();
+    let page = app
+        .http("GET", "/researcher", &[("Cookie", cookie.as_str())], "")
+        .await;
+    assert_eq!(page.status, 200);
+    println!(
+        "page after one session ended (figures computed again): {} ms",
+        t.elapsed().as_millis()
+    );
     app.stop().await;
 }
