@@ -73,7 +73,7 @@ pub fn scenario_reads(study: &LoadedStudy, i: usize) -> Vec<String> {
         .chain(s.lock.as_ref().and_then(|l| l.prompt.as_ref()));
     for t in texts {
         if let Ok(parts) = crate::slots::parse(t) {
-            read.extend(crate::slots::names(&parts).into_iter().map(str::to_string));
+            read.extend(crate::slots::names(&parts).map(str::to_string));
         }
     }
     let conditions = study
