@@ -47,7 +47,7 @@ pub use formats::crwiz::{export_crwiz, import_crwiz};
 pub use formats::crwiz_labels::crwiz_act_type;
 pub use formats::multiwoz::{export_multiwoz21, import_multiwoz21};
 pub use formats::taskmaster1::{
-    export_taskmaster1, export_taskmaster1_conversation, import_taskmaster1,
+    add_segments, export_taskmaster1, export_taskmaster1_conversation, import_taskmaster1,
 };
 pub use input::Input;
 pub use native::{export_jsonl, import_jsonl};

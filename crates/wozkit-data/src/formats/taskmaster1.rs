@@ -9,7 +9,8 @@
 use std::io::Write;
 
 use serde_json::Value;
-use wozkit_core::event::{EventKind, Role};
+use wozkit_core::evaluation::{Span, segments_of};
+use wozkit_core::event::{Actor, Event, EventKind, Judgment, Role};
 
 use super::record::{Defaults, Fields, Layout, export_list, export_record, import_list};
 use crate::error::{ExportError, ImportError};
@@ -86,4 +87,94 @@ impl Defaults for TmDefaults {
         fields.insert("index".into(), position.into());
         fields
     }
+}
+
+/// Puts the spans of span-annotation judgments into self-dialogs as Taskmaster-1 `segments`.
+///
+/// `dialogues` are the self-dialog sessions (`dlg-…`, each utterance a message followed by its
+/// `taskmaster1.turn` annotation); `judgments` are the judgments of a `spans` study, whose first
+/// dialogue names the session annotated. Every counted judgment is used, as the published data
+/// keeps the segments of both its annotators: spans of several annotators with the same offsets
+/// are one segment listing each annotator's name (a name may repeat), other spans are segments
+/// of their own, in order of offsets. Utterances without spans get no `segments` key (the
+/// dataset omits it). Returns how many judgments named no dialogue of `dialogues`.
+pub fn add_segments(dialogues: &mut [ImportedSession], judgments: &[Judgment]) -> usize {
+    let mut unmatched = 0;
+    let mut spans: std::collections::HashMap<&str, Vec<Span>> = Default::default();
+    for j in judgments.iter().filter(|j| j.counted) {
+        let Some(id) = j.dialogues.first() else {
+            unmatched += 1;
+            continue;
+        };
+        if !dialogues.iter().any(|d| &d.id == id) {
+            unmatched += 1;
+            continue;
+        }
+        let marked: Vec<Span> = j
+            .answers
+            .get("spans")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        spans.entry(id.as_str()).or_default().extend(marked);
+    }
+    for session in dialogues.iter_mut() {
+        let Some(marked) = spans.get(session.id.as_str()) else {
+            continue;
+        };
+        let turn_key = Format::Taskmaster1.turn_key();
+        let mut events = Vec::with_capacity(session.events.len());
+        let mut position: Option<u32> = None;
+        let mut pending: Option<Vec<Value>> = None;
+        let flush = |events: &mut Vec<Event>, pending: &mut Option<Vec<Value>>, like: &Event| {
+            if let Some(segs) = pending.take().filter(|s| !s.is_empty()) {
+                let mut e = like.clone();
+                e.actor = Actor::System;
+                e.kind = EventKind::Annotation {
+                    key: turn_key.to_string(),
+                    value: serde_json::json!({ "segments": segs }),
+                };
+                events.push(e);
+            }
+        };
+        for event in session.events.drain(..) {
+            match &event.kind {
+                EventKind::Message { .. } => {
+                    if let Some(last) = events.last().cloned() {
+                        flush(&mut events, &mut pending, &last);
+                    }
+                    let n = position.map_or(0, |p| p + 1);
+                    position = Some(n);
+                    pending = Some(segments_of(marked, n));
+                    events.push(event);
+                }
+                EventKind::Annotation { key, value } if key == turn_key && pending.is_some() => {
+                    let (key, mut value) = (key.clone(), value.clone());
+                    let segs = pending.take().unwrap_or_default();
+                    if let Value::Object(fields) = &mut value {
+                        fields.shift_remove("segments");
+                        if !segs.is_empty() {
+                            fields.insert("segments".into(), Value::Array(segs));
+                        }
+                    }
+                    let mut e = event;
+                    e.kind = EventKind::Annotation { key, value };
+                    events.push(e);
+                }
+                _ => {
+                    if let Some(last) = events.last().cloned() {
+                        flush(&mut events, &mut pending, &last);
+                    }
+                    events.push(event);
+                }
+            }
+        }
+        if let Some(last) = events.last().cloned() {
+            flush(&mut events, &mut pending, &last);
+        }
+        for (i, e) in events.iter_mut().enumerate() {
+            e.seq = i as u64 + 1;
+        }
+        session.events = events;
+    }
+    unmatched
 }
