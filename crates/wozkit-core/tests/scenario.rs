@@ -493,3 +493,24 @@ fn the_graph_shows_where_the_scenario_enters() {
     let svg = wozkit_core::graph::to_svg(&study).expect("the diagram is drawn");
     assert!(svg.contains("scenario drawn at start"));
 }
+
+#[test]
+fn the_draw_event_round_trips_in_the_log_format() {
+    let study = offshore();
+    let r = Run::start(study, 8, &fixed(&[("robot_out", json!("qdc2"))]));
+    let event = r.log[1].clone();
+    let text = serde_json::to_string(&event).expect("serialises");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(v["kind"], "scenario_drawn");
+    assert_eq!(v["values"]["robot_out"], "qdc2");
+    assert_eq!(v["out_of_service"], json!(["qdc2"]));
+    let back: Event = serde_json::from_str(&text).expect("reads back");
+    assert_eq!(back, event);
+    // A log line with the drawn values only still reads (world and robots default to none).
+    let bare = r#"{"v":1,"session":"t","seq":2,"at_ms":1,"actor":{"type":"system"},"kind":"scenario_drawn","values":{"fire_location":"pu_nt"}}"#;
+    let e: Event = serde_json::from_str(bare).expect("reads");
+    assert!(
+        matches!(e.kind, EventKind::ScenarioDrawn { ref world, ref out_of_service, .. }
+        if world.is_empty() && out_of_service.is_empty())
+    );
+}

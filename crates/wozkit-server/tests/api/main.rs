@@ -28,6 +28,8 @@ mod researcher;
 mod review;
 mod review_platforms;
 mod restart;
+mod scenario;
 mod security;
+mod self_dialog;
 mod survey;
 mod test_sessions;
