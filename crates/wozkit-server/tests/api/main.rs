@@ -30,6 +30,5 @@ mod review_platforms;
 mod restart;
 mod scenario;
 mod security;
-mod self_dialog;
 mod survey;
 mod test_sessions;
