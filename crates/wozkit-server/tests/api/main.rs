@@ -30,5 +30,6 @@ mod review_platforms;
 mod restart;
 mod scenario;
 mod security;
+mod self_dialog;
 mod survey;
 mod test_sessions;
