@@ -26,6 +26,16 @@ pub struct Drawn {
     pub out_of_service: Vec<String>,
 }
 
+/// Removes the study's variation: no draw, no out-of-service robots, actions timed by their
+/// `duration` again. The study then plays the one variant its `world.variables` declare (the
+/// defaults), which suits tests that script a session against known places and times.
+pub fn pin_defaults(study: &mut Study) {
+    study.scenario = Default::default();
+    for action in &mut study.actions {
+        action.distance = None;
+    }
+}
+
 /// Draws one value of `var` from `rng`.
 pub fn draw_var(var: &ScenarioVar, rng: &mut impl Rng) -> serde_json::Value {
     if let Some(choices) = &var.choice {
@@ -251,6 +261,20 @@ mod tests {
                 integer,
             }),
         }
+    }
+
+    #[test]
+    fn pinned_defaults_draw_nothing() {
+        let mut study: Study = serde_json::from_value(serde_json::json!({
+            "id": "t", "title": "t",
+            "scenario": {"variables": {"a": {"choice": [{"value": "x"}]}}},
+            "actions": [{"id": "go", "label": "Go", "duration": {"default": 5}, "distance": "d"}]
+        }))
+        .unwrap();
+        assert!(!study.scenario.is_empty());
+        pin_defaults(&mut study);
+        assert!(study.scenario.is_empty());
+        assert_eq!(study.actions[0].distance, None);
     }
 
     #[test]
