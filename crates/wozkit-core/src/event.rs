@@ -388,6 +388,9 @@ pub enum ReviewAction {
     Sent,
     /// Sending the decision at `of_seq` failed; `reason` is the platform's message.
     SendFailed,
+    /// The platform's API has no request for the decision at `of_seq` (e.g. a block on
+    /// Prolific): it is not sent, now or later; `reason` says where the researcher does it.
+    NotSendable,
 }
 
 impl ReviewAction {
@@ -401,6 +404,7 @@ impl ReviewAction {
             ReviewAction::Note => "note",
             ReviewAction::Sent => "sent",
             ReviewAction::SendFailed => "send_failed",
+            ReviewAction::NotSendable => "not_sendable",
         }
     }
 }
@@ -428,7 +432,8 @@ pub struct ReviewDecision {
     pub researcher: String,
     #[serde(default)]
     pub researcher_name: String,
-    /// `Sent` and `SendFailed`: the sequence number, in the review log, of the decision sent.
+    /// `Sent`, `SendFailed` and `NotSendable`: the sequence number, in the review log, of the
+    /// decision sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub of_seq: Option<u64>,
 }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 /// Why a platform request failed: what was asked, of which platform, and what it answered.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum PlatformError {
     /// Credentials are missing (names the environment variable to set).
     #[error("{0}")]
@@ -40,6 +40,22 @@ pub enum PlatformError {
         what: String,
         detail: String,
     },
+    /// The platform's API has no request for this (e.g. Prolific has no block): nothing was
+    /// sent, and sending again cannot help; `instead` says where the researcher does it.
+    #[error("{platform} has no {what} through its API: {instead}")]
+    Unsupported {
+        platform: &'static str,
+        what: String,
+        instead: String,
+    },
+}
+
+impl PlatformError {
+    /// Whether the platform's API cannot do what was asked at all (so it is not worth asking
+    /// again).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, PlatformError::Unsupported { .. })
+    }
 }
 
 /// One worker's submission of a study on a platform (a Prolific submission, an MTurk

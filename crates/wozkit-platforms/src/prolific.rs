@@ -585,15 +585,16 @@ impl Payer for Prolific {
         self.pay_bonus_amounts(&lines).await.map(drop)
     }
 
-    /// Prolific's API has no call that blocks a participant.
+    /// Prolific's API has no call that blocks a participant: answers
+    /// [`PlatformError::Unsupported`] without sending anything.
     async fn block(&self, worker_id: &str, _reason: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Refused {
-            platform: PLATFORM,
-            what: format!("block participant {worker_id}"),
-            status: 0,
-            message: "not sent: Prolific's API has no block request; add the participant to a \
-                      blocklist participant group in Prolific's web application"
-                .into(),
+        Err(PlatformError::Unsupported {
+            platform: "Prolific",
+            what: "block".into(),
+            instead: format!(
+                "block participant {worker_id} in Prolific's web app (add them to a blocklist \
+                 participant group)"
+            ),
         })
     }
 }

@@ -263,3 +263,22 @@ async fn a_server_error_names_the_request_and_reads_are_retried() {
     assert!(err.contains("cannot reach the platform"), "{err}");
     assert!(err.contains("transition"), "{err}");
 }
+
+#[tokio::test]
+async fn a_block_is_not_sendable_and_sends_nothing() {
+    let (mock, client) = mock(vec![sub(1, "APPROVED")]).await;
+    let e = Payer::block(&client, "pid001", "copied answers")
+        .await
+        .expect_err("Prolific has no block request");
+    assert!(e.is_unsupported(), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("Prolific has no block through its API"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pid001") && text.contains("web app"),
+        "{text}"
+    );
+    assert!(mock.requests().is_empty(), "{:?}", mock.requests());
+}

@@ -22,7 +22,9 @@
 //! the cent; a raise is sent with its reason followed by what it was raised from and to), in
 //! one bulk request per platform; the block, once. Each outcome is logged as a
 //! `sent` or `send_failed` event naming the decision's sequence number, so nothing is sent
-//! twice and a failure is sent again on the next press.
+//! twice and a failure is sent again on the next press. A decision the platform's API cannot
+//! take at all (a block on Prolific) is logged once as `not_sendable`, with where the
+//! researcher does it instead, and never sent again.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
@@ -64,9 +66,17 @@ pub struct Reviewed {
     pub block_sent: bool,
     /// The platform's message of the last failed send (cleared by a later successful one).
     pub last_failure: Option<String>,
+    /// Decisions the platform's API cannot take (their sequence numbers), with what the
+    /// researcher does instead; never sent.
+    pub not_sendable: Vec<(u64, String)>,
 }
 
 impl Reviewed {
+    /// Whether the decision at `seq` is one the platform's API cannot take.
+    pub fn is_not_sendable(&self, seq: u64) -> bool {
+        self.not_sendable.iter().any(|(s, _)| *s == seq)
+    }
+
     /// The current decision's name (`approve`, `reject`), empty when none.
     pub fn decision_str(&self) -> &'static str {
         self.decision.map_or("", |(a, _)| a.as_str())
@@ -82,6 +92,8 @@ impl Reviewed {
 pub fn fold(events: &[Event]) -> HashMap<String, Reviewed> {
     let mut out: HashMap<String, Reviewed> = HashMap::new();
     let mut by_seq: HashMap<u64, (ReviewAction, Option<u64>)> = HashMap::new();
+    // The decision each participant's last failure was about.
+    let mut failed_of: HashMap<String, Option<u64>> = HashMap::new();
     for e in events {
         let EventKind::Reviewed(d) = &e.kind else {
             continue;
@@ -110,7 +122,20 @@ pub fn fold(events: &[Event]) -> HashMap<String, Reviewed> {
                     _ => {}
                 }
             }
-            ReviewAction::SendFailed => r.last_failure = Some(d.reason.clone()),
+            ReviewAction::SendFailed => {
+                r.last_failure = Some(d.reason.clone());
+                failed_of.insert(d.participant.clone(), d.of_seq);
+            }
+            ReviewAction::NotSendable => {
+                if let Some(of) = d.of_seq {
+                    r.not_sendable.push((of, d.reason.clone()));
+                    // The earlier failures of this decision are settled by it.
+                    if r.last_failure.is_some() && failed_of.get(&d.participant) == Some(&Some(of))
+                    {
+                        r.last_failure = None;
+                    }
+                }
+            }
         }
     }
     out
@@ -635,6 +660,8 @@ impl Filter {
 pub struct SendReport {
     pub sent: u32,
     pub failed: u32,
+    /// Decisions the platform's API cannot take, logged `not_sendable` this time.
+    pub not_sendable: u32,
 }
 
 /// The platform's id of a participant's submission: from the entry link (Prolific's
@@ -685,17 +712,18 @@ pub async fn send(
     let reviews = read(store, study_id).await?;
     let mut participants: Vec<&String> = reviews.keys().collect();
     participants.sort();
-    let outcome = |head: &ReviewDecision, of: u64, ok: Result<(), String>, cents: Option<u64>| {
+    let outcome = |head: &ReviewDecision, of: u64, ok: Result<(), Unsent>, cents: Option<u64>| {
+        let (action, reason) = match ok {
+            Ok(()) => (ReviewAction::Sent, String::new()),
+            Err(Unsent::Failed(why)) => (ReviewAction::SendFailed, why),
+            Err(Unsent::NotSendable(why)) => (ReviewAction::NotSendable, why),
+        };
         ReviewDecision {
             participant: head.participant.clone(),
             worker: head.worker.clone(),
             platform: head.platform.clone(),
-            action: if ok.is_ok() {
-                ReviewAction::Sent
-            } else {
-                ReviewAction::SendFailed
-            },
-            reason: ok.err().unwrap_or_default(),
+            action,
+            reason,
             cents,
             researcher: by.id.clone(),
             researcher_name: by.name.clone(),
@@ -716,16 +744,20 @@ pub async fn send(
         };
         let worker = head.worker.as_deref();
         let list = listed.entry(head.platform.clone()).or_default();
-        let pending_decision = r.decision.filter(|_| r.sent_decision.is_none());
+        let pending_decision = r
+            .decision
+            .filter(|(_, seq)| r.sent_decision.is_none() && !r.is_not_sendable(*seq));
         let pending_bonus = r
             .bonus
-            .filter(|(c, _)| *c > r.bonus_sent_cents)
+            .filter(|(c, seq)| *c > r.bonus_sent_cents && !r.is_not_sendable(*seq))
             .map(|(c, seq)| (c - r.bonus_sent_cents, seq));
         let needs_submission = pending_decision.is_some() || pending_bonus.is_some();
         let submission = if needs_submission {
-            submission_id(store, payer.as_ref(), list, id, worker).await
+            submission_id(store, payer.as_ref(), list, id, worker)
+                .await
+                .map_err(Unsent::Failed)
         } else {
-            Err(String::new())
+            Err(Unsent::Failed(String::new()))
         };
         if let Some((action, seq)) = pending_decision {
             let result = match &submission {
@@ -737,7 +769,7 @@ pub async fn send(
                         payer.reject(sub, &reason).await
                     }
                 }
-                .map_err(|e| e.to_string()),
+                .map_err(Unsent::from),
             };
             log.push(outcome(head, seq, result, None));
         }
@@ -758,10 +790,13 @@ pub async fn send(
         }
         if let Some((reason, seq)) = &r.blocked
             && !r.block_sent
+            && !r.is_not_sendable(*seq)
         {
             let result = match worker {
-                None => Err("the participant has no worker id".to_string()),
-                Some(w) => payer.block(w, reason).await.map_err(|e| e.to_string()),
+                None => Err(Unsent::Failed(
+                    "the participant has no worker id".to_string(),
+                )),
+                Some(w) => payer.block(w, reason).await.map_err(Unsent::from),
             };
             log.push(outcome(head, *seq, result, None));
         }
@@ -771,7 +806,7 @@ pub async fn send(
             continue;
         };
         let all: Vec<Bonus> = batch.iter().map(|(_, _, b)| b.clone()).collect();
-        let result = payer.bonus(&all).await.map_err(|e| e.to_string());
+        let result = payer.bonus(&all).await.map_err(Unsent::from);
         for (head, seq, b) in batch {
             log.push(outcome(head, seq, result.clone(), Some(b.cents)));
         }
@@ -785,9 +820,32 @@ pub async fn send(
             .iter()
             .filter(|d| d.action == ReviewAction::SendFailed)
             .count() as u32,
+        not_sendable: log
+            .iter()
+            .filter(|d| d.action == ReviewAction::NotSendable)
+            .count() as u32,
     };
     append(app, study, log).await?;
     Ok(report)
+}
+
+/// Why a decision was not sent.
+#[derive(Clone, Debug)]
+enum Unsent {
+    /// The send failed (sent again on the next press); the message says why.
+    Failed(String),
+    /// The platform's API has no such request (never sent); the message says what to do.
+    NotSendable(String),
+}
+
+impl From<wozkit_platforms::PlatformError> for Unsent {
+    fn from(e: wozkit_platforms::PlatformError) -> Unsent {
+        if e.is_unsupported() {
+            Unsent::NotSendable(e.to_string())
+        } else {
+            Unsent::Failed(e.to_string())
+        }
+    }
 }
 
 /// The reason sent with the bonus at `seq`: the researcher's; for the difference of a raised
@@ -980,5 +1038,27 @@ mod tests {
         let q = &folded["q"];
         assert_eq!(q.bonus, None);
         assert!(q.last_failure.is_some());
+    }
+
+    #[test]
+    fn a_not_sendable_decision_settles_its_failures_and_is_remembered() {
+        use ReviewAction::*;
+        let log = vec![
+            reviewed(1, "p", Block, None, None),
+            reviewed(2, "p", SendFailed, None, Some(1)),
+            reviewed(3, "p", NotSendable, None, Some(1)),
+            reviewed(4, "q", Approve, None, None),
+            reviewed(5, "q", Block, None, None),
+            reviewed(6, "q", SendFailed, None, Some(4)),
+            reviewed(7, "q", NotSendable, None, Some(5)),
+        ];
+        let folded = fold(&log);
+        let p = &folded["p"];
+        assert!(p.is_not_sendable(1));
+        assert!(!p.block_sent);
+        assert_eq!(p.last_failure, None, "the block's failure is settled");
+        let q = &folded["q"];
+        assert!(q.is_not_sendable(5) && !q.is_not_sendable(4));
+        assert!(q.last_failure.is_some(), "the approval's failure stays");
     }
 }

@@ -684,3 +684,61 @@ async fn mturk_holds_what_the_payment_table_says_and_a_failure_is_sent_again() {
     assert_eq!(send(&app, &cookie).await, (0, 0));
     assert_eq!(mturk_writes(&mock), writes);
 }
+
+#[tokio::test]
+async fn a_block_on_prolific_is_logged_once_as_not_sendable() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mock = MockProlific::start(TOKEN, PROLIFIC_STUDY, prolific_submissions(&["a"]))
+        .await
+        .expect("mock");
+    let client = Prolific::new(&mock.url(), TOKEN, PROLIFIC_STUDY).expect("client");
+    let app = app_with(&tmp, Arc::new(client)).await;
+    seed(app.store.as_ref(), "a", Crowd::Prolific).await;
+    let cookie = login(&app).await;
+    decide(&app, &cookie, "action=approve&p=a-w").await;
+    decide(&app, &cookie, "action=block&reason=copied%20answers&p=a-u").await;
+
+    // The approval is sent; the block is neither sent nor a failure.
+    assert_eq!(send(&app, &cookie).await, (1, 0));
+    let log = review_log(&app).await;
+    assert!(
+        of_action(&log, ReviewAction::SendFailed).is_empty(),
+        "{log:?}"
+    );
+    let unsendable = of_action(&log, ReviewAction::NotSendable);
+    assert_eq!(unsendable.len(), 1, "{log:?}");
+    assert_eq!(unsendable[0].participant, "a-u");
+    let block_seq = log
+        .iter()
+        .find(|(_, d)| d.action == ReviewAction::Block)
+        .map(|(seq, _)| *seq)
+        .expect("the block is logged");
+    assert_eq!(unsendable[0].of_seq, Some(block_seq));
+    assert!(
+        unsendable[0]
+            .reason
+            .contains("Prolific has no block through its API")
+            && unsendable[0].reason.contains("web app"),
+        "{}",
+        unsendable[0].reason
+    );
+    // Only the approval reached Prolific (it has no block request).
+    assert_eq!(prolific_writes(&mock), 1, "{:?}", mock.requests());
+    // The page says so plainly, not as a failed send.
+    let body = get_page(&app, &cookie).await;
+    let a_u = row(&body, "a-u");
+    assert!(a_u.contains("not_sendable"), "{a_u}");
+    assert!(
+        a_u.contains("Prolific has no block through its API"),
+        "{a_u}"
+    );
+    assert!(!a_u.contains("send failed"), "{a_u}");
+
+    // Later presses send nothing and log nothing more about it.
+    let events = log.len();
+    let writes = prolific_writes(&mock);
+    assert_eq!(send(&app, &cookie).await, (0, 0));
+    assert_eq!(send(&app, &cookie).await, (0, 0));
+    assert_eq!(review_log(&app).await.len(), events);
+    assert_eq!(prolific_writes(&mock), writes);
+}
