@@ -94,8 +94,11 @@ pub trait Payer: Send + Sync {
     async fn approve(&self, submission_id: &str) -> Result<(), PlatformError>;
     /// Rejects a submission with the reason the worker is shown.
     async fn reject(&self, submission_id: &str, reason: &str) -> Result<(), PlatformError>;
-    /// Pays bonuses, in one bulk request where the platform has one.
-    async fn bonus(&self, bonuses: &[Bonus]) -> Result<(), PlatformError>;
+    /// Pays bonuses, in one bulk request where the platform has one. Answers what became of
+    /// each bonus, in the order given (as many results as bonuses): a platform that pays them
+    /// one by one (MTurk) tells which were paid when some fail; one that pays them in one
+    /// all-or-nothing request (Prolific) gives that request's result for each.
+    async fn bonus(&self, bonuses: &[Bonus]) -> Vec<Result<(), PlatformError>>;
     /// Keeps a worker out of this researcher's future studies.
     async fn block(&self, worker_id: &str, reason: &str) -> Result<(), PlatformError>;
 }

@@ -642,14 +642,36 @@ impl Payer for MTurk {
         MTurk::reject(self, submission_id, reason).await
     }
 
-    /// One SendBonus per bonus (MTurk has no bulk bonus); a bonus MTurk had already is
-    /// not paid again. Stops at the first failure.
-    async fn bonus(&self, bonuses: &[Bonus]) -> Result<(), PlatformError> {
+    /// One SendBonus per bonus (MTurk has no bulk bonus), each with its own result; a bonus
+    /// MTurk had already is not paid again. A refused bonus does not stop the others; once
+    /// MTurk cannot be reached, the rest are not sent (each says so).
+    async fn bonus(&self, bonuses: &[Bonus]) -> Vec<Result<(), PlatformError>> {
+        let mut out = Vec::with_capacity(bonuses.len());
+        let mut unreachable: Option<String> = None;
         for b in bonuses {
-            self.send_bonus(&b.worker_id, &b.submission_id, b.cents, &b.reason)
-                .await?;
+            if let Some(why) = &unreachable {
+                out.push(Err(PlatformError::Unreachable {
+                    platform: PLATFORM,
+                    what: format!(
+                        "SendBonus ({} to {} for {})",
+                        amount(b.cents),
+                        b.worker_id,
+                        b.submission_id
+                    ),
+                    detail: format!("not sent: an earlier bonus of the batch failed: {why}"),
+                }));
+                continue;
+            }
+            let result = self
+                .send_bonus(&b.worker_id, &b.submission_id, b.cents, &b.reason)
+                .await
+                .map(drop);
+            if let Err(e @ PlatformError::Unreachable { .. }) = &result {
+                unreachable = Some(e.to_string());
+            }
+            out.push(result);
         }
-        Ok(())
+        out
     }
 
     async fn block(&self, worker_id: &str, reason: &str) -> Result<(), PlatformError> {

@@ -576,13 +576,15 @@ impl Payer for Prolific {
         Prolific::reject(self, submission_id, &message, RejectionCategory::Other).await
     }
 
-    /// One bulk bonus payment (set up, then paid) for all of them, by participant id.
-    async fn bonus(&self, bonuses: &[Bonus]) -> Result<(), PlatformError> {
+    /// One bulk bonus payment (set up, then paid) for all of them, by participant id: all
+    /// or nothing, so every bonus gets that payment's result.
+    async fn bonus(&self, bonuses: &[Bonus]) -> Vec<Result<(), PlatformError>> {
         let lines: Vec<(String, u64)> = bonuses
             .iter()
             .map(|b| (b.worker_id.clone(), b.cents))
             .collect();
-        self.pay_bonus_amounts(&lines).await.map(drop)
+        let result = self.pay_bonus_amounts(&lines).await.map(drop);
+        vec![result; bonuses.len()]
     }
 
     /// Prolific's API has no call that blocks a participant: answers

@@ -197,7 +197,7 @@ async fn bonuses_are_paid_to_the_cent_and_never_twice() {
         BonusOutcome::Nothing
     );
     // Through the Payer, several at once; the one paid already stays paid once.
-    client
+    let results = client
         .bonus(&[
             Bonus {
                 worker_id: "W2".into(),
@@ -212,8 +212,9 @@ async fn bonuses_are_paid_to_the_cent_and_never_twice() {
                 reason: "Goal reached".into(),
             },
         ])
-        .await
-        .unwrap();
+        .await;
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
     let paid = mock.bonus_cents();
     assert_eq!(paid.get("W1"), Some(&105));
     assert_eq!(paid.get("W2"), Some(&7));
@@ -256,4 +257,57 @@ async fn workers_are_blocked_and_qualified() {
     // Unknown credentials are refused by the service.
     let other = MTurk::new(Endpoint::Custom(mock.url()), "AKIDOTHER", "s", None).unwrap();
     assert!(other.block("W1", "x").await.is_err());
+}
+
+/// Three bonuses of three workers' assignments of one HIT: `(mock, client, bonuses)`.
+async fn three_bonuses() -> (MockMTurk, MTurk, Vec<Bonus>) {
+    let (mock, client) = setup().await;
+    let hit = client
+        .create_hit(&spec("https://woz.example.org/join?study=s"))
+        .await
+        .unwrap();
+    let bonuses = (1..=3)
+        .map(|n| {
+            let worker = format!("W{n}");
+            Bonus {
+                submission_id: mock.submit(&hit.hit_id, &worker, &answer_document(&[])),
+                worker_id: worker,
+                cents: 100 + n,
+                reason: "Goal reached".into(),
+            }
+        })
+        .collect();
+    (mock, client, bonuses)
+}
+
+#[tokio::test]
+async fn a_bonus_failing_in_the_middle_leaves_the_others_paid_and_says_which() {
+    let (mock, client, bonuses) = three_bonuses().await;
+    mock.fail_when(
+        "SendBonus",
+        "AssignmentId",
+        &bonuses[1].submission_id,
+        "This operation can be called with a status of: Approved",
+    );
+    let results = Payer::bonus(&client, &bonuses).await;
+    assert_eq!(results.len(), 3, "one result per bonus, in order");
+    assert!(results[0].is_ok(), "{results:?}");
+    let e = results[1]
+        .as_ref()
+        .expect_err("the middle bonus was refused");
+    assert!(matches!(e, PlatformError::Refused { .. }), "{e:?}");
+    assert!(e.to_string().contains("W2"), "{e}");
+    assert!(
+        results[2].is_ok(),
+        "the bonus after the failure is sent: {results:?}"
+    );
+    let paid = mock.bonus_cents();
+    assert_eq!(paid.get("W1"), Some(&101));
+    assert_eq!(paid.get("W2"), None);
+    assert_eq!(paid.get("W3"), Some(&103));
+    // Sent again, the two paid ones are recognised by their tokens and only W2 is paid.
+    let again = Payer::bonus(&client, &bonuses).await;
+    assert!(again.iter().all(Result::is_ok), "{again:?}");
+    assert_eq!(mock.bonuses().len(), 3);
+    assert_eq!(mock.bonus_cents().get("W2"), Some(&102));
 }

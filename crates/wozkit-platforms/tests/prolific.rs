@@ -151,7 +151,9 @@ async fn bulk_bonuses_are_paid_to_the_cent() {
             reason: "extra minutes".into(),
         })
         .collect();
-    Payer::bonus(&client, &bonuses).await.unwrap();
+    let results = Payer::bonus(&client, &bonuses).await;
+    assert_eq!(results.len(), bonuses.len(), "one result per bonus");
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
     let paid = mock.paid_cents();
     assert_eq!(paid["pid001"], 15);
     assert_eq!(paid["pid002"], 101);
@@ -262,6 +264,28 @@ async fn a_server_error_names_the_request_and_reads_are_retried() {
     let err = gone.approve("sub001").await.unwrap_err().to_string();
     assert!(err.contains("cannot reach the platform"), "{err}");
     assert!(err.contains("transition"), "{err}");
+}
+
+#[tokio::test]
+async fn a_failed_bulk_bonus_fails_every_bonus_of_it() {
+    let (mock, client) = mock((1..=3).map(|n| sub(n, "APPROVED")).collect()).await;
+    let bonuses: Vec<Bonus> = (1..=3)
+        .map(|n| Bonus {
+            worker_id: format!("pid{n:03}"),
+            submission_id: format!("sub{n:03}"),
+            cents: 10 * n,
+            reason: "extra minutes".into(),
+        })
+        .collect();
+    // The payment step fails: Prolific's bulk payment is all or nothing.
+    mock.fail_when("/pay/", 503);
+    let results = Payer::bonus(&client, &bonuses).await;
+    assert_eq!(results.len(), 3);
+    for r in &results {
+        let e = r.as_ref().expect_err("the bulk payment failed");
+        assert!(e.to_string().contains("refused (503)"), "{e}");
+    }
+    assert!(mock.paid_cents().is_empty(), "{:?}", mock.paid_cents());
 }
 
 #[tokio::test]

@@ -20,7 +20,8 @@
 //! submission, so a decision changed after sending is not sent again); the part of the bonus
 //! not sent yet (so what the platform paid in all equals the payment table's `review_bonus`, to
 //! the cent; a raise is sent with its reason followed by what it was raised from and to), in
-//! one bulk request per platform; the block, once. Each outcome is logged as a
+//! one bulk request per platform, each bonus logged with its own outcome (a batch that fails
+//! part-way logs the bonuses paid as sent); the block, once. Each outcome is logged as a
 //! `sent` or `send_failed` event naming the decision's sequence number, so nothing is sent
 //! twice and a failure is sent again on the next press. A decision the platform's API cannot
 //! take at all (a block on Prolific) is logged once as `not_sendable`, with where the
@@ -806,9 +807,20 @@ pub async fn send(
             continue;
         };
         let all: Vec<Bonus> = batch.iter().map(|(_, _, b)| b.clone()).collect();
-        let result = payer.bonus(&all).await.map_err(Unsent::from);
+        // One result per bonus: those paid are logged sent even when others failed.
+        let results = payer.bonus(&all).await;
+        let given = results.len();
+        let mut results = results.into_iter();
         for (head, seq, b) in batch {
-            log.push(outcome(head, seq, result.clone(), Some(b.cents)));
+            let result = match results.next() {
+                Some(r) => r.map_err(Unsent::from),
+                None => Err(Unsent::Failed(format!(
+                    "{platform}: no result for this bonus (the platform client answered {given} \
+                     result(s) for {} bonus(es))",
+                    all.len()
+                ))),
+            };
+            log.push(outcome(head, seq, result, Some(b.cents)));
         }
     }
     let report = SendReport {

@@ -14,7 +14,8 @@
 //! - an ExternalQuestion's `ExternalURL` is an `https://` address;
 //! - `ListAssignmentsForHIT` pages by `MaxResults` (at most 100) and `NextToken`.
 //!
-//! It records every call (operation and body) and the bonuses paid, per worker in cents.
+//! It records every call (operation and body) and the bonuses paid, per worker in cents, and
+//! refuses a chosen request when a test asks ([`MockMTurk::fail_when`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -91,6 +92,8 @@ struct Mock {
     bonuses: Vec<PaidBonus>,
     bonus_tokens: HashMap<String, String>,
     calls: Vec<Call>,
+    /// Requests to refuse once: operation, body field, its value, the RequestError message.
+    fail_when: Vec<(String, String, String, String)>,
 }
 
 impl Mock {
@@ -128,6 +131,14 @@ impl MockMTurk {
             let _ = axum::serve(listener, app).await;
         });
         Ok(MockMTurk { addr, state, task })
+    }
+
+    /// Refuses the next `operation` request whose body has `field` equal to `value` with a
+    /// `RequestError` of `message` (once; nothing of it is done, e.g. no bonus is paid).
+    pub fn fail_when(&self, operation: &str, field: &str, value: &str, message: &str) {
+        self.state()
+            .fail_when
+            .push((operation.into(), field.into(), value.into(), message.into()));
     }
 
     /// The endpoint to give the client (`WOZKIT_MTURK_ENDPOINT`).
@@ -327,6 +338,13 @@ async fn handle(
         operation: operation.clone(),
         body: body.clone(),
     });
+    let refuse = m.fail_when.iter().position(|(op, field, value, _)| {
+        *op == operation && body.get(field).and_then(Value::as_str) == Some(value.as_str())
+    });
+    if let Some(i) = refuse {
+        let (.., message) = m.fail_when.remove(i);
+        return error("RequestError", &message);
+    }
     let answer = match operation.as_str() {
         "CreateHIT" => create_hit(&mut m, &body),
         "CreateQualificationType" => create_qualification_type(&mut m, &body),

@@ -640,7 +640,7 @@ impl Payer for Recording {
             .push(format!("reject {submission_id} {reason}"));
         Ok(())
     }
-    async fn bonus(&self, bonuses: &[Bonus]) -> Result<(), PlatformError> {
+    async fn bonus(&self, bonuses: &[Bonus]) -> Vec<Result<(), PlatformError>> {
         let mut all: Vec<String> = bonuses
             .iter()
             .map(|b| format!("{}/{}={}", b.worker_id, b.submission_id, b.cents))
@@ -650,7 +650,7 @@ impl Payer for Recording {
             .lock()
             .unwrap()
             .push(format!("bonus {}", all.join(",")));
-        Ok(())
+        bonuses.iter().map(|_| Ok(())).collect()
     }
     async fn block(&self, worker_id: &str, reason: &str) -> Result<(), PlatformError> {
         self.calls

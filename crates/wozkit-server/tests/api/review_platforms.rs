@@ -742,3 +742,106 @@ async fn a_block_on_prolific_is_logged_once_as_not_sendable() {
     assert_eq!(review_log(&app).await.len(), events);
     assert_eq!(prolific_writes(&mock), writes);
 }
+
+#[tokio::test]
+async fn an_mturk_bonus_failing_mid_batch_logs_each_bonus_and_pays_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mock = MockMTurk::start(MTURK_KEY).await.expect("mock");
+    for p in participants(&["a", "b"]) {
+        mock.add_assignment(mturk_assignment(&p));
+    }
+    let client = MTurk::new(Endpoint::Custom(mock.url()), MTURK_KEY, "secret", None)
+        .expect("client")
+        .with_hits(vec![HIT.into()]);
+    let app = app_with(&tmp, Arc::new(client)).await;
+    for tag in ["a", "b"] {
+        seed(app.store.as_ref(), tag, Crowd::MTurk).await;
+    }
+    let cookie = login(&app).await;
+    // Three bonuses in one batch (sent in participant order: a-u, a-w, b-w); the middle one
+    // is refused by MTurk.
+    decide(
+        &app,
+        &cookie,
+        "action=bonus&amount=0.15&reason=thorough&p=a-u",
+    )
+    .await;
+    decide(
+        &app,
+        &cookie,
+        "action=bonus&amount=0.40&reason=patient&p=a-w",
+    )
+    .await;
+    decide(
+        &app,
+        &cookie,
+        "action=bonus&amount=1.05&reason=helpful&p=b-w",
+    )
+    .await;
+    mock.fail_when(
+        "SendBonus",
+        "AssignmentId",
+        &submission("a-w"),
+        "This operation can be called with a status of: Approved",
+    );
+    assert_eq!(send(&app, &cookie).await, (2, 1));
+    let paid = mock.bonus_cents();
+    assert_eq!(
+        paid,
+        BTreeMap::from([("W-a-u".to_string(), 15), ("W-b-w".to_string(), 105)]),
+        "the bonuses before and after the refused one are paid"
+    );
+    let log = review_log(&app).await;
+    let failed = of_action(&log, ReviewAction::SendFailed);
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].participant, "a-w");
+    assert_eq!(failed[0].cents, Some(40));
+    assert!(
+        failed[0].reason.contains("status of: Approved"),
+        "{}",
+        failed[0].reason
+    );
+    assert_eq!(
+        sent_events(&log),
+        vec![
+            ("a-u".to_string(), ReviewAction::Bonus, Some(15)),
+            ("b-w".to_string(), ReviewAction::Bonus, Some(105)),
+        ]
+    );
+    let body = get_page(&app, &cookie).await;
+    assert!(
+        row(&body, "a-u").contains("bonus sent: 0.15"),
+        "{}",
+        row(&body, "a-u")
+    );
+    assert!(
+        !row(&body, "a-u").contains("send failed"),
+        "{}",
+        row(&body, "a-u")
+    );
+    assert!(
+        row(&body, "a-w").contains("send failed"),
+        "{}",
+        row(&body, "a-w")
+    );
+
+    // The next press sends the failed bonus only; MTurk then holds what the table says.
+    let calls = mock.calls().len();
+    assert_eq!(send(&app, &cookie).await, (1, 0));
+    let bonus_calls: Vec<_> = mock.calls()[calls..]
+        .iter()
+        .filter(|c| c.operation == "SendBonus")
+        .map(|c| {
+            c.body["AssignmentId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(bonus_calls, vec![submission("a-w")]);
+    let want = expected(&table(&app).await);
+    assert_eq!(mock.bonus_cents(), want.bonus_cents);
+    assert_eq!(want.bonus_cents.get("W-a-w"), Some(&40));
+    assert_eq!(mock.bonuses().len(), 3, "each bonus paid once");
+    assert_eq!(send(&app, &cookie).await, (0, 0));
+}
