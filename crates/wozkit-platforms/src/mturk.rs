@@ -20,8 +20,9 @@
 //! - `ApproveAssignment` / `RejectAssignment` (with `RequesterFeedback`): only an assignment
 //!   in the `Submitted` state is decided;
 //! - `SendBonus` with a `UniqueRequestToken` derived from the assignment, the amount and the
-//!   reason, so that a retry never pays twice (MTurk answers a reused token with an error,
-//!   which this client reads as "already paid");
+//!   reason, so that a retry never pays twice (MTurk answers a reused token with a
+//!   `RequestError` that names the token as already processed, which this client reads as
+//!   "already paid"; any other refusal is an error);
 //! - `CreateWorkerBlock`.
 
 #[cfg(feature = "mock")]
@@ -596,7 +597,7 @@ impl MTurk {
             .await;
         match sent {
             Ok(_) => Ok(BonusOutcome::Paid),
-            Err(e) if token_reused(&e) => Ok(BonusOutcome::AlreadyPaid),
+            Err(e) if token_reused(&e, &token) => Ok(BonusOutcome::AlreadyPaid),
             Err(e) => Err(sdk_error(&what, e)),
         }
     }
@@ -800,11 +801,20 @@ fn query_escape(s: &str) -> String {
     out
 }
 
-/// Whether a SendBonus failed because its UniqueRequestToken was used already (MTurk: "an
-/// error with a message containing the request ID" of the earlier call).
-fn token_reused<E: ProvideErrorMetadata>(e: &E) -> bool {
+/// Whether a SendBonus sent with `token` failed because that UniqueRequestToken was used
+/// already: MTurk's `RequestError` whose message names the token (the token itself, or the
+/// words UniqueRequestToken / idempotency token) as already processed or existing (its
+/// answer reads `The idempotency token "…" has already been processed.`, with the earlier
+/// request's id). Any other refusal, even one that says "already", is not.
+fn token_reused<E: ProvideErrorMetadata>(e: &E, token: &str) -> bool {
+    if e.code() != Some("RequestError") {
+        return false;
+    }
     let m = e.message().unwrap_or_default().to_ascii_lowercase();
-    e.code() == Some("RequestError") && (m.contains("uniquerequesttoken") || m.contains("already"))
+    let names_token = m.contains(&token.to_ascii_lowercase())
+        || m.contains("uniquerequesttoken")
+        || m.contains("idempotency token");
+    names_token && (m.contains("already been processed") || m.contains("already exists"))
 }
 
 fn sdk_error<E, R>(what: &str, e: SdkError<E, R>) -> PlatformError

@@ -311,3 +311,49 @@ async fn a_bonus_failing_in_the_middle_leaves_the_others_paid_and_says_which() {
     assert_eq!(mock.bonuses().len(), 3);
     assert_eq!(mock.bonus_cents().get("W2"), Some(&102));
 }
+
+#[tokio::test]
+async fn only_a_reused_token_counts_as_already_paid() {
+    let (mock, client, bonuses) = three_bonuses().await;
+    let b = &bonuses[0];
+    // A refusal that says "already" but is not about the token is an error.
+    mock.fail_when(
+        "SendBonus",
+        "AssignmentId",
+        &b.submission_id,
+        "This Requester has already reached the bonus limit for this assignment",
+    );
+    let e = client
+        .send_bonus(&b.worker_id, &b.submission_id, b.cents, &b.reason)
+        .await
+        .expect_err("not a reused token");
+    assert!(e.to_string().contains("bonus limit"), "{e}");
+    // Nor is one that names the UniqueRequestToken for another reason.
+    mock.fail_when(
+        "SendBonus",
+        "AssignmentId",
+        &b.submission_id,
+        "The value of UniqueRequestToken is not valid",
+    );
+    assert!(
+        client
+            .send_bonus(&b.worker_id, &b.submission_id, b.cents, &b.reason)
+            .await
+            .is_err()
+    );
+    assert!(mock.bonuses().is_empty());
+    // Paid, then sent again: MTurk's answer to the reused token is "already paid".
+    let out = client
+        .send_bonus(&b.worker_id, &b.submission_id, b.cents, &b.reason)
+        .await
+        .unwrap();
+    assert_eq!(out, BonusOutcome::Paid);
+    let again = client
+        .send_bonus(&b.worker_id, &b.submission_id, b.cents, &b.reason)
+        .await
+        .unwrap();
+    assert_eq!(again, BonusOutcome::AlreadyPaid);
+    let answer = mock.calls().pop().unwrap();
+    assert_eq!(answer.operation, "SendBonus");
+    assert_eq!(mock.bonuses().len(), 1, "paid once");
+}

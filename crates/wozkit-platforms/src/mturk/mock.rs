@@ -9,8 +9,9 @@
 //! - only a `Submitted` assignment is approved or rejected (a `Rejected` one may be approved
 //!   with `OverrideRejection`); a rejection needs `RequesterFeedback`;
 //! - a bonus is paid to the worker of the assignment it names, with a reason; a
-//!   `UniqueRequestToken` used before is answered with an error naming the earlier request and
-//!   pays nothing; the same for a HIT;
+//!   `UniqueRequestToken` used before is answered with MTurk's error (`The idempotency token
+//!   "…" has already been processed.`, naming the earlier request) and pays nothing; the same
+//!   for a HIT;
 //! - an ExternalQuestion's `ExternalURL` is an `https://` address;
 //! - `ListAssignmentsForHIT` pages by `MaxResults` (at most 100) and `NextToken`.
 //!
@@ -592,7 +593,7 @@ fn send_bonus(m: &mut Mock, body: &Value) -> Result<Value, Fail> {
         }
         if let Some(request) = m.bonus_tokens.get(t) {
             return Err(fail(&format!(
-                "The bonus with UniqueRequestToken {t} already exists (request ID {request})"
+                "The idempotency token \"{t}\" has already been processed. ({request})"
             )));
         }
     }
