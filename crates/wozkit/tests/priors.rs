@@ -297,6 +297,28 @@ async fn learned_priors_from_a_served_study_change_the_served_hint() {
     );
     assert!(overlay_priors(&text, "left").is_empty(), "{text}");
 
+    // The same from a log export (native format) instead of the store.
+    let log_file = tmp.path().join("sessions.jsonl");
+    let log_s = log_file.display().to_string();
+    let (code, _, err) = wozkit(&[
+        "export",
+        "--format",
+        "log",
+        "--data",
+        &data_s,
+        "--out",
+        &log_s,
+        "--include-test",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, from_log, err) = wozkit(&["priors", "learn", &study_s, "--log", &log_s]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("1 test session(s) left out"), "{err}");
+    assert_eq!(
+        from_log, text,
+        "the log export gives the priors the store gives"
+    );
+
     // With the test pair: left 1, right 3.
     let (code, yaml, err) = wozkit(&[
         "priors",
