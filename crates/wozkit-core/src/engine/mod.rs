@@ -14,8 +14,9 @@ mod offer;
 pub use apply::{apply, replay};
 pub use command::{Command, Refusal};
 pub use offer::{
-    ActionRow, CLOCK_SLOTS, Offer, OfferKind, TextPart, action_check, action_table, alarm,
-    finish_allowed, goal_reached, offered, render, render_clock_parts, render_state,
+    ActionRow, CLOCK_SLOTS, Offer, OfferKind, TextPart, action_check, action_table,
+    action_table_with, alarm, alarm_with, finish_allowed, finish_allowed_with, goal_reached,
+    goal_reached_with, offered, offered_with, render, render_clock_parts, render_state,
     robot_snapshots, valid_actions, vars,
 };
 
@@ -24,6 +25,7 @@ use rand::{Rng, RngExt};
 use serde::Serialize;
 
 use crate::event::{Actor, EndReason, EventKind, Role};
+use crate::expr::Vars;
 use crate::load::LoadedStudy;
 use crate::model::LockKind;
 
@@ -166,11 +168,25 @@ impl Session {
         }
     }
 
+    /// [`Session::goal_met`] with the condition variables already built ([`vars`] of this
+    /// session).
+    pub fn goal_met_with(&self, study: &LoadedStudy, vars: &Vars<'_>) -> bool {
+        match self.ended {
+            Some((_, reached)) => reached,
+            None => offer::goal_reached_with(study, vars),
+        }
+    }
+
     /// Progress bar percentage: 100 once the study's goal is reached (the session ended with
     /// `goal_reached`, or, while it runs, the goal holds now), else the highest milestone reached.
     /// Subtask percentages need not add up to 100, so the goal is what completes the bar.
     pub fn progress(&self, study: &LoadedStudy) -> u32 {
-        if self.goal_met(study) {
+        self.progress_given(study, self.goal_met(study))
+    }
+
+    /// [`Session::progress`] given [`Session::goal_met`] of this session.
+    pub fn progress_given(&self, study: &LoadedStudy, goal_met: bool) -> u32 {
+        if goal_met {
             return 100;
         }
         study

@@ -253,10 +253,18 @@ pub fn offered(study: &LoadedStudy, s: &Session) -> Vec<Offer> {
     if s.lock.is_some() || s.ended.is_some() || !s.started {
         return vec![];
     }
+    offered_with(study, s, &vars(study, s))
+}
+
+/// [`offered`] with the condition variables already built ([`vars`] of the same session), so
+/// one context serves every evaluation of a view.
+pub fn offered_with(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<Offer> {
+    if s.lock.is_some() || s.ended.is_some() || !s.started {
+        return vec![];
+    }
     let st = &study.study;
     let c = &study.compiled;
-    let vars = vars(study, s);
-    let state_ok = |i: usize| c.state_when[i].as_ref().is_none_or(|w| w.holds(&vars));
+    let state_ok = |i: usize| c.state_when[i].as_ref().is_none_or(|w| w.holds(vars));
     let mut out: Vec<Offer> = vec![];
     let push = |i: usize, prior: f64, kind: OfferKind, out: &mut Vec<Offer>| {
         if out.iter().any(|o| o.state == st.states[i].id) || st.states[i].initial {
@@ -279,7 +287,7 @@ pub fn offered(study: &LoadedStudy, s: &Session) -> Vec<Offer> {
         };
         let t_ok = c.transition_when[s.current][j]
             .as_ref()
-            .is_none_or(|w| w.holds(&vars));
+            .is_none_or(|w| w.holds(vars));
         if t_ok && state_ok(i) {
             push(i, t.prior(), OfferKind::Transition, &mut out);
         }
@@ -322,13 +330,28 @@ pub fn action_check(
     robot: &str,
     target: Option<&str>,
 ) -> Result<(usize, usize), Refusal> {
-    action_check_with(study, s, &vars(study, s), action, robot, target)
+    action_check_with(study, s, &vars(study, s), None, action, robot, target)
 }
 
+/// `base` with `robot` bound to robot `ri`: the scope an action's guard is evaluated in (with
+/// `target` added on top).
+fn robot_scope<'b>(study: &LoadedStudy, s: &Session, base: &'b Vars<'_>, ri: usize) -> Vars<'b> {
+    let mut v = base.scope();
+    v.set(
+        "robot",
+        robot_value(&study.study.world.robots[ri], &s.robots[ri]),
+    );
+    v
+}
+
+/// [`action_check`] with the condition variables built: `base`, and each robot's guard scope
+/// ([`robot_scope`] by robot index) when a whole table is checked, since converting a robot to
+/// a condition value costs more than the check itself.
 fn action_check_with(
     study: &LoadedStudy,
     s: &Session,
     base: &Vars<'_>,
+    robot_scopes: Option<&[Vars<'_>]>,
     action: &str,
     robot: &str,
     target: Option<&str>,
@@ -387,8 +410,15 @@ fn action_check_with(
         });
     }
     if let Some(g) = &study.compiled.action_guard[ai] {
-        let mut v = base.scope();
-        v.set("robot", robot_value(def, &s.robots[ri]));
+        let own;
+        let rv = match robot_scopes {
+            Some(scopes) => &scopes[ri],
+            None => {
+                own = robot_scope(study, s, base, ri);
+                &own
+            }
+        };
+        let mut v = rv.scope();
         v.set("target", cel_str(target));
         if !g.holds(&v) {
             return Err(Refusal::GuardFailed {
@@ -405,9 +435,17 @@ pub type ActionRow = (usize, String, Option<String>, Result<(), Refusal>);
 /// Every (action, robot, target) combination with whether the wizard may start it now: the
 /// action panel's table. The condition context is built once for the whole table.
 pub fn action_table(study: &LoadedStudy, s: &Session) -> Vec<ActionRow> {
+    action_table_with(study, s, &vars(study, s))
+}
+
+/// [`action_table`] with the condition variables already built ([`vars`] of the same session).
+/// Each robot's guard scope is built once for the table, not once per combination.
+pub fn action_table_with(study: &LoadedStudy, s: &Session, base: &Vars<'_>) -> Vec<ActionRow> {
     let st = &study.study;
     let running = s.started && s.ended.is_none();
-    let base = vars(study, s);
+    let scopes: Vec<Vars<'_>> = (0..st.world.robots.len())
+        .map(|ri| robot_scope(study, s, base, ri))
+        .collect();
     let mut out = vec![];
     for (ai, a) in st.actions.iter().enumerate() {
         let targets: Vec<Option<&str>> = if a.target {
@@ -428,7 +466,7 @@ pub fn action_table(study: &LoadedStudy, s: &Session) -> Vec<ActionRow> {
                         Refusal::NotStarted
                     })
                 } else {
-                    action_check_with(study, s, &base, &a.id, &r.id, *t).map(|_| ())
+                    action_check_with(study, s, base, Some(&scopes), &a.id, &r.id, *t).map(|_| ())
                 };
                 out.push((ai, r.id.clone(), t.map(str::to_string), check));
             }
@@ -457,6 +495,17 @@ pub fn finish_allowed(study: &LoadedStudy, s: &Session) -> bool {
             .is_none_or(|w| w.holds(&vars(study, s)))
 }
 
+/// [`finish_allowed`] with the condition variables already built ([`vars`] of the same session).
+pub fn finish_allowed_with(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> bool {
+    let rule = &study.study.session.finish;
+    s.messages >= rule.min_messages
+        && study
+            .compiled
+            .finish_when
+            .as_ref()
+            .is_none_or(|w| w.holds(vars))
+}
+
 /// Whether the study's goal holds (false when the study sets none).
 pub fn goal_reached(study: &LoadedStudy, s: &Session) -> bool {
     study
@@ -466,20 +515,35 @@ pub fn goal_reached(study: &LoadedStudy, s: &Session) -> bool {
         .is_some_and(|g| g.holds(&vars(study, s)))
 }
 
+/// [`goal_reached`] with the condition variables already built ([`vars`] of the same session).
+pub fn goal_reached_with(study: &LoadedStudy, vars: &Vars<'_>) -> bool {
+    study.compiled.goal.as_ref().is_some_and(|g| g.holds(vars))
+}
+
 /// The study's alarm now: the location id it is at and whether it is cleared (its
 /// `cleared_when` holds, or the goal is reached: the session ended with it, or it holds now).
 /// `None` when the study marks no alarm or its location variable no longer names a string.
 pub fn alarm<'a>(study: &'a LoadedStudy, s: &'a Session) -> Option<(&'a str, bool)> {
+    study.study.world.alarm.as_ref()?;
+    alarm_with(study, s, &vars(study, s))
+}
+
+/// [`alarm`] with the condition variables already built ([`vars`] of the same session).
+pub fn alarm_with<'a>(
+    study: &'a LoadedStudy,
+    s: &'a Session,
+    vars: &Vars<'_>,
+) -> Option<(&'a str, bool)> {
     let a = study.study.world.alarm.as_ref()?;
     let at = match s.world.get(&a.at) {
         Some(v) => v.as_str()?,
         None => a.at.as_str(),
     };
-    let cleared = s.goal_met(study)
+    let cleared = s.goal_met_with(study, vars)
         || study
             .compiled
             .alarm_cleared
             .as_ref()
-            .is_some_and(|c| c.holds(&vars(study, s)));
+            .is_some_and(|c| c.holds(vars));
     Some((at, cleared))
 }
