@@ -21,11 +21,12 @@
 //! | `POST /p/self-dialog/submit` | submit the dialogue |
 //! | `POST /p/spans/mark`, `POST /p/spans/remove` | mark a span, remove one |
 //! | `POST /p/spans/submit` | submit the spans |
+//! | `GET /researcher/study/{study}/taskmaster1.json[?spans=STUDY]` | the Taskmaster-1 export |
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Form, Router};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
@@ -56,6 +57,7 @@ pub fn routes() -> Router<AppState> {
         .route("/p/spans/mark", post(mark))
         .route("/p/spans/remove", post(remove))
         .route("/p/spans/submit", post(submit_spans))
+        .route("/researcher/study/{study}/taskmaster1.json", get(export))
 }
 
 /// The Taskmaster-1 conversation id of the dialogue written under a lease.
@@ -718,4 +720,92 @@ async fn submit_spans(
     };
     submit_judgment(&app, &p, &log, judgment).await?;
     Ok(to_page(seat.as_deref()))
+}
+
+/// The query of the Taskmaster-1 export.
+#[derive(serde::Deserialize)]
+pub struct ExportQuery {
+    /// Another span study whose judgments to include (besides the served ones that select
+    /// this study with `from_store`).
+    spans: Option<String>,
+}
+
+/// `GET /researcher/study/{study}/taskmaster1.json`: the dialogues of a self-dialog study as a
+/// Taskmaster-1 file (a JSON array of conversations), each utterance with the `segments` of
+/// every counted judgment of the span studies over them (the served `spans` studies whose
+/// `from_store` selects this study, and `?spans=STUDY`): spans several annotators marked alike
+/// are one segment listing each annotator's name, as the published data keeps both annotators'.
+async fn export(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    axum::extract::Path(study): axum::extract::Path<String>,
+    Query(q): Query<ExportQuery>,
+) -> Result<Response, HttpError> {
+    use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
+    use wozkit_store::{SessionFilter, SessionKind, SessionStatus};
+    let next = format!("/researcher/study/{study}/taskmaster1.json");
+    if let Err(res) =
+        super::researcher::require_page(&app, &headers, &next, crate::auth::Access::Observer).await
+    {
+        return Ok(res);
+    }
+    let served = app.study(Some(&study)).ok_or(HttpError::NotFound)?;
+    if served.study.evaluation.as_ref().map(|e| e.task) != Some(EvalTask::SelfDialog) {
+        return Err(HttpError::BadRequest(format!(
+            "study `{study}` is not a self-dialog study (`evaluation.task: self_dialog`)"
+        )));
+    }
+    let filter = SessionFilter {
+        study_id: Some(study.clone()),
+        kind: SessionKind::Dialogue,
+        status: Some(SessionStatus::Ended),
+        ..SessionFilter::default()
+    };
+    let mut dialogues = vec![];
+    for s in app.store.list_sessions(&filter).await? {
+        let events = app.store.events(&s.id, 0).await?;
+        dialogues.push(wozkit_data::ImportedSession { id: s.id, events });
+    }
+    let mut span_studies: Vec<String> = app
+        .studies
+        .values()
+        .filter_map(|s| s.study.evaluation.as_ref().map(|e| (s.study.id.clone(), e)))
+        .filter(|(_, e)| {
+            e.task == EvalTask::Spans && e.store_selections().iter().any(|sel| sel.study == study)
+        })
+        .map(|(id, _)| id)
+        .collect();
+    span_studies.extend(q.spans.filter(|s| !span_studies.contains(s)));
+    let mut judgments: Vec<Judgment> = vec![];
+    for spans_study in &span_studies {
+        let logs = SessionFilter {
+            study_id: Some(spans_study.clone()),
+            kind: SessionKind::Participant,
+            ..SessionFilter::default()
+        };
+        for log in app.store.list_sessions(&logs).await? {
+            for e in app.store.events(&log.id, 0).await? {
+                if let EventKind::Judged(j) = e.kind {
+                    judgments.push(*j);
+                }
+            }
+        }
+    }
+    wozkit_data::add_segments(&mut dialogues, &judgments);
+    let mut out = Vec::new();
+    wozkit_data::export_taskmaster1(&dialogues, &mut out).map_err(|e| {
+        HttpError::BadRequest(format!("the Taskmaster-1 export of `{study}` failed: {e}"))
+    })?;
+    Ok((
+        StatusCode::OK,
+        [
+            (CONTENT_TYPE, "application/json".to_string()),
+            (
+                CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{study}.taskmaster1.json\""),
+            ),
+        ],
+        out,
+    )
+        .into_response())
 }

@@ -530,6 +530,30 @@ async fn spans_are_checked_against_the_utterance_and_export_as_taskmaster_segmen
     export_taskmaster1(&back, &mut again).expect("export again");
     assert_eq!(again, out);
     app.stop().await;
+
+    // The researcher's download of the self-dialog study is that file.
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study(SOURCE)).await;
+    let path = "/researcher/study/sd-spans-src/taskmaster1.json?spans=sp-mini";
+    let res = app.http("GET", path, &[], "").await;
+    assert_eq!(res.status, 303, "a visitor is sent to the login page");
+    let cookie = crate::helpers::login(&app).await;
+    let res = app.http("GET", path, &[("Cookie", &cookie)], "").await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body.as_bytes(), out.as_slice());
+    let res = app
+        .http(
+            "GET",
+            "/researcher/study/sd-spans-src/taskmaster1.json",
+            &[("Cookie", &cookie)],
+            "",
+        )
+        .await;
+    let plain: Value = serde_json::from_str(&res.body).expect("json");
+    assert!(
+        plain[0]["utterances"][0].get("segments").is_none(),
+        "without a span study, no segments"
+    );
+    app.stop().await;
 }
 
 #[test]
