@@ -23,7 +23,8 @@
 //! loaded two-core machine, 2000 two-person sessions took 0.4–0.9 s a rebuild and 10,000
 //! 1.5–1.9 s. Now (same build and machine, load 4–6), a first computation takes 0.24 s for
 //! 2000 and 0.65 s for 10,000 sessions, and a rebuild after one session ended 0.09 s and
-//! 0.23 s (mostly the one bulk read of every participant); `figures_cost_with_many_sessions`
+//! 0.23 s (it still lists every session and reads every participant once, not profiled apart);
+//! `figures_cost_with_many_sessions`
 //! in the API tests prints them.
 
 use std::collections::{HashMap, HashSet};
