@@ -713,25 +713,25 @@ async fn check(
         .await
         .map_err(|e| anyhow!("store: {e}"))?;
     let mut problems: Vec<String> = vec![];
-    let taken: Vec<&Event> = events
+    let taken: Vec<(&Role, &String, &String)> = events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::TakenOver { .. }))
-        .collect();
-    match taken.as_slice() {
-        [e] => {
-            if let EventKind::TakenOver {
+        .filter_map(|e| match &e.kind {
+            EventKind::TakenOver {
                 role,
                 researcher,
                 participant,
-            } = &e.kind
-            {
-                if *role != Role::Wizard || *researcher != account.id || *participant == d.wizard {
-                    problems.push(format!(
-                        "TakenOver names role {role:?}, researcher {researcher}, participant \
-                         {participant}; expected the wizard's seat, account {} and a seat of its own",
-                        account.id
-                    ));
-                }
+            } => Some((role, researcher, participant)),
+            _ => None,
+        })
+        .collect();
+    match taken.as_slice() {
+        [(role, researcher, participant)] => {
+            if **role != Role::Wizard || **researcher != account.id || **participant == d.wizard {
+                problems.push(format!(
+                    "TakenOver names role {role:?}, researcher {researcher}, participant \
+                     {participant}; expected the wizard's seat, account {} and a seat of its own",
+                    account.id
+                ));
             }
         }
         other => problems.push(format!("expected one TakenOver, got {other:?}")),
