@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use wozkit_core::engine::{self, OfferKind, Session, TextPart};
 use wozkit_core::event::{Event, EventKind, MessageSource, Role};
+use wozkit_core::expr::Vars;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{ActType, LockKind, RoleDef};
 
@@ -348,19 +349,36 @@ impl View<'_> {
     }
 }
 
-/// Whether either participant may finish now: the same for both roles, and it evaluates the
-/// study's finish condition, so a batch's two views share one evaluation.
-pub fn can_finish(study: &LoadedStudy, s: &Session) -> bool {
-    s.ended.is_none() && engine::finish_allowed(study, s)
+/// What every view of one session state shares: the condition variables, built once (building
+/// them costs more than evaluating the conditions), and what both roles' views derive from them.
+/// Build one per batch and pass it to [`view`] for each role.
+pub struct Basis {
+    vars: Vars<'static>,
+    /// Whether either participant may finish now.
+    can_finish: bool,
+    /// Whether the study's goal is reached ([`Session::goal_met`]).
+    goal_met: bool,
 }
 
-/// The derived state for `role` now; `can_finish` is [`can_finish`] of the same session.
+impl Basis {
+    /// The basis of views of `s` as it is now.
+    pub fn new(study: &LoadedStudy, s: &Session) -> Basis {
+        let vars = engine::vars(study, s);
+        Basis {
+            can_finish: s.ended.is_none() && engine::finish_allowed_with(study, s, &vars),
+            goal_met: s.goal_met_with(study, &vars),
+            vars,
+        }
+    }
+}
+
+/// The derived state for `role` now; `basis` is [`Basis::new`] of the same session.
 pub fn view<'a>(
     study: &'a LoadedStudy,
     s: &'a Session,
     role: Role,
     now_ms: u64,
-    can_finish: bool,
+    basis: &Basis,
 ) -> View<'a> {
     let st = &study.study;
     let loc_name = |id: &'a str| -> &'a str {
@@ -429,7 +447,7 @@ pub fn view<'a>(
             lock: lock.filter(|l| l.kind == LockKind::Approval),
         },
         Role::Wizard => {
-            let offers = engine::offered(study, s);
+            let offers = engine::offered_with(study, s, &basis.vars);
             let can_hint = s.started && s.ended.is_none() && s.lock.is_none() && !offers.is_empty();
             let options = offers
                 .into_iter()
@@ -460,7 +478,7 @@ pub fn view<'a>(
                 state: &st.states[s.current].id,
                 options,
                 fixed,
-                actions: actions(study, s),
+                actions: actions(study, s, &basis.vars),
                 hint: s.hint.as_deref(),
                 can_hint,
                 lock,
@@ -478,13 +496,13 @@ pub fn view<'a>(
             deadline_ms: s.deadline_ms,
             left_s: s.time_left_s(study),
         },
-        progress: s.progress(study),
+        progress: s.progress_given(study, basis.goal_met),
         milestones: &s.milestones,
         subtask,
         robots,
         media,
         alarm: st.world.alarm.as_ref().and_then(|a| {
-            engine::alarm(study, s).map(|(location, cleared)| AlarmView {
+            engine::alarm_with(study, s, &basis.vars).map(|(location, cleared)| AlarmView {
                 location,
                 label: if cleared { &a.cleared_label } else { &a.label },
                 cleared,
@@ -496,7 +514,7 @@ pub fn view<'a>(
             .iter()
             .find(|(r, _)| *r == role.other())
             .map(|(_, until)| *until),
-        can_finish,
+        can_finish: basis.can_finish,
         ended: s.ended.map(|(reason, goal_reached)| Ended {
             reason: reason.as_str(),
             goal_reached,
@@ -512,7 +530,7 @@ const WHY_NOT_REASONS: usize = 3;
 /// when not: the action panel disables the send button and shows the reason. Each action also
 /// carries the combination the panel opens on (`pick`), or why none is possible (`why_not`),
 /// both from the engine's own checks.
-fn actions<'a>(study: &'a LoadedStudy, s: &Session) -> Vec<ActionView<'a>> {
+fn actions<'a>(study: &'a LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<ActionView<'a>> {
     let mut out: Vec<ActionView<'a>> = study
         .study
         .actions
@@ -526,7 +544,7 @@ fn actions<'a>(study: &'a LoadedStudy, s: &Session) -> Vec<ActionView<'a>> {
             why_not: None,
         })
         .collect();
-    for (ai, robot, target, check) in engine::action_table(study, s) {
+    for (ai, robot, target, check) in engine::action_table_with(study, s, vars) {
         if let Some(a) = out.get_mut(ai) {
             a.combos.push(Combo {
                 robot,
@@ -645,8 +663,10 @@ mod tests {
             say("inform_alert_emergency"),
             say("request_pa_announcement"),
         ]);
-        let v: Value = serde_json::from_str(&view(&study, &s, Role::User, 2_000, false).frame())
-            .unwrap_or_default();
+        let v: Value = serde_json::from_str(
+            &view(&study, &s, Role::User, 2_000, &Basis::new(&study, &s)).frame(),
+        )
+        .unwrap_or_default();
         assert_eq!(
             v["view"]["lock"]["prompt"],
             "Make a PA announcement telling the crew to leave the processing module east tower?"
@@ -753,8 +773,10 @@ mod tests {
         );
         assert_eq!(welcome["robots"][2]["can"], json!(["Inspect the area"]));
         for role in [Role::User, Role::Wizard] {
-            let v: Value = serde_json::from_str(&view(&study, &s, role, 2_000, false).frame())
-                .unwrap_or_default();
+            let v: Value = serde_json::from_str(
+                &view(&study, &s, role, 2_000, &Basis::new(&study, &s)).frame(),
+            )
+            .unwrap_or_default();
             let robots = v["view"]["robots"].as_array().cloned().unwrap_or_default();
             let moving: Vec<_> = robots
                 .iter()
@@ -780,7 +802,8 @@ mod tests {
     }
 
     fn view_json(study: &LoadedStudy, s: &Session, role: Role) -> Value {
-        serde_json::from_str(&view(study, s, role, s.now_ms, false).frame()).unwrap_or_default()
+        serde_json::from_str(&view(study, s, role, s.now_ms, &Basis::new(study, s)).frame())
+            .unwrap_or_default()
     }
 
     #[test]
@@ -921,10 +944,10 @@ mod tests {
         let wizard = format!("{common} state options fixed actions hint can_hint lock muted");
         let split = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
         assert_eq!(
-            keys(&view(&study, &s, Role::User, 2_000, false).frame()),
+            keys(&view(&study, &s, Role::User, 2_000, &Basis::new(&study, &s)).frame()),
             split(&user)
         );
-        let w = view(&study, &s, Role::Wizard, 2_000, false).frame();
+        let w = view(&study, &s, Role::Wizard, 2_000, &Basis::new(&study, &s)).frame();
         assert_eq!(keys(&w), split(&wizard));
         let v: Value = serde_json::from_str(&w).unwrap_or_default();
         assert_eq!(v["type"], "view");
@@ -941,8 +964,10 @@ mod tests {
 
     /// The wizard view's actions, as JSON.
     fn wizard_actions(study: &LoadedStudy, s: &Session) -> Vec<Value> {
-        let v: Value = serde_json::from_str(&view(study, s, Role::Wizard, 2_000, false).frame())
-            .unwrap_or_default();
+        let v: Value = serde_json::from_str(
+            &view(study, s, Role::Wizard, 2_000, &Basis::new(study, s)).frame(),
+        )
+        .unwrap_or_default();
         v["view"]["actions"].as_array().cloned().unwrap_or_default()
     }
 

@@ -267,3 +267,22 @@ async fn incoming(
 async fn send(socket: &mut WebSocket, text: &str) -> Result<(), axum::Error> {
     socket.send(Message::Text(text.into())).await
 }
+
+/// Most frames written before one flush by [`send_queued`].
+const FLUSH_EVERY: usize = 64;
+
+/// Sends `first` and the frames already queued behind it in `queue` (up to [`FLUSH_EVERY`]),
+/// flushing once: a batch's frames (events, view, ack) leave in one write, not one each.
+async fn send_queued(
+    socket: &mut WebSocket,
+    first: &str,
+    queue: &mut tokio::sync::mpsc::Receiver<std::sync::Arc<str>>,
+) -> Result<(), axum::Error> {
+    use futures_util::SinkExt;
+    socket.feed(Message::Text(first.into())).await?;
+    for _ in 1..FLUSH_EVERY {
+        let Ok(text) = queue.try_recv() else { break };
+        socket.feed(Message::Text((*text).into())).await?;
+    }
+    socket.flush().await
+}

@@ -8,7 +8,7 @@ use axum::extract::ws::WebSocket;
 use tokio::sync::mpsc;
 
 use super::frames::{self, ClientFrame, ServerFrame, error_frame};
-use super::{incoming, send, wait_hello};
+use super::{incoming, send, send_queued, wait_hello};
 use crate::app::AppState;
 use crate::room::{self, OUTBOX, RoomMsg};
 use crate::security::RateLimiter;
@@ -50,7 +50,7 @@ pub async fn run(app: AppState, session: String, mut socket: WebSocket) {
         tokio::select! {
             frame = out_rx.recv() => match frame {
                 Some(text) => {
-                    if send(&mut socket, &text).await.is_err() {
+                    if send_queued(&mut socket, &text, &mut out_rx).await.is_err() {
                         break;
                     }
                 }

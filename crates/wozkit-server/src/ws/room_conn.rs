@@ -11,7 +11,7 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_store::Participant;
 
 use super::frames::{self, ClientFrame, ServerFrame, error_frame};
-use super::{incoming, send};
+use super::{incoming, send, send_queued};
 use crate::app::AppState;
 use crate::room::{self, OUTBOX, RoomMsg, view};
 use crate::security::RateLimiter;
@@ -79,7 +79,7 @@ pub async fn run(
         tokio::select! {
             frame = out_rx.recv() => match frame {
                 Some(text) => {
-                    if send(&mut socket, &text).await.is_err() {
+                    if send_queued(&mut socket, &text, &mut out_rx).await.is_err() {
                         break;
                     }
                 }

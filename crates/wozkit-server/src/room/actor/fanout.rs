@@ -101,9 +101,10 @@ impl RoomActor {
                 self.send_role(role, f);
             }
         }
-        let can_finish = view::can_finish(&self.study, &self.session);
+        // One condition context for both views (see `view::Basis`).
+        let basis = view::Basis::new(&self.study, &self.session);
         for &role in &roles {
-            let view = self.view_frame(role, can_finish);
+            let view = self.view_frame(role, &basis);
             self.send_role(role, &view);
         }
         if stored
@@ -135,9 +136,9 @@ impl RoomActor {
         }
     }
 
-    pub(super) fn view_frame(&self, role: Role, can_finish: bool) -> Arc<str> {
+    pub(super) fn view_frame(&self, role: Role, basis: &view::Basis) -> Arc<str> {
         let _timed = self.app.metrics.view_timer();
-        view::view(&self.study, &self.session, role, now_ms(), can_finish)
+        view::view(&self.study, &self.session, role, now_ms(), basis)
             .frame()
             .into()
     }

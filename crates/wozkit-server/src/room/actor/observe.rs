@@ -106,7 +106,7 @@ impl RoomActor {
                 return;
             }
         };
-        let can_finish = view::can_finish(&self.study, &self.session);
+        let basis = view::Basis::new(&self.study, &self.session);
         let next = format!("/researcher/session/{}", self.session.id);
         let mut frames: Vec<Arc<str>> = vec![];
         for role in [Role::User, Role::Wizard] {
@@ -128,7 +128,7 @@ impl RoomActor {
             {
                 frames.push(observed(role, &ServerFrame::Event { event: &e }.text()));
             }
-            frames.push(observed(role, &self.view_frame(role, can_finish)));
+            frames.push(observed(role, &self.view_frame(role, &basis)));
             if self.session.away.iter().any(|(r, _)| *r == role.other()) {
                 let away = ServerFrame::Partner {
                     status: "reconnecting",

@@ -65,7 +65,7 @@ impl RoomActor {
             .map(|e| ServerFrame::Event { event: &e }.text().into())
             .collect();
         if presence.is_none() {
-            frames.push(self.view_frame(role, view::can_finish(&self.study, &self.session)));
+            frames.push(self.view_frame(role, &view::Basis::new(&self.study, &self.session)));
         }
         if self.session.away.iter().any(|(r, _)| *r == role.other()) {
             frames.push(
@@ -90,7 +90,7 @@ impl RoomActor {
         let stored = self.step(actor, command).await.is_ok() && self.last_seq != before;
         if !stored {
             // Nothing was stored, so no broadcast: the connection still needs its view.
-            let frame = self.view_frame(role, view::can_finish(&self.study, &self.session));
+            let frame = self.view_frame(role, &view::Basis::new(&self.study, &self.session));
             self.send_to(conn, frame);
         }
         if joining && self.everyone_joined() {
