@@ -77,13 +77,9 @@ struct Done {
 }
 
 async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
-    // One variant of the study's emergency (its defaults: the fire in the east tower, every
-    // robot in service) with quick robot actions: this test is about the console.
-    let mut study = server::quick_study()?;
-    study.study.scenario = Default::default();
-    for action in &mut study.study.actions {
-        action.distance = None;
-    }
+    // One variant of the study's emergency with quick robot actions: this test is about the
+    // console.
+    let study = server::quick_study()?;
     let mut server = TestServer::start(study.clone()).await?;
     let (account, _) = wozkit_server::auth::add_account(
         server.store.as_ref(),

@@ -11,8 +11,12 @@ use wozkit_core::load::{LoadedStudy, StudySource, load_builtin, load_text};
 
 use crate::helpers::{Tiny, enter, paired, spawn_app, spawn_app_in};
 
+/// The offshore study, its emergency pinned to the defaults (the fire in the east tower): the
+/// sessions here are scripted against known places.
 fn offshore() -> LoadedStudy {
-    load_builtin("offshore-emergency").unwrap_or_else(|e| panic!("{e}"))
+    let mut study = load_builtin("offshore-emergency").unwrap_or_else(|e| panic!("{e}"));
+    wozkit_core::scenario::pin_defaults(&mut study.study);
+    study
 }
 
 /// Every string in a frame with the key it sits under. Subtask ids are skipped: the page needs

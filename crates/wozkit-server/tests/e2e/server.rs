@@ -22,6 +22,9 @@ pub const ACTION_S: f64 = 2.0;
 /// The built-in study with short robot actions.
 pub fn quick_study() -> Result<LoadedStudy> {
     let mut study = load_builtin(STUDY).map_err(|e| anyhow!("{STUDY} does not load:\n{e}"))?;
+    // One variant of the emergency, the study's defaults (the fire in the east tower, every
+    // robot in service), so the tests know where to send the robots; no travel time.
+    wozkit_core::scenario::pin_defaults(&mut study.study);
     for action in &mut study.study.actions {
         action.duration = ActionDuration {
             default: ACTION_S,
