@@ -296,7 +296,7 @@ fn spans_html(
          <label>Words <input type=\"text\" name=\"text\" id=\"sp-words\"></label>\
          <label>From <input type=\"number\" name=\"start\" id=\"sp-start\" min=\"0\"></label>\
          <label>To <input type=\"number\" name=\"end\" id=\"sp-end\" min=\"1\"></label>\
-         <label>Slot <select name=\"slot\" id=\"sp-slot\">{slot_options}</select></label>\
+         <label>Slot <select name=\"slot\" id=\"sp-slot\" data-testid=\"sp-slot\">{slot_options}</select></label>\
          <button type=\"submit\" data-testid=\"sp-add\">Mark</button></form>\
          <form method=\"post\" action=\"/p/spans/submit{seatq}\" class=\"sd-submit\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
