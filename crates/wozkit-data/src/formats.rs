@@ -16,6 +16,7 @@ pub mod crwiz;
 pub mod crwiz_labels;
 pub mod multiwoz;
 mod record;
+pub mod scenario;
 pub mod taskmaster1;
 
 /// Imports `input` as `format`.

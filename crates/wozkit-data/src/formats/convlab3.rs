@@ -7,7 +7,10 @@
 //! `wozkit-train-<n>` with `original_id` = the session id, an empty goal, an empty `state` on user
 //! turns and empty `db_results` on system turns. A labelled wizard message becomes the binary act
 //! `{intent: label, domain: "general", slot: ""}`. Speakers are written as they come (the format
-//! wants them alternating). Timestamps, act types and every other event go to the sidecar.
+//! wants them alternating). A session that drew a scenario gets its drawn and computed world
+//! variables as sentences in `goal.description` and the extra dialogue key `scenario` between
+//! `goal` and `turns` (see [`super::scenario`]). Timestamps, act types and every other event go
+//! to the sidecar.
 
 use std::io::Write;
 
@@ -17,6 +20,7 @@ use wozkit_core::event::Role;
 use super::record::{
     Defaults, Fields, Layout, export_list, export_record, import_list, wizard_label,
 };
+use super::scenario::{self, SCENARIO_KEY};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
@@ -54,8 +58,16 @@ impl Defaults for ConvLabDefaults {
         record.insert("dialogue_id".into(), json!(format!("wozkit-train-{index}")));
         record.insert("original_id".into(), json!(session.id));
         record.insert("domains".into(), json!([]));
-        let goal = json!({"description": "", "inform": {}, "request": {}});
+        let drawn = scenario::logged(session);
+        let description = drawn
+            .as_ref()
+            .map(|d| d.lines(|v| v.to_string()).join(" "))
+            .unwrap_or_default();
+        let goal = json!({"description": description, "inform": {}, "request": {}});
         record.insert("goal".into(), goal);
+        if let Some(drawn) = drawn {
+            record.insert(SCENARIO_KEY.into(), drawn.to_value());
+        }
         record.insert("turns".into(), Value::Null);
         record
     }

@@ -5,8 +5,10 @@
 //! Sessions from elsewhere are keyed by session id, with `sys-usr` `[0, 0]` (no integer worker
 //! aliases are known), empty goals, a labelled wizard message as the general act
 //! `["General", label, "none", "none"]`, and the empty five-domain state on wizard turns. Speakers
-//! are written as they come, not forced to alternate. Timestamps, act types and every other event
-//! go to the sidecar.
+//! are written as they come, not forced to alternate. A session that drew a scenario gets one
+//! `task description` line per drawn or computed world variable and the extra key `scenario`
+//! after `type` (see [`super::scenario`]). Timestamps, act types and every other event go to the
+//! sidecar.
 
 use std::io::Write;
 
@@ -16,6 +18,7 @@ use wozkit_core::event::Role;
 use super::record::{
     Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
 };
+use super::scenario::{self, SCENARIO_KEY};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
@@ -47,7 +50,7 @@ pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, 
 struct CrossWozDefaults;
 
 impl Defaults for CrossWozDefaults {
-    fn record(&self, _session: &ImportedSession, _index: usize) -> Fields {
+    fn record(&self, session: &ImportedSession, _index: usize) -> Fields {
         let value = json!({
             "sys-usr": [0, 0],
             "goal": [],
@@ -56,7 +59,13 @@ impl Defaults for CrossWozDefaults {
             "task description": [],
             "type": "",
         });
-        value.as_object().cloned().unwrap_or_default()
+        let mut record = value.as_object().cloned().unwrap_or_default();
+        if let Some(drawn) = scenario::logged(session) {
+            let lines = drawn.lines(|v| v.to_string());
+            record.insert("task description".into(), json!(lines));
+            record.insert(SCENARIO_KEY.into(), drawn.to_value());
+        }
+        record
     }
 
     fn turn(

@@ -5,8 +5,10 @@
 //! Sessions from elsewhere get an empty goal, turns forced to alternate (an empty turn is
 //! inserted between two messages of the same speaker, and an empty system turn closes an
 //! odd-length dialogue; these come back as empty messages on import), empty belief states, and a
-//! labelled wizard message as the general act `{"general-<label>": [["none", "none"]]}`.
-//! Timestamps, act types and every other event go to the sidecar.
+//! labelled wizard message as the general act `{"general-<label>": [["none", "none"]]}`. A
+//! session that drew a scenario gets one `goal.message` line per drawn or computed world variable
+//! (the value in the corpus's emphasis markup) and the extra key `scenario` after `log` (see
+//! [`super::scenario`]). Timestamps, act types and every other event go to the sidecar.
 
 use std::io::Write;
 
@@ -16,6 +18,7 @@ use wozkit_core::event::Role;
 use super::record::{
     Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
 };
+use super::scenario::{self, SCENARIO_KEY};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
@@ -46,16 +49,24 @@ pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, 
 struct MultiWozDefaults;
 
 impl Defaults for MultiWozDefaults {
-    fn record(&self, _session: &ImportedSession, _index: usize) -> Fields {
+    fn record(&self, session: &ImportedSession, _index: usize) -> Fields {
+        let drawn = scenario::logged(session);
         let mut goal = Fields::new();
         for domain in ["taxi", "police", "hospital", "hotel", "attraction", "train"] {
             goal.insert(domain.into(), json!({}));
         }
-        goal.insert("message".into(), json!([]));
+        let message = drawn
+            .as_ref()
+            .map(|d| d.lines(scenario::emphasis))
+            .unwrap_or_default();
+        goal.insert("message".into(), json!(message));
         goal.insert("restaurant".into(), json!({}));
         let mut record = Fields::new();
         record.insert("goal".into(), Value::Object(goal));
         record.insert("log".into(), Value::Null);
+        if let Some(drawn) = drawn {
+            record.insert(SCENARIO_KEY.into(), drawn.to_value());
+        }
         record
     }
 
