@@ -5,9 +5,10 @@
 //!   writes both sides of its dialogue, USER then ASSISTANT in turn. Each turn is logged as it is
 //!   written (`self_dialog.turn` in the worker's log), so a crash or a restart loses at most the
 //!   turn being typed; the last turn may be fixed before the next one. The submit is a judgment
-//!   of the scenario carrying the utterances, and a counted one also becomes a dialogue session
-//!   `dlg-<lease>` in the store, laid out as a Taskmaster-1 conversation (so `from_store` of a
-//!   span study selects it and the Taskmaster-1 export writes it).
+//!   of the scenario carrying the utterances, and a counted one (not a test participant's) also
+//!   becomes a dialogue session `dlg-<lease>` in the store, laid out as a Taskmaster-1
+//!   conversation (so `from_store` of a span study selects it and the Taskmaster-1 export
+//!   writes it).
 //! - `spans`: the worker marks spans of the dialogue's utterances with the study's slot names
 //!   (`spans.segment` in the log, one per mark or removal), then submits; the judgment carries
 //!   the spans.
@@ -479,7 +480,8 @@ async fn submit_dialogue(
         void: false,
     };
     let outcome = submit_judgment(&app, &p, &log, judgment).await?;
-    if outcome == SubmitOutcome::Counted {
+    // Test participants' dialogues stay in their logs only, out of the exports and `from_store`.
+    if outcome == SubmitOutcome::Counted && !p.is_test() {
         store_dialogue(&app, &study, &p, &lease, &turns).await?;
     }
     Ok(to_page(seat.as_deref()))

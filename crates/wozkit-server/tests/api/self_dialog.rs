@@ -564,3 +564,34 @@ fn the_built_in_self_dialog_studies_load() {
         assert!(items.unwrap_or(0) >= 2, "{name} has items");
     }
 }
+
+#[tokio::test]
+async fn a_test_participants_dialogue_stays_out_of_the_stored_dialogues() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study(WRITE)).await;
+    let c = app.join("study=sd-mini&participant=t1&test=1").await;
+    let step = c.step().await;
+    assert_eq!(c.post("/p/next", &format!("step={step}")).await.status, 303);
+    write_dialogue(&c, 3, "test").await;
+    let all: Vec<Event> = log_of(&app, "sd-mini")
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    let js = judgments(&all);
+    assert_eq!(js.len(), 1, "the dialogue is in the test log");
+    assert!(
+        js[0].counted,
+        "counted like any other, so only the test mark keeps it out"
+    );
+    let stored = app
+        .store
+        .list_sessions(&SessionFilter {
+            study_id: Some("sd-mini".into()),
+            ..SessionFilter::default()
+        })
+        .await
+        .expect("sessions");
+    assert!(stored.is_empty(), "no dialogue session: {stored:?}");
+    app.stop().await;
+}
