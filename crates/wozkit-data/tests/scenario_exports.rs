@@ -358,3 +358,67 @@ fn a_record_imported_from_a_corpus_is_not_given_a_draw() {
         json!([])
     );
 }
+
+/// The same session played into a store and exported from it: the streamed writer of
+/// `wozkit export` puts the draw in the same places.
+#[tokio::test]
+async fn a_store_export_carries_the_draw_too() {
+    use wozkit_data::stored::{ExportFormat, ExportOptions, NoProgress, export_store};
+    use wozkit_store::{NewEvent, NewSession};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = wozkit_store::open(&dir.path().display().to_string())
+        .await
+        .expect("open store");
+    store
+        .create_session(NewSession {
+            id: ID.into(),
+            study_id: "offshore-emergency".into(),
+            study_version: "1".into(),
+            seed: 11,
+            created_at_ms: 1_000,
+        })
+        .await
+        .expect("create session");
+    let events = offshore_session(Some(the_draw()))
+        .events
+        .into_iter()
+        .map(|e| NewEvent {
+            actor: e.actor,
+            kind: e.kind,
+            at_ms: e.at_ms,
+        })
+        .collect();
+    store.append(ID, events).await.expect("append");
+    for (name, format) in [
+        ("crosswoz", Format::CrossWoz),
+        ("multiwoz", Format::MultiWoz21),
+        ("convlab3", Format::ConvLab3),
+    ] {
+        let out = dir.path().join(format!("{name}.json"));
+        let options = ExportOptions {
+            format: ExportFormat::parse(name).expect("a format"),
+            out: out.clone(),
+            split: None,
+            study: None,
+            include_test: false,
+        };
+        export_store(&*store, &options, &NoProgress)
+            .await
+            .expect("export");
+        let file = common::parse(&std::fs::read(&out).expect("read export"));
+        let record = match format {
+            Format::ConvLab3 => file[0].clone(),
+            _ => file
+                .as_object()
+                .and_then(|o| o.values().next().cloned())
+                .expect("a record"),
+        };
+        assert_eq!(record["scenario"], expected_scenario_key(), "{name}");
+        let text = record.to_string();
+        assert!(
+            text.contains("Scenario: fire_location is"),
+            "{name}: {text}"
+        );
+    }
+}
