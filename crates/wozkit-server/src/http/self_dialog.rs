@@ -733,7 +733,8 @@ pub struct ExportQuery {
 }
 
 /// `GET /researcher/study/{study}/taskmaster1.json`: the dialogues of a self-dialog study as a
-/// Taskmaster-1 file (a JSON array of conversations), each utterance with the `segments` of
+/// Taskmaster-1 file (a JSON array of conversations; a counted dialogue whose session is missing
+/// is written from its judgment first), each utterance with the `segments` of
 /// every counted judgment of the span studies over them (the served `spans` studies whose
 /// `from_store` selects this study, and `?spans=STUDY`): spans several annotators marked alike
 /// are one segment listing each annotator's name, as the published data keeps both annotators'.
@@ -757,6 +758,7 @@ async fn export(
             "study `{study}` is not a self-dialog study (`evaluation.task: self_dialog`)"
         )));
     }
+    repair_dialogues(&app, &served).await?;
     let filter = SessionFilter {
         study_id: Some(study.clone()),
         kind: SessionKind::Dialogue,
@@ -810,4 +812,52 @@ async fn export(
         out,
     )
         .into_response())
+}
+
+/// Writes the dialogue session of every counted self-dialog judgment that has none (the
+/// server stopped between the judgment and the session): the judgment holds the utterances.
+async fn repair_dialogues(app: &AppState, study: &LoadedStudy) -> Result<(), HttpError> {
+    use wozkit_store::{SessionFilter, SessionKind};
+    let logs = SessionFilter {
+        study_id: Some(study.study.id.clone()),
+        kind: SessionKind::Participant,
+        ..SessionFilter::default()
+    };
+    for log in app.store.list_sessions(&logs).await? {
+        for e in app.store.events(&log.id, 0).await? {
+            let EventKind::Judged(j) = e.kind else {
+                continue;
+            };
+            if !j.counted
+                || app
+                    .store
+                    .session(&conversation_id(&j.lease))
+                    .await?
+                    .is_some()
+            {
+                continue;
+            }
+            let Some(lease) = app.store.lease(&j.lease).await? else {
+                continue;
+            };
+            let Some(p) = app.store.participant(&lease.worker).await? else {
+                continue;
+            };
+            if p.is_test() {
+                continue;
+            }
+            let turns: Vec<String> = j
+                .answers
+                .get("utterances")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|u| u.get("text").and_then(Value::as_str).map(str::to_string))
+                .collect();
+            if !turns.is_empty() {
+                store_dialogue(app, study, &p, &lease, &turns).await?;
+            }
+        }
+    }
+    Ok(())
 }

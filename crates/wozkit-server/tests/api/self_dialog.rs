@@ -595,3 +595,89 @@ async fn a_test_participants_dialogue_stays_out_of_the_stored_dialogues() {
     assert!(stored.is_empty(), "no dialogue session: {stored:?}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_dialogue_judged_without_its_session_is_written_at_export() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study(WRITE)).await;
+    let c = join(&app, "sd-mini", "w-crash").await;
+    for (i, text) in ["Hello", "Hi, how can I help?", "A pizza"]
+        .iter()
+        .enumerate()
+    {
+        let who = if i % 2 == 0 { "USER" } else { "ASSISTANT" };
+        assert_eq!(say(&c, i, who, text).await.0, 303);
+    }
+    let lease = hidden(&c.page().await.body, "lease");
+    // The judgment is stored as the server stores it, but the server stops before writing the
+    // dialogue session.
+    let logs = log_of(&app, "sd-mini").await;
+    let log = logs[0][0].session.clone();
+    let utterances = serde_json::json!([
+        {"index": 0, "speaker": "USER", "text": "Hello"},
+        {"index": 1, "speaker": "ASSISTANT", "text": "Hi, how can I help?"},
+        {"index": 2, "speaker": "USER", "text": "A pizza"},
+    ]);
+    let claimed = app
+        .store
+        .lease(&lease)
+        .await
+        .expect("store")
+        .expect("lease");
+    let item = claimed.item_id.clone();
+    let judgment = Judgment {
+        page: "rate-1".into(),
+        item: item.clone(),
+        lease: lease.clone(),
+        pool: claimed.pool,
+        dialogues: vec![item.clone()],
+        systems: vec![String::new()],
+        choice: None,
+        justification: None,
+        answers: [("utterances".to_string(), utterances)]
+            .into_iter()
+            .collect(),
+        turns: vec![],
+        counted: true,
+        surplus: false,
+        gold_correct: None,
+        claimed_at_ms: claimed.claimed_at_ms,
+        void: false,
+    };
+    let actor = logs[0][0].actor.clone();
+    app.store
+        .submit(
+            &lease,
+            claimed.claimed_at_ms + 1,
+            &log,
+            Box::new(move |_| {
+                vec![wozkit_store::NewEvent {
+                    actor,
+                    kind: EventKind::Judged(Box::new(judgment)),
+                    at_ms: 1,
+                }]
+            }),
+        )
+        .await
+        .expect("submit");
+    let dlg = format!("dlg-{lease}");
+    assert!(app.store.session(&dlg).await.expect("store").is_none());
+
+    let cookie = crate::helpers::login(&app).await;
+    let res = app
+        .http(
+            "GET",
+            "/researcher/study/sd-mini/taskmaster1.json",
+            &[("Cookie", &cookie)],
+            "",
+        )
+        .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let exported: Value = serde_json::from_str(&res.body).expect("json");
+    assert_eq!(exported[0]["conversation_id"], dlg.as_str());
+    assert_eq!(exported[0]["instruction_id"], item.as_str());
+    assert_eq!(exported[0]["utterances"][2]["text"], "A pizza");
+    assert_eq!(exported[0]["utterances"][1]["speaker"], "ASSISTANT");
+    assert!(app.store.session(&dlg).await.expect("store").is_some());
+    app.stop().await;
+}
