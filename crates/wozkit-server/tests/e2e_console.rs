@@ -299,12 +299,15 @@ async fn play(
 async fn log_in(server: &TestServer, br: &Browser) -> Result<()> {
     br.goto(&server.url("/researcher/login?next=/researcher"))
         .await?;
-    // The account field comes filled with `admin`, the first owner account's name.
-    br.js(
-        "document.getElementById('name').value = ''; return true",
-        vec![],
-    )
-    .await?;
+    // The account field starts empty (`admin` is only its placeholder): typing a name is
+    // not appended to a default.
+    let prefilled = br
+        .js("return document.getElementById('name').value", vec![])
+        .await?;
+    ensure!(
+        prefilled == json!(""),
+        "the login page's account field is prefilled with {prefilled}"
+    );
     br.type_into_css("#name", ACCOUNT).await?;
     br.type_into_css("#password", PASSWORD).await?;
     click_css(br, "#login").await?;

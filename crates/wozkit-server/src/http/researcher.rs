@@ -118,6 +118,8 @@ pub struct NextQuery {
     next: Option<String>,
 }
 
+/// The login page. `name` fills the account field (empty on a first visit, so what is typed is
+/// not appended to a default; after a failed login, the name that was typed).
 fn login_page(next: &str, name: &str, problem: Option<&str>) -> String {
     let problem = problem
         .map(|p| {
@@ -130,7 +132,7 @@ fn login_page(next: &str, name: &str, problem: Option<&str>) -> String {
     let body = format!(
         "<main class=\"narrow\"><h1>Researcher login</h1>{problem}\
          <form method=\"post\" action=\"/researcher/login\"><input type=\"hidden\" name=\"next\" value=\"{}\">\
-         <label>Account <input type=\"text\" name=\"name\" id=\"name\" value=\"{}\" autocomplete=\"username\" autocapitalize=\"none\" spellcheck=\"false\" required autofocus></label>\
+         <label>Account <input type=\"text\" name=\"name\" id=\"name\" value=\"{}\" placeholder=\"admin\" autocomplete=\"username\" autocapitalize=\"none\" spellcheck=\"false\" required autofocus></label>\
          <label>Password <input type=\"password\" name=\"password\" id=\"password\" autocomplete=\"current-password\" required></label>\
          <button type=\"submit\" id=\"login\" class=\"primary\">Log in</button></form>\
          <p class=\"muted\">The first account is <code>admin</code>: its password was printed when the server first started, or set with WOZKIT_RESEARCHER_PASSWORD. \
@@ -143,7 +145,7 @@ fn login_page(next: &str, name: &str, problem: Option<&str>) -> String {
 
 /// `GET /researcher/login`.
 pub async fn login_form(Query(q): Query<NextQuery>) -> Response {
-    Html(login_page(&safe_next(q.next.as_deref()), ADMIN, None)).into_response()
+    Html(login_page(&safe_next(q.next.as_deref()), "", None)).into_response()
 }
 
 #[derive(Deserialize)]
@@ -168,12 +170,9 @@ pub async fn login(
         ));
     }
     let next = safe_next(form.next.as_deref());
-    let name = form
-        .name
-        .as_deref()
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .unwrap_or(ADMIN);
+    // What was typed, shown again after a failed login (empty when the form had no name).
+    let typed = form.name.as_deref().map(str::trim).unwrap_or("");
+    let name = Some(typed).filter(|n| !n.is_empty()).unwrap_or(ADMIN);
     let address = peer.ip().to_string();
     let outcome = log_in(
         app.store.as_ref(),
@@ -192,7 +191,7 @@ pub async fn login(
                 StatusCode::UNAUTHORIZED,
                 Html(login_page(
                     &next,
-                    name,
+                    typed,
                     Some("Wrong account name or password."),
                 )),
             )
@@ -206,7 +205,7 @@ pub async fn login(
             return Ok((
                 StatusCode::TOO_MANY_REQUESTS,
                 [(RETRY_AFTER, retry_after_s.to_string())],
-                Html(login_page(&next, name, Some(&msg))),
+                Html(login_page(&next, typed, Some(&msg))),
             )
                 .into_response());
         }

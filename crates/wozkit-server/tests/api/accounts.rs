@@ -631,6 +631,11 @@ async fn the_login_page_asks_for_name_and_password() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("name=\"name\""));
     assert!(page.body.contains("name=\"password\""));
+    // The account field starts empty (typing a name must not append to a default), with
+    // `admin` only as a placeholder.
+    let field = name_field(&page.body);
+    assert!(field.contains("value=\"\""), "{field}");
+    assert!(field.contains("placeholder=\"admin\""), "{field}");
     // Right after a login, the pages that check it synchronously know it.
     let cookie = login(&app).await;
     let res = get(&app, "/try", &cookie).await;
@@ -639,4 +644,41 @@ async fn the_login_page_asks_for_name_and_password() {
     let res = try_login(&app, "127.0.0.7", "nobody", "letmein").await;
     assert_eq!(res.status, 401);
     assert!(res.body.contains("Wrong account name or password"));
+    // The page shown again keeps the name that was typed (escaped), not `admin`.
+    let res = try_login(&app, "127.0.0.8", " <nobody> ", "letmein").await;
+    assert_eq!(res.status, 401);
+    let field = name_field(&res.body);
+    assert!(field.contains("value=\"&lt;nobody&gt;\""), "{field}");
+    // A form without a name field (the login form of earlier versions) logs in as admin;
+    // failing that way shows an empty field, as nothing was typed.
+    let origin = format!("http://{}", app.addr);
+    let no_name = |from: &'static str, password: &'static str| {
+        let origin = origin.clone();
+        let addr = app.addr;
+        async move {
+            http_from(
+                addr,
+                from,
+                "POST",
+                "/researcher/login",
+                &[("Origin", &origin), FORM],
+                &format!("password={password}&next=/researcher"),
+            )
+            .await
+        }
+    };
+    let res = no_name("127.0.0.9", "letmein").await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    assert!(res.header("set-cookie").is_some_and(|c| !c.is_empty()));
+    let res = no_name("127.0.0.10", "wrong").await;
+    assert_eq!(res.status, 401);
+    assert!(name_field(&res.body).contains("value=\"\""));
+}
+
+/// The login page's account input element.
+fn name_field(body: &str) -> String {
+    let start = body.find("id=\"name\"").expect("the account field");
+    let from = body[..start].rfind('<').expect("its tag");
+    let end = body[start..].find('>').map_or(body.len(), |e| start + e);
+    body[from..=end.min(body.len() - 1)].to_string()
 }
