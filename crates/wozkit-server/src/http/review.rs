@@ -219,9 +219,16 @@ fn notice(q: &HashMap<String, String>) -> String {
         );
     }
     if let (Some(s), Some(f)) = (q.get("sent"), q.get("failed")) {
+        let not_sendable = match q.get("not_sendable").map(String::as_str) {
+            None | Some("0") | Some("") => String::new(),
+            Some(n) => format!(
+                " {} not sendable: the platform's API cannot take them; do them in the platform's web app (each row says how).",
+                esc(n)
+            ),
+        };
         let _ = write!(
             out,
-            "<p class=\"notice\" id=\"review-sent\" role=\"status\">Sent to the platforms: {} done, {} failed (failures are sent again on the next press).</p>",
+            "<p class=\"notice\" id=\"review-sent\" role=\"status\">Sent to the platforms: {} done, {} failed (failures are sent again on the next press).{not_sendable}</p>",
             esc(s),
             esc(f)
         );
@@ -323,10 +330,19 @@ fn send_form(app: &AppState, me: &Researcher, study: &str) -> String {
         csrf_field(me),
         configured
             .iter()
-            .map(|p| if *p == "mturk" { "MTurk" } else { "Prolific" })
+            .map(|p| platform_name(p))
             .collect::<Vec<_>>()
             .join("/"),
     )
+}
+
+/// A crowd platform's name as people write it.
+fn platform_name(platform: &str) -> &str {
+    match platform {
+        "mturk" => "MTurk",
+        "prolific" => "Prolific",
+        other => other,
+    }
 }
 
 fn action_fields(prefix: &str) -> String {
@@ -519,6 +535,23 @@ fn decision(me: &Researcher, study: &str, view: &View, r: &ReviewRow, may_act: b
             "<br><small>bonus sent: {}.{:02}</small>",
             rv.bonus_sent_cents / 100,
             rv.bonus_sent_cents % 100
+        );
+    }
+    for (seq, why) in &rv.not_sendable {
+        let action = rv
+            .history
+            .iter()
+            .find(|e| e.seq == *seq)
+            .and_then(|e| match &e.kind {
+                EventKind::Reviewed(d) => Some(d.action.as_str()),
+                _ => None,
+            })
+            .unwrap_or("decision");
+        let _ = write!(
+            out,
+            "<br><small class=\"problem not-sendable\">{action}: not sendable to {} — {}</small>",
+            esc(platform_name(&r.pay.platform)),
+            esc(why)
         );
     }
     if let Some(why) = &rv.last_failure {
@@ -732,7 +765,10 @@ async fn send(
     let report = review::send(&app, &study, &me).await?;
     Ok(redirect(&review_url(
         &study_id,
-        &format!("sent={}&failed={}", report.sent, report.failed),
+        &format!(
+            "sent={}&failed={}&not_sendable={}",
+            report.sent, report.failed, report.not_sendable
+        ),
     )))
 }
 

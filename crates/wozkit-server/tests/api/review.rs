@@ -605,6 +605,8 @@ struct Recording {
     fail_once: Mutex<Vec<String>>,
     /// What `submissions` answers.
     listed: Vec<Submission>,
+    /// Answer blocks as Prolific does: its API has no block.
+    block_unsupported: bool,
 }
 
 #[async_trait]
@@ -653,6 +655,13 @@ impl Payer for Recording {
         bonuses.iter().map(|_| Ok(())).collect()
     }
     async fn block(&self, worker_id: &str, reason: &str) -> Result<(), PlatformError> {
+        if self.block_unsupported {
+            return Err(PlatformError::Unsupported {
+                platform: "Prolific",
+                what: "block".into(),
+                instead: format!("block participant {worker_id} in Prolific's web app"),
+            });
+        }
         self.calls
             .lock()
             .unwrap()
@@ -806,4 +815,60 @@ async fn a_submission_missing_from_the_entry_link_is_found_by_the_worker_id() {
         .expect("a failure");
     assert_eq!(failed.participant, "n-w");
     assert!(failed.reason.contains("W-n-w"), "{}", failed.reason);
+}
+
+#[tokio::test]
+async fn a_block_the_platform_cannot_take_is_shown_on_its_row_and_counted_after_send() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let payer = Arc::new(Recording {
+        block_unsupported: true,
+        ..Recording::default()
+    });
+    let mut payers = Payers::default();
+    payers.insert(STUDY, payer.clone());
+    let tunables = wozkit_server::Tunables { payers, ..fast() };
+    let app = spawn_app_in_tuned(tmp.path().to_path_buf(), Tiny::default().study(), tunables).await;
+    seeded(&app, &[Shape::plain("a", 300)]).await;
+    let cookie = login(&app).await;
+    decide(&app, &cookie, "action=approve&p=a-u&p=a-w").await;
+    decide(&app, &cookie, "action=block&reason=bot&p=a-w").await;
+    let location = send(&app, &cookie).await;
+    assert!(
+        location.contains("sent=2&failed=0&not_sendable=1"),
+        "{location}"
+    );
+    assert_eq!(
+        payer.take(),
+        vec!["approve SUB-a-u".to_string(), "approve SUB-a-w".into()]
+    );
+    // The notice after Send counts it and says where to do it.
+    let query = location.split_once('?').map_or("", |(_, q)| q);
+    let body = get_page(&app, &cookie, query).await;
+    let start = body.find("id=\"review-sent\"").expect("the send notice");
+    let notice = &body[start..body[start..].find("</p>").map_or(body.len(), |e| start + e)];
+    assert!(notice.contains("2 done, 0 failed"), "{notice}");
+    assert!(notice.contains("1 not sendable"), "{notice}");
+    // The row says the block is not sendable and what to do instead; the other row not.
+    let blocked = row(&body, "a-w");
+    assert!(
+        blocked.contains("block: not sendable to Prolific — "),
+        "{blocked}"
+    );
+    assert!(
+        blocked.contains("block participant W-a-w in Prolific&#39;s web app"),
+        "{blocked}"
+    );
+    assert!(!blocked.contains("send failed"), "{blocked}");
+    assert!(!row(&body, "a-u").contains("not sendable"));
+    // It is never sent again: the next press counts nothing.
+    let location = send(&app, &cookie).await;
+    assert!(
+        location.contains("sent=0&failed=0&not_sendable=0"),
+        "{location}"
+    );
+    assert!(payer.take().is_empty());
+    let query = location.split_once('?').map_or("", |(_, q)| q);
+    let body = get_page(&app, &cookie, query).await;
+    assert!(!body.contains("not sendable:"), "no count when none");
+    assert!(row(&body, "a-w").contains("block: not sendable to Prolific"));
 }
