@@ -760,7 +760,9 @@ pub struct Flow {
     pub user: Vec<Page>,
     #[serde(default = "default_pages")]
     pub wizard: Vec<Page>,
-    /// Prolific completion redirect, e.g. `https://app.prolific.com/submissions/complete?cc={code}`.
+    /// Prolific completion redirect, e.g. `https://app.prolific.com/submissions/complete?cc={code}`:
+    /// the completion page links to it and goes there after a few seconds, for participants
+    /// who came from Prolific only.
     #[serde(default)]
     pub completion_url: Option<String>,
 }

@@ -220,7 +220,15 @@ pub async fn current(
                     .is_some_and(|e| e.reason == EndReason::NoPartner),
                 None => false,
             };
-            completion(&study, page, &code, no_partner, &mturk_submit(&p, &code))
+            let back_to_prolific = p.platform == Platform::Prolific;
+            completion(
+                &study,
+                page,
+                &code,
+                no_partner,
+                back_to_prolific,
+                &mturk_submit(&p, &code),
+            )
         }
     };
     Ok(Html(html).into_response())
@@ -375,14 +383,18 @@ fn completion(
     page: Option<&Page>,
     code: &str,
     no_partner: bool,
+    back_to_prolific: bool,
     mturk: &str,
 ) -> String {
     let st = &study.study;
-    // Only web addresses: a study file cannot turn the page into a `javascript:` link.
+    // Only Prolific's workers are sent back (a lab or `/try` participant, or a researcher, has
+    // no submission there); only web addresses: a study file cannot turn the page into a
+    // `javascript:` link.
     let url = st
         .flow
         .completion_url
         .as_ref()
+        .filter(|_| back_to_prolific)
         .map(|url| url.replace("{code}", code))
         .filter(|u| u.starts_with("https://") || u.starts_with("http://"));
     let link = url.as_ref().map(|href| {

@@ -262,3 +262,49 @@ async fn the_survey_after_an_ordinary_ending_has_no_explanation() {
     assert!(!shown.body.contains("end-note"), "{}", shown.body);
     app.stop().await;
 }
+
+/// The study's `flow.completion_url` sends Prolific's workers back with their code; a lab
+/// participant (or one of `/try`) has no submission there and only sees the code.
+#[tokio::test]
+async fn only_prolific_workers_are_sent_back_to_prolific() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut study = Tiny {
+        wait_limit_s: 1,
+        ..Tiny::default()
+    }
+    .study();
+    study.study.flow.completion_url =
+        Some("https://app.prolific.com/submissions/complete?cc={code}".into());
+    let mut app = crate::helpers::spawn_app_in(tmp.path().join("data"), study).await;
+    for (query, sent_back) in [
+        ("PROLIFIC_PID=P1&STUDY_ID=S1&SESSION_ID=X1", true),
+        ("", false),
+    ] {
+        let worker = app.join(query).await;
+        worker.accept_pages().await;
+        let mut ws = worker.ws().await;
+        ws.hello(0).await;
+        ws.until_type("ended").await;
+        let page = worker.page().await.body;
+        let code = page
+            .split("data-testid=\"completion-code\">")
+            .nth(1)
+            .and_then(|s| s.split('<').next())
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(code.len(), 8, "a code on the page: {page}");
+        let link = format!("https://app.prolific.com/submissions/complete?cc={code}");
+        assert_eq!(
+            page.contains("id=\"completion-link\""),
+            sent_back,
+            "{query:?}: {page}"
+        );
+        assert_eq!(page.contains(&link), sent_back, "{query:?}: {page}");
+        assert_eq!(
+            page.contains("http-equiv=\"refresh\""),
+            sent_back,
+            "{query:?}: {page}"
+        );
+    }
+    app.stop().await;
+}
