@@ -28,6 +28,7 @@
 //! researcher does it instead, and never sent again.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
 use std::sync::{Arc, RwLock};
 
 use wozkit_core::event::{Actor, Event, EventKind, ReviewAction, ReviewDecision, Role};
@@ -300,6 +301,9 @@ pub struct Flags {
     pub own_silence: Option<String>,
     /// Disconnects of the participant's role.
     pub disconnects: u32,
+    /// When a researcher took over the participant's seat (empty when nobody did). Not a flag
+    /// of its own: what the participant did is judged up to then.
+    pub taken_over: String,
 }
 
 impl Flags {
@@ -372,7 +376,7 @@ pub async fn rows(
         let (answers, duration_ms, mut flags) = if evaluation {
             evaluation_facts(&events, created, &pay, limits)
         } else {
-            dialogue_facts(&events, role, limits)
+            dialogue_facts(&events, role, &pay.participant, limits)
         };
         if pay.status != "completed" {
             flags.time = None;
@@ -399,8 +403,21 @@ fn answer_text(v: &serde_json::Value) -> String {
     }
 }
 
-/// Answers, duration, idle stretches and disconnects of a dialogue participant in `role`.
-fn dialogue_facts(events: &[Event], role: Option<Role>, limits: Thresholds) -> Facts {
+/// Answers, duration, idle stretches and disconnects of `participant`, who played `role` in a
+/// dialogue.
+///
+/// A seat taken over ([`EventKind::TakenOver`]) belongs from then on to the participant who
+/// took it: what the role did afterwards (messages, answers, disconnects) is theirs, and the
+/// participant who left is judged on what they did before (their duration and own silence end
+/// when they left: their last disconnect before the takeover, else the takeover; their
+/// partner is judged over the same stretch). A later takeover naming `participant` gives the
+/// seat back.
+fn dialogue_facts(
+    events: &[Event],
+    role: Option<Role>,
+    participant: &str,
+    limits: Thresholds,
+) -> Facts {
     let mut answers = vec![];
     let mut flags = Flags::default();
     let start = events
@@ -413,9 +430,49 @@ fn dialogue_facts(events: &[Event], role: Option<Role>, limits: Thresholds) -> F
         .find(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
         .or(events.last())
         .map(|e| e.at_ms);
+    // Whether `participant` holds the seat of `role` at this point of the log; since when they
+    // have been disconnected (while holding it); and when they left it, if they did not get it
+    // back: their last disconnect before the takeover, else the takeover.
+    let mut seated = true;
+    let mut gone_since: Option<u64> = None;
+    let mut left_at: Option<u64> = None;
     let mut said: HashMap<Role, Vec<u64>> = HashMap::new();
+    let into = |at: u64| minutes(start.map_or(0, |s| at.saturating_sub(s)));
     for e in events {
         match &e.kind {
+            EventKind::TakenOver {
+                role: r,
+                participant: by,
+                ..
+            } if Some(*r) == role => {
+                let now = by == participant;
+                if seated && !now {
+                    let left = gone_since.unwrap_or(e.at_ms);
+                    left_at = Some(left);
+                    let _ = write!(
+                        flags.taken_over,
+                        "{}left the seat {} into the session; a researcher took it over at {}",
+                        if flags.taken_over.is_empty() {
+                            ""
+                        } else {
+                            "; "
+                        },
+                        into(left),
+                        into(e.at_ms)
+                    );
+                } else if now {
+                    left_at = None;
+                }
+                gone_since = None;
+                seated = now;
+            }
+            // What the role did while someone else held the seat is not this participant's.
+            EventKind::SurveyAnswered { role: r, .. }
+            | EventKind::Disconnected { role: r, .. }
+            | EventKind::Reconnected { role: r }
+            | EventKind::Message { role: r, .. }
+                if Some(*r) == role && !seated => {}
+            EventKind::Reconnected { role: r } if Some(*r) == role => gone_since = None,
             EventKind::SurveyAnswered {
                 role: r,
                 answers: a,
@@ -424,18 +481,33 @@ fn dialogue_facts(events: &[Event], role: Option<Role>, limits: Thresholds) -> F
                     answers.push(("survey".into(), k.clone(), answer_text(v)));
                 }
             }
-            EventKind::Disconnected { role: r, .. } if Some(*r) == role => flags.disconnects += 1,
+            EventKind::Disconnected { role: r, .. } if Some(*r) == role => {
+                flags.disconnects += 1;
+                gone_since = Some(e.at_ms);
+            }
             EventKind::Message { role: r, .. } if end.is_none_or(|end| e.at_ms <= end) => {
                 said.entry(*r).or_default().push(e.at_ms)
             }
             _ => {}
         }
     }
+    // The participant's stretch: to the end, or to when they left if they never got the seat
+    // back.
+    let end = match (end, left_at) {
+        (Some(end), Some(left)) => Some(left.min(end)),
+        (end, _) => end,
+    };
     let duration = start.zip(end).map(|(s, e)| e.saturating_sub(s));
     if let (Some(role), Some(start), Some(end)) = (role, start, end) {
         let longest = |r: Role| -> (u64, u64) {
             let mut points = vec![start];
-            points.extend(said.get(&r).into_iter().flatten().copied());
+            points.extend(
+                said.get(&r)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|t| *t <= end),
+            );
             points.push(end);
             points
                 .windows(2)

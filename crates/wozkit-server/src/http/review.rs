@@ -493,6 +493,12 @@ fn flags(r: &ReviewRow) -> String {
     if r.duration_ms.is_some() && out.is_empty() {
         out.push("<span class=\"muted\">—</span>".into());
     }
+    if !f.taken_over.is_empty() {
+        out.push(format!(
+            "<small class=\"muted taken-over\">{}: judged up to when they left; what the role did afterwards is the researcher's</small>",
+            esc(&f.taken_over)
+        ));
+    }
     out.join("<br>")
 }
 

@@ -872,3 +872,191 @@ async fn a_block_the_platform_cannot_take_is_shown_on_its_row_and_counted_after_
     assert!(!body.contains("not sendable:"), "no count when none");
     assert!(row(&body, "a-w").contains("block: not sendable to Prolific"));
 }
+
+/// A dialogue whose wizard (`k-w`) speaks twice, disconnects at 50 s and whose seat a
+/// researcher's participant (`k-r`, platform `researcher`) takes over at 100 s; from then on
+/// the wizard's seat speaks every 30 s, disconnects once more, and answers the survey. The user
+/// (`k-u`) answers too. The session lasts 600 s.
+async fn seed_taken_over(store: &dyn Store) {
+    let base = now_ms() - 3 * 3600 * 1000;
+    let session = "s-k".to_string();
+    store
+        .create_session(NewSession {
+            id: session.clone(),
+            study_id: STUDY.into(),
+            study_version: "1".into(),
+            seed: 1,
+            created_at_ms: base,
+        })
+        .await
+        .expect("session");
+    let at = |s: u64| base + s * 1000;
+    let msg = |role: Role, who: &str, s: u64| NewEvent {
+        actor: Actor::Participant {
+            role,
+            participant: Some(who.to_string()),
+        },
+        kind: EventKind::Message {
+            role,
+            text: "hello".into(),
+            source: MessageSource::Free,
+        },
+        at_ms: at(s),
+    };
+    let survey = |role: Role, key: &str, answer: &str, s: u64| NewEvent {
+        actor: Actor::System,
+        kind: EventKind::SurveyAnswered {
+            role,
+            answers: [(key.to_string(), serde_json::json!(answer))]
+                .into_iter()
+                .collect(),
+        },
+        at_ms: at(s),
+    };
+    let disconnect = |s: u64| NewEvent {
+        actor: Actor::System,
+        kind: EventKind::Disconnected {
+            role: Role::Wizard,
+            grace_until_ms: at(s + 20),
+        },
+        at_ms: at(s),
+    };
+    let mut events = vec![NewEvent {
+        actor: Actor::System,
+        kind: EventKind::SessionStarted {
+            study: STUDY.into(),
+            study_version: "1".into(),
+            seed: 1,
+            initial_state: "start".into(),
+        },
+        at_ms: at(0),
+    }];
+    events.push(msg(Role::User, "k-u", 10));
+    events.push(msg(Role::Wizard, "k-w", 15));
+    events.push(msg(Role::User, "k-u", 40));
+    events.push(msg(Role::Wizard, "k-w", 45));
+    events.push(disconnect(50));
+    events.push(NewEvent {
+        actor: Actor::Participant {
+            role: Role::Wizard,
+            participant: Some("k-r".into()),
+        },
+        kind: EventKind::TakenOver {
+            role: Role::Wizard,
+            researcher: "acc-1".into(),
+            participant: "k-r".into(),
+        },
+        at_ms: at(100),
+    });
+    let mut t = 110;
+    while t < 590 {
+        events.push(msg(Role::User, "k-u", t));
+        events.push(msg(Role::Wizard, "k-r", t + 5));
+        t += 30;
+    }
+    events.push(disconnect(300));
+    events.sort_by_key(|e| e.at_ms);
+    events.push(survey(Role::User, "clarity", "user said clear", 592));
+    events.push(survey(Role::Wizard, "effort", "researcher answered", 595));
+    events.push(NewEvent {
+        actor: Actor::System,
+        kind: EventKind::SessionEnded {
+            reason: EndReason::Finished,
+            goal_reached: true,
+        },
+        at_ms: at(600),
+    });
+    store.append(&session, events).await.expect("append");
+    store
+        .end_session(&session, EndReason::Finished, at(600))
+        .await
+        .expect("end");
+    for (id, role, platform, code) in [
+        ("k-u", Role::User, Platform::Prolific, Some("CODE-k-u")),
+        ("k-w", Role::Wizard, Platform::Prolific, None),
+        ("k-r", Role::Wizard, Platform::Researcher, Some("CODE-k-r")),
+    ] {
+        store
+            .create_participant(NewParticipant {
+                id: id.to_string(),
+                token_hash: hash_token(id),
+                study_id: STUDY.into(),
+                platform,
+                worker_id: (platform == Platform::Prolific).then(|| format!("W-{id}")),
+                external_ids: BTreeMap::new(),
+                flow_step: "0:completion".into(),
+                created_at_ms: base,
+            })
+            .await
+            .expect("participant");
+        store
+            .update_participant(
+                id,
+                ParticipantPatch {
+                    role: Some(Some(role)),
+                    session_id: Some(Some(session.clone())),
+                    completion_code: Some(code.map(str::to_string)),
+                    ..ParticipantPatch::default()
+                },
+            )
+            .await
+            .expect("patch");
+    }
+}
+
+#[tokio::test]
+async fn after_a_takeover_the_seat_s_answers_and_messages_are_the_researcher_s() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let app = spawn_app_in(tmp.path().to_path_buf(), Tiny::default().study()).await;
+    seed_taken_over(app.store.as_ref()).await;
+    let cookie = login(&app).await;
+    // An idle limit of 60 s: the wizard's stretch ends when they left (50 s, their disconnect
+    // before the takeover); the gap from their last message (45 s) to the researcher's first
+    // (115 s) would be longer.
+    let body = get_page(&app, &cookie, "idle_s=60").await;
+    let wizard = row(&body, "k-w");
+    // The survey answered after the takeover is the researcher's, not the wizard's.
+    assert!(!wizard.contains("researcher answered"), "{wizard}");
+    assert!(!wizard.contains("effort"), "{wizard}");
+    // The wizard is judged up to the takeover: one disconnect (the researcher's is not
+    // theirs), no own silence, and the row says the seat was taken over.
+    assert!(wizard.contains("1 disconnect(s)"), "{wizard}");
+    assert!(!wizard.contains("own silence"), "{wizard}");
+    assert!(
+        wizard.contains(
+            "left the seat 0:50 min into the session; a researcher took it over at 1:40 min"
+        ),
+        "{wizard}"
+    );
+    // Their partner is judged over the same stretch: the user's 30 s gaps are no idle partner.
+    assert!(!wizard.contains("idle partner"), "{wizard}");
+    // The user's row keeps the user's answer and sees the seat's silence before the
+    // takeover as an idle partner (45 s to 115 s).
+    let user = row(&body, "k-u");
+    assert!(user.contains("user said clear"), "{user}");
+    assert!(!user.contains("researcher answered"), "{user}");
+    assert!(user.contains("idle partner"), "{user}");
+    assert!(!user.contains("taken over"), "{user}");
+    // The researcher's participant is staff: no row to approve or pay, and not selectable.
+    assert!(!body.contains("data-participant=\"k-r\""), "{body}");
+    assert!(body.contains("2 of 2 participant(s) match"), "{body}");
+    let token = csrf(&app, &cookie).await;
+    let res = post(
+        &app,
+        &cookie,
+        "decide",
+        &format!("csrf={}&action=approve&p=k-r", urlencoding(&token)),
+    )
+    .await;
+    assert_eq!(res.status, 400, "{}", res.body);
+    // A bulk approval of all matching leaves it out too.
+    decide(&app, &cookie, "action=approve&all_matching=1").await;
+    let mut approved: Vec<String> = review_log(&app)
+        .await
+        .into_iter()
+        .filter(|d| d.action == ReviewAction::Approve)
+        .map(|d| d.participant)
+        .collect();
+    approved.sort();
+    assert_eq!(approved, vec!["k-u".to_string(), "k-w".into()]);
+}
