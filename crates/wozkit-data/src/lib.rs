@@ -21,8 +21,8 @@
 
 #![forbid(unsafe_code)]
 
-pub mod error;
 pub mod download;
+pub mod error;
 pub mod formats;
 pub mod input;
 pub mod judgments;
@@ -47,7 +47,8 @@ pub use formats::crwiz::{export_crwiz, import_crwiz};
 pub use formats::crwiz_labels::crwiz_act_type;
 pub use formats::multiwoz::{export_multiwoz21, import_multiwoz21};
 pub use formats::taskmaster1::{
-    add_segments, export_taskmaster1, export_taskmaster1_conversation, import_taskmaster1,
+    SpanSegments, add_segments, export_taskmaster1, export_taskmaster1_conversation,
+    import_taskmaster1,
 };
 pub use input::Input;
 pub use native::{export_jsonl, import_jsonl};

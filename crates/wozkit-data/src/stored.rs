@@ -26,7 +26,10 @@ pub mod read;
 mod sinks;
 pub mod split;
 
-pub use export::{ExportFormat, ExportOptions, ExportSummary, StoreExportError, export_store};
+pub use export::{
+    ExportFormat, ExportOptions, ExportSummary, StoreExportError, export_store,
+    export_store_with_segments, span_judgments,
+};
 pub use import::{ImportSummary, StoreImportError, import_files};
 pub use read::{SessionStream, StoredSession};
 pub use split::SplitSpec;

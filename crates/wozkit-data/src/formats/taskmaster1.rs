@@ -98,31 +98,73 @@ impl Defaults for TmDefaults {
 /// are one segment listing each annotator's name (a name may repeat), other spans are segments
 /// of their own, in order of offsets. Utterances without spans get no `segments` key (the
 /// dataset omits it). Returns how many judgments named no dialogue of `dialogues`.
+///
+/// The same as [`SpanSegments::from_judgments`] applied to each dialogue.
 pub fn add_segments(dialogues: &mut [ImportedSession], judgments: &[Judgment]) -> usize {
-    let mut unmatched = 0;
-    let mut spans: std::collections::HashMap<&str, Vec<Span>> = Default::default();
-    for j in judgments.iter().filter(|j| j.counted) {
-        let Some(id) = j.dialogues.first() else {
-            unmatched += 1;
-            continue;
-        };
-        if !dialogues.iter().any(|d| &d.id == id) {
-            unmatched += 1;
-            continue;
-        }
-        let marked: Vec<Span> = j
-            .answers
-            .get("spans")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default();
-        spans.entry(id.as_str()).or_default().extend(marked);
-    }
+    let segments = SpanSegments::from_judgments(judgments);
     for session in dialogues.iter_mut() {
-        let Some(marked) = spans.get(session.id.as_str()) else {
-            continue;
+        segments.apply(&session.id, &mut session.events);
+    }
+    judgments
+        .iter()
+        .filter(|j| j.counted)
+        .filter(|j| {
+            j.dialogues
+                .first()
+                .is_none_or(|id| !dialogues.iter().any(|d| &d.id == id))
+        })
+        .count()
+}
+
+/// The spans of span-annotation judgments by the dialogue they mark, to be put into the
+/// dialogues one at a time as Taskmaster-1 `segments` (see [`add_segments`], which uses them
+/// for a list of dialogues; a streamed export applies them to each session as it comes).
+#[derive(Clone, Debug, Default)]
+pub struct SpanSegments {
+    spans: std::collections::HashMap<String, Vec<Span>>,
+}
+
+impl SpanSegments {
+    /// The spans of the counted `judgments` (of a `spans` study), each under the first dialogue
+    /// it names; judgments naming no dialogue are left out.
+    pub fn from_judgments(judgments: &[Judgment]) -> SpanSegments {
+        let mut spans: std::collections::HashMap<String, Vec<Span>> = Default::default();
+        for j in judgments.iter().filter(|j| j.counted) {
+            let Some(id) = j.dialogues.first() else {
+                continue;
+            };
+            let marked: Vec<Span> = j
+                .answers
+                .get("spans")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            spans.entry(id.clone()).or_default().extend(marked);
+        }
+        SpanSegments { spans }
+    }
+
+    /// How many dialogues have judgments (with spans or without).
+    pub fn dialogues(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether no judgment names a dialogue.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Rewrites the events of the dialogue `id` with the segments of its spans: each utterance's
+    /// `taskmaster1.turn` annotation gets the `segments` of its spans (and loses any it had), an
+    /// utterance with spans but without that annotation gets one after it; the events' `seq` are
+    /// numbered
+    /// again from 1. Returns whether any judgment names the dialogue (otherwise the events are
+    /// left as they are).
+    pub fn apply(&self, id: &str, session_events: &mut Vec<Event>) -> bool {
+        let Some(marked) = self.spans.get(id) else {
+            return false;
         };
         let turn_key = Format::Taskmaster1.turn_key();
-        let mut events = Vec::with_capacity(session.events.len());
+        let mut events = Vec::with_capacity(session_events.len());
         let mut position: Option<u32> = None;
         let mut pending: Option<Vec<Value>> = None;
         let flush = |events: &mut Vec<Event>, pending: &mut Option<Vec<Value>>, like: &Event| {
@@ -136,7 +178,7 @@ pub fn add_segments(dialogues: &mut [ImportedSession], judgments: &[Judgment]) -
                 events.push(e);
             }
         };
-        for event in session.events.drain(..) {
+        for event in session_events.drain(..) {
             match &event.kind {
                 EventKind::Message { .. } => {
                     if let Some(last) = events.last().cloned() {
@@ -174,7 +216,7 @@ pub fn add_segments(dialogues: &mut [ImportedSession], judgments: &[Judgment]) -
         for (i, e) in events.iter_mut().enumerate() {
             e.seq = i as u64 + 1;
         }
-        session.events = events;
+        *session_events = events;
+        true
     }
-    unmatched
 }

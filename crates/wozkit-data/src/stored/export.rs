@@ -18,13 +18,15 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
-use wozkit_store::{Store, StoreError};
+use wozkit_core::event::{EventKind, Judgment};
+use wozkit_store::{SessionFilter, SessionKind, Store, StoreError};
 
 use super::Progress;
 use super::read::{SessionStream, log_worker, test_session_ids, visible_session_ids};
 use super::sinks::{self, OutFile, Sink};
 use super::split::{SplitSpec, part_path};
 use crate::error::ExportError;
+use crate::formats::taskmaster1::SpanSegments;
 use crate::judgments::{JudgmentsCsv, JudgmentsJsonl, log_rows};
 use crate::leaderboard::{study_rows, votes_from_rows};
 use crate::session::Format;
@@ -132,6 +134,18 @@ pub async fn export_store(
     options: &ExportOptions,
     progress: &dyn Progress,
 ) -> Result<ExportSummary, StoreExportError> {
+    export_store_with_segments(store, options, &SpanSegments::default(), progress).await
+}
+
+/// Exports the store's sessions as `options` says, each dialogue first given the Taskmaster-1
+/// `segments` of its spans ([`SpanSegments::apply`], by store session id), as the server's
+/// Taskmaster-1 download does; `segments` is read with [`span_judgments`].
+pub async fn export_store_with_segments(
+    store: &dyn Store,
+    options: &ExportOptions,
+    segments: &SpanSegments,
+    progress: &dyn Progress,
+) -> Result<ExportSummary, StoreExportError> {
     if matches!(
         options.format,
         ExportFormat::JudgmentsJsonl | ExportFormat::JudgmentsCsv
@@ -164,7 +178,8 @@ pub async fn export_store(
     if !options.include_test {
         stream = stream.skipping_test_chats();
     }
-    while let Some(session) = stream.next().await? {
+    while let Some(mut session) = stream.next().await? {
+        segments.apply(&session.store_id, &mut session.events);
         let part = assignment
             .as_ref()
             .and_then(|a| a.get(&session.store_id).copied())
@@ -194,6 +209,30 @@ pub async fn export_store(
         }
     }
     Ok(summary)
+}
+
+/// The judgments in the participant logs of the span-annotation studies `studies`, in log
+/// order: what [`SpanSegments::from_judgments`] reads (it keeps the counted ones).
+pub async fn span_judgments(
+    store: &dyn Store,
+    studies: &[String],
+) -> Result<Vec<Judgment>, StoreError> {
+    let mut judgments = vec![];
+    for study in studies {
+        let logs = SessionFilter {
+            study_id: Some(study.clone()),
+            kind: SessionKind::Participant,
+            ..SessionFilter::default()
+        };
+        for log in store.list_sessions(&logs).await? {
+            for e in store.events(&log.id, 0).await? {
+                if let EventKind::Judged(j) = e.kind {
+                    judgments.push(*j);
+                }
+            }
+        }
+    }
+    Ok(judgments)
 }
 
 /// Where a CRSArena-Dial export puts its votes: beside `out`, named `votes_<name>.csv`, where

@@ -780,21 +780,7 @@ async fn export(
         .map(|(id, _)| id)
         .collect();
     span_studies.extend(q.spans.filter(|s| !span_studies.contains(s)));
-    let mut judgments: Vec<Judgment> = vec![];
-    for spans_study in &span_studies {
-        let logs = SessionFilter {
-            study_id: Some(spans_study.clone()),
-            kind: SessionKind::Participant,
-            ..SessionFilter::default()
-        };
-        for log in app.store.list_sessions(&logs).await? {
-            for e in app.store.events(&log.id, 0).await? {
-                if let EventKind::Judged(j) = e.kind {
-                    judgments.push(*j);
-                }
-            }
-        }
-    }
+    let judgments = wozkit_data::stored::span_judgments(&*app.store, &span_studies).await?;
     wozkit_data::add_segments(&mut dialogues, &judgments);
     let mut out = Vec::new();
     wozkit_data::export_taskmaster1(&dialogues, &mut out).map_err(|e| {
