@@ -17,8 +17,10 @@ use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::export::parse_dataset;
 use wozkit_data::stored::{
-    ExportFormat, ExportOptions, Progress, SplitSpec, export_store, import_files,
+    ExportFormat, ExportOptions, Progress, SplitSpec, export_store_with_segments, import_files,
+    span_judgments,
 };
+use wozkit_data::{Format, SpanSegments};
 use wozkit_store::Store;
 
 /// Where the data lives: a data directory (SQLite) or a PostgreSQL URL.
@@ -68,6 +70,11 @@ pub struct ExportArgs {
     /// Export test sessions too (/try, lab links with test=1); they are left out otherwise.
     #[arg(long)]
     include_test: bool,
+    /// With --format taskmaster1: a span-annotation study (evaluation.task: spans) whose
+    /// judgments' spans become the utterances' segments, as in the server's Taskmaster-1
+    /// download; repeatable.
+    #[arg(long = "spans", value_name = "STUDY")]
+    spans: Vec<String>,
 }
 
 #[derive(Args)]
@@ -155,6 +162,13 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         Some(text) => Some(SplitSpec::parse(text, args.seed).map_err(|e| anyhow!("--split: {e}"))?),
         None => None,
     };
+    if !args.spans.is_empty() && format != ExportFormat::Dataset(Format::Taskmaster1) {
+        return Err(anyhow!(
+            "--spans {}: span annotations are exported with --format taskmaster1, not {}",
+            args.spans.join(","),
+            args.format
+        ));
+    }
     let options = ExportOptions {
         format,
         out: args.out,
@@ -164,7 +178,25 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     };
     let started = Instant::now();
     let summary = with_store(&args.data.data, Access::Snapshot, async |store| {
-        Ok(export_store(store, &options, &Bar::default()).await?)
+        let mut segments = SpanSegments::default();
+        if !args.spans.is_empty() {
+            let judgments = span_judgments(store, &args.spans).await?;
+            if judgments.is_empty() {
+                eprintln!(
+                    "warning: --spans {}: the store holds no judgments of that study, so no \
+                     segments are added",
+                    args.spans.join(",")
+                );
+            }
+            segments = SpanSegments::from_judgments(&judgments);
+            println!(
+                "merging the spans of {} judgments ({} dialogues) of {}",
+                judgments.len(),
+                segments.dialogues(),
+                args.spans.join(", ")
+            );
+        }
+        Ok(export_store_with_segments(store, &options, &segments, &Bar::default()).await?)
     })?;
     if matches!(
         format,
