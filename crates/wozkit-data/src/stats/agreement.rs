@@ -1,7 +1,20 @@
 //! Inter-annotator agreement: Krippendorff's alpha (any number of annotators per unit, missing
-//! ratings allowed) and Fleiss' kappa (a fixed number of annotators per unit).
+//! ratings allowed) and Fleiss' kappa (a fixed number of annotators per unit), overall and per
+//! category, and the adjudicated (majority) label of a unit.
+//!
+//! Where a statistic is undefined the functions answer `None`:
+//! - no unit rated by two annotators (one annotator only): nothing can be compared;
+//! - every value in the data is the same: the annotators agree perfectly, but so would chance
+//!   (expected disagreement D_e = 0, chance agreement P_e = 1), and 0/0 is not a number. A
+//!   perfect agreement over data that does vary is 1.
+//!
+//! Per category, Krippendorff's alpha is the nominal alpha of the data recoded as "this category"
+//! or "another one"; Fleiss' kappa is Fleiss' (1971) κ_j = 1 − Σ_i n_ij (m − n_ij) / (N m (m − 1)
+//! p_j q_j), whose average weighted by p_j q_j is the overall kappa.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
 
 /// How differences between two values count in Krippendorff's alpha.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +98,156 @@ pub fn fleiss_kappa(table: &[Vec<u64>]) -> Option<f64> {
         return None;
     }
     Some((observed - chance) / (1.0 - chance))
+}
+
+/// Fleiss' kappa of each category (the columns of `table`, as in [`fleiss_kappa`]): κ_j = 1 −
+/// Σ_i n_ij (m − n_ij) / (N m (m − 1) p_j q_j). `None` for the whole table where [`fleiss_kappa`]
+/// is undefined for its shape (rows differing in total, fewer than two annotators); `None` for a
+/// category that every annotator gave to every unit or that nobody gave (p_j q_j = 0).
+pub fn fleiss_category_kappas(table: &[Vec<u64>]) -> Option<Vec<Option<f64>>> {
+    let raters = table.first()?.iter().sum::<u64>();
+    if raters < 2 || table.iter().any(|row| row.iter().sum::<u64>() != raters) {
+        return None;
+    }
+    let (units, m) = (table.len() as f64, raters as f64);
+    let categories = table.iter().map(Vec::len).max()?;
+    let kappas = (0..categories)
+        .map(|j| {
+            let column = table
+                .iter()
+                .map(|row| row.get(j).copied().unwrap_or(0) as f64);
+            let (mut total, mut disagreement) = (0.0, 0.0);
+            for n in column {
+                total += n;
+                disagreement += n * (m - n);
+            }
+            let p = total / (units * m);
+            let pq = p * (1.0 - p);
+            (pq > 0.0).then(|| 1.0 - disagreement / (units * m * (m - 1.0) * pq))
+        })
+        .collect();
+    Some(kappas)
+}
+
+/// Agreement on labels (nominal values) over units, overall and per label.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LabelAgreement {
+    /// Units labelled by at least two annotators (the others enter no number).
+    pub units: usize,
+    /// Labels given to those units (the pairable values).
+    pub labels: usize,
+    /// The fewest and most annotators of a pairable unit.
+    pub raters_min: usize,
+    pub raters_max: usize,
+    /// Nominal Krippendorff's alpha over every label.
+    pub krippendorff_alpha: Option<f64>,
+    /// Fleiss' kappa; only when every pairable unit has the same number of annotators.
+    pub fleiss_kappa: Option<f64>,
+    /// Per label, in label order.
+    pub categories: BTreeMap<String, CategoryAgreement>,
+}
+
+/// Agreement on one label against all others.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CategoryAgreement {
+    /// How many times annotators gave the label (in pairable units).
+    pub given: usize,
+    /// Units where at least one annotator gave it.
+    pub units: usize,
+    /// Nominal alpha of the data recoded as this label or another one.
+    pub krippendorff_alpha: Option<f64>,
+    /// Fleiss' per-category kappa (see [`fleiss_category_kappas`]).
+    pub fleiss_kappa: Option<f64>,
+}
+
+/// Agreement over `units`, each the labels its annotators gave (one label per annotator; missing
+/// labels left out). `extra` names labels that exist but may not have been given: they get an
+/// entry (with undefined statistics when nobody gave them) and a column in Fleiss' table.
+pub fn label_agreement<S: AsRef<str>>(units: &[Vec<S>], extra: &[&str]) -> LabelAgreement {
+    let pairable: Vec<Vec<&str>> = units
+        .iter()
+        .filter(|u| u.len() >= 2)
+        .map(|u| u.iter().map(AsRef::as_ref).collect())
+        .collect();
+    let mut names: Vec<&str> = extra.to_vec();
+    names.extend(pairable.iter().flatten().copied());
+    names.sort_unstable();
+    names.dedup();
+    let code = |label: &str| names.binary_search(&label).map_or(-1.0, |i| i as f64);
+    let coded: Vec<Vec<f64>> = pairable
+        .iter()
+        .map(|u| u.iter().map(|l| code(l)).collect())
+        .collect();
+    let table: Vec<Vec<u64>> = pairable
+        .iter()
+        .map(|u| {
+            names
+                .iter()
+                .map(|n| u.iter().filter(|l| *l == n).count() as u64)
+                .collect()
+        })
+        .collect();
+    let per_kappa = fleiss_category_kappas(&table);
+    let categories = names
+        .iter()
+        .enumerate()
+        .map(|(j, name)| {
+            let binary: Vec<Vec<f64>> = pairable
+                .iter()
+                .map(|u| u.iter().map(|l| f64::from(u8::from(l == name))).collect())
+                .collect();
+            let category = CategoryAgreement {
+                given: pairable.iter().flatten().filter(|l| *l == name).count(),
+                units: pairable.iter().filter(|u| u.contains(name)).count(),
+                krippendorff_alpha: krippendorff_alpha(&binary, Level::Nominal),
+                fleiss_kappa: per_kappa.as_ref().and_then(|k| k.get(j).copied().flatten()),
+            };
+            (name.to_string(), category)
+        })
+        .collect();
+    LabelAgreement {
+        units: pairable.len(),
+        labels: pairable.iter().map(Vec::len).sum(),
+        raters_min: pairable.iter().map(Vec::len).min().unwrap_or(0),
+        raters_max: pairable.iter().map(Vec::len).max().unwrap_or(0),
+        krippendorff_alpha: krippendorff_alpha(&coded, Level::Nominal),
+        fleiss_kappa: fleiss_kappa(&table),
+        categories,
+    }
+}
+
+/// The adjudicated label of a unit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Adjudicated {
+    /// The label most annotators gave; on a tie, the tied label given first.
+    pub label: String,
+    /// How many annotators gave it.
+    pub votes: usize,
+    /// How many labels the unit has.
+    pub of: usize,
+    /// Another label had as many votes (the tie was broken by order).
+    pub tie: bool,
+}
+
+/// The majority label among `labels`, given in the order they were made (e.g. by submission
+/// time): the label given most often, and among labels tied for most, the one whose first
+/// occurrence comes earliest. `None` for no labels.
+pub fn adjudicate<S: AsRef<str>>(labels: &[S]) -> Option<Adjudicated> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for label in labels.iter().map(AsRef::as_ref) {
+        match counts.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((label, 1)),
+        }
+    }
+    let most = counts.iter().map(|(_, c)| *c).max()?;
+    let (label, votes) = counts.iter().find(|(_, c)| *c == most)?;
+    Some(Adjudicated {
+        label: label.to_string(),
+        votes: *votes,
+        of: labels.len(),
+        tie: counts.iter().filter(|(_, c)| *c == most).count() > 1,
+    })
 }
 
 #[cfg(test)]

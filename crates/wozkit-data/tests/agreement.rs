@@ -1,0 +1,289 @@
+//! Agreement statistics against published worked examples, the per-category and adjudication
+//! rules, and the edge cases (all agree, one annotator, missing ratings).
+
+use wozkit_data::stats::agreement::{
+    Level, adjudicate, fleiss_category_kappas, fleiss_kappa, krippendorff_alpha, label_agreement,
+};
+
+/// `value` printed with `digits` decimals.
+fn printed(value: Option<f64>, digits: usize) -> String {
+    format!("{:.digits$}", value.expect("defined"))
+}
+
+/// Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: four observers
+/// A–D, twelve units, values 1–5, `None` where an observer gave no value. Published results:
+/// nominal alpha 0.743, interval alpha 0.849.
+const KRIPPENDORFF_2011: [[Option<u8>; 12]; 4] = {
+    const N: Option<u8> = None;
+    [
+        [
+            Some(1),
+            Some(2),
+            Some(3),
+            Some(3),
+            Some(2),
+            Some(1),
+            Some(4),
+            Some(1),
+            Some(2),
+            N,
+            N,
+            N,
+        ],
+        [
+            Some(1),
+            Some(2),
+            Some(3),
+            Some(3),
+            Some(2),
+            Some(2),
+            Some(4),
+            Some(1),
+            Some(2),
+            Some(5),
+            N,
+            Some(3),
+        ],
+        [
+            N,
+            Some(3),
+            Some(3),
+            Some(3),
+            Some(2),
+            Some(3),
+            Some(4),
+            Some(2),
+            Some(2),
+            Some(5),
+            Some(1),
+            N,
+        ],
+        [
+            Some(1),
+            Some(2),
+            Some(3),
+            Some(3),
+            Some(2),
+            Some(4),
+            Some(4),
+            Some(1),
+            Some(2),
+            Some(5),
+            Some(1),
+            N,
+        ],
+    ]
+};
+
+/// The example's units: the values each unit got, missing ones left out.
+fn krippendorff_units() -> Vec<Vec<f64>> {
+    (0..12)
+        .map(|u| {
+            KRIPPENDORFF_2011
+                .iter()
+                .filter_map(|observer| observer[u].map(f64::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// Fleiss' kappa worked example of Wikipedia ("Fleiss' kappa", Worked example): ten subjects, each
+/// rated by fourteen raters into five categories. Published result: P̄ = 0.378, P̄e = 0.213,
+/// κ = 0.210.
+const FLEISS_WIKIPEDIA: [[u64; 5]; 10] = [
+    [0, 0, 0, 0, 14],
+    [0, 2, 6, 4, 2],
+    [0, 0, 3, 5, 6],
+    [0, 3, 9, 2, 0],
+    [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0],
+    [3, 2, 6, 3, 0],
+    [2, 5, 3, 2, 2],
+    [6, 5, 2, 1, 0],
+    [0, 2, 2, 3, 7],
+];
+
+fn fleiss_table() -> Vec<Vec<u64>> {
+    FLEISS_WIKIPEDIA.iter().map(|row| row.to_vec()).collect()
+}
+
+#[test]
+fn krippendorff_2011_worked_example_nominal_and_interval() {
+    let units = krippendorff_units();
+    // Unit 12 has a single value: not pairable, so it changes nothing.
+    assert_eq!(units[11].len(), 1);
+    assert_eq!(
+        printed(krippendorff_alpha(&units, Level::Nominal), 3),
+        "0.743"
+    );
+    assert_eq!(
+        printed(krippendorff_alpha(&units, Level::Interval), 3),
+        "0.849"
+    );
+    let without_single: Vec<Vec<f64>> = units[..11].to_vec();
+    assert_eq!(
+        krippendorff_alpha(&without_single, Level::Nominal),
+        krippendorff_alpha(&units, Level::Nominal)
+    );
+}
+
+#[test]
+fn krippendorff_2011_worked_example_through_labels() {
+    // The same data as text labels: label_agreement codes them itself.
+    let units: Vec<Vec<String>> = krippendorff_units()
+        .iter()
+        .map(|u| u.iter().map(|v| format!("v{v}")).collect())
+        .collect();
+    let a = label_agreement(&units, &[]);
+    assert_eq!(printed(a.krippendorff_alpha, 3), "0.743");
+    assert_eq!(a.units, 11);
+    assert_eq!(a.labels, 40);
+    assert_eq!((a.raters_min, a.raters_max), (2, 4));
+    // Units with 2, 3 and 4 values: Fleiss' kappa needs one count of raters.
+    assert_eq!(a.fleiss_kappa, None);
+    assert_eq!(
+        a.categories.keys().collect::<Vec<_>>(),
+        ["v1", "v2", "v3", "v4", "v5"]
+    );
+    // Label 5: given by three observers to unit 10 and by nobody else — perfect separation.
+    assert_eq!(a.categories["v5"].given, 3);
+    assert_eq!(a.categories["v5"].units, 1);
+    assert_eq!(a.categories["v5"].krippendorff_alpha, Some(1.0));
+}
+
+#[test]
+fn fleiss_wikipedia_worked_example() {
+    let table = fleiss_table();
+    assert_eq!(printed(fleiss_kappa(&table), 3), "0.210");
+}
+
+#[test]
+fn fleiss_per_category_kappas() {
+    let table = fleiss_table();
+    let kappas = fleiss_category_kappas(&table).expect("one count of raters");
+    assert_eq!(kappas.len(), 5);
+    // Category 1 by hand: column 0,0,0,0,2,7,3,2,6,0 (20 of 140, p = 1/7);
+    // Σ n(14 − n) = 24 + 49 + 33 + 24 + 48 = 178; κ = 1 − 178 / (10·14·13 · (1/7)(6/7))
+    // = 1 − 178·49 / 10920 = 0.2013.
+    assert_eq!(printed(kappas[0], 4), "0.2013");
+    // Category 5 by hand: column 14,2,6,0,1,0,0,2,0,7 (32 of 140, p = 8/35);
+    // Σ n(14 − n) = 0 + 24 + 48 + 13 + 24 + 49 = 158; κ = 1 − 158 / (1820 · (8/35)(27/35))
+    // = 1 − 158·1225 / 393120 = 0.5077.
+    assert_eq!(printed(kappas[4], 4), "0.5077");
+    // Fleiss (1971): the overall kappa is the per-category kappas averaged with weights p_j q_j.
+    let totals: Vec<f64> = (0..5)
+        .map(|j| table.iter().map(|r| r[j] as f64).sum::<f64>() / 140.0)
+        .collect();
+    let weights: Vec<f64> = totals.iter().map(|p| p * (1.0 - p)).collect();
+    let weighted: f64 = kappas
+        .iter()
+        .zip(&weights)
+        .map(|(k, w)| k.expect("defined") * w)
+        .sum::<f64>()
+        / weights.iter().sum::<f64>();
+    let overall = fleiss_kappa(&table).expect("defined");
+    assert!(
+        (weighted - overall).abs() < 1e-12,
+        "{weighted} != {overall}"
+    );
+}
+
+#[test]
+fn two_categories_have_the_overall_kappa_each() {
+    let table = vec![vec![3, 1], vec![0, 4], vec![2, 2], vec![4, 0]];
+    let overall = fleiss_kappa(&table).expect("defined");
+    for kappa in fleiss_category_kappas(&table).expect("defined") {
+        assert!((kappa.expect("defined") - overall).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn per_label_alpha_is_the_alpha_of_the_recoded_data() {
+    let units = vec![
+        vec!["inform", "inform", "request"],
+        vec!["request", "request", "request"],
+        vec!["greet", "inform", "inform"],
+        vec!["inform", "inform", "inform"],
+    ];
+    let a = label_agreement(&units, &["bye"]);
+    let recoded: Vec<Vec<f64>> = units
+        .iter()
+        .map(|u| {
+            u.iter()
+                .map(|l| if *l == "inform" { 1.0 } else { 0.0 })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        a.categories["inform"].krippendorff_alpha,
+        krippendorff_alpha(&recoded, Level::Nominal)
+    );
+    assert_eq!(a.categories["inform"].given, 7);
+    assert_eq!(a.categories["inform"].units, 3);
+    // Three annotators everywhere: Fleiss' kappa is defined, overall and per label.
+    assert!(a.fleiss_kappa.is_some());
+    assert!(a.categories["request"].fleiss_kappa.is_some());
+    // A label of the label set that nobody gave: listed, undefined.
+    let bye = &a.categories["bye"];
+    assert_eq!((bye.given, bye.units), (0, 0));
+    assert_eq!((bye.krippendorff_alpha, bye.fleiss_kappa), (None, None));
+}
+
+#[test]
+fn all_agree_is_one_when_the_data_varies_and_undefined_when_it_does_not() {
+    // Every unit unanimous, different labels across units: observed disagreement 0, alpha 1.
+    let units = vec![vec!["a", "a"], vec!["b", "b", "b"], vec!["a", "a"]];
+    let a = label_agreement(&units, &[]);
+    assert_eq!(a.krippendorff_alpha, Some(1.0));
+    // Everyone gave the same label everywhere: observed and expected disagreement are both 0, so
+    // alpha (1 − 0/0) and kappa ((1 − 1)/(1 − 1)) are undefined rather than 1.
+    let same = vec![vec!["a", "a"], vec!["a", "a"]];
+    let a = label_agreement(&same, &[]);
+    assert_eq!((a.krippendorff_alpha, a.fleiss_kappa), (None, None));
+    assert_eq!(fleiss_kappa(&[vec![2], vec![2]]), None);
+    assert_eq!(
+        krippendorff_alpha(&[vec![4.0, 4.0, 4.0]], Level::Interval),
+        None
+    );
+}
+
+#[test]
+fn one_annotator_gives_nothing_to_compare() {
+    let units = vec![vec!["a"], vec!["b"], vec!["a"]];
+    let a = label_agreement(&units, &[]);
+    assert_eq!(a.units, 0);
+    assert_eq!((a.raters_min, a.raters_max), (0, 0));
+    assert_eq!((a.krippendorff_alpha, a.fleiss_kappa), (None, None));
+    assert!(a.categories.is_empty());
+    assert_eq!(fleiss_kappa(&[vec![1, 0], vec![0, 1]]), None);
+    assert_eq!(fleiss_category_kappas(&[vec![1, 0], vec![0, 1]]), None);
+}
+
+#[test]
+fn missing_ratings_are_left_out_of_alpha_and_make_kappa_undefined() {
+    // Unit 2 lost one annotator's label: alpha uses the rest, kappa needs equal counts.
+    let units = vec![vec!["a", "a", "b"], vec!["b", "b"], vec!["a", "a", "a"]];
+    let a = label_agreement(&units, &[]);
+    assert!(a.krippendorff_alpha.is_some());
+    assert_eq!(a.fleiss_kappa, None);
+    assert_eq!((a.raters_min, a.raters_max), (2, 3));
+    assert!(a.categories.values().all(|c| c.fleiss_kappa.is_none()));
+}
+
+#[test]
+fn adjudication_takes_the_majority_and_breaks_ties_by_order() {
+    let m = adjudicate(&["inform", "request", "inform"]).expect("labels");
+    assert_eq!(
+        (m.label.as_str(), m.votes, m.of, m.tie),
+        ("inform", 2, 3, false)
+    );
+    // A tie: the tied label given first wins, whatever its alphabetical place.
+    let t = adjudicate(&["request", "inform", "inform", "request", "greet"]).expect("labels");
+    assert_eq!(
+        (t.label.as_str(), t.votes, t.of, t.tie),
+        ("request", 2, 5, true)
+    );
+    let t = adjudicate(&["inform", "request"]).expect("labels");
+    assert_eq!((t.label.as_str(), t.tie), ("inform", true));
+    assert_eq!(adjudicate::<&str>(&[]), None);
+}
