@@ -19,6 +19,7 @@
 //! - [`policy`]: which move to make from a `view` (pure).
 //! - [`stats`]: counters, the latency histogram and the send/receipt meeting point.
 //! - [`server_proc`]: the server's PID, memory and CPU from `/proc`.
+//! - [`machine`]: whether the machine was quiet during the window (foreign CPU, steal).
 //! - [`report`]: the figures, as text or JSON.
 //! - [`crowd`]: a crowd of evaluation workers walking a judging study's forms.
 //! - `crowd_chat`: the crowd's workers on `chat` and `arena` pages (messages, retries, votes).
@@ -34,6 +35,7 @@ pub mod error;
 mod frames;
 mod http;
 mod journey;
+pub mod machine;
 pub mod mock_system;
 mod pages;
 pub mod policy;
@@ -223,6 +225,7 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
     ctx.stats.start_window(start);
     let cpu_start = pid.and_then(server_proc::cpu_seconds);
     let own_cpu_start = server_proc::cpu_seconds(std::process::id());
+    let machine_start = machine::Snapshot::read(pid);
     let mut rss_peak = rss_before;
     let end = start + config.duration;
     while Instant::now() < end {
@@ -242,6 +245,14 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
     let percent = |a: Option<f64>, b: Option<f64>| Some((b? - a?) / secs * 100.0);
     let cpu = percent(cpu_start, pid.and_then(server_proc::cpu_seconds));
     let own_cpu = percent(own_cpu_start, server_proc::cpu_seconds(std::process::id()));
+    let machine = machine_start
+        .zip(machine::Snapshot::read(pid))
+        .and_then(|(a, b)| machine::figures(&a, &b));
+    if config.progress
+        && let Some(m) = machine.as_ref().filter(|m| !m.quiet)
+    {
+        eprintln!("bench: {}", report::not_quiet_warning(m));
+    }
 
     let _ = stop_tx.send(true);
     ctx.gate.close();
@@ -288,6 +299,7 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
             cpu_percent: cpu,
         }),
         loadgen_cpu_percent: own_cpu,
+        machine,
     })
 }
 

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::machine::MachineFigures;
 use crate::stats::Latency;
 
 /// Everything a run measured.
@@ -48,6 +49,9 @@ pub struct Report {
     pub server: Option<ServerFigures>,
     /// CPU used by the load generator itself during the window (100 = one core).
     pub loadgen_cpu_percent: Option<f64>,
+    /// Whether the machine was quiet during the window (foreign CPU, steal, iowait); `None`
+    /// where it could not be measured (not Linux).
+    pub machine: Option<MachineFigures>,
 }
 
 /// The server process, read from `/proc`.
@@ -118,6 +122,31 @@ impl Report {
         if let Some(c) = self.loadgen_cpu_percent {
             let _ = writeln!(s, "  load generator     CPU {c:.0}%");
         }
+        match &self.machine {
+            Some(m) => {
+                let _ = writeln!(
+                    s,
+                    "  machine            {} CPUs; busy {:.0}%, other processes {} (100% = one core); steal {:.1}%, iowait {:.1}% of all CPU time",
+                    m.cpus,
+                    m.busy_cpu_percent,
+                    m.foreign_cpu_percent.map_or_else(
+                        || "not measured (server process unknown)".to_string(),
+                        |f| format!("{f:.0}%")
+                    ),
+                    m.steal_percent,
+                    m.iowait_percent,
+                );
+                if !m.quiet {
+                    let _ = writeln!(s, "  WARNING            {}", not_quiet_warning(m));
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  machine            not measured (needs Linux's /proc/stat)"
+                );
+            }
+        }
         let list = |m: &BTreeMap<String, u64>| {
             if m.is_empty() {
                 "none".to_string()
@@ -139,4 +168,13 @@ impl Report {
         }
         s
     }
+}
+
+/// The warning for a window during which the machine was not quiet.
+pub fn not_quiet_warning(m: &MachineFigures) -> String {
+    format!(
+        "the machine was not quiet during the window: {}; these figures are not comparable \
+         with runs on a quiet machine",
+        m.warnings.join("; ")
+    )
 }

@@ -74,8 +74,13 @@ fn parse_vmrss(status: &str) -> Option<u64> {
 
 /// User + system CPU seconds `pid` has used so far.
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    cpu_ticks(pid).map(|t| t as f64 / TICKS_PER_SECOND)
+}
+
+/// User + system CPU time `pid` has used so far, in clock ticks (`USER_HZ`, the unit of
+/// `/proc/stat`).
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
     parse_cpu_ticks(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-        .map(|t| t as f64 / TICKS_PER_SECOND)
 }
 
 fn parse_cpu_ticks(stat: &str) -> Option<u64> {

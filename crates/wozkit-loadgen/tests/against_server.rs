@@ -67,6 +67,12 @@ async fn pairs_play_and_latency_is_measured() {
     assert!(server_figures.rss_end_kib.is_some());
     let json = serde_json::to_value(&report).expect("JSON");
     assert!(json["latency"]["p99_ms"].is_number());
+    // Linux: the machine's figures for the window, with the server known.
+    let machine = &json["machine"];
+    assert!(machine["steal_percent"].is_number(), "{machine}");
+    assert!(machine["foreign_cpu_percent"].is_number(), "{machine}");
+    assert!(machine["quiet"].is_boolean(), "{machine}");
+    assert!(report.text().contains("  machine  "), "{}", report.text());
 
     let _ = stop.send(());
     let _ = server.await;
