@@ -26,7 +26,9 @@ use serde::Serialize;
 
 use crate::crowd::{self, CrowdConfig, percentile_ms};
 use crate::error::LoadgenError;
+use crate::machine::{self, MachineFigures};
 use crate::mock_system::{MockOptions, MockSystem};
+use crate::report::not_quiet_warning;
 use crate::server_proc;
 
 /// Study id of the bench's study.
@@ -79,6 +81,9 @@ pub struct ChatBenchReport {
     pub rss_per_chat_kib: Option<f64>,
     /// CPU seconds the server used during the chats.
     pub server_cpu_s: Option<f64>,
+    /// Whether the machine was quiet during the chats (foreign CPU, steal, iowait); `None`
+    /// where it could not be measured (not Linux).
+    pub machine: Option<MachineFigures>,
     /// Requests the mock system received.
     pub system_requests: usize,
     /// Workers whose walk failed, and the failures by code.
@@ -126,6 +131,23 @@ impl ChatBenchReport {
             self.system_requests,
             self.failed_workers,
         );
+        match &self.machine {
+            Some(m) => {
+                out.push_str(&format!(
+                    "machine:          {} CPUs; busy {:.0}%, other processes {} (100% = one core); steal {:.1}%, iowait {:.1}%\n",
+                    m.cpus,
+                    m.busy_cpu_percent,
+                    m.foreign_cpu_percent
+                        .map_or_else(|| "-".into(), |f| format!("{f:.0}%")),
+                    m.steal_percent,
+                    m.iowait_percent,
+                ));
+                if !m.quiet {
+                    out.push_str(&format!("WARNING: {}\n", not_quiet_warning(m)));
+                }
+            }
+            None => out.push_str("machine:          not measured (needs Linux's /proc/stat)\n"),
+        }
         for (code, n) in &self.errors {
             out.push_str(&format!("error {code}: {n}\n"));
         }
@@ -254,6 +276,7 @@ async fn bench(
     crowd::run(crowd_config(1, "warmup")).await?;
     let before = server_proc::rss_kib(pid);
     let cpu_before = server_proc::cpu_seconds(pid);
+    let machine_before = machine::Snapshot::read(Some(pid));
     let requests_before = mock.requests().len();
 
     let peak = Arc::new(AtomicU64::new(before.unwrap_or(0)));
@@ -276,6 +299,9 @@ async fn bench(
         peak.fetch_max(kib, Ordering::Relaxed);
     }
     let cpu_after = server_proc::cpu_seconds(pid);
+    let machine = machine_before
+        .zip(machine::Snapshot::read(Some(pid)))
+        .and_then(|(a, b)| machine::figures(&a, &b));
     drop(server);
 
     let delay_us = config.delay.as_micros() as u64;
@@ -302,6 +328,7 @@ async fn bench(
             .zip(peak)
             .map(|(b, p)| p.saturating_sub(b) as f64 / config.chats as f64),
         server_cpu_s: cpu_before.zip(cpu_after).map(|(b, a)| a - b),
+        machine,
         system_requests: mock.requests().len() - requests_before,
         failed_workers: report.failed,
         errors: report.errors,
