@@ -287,3 +287,259 @@ fn adjudication_takes_the_majority_and_breaks_ties_by_order() {
     assert_eq!((t.label.as_str(), t.tie), ("inform", true));
     assert_eq!(adjudicate::<&str>(&[]), None);
 }
+
+mod report {
+    //! The report's label agreement, from participant logs in a store.
+
+    use indexmap::IndexMap;
+    use serde_json::{Value, json};
+    use wozkit_core::event::{Actor, EventKind, ItemPool, Judgment, Role, TurnLabel};
+    use wozkit_data::report::html::render_html;
+    use wozkit_data::report::{ReportOptions, build_report};
+    use wozkit_data::stats::agreement::{Level, krippendorff_alpha, label_agreement};
+    use wozkit_store::{NewEvent, NewParticipant, NewSession, Platform, Store};
+
+    /// One worker's judgment of an item: answers and the labels ticked on turns 0 and 1.
+    fn judgment(item: &str, answers: &[(&str, Value)], turns: &[&[&str]]) -> Judgment {
+        Judgment {
+            page: "annotate".into(),
+            item: item.into(),
+            lease: format!("lease-{item}"),
+            pool: ItemPool::Item,
+            dialogues: vec![format!("d-{item}")],
+            systems: vec!["sys".into()],
+            choice: None,
+            justification: None,
+            answers: answers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<IndexMap<_, _>>(),
+            turns: turns
+                .iter()
+                .enumerate()
+                .map(|(i, labels)| TurnLabel {
+                    dialogue: format!("d-{item}"),
+                    turn: i as u32,
+                    labels: labels.iter().map(|l| l.to_string()).collect(),
+                    score: None,
+                })
+                .collect(),
+            counted: true,
+            surplus: false,
+            gold_correct: None,
+            claimed_at_ms: 0,
+            void: false,
+        }
+    }
+
+    /// Three workers, three items. `act` is categorical (w3 left it out on i3), `note` free text,
+    /// `score` a number; turns carry dialogue-act checkboxes.
+    fn judgments() -> Vec<(&'static str, Vec<Judgment>)> {
+        let j = judgment;
+        vec![
+            (
+                "w1",
+                vec![
+                    j(
+                        "i1",
+                        &[
+                            ("act", json!("inform")),
+                            ("note", json!("fine")),
+                            ("score", json!(4)),
+                        ],
+                        &[&["inform"], &[]],
+                    ),
+                    j(
+                        "i2",
+                        &[("act", json!("request")), ("note", json!("ok"))],
+                        &[&["request"], &["bye"]],
+                    ),
+                    j("i3", &[("act", json!("greet"))], &[]),
+                ],
+            ),
+            (
+                "w2",
+                vec![
+                    j(
+                        "i1",
+                        &[("act", json!("inform")), ("note", json!("good"))],
+                        &[&["inform"], &[]],
+                    ),
+                    j("i2", &[("act", json!("request"))], &[&["request"], &[]]),
+                    j(
+                        "i3",
+                        &[("act", json!("inform")), ("note", json!("hm"))],
+                        &[],
+                    ),
+                ],
+            ),
+            (
+                "w3",
+                vec![
+                    j(
+                        "i1",
+                        &[("act", json!("request"))],
+                        &[&["inform", "request"], &[]],
+                    ),
+                    j(
+                        "i2",
+                        &[("act", json!("request"))],
+                        &[&["request"], &["bye"]],
+                    ),
+                    j("i3", &[("note", json!("no idea"))], &[]),
+                ],
+            ),
+        ]
+    }
+
+    async fn store() -> (tempfile::TempDir, std::sync::Arc<dyn Store>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = wozkit_store::open(&dir.path().display().to_string())
+            .await
+            .expect("open store");
+        for (w, judged) in judgments() {
+            store
+                .create_participant(NewParticipant {
+                    id: w.into(),
+                    token_hash: format!("hash-{w}"),
+                    study_id: "annotate".into(),
+                    platform: Platform::Prolific,
+                    worker_id: Some(format!("PROLIFIC-{w}")),
+                    external_ids: Default::default(),
+                    flow_step: "0".into(),
+                    created_at_ms: 1_000,
+                })
+                .await
+                .expect("create participant");
+            let log = format!("plog-{w}");
+            store
+                .open_participant_log(NewSession {
+                    id: log.clone(),
+                    study_id: "annotate".into(),
+                    study_version: "1".into(),
+                    seed: 0,
+                    created_at_ms: 1_000,
+                })
+                .await
+                .expect("open log");
+            let actor = Actor::Participant {
+                role: Role::User,
+                participant: Some(w.into()),
+            };
+            let mut events = vec![NewEvent {
+                actor: actor.clone(),
+                kind: EventKind::ParticipantLogStarted {
+                    participant: w.into(),
+                    study: "annotate".into(),
+                    study_version: "1".into(),
+                },
+                at_ms: 1_000,
+            }];
+            for (i, judgment) in judged.into_iter().enumerate() {
+                events.push(NewEvent {
+                    actor: actor.clone(),
+                    kind: EventKind::Judged(Box::new(judgment)),
+                    at_ms: 2_000 + i as u64,
+                });
+            }
+            store.append(&log, events).await.expect("append");
+        }
+        (dir, store)
+    }
+
+    fn binary(units: &[[u8; 3]]) -> Vec<Vec<f64>> {
+        units
+            .iter()
+            .map(|u| u.iter().map(|&v| f64::from(v)).collect())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn report_has_label_agreement_per_question_and_per_turn_label() {
+        let (_dir, store) = store().await;
+        let report = build_report(&*store, &ReportOptions::default())
+            .await
+            .expect("report");
+        let j = report.judgments.as_ref().expect("judgments section");
+
+        // `act`: i1 inform/inform/request, i2 request ×3, i3 greet/inform (w3 gave none).
+        assert_eq!(
+            j.label_agreement.keys().collect::<Vec<_>>(),
+            ["act"],
+            "free text (note) and numbers (score) are no categories"
+        );
+        let act = &j.label_agreement["act"];
+        assert_eq!(
+            (act.units, act.labels, act.raters_min, act.raters_max),
+            (3, 8, 2, 3)
+        );
+        let expected = label_agreement(
+            &[
+                vec!["inform", "inform", "request"],
+                vec!["request", "request", "request"],
+                vec!["greet", "inform"],
+            ],
+            &[],
+        );
+        assert_eq!(act, &expected);
+        assert!(act.krippendorff_alpha.is_some());
+        assert_eq!(
+            act.fleiss_kappa, None,
+            "i3 has two answers, the others three"
+        );
+        assert_eq!(act.categories["request"].given, 4);
+
+        // Turns: units (i1,0) (i1,1) (i2,0) (i2,1), three workers each.
+        let t = j.turn_label_agreement.as_ref().expect("turn labels");
+        assert_eq!(
+            t.labels.keys().collect::<Vec<_>>(),
+            ["bye", "inform", "request"]
+        );
+        let inform = binary(&[[1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]]);
+        let request = binary(&[[0, 0, 1], [0, 0, 0], [1, 1, 1], [0, 0, 0]]);
+        let bye = binary(&[[0, 0, 0], [0, 0, 0], [0, 0, 0], [1, 0, 1]]);
+        for (label, units) in [("inform", &inform), ("request", &request), ("bye", &bye)] {
+            let c = &t.labels[label];
+            assert_eq!(
+                c.krippendorff_alpha,
+                krippendorff_alpha(units, Level::Nominal),
+                "{label}"
+            );
+            assert!(c.fleiss_kappa.is_some(), "{label}: three workers per turn");
+        }
+        assert_eq!(t.labels["inform"].krippendorff_alpha, Some(1.0));
+        assert_eq!(
+            (t.labels["request"].given, t.labels["request"].units),
+            (4, 2)
+        );
+        assert_eq!(
+            (t.sets.units, t.sets.raters_min, t.sets.raters_max),
+            (4, 3, 3)
+        );
+        assert_eq!(
+            t.sets.categories.keys().collect::<Vec<_>>(),
+            ["(none)", "bye", "inform", "inform+request", "request"]
+        );
+
+        let json = serde_json::to_value(&report).expect("report as JSON");
+        let act_json = &json["judgments"]["label_agreement"]["act"];
+        assert_eq!(act_json["units"], 3);
+        assert_eq!(act_json["raters_max"], 3);
+        assert_eq!(act_json["categories"]["request"]["given"], 4);
+        assert_eq!(
+            json["judgments"]["turn_label_agreement"]["labels"]["inform"]["krippendorff_alpha"],
+            1.0
+        );
+
+        let html = render_html(&report);
+        assert!(html.contains("<h3>Agreement on labels</h3>"));
+        assert!(
+            html.contains("<td>answer: act</td><td>(all)</td><td>3</td><td>2–3</td><td>8</td>")
+        );
+        assert!(
+            html.contains("<td>turn labels (set ticked)</td><td>(all)</td><td>4</td><td>3</td>")
+        );
+        assert!(!html.contains("answer: note"));
+        assert!(!html.contains("answer: score"));
+    }
+}

@@ -10,6 +10,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::Report;
 use super::judgments::JudgmentsReport;
 use super::summary::{Describe, MeanSd};
+use crate::stats::agreement::{CategoryAgreement, LabelAgreement};
 
 /// One bar: its label, value and optional interval (error bar).
 struct Bar {
@@ -407,6 +408,7 @@ fn judgments(page: &mut String, j: &JudgmentsReport) {
         );
     }
     page.push_str("</table>");
+    label_agreements(page, j);
     page.push_str(
         "<h3>Workers</h3><table><tr><th>participant</th><th>worker id</th><th>judgments</th>\
          <th>gold judged</th><th>gold correct</th><th>accuracy</th><th>median s</th>\
@@ -425,6 +427,68 @@ fn judgments(page: &mut String, j: &JudgmentsReport) {
             num(w.median_seconds),
             if w.straight_lining { "yes" } else { "" }
         );
+    }
+    page.push_str("</table>");
+}
+
+/// One table block of label agreement: its name, the overall numbers and each label's.
+type LabelBlock<'a> = (
+    String,
+    &'a LabelAgreement,
+    Vec<(String, &'a CategoryAgreement)>,
+);
+
+/// Agreement on categorical answers and on turn labels: one row overall, then one per label.
+fn label_agreements(page: &mut String, j: &JudgmentsReport) {
+    let mut tables: Vec<LabelBlock> = j
+        .label_agreement
+        .iter()
+        .map(|(q, a)| {
+            let per = a.categories.iter().map(|(l, c)| (l.clone(), c)).collect();
+            (format!("answer: {q}"), a, per)
+        })
+        .collect();
+    if let Some(t) = &j.turn_label_agreement {
+        let per = t.labels.iter().map(|(l, c)| (l.clone(), c)).collect();
+        tables.push(("turn labels (set ticked)".to_string(), &t.sets, per));
+    }
+    if tables.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h3>Agreement on labels</h3><p>Nominal level. Per label: that label against all \
+         others (turn labels: ticked or not).</p><table class=\"label-agreement\"><tr>\
+         <th>judgments</th><th>label</th><th>items</th><th>workers per item</th>\
+         <th>labels given</th><th>Krippendorff α</th><th>Fleiss κ</th></tr>",
+    );
+    for (name, a, per) in tables {
+        let raters = if a.raters_min == a.raters_max {
+            a.raters_min.to_string()
+        } else {
+            format!("{}–{}", a.raters_min, a.raters_max)
+        };
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>(all)</td><td>{}</td><td>{raters}</td><td>{}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            esc(&name),
+            a.units,
+            a.labels,
+            num(a.krippendorff_alpha),
+            num(a.fleiss_kappa)
+        );
+        for (label, c) in per {
+            let _ = write!(
+                page,
+                "<tr><td></td><td>{}</td><td>{}</td><td></td><td>{}</td><td>{}</td>\
+                 <td>{}</td></tr>",
+                esc(&label),
+                c.units,
+                c.given,
+                num(c.krippendorff_alpha),
+                num(c.fleiss_kappa)
+            );
+        }
     }
     page.push_str("</table>");
 }

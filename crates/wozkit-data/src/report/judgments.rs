@@ -16,6 +16,15 @@
 //! - agreement: Krippendorff's alpha over items judged by at least two workers, per rating
 //!   question at the interval level, and for comparisons at the nominal level with the chosen
 //!   system as each worker's value;
+//! - label agreement: for each question answered with text or yes/no (a category, not a number),
+//!   nominal Krippendorff's alpha and Fleiss' kappa over items answered by at least two workers,
+//!   overall and per answer (the answer against all others), with the number of items and the
+//!   fewest and most workers per item. A question none of whose answers repeats is free text and
+//!   is left out; answers that are lists (several choices) are left out;
+//! - turn-label agreement: for checkbox annotations of turns (dialogue acts, error labels), each
+//!   turn of each item is a unit and each worker's ticked labels their value: overall, the exact
+//!   set of labels ticked (nominal); per label, ticked or not (nominal alpha and Fleiss' kappa of
+//!   that yes/no variable). A turn a worker saw and left unticked counts as "no label";
 //! - leaderboard: Elo and Bradley-Terry rankings of the comparisons and arena battles, computed
 //!   by [`crate::leaderboard`] exactly as the server's live leaderboard (votes in cast order);
 //!   void battles (a system failed a turn) are counted apart and enter no number;
@@ -30,7 +39,7 @@ use wozkit_core::event::{Event, EventKind};
 use super::evaluation::{Agreement, PairResult, RankingOptions, agreement, win_rates};
 use crate::judgments::JudgmentRow;
 use crate::leaderboard::{Leaderboard, leaderboard_from_rows};
-use crate::stats::agreement::Level;
+use crate::stats::agreement::{CategoryAgreement, LabelAgreement, Level, label_agreement};
 use crate::stats::{mean, mean_ci, median, sd};
 use crate::votes::Vote;
 
@@ -56,6 +65,10 @@ pub struct JudgmentsReport {
     pub rating_agreement: BTreeMap<String, Agreement>,
     /// Agreement on the system chosen in comparisons (nominal level); `None` without comparisons.
     pub comparison_agreement: Option<Agreement>,
+    /// Agreement on each categorical question (text or yes/no answers), overall and per answer.
+    pub label_agreement: BTreeMap<String, LabelAgreement>,
+    /// Agreement on the checkbox labels of turns; `None` without such labels.
+    pub turn_label_agreement: Option<TurnLabelAgreement>,
     /// Elo and Bradley-Terry rankings of the comparisons and battles, as the server's live
     /// leaderboard computes them; `None` without comparisons.
     pub leaderboard: Option<Leaderboard>,
@@ -68,6 +81,16 @@ pub struct JudgmentsReport {
     pub surplus: usize,
     /// Items given back unjudged.
     pub returned: usize,
+}
+
+/// Agreement on the checkbox labels of turns (each turn of each item a unit).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TurnLabelAgreement {
+    /// Agreement on the exact set of labels ticked (the set as one category); its `categories`
+    /// are the sets, joined by `+`, with `(none)` for no label.
+    pub sets: LabelAgreement,
+    /// Per label: ticked or not, over the same units.
+    pub labels: BTreeMap<String, CategoryAgreement>,
 }
 
 /// Ratings of one system on one question.
@@ -161,6 +184,8 @@ impl JudgmentsCollector {
             win_rates,
             rating_agreement,
             comparison_agreement,
+            label_agreement: answer_agreement(&counted),
+            turn_label_agreement: turn_label_agreement(&counted),
             leaderboard: leaderboard_from_rows(&self.rows, ranking),
             workers: workers(&self.rows),
             onboarding: self.onboarding,
@@ -262,6 +287,105 @@ fn comparison_numbers(counted: &[&JudgmentRow]) -> (Vec<PairResult>, Option<Agre
     let categories: Vec<f64> = (0..systems.len()).map(|i| i as f64).collect();
     let agreement = agreement(units.into_values().collect(), Level::Nominal, &categories);
     (win_rates(&votes), Some(agreement))
+}
+
+/// A text or yes/no answer as a category; `None` for numbers, lists, objects and null.
+fn category(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Per categorical question: agreement over items (free-text questions left out).
+fn answer_agreement(counted: &[&JudgmentRow]) -> BTreeMap<String, LabelAgreement> {
+    let mut units: BTreeMap<&str, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
+    for row in counted {
+        for (question, value) in &row.answers {
+            if let Some(label) = category(value) {
+                units
+                    .entry(question.as_str())
+                    .or_default()
+                    .entry(row.item.as_str())
+                    .or_default()
+                    .push(label);
+            }
+        }
+    }
+    units
+        .into_iter()
+        .filter(|(_, by_item)| {
+            let mut all: Vec<&String> = by_item.values().flatten().collect();
+            let n = all.len();
+            all.sort_unstable();
+            all.dedup();
+            all.len() < n
+        })
+        .map(|(question, by_item)| {
+            let units: Vec<Vec<String>> = by_item.into_values().collect();
+            (question.to_string(), label_agreement(&units, &[]))
+        })
+        .collect()
+}
+
+/// The name of a set of ticked labels as one category.
+pub fn label_set(labels: &[String]) -> String {
+    if labels.is_empty() {
+        return "(none)".into();
+    }
+    let mut sorted: Vec<&str> = labels.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    sorted.join("+")
+}
+
+/// Agreement on the checkbox labels of turns; `None` when no judgment has any.
+fn turn_label_agreement(counted: &[&JudgmentRow]) -> Option<TurnLabelAgreement> {
+    let mut units: BTreeMap<(&str, &str, u32), Vec<&[String]>> = BTreeMap::new();
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for row in counted {
+        for turn in row.turns.iter().filter(|t| t.score.is_none()) {
+            names.extend(turn.labels.iter().map(String::as_str));
+            units
+                .entry((row.item.as_str(), turn.dialogue.as_str(), turn.turn))
+                .or_default()
+                .push(&turn.labels);
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let sets: Vec<Vec<String>> = units
+        .values()
+        .map(|u| u.iter().map(|labels| label_set(labels)).collect())
+        .collect();
+    let labels = names
+        .iter()
+        .map(|name| {
+            let ticked: Vec<Vec<&str>> = units
+                .values()
+                .map(|u| {
+                    u.iter()
+                        .map(|labels| {
+                            if labels.iter().any(|l| l == name) {
+                                "yes"
+                            } else {
+                                "no"
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut yes = label_agreement(&ticked, &["yes", "no"]);
+            let category = yes.categories.remove("yes")?;
+            Some((name.to_string(), category))
+        })
+        .collect::<Option<BTreeMap<_, _>>>()?;
+    Some(TurnLabelAgreement {
+        sets: label_agreement(&sets, &[]),
+        labels,
+    })
 }
 
 /// Per-worker numbers, by participant id.
