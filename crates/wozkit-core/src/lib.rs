@@ -1,9 +1,11 @@
 //! wozkit-core: the study format, its loader and validator, the dialogue engine and the event
-//! types. Pure: no tokio, no database, no clock and no global randomness (time and a seeded RNG are
-//! passed in), so every session can be reproduced from its seed and commands.
+//! types. Pure: no tokio, no clock and no global randomness (time and a seeded RNG are passed in),
+//! so every session can be reproduced from its seed and commands. The one database is the study's
+//! own read-only tables (`database`), loaded with the study; what a query found is logged.
 
 #![forbid(unsafe_code)]
 
+pub mod database;
 pub mod engine;
 pub mod evaluation;
 pub mod event;

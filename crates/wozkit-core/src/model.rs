@@ -95,6 +95,10 @@ pub struct Study {
     /// Dialogue systems under test, by name (`docs/bots.md`).
     #[serde(default)]
     pub systems: IndexMap<String, crate::systems::SystemSpec>,
+    /// Tables the wizard searches (CSV or JSON files, or a SQLite file), loaded into SQLite when
+    /// the study loads (`docs/engine-semantics.md`, *The wizard's database*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<DatabaseSpec>,
 }
 
 impl Study {
@@ -847,4 +851,31 @@ fn default_pages() -> Vec<Page> {
         .into_iter()
         .map(Page::of)
         .collect()
+}
+
+/// The wizard's database: tables by name, each from a file of the study folder or from a SQLite
+/// file (`sqlite`). Table and column names are letters, digits and `_` (they become SQL names).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSpec {
+    /// The searchable tables, by name.
+    #[serde(default)]
+    pub tables: IndexMap<String, TableSpec>,
+    /// A SQLite file (relative to the study folder) holding the tables that name no `file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqlite: Option<String>,
+}
+
+/// One table of the wizard's database.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    /// A `.csv` file (a header row, then one row per record) or a `.json` file (an array of
+    /// objects with scalar values), relative to the study folder. None: the table of the same
+    /// name in the database's `sqlite` file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The column whose value names a row (unique, never empty): what `select` takes and what
+    /// the events log.
+    pub key: String,
 }

@@ -91,9 +91,25 @@ pub fn names(parts: &[Part]) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Whether a slot has a source in this study.
+/// Whether a slot has a source in this study. `db.TABLE.COLUMN` (the wizard's selected row of a
+/// table of `database`) is known when the table is declared; its column is checked once the
+/// table is loaded (`database::check_slots`).
 pub fn is_known(name: &str, study: &Study) -> bool {
-    BUILTIN_SLOTS.contains(&name) || study.world.variables.contains_key(name)
+    BUILTIN_SLOTS.contains(&name)
+        || study.world.variables.contains_key(name)
+        || db_slot(name).is_some_and(|(t, _)| {
+            study
+                .database
+                .as_ref()
+                .is_some_and(|d| d.tables.contains_key(t))
+        })
+}
+
+/// A slot `db.TABLE.COLUMN` as (table, column).
+pub fn db_slot(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("db.")?;
+    let (t, c) = rest.split_once('.')?;
+    (!t.is_empty() && !c.is_empty() && !c.contains('.')).then_some((t, c))
 }
 
 /// Fills a template; unknown slots (impossible after validation) are kept as written.

@@ -115,6 +115,8 @@ pub struct LoadedStudy {
     pub study: Study,
     pub source: StudySource,
     pub compiled: Compiled,
+    /// The wizard's database (`study.database`), loaded once and shared by every session.
+    pub database: Option<std::sync::Arc<crate::database::Database>>,
 }
 
 impl LoadedStudy {
@@ -236,14 +238,49 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
         validate::check(&study, &source, file_dialogues, &|ptr, msg, hint| {
             diag(ptr, msg, hint)
         });
+    let mut problems = problems;
+    let database = load_database(&study, &source, &diag, &mut problems);
     if problems.is_empty() {
         Ok(LoadedStudy {
             study,
             source,
             compiled,
+            database,
         })
     } else {
         Err(Diagnostics(problems))
+    }
+}
+
+/// Loads `study.database` into SQLite; a problem (naming the data file, row and column) is
+/// reported at the table's key in the study file.
+fn load_database(
+    study: &Study,
+    source: &StudySource,
+    diag: &dyn Fn(&str, String, Option<String>) -> Diagnostic,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<std::sync::Arc<crate::database::Database>> {
+    let spec = study.database.as_ref()?;
+    match crate::database::Database::load(spec, source) {
+        Ok(db) => {
+            crate::database::check_slots(study, &db, diag, problems);
+            Some(std::sync::Arc::new(db))
+        }
+        Err(e) => {
+            let ptr = if e.table.is_empty() {
+                "/database".to_string()
+            } else if spec.tables.get(&e.table).is_some_and(|t| t.file.is_some()) {
+                format!("/database/tables/{}/file", e.table)
+            } else {
+                format!("/database/tables/{}", e.table)
+            };
+            problems.push(diag(
+                &ptr,
+                e.to_string(),
+                Some("tables are CSV (a header row) or JSON (an array of objects) files in the study folder".into()),
+            ));
+            None
+        }
     }
 }
 

@@ -1,0 +1,698 @@
+//! The wizard's database: the tables a study ships (CSV or JSON files, or tables of a SQLite
+//! file), loaded into an in-memory SQLite database when the study loads, and searched only with
+//! parameterised queries.
+//!
+//! Every table and column name that reaches SQL comes from the study's own files and is checked
+//! against a whitelist (letters, digits and `_`; a query names only columns the table has), and
+//! every value a participant sends is bound as a parameter: no text a participant types is ever
+//! pasted into SQL.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use indexmap::IndexMap;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, params_from_iter};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::load::StudySource;
+use crate::model::DatabaseSpec;
+
+/// Most rows one query returns.
+pub const MAX_RESULTS: usize = 20;
+/// Most filters one query takes.
+pub const MAX_FILTERS: usize = 16;
+/// Longest filter value, in characters.
+pub const MAX_FILTER_CHARS: usize = 200;
+
+/// One row: column name → value (string, number, bool or null), in the table's column order.
+pub type Row = IndexMap<String, Value>;
+
+/// The type SQLite stores a column as, inferred from its values when loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnType {
+    /// Every value a whole number.
+    Integer,
+    /// Every value a number.
+    Real,
+    /// Anything else.
+    Text,
+}
+
+impl ColumnType {
+    fn sql(self) -> &'static str {
+        match self {
+            ColumnType::Integer => "INTEGER",
+            ColumnType::Real => "REAL",
+            ColumnType::Text => "TEXT",
+        }
+    }
+    /// Whether a range filter applies.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, ColumnType::Integer | ColumnType::Real)
+    }
+}
+
+/// A loaded table: its key column and columns, in order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TableInfo {
+    pub name: String,
+    pub key: String,
+    pub columns: Vec<(String, ColumnType)>,
+    pub rows: usize,
+}
+
+impl TableInfo {
+    /// The type of `column`, if the table has it.
+    pub fn column(&self, column: &str) -> Option<ColumnType> {
+        self.columns
+            .iter()
+            .find(|(c, _)| c == column)
+            .map(|(_, t)| *t)
+    }
+}
+
+/// One search condition on one column.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    /// A column of the table.
+    pub column: String,
+    #[serde(flatten)]
+    pub op: FilterOp,
+}
+
+/// How a filter matches.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum FilterOp {
+    /// The value equals this one (text compared without regard to ASCII case).
+    Equals { value: Value },
+    /// The value contains this text (without regard to case).
+    Contains { value: String },
+    /// A number between `min` and `max`, both included; either may be left out.
+    Range {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<f64>,
+    },
+}
+
+/// Why a query or a selection was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+pub enum QueryError {
+    #[error("the study has no table “{table}”")]
+    UnknownTable { table: String },
+    #[error("the table “{table}” has no column “{column}”")]
+    UnknownColumn { table: String, column: String },
+    #[error("a range needs a numeric column; “{column}” holds text")]
+    RangeOnText { column: String },
+    #[error("“{column}”: {reason}")]
+    BadValue { column: String, reason: String },
+    #[error("at most {max} filters")]
+    TooManyFilters { max: usize },
+    #[error("the table “{table}” has no row “{key}”")]
+    UnknownRow { table: String, key: String },
+    #[error("the database failed: {message}")]
+    Sql { message: String },
+}
+
+fn sql_err(e: rusqlite::Error) -> QueryError {
+    QueryError::Sql {
+        message: e.to_string(),
+    }
+}
+
+/// The rows a query found (at most [`MAX_RESULTS`]) and their keys.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueryResult {
+    pub keys: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+/// A problem loading a table: the data file, and where in it when known.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadError {
+    /// The table, as the study names it.
+    pub table: String,
+    /// The data file (relative to the study folder).
+    pub file: String,
+    /// The row, from 1 for the first record (a CSV header is row 0).
+    pub row: Option<usize>,
+    pub column: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "table `{}` ({}", self.table, self.file)?;
+        if let Some(r) = self.row {
+            write!(f, ", row {r}")?;
+        }
+        if let Some(c) = &self.column {
+            write!(f, ", column `{c}`")?;
+        }
+        write!(f, "): {}", self.message)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The wizard's database of one study, shared by all its sessions (read only once loaded).
+pub struct Database {
+    conn: Mutex<Connection>,
+    tables: IndexMap<String, TableInfo>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("tables", &self.tables)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `name` may become an SQL name: letters, digits and `_`, not starting with a digit.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// A table read from its file, before it is stored.
+struct Raw {
+    columns: Vec<String>,
+    rows: Vec<Vec<Value>>,
+}
+
+impl Database {
+    /// Loads every table of `spec` from the study's files into a new in-memory database.
+    pub fn load(spec: &DatabaseSpec, source: &StudySource) -> Result<Database, LoadError> {
+        let conn = Connection::open_in_memory().map_err(|e| LoadError {
+            table: String::new(),
+            file: String::new(),
+            row: None,
+            column: None,
+            message: format!("cannot open an in-memory database: {e}"),
+        })?;
+        let mut db = Database {
+            conn: Mutex::new(conn),
+            tables: IndexMap::new(),
+        };
+        let mut sqlite: Option<Connection> = None;
+        for (name, t) in &spec.tables {
+            let file = t
+                .file
+                .clone()
+                .or_else(|| spec.sqlite.clone())
+                .unwrap_or_default();
+            let err = |row: Option<usize>, column: Option<&str>, message: String| LoadError {
+                table: name.clone(),
+                file: file.clone(),
+                row,
+                column: column.map(str::to_string),
+                message,
+            };
+            if !is_plain_name(name) {
+                return Err(err(
+                    None,
+                    None,
+                    "a table name is letters, digits and `_` (not starting with a digit)".into(),
+                ));
+            }
+            let raw = match &t.file {
+                Some(f) => {
+                    let bytes = source
+                        .read(f)
+                        .ok_or_else(|| err(None, None, "cannot read the file".into()))?;
+                    if f.ends_with(".csv") {
+                        read_csv(&bytes).map_err(|(r, c, m)| err(r, c.as_deref(), m))?
+                    } else if f.ends_with(".json") {
+                        read_json(&bytes).map_err(|(r, c, m)| err(r, c.as_deref(), m))?
+                    } else {
+                        return Err(err(None, None, "a table file ends in .csv or .json".into()));
+                    }
+                }
+                None => {
+                    let Some(path) = &spec.sqlite else {
+                        return Err(err(
+                            None,
+                            None,
+                            "give the table a `file`, or the database a `sqlite` file".into(),
+                        ));
+                    };
+                    if sqlite.is_none() {
+                        sqlite = Some(open_sqlite(source, path).map_err(|m| err(None, None, m))?);
+                    }
+                    let src = sqlite.as_ref().expect("opened above");
+                    read_sqlite(src, name).map_err(|(r, c, m)| err(r, c.as_deref(), m))?
+                }
+            };
+            let info = db
+                .store(name, &t.key, raw)
+                .map_err(|(r, c, m)| err(r, c.as_deref(), m))?;
+            db.tables.insert(name.clone(), info);
+        }
+        Ok(db)
+    }
+
+    /// The tables, in the study's order.
+    pub fn tables(&self) -> &IndexMap<String, TableInfo> {
+        &self.tables
+    }
+
+    /// Creates the table, checks its columns and key, and inserts its rows.
+    fn store(&mut self, name: &str, key: &str, raw: Raw) -> Result<TableInfo, Problem> {
+        let mut seen: Vec<&str> = vec![];
+        for c in &raw.columns {
+            if !is_plain_name(c) {
+                return Err((
+                    Some(0),
+                    Some(c.clone()),
+                    "a column name is letters, digits and `_` (not starting with a digit)".into(),
+                ));
+            }
+            if seen.contains(&c.as_str()) {
+                return Err((Some(0), Some(c.clone()), "the column is named twice".into()));
+            }
+            seen.push(c);
+        }
+        let Some(key_idx) = raw.columns.iter().position(|c| c == key) else {
+            return Err((
+                None,
+                Some(key.to_string()),
+                format!(
+                    "the key column is not in the table (its columns: {})",
+                    raw.columns.join(", ")
+                ),
+            ));
+        };
+        let mut keys = std::collections::HashSet::new();
+        for (i, row) in raw.rows.iter().enumerate() {
+            let k = value_text(&row[key_idx]);
+            if k.is_empty() {
+                return Err((
+                    Some(i + 1),
+                    Some(key.to_string()),
+                    "the key is empty".into(),
+                ));
+            }
+            if !keys.insert(k.clone()) {
+                return Err((
+                    Some(i + 1),
+                    Some(key.to_string()),
+                    format!("the key “{k}” is used by an earlier row"),
+                ));
+            }
+        }
+        let types: Vec<ColumnType> = (0..raw.columns.len())
+            .map(|ci| infer(raw.rows.iter().map(|r| &r[ci])))
+            .collect();
+        let conn = self.conn.get_mut().unwrap_or_else(|p| p.into_inner());
+        let cols = raw
+            .columns
+            .iter()
+            .zip(&types)
+            .map(|(c, t)| format!("\"{c}\" {}", t.sql()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql_problem = |e: rusqlite::Error| (None, None, format!("cannot store the table: {e}"));
+        conn.execute(&format!("CREATE TABLE \"{name}\" ({cols})"), [])
+            .map_err(sql_problem)?;
+        let marks = vec!["?"; raw.columns.len()].join(", ");
+        let tx = conn.transaction().map_err(sql_problem)?;
+        {
+            let mut ins = tx
+                .prepare(&format!("INSERT INTO \"{name}\" VALUES ({marks})"))
+                .map_err(sql_problem)?;
+            for row in &raw.rows {
+                ins.execute(params_from_iter(row.iter().map(to_sql)))
+                    .map_err(sql_problem)?;
+            }
+        }
+        tx.commit().map_err(sql_problem)?;
+        Ok(TableInfo {
+            name: name.to_string(),
+            key: key.to_string(),
+            columns: raw.columns.into_iter().zip(types).collect(),
+            rows: raw.rows.len(),
+        })
+    }
+
+    /// The rows of `table` matching every filter, in the table's order, at most `limit` (and at
+    /// most [`MAX_RESULTS`]).
+    pub fn query(
+        &self,
+        table: &str,
+        filters: &[Filter],
+        limit: usize,
+    ) -> Result<QueryResult, QueryError> {
+        let info = self.table(table)?;
+        if filters.len() > MAX_FILTERS {
+            return Err(QueryError::TooManyFilters { max: MAX_FILTERS });
+        }
+        let mut clauses: Vec<String> = vec![];
+        let mut params: Vec<SqlValue> = vec![];
+        for f in filters {
+            // The whitelist: only a column the table has ever reaches the SQL text, quoted.
+            let Some(ty) = info.column(&f.column) else {
+                return Err(QueryError::UnknownColumn {
+                    table: table.to_string(),
+                    column: f.column.clone(),
+                });
+            };
+            let col = &f.column;
+            let bad = |reason: &str| QueryError::BadValue {
+                column: col.clone(),
+                reason: reason.to_string(),
+            };
+            match &f.op {
+                FilterOp::Equals { value } => {
+                    let v = match value {
+                        Value::String(s) if s.chars().count() > MAX_FILTER_CHARS => {
+                            return Err(bad("the value is too long"));
+                        }
+                        Value::String(s) => SqlValue::Text(s.clone()),
+                        Value::Number(_) | Value::Bool(_) => to_sql(value),
+                        _ => return Err(bad("equals takes a text, a number or true/false")),
+                    };
+                    params.push(v);
+                    clauses.push(format!("\"{col}\" = ?{} COLLATE NOCASE", params.len()));
+                }
+                FilterOp::Contains { value } => {
+                    if value.chars().count() > MAX_FILTER_CHARS {
+                        return Err(bad("the value is too long"));
+                    }
+                    params.push(SqlValue::Text(value.to_lowercase()));
+                    clauses.push(format!(
+                        "instr(lower(CAST(\"{col}\" AS TEXT)), ?{}) > 0",
+                        params.len()
+                    ));
+                }
+                FilterOp::Range { min, max } => {
+                    if !ty.is_numeric() {
+                        return Err(QueryError::RangeOnText {
+                            column: col.clone(),
+                        });
+                    }
+                    for (bound, cmp) in [(min, ">="), (max, "<=")] {
+                        if let Some(b) = bound {
+                            if !b.is_finite() {
+                                return Err(bad("a range bound is a finite number"));
+                            }
+                            params.push(SqlValue::Real(*b));
+                            clauses.push(format!("\"{col}\" {cmp} ?{}", params.len()));
+                        }
+                    }
+                }
+            }
+        }
+        let limit = limit.min(MAX_RESULTS);
+        params.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(0)));
+        let where_sql = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", clauses.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT * FROM \"{}\"{where_sql} ORDER BY rowid LIMIT ?{}",
+            info.name,
+            params.len()
+        );
+        let rows = self.rows(info, &sql, params)?;
+        let keys = rows
+            .iter()
+            .map(|r| r.get(&info.key).map(value_text).unwrap_or_default())
+            .collect();
+        Ok(QueryResult { keys, rows })
+    }
+
+    /// The row of `table` whose key is `key`.
+    pub fn select(&self, table: &str, key: &str) -> Result<Row, QueryError> {
+        let info = self.table(table)?;
+        let sql = format!(
+            "SELECT * FROM \"{}\" WHERE CAST(\"{}\" AS TEXT) = ?1 LIMIT 1",
+            info.name, info.key
+        );
+        self.rows(info, &sql, vec![SqlValue::Text(key.to_string())])?
+            .into_iter()
+            .next()
+            .ok_or_else(|| QueryError::UnknownRow {
+                table: table.to_string(),
+                key: key.to_string(),
+            })
+    }
+
+    fn table(&self, table: &str) -> Result<&TableInfo, QueryError> {
+        self.tables
+            .get(table)
+            .ok_or_else(|| QueryError::UnknownTable {
+                table: table.to_string(),
+            })
+    }
+
+    fn rows(
+        &self,
+        info: &TableInfo,
+        sql: &str,
+        params: Vec<SqlValue>,
+    ) -> Result<Vec<Row>, QueryError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stmt = conn.prepare_cached(sql).map_err(sql_err)?;
+        let mut out = vec![];
+        let mut rows = stmt.query(params_from_iter(params)).map_err(sql_err)?;
+        while let Some(r) = rows.next().map_err(sql_err)? {
+            let mut row = Row::new();
+            for (i, (c, _)) in info.columns.iter().enumerate() {
+                let v: SqlValue = r.get(i).map_err(sql_err)?;
+                row.insert(c.clone(), from_sql(v));
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+}
+
+/// A load problem inside one file: row, column, message.
+type Problem = (Option<usize>, Option<String>, String);
+
+/// A value as text: strings as they are, numbers and booleans as written, null as "".
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn infer<'a>(values: impl Iterator<Item = &'a Value>) -> ColumnType {
+    let mut ty = ColumnType::Integer;
+    let mut any = false;
+    for v in values {
+        match v {
+            Value::Null => continue,
+            Value::Number(n) if n.is_i64() || n.is_u64() => {}
+            Value::Number(_) => ty = ColumnType::Real,
+            _ => return ColumnType::Text,
+        }
+        any = true;
+    }
+    if any { ty } else { ColumnType::Text }
+}
+
+fn to_sql(v: &Value) -> SqlValue {
+    match v {
+        Value::Null => SqlValue::Null,
+        Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => SqlValue::Text(s.clone()),
+        other => SqlValue::Text(other.to_string()),
+    }
+}
+
+fn from_sql(v: SqlValue) -> Value {
+    match v {
+        SqlValue::Null => Value::Null,
+        SqlValue::Integer(i) => Value::from(i),
+        SqlValue::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        SqlValue::Text(s) => Value::String(s),
+        SqlValue::Blob(b) => Value::String(String::from_utf8_lossy(&b).into_owned()),
+    }
+}
+
+/// A CSV cell: empty → null, a whole number, a number, else the text.
+fn cell(s: &str) -> Value {
+    let t = s.trim();
+    if t.is_empty() {
+        return Value::Null;
+    }
+    if let Ok(i) = t.parse::<i64>() {
+        return Value::from(i);
+    }
+    if let Ok(f) = t.parse::<f64>()
+        && f.is_finite()
+        && let Some(n) = serde_json::Number::from_f64(f)
+    {
+        return Value::Number(n);
+    }
+    Value::String(s.to_string())
+}
+
+fn read_csv(bytes: &[u8]) -> Result<Raw, Problem> {
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(bytes);
+    let columns: Vec<String> = r
+        .headers()
+        .map_err(|e| (Some(0), None, format!("cannot read the header row: {e}")))?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    let mut rows = vec![];
+    for (i, rec) in r.records().enumerate() {
+        let rec = rec.map_err(|e| {
+            let msg = match e.kind() {
+                csv::ErrorKind::UnequalLengths {
+                    expected_len, len, ..
+                } => format!("{len} fields where the header has {expected_len}"),
+                _ => e.to_string(),
+            };
+            (Some(i + 1), None, msg)
+        })?;
+        rows.push(rec.iter().map(cell).collect());
+    }
+    Ok(Raw { columns, rows })
+}
+
+fn read_json(bytes: &[u8]) -> Result<Raw, Problem> {
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(|e| (None, None, format!("not valid JSON: {e}")))?;
+    let Value::Array(items) = v else {
+        return Err((None, None, "a JSON table is an array of objects".into()));
+    };
+    let mut columns: Vec<String> = vec![];
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(o) = item else {
+            return Err((Some(i + 1), None, "the row is not an object".into()));
+        };
+        for (k, v) in o {
+            if matches!(v, Value::Array(_) | Value::Object(_)) {
+                return Err((
+                    Some(i + 1),
+                    Some(k.clone()),
+                    "a value is a text, a number, true/false or null (not a list or an object)"
+                        .into(),
+                ));
+            }
+            if !columns.contains(k) {
+                columns.push(k.clone());
+            }
+        }
+    }
+    let rows = items
+        .iter()
+        .map(|item| {
+            columns
+                .iter()
+                .map(|c| item.get(c).cloned().unwrap_or(Value::Null))
+                .collect()
+        })
+        .collect();
+    Ok(Raw { columns, rows })
+}
+
+fn open_sqlite(source: &StudySource, rel: &str) -> Result<Connection, String> {
+    let StudySource::Dir(dir) = source else {
+        return Err("only a study folder on disk can point at a SQLite file".into());
+    };
+    let p = Path::new(rel);
+    if p.is_absolute()
+        || p.components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err("the SQLite file is a path inside the study folder".into());
+    }
+    Connection::open_with_flags(
+        dir.join(p),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| format!("cannot open the SQLite file: {e}"))
+}
+
+fn read_sqlite(src: &Connection, name: &str) -> Result<Raw, Problem> {
+    // `name` passed is_plain_name, so quoting it is enough.
+    let mut stmt = src
+        .prepare(&format!("SELECT * FROM \"{name}\""))
+        .map_err(|e| (None, None, format!("cannot read the table: {e}")))?;
+    let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
+    let n = columns.len();
+    let mut rows = vec![];
+    let mut q = stmt
+        .query([])
+        .map_err(|e| (None, None, format!("cannot read the table: {e}")))?;
+    let mut i = 0;
+    while let Some(r) = q
+        .next()
+        .map_err(|e| (Some(i + 1), None, format!("cannot read the row: {e}")))?
+    {
+        i += 1;
+        let mut row = Vec::with_capacity(n);
+        for (ci, name) in columns.iter().enumerate() {
+            let v: SqlValue = r
+                .get(ci)
+                .map_err(|e| (Some(i), Some(name.clone()), e.to_string()))?;
+            row.push(from_sql(v));
+        }
+        rows.push(row);
+    }
+    Ok(Raw { columns, rows })
+}
+
+/// Reports every `{db.TABLE.COLUMN}` slot of the wizard's texts (state templates, approval
+/// prompts, fixed options) whose column the loaded table lacks.
+pub fn check_slots(
+    study: &crate::model::Study,
+    db: &Database,
+    diag: &dyn Fn(&str, String, Option<String>) -> crate::load::Diagnostic,
+    problems: &mut Vec<crate::load::Diagnostic>,
+) {
+    let mut texts: Vec<(String, &str)> = vec![];
+    for (i, st) in study.states.iter().enumerate() {
+        for (j, t) in st.templates.iter().enumerate() {
+            texts.push((format!("/states/{i}/templates/{j}"), t));
+        }
+        if let Some(p) = st.lock.as_ref().and_then(|l| l.prompt.as_deref()) {
+            texts.push((format!("/states/{i}/lock/prompt"), p));
+        }
+    }
+    for (i, f) in study.fixed_options.iter().enumerate() {
+        texts.push((format!("/fixed_options/{i}/text"), &f.text));
+    }
+    for (ptr, text) in texts {
+        let Ok(parts) = crate::slots::parse(text) else {
+            continue;
+        };
+        for name in crate::slots::names(&parts) {
+            if let Some((t, c)) = crate::slots::db_slot(name)
+                && let Some(info) = db.tables.get(t)
+                && info.column(c).is_none()
+            {
+                let cols: Vec<&str> = info.columns.iter().map(|(c, _)| c.as_str()).collect();
+                problems.push(diag(
+                    &ptr,
+                    format!("slot `{{{name}}}`: the table `{t}` has no column `{c}`"),
+                    Some(format!("its columns: {}", cols.join(", "))),
+                ));
+            }
+        }
+    }
+}

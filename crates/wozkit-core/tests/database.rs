@@ -1,0 +1,400 @@
+//! The wizard's database: tables loaded from CSV, JSON or SQLite files, queried only through
+//! whitelisted columns and bound values, with load problems named by file, row and column.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::json;
+use wozkit_core::database::{Database, Filter, FilterOp, MAX_RESULTS, QueryError};
+use wozkit_core::load::{StudySource, load_path};
+use wozkit_core::model::{DatabaseSpec, TableSpec};
+
+const RESTAURANTS: &str = "\
+id,name,cuisine,area,price,rating
+r1,Trattoria Lanterna,italian,old town,25,4.5
+r2,Osteria del Ponte,italian,river district,40,4.1
+r3,The Green Fig,vegetarian,old town,18,3.9
+r4,Saffron House,indian,station quarter,22,4.7
+r5,Harbour Grill,seafood,harbour,55,4.3
+";
+
+/// A fresh folder holding `files`.
+fn folder(files: &[(&str, &str)]) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "wozkit-db-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    dir
+}
+
+fn spec(tables: &[(&str, Option<&str>, &str)], sqlite: Option<&str>) -> DatabaseSpec {
+    DatabaseSpec {
+        tables: tables
+            .iter()
+            .map(|(n, f, k)| {
+                (
+                    n.to_string(),
+                    TableSpec {
+                        file: f.map(str::to_string),
+                        key: k.to_string(),
+                    },
+                )
+            })
+            .collect(),
+        sqlite: sqlite.map(str::to_string),
+    }
+}
+
+fn restaurants() -> Database {
+    let dir = folder(&[("restaurants.csv", RESTAURANTS)]);
+    Database::load(
+        &spec(&[("restaurant", Some("restaurants.csv"), "id")], None),
+        &StudySource::Dir(dir),
+    )
+    .expect("the table loads")
+}
+
+fn f(column: &str, op: FilterOp) -> Filter {
+    Filter {
+        column: column.into(),
+        op,
+    }
+}
+
+fn eq(column: &str, value: serde_json::Value) -> Filter {
+    f(column, FilterOp::Equals { value })
+}
+
+#[test]
+fn csv_table_is_searched_by_equals_contains_and_range() {
+    let db = restaurants();
+    let info = &db.tables()["restaurant"];
+    assert_eq!(info.rows, 5);
+    assert!(info.column("price").unwrap().is_numeric());
+    assert!(!info.column("name").unwrap().is_numeric());
+
+    let r = db
+        .query("restaurant", &[eq("cuisine", json!("Italian"))], 20)
+        .unwrap();
+    assert_eq!(r.keys, ["r1", "r2"], "equals ignores case");
+    assert_eq!(r.rows[0]["name"], json!("Trattoria Lanterna"));
+    assert_eq!(r.rows[0]["price"], json!(25));
+
+    let r = db
+        .query(
+            "restaurant",
+            &[f(
+                "name",
+                FilterOp::Contains {
+                    value: "HOUSE".into(),
+                },
+            )],
+            20,
+        )
+        .unwrap();
+    assert_eq!(r.keys, ["r4"]);
+
+    let r = db
+        .query(
+            "restaurant",
+            &[
+                eq("area", json!("old town")),
+                f(
+                    "price",
+                    FilterOp::Range {
+                        min: Some(20.0),
+                        max: Some(30.0),
+                    },
+                ),
+            ],
+            20,
+        )
+        .unwrap();
+    assert_eq!(r.keys, ["r1"], "filters combine with AND");
+
+    let r = db
+        .query(
+            "restaurant",
+            &[f(
+                "rating",
+                FilterOp::Range {
+                    min: Some(4.3),
+                    max: None,
+                },
+            )],
+            20,
+        )
+        .unwrap();
+    assert_eq!(r.keys, ["r1", "r4", "r5"]);
+
+    let all = db.query("restaurant", &[], 2).unwrap();
+    assert_eq!(all.keys, ["r1", "r2"], "the limit holds");
+    let all = db.query("restaurant", &[], 1000).unwrap();
+    assert_eq!(all.keys.len(), 5.min(MAX_RESULTS));
+
+    let row = db.select("restaurant", "r3").unwrap();
+    assert_eq!(row["name"], json!("The Green Fig"));
+    assert_eq!(
+        row.keys().collect::<Vec<_>>(),
+        ["id", "name", "cuisine", "area", "price", "rating"]
+    );
+    assert!(matches!(
+        db.select("restaurant", "r9"),
+        Err(QueryError::UnknownRow { .. })
+    ));
+}
+
+#[test]
+fn hostile_values_match_nothing_and_hostile_columns_are_refused() {
+    let db = restaurants();
+    let hostile = "' OR 1=1 --";
+    for filter in [
+        eq("name", json!(hostile)),
+        eq("price", json!(hostile)),
+        f(
+            "name",
+            FilterOp::Contains {
+                value: hostile.into(),
+            },
+        ),
+    ] {
+        let r = db.query("restaurant", std::slice::from_ref(&filter), 20).unwrap();
+        assert!(r.keys.is_empty(), "{filter:?} found {:?}", r.keys);
+    }
+    assert!(matches!(
+        db.select("restaurant", hostile),
+        Err(QueryError::UnknownRow { .. })
+    ));
+    assert!(matches!(
+        db.select("restaurant", "r1' OR '1'='1"),
+        Err(QueryError::UnknownRow { .. })
+    ));
+    // A column or table name is never taken from the request: only the table's own columns.
+    let bad_col = "name\" = name OR 1=1 --";
+    assert_eq!(
+        db.query("restaurant", &[eq(bad_col, json!("x"))], 20),
+        Err(QueryError::UnknownColumn {
+            table: "restaurant".into(),
+            column: bad_col.into()
+        })
+    );
+    assert!(matches!(
+        db.query("restaurant\"; DROP TABLE restaurant; --", &[], 20),
+        Err(QueryError::UnknownTable { .. })
+    ));
+    assert_eq!(
+        db.query(
+            "restaurant",
+            &[f(
+                "name",
+                FilterOp::Range {
+                    min: Some(1.0),
+                    max: None
+                }
+            )],
+            20
+        ),
+        Err(QueryError::RangeOnText {
+            column: "name".into()
+        })
+    );
+    // The table is whole afterwards.
+    assert_eq!(db.query("restaurant", &[], 20).unwrap().keys.len(), 5);
+}
+
+#[test]
+fn json_tables_load_and_their_problems_name_row_and_column() {
+    let dir = folder(&[
+        (
+            "hotels.json",
+            r#"[{"code": "h1", "name": "Quay Inn", "stars": 3},
+                {"code": "h2", "name": "Old Mill", "stars": 4, "parking": true}]"#,
+        ),
+        (
+            "nested.json",
+            r#"[{"code": "h1"}, {"code": "h2", "rooms": [1, 2]}]"#,
+        ),
+    ]);
+    let db = Database::load(
+        &spec(&[("hotel", Some("hotels.json"), "code")], None),
+        &StudySource::Dir(dir.clone()),
+    )
+    .unwrap();
+    let r = db
+        .query(
+            "hotel",
+            &[f(
+                "stars",
+                FilterOp::Range {
+                    min: Some(4.0),
+                    max: None,
+                },
+            )],
+            20,
+        )
+        .unwrap();
+    assert_eq!(r.keys, ["h2"]);
+    assert_eq!(
+        db.select("hotel", "h1").unwrap()["parking"],
+        json!(null),
+        "a key missing from a row is null"
+    );
+
+    let e = Database::load(
+        &spec(&[("hotel", Some("nested.json"), "code")], None),
+        &StudySource::Dir(dir),
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.row, e.column.as_deref()),
+        ("nested.json", Some(2), Some("rooms"))
+    );
+    let shown = e.to_string();
+    assert!(
+        shown.contains("nested.json") && shown.contains("row 2") && shown.contains("`rooms`"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn csv_problems_name_the_file_row_and_column() {
+    let cases: &[(&str, &str, Option<usize>, Option<&str>)] = &[
+        // A record with a missing field.
+        ("id,name\na,A\nb\n", "id", Some(2), None),
+        // A key used twice.
+        ("id,name\na,A\nb,B\na,C\n", "id", Some(3), Some("id")),
+        // An empty key.
+        ("id,name\na,A\n,B\n", "id", Some(2), Some("id")),
+        // A column name that is not a plain name.
+        ("id,full name\na,A\n", "id", Some(0), Some("full name")),
+        // A key column the table lacks.
+        ("id,name\na,A\n", "code", None, Some("code")),
+    ];
+    for (text, key, row, column) in cases {
+        let dir = folder(&[("t.csv", text)]);
+        let e = Database::load(
+            &spec(&[("t", Some("t.csv"), key)], None),
+            &StudySource::Dir(dir),
+        )
+        .unwrap_err();
+        assert_eq!(e.file, "t.csv", "{text:?}");
+        assert_eq!(e.row, *row, "{text:?}: {e}");
+        assert_eq!(e.column.as_deref(), *column, "{text:?}: {e}");
+    }
+    let dir = folder(&[]);
+    let e = Database::load(
+        &spec(&[("t", Some("missing.csv"), "id")], None),
+        &StudySource::Dir(dir),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("missing.csv"), "{e}");
+}
+
+#[test]
+fn sqlite_file_tables_are_copied_in() {
+    let dir = folder(&[]);
+    {
+        let c = rusqlite::Connection::open(dir.join("city.sqlite")).unwrap();
+        c.execute_batch(
+            "CREATE TABLE attraction (id TEXT, name TEXT, fee INTEGER);
+             INSERT INTO attraction VALUES ('a1', 'Castle', 12), ('a2', 'Park', 0);
+             CREATE TABLE secret (x TEXT);",
+        )
+        .unwrap();
+    }
+    let db = Database::load(
+        &spec(&[("attraction", None, "id")], Some("city.sqlite")),
+        &StudySource::Dir(dir.clone()),
+    )
+    .unwrap();
+    let r = db
+        .query(
+            "attraction",
+            &[f(
+                "fee",
+                FilterOp::Range {
+                    min: None,
+                    max: Some(5.0),
+                },
+            )],
+            20,
+        )
+        .unwrap();
+    assert_eq!(r.keys, ["a2"]);
+    assert!(
+        matches!(
+            db.query("secret", &[], 20),
+            Err(QueryError::UnknownTable { .. })
+        ),
+        "only the declared tables are searchable"
+    );
+    let e = Database::load(
+        &spec(&[("attraction", None, "id")], Some("../city.sqlite")),
+        &StudySource::Dir(dir),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("inside the study folder"), "{e}");
+}
+
+const STUDY: &str = r#"
+id: dbmini
+title: Db mini
+roles:
+  user: {label: Guest}
+  wizard: {label: Assistant}
+database:
+  tables:
+    restaurant: {file: restaurants.csv, key: id}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [offer]}
+  - id: offer
+    type: update
+    templates: ["{db.restaurant.name} in the {db.restaurant.area}."]
+    transitions: [bye]
+  - {id: bye, type: interaction, terminal: true, templates: ["Bye."]}
+"#;
+
+#[test]
+fn a_study_loads_its_tables_and_checks_its_db_slots() {
+    let dir = folder(&[("study.yaml", STUDY), ("restaurants.csv", RESTAURANTS)]);
+    let study = load_path(&dir).expect("the study loads");
+    let db = study.database.as_ref().expect("the database is loaded");
+    assert_eq!(db.tables()["restaurant"].rows, 5);
+
+    // A slot naming a column the table lacks, and one naming an undeclared table.
+    let text = STUDY.replace("{db.restaurant.area}", "{db.restaurant.street}");
+    let dir = folder(&[("study.yaml", &text), ("restaurants.csv", RESTAURANTS)]);
+    let e = load_path(&dir).unwrap_err().to_string();
+    assert!(
+        e.contains("`{db.restaurant.street}`") && e.contains("no column `street`"),
+        "{e}"
+    );
+    let text = STUDY.replace("{db.restaurant.area}", "{db.hotel.area}");
+    let dir = folder(&[("study.yaml", &text), ("restaurants.csv", RESTAURANTS)]);
+    let e = load_path(&dir).unwrap_err().to_string();
+    assert!(e.contains("`{db.hotel.area}` has no source"), "{e}");
+
+    // A data problem is reported at the table's `file` key with the file, row and column.
+    let broken = RESTAURANTS.replace("r3,", "r1,");
+    let dir = folder(&[("study.yaml", STUDY), ("restaurants.csv", &broken)]);
+    let d = load_path(&dir).unwrap_err();
+    let line = STUDY
+        .lines()
+        .position(|l| l.contains("restaurants.csv"))
+        .unwrap()
+        + 1;
+    assert_eq!(d.0.len(), 1, "{d}");
+    assert_eq!(d.0[0].line, line, "{d}");
+    let m = &d.0[0].message;
+    assert!(
+        m.contains("restaurants.csv") && m.contains("row 3") && m.contains("`id`"),
+        "{m}"
+    );
+}
