@@ -21,6 +21,7 @@
 //! | `choice`, `choice_system` | a comparison: the dialogue chosen and its system |
 //! | `justification` | a comparison: the reason given |
 //! | `answers` | JSON Lines: the page's answers as an object by question id. CSV: one column `answer.<id>` per question id met in the export, sorted; empty where a row has no answer |
+//! | `adjudicated` | the item's adjudicated answers (see below). JSON Lines: an object by question id of `{label, votes, of, tie}`. CSV: one column `adjudicated.<id>` per adjudicated question, after the answer columns, holding the label |
 //! | `turns` | the per-turn labels: a list of `{dialogue, turn, labels, score}` (a JSON text in the CSV) |
 //! | `lease` | the lease the judgment was made under |
 //! | `claimed_at_ms` | when the item was claimed (the lease start), ms since the Unix epoch |
@@ -33,8 +34,15 @@
 //! `submitted_at_ms`; the lease columns are empty. In the CSV, an absent value is an empty cell and
 //! a flag is `true` or `false`. Test participants (`/try`, links with `test=1`) are left out
 //! unless `--include-test` is given.
+//!
+//! Adjudication ([`adjudicated_answers`]): for each question answered with text or yes/no (a
+//! category; a question none of whose answers repeats is free text and gets none), an item's
+//! label is the answer most of its counted judgments gave (gold, surplus, void and onboarding
+//! rows left out); among answers tied for most, the one given first (by submission time, then
+//! participant id) — `tie` is then true. Every row of the item carries it, whichever its own
+//! answer.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use indexmap::IndexMap;
@@ -43,6 +51,7 @@ use serde_json::Value;
 use wozkit_core::event::{Actor, Event, EventKind, ItemPool, Judgment, TurnLabel};
 
 use crate::error::ExportError;
+use crate::stats::agreement::{Adjudicated, adjudicate};
 
 /// One row of the judgments table (see the module documentation for the columns).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -70,6 +79,8 @@ pub struct JudgmentRow {
     pub choice_system: Option<String>,
     pub justification: Option<String>,
     pub answers: IndexMap<String, Value>,
+    /// The item's adjudicated answers by question id (filled by [`adjudicate_rows`]).
+    pub adjudicated: BTreeMap<String, Adjudicated>,
     pub turns: Vec<TurnLabel>,
     pub lease: Option<String>,
     pub claimed_at_ms: Option<u64>,
@@ -171,6 +182,7 @@ impl Base<'_> {
             choice_system: None,
             justification: None,
             answers: IndexMap::new(),
+            adjudicated: BTreeMap::new(),
             turns: Vec::new(),
             lease: None,
             claimed_at_ms: None,
@@ -226,27 +238,109 @@ impl Base<'_> {
     }
 }
 
-/// Writes rows as JSON Lines as they come.
+/// A text or yes/no answer as a category; `None` for numbers, lists, objects and null.
+pub fn answer_category(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A judgment that counts towards its item's numbers: counted, of the item pool, not surplus,
+/// void or onboarding.
+pub fn counts_for_item(row: &JudgmentRow) -> bool {
+    row.counted && !row.gold && !row.surplus && !row.void && !row.onboarding
+}
+
+/// The categorical answers of `rows` by question id, then item id: each item's labels in
+/// submission order (time, then participant id). Questions whose answers never repeat (free
+/// text) are left out. Only the rows given are read: filter them with [`counts_for_item`] first.
+pub fn categorical_answers<'a>(
+    rows: impl IntoIterator<Item = &'a JudgmentRow>,
+) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let mut rows: Vec<&JudgmentRow> = rows.into_iter().collect();
+    rows.sort_by(|a, b| {
+        (a.submitted_at_ms, &a.participant).cmp(&(b.submitted_at_ms, &b.participant))
+    });
+    let mut units: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for row in rows {
+        for (question, value) in &row.answers {
+            if let Some(label) = answer_category(value) {
+                units
+                    .entry(question.clone())
+                    .or_default()
+                    .entry(row.item.clone())
+                    .or_default()
+                    .push(label);
+            }
+        }
+    }
+    units.retain(|_, by_item| {
+        let mut all: Vec<&String> = by_item.values().flatten().collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        all.len() < n
+    });
+    units
+}
+
+/// The adjudicated answer of each item by question: item id → question id → majority label (see
+/// the module documentation for the rule), over the rows that [`counts_for_item`].
+pub fn adjudicated_answers(
+    rows: &[JudgmentRow],
+) -> BTreeMap<String, BTreeMap<String, Adjudicated>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Adjudicated>> = BTreeMap::new();
+    for (question, by_item) in categorical_answers(rows.iter().filter(|r| counts_for_item(r))) {
+        for (item, labels) in by_item {
+            if let Some(a) = adjudicate(&labels) {
+                out.entry(item).or_default().insert(question.clone(), a);
+            }
+        }
+    }
+    out
+}
+
+/// Fills each row's `adjudicated` with its item's adjudicated answers (onboarding rows, whose
+/// `item` is an answer key, get none).
+pub fn adjudicate_rows(rows: &mut [JudgmentRow]) {
+    let adjudicated = adjudicated_answers(rows);
+    for row in rows.iter_mut().filter(|r| !r.onboarding) {
+        if let Some(a) = adjudicated.get(&row.item) {
+            row.adjudicated = a.clone();
+        }
+    }
+}
+
+/// Collects rows and writes them as JSON Lines at the end, once every item's adjudicated answers
+/// are known. Memory holds the rows of the export, not the events.
 pub struct JudgmentsJsonl<W: Write> {
     out: W,
+    rows: Vec<JudgmentRow>,
 }
 
 impl<W: Write> JudgmentsJsonl<W> {
     pub fn new(out: W) -> Self {
-        JudgmentsJsonl { out }
+        JudgmentsJsonl {
+            out,
+            rows: Vec::new(),
+        }
     }
 
-    /// Writes one line per row.
-    pub fn rows(&mut self, rows: &[JudgmentRow]) -> Result<(), ExportError> {
-        for row in rows {
+    /// Adds rows (written by [`JudgmentsJsonl::finish`]).
+    pub fn rows(&mut self, rows: Vec<JudgmentRow>) {
+        self.rows.extend(rows);
+    }
+
+    /// Adjudicates and writes one line per row, in the order added.
+    pub fn finish(mut self) -> Result<W, ExportError> {
+        adjudicate_rows(&mut self.rows);
+        for row in &self.rows {
             serde_json::to_writer(&mut self.out, row)?;
             self.out.write_all(b"\n")?;
         }
-        Ok(())
-    }
-
-    pub fn finish(self) -> W {
-        self.out
+        Ok(self.out)
     }
 }
 
@@ -288,6 +382,9 @@ const CSV_TAIL: [&str; 6] = [
 /// The prefix of an answer column's name.
 pub const ANSWER_COLUMN: &str = "answer.";
 
+/// The prefix of an adjudicated answer's column name.
+pub const ADJUDICATED_COLUMN: &str = "adjudicated.";
+
 /// Collects rows and writes them as CSV at the end, once every answer key (one column each) is
 /// known. Memory holds the rows of the export, not the events.
 #[derive(Default)]
@@ -308,15 +405,35 @@ impl JudgmentsCsv {
         self.rows.extend(rows);
     }
 
-    /// Writes the header and every row.
-    pub fn write(self, out: impl Write) -> Result<(), ExportError> {
+    /// Adjudicates, then writes the header and every row.
+    pub fn write(mut self, out: impl Write) -> Result<(), ExportError> {
+        adjudicate_rows(&mut self.rows);
+        let adjudicated: BTreeSet<String> = self
+            .rows
+            .iter()
+            .flat_map(|r| r.adjudicated.keys().cloned())
+            .collect();
         let mut csv = csv::Writer::from_writer(out);
         let mut header: Vec<String> = CSV_HEAD.iter().map(|c| c.to_string()).collect();
         header.extend(self.keys.iter().map(|k| format!("{ANSWER_COLUMN}{k}")));
+        header.extend(
+            adjudicated
+                .iter()
+                .map(|k| format!("{ADJUDICATED_COLUMN}{k}")),
+        );
         header.extend(CSV_TAIL.iter().map(|c| c.to_string()));
         csv.write_record(&header)?;
         for row in &self.rows {
-            csv.write_record(csv_record(row, &self.keys)?)?;
+            let mut record = csv_record(row, &self.keys)?;
+            let at = record.len() - CSV_TAIL.len();
+            let labels = adjudicated.iter().map(|k| {
+                row.adjudicated
+                    .get(k)
+                    .map(|a| a.label.clone())
+                    .unwrap_or_default()
+            });
+            record.splice(at..at, labels);
+            csv.write_record(record)?;
         }
         csv.flush()?;
         Ok(())

@@ -297,6 +297,7 @@ mod report {
     use wozkit_data::report::html::render_html;
     use wozkit_data::report::{ReportOptions, build_report};
     use wozkit_data::stats::agreement::{Level, krippendorff_alpha, label_agreement};
+    use wozkit_data::stored::{ExportFormat, ExportOptions, NoProgress, export_store};
     use wozkit_store::{NewEvent, NewParticipant, NewSession, Platform, Store};
 
     /// One worker's judgment of an item: answers and the labels ticked on turns 0 and 1.
@@ -541,5 +542,93 @@ mod report {
         );
         assert!(!html.contains("answer: note"));
         assert!(!html.contains("answer: score"));
+    }
+
+    async fn export(store: &dyn Store, format: &str) -> String {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join("out");
+        let options = ExportOptions {
+            format: ExportFormat::parse(format).expect("format"),
+            out: out.clone(),
+            split: None,
+            study: Some("annotate".into()),
+            include_test: false,
+        };
+        export_store(store, &options, &NoProgress)
+            .await
+            .expect("export");
+        std::fs::read_to_string(&out).expect("read export")
+    }
+
+    #[tokio::test]
+    async fn judgments_exports_carry_the_adjudicated_answer_of_each_item() {
+        let (_dir, store) = store().await;
+        let lines: Vec<Value> = export(&*store, "judgments-jsonl")
+            .await
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect();
+        assert_eq!(lines.len(), 9);
+        let row = |item: &str, worker: &str| {
+            lines
+                .iter()
+                .find(|r| r["item"] == item && r["participant"] == worker)
+                .unwrap_or_else(|| panic!("no row for {item} by {worker}"))
+        };
+        // i1: inform twice, request once; w3's own answer differs but the row carries the item's.
+        assert_eq!(
+            row("i1", "w3")["adjudicated"],
+            json!({"act": {"label": "inform", "votes": 2, "of": 3, "tie": false}})
+        );
+        assert_eq!(row("i2", "w1")["adjudicated"]["act"]["label"], "request");
+        assert_eq!(row("i2", "w1")["adjudicated"]["act"]["votes"], 3);
+        // i3: greet (w1) and inform (w2) submitted at the same time: the tie goes to the first
+        // participant id; w3 gave no answer, yet its row carries the item's label.
+        assert_eq!(
+            row("i3", "w3")["adjudicated"],
+            json!({"act": {"label": "greet", "votes": 1, "of": 2, "tie": true}})
+        );
+        assert!(
+            lines.iter().all(|r| r["adjudicated"].get("note").is_none()),
+            "free text is not adjudicated"
+        );
+
+        let text = export(&*store, "judgments-csv").await;
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = reader
+            .headers()
+            .expect("header")
+            .iter()
+            .map(str::to_string)
+            .collect();
+        let at = |name: &str| header.iter().position(|h| h == name);
+        let adjudicated = at("adjudicated.act").expect("adjudicated.act column");
+        assert_eq!(
+            header
+                .iter()
+                .filter(|h| h.starts_with("adjudicated."))
+                .count(),
+            1
+        );
+        assert!(at("answer.score").expect("answer column") < adjudicated);
+        assert_eq!(at("turns"), Some(adjudicated + 1));
+        let item = at("item").expect("item column");
+        let mut by_item: Vec<(String, String)> = reader
+            .records()
+            .map(|r| {
+                let r = r.expect("record");
+                (r[item].to_string(), r[adjudicated].to_string())
+            })
+            .collect();
+        by_item.sort();
+        by_item.dedup();
+        assert_eq!(
+            by_item,
+            [
+                ("i1".to_string(), "inform".to_string()),
+                ("i2".to_string(), "request".to_string()),
+                ("i3".to_string(), "greet".to_string()),
+            ]
+        );
     }
 }

@@ -37,7 +37,7 @@ use serde::Serialize;
 use wozkit_core::event::{Event, EventKind};
 
 use super::evaluation::{Agreement, PairResult, RankingOptions, agreement, win_rates};
-use crate::judgments::JudgmentRow;
+use crate::judgments::{JudgmentRow, categorical_answers};
 use crate::leaderboard::{Leaderboard, leaderboard_from_rows};
 use crate::stats::agreement::{CategoryAgreement, LabelAgreement, Level, label_agreement};
 use crate::stats::{mean, mean_ci, median, sd};
@@ -289,42 +289,13 @@ fn comparison_numbers(counted: &[&JudgmentRow]) -> (Vec<PairResult>, Option<Agre
     (win_rates(&votes), Some(agreement))
 }
 
-/// A text or yes/no answer as a category; `None` for numbers, lists, objects and null.
-fn category(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
 /// Per categorical question: agreement over items (free-text questions left out).
 fn answer_agreement(counted: &[&JudgmentRow]) -> BTreeMap<String, LabelAgreement> {
-    let mut units: BTreeMap<&str, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
-    for row in counted {
-        for (question, value) in &row.answers {
-            if let Some(label) = category(value) {
-                units
-                    .entry(question.as_str())
-                    .or_default()
-                    .entry(row.item.as_str())
-                    .or_default()
-                    .push(label);
-            }
-        }
-    }
-    units
+    categorical_answers(counted.iter().copied())
         .into_iter()
-        .filter(|(_, by_item)| {
-            let mut all: Vec<&String> = by_item.values().flatten().collect();
-            let n = all.len();
-            all.sort_unstable();
-            all.dedup();
-            all.len() < n
-        })
         .map(|(question, by_item)| {
             let units: Vec<Vec<String>> = by_item.into_values().collect();
-            (question.to_string(), label_agreement(&units, &[]))
+            (question, label_agreement(&units, &[]))
         })
         .collect()
 }
@@ -463,6 +434,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect::<IndexMap<_, _>>(),
+            adjudicated: BTreeMap::new(),
             turns: Vec::new(),
             lease: None,
             claimed_at_ms: Some(0),

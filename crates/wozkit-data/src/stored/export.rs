@@ -279,12 +279,14 @@ pub async fn export_judgments(
         summary.sessions_written += usize::from(!rows.is_empty());
         match options.format {
             ExportFormat::JudgmentsCsv => csv.rows(rows),
-            _ => jsonl.rows(&rows)?,
+            _ => jsonl.rows(rows),
         }
     }
     progress.finish();
     if options.format == ExportFormat::JudgmentsCsv {
         csv.write(&mut out)?;
+    } else {
+        jsonl.finish()?;
     }
     summary.events_read = stream.events_read;
     summary.files.push(out.finish()?);
