@@ -394,11 +394,17 @@ mod report {
     }
 
     async fn store() -> (tempfile::TempDir, std::sync::Arc<dyn Store>) {
+        store_of(judgments()).await
+    }
+
+    async fn store_of(
+        judgments: Vec<(&'static str, Vec<Judgment>)>,
+    ) -> (tempfile::TempDir, std::sync::Arc<dyn Store>) {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = wozkit_store::open(&dir.path().display().to_string())
             .await
             .expect("open store");
-        for (w, judged) in judgments() {
+        for (w, judged) in judgments {
             store
                 .create_participant(NewParticipant {
                     id: w.into(),
@@ -630,5 +636,60 @@ mod report {
                 ("i3".to_string(), "greet".to_string()),
             ]
         );
+    }
+
+    /// A span on utterance 0 of "at Nandos for 2".
+    fn span(start: u32, end: u32, slot: &str) -> Value {
+        let text: String = "at Nandos for 2"
+            .chars()
+            .skip(start as usize)
+            .take((end - start) as usize)
+            .collect();
+        json!({"turn": 0, "start_index": start, "end_index": end, "text": text, "slot": slot})
+    }
+
+    #[tokio::test]
+    async fn report_has_span_agreement_on_marked_characters() {
+        let spans = |item: &str, marked: Vec<Value>| {
+            judgment(item, &[("spans", Value::Array(marked))], &[])
+        };
+        let (_dir, store) = store_of(vec![
+            (
+                "w1",
+                vec![
+                    spans("s1", vec![span(3, 9, "restaurant")]),
+                    // Only one worker on s2: nothing to compare.
+                    spans("s2", vec![span(0, 2, "restaurant")]),
+                ],
+            ),
+            (
+                "w2",
+                vec![spans(
+                    "s1",
+                    vec![span(3, 9, "restaurant"), span(14, 15, "people")],
+                )],
+            ),
+            ("w3", vec![spans("s1", vec![span(0, 9, "restaurant")])]),
+        ])
+        .await;
+        let report = build_report(&*store, &ReportOptions::default())
+            .await
+            .expect("report");
+        let j = report.judgments.as_ref().expect("judgments section");
+        let a = j.span_agreement.as_ref().expect("span agreement");
+        // Marked characters of s1: "at" (w3 only; the space after it is left out), "Nandos"
+        // (all three), "2" (w2 only).
+        let mut units: Vec<Vec<&str>> = vec![vec!["(none)", "(none)", "restaurant"]; 2];
+        units.extend(vec![vec!["restaurant"; 3]; 6]);
+        units.push(vec!["(none)", "people", "(none)"]);
+        assert_eq!(a, &label_agreement(&units, &[]));
+        assert_eq!((a.units, a.raters_min, a.raters_max), (9, 3, 3));
+        assert_eq!(
+            a.categories.keys().collect::<Vec<_>>(),
+            ["(none)", "people", "restaurant"]
+        );
+        assert_eq!(a.categories["restaurant"].given, 20);
+        assert!(j.label_agreement.is_empty(), "span lists are no categories");
+        assert!(render_html(&report).contains("spans: slot of each marked character"));
     }
 }

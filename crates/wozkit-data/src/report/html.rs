@@ -452,6 +452,10 @@ fn label_agreements(page: &mut String, j: &JudgmentsReport) {
         let per = t.labels.iter().map(|(l, c)| (l.clone(), c)).collect();
         tables.push(("turn labels (set ticked)".to_string(), &t.sets, per));
     }
+    if let Some(a) = &j.span_agreement {
+        let per = a.categories.iter().map(|(l, c)| (l.clone(), c)).collect();
+        tables.push(("spans: slot of each marked character".to_string(), a, per));
+    }
     if tables.is_empty() {
         return;
     }

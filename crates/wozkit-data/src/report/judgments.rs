@@ -25,6 +25,11 @@
 //!   turn of each item is a unit and each worker's ticked labels their value: overall, the exact
 //!   set of labels ticked (nominal); per label, ticked or not (nominal alpha and Fleiss' kappa of
 //!   that yes/no variable). A turn a worker saw and left unticked counts as "no label";
+//! - span agreement: for span annotation (the `spans` answer: slot names on character ranges of
+//!   utterances), each character of an item's utterance that at least one worker marked is a unit
+//!   (whitespace left out), each worker of the item labels it with the slot of the span covering it
+//!   or `(none)`; nominal agreement overall and per slot. Characters nobody marked are left out,
+//!   so the numbers measure agreement on what was marked, not on the unmarked rest of the text;
 //! - leaderboard: Elo and Bradley-Terry rankings of the comparisons and arena battles, computed
 //!   by [`crate::leaderboard`] exactly as the server's live leaderboard (votes in cast order);
 //!   void battles (a system failed a turn) are counted apart and enter no number;
@@ -34,6 +39,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+use wozkit_core::evaluation::Span;
 use wozkit_core::event::{Event, EventKind};
 
 use super::evaluation::{Agreement, PairResult, RankingOptions, agreement, win_rates};
@@ -69,6 +75,8 @@ pub struct JudgmentsReport {
     pub label_agreement: BTreeMap<String, LabelAgreement>,
     /// Agreement on the checkbox labels of turns; `None` without such labels.
     pub turn_label_agreement: Option<TurnLabelAgreement>,
+    /// Agreement on the slots of marked characters in span annotation; `None` without spans.
+    pub span_agreement: Option<LabelAgreement>,
     /// Elo and Bradley-Terry rankings of the comparisons and battles, as the server's live
     /// leaderboard computes them; `None` without comparisons.
     pub leaderboard: Option<Leaderboard>,
@@ -186,6 +194,7 @@ impl JudgmentsCollector {
             comparison_agreement,
             label_agreement: answer_agreement(&counted),
             turn_label_agreement: turn_label_agreement(&counted),
+            span_agreement: span_agreement(&counted),
             leaderboard: leaderboard_from_rows(&self.rows, ranking),
             workers: workers(&self.rows),
             onboarding: self.onboarding,
@@ -298,6 +307,54 @@ fn answer_agreement(counted: &[&JudgmentRow]) -> BTreeMap<String, LabelAgreement
             (question, label_agreement(&units, &[]))
         })
         .collect()
+}
+
+/// The label of a character no span of a worker covers.
+pub const NO_SLOT: &str = "(none)";
+
+/// Agreement on the slot of each marked character of span annotations; `None` when no counted
+/// judgment has a `spans` answer with a span.
+fn span_agreement(counted: &[&JudgmentRow]) -> Option<LabelAgreement> {
+    // Per item: each worker's spans; the characters anyone marked.
+    type Marked = (Vec<Vec<Span>>, BTreeSet<(u32, u32)>);
+    let mut items: BTreeMap<&str, Marked> = BTreeMap::new();
+    for row in counted {
+        let Some(value) = row.answers.get("spans") else {
+            continue;
+        };
+        let Ok(spans) = serde_json::from_value::<Vec<Span>>(value.clone()) else {
+            continue;
+        };
+        let (workers, marked) = items.entry(row.item.as_str()).or_default();
+        for span in &spans {
+            let chars = span.text.chars().map(char::is_whitespace);
+            for (offset, space) in (span.start_index..span.end_index).zip(chars) {
+                if !space {
+                    marked.insert((span.turn, offset));
+                }
+            }
+        }
+        workers.push(spans);
+    }
+    if items.values().all(|(_, marked)| marked.is_empty()) {
+        return None;
+    }
+    let mut units: Vec<Vec<&str>> = Vec::new();
+    for (workers, marked) in items.values() {
+        for &(turn, offset) in marked {
+            let unit = workers
+                .iter()
+                .map(|spans| {
+                    spans
+                        .iter()
+                        .find(|s| s.turn == turn && s.start_index <= offset && offset < s.end_index)
+                        .map_or(NO_SLOT, |s| s.slot.as_str())
+                })
+                .collect();
+            units.push(unit);
+        }
+    }
+    Some(label_agreement(&units, &[]))
 }
 
 /// The name of a set of ticked labels as one category.
