@@ -22,6 +22,7 @@
 //! | `justification` | a comparison: the reason given |
 //! | `answers` | JSON Lines: the page's answers as an object by question id. CSV: one column `answer.<id>` per question id met in the export, sorted; empty where a row has no answer |
 //! | `adjudicated` | the item's adjudicated answers (see below). JSON Lines: an object by question id of `{label, votes, of, tie}`. CSV: one column `adjudicated.<id>` per adjudicated question, after the answer columns, holding the label |
+//! | `adjudicated_turns` | the item's adjudicated turn labels: a list of `{dialogue, turn, labels, tied, of}` (a JSON text in the CSV, before `turns`) |
 //! | `turns` | the per-turn labels: a list of `{dialogue, turn, labels, score}` (a JSON text in the CSV) |
 //! | `lease` | the lease the judgment was made under |
 //! | `claimed_at_ms` | when the item was claimed (the lease start), ms since the Unix epoch |
@@ -41,6 +42,11 @@
 //! rows left out); among answers tied for most, the one given first (by submission time, then
 //! participant id) — `tie` is then true. Every row of the item carries it, whichever its own
 //! answer.
+//!
+//! Turn labels ([`adjudicated_turns`], checkbox annotations such as dialogue acts): a label is in
+//! a turn's adjudicated `labels` when more than half of the counted judgments of the item that
+//! labelled the turn (`of`) ticked it; a label ticked by exactly half is left out and listed in
+//! `tied`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -81,6 +87,8 @@ pub struct JudgmentRow {
     pub answers: IndexMap<String, Value>,
     /// The item's adjudicated answers by question id (filled by [`adjudicate_rows`]).
     pub adjudicated: BTreeMap<String, Adjudicated>,
+    /// The item's adjudicated turn labels (filled by [`adjudicate_rows`]).
+    pub adjudicated_turns: Vec<AdjudicatedTurn>,
     pub turns: Vec<TurnLabel>,
     pub lease: Option<String>,
     pub claimed_at_ms: Option<u64>,
@@ -183,6 +191,7 @@ impl Base<'_> {
             justification: None,
             answers: IndexMap::new(),
             adjudicated: BTreeMap::new(),
+            adjudicated_turns: Vec::new(),
             turns: Vec::new(),
             lease: None,
             claimed_at_ms: None,
@@ -302,13 +311,69 @@ pub fn adjudicated_answers(
     out
 }
 
-/// Fills each row's `adjudicated` with its item's adjudicated answers (onboarding rows, whose
-/// `item` is an answer key, get none).
+/// The adjudicated checkbox labels of one turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AdjudicatedTurn {
+    pub dialogue: String,
+    pub turn: u32,
+    /// Labels ticked by more than half of the judgments that labelled the turn, sorted.
+    pub labels: Vec<String>,
+    /// Labels ticked by exactly half: left out of `labels`.
+    pub tied: Vec<String>,
+    /// How many judgments labelled the turn.
+    pub of: usize,
+}
+
+/// The adjudicated checkbox labels of each item's turns (item id → turns in dialogue and turn
+/// order), over the rows that [`counts_for_item`]; scale annotations are left out.
+pub fn adjudicated_turns(rows: &[JudgmentRow]) -> BTreeMap<String, Vec<AdjudicatedTurn>> {
+    type Turn<'a> = (&'a str, &'a str, u32);
+    let mut ticks: BTreeMap<Turn, (usize, BTreeMap<&str, usize>)> = BTreeMap::new();
+    for row in rows.iter().filter(|r| counts_for_item(r)) {
+        for t in row.turns.iter().filter(|t| t.score.is_none()) {
+            let (of, labels) = ticks
+                .entry((row.item.as_str(), t.dialogue.as_str(), t.turn))
+                .or_default();
+            *of += 1;
+            let unique: BTreeSet<&str> = t.labels.iter().map(String::as_str).collect();
+            for label in unique {
+                *labels.entry(label).or_default() += 1;
+            }
+        }
+    }
+    let mut out: BTreeMap<String, Vec<AdjudicatedTurn>> = BTreeMap::new();
+    for ((item, dialogue, turn), (of, labels)) in ticks {
+        let pick = |keep: fn(usize, usize) -> bool| {
+            labels
+                .iter()
+                .filter(|(_, n)| keep(**n, of))
+                .map(|(l, _)| l.to_string())
+                .collect()
+        };
+        out.entry(item.to_string())
+            .or_default()
+            .push(AdjudicatedTurn {
+                dialogue: dialogue.to_string(),
+                turn,
+                labels: pick(|n, of| 2 * n > of),
+                tied: pick(|n, of| 2 * n == of),
+                of,
+            });
+    }
+    out
+}
+
+/// Fills each row's `adjudicated` and `adjudicated_turns` with its item's (onboarding rows,
+/// whose `item` is an answer key, get none).
 pub fn adjudicate_rows(rows: &mut [JudgmentRow]) {
-    let adjudicated = adjudicated_answers(rows);
+    let answers = adjudicated_answers(rows);
+    let turns = adjudicated_turns(rows);
     for row in rows.iter_mut().filter(|r| !r.onboarding) {
-        if let Some(a) = adjudicated.get(&row.item) {
+        if let Some(a) = answers.get(&row.item) {
             row.adjudicated = a.clone();
+        }
+        if let Some(t) = turns.get(&row.item) {
+            row.adjudicated_turns = t.clone();
         }
     }
 }
@@ -370,7 +435,8 @@ const CSV_HEAD: [&str; 21] = [
 ];
 
 /// The fixed CSV columns after the answer columns.
-const CSV_TAIL: [&str; 6] = [
+const CSV_TAIL: [&str; 7] = [
+    "adjudicated_turns",
     "turns",
     "lease",
     "claimed_at_ms",
@@ -473,6 +539,7 @@ fn csv_record(row: &JudgmentRow, keys: &BTreeSet<String>) -> Result<Vec<String>,
             Some(other) => other.to_string(),
         });
     }
+    record.push(serde_json::to_string(&row.adjudicated_turns)?);
     record.push(serde_json::to_string(&row.turns)?);
     record.push(text(&row.lease));
     record.push(row.claimed_at_ms.map(|v| v.to_string()).unwrap_or_default());

@@ -594,6 +594,20 @@ mod report {
             row("i3", "w3")["adjudicated"],
             json!({"act": {"label": "greet", "votes": 1, "of": 2, "tie": true}})
         );
+        // Turns: i1 turn 0 inform by all three (request by w3 only), turn 1 nothing; i2 turn 1
+        // bye by w1 and w3.
+        assert_eq!(
+            row("i1", "w2")["adjudicated_turns"],
+            json!([
+                {"dialogue": "d-i1", "turn": 0, "labels": ["inform"], "tied": [], "of": 3},
+                {"dialogue": "d-i1", "turn": 1, "labels": [], "tied": [], "of": 3},
+            ])
+        );
+        assert_eq!(
+            row("i2", "w2")["adjudicated_turns"][1]["labels"],
+            json!(["bye"])
+        );
+        assert_eq!(row("i3", "w1")["adjudicated_turns"], json!([]));
         assert!(
             lines.iter().all(|r| r["adjudicated"].get("note").is_none()),
             "free text is not adjudicated"
@@ -617,7 +631,8 @@ mod report {
             1
         );
         assert!(at("answer.score").expect("answer column") < adjudicated);
-        assert_eq!(at("turns"), Some(adjudicated + 1));
+        assert_eq!(at("adjudicated_turns"), Some(adjudicated + 1));
+        assert_eq!(at("turns"), Some(adjudicated + 2));
         let item = at("item").expect("item column");
         let mut by_item: Vec<(String, String)> = reader
             .records()
@@ -691,5 +706,32 @@ mod report {
         assert_eq!(a.categories["restaurant"].given, 20);
         assert!(j.label_agreement.is_empty(), "span lists are no categories");
         assert!(render_html(&report).contains("spans: slot of each marked character"));
+    }
+
+    #[tokio::test]
+    async fn a_turn_label_ticked_by_half_the_workers_is_tied_and_left_out() {
+        let (_dir, store) = store_of(vec![
+            ("w1", vec![judgment("t1", &[], &[&["inform", "request"]])]),
+            ("w2", vec![judgment("t1", &[], &[&["inform"]])]),
+        ])
+        .await;
+        let text = export(&*store, "judgments-csv").await;
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let header = reader.headers().expect("header").clone();
+        let column = header
+            .iter()
+            .position(|h| h == "adjudicated_turns")
+            .expect("adjudicated_turns column");
+        let records: Vec<csv::StringRecord> =
+            reader.records().map(|r| r.expect("record")).collect();
+        assert_eq!(records.len(), 2);
+        for record in records {
+            let cell: Value = serde_json::from_str(&record[column]).expect("JSON cell");
+            assert_eq!(
+                cell,
+                json!([{"dialogue": "d-t1", "turn": 0, "labels": ["inform"],
+                        "tied": ["request"], "of": 2}])
+            );
+        }
     }
 }

@@ -492,6 +492,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect::<IndexMap<_, _>>(),
             adjudicated: BTreeMap::new(),
+            adjudicated_turns: Vec::new(),
             turns: Vec::new(),
             lease: None,
             claimed_at_ms: Some(0),
