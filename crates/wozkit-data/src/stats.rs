@@ -9,7 +9,8 @@
 //! - [`hypothesis`]: Mann-Whitney U (normal approximation), two-sided binomial test;
 //! - [`correlation`]: Pearson and Spearman with two-sided p-values;
 //! - [`rating`]: Elo and Bradley-Terry (with seeded bootstrap intervals) over pairwise outcomes;
-//! - [`agreement`]: Krippendorff's alpha (nominal, interval) and Fleiss' kappa.
+//! - [`agreement`]: Krippendorff's alpha (nominal, interval) and Fleiss' kappa, overall and per
+//!   category, and the majority (adjudicated) label of a unit.
 
 pub mod agreement;
 pub mod correlation;
