@@ -74,9 +74,10 @@ impl TableInfo {
     }
 }
 
-/// One search condition on one column.
+/// One search condition on one column; on the wire `{"column": "area", "op": "equals",
+/// "value": "old town"}`, `{"column": "name", "op": "contains", "value": "fig"}` or
+/// `{"column": "price", "op": "range", "min": 10, "max": 30}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Filter {
     /// A column of the table.
     pub column: String,

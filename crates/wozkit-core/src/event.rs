@@ -349,6 +349,26 @@ pub enum EventKind {
         researcher: String,
         participant: String,
     },
+    /// The wizard searched a table of the study's database (`query`). `result_keys` are the keys
+    /// of the rows found, in order; `rows` the rows themselves as the wizard saw them. Only the
+    /// wizard receives this event.
+    DbQueried {
+        table: String,
+        #[serde(default)]
+        filters: Vec<crate::database::Filter>,
+        #[serde(default)]
+        result_keys: Vec<String>,
+        #[serde(default)]
+        rows: Vec<crate::database::Row>,
+    },
+    /// The wizard selected a row of a table into the dialogue (`select`): from now on the
+    /// `{db.TABLE.COLUMN}` slots read it. `row` is the row as it was then, so replay needs no
+    /// database. Only the wizard receives this event.
+    DbSelected {
+        table: String,
+        key: String,
+        row: crate::database::Row,
+    },
 }
 
 /// Which pool an evaluation item comes from.

@@ -165,7 +165,9 @@ fn hostile_values_match_nothing_and_hostile_columns_are_refused() {
             },
         ),
     ] {
-        let r = db.query("restaurant", std::slice::from_ref(&filter), 20).unwrap();
+        let r = db
+            .query("restaurant", std::slice::from_ref(&filter), 20)
+            .unwrap();
         assert!(r.keys.is_empty(), "{filter:?} found {:?}", r.keys);
     }
     assert!(matches!(
@@ -397,4 +399,175 @@ fn a_study_loads_its_tables_and_checks_its_db_slots() {
         m.contains("restaurants.csv") && m.contains("row 3") && m.contains("`id`"),
         "{m}"
     );
+}
+
+mod engine_commands {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use wozkit_core::engine::{self, Command, Refusal, Session, replay, step};
+    use wozkit_core::event::{Actor, Event, EventKind, Role};
+    use wozkit_core::load::LoadedStudy;
+
+    fn actor(role: Role) -> Actor {
+        Actor::Participant {
+            role,
+            participant: None,
+        }
+    }
+
+    /// Plays `cmds` from the start; returns the study, the session and its log.
+    fn play(cmds: Vec<(Role, Command)>) -> (LoadedStudy, Session, Vec<Event>) {
+        let dir = folder(&[("study.yaml", STUDY), ("restaurants.csv", RESTAURANTS)]);
+        let study = load_path(&dir).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut s = Session::new(&study, "d");
+        let mut log = vec![];
+        let mut run = |s: &mut Session, actor: Actor, cmd: Command, log: &mut Vec<Event>| {
+            let now = 1_000 + log.len() as u64;
+            let st = step(&study, s, &actor, cmd, now, &mut rng).expect("accepted");
+            for (a, k) in st.events {
+                log.push(Event {
+                    v: 1,
+                    session: "d".into(),
+                    seq: log.len() as u64 + 1,
+                    at_ms: now,
+                    actor: a,
+                    kind: k,
+                });
+            }
+            *s = st.session;
+        };
+        run(&mut s, Actor::System, Command::Start { seed: 7 }, &mut log);
+        for (role, cmd) in cmds {
+            run(&mut s, actor(role), cmd, &mut log);
+        }
+        (study, s, log)
+    }
+
+    #[test]
+    fn query_and_select_are_logged_fill_slots_and_replay() {
+        let filters: Vec<Filter> = serde_json::from_value(json!([
+            {"column": "cuisine", "op": "equals", "value": "italian"},
+            {"column": "price", "op": "range", "max": 30}
+        ]))
+        .expect("filters parse from the wire form");
+        let (study, s, log) = play(vec![
+            (
+                Role::Wizard,
+                Command::Query {
+                    table: "restaurant".into(),
+                    filters: filters.clone(),
+                },
+            ),
+            (
+                Role::Wizard,
+                Command::Select {
+                    table: "restaurant".into(),
+                    key: "r1".into(),
+                },
+            ),
+        ]);
+        let queried = log
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::DbQueried {
+                    table,
+                    filters: f,
+                    result_keys,
+                    rows,
+                } => Some((table, f, result_keys, rows)),
+                _ => None,
+            })
+            .expect("a db_queried event");
+        assert_eq!(queried.0, "restaurant");
+        assert_eq!(queried.1, &filters);
+        assert_eq!(queried.2, &["r1"]);
+        assert_eq!(queried.3[0]["name"], json!("Trattoria Lanterna"));
+        let selected = log
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::DbSelected { key, row, .. } => Some((key, row)),
+                _ => None,
+            })
+            .expect("a db_selected event");
+        assert_eq!(selected.0, "r1");
+        assert_eq!(selected.1["area"], json!("old town"));
+
+        // The offered option reads the selected row.
+        let offers = engine::offered(&study, &s);
+        let offer = offers.iter().find(|o| o.state == "offer").unwrap();
+        assert_eq!(offer.text, "Trattoria Lanterna in the old town.");
+
+        // Replay folds the same state from the log, and the events survive JSON.
+        let text = serde_json::to_string(&log).unwrap();
+        let back: Vec<Event> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, log);
+        assert_eq!(replay(&study, "d", &back), s);
+    }
+
+    #[test]
+    fn only_the_wizard_may_search_and_bad_requests_are_refused() {
+        let (study, s, _) = play(vec![]);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let query = Command::Query {
+            table: "restaurant".into(),
+            filters: vec![],
+        };
+        assert_eq!(
+            step(
+                &study,
+                &s,
+                &actor(Role::User),
+                query.clone(),
+                2_000,
+                &mut rng
+            )
+            .unwrap_err(),
+            Refusal::WrongRole {
+                expected: Role::Wizard
+            }
+        );
+        let select = Command::Select {
+            table: "restaurant".into(),
+            key: "r1".into(),
+        };
+        assert!(matches!(
+            step(&study, &s, &actor(Role::User), select, 2_000, &mut rng),
+            Err(Refusal::WrongRole { .. })
+        ));
+        let bad = Command::Select {
+            table: "restaurant".into(),
+            key: "' OR 1=1 --".into(),
+        };
+        assert!(matches!(
+            step(&study, &s, &actor(Role::Wizard), bad, 2_000, &mut rng),
+            Err(Refusal::Database {
+                problem: QueryError::UnknownRow { .. }
+            })
+        ));
+        // Before a selection the slot is empty.
+        let offers = engine::offered(&study, &s);
+        assert_eq!(
+            offers.iter().find(|o| o.state == "offer").unwrap().text,
+            " in the ."
+        );
+        // A study without a database refuses a query.
+        let plain = wozkit_core::load::load_builtin("offshore-emergency").unwrap();
+        let ps = Session::new(&plain, "p");
+        let started = step(
+            &plain,
+            &ps,
+            &Actor::System,
+            Command::Start { seed: 1 },
+            0,
+            &mut rng,
+        )
+        .unwrap()
+        .session;
+        assert_eq!(
+            step(&plain, &started, &actor(Role::Wizard), query, 1, &mut rng).unwrap_err(),
+            Refusal::NoDatabase
+        );
+    }
 }

@@ -189,6 +189,11 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         | EventKind::Reviewed(_)
         // Who plays a role is the room's business (the participant ids), not the engine's.
         | EventKind::TakenOver { .. } => {}
+        // A search changes nothing: its results are in the event, for the wizard's page.
+        EventKind::DbQueried { .. } => {}
+        EventKind::DbSelected { table, row, .. } => {
+            s.db_selected.insert(table.clone(), row.clone());
+        }
     }
 }
 

@@ -50,6 +50,15 @@ pub enum Command {
     Tick,
     /// End the session without a partner (system).
     Abort { reason: EndReason },
+    /// The wizard searches a table of the study's database; the rows found (at most
+    /// [`crate::database::MAX_RESULTS`]) go to the wizard only.
+    Query {
+        table: String,
+        #[serde(default)]
+        filters: Vec<crate::database::Filter>,
+    },
+    /// The wizard selects a row (by its key) into the dialogue.
+    Select { table: String, key: String },
 }
 
 /// Why a command was refused. The state is unchanged.
@@ -114,6 +123,13 @@ pub enum Refusal {
     FinishNotAllowed,
     #[error("there is nothing to hint")]
     NoHint,
+    #[error("this study has no database")]
+    NoDatabase,
+    /// The query or selection named something the database lacks, or a value it cannot take.
+    #[error("{problem}")]
+    Database {
+        problem: crate::database::QueryError,
+    },
 }
 
 fn need_role(actor: &Actor, role: Role) -> Result<(), Refusal> {
@@ -407,6 +423,30 @@ pub(crate) fn decide(
         }
         Command::Tick => tick(tx, rng),
         Command::Abort { reason } => tx.end(reason),
+        Command::Query { table, filters } => {
+            need_role(actor, Role::Wizard)?;
+            let db = study.database.as_ref().ok_or(Refusal::NoDatabase)?;
+            let found = db
+                .query(&table, &filters, crate::database::MAX_RESULTS)
+                .map_err(|problem| Refusal::Database { problem })?;
+            tx.emit(
+                actor.clone(),
+                EventKind::DbQueried {
+                    table,
+                    filters,
+                    result_keys: found.keys,
+                    rows: found.rows,
+                },
+            );
+        }
+        Command::Select { table, key } => {
+            need_role(actor, Role::Wizard)?;
+            let db = study.database.as_ref().ok_or(Refusal::NoDatabase)?;
+            let row = db
+                .select(&table, &key)
+                .map_err(|problem| Refusal::Database { problem })?;
+            tx.emit(actor.clone(), EventKind::DbSelected { table, key, row });
+        }
     }
     Ok(())
 }

@@ -96,6 +96,9 @@ pub struct Session {
     pub ended: Option<(EndReason, bool)>,
     /// Last time the session saw an event.
     pub now_ms: u64,
+    /// The row the wizard selected last in each table of the study's database, by table: what
+    /// the `{db.TABLE.COLUMN}` slots read.
+    pub db_selected: IndexMap<String, crate::database::Row>,
 }
 
 impl Session {
@@ -136,6 +139,7 @@ impl Session {
             media: vec![],
             ended: None,
             now_ms: 0,
+            db_selected: IndexMap::new(),
         }
     }
 

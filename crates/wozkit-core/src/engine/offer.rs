@@ -176,6 +176,16 @@ fn slot_value(study: &LoadedStudy, s: &Session, slot: &str) -> Option<String> {
             other => other.to_string(),
         });
     }
+    if let Some((table, column)) = crate::slots::db_slot(slot) {
+        // Empty until the wizard selects a row of the table.
+        return Some(
+            s.db_selected
+                .get(table)
+                .and_then(|row| row.get(column))
+                .map(crate::database::value_text)
+                .unwrap_or_default(),
+        );
+    }
     let robot = s.last_robot.map(|i| (&st.world.robots[i], &s.robots[i]));
     Some(match slot {
         "time_left" => {

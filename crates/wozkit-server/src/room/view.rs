@@ -30,6 +30,8 @@ pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Optio
         }
         // Who plays the wizard is not the user's business: a takeover is seamless for them.
         EventKind::TakenOver { .. } if role == Role::User => None,
+        // The wizard's database searches and selections are the wizard's alone.
+        EventKind::DbQueried { .. } | EventKind::DbSelected { .. } if role == Role::User => None,
         _ if role == Role::Wizard => Some(Cow::Borrowed(e)),
         EventKind::HintGiven { .. }
         | EventKind::StateEntered { .. }
@@ -157,6 +159,19 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
             .map(|a| json!({"id": a.id, "label": a.label}))
             .collect::<Vec<_>>()
     });
+    // The wizard's search panel: each table of the study's database with its columns.
+    let database = (role == Role::Wizard)
+        .then_some(study.database.as_ref())
+        .flatten()
+        .map(|db| {
+            db.tables()
+                .values()
+                .map(|t| {
+                    json!({"name": t.name, "key": t.key, "columns": t.columns.iter()
+                    .map(|(c, ty)| json!({"name": c, "type": ty})).collect::<Vec<_>>()})
+                })
+                .collect::<Vec<_>>()
+        });
     json!({
         "id": st.id,
         "title": st.title,
@@ -175,6 +190,7 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
         })).collect::<Vec<_>>(),
         "map": map,
         "actions": actions,
+        "database": database,
         "time_limit_s": st.session.time_limit_s,
         "max_text_chars": engine::MAX_TEXT_CHARS,
         "finish_min_messages": st.session.finish.min_messages,

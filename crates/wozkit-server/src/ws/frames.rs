@@ -44,6 +44,15 @@ enum ParticipantCommand {
     Deny,
     Hint,
     Finish,
+    Query {
+        table: String,
+        #[serde(default)]
+        filters: Vec<wozkit_core::database::Filter>,
+    },
+    Select {
+        table: String,
+        key: String,
+    },
 }
 
 impl From<ParticipantCommand> for Command {
@@ -65,6 +74,8 @@ impl From<ParticipantCommand> for Command {
             ParticipantCommand::Deny => Command::Deny,
             ParticipantCommand::Hint => Command::Hint,
             ParticipantCommand::Finish => Command::Finish,
+            ParticipantCommand::Query { table, filters } => Command::Query { table, filters },
+            ParticipantCommand::Select { table, key } => Command::Select { table, key },
         }
     }
 }

@@ -9,6 +9,7 @@ mod accounts;
 mod chat;
 mod console;
 mod crash;
+mod database;
 mod endings;
 mod evaluation;
 mod evaluation_from_store;
