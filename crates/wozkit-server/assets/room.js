@@ -1,5 +1,5 @@
 // The room: a WebSocket client for docs/protocol.md. It sends intents only (say, fixed, text, act,
-// approve, deny, hint, finish) and renders what the server sends: events as chat, the per-role
+// approve, deny, hint, finish, query, select) and renders what the server sends: events as chat, the per-role
 // view as options, action panel, timer, progress, robots (also drawn on the map) and media. Text
 // from anyone is set with textContent, never as HTML. On reconnect it sends the last seq it saw
 // and gets what it missed.
@@ -127,6 +127,15 @@ function renderEvent(e) {
       break;
     case 'session_ended':
       addLine(e, 'sys', null, 'The conversation has ended.');
+      break;
+    case 'db_queried':
+      renderDbResults(e);
+      break;
+    case 'db_selected':
+      if ($('db-selected')) {
+        $('db-selected').textContent = `Selected in ${e.table}: ${e.key}`;
+        $('db-selected').dataset.key = e.key;
+      }
       break;
     default:
   }
@@ -496,8 +505,101 @@ function renderView(v) {
   }
 }
 
+// ---------------------------------------------------------------- the wizard's database
+
+// The search panel, built when the wizard's welcome lists the study's tables: one filter row per
+// column (text: equals or contains; numbers: a range), a results table from the `db_queried`
+// event, and a "Use" button per row that selects it (`select`) for the {db.TABLE.COLUMN} slots.
+function setupDatabase(tables) {
+  if (role !== 'wizard' || !tables || !tables.length || $('db-panel')) return;
+  const panel = el('section', { id: 'db-panel', class: 'panel', 'data-testid': 'db-panel', 'aria-labelledby': 'db-title' });
+  panel.append(el('h2', { id: 'db-title' }, 'Database'));
+  const pick = el('select', { id: 'db-table', 'data-testid': 'db-table' });
+  for (const t of tables) pick.append(el('option', { value: t.name }, t.name));
+  const label = el('label', {}, 'Table ');
+  label.append(pick);
+  const filters = el('div', { id: 'db-filters', 'data-testid': 'db-filters' });
+  const search = el('button', { type: 'button', id: 'db-search', 'data-testid': 'db-search' }, 'Search');
+  const selected = el('p', { id: 'db-selected', 'data-testid': 'db-selected', class: 'muted' });
+  const results = el('table', { id: 'db-results', 'data-testid': 'db-results' });
+  panel.append(label, filters, search, selected, results);
+  const after = $('options-panel');
+  if (after && after.parentNode) after.parentNode.insertBefore(panel, after.nextSibling);
+  else main.append(panel);
+  const table = () => tables.find((t) => t.name === pick.value) || tables[0];
+  const fillFilters = () => {
+    filters.replaceChildren();
+    for (const c of table().columns) {
+      const row = el('div', { class: 'db-filter', 'data-column': c.name });
+      row.append(el('span', { class: 'db-column' }, c.name));
+      if (c.type === 'text') {
+        const op = el('select', { 'data-testid': `db-op-${c.name}`, 'aria-label': `${c.name}: how to match` });
+        op.append(el('option', { value: 'contains' }, 'contains'), el('option', { value: 'equals' }, 'is'));
+        row.append(op, el('input', { type: 'text', 'data-testid': `db-value-${c.name}`, 'aria-label': c.name, maxlength: 200 }));
+      } else {
+        row.append(
+          el('input', { type: 'number', step: 'any', 'data-testid': `db-min-${c.name}`, 'aria-label': `${c.name} from`, placeholder: 'from' }),
+          el('input', { type: 'number', step: 'any', 'data-testid': `db-max-${c.name}`, 'aria-label': `${c.name} to`, placeholder: 'to' }),
+        );
+      }
+      filters.append(row);
+    }
+  };
+  pick.addEventListener('change', fillFilters);
+  fillFilters();
+  search.addEventListener('click', () => {
+    const out = [];
+    for (const row of filters.children) {
+      const column = row.dataset.column;
+      const text = row.querySelector('input[type=text]');
+      if (text) {
+        if (text.value.trim()) out.push({ column, op: row.querySelector('select').value, value: text.value.trim() });
+        continue;
+      }
+      const [lo, hi] = row.querySelectorAll('input[type=number]');
+      const f = { column, op: 'range' };
+      if (lo.value !== '') f.min = Number(lo.value);
+      if (hi.value !== '') f.max = Number(hi.value);
+      if ('min' in f || 'max' in f) out.push(f);
+    }
+    cmd({ cmd: 'query', table: table().name, filters: out });
+  });
+  if (observing) for (const x of [pick, search]) x.disabled = true;
+}
+
+function renderDbResults(e) {
+  const results = $('db-results');
+  if (!results) return;
+  const t = st.study && st.study.database && st.study.database.find((x) => x.name === e.table);
+  const cols = t ? t.columns.map((c) => c.name) : Object.keys(e.rows[0] || {});
+  results.replaceChildren();
+  results.dataset.table = e.table;
+  results.dataset.count = String(e.rows.length);
+  if (!e.rows.length) {
+    results.append(el('caption', {}, 'Nothing found.'));
+    return;
+  }
+  const head = el('tr');
+  for (const c of cols) head.append(el('th', { scope: 'col' }, c));
+  head.append(el('th', {}, ''));
+  results.append(head);
+  e.rows.forEach((r, i) => {
+    const key = e.result_keys[i];
+    const tr = el('tr', { 'data-key': key });
+    for (const c of cols) tr.append(el('td', {}, r[c] === null || r[c] === undefined ? '' : String(r[c])));
+    const use = el('button', { type: 'button', 'data-testid': `db-use-${key}` }, 'Use');
+    use.disabled = observing;
+    use.addEventListener('click', () => cmd({ cmd: 'select', table: e.table, key }));
+    const td = el('td');
+    td.append(use);
+    tr.append(td);
+    results.append(tr);
+  });
+}
+
 function renderWelcome(study) {
   st.study = study;
+  setupDatabase(study.database);
   if (study.map) {
     $('map-panel').hidden = false;
     $('map').setAttribute('src', study.map.url);
