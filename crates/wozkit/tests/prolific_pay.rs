@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-use common::{Server, free_port, wozkit};
+use common::{Server, cents, free_port, payment_table as table, wozkit};
 use wozkit_platforms::prolific::mock::{MockProlific, ProlificSubmission};
 
 const STUDY: &str = "prolific-compare";
@@ -20,58 +20,11 @@ const TOKEN: &str = "test-token-5b1e";
 /// A comparison study of seven pairs, one judgment each, two items per worker, paid a base, per
 /// judged item and a fixed amount to those left without items.
 fn study_yaml() -> String {
-    let mut s = format!(
-        "id: {STUDY}\ntitle: Prolific compare\nflow:\n  user:\n\
-         \x20   - {{kind: consent}}\n\
-         \x20   - {{kind: compare}}\n\
-         \x20   - {{kind: completion}}\n\
-         evaluation:\n  task: compare\n  judgments_per_item: 1\n  items_per_worker: 2\n\
-         \x20 pairs: {{rule: all_systems}}\n\
-         \x20 dialogues:\n"
-    );
-    for i in 0..7 {
-        for sys in ["A", "B"] {
-            s.push_str(&format!(
-                "    - {{id: {}{i}, system: {sys}, scenario: s{i}, turns: [{{speaker: user, text: hi {i}}}, {{speaker: bot, text: reply {sys} {i}}}]}}\n",
-                sys.to_lowercase()
-            ));
-        }
-    }
-    s.push_str(
-        "payment: {currency: GBP, base: 1.00, per_item: 0.15, per_minute: 0.07, no_partner: 0.35}\n",
-    );
-    s
-}
-
-/// Cents of a decimal as the CSV writes it (`1.3`, `0.45`, `2`), read as text.
-fn cents(text: &str) -> u64 {
-    let (units, frac) = text.split_once('.').unwrap_or((text, ""));
-    let frac = format!("{frac:0<2}");
-    assert!(frac.len() == 2, "more than cents in `{text}`");
-    units.parse::<u64>().unwrap() * 100 + frac.parse::<u64>().unwrap()
-}
-
-/// The payment table's rows as column → value maps.
-fn table(study: &str, data: &str) -> Vec<BTreeMap<String, String>> {
-    let (code, out, err) = wozkit(&["payments", "--study", study, "--data", data]);
-    assert_eq!(code, 0, "wozkit payments failed:\n{out}\n{err}");
-    let mut lines = out.lines();
-    let header: Vec<String> = lines
-        .next()
-        .expect("header")
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    lines
-        .map(|l| {
-            assert!(!l.contains('"'), "a quoted field: {l}");
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(str::to_string))
-                .collect()
-        })
-        .collect()
+    common::compare_study_yaml(
+        &format!("id: {STUDY}\ntitle: Prolific compare\n"),
+        7,
+        "{currency: GBP, base: 1.00, per_item: 0.15, per_minute: 0.07, no_partner: 0.35}",
+    )
 }
 
 fn prolific(args: &[&str], api: &str) -> (i32, String, String) {

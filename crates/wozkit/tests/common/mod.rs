@@ -129,3 +129,59 @@ pub fn wozkit(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A comparison study (`compare` pages, one judgment per pair, two items per worker) of
+/// `pairs` scenarios, each a dialogue of system A and one of system B; `header` gives its `id`,
+/// `title` and whatever else goes first, `payment` its payment scheme (a YAML flow mapping).
+pub fn compare_study_yaml(header: &str, pairs: usize, payment: &str) -> String {
+    let mut s = format!(
+        "{header}flow:\n  user:\n\
+         \x20   - {{kind: consent}}\n\
+         \x20   - {{kind: compare}}\n\
+         \x20   - {{kind: completion}}\n\
+         evaluation:\n  task: compare\n  judgments_per_item: 1\n  items_per_worker: 2\n\
+         \x20 pairs: {{rule: all_systems}}\n\
+         \x20 dialogues:\n"
+    );
+    for i in 0..pairs {
+        for sys in ["A", "B"] {
+            s.push_str(&format!(
+                "    - {{id: {}{i}, system: {sys}, scenario: s{i}, turns: [{{speaker: user, text: hi {i}}}, {{speaker: bot, text: reply {sys} {i}}}]}}\n",
+                sys.to_lowercase()
+            ));
+        }
+    }
+    s.push_str(&format!("payment: {payment}\n"));
+    s
+}
+
+/// Cents of a decimal as the CSV writes it (`1.3`, `0.45`, `2`), read as text.
+pub fn cents(text: &str) -> u64 {
+    let (units, frac) = text.split_once('.').unwrap_or((text, ""));
+    let frac = format!("{frac:0<2}");
+    assert!(frac.len() == 2, "more than cents in `{text}`");
+    units.parse::<u64>().unwrap() * 100 + frac.parse::<u64>().unwrap()
+}
+
+/// The payment table (`wozkit payments`) of a study's rows as column → value maps.
+pub fn payment_table(study: &str, data: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let (code, out, err) = wozkit(&["payments", "--study", study, "--data", data]);
+    assert_eq!(code, 0, "wozkit payments failed:\n{out}\n{err}");
+    let mut lines = out.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    lines
+        .map(|l| {
+            assert!(!l.contains('"'), "a quoted field: {l}");
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
