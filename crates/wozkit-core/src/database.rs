@@ -178,12 +178,18 @@ impl std::fmt::Debug for Database {
 }
 
 /// Whether `name` may become an SQL name: letters, digits and `_`, not starting with a digit.
+/// Letters and digits of any script count (CrossWOZ's columns are `名称`, `评分`...), so a name
+/// never holds a quote, a space or punctuation; at most 64 bytes.
 pub fn is_plain_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_numeric())
 }
+
+/// What joins the items of a list value of a JSON table into one text (`["烤鸭", "炸酱面"]`
+/// becomes `烤鸭, 炸酱面`), so `contains` finds one item.
+pub const LIST_SEPARATOR: &str = ", ";
 
 /// A table read from its file, before it is stored.
 struct Raw {
@@ -581,25 +587,63 @@ fn read_json(bytes: &[u8]) -> Result<Raw, Problem> {
         return Err((None, None, "a JSON table is an array of objects".into()));
     };
     let mut columns: Vec<String> = vec![];
-    for (i, item) in items.iter().enumerate() {
-        let Value::Object(o) = item else {
-            return Err((Some(i + 1), None, "the row is not an object".into()));
-        };
-        for (k, v) in o {
-            if matches!(v, Value::Array(_) | Value::Object(_)) {
+    let mut objects: Vec<serde_json::Map<String, Value>> = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        // A row is an object, or (as in CrossWOZ's database files) a pair `[name, object]`.
+        let o = match item {
+            Value::Object(o) => o,
+            Value::Array(mut pair)
+                if pair.len() == 2 && pair[0].is_string() && pair[1].is_object() =>
+            {
+                match pair.pop() {
+                    Some(Value::Object(o)) => o,
+                    _ => unreachable!("checked above"),
+                }
+            }
+            _ => {
                 return Err((
                     Some(i + 1),
-                    Some(k.clone()),
-                    "a value is a text, a number, true/false or null (not a list or an object)"
-                        .into(),
+                    None,
+                    "the row is not an object (nor a pair [name, object])".into(),
                 ));
             }
-            if !columns.contains(k) {
+        };
+        let mut flat = serde_json::Map::with_capacity(o.len());
+        for (k, v) in o {
+            let v = match v {
+                Value::Array(list) => {
+                    let mut parts = Vec::with_capacity(list.len());
+                    for x in &list {
+                        if matches!(x, Value::Array(_) | Value::Object(_)) {
+                            return Err((
+                                Some(i + 1),
+                                Some(k.clone()),
+                                "a list holds texts, numbers, true/false or null (not lists or objects)"
+                                    .into(),
+                            ));
+                        }
+                        parts.push(value_text(x));
+                    }
+                    Value::String(parts.join(LIST_SEPARATOR))
+                }
+                Value::Object(_) => {
+                    return Err((
+                        Some(i + 1),
+                        Some(k.clone()),
+                        "a value is a text, a number, true/false, null or a list of those (not an object)"
+                            .into(),
+                    ));
+                }
+                v => v,
+            };
+            if !columns.contains(&k) {
                 columns.push(k.clone());
             }
+            flat.insert(k, v);
         }
+        objects.push(flat);
     }
-    let rows = items
+    let rows = objects
         .iter()
         .map(|item| {
             columns

@@ -221,7 +221,7 @@ fn json_tables_load_and_their_problems_name_row_and_column() {
         ),
         (
             "nested.json",
-            r#"[{"code": "h1"}, {"code": "h2", "rooms": [1, 2]}]"#,
+            r#"[{"code": "h1"}, {"code": "h2", "rooms": {"single": 2}}]"#,
         ),
     ]);
     let db = Database::load(
@@ -569,5 +569,207 @@ mod engine_commands {
             step(&plain, &started, &actor(Role::Wizard), query, 1, &mut rng).unwrap_err(),
             Refusal::NoDatabase
         );
+    }
+}
+
+/// A study that branches on the selected row: `db.TABLE.COLUMN` in conditions.
+const BRANCHING: &str = r#"
+id: dbbranch
+title: Db branch
+roles:
+  user: {label: Guest}
+  wizard: {label: Assistant}
+database:
+  tables:
+    restaurant: {file: restaurants.csv, key: id}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [nothing_yet, cheap, dear_italian]}
+  - id: nothing_yet
+    terminal: true
+    type: request
+    when: "!has(db.restaurant)"
+    templates: ["What would you like?"]
+  - id: cheap
+    terminal: true
+    type: update
+    when: "has(db.restaurant) && db.restaurant.price < 20"
+    templates: ["{db.restaurant.name} is cheap."]
+  - id: dear_italian
+    terminal: true
+    type: update
+    when: "db.restaurant.price >= 20 && db.restaurant.cuisine == 'italian' && db.restaurant.rating > 4.0"
+    templates: ["{db.restaurant.name} is a treat."]
+"#;
+
+mod conditions_on_the_selected_row {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use wozkit_core::engine::{self, Command, Session, replay, step};
+    use wozkit_core::event::{Actor, Event, Role};
+    use wozkit_core::load::LoadedStudy;
+
+    fn wizard() -> Actor {
+        Actor::Participant {
+            role: Role::Wizard,
+            participant: None,
+        }
+    }
+
+    /// Runs `cmd` and appends its events to `log`.
+    fn run(study: &LoadedStudy, s: &mut Session, actor: Actor, cmd: Command, log: &mut Vec<Event>) {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let now = 1_000 + log.len() as u64;
+        let st = step(study, s, &actor, cmd, now, &mut rng).expect("accepted");
+        for (a, k) in st.events {
+            log.push(Event {
+                v: 1,
+                session: "b".into(),
+                seq: log.len() as u64 + 1,
+                at_ms: now,
+                actor: a,
+                kind: k,
+            });
+        }
+        *s = st.session;
+    }
+
+    fn select(key: &str) -> Command {
+        Command::Select {
+            table: "restaurant".into(),
+            key: key.into(),
+        }
+    }
+
+    fn offered_states(study: &LoadedStudy, s: &Session) -> Vec<String> {
+        let mut v: Vec<String> = engine::offered(study, s)
+            .into_iter()
+            .map(|o| o.state)
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn conditions_read_the_selected_row_and_replay_reads_the_logged_one() {
+        let dir = folder(&[("study.yaml", BRANCHING), ("restaurants.csv", RESTAURANTS)]);
+        let study = load_path(&dir).expect("a study whose conditions read db loads");
+        let mut s = Session::new(&study, "b");
+        let mut log = vec![];
+        run(
+            &study,
+            &mut s,
+            Actor::System,
+            Command::Start { seed: 3 },
+            &mut log,
+        );
+        assert_eq!(offered_states(&study, &s), ["nothing_yet"]);
+
+        // r3 costs 18: cheap.
+        run(&study, &mut s, wizard(), select("r3"), &mut log);
+        assert_eq!(offered_states(&study, &s), ["cheap"]);
+        // r1: Italian, 25, rated 4.5 (a float compared with a float).
+        run(&study, &mut s, wizard(), select("r1"), &mut log);
+        assert_eq!(offered_states(&study, &s), ["dear_italian"]);
+        // r4: 22 but Indian: neither.
+        run(&study, &mut s, wizard(), select("r4"), &mut log);
+        assert!(offered_states(&study, &s).is_empty());
+        run(&study, &mut s, wizard(), select("r1"), &mut log);
+
+        // Replay against a database whose r1 has since become cheap: the conditions read the
+        // row as it was logged, not the table.
+        let changed = RESTAURANTS.replace(
+            "r1,Trattoria Lanterna,italian,old town,25,",
+            "r1,Trattoria Lanterna,italian,old town,9,",
+        );
+        assert_ne!(changed, RESTAURANTS);
+        let dir = folder(&[("study.yaml", BRANCHING), ("restaurants.csv", &changed)]);
+        let later = load_path(&dir).unwrap();
+        let replayed = replay(&later, "b", &log);
+        assert_eq!(offered_states(&later, &replayed), ["dear_italian"]);
+        let o = engine::offered(&later, &replayed);
+        assert_eq!(o[0].text, "Trattoria Lanterna is a treat.");
+        // Selecting it now reads the changed table.
+        let mut now = replayed;
+        run(&later, &mut now, wizard(), select("r1"), &mut log);
+        assert_eq!(offered_states(&later, &now), ["cheap"]);
+    }
+
+    #[test]
+    fn db_in_a_condition_needs_a_database() {
+        let text = BRANCHING
+            .lines()
+            .take_while(|l| !l.starts_with("database:"))
+            .chain(BRANCHING.lines().skip_while(|l| !l.starts_with("states:")))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("{db.restaurant.name}", "It");
+        assert!(!text.contains("database:"));
+        let dir = folder(&[("study.yaml", &text)]);
+        let e = load_path(&dir).unwrap_err().to_string();
+        assert!(e.contains("condition names unknown variable `db`"), "{e}");
+    }
+}
+
+/// CrossWOZ's database files: rows as `[name, object]` pairs, Chinese column names, lists.
+#[test]
+fn crosswoz_shaped_json_loads_with_lists_as_text() {
+    let dir = folder(&[(
+        "restaurant_db.json",
+        r#"[["全聚德", {"领域": "餐馆", "名称": "全聚德", "推荐菜": ["烤鸭", "芥末鸭掌"], "人均消费": 150, "评分": 4.5}],
+            ["小吊梨汤", {"领域": "餐馆", "名称": "小吊梨汤", "推荐菜": ["梨汤"], "人均消费": 80, "评分": null}]]"#,
+    )]);
+    let db = Database::load(
+        &spec(&[("restaurant", Some("restaurant_db.json"), "名称")], None),
+        &StudySource::Dir(dir.clone()),
+    )
+    .expect("the CrossWOZ shape loads");
+    let info = &db.tables()["restaurant"];
+    let cols: Vec<&str> = info.columns.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(cols, ["领域", "名称", "推荐菜", "人均消费", "评分"]);
+    let row = db.select("restaurant", "全聚德").unwrap();
+    assert_eq!(row["推荐菜"], json!("烤鸭, 芥末鸭掌"));
+    let r = db
+        .query(
+            "restaurant",
+            &[
+                f(
+                    "推荐菜",
+                    FilterOp::Contains {
+                        value: "烤鸭".into(),
+                    },
+                ),
+                f(
+                    "人均消费",
+                    FilterOp::Range {
+                        min: Some(100.0),
+                        max: None,
+                    },
+                ),
+            ],
+            20,
+        )
+        .unwrap();
+    assert_eq!(r.keys, ["全聚德"]);
+
+    // A pair whose second item is not an object, and a list holding an object, are refused.
+    for (text, column) in [
+        (r#"[["全聚德", "餐馆"]]"#, None),
+        (
+            r#"[["全聚德", {"名称": "全聚德", "推荐菜": [{"x": 1}]}]]"#,
+            Some("推荐菜"),
+        ),
+    ] {
+        let dir = folder(&[("bad.json", text)]);
+        let e = Database::load(
+            &spec(&[("restaurant", Some("bad.json"), "名称")], None),
+            &StudySource::Dir(dir),
+        )
+        .unwrap_err();
+        assert_eq!((e.row, e.column.as_deref()), (Some(1), column), "{e}");
+    }
+    // Names still never hold quotes or spaces, in any script.
+    for bad in ["名 称", "名\"称", "1名称"] {
+        assert!(!wozkit_core::database::is_plain_name(bad), "{bad}");
     }
 }

@@ -72,7 +72,28 @@ pub fn vars(study: &LoadedStudy, s: &Session) -> Vars<'static> {
         .map(|(def, r)| (def.id.clone(), robot_value(def, r)))
         .collect();
     v.set("robots", Value::Map(robots.into()));
+    if study.database.is_some() || !s.db_selected.is_empty() {
+        v.set("db", db_value(s));
+    }
     v
+}
+
+/// `db`: the row the wizard selected last in each table, by table (`db.restaurant.price`); a
+/// table with no selection yet is absent, so `has(db.restaurant)` tells whether there is one.
+/// Read from the session, which folds the logged rows: replay needs no database.
+fn db_value(s: &Session) -> Value {
+    let tables: std::collections::HashMap<String, Value> = s
+        .db_selected
+        .iter()
+        .map(|(table, row)| {
+            let m: std::collections::HashMap<String, Value> = row
+                .iter()
+                .map(|(k, v)| (k.clone(), json_to_cel(v)))
+                .collect();
+            (table.clone(), Value::Map(m.into()))
+        })
+        .collect();
+    Value::Map(tables.into())
 }
 
 fn robot_value(def: &crate::model::Robot, r: &super::RobotState) -> Value {

@@ -195,6 +195,8 @@ impl<'a> Checker<'a> {
                     .map(String::as_str)
                     .chain(BUILTIN_VARS.iter().copied())
                     .chain(extra.iter().copied())
+                    // The selected rows of the wizard's database (`db.TABLE.COLUMN`).
+                    .chain(self.study.database.is_some().then_some("db"))
                     .collect();
                 let bound = comprehension_vars(src);
                 for v in c.variables() {
