@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::event::{Event, EventKind, ItemPool, messages};
+use crate::event::{Event, EventKind, ItemPool};
 use crate::model::MAX_SECONDS;
 use crate::questions::Question;
 
@@ -47,6 +47,10 @@ pub enum EvalTask {
     /// `spans.slots` (Taskmaster-1 `segments`). Each dialogue is an item, annotated by
     /// `judgments_per_item` different workers.
     Spans,
+    /// Label single turns of dialogues (stored sessions or written ones) with dialogue acts of
+    /// `acts.acts` and slot-value pairs of `acts.slots`. Each selected turn (`acts.which`) is an
+    /// item, labelled by `judgments_per_item` different workers.
+    TurnActs,
 }
 
 impl EvalTask {
@@ -137,6 +141,9 @@ pub struct Evaluation {
     /// Span annotation (`task: spans`): the slot names a span may be marked with.
     #[serde(default)]
     pub spans: Option<SpanAnnotation>,
+    /// Dialogue-act annotation (`task: turn_acts`): the act set, the slots and which turns.
+    #[serde(default)]
+    pub acts: Option<ActAnnotation>,
     /// Set by the loader when `systems` was left out and filled with every declared system
     /// (so systems added by `serve --system` join too).
     #[serde(skip)]
@@ -309,6 +316,10 @@ pub struct Turn {
     /// Who speaks, e.g. `user` or `bot`; per-turn annotation picks turns by speaker.
     pub speaker: String,
     pub text: String,
+    /// Whether the turn was typed as free text (`false`: chosen from a wizard's states or
+    /// options); unknown for written dialogues. `acts.which: wizard_free_text` reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_text: Option<bool>,
 }
 
 /// The `from_store` field: one selection of stored sessions, or several.
@@ -418,10 +429,15 @@ impl Dialogue {
         scenario: Option<String>,
         events: &[Event],
     ) -> Option<Dialogue> {
-        let turns: Vec<Turn> = messages(events)
-            .map(|(role, text)| Turn {
-                speaker: role.as_str().to_string(),
-                text: text.to_string(),
+        let turns: Vec<Turn> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Message { role, text, source } => Some(Turn {
+                    speaker: role.as_str().to_string(),
+                    text: text.to_string(),
+                    free_text: Some(matches!(source, crate::event::MessageSource::Free)),
+                }),
+                _ => None,
             })
             .collect();
         (!turns.is_empty()).then(|| Dialogue {
@@ -757,6 +773,33 @@ impl Evaluation {
                         id: id.to_string(),
                         pool: ItemPool::Item,
                         dialogues: vec![id.to_string()],
+                    })
+                    .collect()
+            }
+            // One item per selected turn of each dialogue to annotate.
+            EvalTask::TurnActs => {
+                let which = self.acts.as_ref().map(|a| a.which).unwrap_or_default();
+                let ids: Vec<&str> = match &self.items {
+                    Some(ids) => ids.iter().map(String::as_str).collect(),
+                    None => self
+                        .dialogues
+                        .iter()
+                        .map(|d| d.id.as_str())
+                        .filter(|id| !reserved.contains(id))
+                        .collect(),
+                };
+                ids.into_iter()
+                    .filter_map(|id| self.dialogue(id))
+                    .flat_map(|d| {
+                        d.turns
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, t)| which.takes(t))
+                            .map(|(i, _)| ItemSpec {
+                                id: turn_item_id(&d.id, i),
+                                pool: ItemPool::Item,
+                                dialogues: vec![d.id.clone()],
+                            })
                     })
                     .collect()
             }
@@ -1336,6 +1379,42 @@ impl Evaluation {
                     );
                 }
             }
+            EvalTask::TurnActs => {
+                match &self.acts {
+                    None => err(
+                        "/evaluation",
+                        "`task: turn_acts` needs an `acts` section with `acts`".into(),
+                    ),
+                    Some(a) => {
+                        for (what, list) in [("acts", &a.acts), ("slots", &a.slots)] {
+                            if what == "acts" && list.is_empty() {
+                                err("/evaluation/acts/acts", "list at least one act".into());
+                            }
+                            let mut seen = std::collections::HashSet::new();
+                            for (i, name) in list.iter().enumerate() {
+                                if name.trim().is_empty() || !seen.insert(name.as_str()) {
+                                    err(
+                                        &format!("/evaluation/acts/{what}/{i}"),
+                                        format!("name `{name}` is empty or listed twice"),
+                                    );
+                                }
+                            }
+                        }
+                        if a.max_pairs > MAX_ACT_PAIRS {
+                            err(
+                                "/evaluation/acts/max_pairs",
+                                format!("at most {MAX_ACT_PAIRS} slot-value pairs per turn"),
+                            );
+                        }
+                    }
+                }
+                if self.self_dialog.is_some() || self.spans.is_some() {
+                    err(
+                        "/evaluation",
+                        "`self_dialog` and `spans` are not used by `task: turn_acts`".into(),
+                    );
+                }
+            }
             _ => {
                 if self.self_dialog.is_some() {
                     err(
@@ -1348,15 +1427,180 @@ impl Evaluation {
                 }
             }
         }
-        if matches!(self.task, EvalTask::SelfDialog | EvalTask::Spans)
-            && (self.pairs.is_some() || !self.questions.is_empty() || self.annotate.is_some())
+        if self.acts.is_some() && self.task != EvalTask::TurnActs {
+            err(
+                "/evaluation/acts",
+                "`acts` are for `task: turn_acts`".into(),
+            );
+        }
+        if matches!(
+            self.task,
+            EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs
+        ) && (self.pairs.is_some() || !self.questions.is_empty() || self.annotate.is_some())
         {
             err(
                 "/evaluation",
-                "`pairs`, `questions` and `annotate` are not used by self-dialogs or span annotation"
+                "`pairs`, `questions` and `annotate` are not used by self-dialogs, span or act annotation"
                     .into(),
             );
         }
         out
+    }
+}
+
+/// Most slot-value pairs one turn's label may have.
+pub const MAX_ACT_PAIRS: u32 = 20;
+
+/// The `acts` section of a `turn_acts` study: the act set, the slots, which turns.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActAnnotation {
+    /// The dialogue acts a turn may be labelled with (e.g. `inform`, `request`, or MultiWOZ's
+    /// `Restaurant-Inform`).
+    pub acts: Vec<String>,
+    /// The slots of slot-value pairs (e.g. `food`, `area`); empty: acts without pairs.
+    #[serde(default)]
+    pub slots: Vec<String>,
+    /// Which turns are items.
+    #[serde(default)]
+    pub which: TurnSelection,
+    /// Shown above the dialogue (Markdown).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Rows of slot-value pairs on the page (the most one label may have).
+    #[serde(default = "default_max_pairs")]
+    #[schemars(range(min = 0, max = MAX_ACT_PAIRS))]
+    pub max_pairs: u32,
+}
+
+fn default_max_pairs() -> u32 {
+    4
+}
+
+/// Which turns of the dialogues a `turn_acts` study labels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnSelection {
+    /// The user's turns (speaker `user`).
+    #[default]
+    User,
+    /// The wizard's (or system's) turns typed as free text; turns whose source is unknown
+    /// (written dialogues) are taken too.
+    WizardFreeText,
+    /// Every turn.
+    All,
+}
+
+impl TurnSelection {
+    /// Whether a turn is labelled.
+    pub fn takes(self, t: &Turn) -> bool {
+        let user = t.speaker.eq_ignore_ascii_case("user");
+        match self {
+            TurnSelection::User => user,
+            TurnSelection::WizardFreeText => !user && t.free_text != Some(false),
+            TurnSelection::All => true,
+        }
+    }
+}
+
+/// The item id of turn `index` (from 0) of dialogue `dialogue`: `DIALOGUE#INDEX`.
+pub fn turn_item_id(dialogue: &str, index: usize) -> String {
+    format!("{dialogue}#{index}")
+}
+
+/// The dialogue and turn index of a `turn_acts` item id (`None` when it is not one).
+pub fn parse_turn_item(id: &str) -> Option<(&str, usize)> {
+    let (d, i) = id.rsplit_once('#')?;
+    Some((d, i.parse().ok()?))
+}
+
+/// One slot-value pair of a turn's label, under one of its acts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ActPair {
+    pub act: String,
+    pub slot: String,
+    pub value: String,
+}
+
+/// One annotator's label of a turn: its acts and slot-value pairs (stored as the judgment's
+/// `acts` and `pairs` answers).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ActLabel {
+    pub acts: Vec<String>,
+    pub pairs: Vec<ActPair>,
+}
+
+/// One slot-value row as the form sends it (any field may be empty).
+#[derive(Clone, Debug, Default)]
+pub struct PairRow {
+    pub act: String,
+    pub slot: String,
+    pub value: String,
+}
+
+/// Checks a submitted label against the study's act set and slots: at least one act, each of
+/// the set and ticked once; each filled pair row (from 1) has a ticked act, a listed slot and a
+/// value of at most 500 characters. Empty rows are left out. The problems name the act, the slot
+/// or the row.
+pub fn check_act_label(
+    spec: &ActAnnotation,
+    acts: &[String],
+    rows: &[PairRow],
+) -> Result<ActLabel, Vec<String>> {
+    let mut problems = vec![];
+    let mut label = ActLabel::default();
+    for a in acts {
+        if !spec.acts.contains(a) {
+            problems.push(format!(
+                "act `{a}` is not in the study's act set ({})",
+                spec.acts.join(", ")
+            ));
+        } else if !label.acts.contains(a) {
+            label.acts.push(a.clone());
+        }
+    }
+    if acts.is_empty() {
+        problems.push("tick at least one dialogue act".into());
+    }
+    for (i, r) in rows.iter().enumerate() {
+        let (act, slot, value) = (r.act.trim(), r.slot.trim(), r.value.trim());
+        if act.is_empty() && slot.is_empty() && value.is_empty() {
+            continue;
+        }
+        let row = i + 1;
+        if act.is_empty() || !label.acts.iter().any(|a| a == act) {
+            problems.push(format!(
+                "pair {row}: its act `{act}` is not one of the ticked acts ({})",
+                label.acts.join(", ")
+            ));
+        }
+        if !spec.slots.iter().any(|s| s == slot) {
+            problems.push(format!(
+                "pair {row}: slot `{slot}` is not one of the study's slots ({})",
+                spec.slots.join(", ")
+            ));
+        }
+        if value.is_empty() {
+            problems.push(format!("pair {row}: give the value of slot `{slot}`"));
+        } else if value.chars().count() > 500 {
+            problems.push(format!(
+                "pair {row}: the value is longer than 500 characters"
+            ));
+        }
+        let pair = ActPair {
+            act: act.into(),
+            slot: slot.into(),
+            value: value.into(),
+        };
+        if label.pairs.contains(&pair) {
+            problems.push(format!("pair {row}: the same pair is given twice"));
+        } else {
+            label.pairs.push(pair);
+        }
+    }
+    if problems.is_empty() {
+        Ok(label)
+    } else {
+        Err(problems)
     }
 }

@@ -175,6 +175,7 @@ fn summary(s: &LoadedStudy) -> String {
                 EvalTask::Compare | EvalTask::Chat | EvalTask::Arena => "comparison",
                 EvalTask::SelfDialog => "self-dialog scenario",
                 EvalTask::Spans => "span annotation",
+                EvalTask::TurnActs => "turn act annotation",
             },
             e.judgments_per_item,
             gold

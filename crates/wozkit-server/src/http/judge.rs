@@ -394,7 +394,7 @@ pub fn onboarding_page(
                         .collect::<String>(),
                     side_choice(&format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
                 ),
-                EvalTask::Rate | EvalTask::Chat | EvalTask::Arena | EvalTask::SelfDialog | EvalTask::Spans => format!(
+                EvalTask::Rate | EvalTask::Chat | EvalTask::Arena | EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs => format!(
                     "{}{}",
                     shown
                         .iter()
@@ -471,7 +471,8 @@ pub async fn onboarding(
             | EvalTask::Chat
             | EvalTask::Arena
             | EvalTask::SelfDialog
-            | EvalTask::Spans => {
+            | EvalTask::Spans
+            | EvalTask::TurnActs => {
                 let qs = onboarding_questions(ev, n, k);
                 match questions::check(&qs, &fields, seed) {
                     Err(mut more) => problems.append(&mut more),
@@ -551,6 +552,9 @@ pub async fn judge_or_move_on(
         }
         Some(lease) if matches!(ev.task, EvalTask::SelfDialog | EvalTask::Spans) => Ok(Some(
             super::self_dialog::item_page(app, study, ev, p, &lease, &f, seat, &[]).await?,
+        )),
+        Some(lease) if ev.task == EvalTask::TurnActs => Ok(Some(
+            super::turn_acts::item_page(study, ev, p, &lease, &f, seat, &[], &[]).await?,
         )),
         Some(lease) => {
             let action = format!("/p/judge{}", seat_query(seat));
@@ -641,7 +645,8 @@ fn item_page(
         | EvalTask::Chat
         | EvalTask::Arena
         | EvalTask::SelfDialog
-        | EvalTask::Spans => (
+        | EvalTask::Spans
+        | EvalTask::TurnActs => (
             shown
                 .iter()
                 .map(|d| transcript(d, 0, "The conversation", annotate, fields))
@@ -719,8 +724,12 @@ pub async fn judge(
     let (Some(ev), true) = (st.evaluation.as_ref(), judging) else {
         return Ok(to_page(seat.as_deref()));
     };
-    if matches!(ev.task, EvalTask::SelfDialog | EvalTask::Spans) {
-        // Written dialogues and spans are submitted by their own forms (`/p/self-dialog/…`).
+    if matches!(
+        ev.task,
+        EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs
+    ) {
+        // Written dialogues, spans and act labels are submitted by their own forms
+        // (`/p/self-dialog/…`, `/p/spans/…`, `/p/acts/submit`).
         return Ok(to_page(seat.as_deref()));
     }
     let Some(lease) = own_lease(&app, &p, &study, &fields).await? else {

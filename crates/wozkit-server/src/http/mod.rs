@@ -11,6 +11,7 @@
 //! | `/p/chat/…` (chat and arena pages) | [`chat`] |
 //! | `/p/desk/…` (the wizards' desk for `human` systems) | [`desk`] |
 //! | `/p/self-dialog/…`, `/p/spans/…` (self-dialogs and span annotation) | [`self_dialog`] |
+//! | `/p/acts/submit` (dialogue-act annotation of turns) | [`turn_acts`] |
 //! | `GET /leaderboard/{study}`, `GET /leaderboard/{study}/json` | [`leaderboard`] |
 //! | `GET /ws` | `crate::ws` |
 //! | `GET /assets/{file}`, `GET /study/{study}/{*file}` | [`static_files`] |
@@ -40,6 +41,7 @@ pub mod researcher;
 pub mod review;
 pub mod room_page;
 pub mod self_dialog;
+pub mod turn_acts;
 pub mod static_files;
 pub mod survey;
 pub mod try_it;
@@ -113,6 +115,7 @@ pub fn router(app: AppState) -> Router {
         .merge(review::routes())
         .merge(accounts::routes())
         .merge(self_dialog::routes())
+        .merge(turn_acts::routes())
         .merge(crate::metrics::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(map_response(headers))

@@ -250,9 +250,9 @@ impl Checker<'_> {
         let need = match p.kind {
             PageKind::Rate => ev
                 .is_none_or(|e| {
-                    !matches!(e.task, EvalTask::Rate | EvalTask::SelfDialog | EvalTask::Spans)
+                    !matches!(e.task, EvalTask::Rate | EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs)
                 })
-                .then_some("a `rate` page needs an `evaluation` section with `task: rate`, `self_dialog` or `spans`"),
+                .then_some("a `rate` page needs an `evaluation` section with `task: rate`, `self_dialog`, `spans` or `turn_acts`"),
             PageKind::Compare => ev
                 .is_none_or(|e| e.task != EvalTask::Compare)
                 .then_some("a `compare` page needs an `evaluation` section with `task: compare`"),
@@ -379,7 +379,7 @@ impl Checker<'_> {
                 }
             }
             EvalTask::Chat | EvalTask::Arena => self.live_evaluation(ev),
-            EvalTask::SelfDialog | EvalTask::Spans => {
+            EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs => {
                 for problem in ev.writing_problems() {
                     self.err(&problem.0, problem.1, None);
                 }
@@ -446,6 +446,7 @@ impl Checker<'_> {
                     EvalTask::Arena => "an arena needs at least two systems in `evaluation.systems`".into(),
                     EvalTask::SelfDialog => "list the scenarios in `self_dialog.scenarios`".into(),
                     EvalTask::Spans => "give the dialogues to annotate in `dialogues` or `from_store`".into(),
+                    EvalTask::TurnActs => "give the dialogues in `dialogues` or `from_store`; check `acts.which` selects some of their turns".into(),
                 }),
             );
         }
@@ -668,7 +669,11 @@ impl Checker<'_> {
 
     fn known_item(&mut self, ptr: &str, task: EvalTask, k: &KnownItem, question_ids: &[&str]) {
         match task {
-            EvalTask::Chat | EvalTask::Arena | EvalTask::SelfDialog | EvalTask::Spans => {}
+            EvalTask::Chat
+            | EvalTask::Arena
+            | EvalTask::SelfDialog
+            | EvalTask::Spans
+            | EvalTask::TurnActs => {}
             EvalTask::Compare => {
                 let (Some(a), Some(b)) = (&k.a, &k.b) else {
                     self.err(

@@ -1,0 +1,302 @@
+//! Dialogue-act annotation of turns (`task: turn_acts`), shown on a `rate` page: the worker
+//! holds one turn of a dialogue (an item, leased as every evaluation item, so each turn gets
+//! exactly `judgments_per_item` counted labels), sees the turns before it as context and the
+//! turn itself highlighted, ticks one or more acts of the study's act set and fills slot-value
+//! rows (a slot of the study's list; the value typed, or picked from the utterance's words),
+//! then submits. The judgment carries the label as its `acts` and `pairs` answers.
+//!
+//! The form works without JavaScript (checkboxes, selects and text fields); a refused label
+//! comes back (422) with what is wrong and where, and the worker's choices kept.
+//!
+//! | route | what |
+//! |---|---|
+//! | `POST /p/acts/submit` | submit the label of the held turn |
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::post;
+use axum::{Form, Router};
+use indexmap::IndexMap;
+use wozkit_core::evaluation::{
+    ActAnnotation, EvalTask, Evaluation, PairRow, check_act_label, parse_turn_item,
+};
+use wozkit_core::event::{Judgment, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::model::PageKind;
+use wozkit_store::{Lease, LeaseState, Participant};
+
+use super::html::{esc, layout, markdown};
+use super::judge::{Fields, field, own_lease, page_head, same_site, submit_judgment};
+use super::pages::{SeatQuery, to_page, who};
+use crate::app::AppState;
+use crate::error::HttpError;
+use crate::evaluation::{self as eval, Facts};
+use crate::flow;
+use crate::security::seat_query;
+
+/// The routes of this module.
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/p/acts/submit", post(submit))
+}
+
+/// The page of the worker's turn, with the problems of the last request and the fields sent
+/// with it (kept in the form).
+#[allow(clippy::too_many_arguments)]
+pub async fn item_page(
+    study: &LoadedStudy,
+    ev: &Evaluation,
+    p: &Participant,
+    lease: &Lease,
+    f: &Facts,
+    seat: Option<&str>,
+    problems: &[String],
+    fields: &[(String, String)],
+) -> Result<String, HttpError> {
+    let spec = ev.acts.as_ref().ok_or(HttpError::NotFound)?;
+    let role = p.role.unwrap_or(Role::User);
+    let page = flow::pages(&study.study, role).get(flow::index(&p.flow_step));
+    let seatq = esc(&seat_query(seat));
+    let lease_id = esc(&lease.id);
+    let dialogue = lease.dialogues.first().and_then(|d| ev.dialogue(d));
+    let index = parse_turn_item(&lease.item_id).map(|(_, i)| i);
+    let (Some(d), Some(index)) = (dialogue, index) else {
+        return Err(HttpError::NotFound);
+    };
+    let Some(turn) = d.turns.get(index) else {
+        return Err(HttpError::NotFound);
+    };
+    let problems_html: String = problems
+        .iter()
+        .map(|m| {
+            format!(
+                "<p class=\"problem\" role=\"alert\" data-testid=\"acts-problem\">{}</p>",
+                esc(m)
+            )
+        })
+        .collect();
+    let progress = format!(
+        "<p class=\"muted\" data-testid=\"item-progress\">Item {} of at most {} · please submit within {} minutes</p>",
+        f.judged.min(ev.items_per_worker) + 1,
+        ev.items_per_worker,
+        ev.lease_s.div_ceil(60)
+    );
+    let before: String = d.turns[..index]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "<li class=\"turn\" data-testid=\"acts-context\" data-index=\"{i}\" data-speaker=\"{s}\">\
+                 <span class=\"speaker\">{s}</span> <span class=\"text\">{}</span></li>",
+                esc(&t.text),
+                s = esc(&t.speaker),
+            )
+        })
+        .collect();
+    let target = format!(
+        "<li class=\"turn ta-target\" data-testid=\"acts-turn\" data-index=\"{index}\" data-speaker=\"{s}\" aria-current=\"true\">\
+         <span class=\"speaker\">{s}</span> <strong class=\"text\">{}</strong></li>",
+        esc(&turn.text),
+        s = esc(&turn.speaker),
+    );
+    let context = d
+        .context
+        .as_deref()
+        .map(|c| format!("<div class=\"context\">{}</div>", markdown(c)))
+        .unwrap_or_default();
+    let prompt = spec
+        .prompt
+        .as_deref()
+        .map(|t| format!("<div class=\"annotate-prompt\">{}</div>", markdown(t)))
+        .unwrap_or_default();
+    let skip = format!(
+        "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease_id}\">\
+         <button type=\"submit\" data-testid=\"judge-skip\">Skip this one</button></form>"
+    );
+    let body = format!(
+        "<main class=\"turn-acts\" data-page=\"turn-acts\" data-testid=\"turn-acts\" data-item=\"{item}\">\
+         {head}{progress}{context}{prompt}{problems_html}\
+         <section class=\"dialogue\" aria-label=\"The conversation so far\"><h2>The conversation so far</h2>\
+         <ol class=\"transcript\" start=\"0\">{before}{target}</ol></section>\
+         <form method=\"post\" action=\"/p/acts/submit{seatq}\" class=\"ta-label\" data-testid=\"acts-form\">\
+         <input type=\"hidden\" name=\"lease\" value=\"{lease_id}\">{controls}\
+         <button type=\"submit\" class=\"primary\" data-testid=\"acts-submit\">Submit the label</button></form>{skip}</main>",
+        item = esc(&lease.item_id),
+        head = page_head(page, "Label the highlighted turn"),
+        controls = label_controls(spec, &turn.text, fields),
+    );
+    Ok(layout(&study.study.title, &body, &[]))
+}
+
+/// The act checkboxes and the slot-value rows, filled from `fields`.
+fn label_controls(spec: &ActAnnotation, utterance: &str, fields: &[(String, String)]) -> String {
+    let ticked = |v: &str| fields.iter().any(|(n, x)| n == "act" && x == v);
+    let acts: String = spec
+        .acts
+        .iter()
+        .map(|a| {
+            format!(
+                "<label class=\"ta-act\"><input type=\"checkbox\" name=\"act\" value=\"{v}\" data-testid=\"act-{v}\"{c}> {v}</label>",
+                v = esc(a),
+                c = if ticked(a) { " checked" } else { "" }
+            )
+        })
+        .collect();
+    let acts = format!(
+        "<fieldset class=\"ta-acts\" data-testid=\"acts\"><legend>Dialogue acts of the highlighted turn (one or more)</legend>{acts}</fieldset>"
+    );
+    if spec.slots.is_empty() || spec.max_pairs == 0 {
+        return acts;
+    }
+    let mut words: Vec<&str> = utterance
+        .split(|c: char| c.is_whitespace() || ",.;:!?\"()".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.dedup();
+    let datalist: String = words
+        .iter()
+        .map(|w| format!("<option value=\"{}\">", esc(w)))
+        .collect();
+    let options = |list: &[String], chosen: Option<&str>| -> String {
+        std::iter::once(format!(
+            "<option value=\"\"{}>—</option>",
+            if chosen.is_none_or(str::is_empty) {
+                " selected"
+            } else {
+                ""
+            }
+        ))
+        .chain(list.iter().map(|v| {
+            format!(
+                "<option value=\"{0}\"{1}>{0}</option>",
+                esc(v),
+                if chosen == Some(v.as_str()) {
+                    " selected"
+                } else {
+                    ""
+                }
+            )
+        }))
+        .collect()
+    };
+    let rows: String = (1..=spec.max_pairs)
+        .map(|n| {
+            let act = field(fields, &format!("pair_act_{n}"));
+            let slot = field(fields, &format!("pair_slot_{n}"));
+            let value = field(fields, &format!("pair_value_{n}")).unwrap_or_default();
+            format!(
+                "<tr data-testid=\"pair-row\"><td>{n}</td>\
+                 <td><select name=\"pair_act_{n}\" aria-label=\"Act of pair {n}\">{}</select></td>\
+                 <td><select name=\"pair_slot_{n}\" aria-label=\"Slot of pair {n}\">{}</select></td>\
+                 <td><input type=\"text\" name=\"pair_value_{n}\" list=\"ta-words\" maxlength=\"500\" aria-label=\"Value of pair {n}\" value=\"{}\"></td></tr>",
+                options(&spec.acts, act),
+                options(&spec.slots, slot),
+                esc(value),
+            )
+        })
+        .collect();
+    format!(
+        "{acts}<fieldset class=\"ta-pairs\"><legend>Slot-value pairs (optional)</legend>\
+         <p class=\"muted\">For each value the turn gives, choose its act (one of those ticked above) and its slot, \
+         and type the value or pick a word of the turn.</p>\
+         <datalist id=\"ta-words\">{datalist}</datalist>\
+         <table class=\"ta-pairs\"><thead><tr><th>#</th><th>Act</th><th>Slot</th><th>Value</th></tr></thead>\
+         <tbody>{rows}</tbody></table></fieldset>"
+    )
+}
+
+/// `POST /p/acts/submit`: `lease`, `act` (repeated), `pair_act_N`, `pair_slot_N`,
+/// `pair_value_N` (N from 1).
+async fn submit(
+    State(app): State<AppState>,
+    Query(q): Query<SeatQuery>,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    let seat = q.seat();
+    same_site(&headers)?;
+    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let st = &study.study;
+    let on_page = flow::kind_at(st, role, flow::index(&p.flow_step)) == PageKind::Rate;
+    let Some(ev) = st
+        .evaluation
+        .as_ref()
+        .filter(|e| e.task == EvalTask::TurnActs)
+    else {
+        return Ok(to_page(seat.as_deref()));
+    };
+    if !on_page {
+        return Ok(to_page(seat.as_deref()));
+    }
+    let lease = match own_lease(&app, &p, &study, &fields).await? {
+        Some(lease) if lease.state == LeaseState::Leased => lease,
+        _ => return Ok(to_page(seat.as_deref())),
+    };
+    let spec = ev.acts.as_ref().ok_or(HttpError::NotFound)?;
+    let acts: Vec<String> = fields
+        .iter()
+        .filter(|(n, _)| n == "act")
+        .map(|(_, v)| v.clone())
+        .collect();
+    let rows: Vec<PairRow> = (1..=spec.max_pairs)
+        .map(|n| PairRow {
+            act: field(&fields, &format!("pair_act_{n}"))
+                .unwrap_or_default()
+                .into(),
+            slot: field(&fields, &format!("pair_slot_{n}"))
+                .unwrap_or_default()
+                .into(),
+            value: field(&fields, &format!("pair_value_{n}"))
+                .unwrap_or_default()
+                .into(),
+        })
+        .collect();
+    let label = match check_act_label(spec, &acts, &rows) {
+        Ok(label) => label,
+        Err(problems) => {
+            let problems: Vec<String> = problems
+                .into_iter()
+                .map(|m| format!("The label was not saved: {m}."))
+                .collect();
+            let f = eval::facts(&app, &p).await?;
+            let html = item_page(
+                &study,
+                ev,
+                &p,
+                &lease,
+                &f,
+                seat.as_deref(),
+                &problems,
+                &fields,
+            )
+            .await?;
+            return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
+        }
+    };
+    let mut answers = IndexMap::new();
+    answers.insert("acts".into(), serde_json::json!(label.acts));
+    answers.insert(
+        "pairs".into(),
+        serde_json::to_value(&label.pairs).map_err(|e| HttpError::BadRequest(e.to_string()))?,
+    );
+    let log = eval::ensure_log(&app, &p, &study).await?;
+    let judgment = Judgment {
+        page: flow::page_id(st, role, flow::index(&p.flow_step)),
+        item: lease.item_id.clone(),
+        lease: lease.id.clone(),
+        pool: lease.pool,
+        systems: lease.dialogues.iter().map(|d| ev.system_of(d)).collect(),
+        dialogues: lease.dialogues.clone(),
+        choice: None,
+        justification: None,
+        answers,
+        turns: vec![],
+        counted: false,
+        surplus: false,
+        gold_correct: None,
+        claimed_at_ms: lease.claimed_at_ms,
+        void: false,
+    };
+    submit_judgment(&app, &p, &log, judgment).await?;
+    Ok(to_page(seat.as_deref()))
+}
