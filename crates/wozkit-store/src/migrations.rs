@@ -31,6 +31,11 @@ const SQLITE: &[Source] = &[
         "accounts",
         include_str!("../migrations/sqlite/0004_accounts.sql"),
     ),
+    (
+        5,
+        "room leases",
+        include_str!("../migrations/sqlite/0005_room_leases.sql"),
+    ),
 ];
 
 const POSTGRES: &[Source] = &[
@@ -53,6 +58,11 @@ const POSTGRES: &[Source] = &[
         4,
         "accounts",
         include_str!("../migrations/postgres/0004_accounts.sql"),
+    ),
+    (
+        5,
+        "room leases",
+        include_str!("../migrations/postgres/0005_room_leases.sql"),
     ),
 ];
 

@@ -224,6 +224,67 @@ pub trait Store: Send + Sync + 'static {
     /// Forgets the failed logins against the account name `name` (after a successful login).
     async fn clear_failed_logins(&self, name: &str) -> Result<()>;
 
+    // ----- room leases (which instance runs a live session's room) -----
+    //
+    // Times are wall-clock milliseconds of the calling instance; instances sharing a database
+    // are expected to have clocks within a small fraction of the lease length of each other.
+    // The defaults refuse with [`StoreError::ReadOnly`](crate::StoreError::ReadOnly): for
+    // stores that only read (such as views over another store); both backends implement them.
+
+    /// Gives `instance` (reachable at `address`) the lease of `session`'s room until
+    /// `expires_at_ms`, if nobody holds it, its lease expired by `now_ms`, or `instance` holds
+    /// it already (then it is renewed). Atomic: of any number of concurrent calls, from any
+    /// number of processes, for a free room exactly one gets it. Returns whether `instance`
+    /// holds the lease now.
+    async fn acquire_room(
+        &self,
+        session: &str,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool> {
+        let _ = (session, instance, address, now_ms, expires_at_ms);
+        Err(crate::StoreError::ReadOnly)
+    }
+
+    /// The heartbeat: moves every lease `instance` holds to `expires_at_ms` in one statement.
+    /// Returns the sessions it still holds; a room of this instance missing from the list was
+    /// taken over by another instance after its lease expired, and must stop.
+    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
+        let _ = (instance, expires_at_ms);
+        Err(crate::StoreError::ReadOnly)
+    }
+
+    /// Gives up `instance`'s lease of `session` (its session ended, or the instance stops).
+    /// `false` if `instance` did not hold it.
+    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
+        let _ = (session, instance);
+        Err(crate::StoreError::ReadOnly)
+    }
+
+    /// Who holds the lease of `session`'s room, expired or not; `None` if nobody does.
+    async fn room_owner(&self, session: &str) -> Result<Option<RoomLease>> {
+        let _ = session;
+        Err(crate::StoreError::ReadOnly)
+    }
+
+    /// Takes over, for `instance` until `expires_at_ms`, up to `limit` live dialogue sessions
+    /// whose room nobody holds or whose lease expired by `now_ms`, and returns their ids (by
+    /// id). Atomic per room like [`acquire_room`](Store::acquire_room): instances claiming at
+    /// once never get the same room.
+    async fn claim_orphan_rooms(
+        &self,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        let _ = (instance, address, now_ms, expires_at_ms, limit);
+        Err(crate::StoreError::ReadOnly)
+    }
+
     // ----- settings -----
 
     /// A value from the key-value `meta` table (e.g. the researcher password hash).
@@ -238,6 +299,19 @@ pub trait Store: Send + Sync + 'static {
     /// [`StoreError::Closed`](crate::StoreError::Closed) (on PostgreSQL, calls other than
     /// `append` get a closed-pool database error).
     async fn close(&self);
+}
+
+/// Which instance runs a live session's room, and until when (see [`Store::acquire_room`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoomLease {
+    /// The session whose room it is.
+    pub session_id: String,
+    /// The owning instance's id.
+    pub instance_id: String,
+    /// The owner's advertised base URL, where other instances reach the room.
+    pub address: String,
+    /// When the lease ends unless renewed (wall-clock milliseconds).
+    pub expires_at_ms: u64,
 }
 
 impl EventCursor {
@@ -401,6 +475,39 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn clear_failed_logins(&self, name: &str) -> Result<()> {
         (**self).clear_failed_logins(name).await
+    }
+    async fn acquire_room(
+        &self,
+        session: &str,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool> {
+        (**self)
+            .acquire_room(session, instance, address, now_ms, expires_at_ms)
+            .await
+    }
+    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
+        (**self).renew_rooms(instance, expires_at_ms).await
+    }
+    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
+        (**self).release_room(session, instance).await
+    }
+    async fn room_owner(&self, session: &str) -> Result<Option<RoomLease>> {
+        (**self).room_owner(session).await
+    }
+    async fn claim_orphan_rooms(
+        &self,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        (**self)
+            .claim_orphan_rooms(instance, address, now_ms, expires_at_ms, limit)
+            .await
     }
     async fn meta(&self, key: &str) -> Result<Option<String>> {
         (**self).meta(key).await

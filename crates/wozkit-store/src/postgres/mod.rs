@@ -9,6 +9,7 @@
 //! append is on disk; the group commit shares one WAL flush among all appends of a batch.
 
 mod leases;
+mod rooms;
 mod writer;
 
 use std::sync::Mutex;
@@ -641,6 +642,40 @@ impl Store for PgStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn acquire_room(
+        &self,
+        session: &str,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool> {
+        rooms::acquire(&self.pool, session, instance, address, now_ms, expires_at_ms).await
+    }
+
+    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
+        rooms::renew(&self.pool, instance, expires_at_ms).await
+    }
+
+    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
+        rooms::release(&self.pool, session, instance).await
+    }
+
+    async fn room_owner(&self, session: &str) -> Result<Option<crate::store::RoomLease>> {
+        rooms::owner(&self.pool, session).await
+    }
+
+    async fn claim_orphan_rooms(
+        &self,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        rooms::claim_orphans(&self.pool, instance, address, now_ms, expires_at_ms, limit).await
     }
 
     async fn meta(&self, key: &str) -> Result<Option<String>> {

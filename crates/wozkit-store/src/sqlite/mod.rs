@@ -27,6 +27,7 @@
 
 mod accounts;
 mod leases;
+mod rooms;
 mod ops;
 mod writer;
 
@@ -761,6 +762,62 @@ impl Store for SqliteStore {
     async fn clear_failed_logins(&self, name: &str) -> Result<()> {
         self.write(accounts::ClearFailedLogins(name.to_owned()))
             .await
+    }
+
+    async fn acquire_room(
+        &self,
+        session: &str,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool> {
+        self.write(rooms::Acquire {
+            session: session.to_owned(),
+            instance: instance.to_owned(),
+            address: address.to_owned(),
+            now_ms,
+            expires_at_ms,
+        })
+        .await
+    }
+
+    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
+        self.write(rooms::Renew {
+            instance: instance.to_owned(),
+            expires_at_ms,
+        })
+        .await
+    }
+
+    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
+        self.write(rooms::Release {
+            session: session.to_owned(),
+            instance: instance.to_owned(),
+        })
+        .await
+    }
+
+    async fn room_owner(&self, session: &str) -> Result<Option<crate::store::RoomLease>> {
+        rooms::owner(&self.reads, session).await
+    }
+
+    async fn claim_orphan_rooms(
+        &self,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        self.write(rooms::ClaimOrphans {
+            instance: instance.to_owned(),
+            address: address.to_owned(),
+            now_ms,
+            expires_at_ms,
+            limit,
+        })
+        .await
     }
 
     async fn meta(&self, key: &str) -> Result<Option<String>> {

@@ -8,11 +8,13 @@ mod accounts;
 mod events;
 mod leases;
 mod records;
+mod rooms;
 
 use accounts::*;
 use events::*;
 use leases::*;
 use records::*;
+use rooms::*;
 
 conformance!(
     concurrent_appends_get_gap_free_ordered_seqs,
@@ -38,4 +40,7 @@ conformance!(
     accounts_names_and_removal,
     logins_expire_and_end,
     failed_logins_per_address_and_name,
+    instances_race_for_one_room_and_exactly_one_wins,
+    expiry_lets_another_instance_take_a_room_and_renewal_keeps_it,
+    orphaned_rooms_are_taken_over_once,
 );
