@@ -126,6 +126,36 @@ pub fn wizard_move(
             },
         )
     }));
+    // The wizard's database: select a row of one table (of the first rows a search finds). A
+    // first selection is always possible; another only next to something else to do, so a
+    // study whose selections lead nowhere still shows its dead end.
+    if let Some(db) = &study.database
+        && !db.tables().is_empty()
+    {
+        let t = db
+            .tables()
+            .keys()
+            .nth(rng.random_range(0..db.tables().len()));
+        if let Some(t) = t
+            && (!choices.is_empty() || !s.db_selected.contains_key(t))
+            && let Ok(found) = db.query(t, &[], crate::database::MAX_RESULTS)
+            && !found.keys.is_empty()
+        {
+            let key = found.keys[rng.random_range(0..found.keys.len())].clone();
+            let w = if s.db_selected.contains_key(t) {
+                0.3
+            } else {
+                2.0
+            };
+            choices.push((
+                w,
+                Command::Select {
+                    table: t.clone(),
+                    key,
+                },
+            ));
+        }
+    }
     if choices.is_empty() {
         return None;
     }
