@@ -12,6 +12,7 @@ use wozkit_store::{
     NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
     Platform, Result, SessionFilter, SessionRecord, Store, SubmitOutcome,
 };
+use wozkit_store::store::RoomLease;
 
 use crate::metrics::{AppendOp, Metrics};
 
@@ -194,6 +195,39 @@ impl Store for MeteredStore {
     }
     async fn clear_failed_logins(&self, name: &str) -> Result<()> {
         self.inner.clear_failed_logins(name).await
+    }
+    async fn acquire_room(
+        &self,
+        session: &str,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool> {
+        self.inner
+            .acquire_room(session, instance, address, now_ms, expires_at_ms)
+            .await
+    }
+    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
+        self.inner.renew_rooms(instance, expires_at_ms).await
+    }
+    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
+        self.inner.release_room(session, instance).await
+    }
+    async fn room_owner(&self, session: &str) -> Result<Option<RoomLease>> {
+        self.inner.room_owner(session).await
+    }
+    async fn claim_orphan_rooms(
+        &self,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        self.inner
+            .claim_orphan_rooms(instance, address, now_ms, expires_at_ms, limit)
+            .await
     }
     async fn meta(&self, key: &str) -> Result<Option<String>> {
         self.inner.meta(key).await
