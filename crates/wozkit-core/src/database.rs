@@ -455,6 +455,14 @@ impl Database {
             })
     }
 
+    /// Every row of `table`, in the table's order (what the goal generator draws from; never
+    /// sent to a participant).
+    pub fn all_rows(&self, table: &str) -> Result<Vec<Row>, QueryError> {
+        let info = self.table(table)?;
+        let sql = format!("SELECT * FROM \"{}\" ORDER BY rowid", info.name);
+        self.rows(info, &sql, vec![])
+    }
+
     fn table(&self, table: &str) -> Result<&TableInfo, QueryError> {
         self.tables
             .get(table)

@@ -369,6 +369,29 @@ pub enum EventKind {
         key: String,
         row: crate::database::Row,
     },
+    /// The session's user goal, drawn from the study's database by its `goals:` rules with
+    /// `seed` (logged right after `session_started` and any scenario draw). Replay applies it
+    /// and never draws again. Only the user receives this event.
+    GoalGenerated {
+        seed: u64,
+        goal: crate::goals::Goal,
+        /// One sentence per sub-goal.
+        #[serde(default)]
+        description: Vec<String>,
+    },
+    /// The goal state after chat message `turn` (from 0, by `role`): the user state (every goal
+    /// entry with its satisfied flag), and the wizard's belief state by domain after the turn
+    /// (`sys_state`) and right after the turn's first search (`sys_state_init`). The wizard never
+    /// receives it; the user receives it without the belief states.
+    TurnState {
+        turn: u32,
+        role: Role,
+        user_state: Vec<crate::goals::GoalEntry>,
+        #[serde(default)]
+        sys_state: crate::goals::Belief,
+        #[serde(default)]
+        sys_state_init: crate::goals::Belief,
+    },
 }
 
 /// Which pool an evaluation item comes from.

@@ -99,6 +99,10 @@ pub struct Study {
     /// the study loads (`docs/engine-semantics.md`, *The wizard's database*).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database: Option<DatabaseSpec>,
+    /// How each session's user goal is drawn from the database (`docs/engine-semantics.md`,
+    /// *User goals*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goals: Option<crate::goals::GoalRules>,
 }
 
 impl Study {

@@ -32,8 +32,11 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             }
         }
         EventKind::ClockStarted { deadline_ms } => s.deadline_ms = Some(*deadline_ms),
-        EventKind::Message { role, source, .. } => {
+        EventKind::Message { role, source, text } => {
             s.messages += 1;
+            if let Some(track) = s.goal.as_mut() {
+                track.on_message(*role, text, &s.db_selected);
+            }
             if *role == Role::Wizard {
                 s.wizard_spoke = true;
             }
@@ -190,9 +193,32 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         // Who plays a role is the room's business (the participant ids), not the engine's.
         | EventKind::TakenOver { .. } => {}
         // A search changes nothing: its results are in the event, for the wizard's page.
-        EventKind::DbQueried { .. } => {}
+        // (It moves the goal's belief state, when the session has a goal.)
+        EventKind::DbQueried { table, filters, .. } => {
+            if let Some(track) = s.goal.as_mut() {
+                track.on_query(table, filters, &s.db_selected);
+            }
+        }
         EventKind::DbSelected { table, row, .. } => {
             s.db_selected.insert(table.clone(), row.clone());
+            if let Some(track) = s.goal.as_mut() {
+                track.on_select(table, row, &s.db_selected);
+            }
+        }
+        EventKind::GoalGenerated { goal, .. } => {
+            s.goal = Some(crate::goals::GoalTrack::new(
+                goal.clone(),
+                study.study.goals.as_ref(),
+                study.database.as_deref(),
+            ));
+        }
+        // The state it logs was folded already; a wizard turn closes the turn's first search.
+        EventKind::TurnState { role, .. } => {
+            if *role == Role::Wizard
+                && let Some(track) = s.goal.as_mut()
+            {
+                track.belief_init = None;
+            }
         }
     }
 }

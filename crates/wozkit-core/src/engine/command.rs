@@ -169,6 +169,21 @@ pub(crate) fn start(
             out_of_service: d.out_of_service,
         });
     }
+    if let Some(rules) = &study.study.goals
+        && let Some(db) = &study.database
+    {
+        let goal_seed: u64 = rng.random();
+        // A study that passed its checks fails here only on an empty table: it then runs
+        // without a goal rather than not at all.
+        if let Ok(goal) = crate::goals::generate(rules, db, goal_seed) {
+            let description = crate::goals::describe(&goal);
+            tx.system(EventKind::GoalGenerated {
+                seed: goal_seed,
+                goal,
+                description,
+            });
+        }
+    }
     if study.study.session.clock_starts == ClockStart::Start {
         start_clock(tx);
     }

@@ -99,6 +99,8 @@ pub struct Session {
     /// The row the wizard selected last in each table of the study's database, by table: what
     /// the `{db.TABLE.COLUMN}` slots read.
     pub db_selected: IndexMap<String, crate::database::Row>,
+    /// The user goal and its live state (studies with `goals:`), from `goal_generated` on.
+    pub goal: Option<crate::goals::GoalTrack>,
 }
 
 impl Session {
@@ -140,6 +142,7 @@ impl Session {
             ended: None,
             now_ms: 0,
             db_selected: IndexMap::new(),
+            goal: None,
         }
     }
 
@@ -224,8 +227,26 @@ pub(crate) struct Tx<'a> {
 
 impl Tx<'_> {
     pub fn emit(&mut self, actor: Actor, kind: EventKind) {
+        let message = match &kind {
+            EventKind::Message { role, .. } => Some(*role),
+            _ => None,
+        };
         apply(self.study, &mut self.s, &actor, &kind, self.now);
         self.events.push((actor, kind));
+        // Every chat message of a session with a goal is followed by the goal state it left.
+        if let Some(role) = message
+            && let Some(track) = &self.s.goal
+        {
+            let state = EventKind::TurnState {
+                turn: self.s.messages.saturating_sub(1),
+                role,
+                user_state: track.entries.clone(),
+                sys_state: track.belief.clone(),
+                sys_state_init: track.turn_init(),
+            };
+            apply(self.study, &mut self.s, &Actor::System, &state, self.now);
+            self.events.push((Actor::System, state));
+        }
     }
     pub fn system(&mut self, kind: EventKind) {
         self.emit(Actor::System, kind);

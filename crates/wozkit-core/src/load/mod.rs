@@ -240,6 +240,13 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
         });
     let mut problems = problems;
     let database = load_database(&study, &source, &diag, &mut problems);
+    if let Some(rules) = &study.goals
+        && (database.is_some() || study.database.is_none())
+    {
+        for (ptr, msg, hint) in crate::goals::check(rules, database.as_deref()) {
+            problems.push(diag(&ptr, msg, hint));
+        }
+    }
     if problems.is_empty() {
         Ok(LoadedStudy {
             study,

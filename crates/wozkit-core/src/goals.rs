@@ -1,0 +1,851 @@
+//! User goals: what the user of a grounded study is asked to find out, drawn per session from the
+//! study's tables by its `goals:` rules (as CrossWOZ's goal generator does), and the per-turn
+//! state of that goal and of the wizard's searches.
+//!
+//! A goal is a list of sub-goals, one per domain (a table of the study's database). Each sub-goal
+//! is drawn from one real row: its constraints are that row's values (so the goal can always be
+//! met), its requested slots are columns whose values the wizard must tell. A sub-goal may refer
+//! to an earlier one ("a hotel among the nearby hotels of sub-goal 1's attraction"): the row is
+//! then drawn among the rows whose `slot` value is listed in the earlier row's `column`.
+//!
+//! The engine draws at `Start` with a seed taken from the step's RNG and logs the goal as one
+//! `goal_generated` event right after `session_started` (and the scenario draw); replay applies
+//! the event and never draws again. After every chat message the engine logs a `turn_state`
+//! event: the user state (every goal entry with its `satisfied` flag) and the wizard's belief
+//! state (per domain the constraints of its last search and the selected result), folded from the
+//! log by the rules of [`GoalTrack`]. `docs/engine-semantics.md` (*User goals*) states the rules.
+
+use indexmap::IndexMap;
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::database::{Database, Filter, FilterOp, Row, value_text};
+use crate::event::Role;
+
+/// The `goals:` block of a study: how each session's user goal is drawn from the database.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalRules {
+    /// How many sub-goals a goal has (each in a different domain); drawn uniformly between
+    /// `min` and `max`, at most the number of domains.
+    #[serde(default)]
+    pub subgoals: Count,
+    /// The domains sub-goals are drawn from, in the order sub-goals are listed.
+    pub domains: Vec<DomainRule>,
+    /// Cross-domain references: a later sub-goal's row chosen relative to an earlier one's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<ReferenceRule>,
+}
+
+/// A number drawn between `min` and `max`, both included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Count {
+    #[serde(default = "one")]
+    pub min: u32,
+    #[serde(default = "one")]
+    pub max: u32,
+}
+
+impl Default for Count {
+    fn default() -> Self {
+        Count { min: 1, max: 1 }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn weight_one() -> f64 {
+    1.0
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+/// One domain of the goal rules: a table of the study's database.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DomainRule {
+    /// The table (a key of `database.tables`).
+    pub table: String,
+    /// The domain's name in the goal and the exports (e.g. `景点`); the table's name if left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The column naming a result (what `selectedResults` lists); the table's key if left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Relative chance of the domain being drawn.
+    #[serde(default = "weight_one")]
+    pub weight: f64,
+    /// The columns constraints are drawn from, and how many.
+    #[serde(default)]
+    pub constraints: SlotRule,
+    /// The columns the user asks for, and how many.
+    #[serde(default)]
+    pub requests: SlotRule,
+}
+
+impl DomainRule {
+    /// The domain's name in goals and exports.
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.table)
+    }
+}
+
+/// Which columns a sub-goal's constraints or requests come from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlotRule {
+    /// Candidate columns; `count` of them are drawn (those with an empty value in the drawn row
+    /// are never drawn as constraints).
+    #[serde(default)]
+    pub columns: Vec<String>,
+    /// How many of `columns` are drawn.
+    #[serde(default)]
+    pub count: Count,
+    /// Columns always included (before the drawn ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub always: Vec<String>,
+}
+
+/// A cross-domain reference: the sub-goal of table `to` takes, with `probability`, a row whose
+/// `slot` value is listed in the `column` of the earlier sub-goal of table `from`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceRule {
+    /// The earlier sub-goal's table.
+    pub from: String,
+    /// A column of `from` listing names (items separated by `,`, `，`, `、`, `;` or `|`).
+    pub column: String,
+    /// The later sub-goal's table.
+    pub to: String,
+    /// The column of `to` whose value must be one of the listed names.
+    pub slot: String,
+    /// Chance that the reference is used when both sub-goals are drawn.
+    #[serde(default = "half")]
+    pub probability: f64,
+    /// The constraint's value as the user reads it; `{id}` is the earlier sub-goal's id and
+    /// `{column}` the column. Default: `in the {column} of sub-goal {id}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A generated goal, as the `goal_generated` event carries it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Goal {
+    pub subgoals: Vec<SubGoal>,
+}
+
+/// One sub-goal: a domain, the row it was drawn from, constraints and requested slots.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubGoal {
+    /// From 1, in order.
+    pub id: u32,
+    /// The domain's label.
+    pub domain: String,
+    pub table: String,
+    /// The key of the row the constraints were drawn from (one row that meets them all).
+    pub row: String,
+    pub constraints: Vec<GoalSlot>,
+    /// Requested slots; `value` is empty in the generated goal.
+    pub requests: Vec<GoalSlot>,
+}
+
+/// A constraint or a requested slot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalSlot {
+    /// The column.
+    pub slot: String,
+    /// A constraint's value (the drawn row's value as text, or a reference's text); a request's
+    /// value once informed (empty before).
+    pub value: String,
+    /// A cross-domain reference: the value is the name of the referenced sub-goal's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<GoalRef>,
+}
+
+/// What a reference constraint points at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalRef {
+    /// The referenced sub-goal's id.
+    pub subgoal: u32,
+    /// The column of its result listing the acceptable values.
+    pub column: String,
+}
+
+/// Whether a goal entry is a constraint or a requested slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    Constraint,
+    Request,
+}
+
+/// One line of the user state: a constraint or request of a sub-goal and whether it is satisfied
+/// (a constraint expressed, a request informed). CrossWOZ's tuple
+/// `[subgoal, domain, slot, value, satisfied]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalEntry {
+    pub subgoal: u32,
+    pub domain: String,
+    pub slot: String,
+    pub value: String,
+    pub kind: EntryKind,
+    #[serde(default)]
+    pub satisfied: bool,
+}
+
+/// The wizard's belief state in one domain: the constraints of its last search there, as
+/// strings (`x`, `x-y`, `>x`, `<x`), and the names of the selected results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DomainBelief {
+    #[serde(default)]
+    pub constraints: IndexMap<String, String>,
+    #[serde(default)]
+    pub selected_results: Vec<String>,
+}
+
+/// Belief state by domain label.
+pub type Belief = IndexMap<String, DomainBelief>;
+
+/// The goal entries of a freshly generated goal: constraints then requests of each sub-goal,
+/// nothing satisfied.
+pub fn entries(goal: &Goal) -> Vec<GoalEntry> {
+    let mut out = vec![];
+    for sg in &goal.subgoals {
+        for (kind, slots) in [
+            (EntryKind::Constraint, &sg.constraints),
+            (EntryKind::Request, &sg.requests),
+        ] {
+            for s in slots {
+                out.push(GoalEntry {
+                    subgoal: sg.id,
+                    domain: sg.domain.clone(),
+                    slot: s.slot.clone(),
+                    value: s.value.clone(),
+                    kind,
+                    satisfied: false,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The goal's description, one sentence per sub-goal (what the user's panel heads each
+/// sub-goal with and the `task description` lines of the CrossWOZ export).
+pub fn describe(goal: &Goal) -> Vec<String> {
+    goal.subgoals
+        .iter()
+        .map(|sg| {
+            let mut s = format!("Sub-goal {} ({}): find one", sg.id, sg.domain);
+            if !sg.constraints.is_empty() {
+                let c: Vec<String> = sg
+                    .constraints
+                    .iter()
+                    .map(|c| format!("{} {}", c.slot, c.value))
+                    .collect();
+                s.push_str(&format!(" with {}", c.join(", ")));
+            }
+            if !sg.requests.is_empty() {
+                let r: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+                s.push_str(&format!("; ask for {}", r.join(", ")));
+            }
+            s.push('.');
+            s
+        })
+        .collect()
+}
+
+/// Why a goal could not be drawn (a study that passed [`check`] only meets these when a table
+/// is empty).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GoalError {
+    #[error("goals: the table `{table}` has no rows to draw a sub-goal from")]
+    EmptyTable { table: String },
+    #[error("goals: the table `{table}`: {message}")]
+    Database { table: String, message: String },
+}
+
+/// Splits a listing column's value into its items (`,`, `，`, `、`, `;`, `|`), trimmed.
+pub fn items(text: &str) -> Vec<String> {
+    text.split([',', '，', '、', ';', '|'])
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Whether `value` is one of the items listed in `listing` (case aside).
+fn listed(listing: &str, value: &str) -> bool {
+    let v = value.trim().to_lowercase();
+    !v.is_empty() && items(listing).iter().any(|i| i.to_lowercase() == v)
+}
+
+fn cell(row: &Row, column: &str) -> String {
+    row.get(column).map(value_text).unwrap_or_default()
+}
+
+/// Picks up to `k` of `from` in random order, then restores their order in `from`.
+fn pick<T: Clone + PartialEq>(from: &[T], k: usize, rng: &mut impl Rng) -> Vec<T> {
+    let mut idx: Vec<usize> = (0..from.len()).collect();
+    let k = k.min(idx.len());
+    for i in 0..k {
+        let j = rng.random_range(i..idx.len());
+        idx.swap(i, j);
+    }
+    let mut chosen: Vec<usize> = idx[..k].to_vec();
+    chosen.sort_unstable();
+    chosen.into_iter().map(|i| from[i].clone()).collect()
+}
+
+fn draw_count(c: Count, rng: &mut impl Rng) -> usize {
+    let (lo, hi) = (c.min.min(c.max), c.max.max(c.min));
+    rng.random_range(lo..=hi) as usize
+}
+
+/// Draws a goal from `db` by `rules` with `seed`: the same seed, rules and tables give the same
+/// goal.
+pub fn generate(rules: &GoalRules, db: &Database, seed: u64) -> Result<Goal, GoalError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let n = draw_count(rules.subgoals, &mut rng)
+        .max(1)
+        .min(rules.domains.len());
+    // Distinct domains by weight, then listed in the rules' order.
+    let mut left: Vec<usize> = (0..rules.domains.len()).collect();
+    let mut chosen: Vec<usize> = vec![];
+    for _ in 0..n {
+        let total: f64 = left.iter().map(|&i| rules.domains[i].weight.max(0.0)).sum();
+        let at = if total > 0.0 {
+            let mut r = rng.random::<f64>() * total;
+            left.iter()
+                .position(|&i| {
+                    let w = rules.domains[i].weight.max(0.0);
+                    if r < w {
+                        true
+                    } else {
+                        r -= w;
+                        false
+                    }
+                })
+                .unwrap_or(left.len() - 1)
+        } else {
+            rng.random_range(0..left.len())
+        };
+        chosen.push(left.remove(at));
+    }
+    chosen.sort_unstable();
+
+    let mut subgoals: Vec<SubGoal> = vec![];
+    let mut drawn_rows: Vec<Row> = vec![];
+    for (i, &di) in chosen.iter().enumerate() {
+        let rule = &rules.domains[di];
+        let all = db.all_rows(&rule.table).map_err(|e| GoalError::Database {
+            table: rule.table.clone(),
+            message: e.to_string(),
+        })?;
+        if all.is_empty() {
+            return Err(GoalError::EmptyTable {
+                table: rule.table.clone(),
+            });
+        }
+        let key = db
+            .tables()
+            .get(&rule.table)
+            .map(|t| t.key.clone())
+            .unwrap_or_default();
+        let mut candidates: Vec<&Row> = all.iter().collect();
+        let mut reference: Option<(GoalSlot, String)> = None;
+        for rr in rules.references.iter().filter(|r| r.to == rule.table) {
+            let Some(pi) = subgoals.iter().position(|sg| sg.table == rr.from) else {
+                continue;
+            };
+            if rng.random::<f64>() >= rr.probability {
+                continue;
+            }
+            let listing = cell(&drawn_rows[pi], &rr.column);
+            let cands: Vec<&Row> = all
+                .iter()
+                .filter(|r| listed(&listing, &cell(r, &rr.slot)))
+                .collect();
+            if cands.is_empty() {
+                continue;
+            }
+            let id = subgoals[pi].id;
+            let text = rr
+                .text
+                .as_deref()
+                .unwrap_or("in the {column} of sub-goal {id}")
+                .replace("{id}", &id.to_string())
+                .replace("{column}", &rr.column);
+            reference = Some((
+                GoalSlot {
+                    slot: rr.slot.clone(),
+                    value: text,
+                    reference: Some(GoalRef {
+                        subgoal: id,
+                        column: rr.column.clone(),
+                    }),
+                },
+                rr.slot.clone(),
+            ));
+            candidates = cands;
+            break;
+        }
+        let row = candidates[rng.random_range(0..candidates.len())].clone();
+        let ref_slot = reference.as_ref().map(|(_, s)| s.clone());
+        let mut constraints: Vec<GoalSlot> = vec![];
+        let mut taken: Vec<String> = vec![];
+        if let Some((slot, name)) = reference {
+            constraints.push(slot);
+            taken.push(name);
+        }
+        let fixed: Vec<String> = rule
+            .constraints
+            .always
+            .iter()
+            .filter(|c| Some(*c) != ref_slot.as_ref() && !cell(&row, c).is_empty())
+            .cloned()
+            .collect();
+        let open: Vec<String> = rule
+            .constraints
+            .columns
+            .iter()
+            .filter(|c| {
+                Some(*c) != ref_slot.as_ref() && !fixed.contains(c) && !cell(&row, c).is_empty()
+            })
+            .cloned()
+            .collect();
+        let k = draw_count(rule.constraints.count, &mut rng);
+        for c in fixed.into_iter().chain(pick(&open, k, &mut rng)) {
+            constraints.push(GoalSlot {
+                value: cell(&row, &c),
+                slot: c.clone(),
+                reference: None,
+            });
+            taken.push(c);
+        }
+        let fixed: Vec<String> = rule
+            .requests
+            .always
+            .iter()
+            .filter(|c| !taken.contains(c))
+            .cloned()
+            .collect();
+        let open: Vec<String> = rule
+            .requests
+            .columns
+            .iter()
+            .filter(|c| !taken.contains(c) && !fixed.contains(c))
+            .cloned()
+            .collect();
+        let k = draw_count(rule.requests.count, &mut rng);
+        let requests = fixed
+            .into_iter()
+            .chain(pick(&open, k, &mut rng))
+            .map(|c| GoalSlot {
+                slot: c,
+                value: String::new(),
+                reference: None,
+            })
+            .collect();
+        subgoals.push(SubGoal {
+            id: u32::try_from(i + 1).unwrap_or(u32::MAX),
+            domain: rule.label().to_string(),
+            table: rule.table.clone(),
+            row: cell(&row, &key),
+            constraints,
+            requests,
+        });
+        drawn_rows.push(row);
+    }
+    Ok(Goal { subgoals })
+}
+
+/// A filter as a belief-state string: the value; a range as `x-y`, `>x` or `<x` (bounds
+/// included, as the wizard's search treats them).
+pub fn filter_text(f: &Filter) -> String {
+    let num = |x: f64| {
+        if x.fract() == 0.0 && x.abs() < 1e15 {
+            format!("{}", x as i64)
+        } else {
+            format!("{x}")
+        }
+    };
+    match &f.op {
+        FilterOp::Equals { value } => value_text(value),
+        FilterOp::Contains { value } => value.clone(),
+        FilterOp::Range { min, max } => match (min, max) {
+            (Some(a), Some(b)) => format!("{}-{}", num(*a), num(*b)),
+            (Some(a), None) => format!(">{}", num(*a)),
+            (None, Some(b)) => format!("<{}", num(*b)),
+            (None, None) => String::new(),
+        },
+    }
+}
+
+/// Whether a search filter expresses a constraint's value: equals the same text (case aside),
+/// contains text found in the value, or a range holding the (numeric) value.
+fn filter_expresses(f: &Filter, value: &str) -> bool {
+    let v = value.trim().to_lowercase();
+    if v.is_empty() {
+        return false;
+    }
+    match &f.op {
+        FilterOp::Equals { value: fv } => value_text(fv).trim().to_lowercase() == v,
+        FilterOp::Contains { value: fv } => {
+            let fv = fv.trim().to_lowercase();
+            !fv.is_empty() && v.contains(&fv)
+        }
+        FilterOp::Range { min, max } => v.parse::<f64>().is_ok_and(|x| {
+            (min.is_some() || max.is_some())
+                && min.is_none_or(|m| x >= m)
+                && max.is_none_or(|m| x <= m)
+        }),
+    }
+}
+
+/// The live goal state of a session, folded from its events (see the module docs and
+/// `docs/engine-semantics.md`, *User goals*).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GoalTrack {
+    pub goal: Goal,
+    /// The user state: every entry and whether it is satisfied.
+    pub entries: Vec<GoalEntry>,
+    /// The wizard's belief state, by domain label.
+    pub belief: Belief,
+    /// The belief right after the wizard's first search of the current turn (none yet: the
+    /// turn's belief is `belief`).
+    pub belief_init: Option<Belief>,
+    /// Domain label of each table the rules name.
+    pub labels: IndexMap<String, String>,
+    /// Result-name column of each table the rules name (the key when none is given).
+    pub names: IndexMap<String, String>,
+}
+
+impl GoalTrack {
+    /// The state right after `goal_generated`: nothing satisfied, nothing searched.
+    pub fn new(goal: Goal, rules: Option<&GoalRules>, db: Option<&Database>) -> GoalTrack {
+        let mut labels = IndexMap::new();
+        let mut names = IndexMap::new();
+        if let Some(r) = rules {
+            for d in &r.domains {
+                labels.insert(d.table.clone(), d.label().to_string());
+                let key = db
+                    .and_then(|db| db.tables().get(&d.table))
+                    .map(|t| t.key.clone());
+                if let Some(n) = d.name.clone().or(key) {
+                    names.insert(d.table.clone(), n);
+                }
+            }
+        }
+        for sg in &goal.subgoals {
+            labels
+                .entry(sg.table.clone())
+                .or_insert_with(|| sg.domain.clone());
+        }
+        GoalTrack {
+            entries: entries(&goal),
+            goal,
+            belief: Belief::new(),
+            belief_init: None,
+            labels,
+            names,
+        }
+    }
+
+    fn label(&self, table: &str) -> String {
+        self.labels
+            .get(table)
+            .cloned()
+            .unwrap_or_else(|| table.to_string())
+    }
+
+    /// The entries of the sub-goals on `table`, with their goal slots.
+    fn slots_of(&self, table: &str) -> Vec<(usize, &SubGoal, &GoalSlot)> {
+        let mut out = vec![];
+        let mut i = 0;
+        for sg in &self.goal.subgoals {
+            for s in sg.constraints.iter().chain(&sg.requests) {
+                if sg.table == table {
+                    out.push((i, sg, s));
+                }
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// The wizard searched `table` with `filters`: the domain's constraints become the filters';
+    /// a constraint of a sub-goal on that table is expressed when a filter on its column matches
+    /// its value (a reference: when an equals filter names one of the listed values of the
+    /// referenced sub-goal's selected result).
+    pub fn on_query(&mut self, table: &str, filters: &[Filter], selected: &IndexMap<String, Row>) {
+        let label = self.label(table);
+        let d = self.belief.entry(label).or_default();
+        d.constraints = filters
+            .iter()
+            .map(|f| (f.column.clone(), filter_text(f)))
+            .collect();
+        let mut hit = vec![];
+        for (i, _, s) in self.slots_of(table) {
+            if self.entries[i].kind != EntryKind::Constraint {
+                continue;
+            }
+            let on_slot = filters.iter().filter(|f| f.column == s.slot);
+            let yes = match &s.reference {
+                None => on_slot.into_iter().any(|f| filter_expresses(f, &s.value)),
+                Some(r) => {
+                    let listing = self.referenced(r, selected);
+                    on_slot.into_iter().any(|f| match &f.op {
+                        FilterOp::Equals { value } => listing
+                            .as_deref()
+                            .is_some_and(|l| listed(l, &value_text(value))),
+                        _ => false,
+                    })
+                }
+            };
+            if yes {
+                hit.push(i);
+            }
+        }
+        for i in hit {
+            self.entries[i].satisfied = true;
+        }
+        if self.belief_init.is_none() {
+            self.belief_init = Some(self.belief.clone());
+        }
+    }
+
+    /// The listing of the referenced sub-goal's selected result, if it has one.
+    fn referenced(&self, r: &GoalRef, selected: &IndexMap<String, Row>) -> Option<String> {
+        let sg = self.goal.subgoals.iter().find(|sg| sg.id == r.subgoal)?;
+        selected.get(&sg.table).map(|row| cell(row, &r.column))
+    }
+
+    /// The wizard selected `row` of `table`: the domain's selected results become its name; a
+    /// reference constraint on that table is expressed when the row's value is listed in the
+    /// referenced sub-goal's selected result.
+    pub fn on_select(&mut self, table: &str, row: &Row, selected: &IndexMap<String, Row>) {
+        let label = self.label(table);
+        let name_col = self.names.get(table).cloned().unwrap_or_default();
+        let name = cell(row, &name_col);
+        let d = self.belief.entry(label).or_default();
+        d.selected_results = if name.is_empty() { vec![] } else { vec![name] };
+        let mut hit = vec![];
+        for (i, _, s) in self.slots_of(table) {
+            if let Some(r) = &s.reference
+                && let Some(listing) = self.referenced(r, selected)
+                && listed(&listing, &cell(row, &s.slot))
+            {
+                hit.push(i);
+            }
+        }
+        for i in hit {
+            self.entries[i].satisfied = true;
+        }
+    }
+
+    /// A chat message. The user's: a constraint whose value the text contains (case aside) is
+    /// expressed. The wizard's: a requested slot of a sub-goal whose table has a selected row is
+    /// informed when the text contains that row's value of the slot; the entry takes the value.
+    pub fn on_message(&mut self, role: Role, text: &str, selected: &IndexMap<String, Row>) {
+        let lower = text.to_lowercase();
+        let mut updates: Vec<(usize, Option<String>)> = vec![];
+        let mut i = 0;
+        for sg in &self.goal.subgoals {
+            for s in &sg.constraints {
+                if role == Role::User
+                    && s.reference.is_none()
+                    && !s.value.trim().is_empty()
+                    && lower.contains(&s.value.trim().to_lowercase())
+                {
+                    updates.push((i, None));
+                }
+                i += 1;
+            }
+            for s in &sg.requests {
+                if role == Role::Wizard
+                    && let Some(row) = selected.get(&sg.table)
+                {
+                    let v = cell(row, &s.slot);
+                    if !v.trim().is_empty() && lower.contains(&v.trim().to_lowercase()) {
+                        updates.push((i, Some(v)));
+                    }
+                }
+                i += 1;
+            }
+        }
+        for (i, v) in updates {
+            self.entries[i].satisfied = true;
+            if let Some(v) = v {
+                self.entries[i].value = v;
+            }
+        }
+    }
+
+    /// The belief at the start of a wizard turn's first search, else the current one.
+    pub fn turn_init(&self) -> Belief {
+        self.belief_init
+            .clone()
+            .unwrap_or_else(|| self.belief.clone())
+    }
+
+    /// Whether every entry is satisfied.
+    pub fn complete(&self) -> bool {
+        self.entries.iter().all(|e| e.satisfied)
+    }
+}
+
+/// Problems of a study's `goals:` block against its loaded database: each message with the JSON
+/// pointer of the key at fault.
+pub fn check(rules: &GoalRules, db: Option<&Database>) -> Vec<(String, String, Option<String>)> {
+    let mut out: Vec<(String, String, Option<String>)> = vec![];
+    let Some(db) = db else {
+        out.push((
+            "/goals".into(),
+            "goals are drawn from the study's database, and the study has none".into(),
+            Some("add a `database:` with the tables the goals name".into()),
+        ));
+        return out;
+    };
+    let tables: Vec<&str> = db.tables().keys().map(String::as_str).collect();
+    if rules.domains.is_empty() {
+        out.push((
+            "/goals".into(),
+            "goals: `domains` lists no domain".into(),
+            None,
+        ));
+    }
+    let c = rules.subgoals;
+    if c.min == 0 || c.min > c.max {
+        out.push((
+            "/goals/subgoals".into(),
+            format!(
+                "goals: subgoals min {} and max {}: min is at least 1 and at most max",
+                c.min, c.max
+            ),
+            None,
+        ));
+    }
+    let mut seen: Vec<&str> = vec![];
+    for (i, d) in rules.domains.iter().enumerate() {
+        let at = format!("/goals/domains/{i}");
+        let Some(info) = db.tables().get(&d.table) else {
+            out.push((
+                format!("{at}/table"),
+                format!("goals: domain {i}: the database has no table `{}`", d.table),
+                Some(format!("its tables: {}", tables.join(", "))),
+            ));
+            continue;
+        };
+        if seen.contains(&d.table.as_str()) {
+            out.push((
+                format!("{at}/table"),
+                format!("goals: the table `{}` is a domain twice", d.table),
+                None,
+            ));
+        }
+        seen.push(&d.table);
+        if !(d.weight.is_finite() && d.weight >= 0.0) {
+            out.push((
+                format!("{at}/weight"),
+                format!("goals: domain `{}`: a weight is a number from 0", d.table),
+                None,
+            ));
+        }
+        let cols: Vec<&str> = info.columns.iter().map(|(c, _)| c.as_str()).collect();
+        let mut col_check = |ptr: String, col: &str| {
+            if info.column(col).is_none() {
+                out.push((
+                    ptr,
+                    format!("goals: the table `{}` has no column `{col}`", d.table),
+                    Some(format!("its columns: {}", cols.join(", "))),
+                ));
+            }
+        };
+        if let Some(n) = &d.name {
+            col_check(format!("{at}/name"), n);
+        }
+        for part in ["constraints", "requests"] {
+            let r = if part == "constraints" {
+                &d.constraints
+            } else {
+                &d.requests
+            };
+            for (j, col) in r.columns.iter().enumerate() {
+                col_check(format!("{at}/{part}/columns/{j}"), col);
+            }
+            for (j, col) in r.always.iter().enumerate() {
+                col_check(format!("{at}/{part}/always/{j}"), col);
+            }
+        }
+        for part in ["constraints", "requests"] {
+            let r = if part == "constraints" {
+                &d.constraints
+            } else {
+                &d.requests
+            };
+            if r.count.min > r.count.max {
+                out.push((
+                    format!("{at}/{part}/count"),
+                    format!(
+                        "goals: domain `{}`: {part} count min {} is above max {}",
+                        d.table, r.count.min, r.count.max
+                    ),
+                    None,
+                ));
+            }
+        }
+    }
+    let position = |t: &str| rules.domains.iter().position(|d| d.table == t);
+    for (i, r) in rules.references.iter().enumerate() {
+        let at = format!("/goals/references/{i}");
+        let from = position(&r.from);
+        let to = position(&r.to);
+        for (key, t, p) in [("from", &r.from, from), ("to", &r.to, to)] {
+            if p.is_none() {
+                out.push((
+                    format!("{at}/{key}"),
+                    format!("goals: reference {i}: `{t}` is not one of the goal's domains"),
+                    None,
+                ));
+            }
+        }
+        if let (Some(f), Some(t)) = (from, to)
+            && f >= t
+        {
+            out.push((
+                format!("{at}/to"),
+                format!(
+                    "goals: reference {i}: `{}` must come after `{}` in `domains` (a sub-goal refers to an earlier one)",
+                    r.to, r.from
+                ),
+                None,
+            ));
+        }
+        for (key, t, col) in [("column", &r.from, &r.column), ("slot", &r.to, &r.slot)] {
+            if let Some(info) = db.tables().get(t)
+                && info.column(col).is_none()
+            {
+                out.push((
+                    format!("{at}/{key}"),
+                    format!("goals: reference {i}: the table `{t}` has no column `{col}`"),
+                    None,
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&r.probability) {
+            out.push((
+                format!("{at}/probability"),
+                format!("goals: reference {i}: a probability is between 0 and 1"),
+                None,
+            ));
+        }
+    }
+    out
+}
