@@ -12,6 +12,8 @@ use wozkit_store::{
     NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
     Platform, Result, SessionFilter, SessionRecord, Store, SubmitOutcome,
 };
+
+use wozkit_store::store::{JoinedLobby, NewWaiter, Waiter};
 use wozkit_store::store::RoomLease;
 
 use crate::metrics::{AppendOp, Metrics};
@@ -195,6 +197,32 @@ impl Store for MeteredStore {
     }
     async fn clear_failed_logins(&self, name: &str) -> Result<()> {
         self.inner.clear_failed_logins(name).await
+    }
+    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
+        self.inner.join_lobby(entry, live_since_ms).await
+    }
+    async fn lobby_heard(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+        at_ms: u64,
+    ) -> Result<bool> {
+        self.inner
+            .lobby_heard(participant, instance, conn, at_ms)
+            .await
+    }
+    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
+        self.inner.leave_lobby(participant, instance, conn).await
+    }
+    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
+        self.inner.waiters(study_id).await
+    }
+    async fn notify_lobby(&self, notice: &str) -> Result<bool> {
+        self.inner.notify_lobby(notice).await
+    }
+    async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+        self.inner.listen_lobby().await
     }
     async fn acquire_room(
         &self,

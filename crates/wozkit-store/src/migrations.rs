@@ -36,6 +36,11 @@ const SQLITE: &[Source] = &[
         "room leases",
         include_str!("../migrations/sqlite/0005_room_leases.sql"),
     ),
+    (
+        6,
+        "waiting",
+        include_str!("../migrations/sqlite/0006_waiting.sql"),
+    ),
 ];
 
 const POSTGRES: &[Source] = &[
@@ -63,6 +68,11 @@ const POSTGRES: &[Source] = &[
         5,
         "room leases",
         include_str!("../migrations/postgres/0005_room_leases.sql"),
+    ),
+    (
+        6,
+        "waiting",
+        include_str!("../migrations/postgres/0006_waiting.sql"),
     ),
 ];
 

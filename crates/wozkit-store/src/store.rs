@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use wozkit_core::event::{EndReason, Event};
+use wozkit_core::event::{EndReason, Event, Role};
 
 use crate::error::Result;
 use crate::model::{
@@ -285,6 +285,48 @@ pub trait Store: Send + Sync + 'static {
         Err(crate::StoreError::ReadOnly)
     }
 
+    // ----- lobby (participants waiting for a partner, shared by every instance) -----
+
+    /// Pairs `entry`'s participant or queues them, atomically: first removes any earlier place
+    /// of the same participant (another tab), then takes the first live waiter of the
+    /// complementary role in the same queue (study and pair key) that is neither this
+    /// participant nor the same crowd worker — those put at the front first, then by order of
+    /// arrival; live means heard from at or after `live_since_ms` — removing it and returning
+    /// [`JoinedLobby::Taken`]. With nobody to take, stores `entry` at the back of its queue (or
+    /// behind the others at the front, when `entry.front`) and returns [`JoinedLobby::Queued`].
+    /// Exact under any concurrency, including several processes sharing a PostgreSQL database:
+    /// a waiter is taken at most once, and two complementary participants joining at the same
+    /// moment are paired, not both queued.
+    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby>;
+
+    /// The place held by connection `conn` of `instance` for `participant` was heard from at
+    /// `at_ms`. `false` if that place is gone (taken by a partner, or replaced by another tab).
+    async fn lobby_heard(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+        at_ms: u64,
+    ) -> Result<bool>;
+
+    /// Gives up the place held by connection `conn` of `instance`; `false` if it is gone.
+    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool>;
+
+    /// Everyone waiting (in `study_id`, if given), by study, pair key, front first, then order
+    /// of arrival.
+    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>>;
+
+    /// Sends a short notice (at most [`LOBBY_NOTICE_MAX`] bytes) to every instance listening on
+    /// this database through [`listen_lobby`](Store::listen_lobby) (PostgreSQL `NOTIFY`).
+    /// `false` when the backend has no such channel (SQLite, one process): the caller delivers
+    /// the notice in its own process.
+    async fn notify_lobby(&self, notice: &str) -> Result<bool>;
+
+    /// Notices sent by [`notify_lobby`](Store::notify_lobby) from any instance, including this
+    /// one (PostgreSQL `LISTEN`, reconnecting after a lost connection); `None` when the backend
+    /// has no such channel.
+    async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>>;
+
     // ----- settings -----
 
     /// A value from the key-value `meta` table (e.g. the researcher password hash).
@@ -509,6 +551,32 @@ impl<S: Store + ?Sized> Store for Arc<S> {
             .claim_orphan_rooms(instance, address, now_ms, expires_at_ms, limit)
             .await
     }
+    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
+        (**self).join_lobby(entry, live_since_ms).await
+    }
+    async fn lobby_heard(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+        at_ms: u64,
+    ) -> Result<bool> {
+        (**self)
+            .lobby_heard(participant, instance, conn, at_ms)
+            .await
+    }
+    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
+        (**self).leave_lobby(participant, instance, conn).await
+    }
+    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
+        (**self).waiters(study_id).await
+    }
+    async fn notify_lobby(&self, notice: &str) -> Result<bool> {
+        (**self).notify_lobby(notice).await
+    }
+    async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+        (**self).listen_lobby().await
+    }
     async fn meta(&self, key: &str) -> Result<Option<String>> {
         (**self).meta(key).await
     }
@@ -518,4 +586,59 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     async fn close(&self) {
         (**self).close().await
     }
+}
+
+// ----- lobby types -----
+
+/// The longest notice [`Store::notify_lobby`] sends (PostgreSQL allows 8000 bytes; lobby notices
+/// are ids only).
+pub const LOBBY_NOTICE_MAX: usize = 1000;
+
+/// A participant asking to be paired (see [`Store::join_lobby`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewWaiter {
+    pub participant: String,
+    pub study_id: String,
+    /// The private pair key (lab links and `/try`); `None` for the study's public queue.
+    pub pair_key: Option<String>,
+    /// The role the participant plays; they are paired with the other one.
+    pub role: Role,
+    /// `platform:worker id`, when the platform gave one.
+    pub worker: Option<String>,
+    /// The server instance holding the participant's waiting connection.
+    pub instance: String,
+    /// That connection, unique within the instance.
+    pub conn: u64,
+    /// Queued ahead of the others (their partner never arrived).
+    pub front: bool,
+    /// When the participant started waiting (kept across reconnects by the caller).
+    pub since_ms: u64,
+    /// Now: when the connection was last heard from.
+    pub heard_at_ms: u64,
+}
+
+/// A place in the lobby.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    pub participant: String,
+    pub study_id: String,
+    pub pair_key: Option<String>,
+    pub role: Role,
+    pub worker: Option<String>,
+    pub instance: String,
+    pub conn: u64,
+    pub front: bool,
+    /// Order of arrival: larger for later arrivals, across every instance.
+    pub order: u64,
+    pub since_ms: u64,
+    pub heard_at_ms: u64,
+}
+
+/// What [`Store::join_lobby`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JoinedLobby {
+    /// A partner was waiting: their place is removed and returned; the joiner was not queued.
+    Taken(Waiter),
+    /// Nobody fits yet: the joiner's place, as stored.
+    Queued(Waiter),
 }

@@ -10,6 +10,7 @@
 
 mod leases;
 mod rooms;
+mod waiting;
 mod writer;
 
 use std::sync::Mutex;
@@ -30,7 +31,7 @@ use crate::model::{
     NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
     Platform, SessionFilter, SessionKind, SessionRecord, SubmitOutcome,
 };
-use crate::store::Store;
+use crate::store::{JoinedLobby, NewWaiter, Store, Waiter};
 
 /// Tuning for [`PgStore::connect_with`].
 #[derive(Clone, Debug)]
@@ -676,6 +677,36 @@ impl Store for PgStore {
         limit: u32,
     ) -> Result<Vec<String>> {
         rooms::claim_orphans(&self.pool, instance, address, now_ms, expires_at_ms, limit).await
+    }
+
+    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
+        waiting::join(&self.pool, &entry, live_since_ms).await
+    }
+
+    async fn lobby_heard(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+        at_ms: u64,
+    ) -> Result<bool> {
+        waiting::touch(&self.pool, participant, instance, conn, Some(at_ms)).await
+    }
+
+    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
+        waiting::touch(&self.pool, participant, instance, conn, None).await
+    }
+
+    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
+        waiting::waiters(&self.pool, study_id).await
+    }
+
+    async fn notify_lobby(&self, notice: &str) -> Result<bool> {
+        waiting::notify(&self.pool, notice).await
+    }
+
+    async fn listen_lobby(&self) -> Result<Option<mpsc::Receiver<String>>> {
+        waiting::listen(&self.pool).await.map(Some)
     }
 
     async fn meta(&self, key: &str) -> Result<Option<String>> {

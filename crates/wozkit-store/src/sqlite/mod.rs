@@ -27,8 +27,9 @@
 
 mod accounts;
 mod leases;
-mod rooms;
 mod ops;
+mod rooms;
+mod waiting;
 mod writer;
 
 use std::fs::{File, TryLockError};
@@ -53,7 +54,7 @@ use crate::model::{
     NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
     Platform, SessionFilter, SessionKind, SessionRecord, SubmitOutcome,
 };
-use crate::store::Store;
+use crate::store::{JoinedLobby, NewWaiter, Store, Waiter};
 
 /// The database file's name inside a data directory.
 pub const DB_FILE: &str = "wozkit.sqlite3";
@@ -818,6 +819,61 @@ impl Store for SqliteStore {
             limit,
         })
         .await
+    }
+
+    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
+        self.write(waiting::Join {
+            entry,
+            live_since_ms,
+        })
+        .await
+    }
+
+    async fn lobby_heard(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+        at_ms: u64,
+    ) -> Result<bool> {
+        self.write(waiting::Touch {
+            participant: participant.to_owned(),
+            instance: instance.to_owned(),
+            conn,
+            heard_at_ms: Some(at_ms),
+        })
+        .await
+    }
+
+    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
+        self.write(waiting::Touch {
+            participant: participant.to_owned(),
+            instance: instance.to_owned(),
+            conn,
+            heard_at_ms: None,
+        })
+        .await
+    }
+
+    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
+        let sql = format!(
+            "SELECT {} FROM waiting WHERE (?1 IS NULL OR study_id = ?1) \
+             ORDER BY study_id, pair_key, front DESC, ord",
+            waiting::COLUMNS
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(study_id)
+            .fetch_all(&self.reads)
+            .await?;
+        rows.iter().map(waiting::waiter_from_row).collect()
+    }
+
+    async fn notify_lobby(&self, _notice: &str) -> Result<bool> {
+        Ok(false)
+    }
+
+    async fn listen_lobby(&self) -> Result<Option<mpsc::Receiver<String>>> {
+        Ok(None)
     }
 
     async fn meta(&self, key: &str) -> Result<Option<String>> {

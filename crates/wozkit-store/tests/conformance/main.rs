@@ -8,12 +8,14 @@ mod accounts;
 mod events;
 mod leases;
 mod records;
+mod waiting;
 mod rooms;
 
 use accounts::*;
 use events::*;
 use leases::*;
 use records::*;
+use waiting::*;
 use rooms::*;
 
 conformance!(
@@ -40,6 +42,11 @@ conformance!(
     accounts_names_and_removal,
     logins_expire_and_end,
     failed_logins_per_address_and_name,
+    lobby_pairs_first_come_first_served,
+    lobby_never_pairs_a_participant_or_worker_with_itself,
+    lobby_passes_over_waiters_not_heard_lately,
+    lobby_concurrent_joiners_never_share_a_waiter,
+    lobby_notices_reach_every_instance,
     instances_race_for_one_room_and_exactly_one_wins,
     expiry_lets_another_instance_take_a_room_and_renewal_keeps_it,
     orphaned_rooms_are_taken_over_once,

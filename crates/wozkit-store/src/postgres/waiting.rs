@@ -1,0 +1,215 @@
+//! The lobby on PostgreSQL: the `waiting` table (migration 0006), shared by every instance.
+//!
+//! [`join`] runs in one transaction that first takes a transaction-scoped advisory lock on the
+//! queue (study and pair key): joins of one queue run one after the other, so two complementary
+//! participants arriving at the same moment on two instances are paired rather than both queued
+//! (each would otherwise miss the other's uncommitted row). The partner is picked with
+//! `FOR UPDATE SKIP LOCKED` and deleted in the same statement, so a waiter is taken at most once
+//! even by a statement that does not hold the queue lock (a participant's own other tab, which
+//! deletes by participant id).
+//!
+//! Notices: [`notify`] is `pg_notify` on the channel [`CHANNEL`]; [`listen`] holds a
+//! `PgListener` (its own connection, reconnecting after a loss) and forwards every payload.
+
+use sqlx::postgres::{PgListener, PgPool, PgRow};
+use sqlx::{AssertSqlSafe, Row};
+use tokio::sync::mpsc;
+use wozkit_core::event::Role;
+
+use crate::codec::to_i64;
+use crate::error::{Result, StoreError};
+use crate::store::{JoinedLobby, LOBBY_NOTICE_MAX, NewWaiter, Waiter};
+
+/// The `LISTEN/NOTIFY` channel of lobby notices.
+pub const CHANNEL: &str = "wozkit_lobby";
+
+/// Notices received but not yet taken by the server before the listener waits.
+const NOTICE_QUEUE: usize = 1024;
+
+/// The columns of a [`Waiter`], read by name in [`waiter_from_row`].
+const COLUMNS: &str = "participant, study_id, pair_key, role, worker, instance, conn, front, ord, \
+     since_ms, heard_at_ms";
+
+fn corrupt(what: &'static str, detail: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        what,
+        detail: detail.into(),
+    }
+}
+
+fn unsigned(what: &'static str, value: i64) -> Result<u64> {
+    u64::try_from(value).map_err(|_| corrupt(what, format!("negative value {value}")))
+}
+
+fn waiter_from_row(row: &PgRow) -> Result<Waiter> {
+    let role: String = row.try_get("role")?;
+    let pair: String = row.try_get("pair_key")?;
+    Ok(Waiter {
+        participant: row.try_get("participant")?,
+        study_id: row.try_get("study_id")?,
+        pair_key: (!pair.is_empty()).then_some(pair),
+        role: Role::parse(&role).ok_or_else(|| corrupt("waiting role", role))?,
+        worker: row.try_get("worker")?,
+        instance: row.try_get("instance")?,
+        conn: unsigned("waiting conn", row.try_get("conn")?)?,
+        front: row.try_get("front")?,
+        order: unsigned("waiting order", row.try_get("ord")?)?,
+        since_ms: unsigned("waiting since", row.try_get("since_ms")?)?,
+        heard_at_ms: unsigned("waiting heard", row.try_get("heard_at_ms")?)?,
+    })
+}
+
+/// See [`Store::join_lobby`](crate::Store::join_lobby).
+pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
+    let conn_id = to_i64("waiting conn", e.conn)?;
+    let since = to_i64("waiting since", e.since_ms)?;
+    let heard = to_i64("waiting heard", e.heard_at_ms)?;
+    let live = to_i64("lobby live cut-off", live_since_ms)?;
+    let pair = e.pair_key.as_deref().unwrap_or("");
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('lobby:' || $1 || ':' || $2, 0))")
+        .bind(e.study_id.as_str())
+        .bind(pair)
+        .execute(&mut *tx)
+        .await?;
+    // Another tab of the same participant gives up its place to this one.
+    sqlx::query("DELETE FROM waiting WHERE participant = $1")
+        .bind(e.participant.as_str())
+        .execute(&mut *tx)
+        .await?;
+    let sql = format!(
+        "DELETE FROM waiting WHERE participant = ( \
+           SELECT participant FROM waiting \
+           WHERE study_id = $1 AND pair_key = $2 AND role = $3 AND participant <> $4 \
+             AND (worker IS NULL OR $5::text IS NULL OR worker <> $5) AND heard_at_ms >= $6 \
+           ORDER BY front DESC, ord LIMIT 1 FOR UPDATE SKIP LOCKED) \
+         RETURNING {COLUMNS}"
+    );
+    let taken = sqlx::query(AssertSqlSafe(sql))
+        .bind(e.study_id.as_str())
+        .bind(pair)
+        .bind(e.role.other().as_str())
+        .bind(e.participant.as_str())
+        .bind(e.worker.as_deref())
+        .bind(live)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if let Some(row) = taken {
+        let partner = waiter_from_row(&row)?;
+        tx.commit().await?;
+        return Ok(JoinedLobby::Taken(partner));
+    }
+    let sql = format!(
+        "INSERT INTO waiting (participant, study_id, pair_key, role, worker, instance, conn, \
+         front, ord, since_ms, heard_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nextval('waiting_ord'), $9, $10) \
+         RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(AssertSqlSafe(sql))
+        .bind(e.participant.as_str())
+        .bind(e.study_id.as_str())
+        .bind(pair)
+        .bind(e.role.as_str())
+        .bind(e.worker.as_deref())
+        .bind(e.instance.as_str())
+        .bind(conn_id)
+        .bind(e.front)
+        .bind(since)
+        .bind(heard)
+        .fetch_one(&mut *tx)
+        .await?;
+    let queued = waiter_from_row(&row)?;
+    tx.commit().await?;
+    Ok(JoinedLobby::Queued(queued))
+}
+
+/// Refreshes (`heard_at_ms: Some`) or removes (`None`) the place of one connection.
+pub(super) async fn touch(
+    pool: &PgPool,
+    participant: &str,
+    instance: &str,
+    conn: u64,
+    heard_at_ms: Option<u64>,
+) -> Result<bool> {
+    let conn = to_i64("waiting conn", conn)?;
+    let done = match heard_at_ms {
+        Some(at) => {
+            sqlx::query(
+                "UPDATE waiting SET heard_at_ms = GREATEST(heard_at_ms, $4) \
+                 WHERE participant = $1 AND instance = $2 AND conn = $3",
+            )
+            .bind(participant)
+            .bind(instance)
+            .bind(conn)
+            .bind(to_i64("waiting heard", at)?)
+            .execute(pool)
+            .await?
+        }
+        None => {
+            sqlx::query(
+                "DELETE FROM waiting WHERE participant = $1 AND instance = $2 AND conn = $3",
+            )
+            .bind(participant)
+            .bind(instance)
+            .bind(conn)
+            .execute(pool)
+            .await?
+        }
+    };
+    Ok(done.rows_affected() > 0)
+}
+
+/// See [`Store::waiters`](crate::Store::waiters).
+pub(super) async fn waiters(pool: &PgPool, study_id: Option<&str>) -> Result<Vec<Waiter>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM waiting WHERE ($1::text IS NULL OR study_id = $1) \
+         ORDER BY study_id, pair_key, front DESC, ord"
+    );
+    let rows = sqlx::query(AssertSqlSafe(sql))
+        .bind(study_id)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(waiter_from_row).collect()
+}
+
+/// See [`Store::notify_lobby`](crate::Store::notify_lobby).
+pub(super) async fn notify(pool: &PgPool, notice: &str) -> Result<bool> {
+    if notice.len() > LOBBY_NOTICE_MAX {
+        return Err(StoreError::OutOfRange {
+            what: "lobby notice length",
+            value: notice.len() as u64,
+        });
+    }
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(notice)
+        .execute(pool)
+        .await?;
+    Ok(true)
+}
+
+/// See [`Store::listen_lobby`](crate::Store::listen_lobby). The listener stops when the
+/// receiver is dropped; the receiver sees the end when the listener fails for good.
+pub(super) async fn listen(pool: &PgPool) -> Result<mpsc::Receiver<String>> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(CHANNEL).await?;
+    let (tx, rx) = mpsc::channel(NOTICE_QUEUE);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tx.closed() => return,
+                got = listener.recv() => match got {
+                    Ok(n) => {
+                        if tx.send(n.payload().to_owned()).await.is_err() {
+                            return;
+                        }
+                    }
+                    // `recv` reconnects by itself after a lost connection; another error (the
+                    // pool closed) ends the listener, and the receiver then sees the end.
+                    Err(_) => return,
+                },
+            }
+        }
+    });
+    Ok(rx)
+}

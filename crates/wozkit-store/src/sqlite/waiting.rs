@@ -1,0 +1,195 @@
+//! The lobby on SQLite: the `waiting` table (migration 0006). Every write goes through the
+//! single writer, one request at a time inside its transaction, so "take a partner or queue
+//! myself" is atomic without further locking. SQLite serves one process, so lobby notices stay
+//! in that process ([`Store::notify_lobby`](crate::Store::notify_lobby) answers `false`).
+
+use async_trait::async_trait;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+use wozkit_core::event::Role;
+
+use super::ops::Apply;
+use super::writer::BatchState;
+use crate::codec::to_i64;
+use crate::error::{Result, StoreError};
+use crate::store::{JoinedLobby, NewWaiter, Waiter};
+
+/// The columns of a [`Waiter`], in the order [`waiter_from_row`] reads them.
+pub(super) const COLUMNS: &str = "participant, study_id, pair_key, role, worker, instance, conn, \
+     front, ord, since_ms, heard_at_ms";
+
+fn corrupt(what: &'static str, detail: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        what,
+        detail: detail.into(),
+    }
+}
+
+fn unsigned(what: &'static str, value: i64) -> Result<u64> {
+    u64::try_from(value).map_err(|_| corrupt(what, format!("negative value {value}")))
+}
+
+/// A `waiting` row selected with [`COLUMNS`].
+pub(super) fn waiter_from_row(row: &SqliteRow) -> Result<Waiter> {
+    let role: String = row.try_get("role")?;
+    let pair: String = row.try_get("pair_key")?;
+    Ok(Waiter {
+        participant: row.try_get("participant")?,
+        study_id: row.try_get("study_id")?,
+        pair_key: (!pair.is_empty()).then_some(pair),
+        role: Role::parse(&role).ok_or_else(|| corrupt("waiting role", role))?,
+        worker: row.try_get("worker")?,
+        instance: row.try_get("instance")?,
+        conn: unsigned("waiting conn", row.try_get("conn")?)?,
+        front: row.try_get::<i64, _>("front")? != 0,
+        order: unsigned("waiting order", row.try_get("ord")?)?,
+        since_ms: unsigned("waiting since", row.try_get("since_ms")?)?,
+        heard_at_ms: unsigned("waiting heard", row.try_get("heard_at_ms")?)?,
+    })
+}
+
+/// Takes a partner for `entry` or queues it.
+pub(super) struct Join {
+    pub entry: NewWaiter,
+    pub live_since_ms: u64,
+}
+
+#[async_trait]
+impl Apply for Join {
+    type Output = JoinedLobby;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<JoinedLobby>, sqlx::Error> {
+        let e = &self.entry;
+        let numbers = (
+            to_i64("waiting conn", e.conn),
+            to_i64("waiting since", e.since_ms),
+            to_i64("waiting heard", e.heard_at_ms),
+            to_i64("lobby live cut-off", self.live_since_ms),
+        );
+        let (conn_id, since, heard, live) = match numbers {
+            (Ok(a), Ok(b), Ok(c), Ok(d)) => (a, b, c, d),
+            (a, b, c, d) => {
+                let err = [a.err(), b.err(), c.err(), d.err()]
+                    .into_iter()
+                    .flatten()
+                    .next();
+                return Ok(Err(err.expect("one number is out of range")));
+            }
+        };
+        let pair = e.pair_key.as_deref().unwrap_or("");
+        // Another tab of the same participant gives up its place to this one.
+        sqlx::query("DELETE FROM waiting WHERE participant = ?1")
+            .bind(e.participant.as_str())
+            .execute(&mut *conn)
+            .await?;
+        let sql = format!(
+            "SELECT {COLUMNS} FROM waiting \
+             WHERE study_id = ?1 AND pair_key = ?2 AND role = ?3 AND participant <> ?4 \
+               AND (worker IS NULL OR ?5 IS NULL OR worker <> ?5) AND heard_at_ms >= ?6 \
+             ORDER BY front DESC, ord LIMIT 1"
+        );
+        let partner = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(e.study_id.as_str())
+            .bind(pair)
+            .bind(e.role.other().as_str())
+            .bind(e.participant.as_str())
+            .bind(e.worker.as_deref())
+            .bind(live)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if let Some(row) = partner {
+            let partner = match waiter_from_row(&row) {
+                Ok(w) => w,
+                Err(err) => return Ok(Err(err)),
+            };
+            sqlx::query("DELETE FROM waiting WHERE participant = ?1")
+                .bind(partner.participant.as_str())
+                .execute(&mut *conn)
+                .await?;
+            return Ok(Ok(JoinedLobby::Taken(partner)));
+        }
+        let ord: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(ord), 0) + 1 FROM waiting")
+            .fetch_one(&mut *conn)
+            .await?;
+        sqlx::query(
+            "INSERT INTO waiting (participant, study_id, pair_key, role, worker, instance, conn, \
+             front, ord, since_ms, heard_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )
+        .bind(e.participant.as_str())
+        .bind(e.study_id.as_str())
+        .bind(pair)
+        .bind(e.role.as_str())
+        .bind(e.worker.as_deref())
+        .bind(e.instance.as_str())
+        .bind(conn_id)
+        .bind(i64::from(e.front))
+        .bind(ord)
+        .bind(since)
+        .bind(heard)
+        .execute(&mut *conn)
+        .await?;
+        Ok(Ok(JoinedLobby::Queued(Waiter {
+            participant: e.participant.clone(),
+            study_id: e.study_id.clone(),
+            pair_key: e.pair_key.clone(),
+            role: e.role,
+            worker: e.worker.clone(),
+            instance: e.instance.clone(),
+            conn: e.conn,
+            front: e.front,
+            order: ord as u64,
+            since_ms: e.since_ms,
+            heard_at_ms: e.heard_at_ms,
+        })))
+    }
+}
+
+/// Refreshes (`heard_at_ms: Some`) or removes (`None`) the place of one connection.
+pub(super) struct Touch {
+    pub participant: String,
+    pub instance: String,
+    pub conn: u64,
+    pub heard_at_ms: Option<u64>,
+}
+
+#[async_trait]
+impl Apply for Touch {
+    type Output = bool;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<bool>, sqlx::Error> {
+        let conn_id = match to_i64("waiting conn", self.conn) {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        let query = match self.heard_at_ms {
+            Some(at) => {
+                let at = match to_i64("waiting heard", at) {
+                    Ok(t) => t,
+                    Err(e) => return Ok(Err(e)),
+                };
+                sqlx::query(
+                    "UPDATE waiting SET heard_at_ms = MAX(heard_at_ms, ?4) \
+                     WHERE participant = ?1 AND instance = ?2 AND conn = ?3",
+                )
+                .bind(self.participant.as_str())
+                .bind(self.instance.as_str())
+                .bind(conn_id)
+                .bind(at)
+            }
+            None => sqlx::query(
+                "DELETE FROM waiting WHERE participant = ?1 AND instance = ?2 AND conn = ?3",
+            )
+            .bind(self.participant.as_str())
+            .bind(self.instance.as_str())
+            .bind(conn_id),
+        };
+        Ok(Ok(query.execute(&mut *conn).await?.rows_affected() > 0))
+    }
+}
