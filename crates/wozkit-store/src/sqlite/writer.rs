@@ -5,10 +5,17 @@
 //! request. Under load batches grow by themselves, so the fsync cost is shared by many callers;
 //! when idle a lone request is committed at once.
 //!
+//! A batch made only of event appends (the live rooms' writes, by far the most common) needs no
+//! statement before its rows are inserted: each session's last `seq` is known (or read, which the
+//! single writer may do outside a transaction). Such a batch sends `BEGIN IMMEDIATE`, its inserts
+//! and `COMMIT` to SQLite's thread as one multi-statement query: one round trip (two thread
+//! wake-ups) per batch instead of three.
+//!
 //! Owning the only write connection is also what makes `seq` assignment simple: the writer keeps
 //! each session's last `seq` in memory (read lazily from `MAX(seq)`), and nothing else can insert
 //! events behind its back (the data directory lock keeps out other processes).
 
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::fs::File;
 use std::sync::{Arc, OnceLock};
@@ -20,7 +27,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Duration, MissedTickBehavior};
 use wozkit_core::event::EVENT_SCHEMA_VERSION;
 
-use super::ops::Apply;
+use super::ops::{AppendEvents, Apply};
 use crate::codec::EncodedEvent;
 use crate::error::{Result, StoreError};
 
@@ -44,6 +51,11 @@ pub(super) trait WriteOp: Send {
     fn finish(self: Box<Self>);
     /// Sends `err`; called when the batch could not be committed.
     fn fail(self: Box<Self>, err: StoreError);
+    /// Whether the request is a plain append of events, which only reads before the batch's
+    /// rows are inserted (see the module notes).
+    fn appends_only(&self) -> bool {
+        false
+    }
 }
 
 /// A request and where its answer goes.
@@ -84,6 +96,10 @@ impl<A: Apply> WriteOp for Request<A> {
 
     fn fail(self: Box<Self>, err: StoreError) {
         let _ = self.reply.send(Err(err));
+    }
+
+    fn appends_only(&self) -> bool {
+        TypeId::of::<A>() == TypeId::of::<AppendEvents>()
     }
 }
 
@@ -240,7 +256,12 @@ async fn commit_batch(
     state: &mut BatchState,
     batch: &mut Vec<Box<dyn WriteOp>>,
 ) {
-    match apply_all(conn, state, batch).await {
+    let applied = if batch.iter().all(|op| op.appends_only()) {
+        apply_appends(conn, state, batch).await
+    } else {
+        apply_all(conn, state, batch).await
+    };
+    match applied {
         Ok(()) => {
             state.commit();
             for op in batch.drain(..) {
@@ -271,11 +292,35 @@ async fn apply_all(
             return Err(err);
         }
     }
-    if let Err(err) = flush_rows(&mut tx, &mut state.rows).await {
+    if let Err(err) = flush_rows(&mut tx, &mut state.rows, Wrap::Inside).await {
         let _ = tx.rollback().await;
         return Err(err);
     }
     tx.commit().await
+}
+
+/// A batch of event appends only: the requests run outside any transaction (they at most read
+/// a session's last `seq`; this writer is the only one, so what it reads cannot change behind
+/// it), then the rows go in with `BEGIN IMMEDIATE` and `COMMIT` in the same queries. The
+/// answers still wait for the commit, so every answered append is durable.
+async fn apply_appends(
+    conn: &mut SqliteConnection,
+    state: &mut BatchState,
+    batch: &mut [Box<dyn WriteOp>],
+) -> Result<(), sqlx::Error> {
+    for op in batch.iter_mut() {
+        op.apply(conn, state).await?;
+    }
+    if state.rows.is_empty() {
+        return Ok(());
+    }
+    if let Err(err) = flush_rows(conn, &mut state.rows, Wrap::Transaction).await {
+        // The transaction is open if the failure came after `BEGIN`; when none is open the
+        // rollback fails harmlessly.
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+        return Err(err);
+    }
+    Ok(())
 }
 
 /// Rows per multi-row INSERT, largest first. Every statement is prepared once and cached by
@@ -283,35 +328,56 @@ async fn apply_all(
 /// instead of one statement (and one round trip to SQLite's thread) per event.
 const CHUNK_SIZES: [usize; 4] = [64, 16, 4, 1];
 
-fn insert_sql(rows: usize) -> &'static str {
+/// How the inserts of [`flush_rows`] relate to the transaction.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wrap {
+    /// Inside a transaction the caller opened and commits.
+    Inside,
+    /// The first insert opens the transaction (`BEGIN IMMEDIATE; INSERT …`) and the last one
+    /// commits it (`INSERT …; COMMIT`).
+    Transaction,
+}
+
+/// The multi-row INSERT of `rows` rows (one of [`CHUNK_SIZES`]), preceded by `BEGIN IMMEDIATE`
+/// and followed by `COMMIT` as asked.
+fn insert_sql(rows: usize, begin: bool, commit: bool) -> &'static str {
     static SQL: OnceLock<Vec<String>> = OnceLock::new();
     let all = SQL.get_or_init(|| {
-        CHUNK_SIZES
-            .iter()
-            .map(|&n| {
-                let values = vec!["(?, ?, ?, ?, ?, ?)"; n].join(", ");
-                format!(
-                    "INSERT INTO events (session_id, seq, v, at_ms, actor, payload) VALUES {values}"
-                )
-            })
-            .collect()
+        let mut all = vec![];
+        for &n in &CHUNK_SIZES {
+            let values = vec!["(?, ?, ?, ?, ?, ?)"; n].join(", ");
+            let insert = format!(
+                "INSERT INTO events (session_id, seq, v, at_ms, actor, payload) VALUES {values}"
+            );
+            for (b, c) in [(false, false), (false, true), (true, false), (true, true)] {
+                let begin = if b { "BEGIN IMMEDIATE; " } else { "" };
+                let commit = if c { "; COMMIT" } else { "" };
+                all.push(format!("{begin}{insert}{commit}"));
+            }
+        }
+        all
     });
-    let index = CHUNK_SIZES
+    let size = CHUNK_SIZES
         .iter()
         .position(|&n| n == rows)
         .unwrap_or(CHUNK_SIZES.len() - 1);
-    all[index].as_str()
+    all[size * 4 + usize::from(begin) * 2 + usize::from(commit)].as_str()
 }
 
 async fn flush_rows(
     conn: &mut SqliteConnection,
     rows: &mut Vec<EventRow>,
+    wrap: Wrap,
 ) -> Result<(), sqlx::Error> {
     let mut rest = &rows[..];
+    let mut first = true;
     for size in CHUNK_SIZES {
         while rest.len() >= size {
             let (chunk, tail) = rest.split_at(size);
-            let mut query = sqlx::query(AssertSqlSafe(insert_sql(size)));
+            let begin = wrap == Wrap::Transaction && first;
+            let commit = wrap == Wrap::Transaction && tail.is_empty();
+            first = false;
+            let mut query = sqlx::query(AssertSqlSafe(insert_sql(size, begin, commit)));
             for row in chunk {
                 query = query
                     .bind(&*row.session)
