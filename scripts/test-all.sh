@@ -22,6 +22,8 @@ fi
 if [ -x .ci/start-postgres.sh ]; then
   pg_env=$(.ci/start-postgres.sh)
   eval "export $pg_env"
+  # A server was started: every PostgreSQL test must run on it, and fails (not skips) without it.
+  export WOZKIT_TEST_PG_REQUIRED=1
   echo "PostgreSQL for tests: ${WOZKIT_TEST_PG_URL:-not started}"
 fi
 

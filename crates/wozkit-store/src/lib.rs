@@ -12,6 +12,7 @@
 //! - [`sqlite`]: the embedded default, one WAL-mode file with a group-committing writer task.
 //! - [`postgres`]: the backend for several instances sharing a database.
 //! - [`token`]: participant tokens (random, stored hashed) and random ids.
+//! - [`testing`]: a fresh PostgreSQL database per test, for every crate's PostgreSQL tests.
 //! - [`error`]: [`StoreError`], shared by both backends.
 //! - `codec` and `migrations` (private): row conversions and the embedded schemas.
 //!
@@ -26,6 +27,7 @@ pub mod model;
 pub mod postgres;
 pub mod sqlite;
 pub mod store;
+pub mod testing;
 pub mod token;
 
 use std::path::Path;

@@ -1,6 +1,7 @@
 //! Behaviour only the PostgreSQL backend has: several instances (here two stores, each with its
 //! own pool and writer) appending to the same sessions must still number every log 1..=n.
-//! Skipped with a note unless `WOZKIT_TEST_PG_URL` is set.
+//! Skipped with a note unless `WOZKIT_TEST_PG_URL` is set (fails instead when
+//! `WOZKIT_TEST_PG_REQUIRED` is set; see `wozkit_store::testing`).
 
 mod harness;
 

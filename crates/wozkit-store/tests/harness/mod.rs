@@ -6,19 +6,15 @@
 
 use std::sync::Arc;
 
-use sqlx::{Connection, PgConnection};
 use wozkit_core::event::{Actor, EventKind, MessageSource, Role};
-use wozkit_store::{NewEvent, NewSession, Store, new_id};
+use wozkit_store::testing::TestDatabase;
+use wozkit_store::{NewEvent, NewSession, Store};
 
-pub const PG_ENV: &str = "WOZKIT_TEST_PG_URL";
+pub const PG_ENV: &str = wozkit_store::testing::PG_URL_ENV;
 
 pub enum Backend {
     Sqlite(tempfile::TempDir),
-    Postgres {
-        admin_url: String,
-        db: String,
-        url: String,
-    },
+    Postgres(TestDatabase),
 }
 
 impl Backend {
@@ -26,28 +22,16 @@ impl Backend {
         Backend::Sqlite(tempfile::tempdir().expect("temporary directory"))
     }
 
-    /// A fresh database on the test server, or `None` (with a note) when none is configured.
+    /// A fresh database on the test server, or `None` (with a note) when none is configured;
+    /// fails when `WOZKIT_TEST_PG_REQUIRED` is set and there is none ([`TestDatabase::create`]).
     pub async fn postgres(case: &str) -> Option<Backend> {
-        let Ok(admin_url) = std::env::var(PG_ENV) else {
-            eprintln!("skipped {case} on PostgreSQL: set {PG_ENV} (see .ci/start-postgres.sh)");
-            return None;
-        };
-        let db = format!("wozkit_t_{}", new_id());
-        let mut admin = PgConnection::connect(&admin_url)
-            .await
-            .expect("connect to the PostgreSQL test server");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}")))
-            .execute(&mut admin)
-            .await
-            .expect("create test database");
-        let url = with_database(&admin_url, &db);
-        Some(Backend::Postgres { admin_url, db, url })
+        TestDatabase::create(case).await.map(Backend::Postgres)
     }
 
     pub fn name(&self) -> &'static str {
         match self {
             Backend::Sqlite(_) => "sqlite",
-            Backend::Postgres { .. } => "postgres",
+            Backend::Postgres(_) => "postgres",
         }
     }
 
@@ -55,39 +39,16 @@ impl Backend {
     pub async fn open(&self) -> Arc<dyn Store> {
         let location = match self {
             Backend::Sqlite(dir) => dir.path().display().to_string(),
-            Backend::Postgres { url, .. } => url.clone(),
+            Backend::Postgres(db) => db.url.clone(),
         };
         wozkit_store::open(&location).await.expect("open store")
     }
 
     /// Drops the test database (PostgreSQL); the temporary directory goes with `self`.
     pub async fn cleanup(self) {
-        if let Backend::Postgres { admin_url, db, .. } = self
-            && let Ok(mut admin) = PgConnection::connect(&admin_url).await
-        {
-            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {db} WITH (FORCE)"
-            )))
-            .execute(&mut admin)
-            .await;
+        if let Backend::Postgres(db) = self {
+            db.drop_database().await;
         }
-    }
-}
-
-/// `url` with its database name replaced by `db`.
-fn with_database(url: &str, db: &str) -> String {
-    let (main, query) = match url.split_once('?') {
-        Some((m, q)) => (m, Some(q)),
-        None => (url, None),
-    };
-    let after_scheme = main.find("://").map_or(0, |i| i + 3);
-    let base = match main[after_scheme..].find('/') {
-        Some(i) => &main[..after_scheme + i],
-        None => main,
-    };
-    match query {
-        Some(q) => format!("{base}/{db}?{q}"),
-        None => format!("{base}/{db}"),
     }
 }
 
