@@ -131,6 +131,12 @@ function renderEvent(e) {
     case 'db_queried':
       renderDbResults(e);
       break;
+    case 'goal_generated':
+      renderGoal(e);
+      break;
+    case 'turn_state':
+      renderTurnState(e);
+      break;
     case 'db_selected':
       if ($('db-selected')) {
         $('db-selected').textContent = `Selected in ${e.table}: ${e.key}`;
@@ -503,6 +509,60 @@ function renderView(v) {
     if ($('media').getAttribute('src') !== v.media.url) $('media').setAttribute('src', v.media.url);
     $('media').alt = v.media.alt;
   }
+}
+
+// ---------------------------------------------------------------- the user's goal
+
+// The goal panel (the user's only; the wizard never receives the goal), built from
+// `goal_generated`: one list per sub-goal with its constraints ("fee: free") and requested slots
+// ("phone: ?"), in the order of the `turn_state` user state. Each `turn_state` ticks the entries
+// it says are satisfied; a requested slot then shows the value the assistant told.
+function renderGoal(e) {
+  if (role !== 'user' || !e.goal) return;
+  let panel = $('goal-panel');
+  if (!panel) {
+    panel = el('section', { id: 'goal-panel', class: 'panel', 'data-testid': 'goal-panel', 'aria-labelledby': 'goal-title' });
+    const side = document.querySelector('.side-col');
+    if (side) side.prepend(panel);
+    else main.append(panel);
+  }
+  panel.replaceChildren(el('h2', { id: 'goal-title' }, 'Your goal'));
+  let i = 0;
+  (e.goal.subgoals || []).forEach((sg, n) => {
+    const sub = el('div', { class: 'goal-sub', 'data-testid': 'goal-subgoal', 'data-subgoal': sg.id });
+    sub.append(el('h3', {}, `${sg.id}. ${sg.domain}`));
+    if (e.description && e.description[n]) sub.append(el('p', { class: 'muted goal-description' }, e.description[n]));
+    const list = el('ul');
+    const add = (slot, kind) => {
+      const li = el('li', { class: `goal-entry goal-${kind}`, 'data-testid': 'goal-entry', 'data-index': i, 'data-kind': kind, 'data-slot': slot.slot, 'data-satisfied': 'false' });
+      li.append(el('span', { class: 'tick', 'aria-hidden': 'true' }), el('span', { class: 'goal-text' }, goalText(slot.slot, slot.value, kind)));
+      list.append(li);
+      i += 1;
+    };
+    for (const c of sg.constraints || []) add(c, 'constraint');
+    for (const r of sg.requests || []) add(r, 'request');
+    sub.append(list);
+    panel.append(sub);
+  });
+}
+
+function goalText(slot, value, kind) {
+  if (kind === 'request') return `${slot}: ${value || '?'}`;
+  return `${slot}: ${value}`;
+}
+
+function renderTurnState(e) {
+  const panel = $('goal-panel');
+  if (role !== 'user' || !panel) return;
+  (e.user_state || []).forEach((x, i) => {
+    const li = panel.querySelector(`li[data-index="${i}"]`);
+    if (!li) return;
+    const done = !!x.satisfied;
+    li.classList.toggle('done', done);
+    li.dataset.satisfied = done ? 'true' : 'false';
+    li.querySelector('.tick').textContent = done ? '✓' : '';
+    li.querySelector('.goal-text').textContent = `${goalText(x.slot, x.value, x.kind)}${done ? ' (done)' : ''}`;
+  });
 }
 
 // ---------------------------------------------------------------- the wizard's database

@@ -32,6 +32,28 @@ pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Optio
         EventKind::TakenOver { .. } if role == Role::User => None,
         // The wizard's database searches and selections are the wizard's alone.
         EventKind::DbQueried { .. } | EventKind::DbSelected { .. } if role == Role::User => None,
+        // The user goal and its state are the user's alone: the wizard never learns the goal.
+        EventKind::GoalGenerated { .. } | EventKind::TurnState { .. } if role == Role::Wizard => {
+            None
+        }
+        // The user's goal panel ticks from the user state; the belief states are the wizard's
+        // searches and selections, which the user does not see.
+        EventKind::TurnState {
+            turn,
+            role: r,
+            user_state,
+            ..
+        } => {
+            let mut e = e.clone();
+            e.kind = EventKind::TurnState {
+                turn: *turn,
+                role: *r,
+                user_state: user_state.clone(),
+                sys_state: Default::default(),
+                sys_state_init: Default::default(),
+            };
+            Some(Cow::Owned(e))
+        }
         _ if role == Role::Wizard => Some(Cow::Borrowed(e)),
         EventKind::HintGiven { .. }
         | EventKind::StateEntered { .. }

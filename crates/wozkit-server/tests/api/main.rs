@@ -13,6 +13,7 @@ mod database;
 mod endings;
 mod evaluation;
 mod evaluation_from_store;
+mod goals;
 mod hostile;
 mod human;
 mod lobby;
