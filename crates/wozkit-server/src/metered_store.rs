@@ -250,11 +250,19 @@ impl Store for MeteredStore {
         instance: &str,
         address: &str,
         now_ms: u64,
+        unowned_before_ms: u64,
         expires_at_ms: u64,
         limit: u32,
     ) -> Result<Vec<String>> {
         self.inner
-            .claim_orphan_rooms(instance, address, now_ms, expires_at_ms, limit)
+            .claim_orphan_rooms(
+                instance,
+                address,
+                now_ms,
+                unowned_before_ms,
+                expires_at_ms,
+                limit,
+            )
             .await
     }
     async fn meta(&self, key: &str) -> Result<Option<String>> {

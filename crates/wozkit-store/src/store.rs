@@ -270,18 +270,28 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Takes over, for `instance` until `expires_at_ms`, up to `limit` live dialogue sessions
-    /// whose room nobody holds or whose lease expired by `now_ms`, and returns their ids (by
-    /// id). Atomic per room like [`acquire_room`](Store::acquire_room): instances claiming at
-    /// once never get the same room.
+    /// whose lease expired by `now_ms`, or whose room nobody holds and that were created at or
+    /// before `unowned_before_ms` (a younger session is being started by the instance that
+    /// paired it, which leases it at once), and returns their ids (by id). Atomic per room
+    /// like [`acquire_room`](Store::acquire_room): instances claiming at once never get the
+    /// same room.
     async fn claim_orphan_rooms(
         &self,
         instance: &str,
         address: &str,
         now_ms: u64,
+        unowned_before_ms: u64,
         expires_at_ms: u64,
         limit: u32,
     ) -> Result<Vec<String>> {
-        let _ = (instance, address, now_ms, expires_at_ms, limit);
+        let _ = (
+            instance,
+            address,
+            now_ms,
+            unowned_before_ms,
+            expires_at_ms,
+            limit,
+        );
         Err(crate::StoreError::ReadOnly)
     }
 
@@ -544,11 +554,19 @@ impl<S: Store + ?Sized> Store for Arc<S> {
         instance: &str,
         address: &str,
         now_ms: u64,
+        unowned_before_ms: u64,
         expires_at_ms: u64,
         limit: u32,
     ) -> Result<Vec<String>> {
         (**self)
-            .claim_orphan_rooms(instance, address, now_ms, expires_at_ms, limit)
+            .claim_orphan_rooms(
+                instance,
+                address,
+                now_ms,
+                unowned_before_ms,
+                expires_at_ms,
+                limit,
+            )
             .await
     }
     async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {

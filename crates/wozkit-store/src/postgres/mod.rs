@@ -653,7 +653,15 @@ impl Store for PgStore {
         now_ms: u64,
         expires_at_ms: u64,
     ) -> Result<bool> {
-        rooms::acquire(&self.pool, session, instance, address, now_ms, expires_at_ms).await
+        rooms::acquire(
+            &self.pool,
+            session,
+            instance,
+            address,
+            now_ms,
+            expires_at_ms,
+        )
+        .await
     }
 
     async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
@@ -673,10 +681,20 @@ impl Store for PgStore {
         instance: &str,
         address: &str,
         now_ms: u64,
+        unowned_before_ms: u64,
         expires_at_ms: u64,
         limit: u32,
     ) -> Result<Vec<String>> {
-        rooms::claim_orphans(&self.pool, instance, address, now_ms, expires_at_ms, limit).await
+        rooms::claim_orphans(
+            &self.pool,
+            instance,
+            address,
+            now_ms,
+            unowned_before_ms,
+            expires_at_ms,
+            limit,
+        )
+        .await
     }
 
     async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {

@@ -97,6 +97,7 @@ pub(super) async fn claim_orphans(
     instance: &str,
     address: &str,
     now_ms: u64,
+    unowned_before_ms: u64,
     expires_at_ms: u64,
     limit: u32,
 ) -> Result<Vec<String>> {
@@ -104,7 +105,7 @@ pub(super) async fn claim_orphans(
         "INSERT INTO room_leases (session_id, instance_id, address, expires_at_ms) \
          SELECT s.id, $1, $2, $4 FROM sessions s LEFT JOIN room_leases r ON r.session_id = s.id \
          WHERE s.ended_at_ms IS NULL AND s.kind = 'dialogue' \
-           AND (r.session_id IS NULL OR r.expires_at_ms <= $3) \
+           AND ((r.session_id IS NULL AND s.created_at_ms <= $6) OR r.expires_at_ms <= $3) \
          ORDER BY s.id LIMIT $5 \
          ON CONFLICT (session_id) DO UPDATE SET instance_id = excluded.instance_id, \
              address = excluded.address, expires_at_ms = excluded.expires_at_ms \
@@ -116,6 +117,7 @@ pub(super) async fn claim_orphans(
     .bind(to_i64("time", now_ms)?)
     .bind(to_i64("room lease expiry", expires_at_ms)?)
     .bind(i64::from(limit))
+    .bind(to_i64("time", unowned_before_ms)?)
     .fetch_all(pool)
     .await?;
     claimed.sort();

@@ -808,6 +808,7 @@ impl Store for SqliteStore {
         instance: &str,
         address: &str,
         now_ms: u64,
+        unowned_before_ms: u64,
         expires_at_ms: u64,
         limit: u32,
     ) -> Result<Vec<String>> {
@@ -815,6 +816,7 @@ impl Store for SqliteStore {
             instance: instance.to_owned(),
             address: address.to_owned(),
             now_ms,
+            unowned_before_ms,
             expires_at_ms,
             limit,
         })

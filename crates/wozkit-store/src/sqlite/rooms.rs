@@ -113,6 +113,7 @@ pub(super) struct ClaimOrphans {
     pub instance: String,
     pub address: String,
     pub now_ms: u64,
+    pub unowned_before_ms: u64,
     pub expires_at_ms: u64,
     pub limit: u32,
 }
@@ -129,13 +130,18 @@ impl Apply for ClaimOrphans {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
         };
+        let fresh = match to_i64("time", self.unowned_before_ms) {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
         // `WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT's join.
         let mut claimed: Vec<String> = sqlx::query_scalar(
             "INSERT INTO room_leases (session_id, instance_id, address, expires_at_ms) \
              SELECT id, ?1, ?2, ?4 FROM ( \
                  SELECT s.id FROM sessions s LEFT JOIN room_leases r ON r.session_id = s.id \
                  WHERE s.ended_at_ms IS NULL AND s.kind = 'dialogue' \
-                   AND (r.session_id IS NULL OR r.expires_at_ms <= ?3) \
+                   AND ((r.session_id IS NULL AND s.created_at_ms <= ?6) \
+                        OR r.expires_at_ms <= ?3) \
                  ORDER BY s.id LIMIT ?5) WHERE true \
              ON CONFLICT (session_id) DO UPDATE SET instance_id = excluded.instance_id, \
                  address = excluded.address, expires_at_ms = excluded.expires_at_ms \
@@ -147,6 +153,7 @@ impl Apply for ClaimOrphans {
         .bind(now)
         .bind(until)
         .bind(i64::from(self.limit))
+        .bind(fresh)
         .fetch_all(&mut *conn)
         .await?;
         claimed.sort();

@@ -108,7 +108,7 @@ pub async fn expiry_lets_another_instance_take_a_room_and_renewal_keeps_it(backe
             .expect("b early")
     );
     assert_eq!(
-        b.claim_orphan_rooms("B", "http://b", 15_000, 25_000, 100)
+        b.claim_orphan_rooms("B", "http://b", 15_000, 15_000, 25_000, 100)
             .await
             .expect("nothing orphaned"),
         Vec::<String>::new()
@@ -152,6 +152,11 @@ pub async fn orphaned_rooms_are_taken_over_once(backend: &Backend) {
             .await
             .expect("session");
     }
+    // A session created after the claim's cut-off and held by nobody is being started by the
+    // instance that paired it: left alone until it is older.
+    a.create_session(new_session("young", "st", 5_000))
+        .await
+        .expect("young");
     // s00 ended: never claimed. s01 is held by a live instance: never claimed before expiry.
     a.end_session("s00", EndReason::Finished, 5)
         .await
@@ -171,14 +176,14 @@ pub async fn orphaned_rooms_are_taken_over_once(backend: &Backend) {
         {
             let a = a.clone();
             async move {
-                a.claim_orphan_rooms("A", "http://a", 2_000, 12_000, 1_000)
+                a.claim_orphan_rooms("A", "http://a", 2_000, 2_000, 12_000, 1_000)
                     .await
             }
         },
         {
             let b = b.clone();
             async move {
-                b.claim_orphan_rooms("B", "http://b", 2_000, 12_000, 1_000)
+                b.claim_orphan_rooms("B", "http://b", 2_000, 2_000, 12_000, 1_000)
                     .await
             }
         }
@@ -211,13 +216,19 @@ pub async fn orphaned_rooms_are_taken_over_once(backend: &Backend) {
     assert_eq!(a.room_owner("s00").await.expect("owner"), None);
     // A limit takes only that many; nothing is left once every room is held.
     assert_eq!(
-        b.claim_orphan_rooms("B", "http://b", 3_000, 13_000, 5)
+        b.claim_orphan_rooms("B", "http://b", 3_000, 3_000, 13_000, 5)
             .await
             .expect("again"),
         Vec::<String>::new()
     );
+    assert_eq!(
+        b.claim_orphan_rooms("B", "http://b", 3_000, 5_000, 13_000, 100)
+            .await
+            .expect("young one"),
+        vec!["young".to_owned()]
+    );
     let later = b
-        .claim_orphan_rooms("B", "http://b", 12_000, 22_000, 5)
+        .claim_orphan_rooms("B", "http://b", 12_000, 12_000, 22_000, 5)
         .await
         .expect("after expiry");
     assert_eq!(later.len(), 5, "{later:?}");
