@@ -9,6 +9,7 @@
 //! - [`formats`]: one module per dataset (Taskmaster-1, CrossWOZ, MultiWOZ 2.1, ConvLab-3 unified,
 //!   CRSArena-Dial and -Eval, CRWIZ), plus [`formats::import`] / [`formats::export`] by name.
 //! - [`votes`](mod@votes), [`survey`]: the votes CSV (CRSArena layout) and the survey-answer CSV.
+//! - [`acts`]: adjudicated dialogue acts of annotated turns, written into the dataset exports.
 //! - [`judgments`]: the judgments of evaluation studies as a JSON Lines or CSV table.
 //! - [`leaderboard`]: arena battles ranked (Elo, Bradley-Terry, win-rate grid) and as HTML.
 //! - [`native`]: wozkit's own JSON Lines event log, the lossless export.
@@ -21,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acts;
 pub mod download;
 pub mod error;
 pub mod formats;

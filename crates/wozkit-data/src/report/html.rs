@@ -456,12 +456,20 @@ fn label_agreements(page: &mut String, j: &JudgmentsReport) {
         let per = a.categories.iter().map(|(l, c)| (l.clone(), c)).collect();
         tables.push(("spans: slot of each marked character".to_string(), a, per));
     }
+    if let Some(t) = &j.act_agreement {
+        let per = t.labels.iter().map(|(l, c)| (l.clone(), c)).collect();
+        tables.push((
+            "dialogue acts of turns (set ticked)".to_string(),
+            &t.sets,
+            per,
+        ));
+    }
     if tables.is_empty() {
         return;
     }
     page.push_str(
         "<h3>Agreement on labels</h3><p>Nominal level. Per label: that label against all \
-         others (turn labels: ticked or not).</p><table class=\"label-agreement\"><tr>\
+         others (turn labels and dialogue acts: ticked or not).</p><table class=\"label-agreement\"><tr>\
          <th>judgments</th><th>label</th><th>items</th><th>workers per item</th>\
          <th>labels given</th><th>Krippendorff α</th><th>Fleiss κ</th></tr>",
     );

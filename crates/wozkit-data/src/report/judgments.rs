@@ -39,6 +39,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+use serde_json::Value;
 use wozkit_core::evaluation::Span;
 use wozkit_core::event::{Event, EventKind};
 
@@ -77,6 +78,9 @@ pub struct JudgmentsReport {
     pub turn_label_agreement: Option<TurnLabelAgreement>,
     /// Agreement on the slots of marked characters in span annotation; `None` without spans.
     pub span_agreement: Option<LabelAgreement>,
+    /// Agreement on the dialogue acts of turns (`task: turn_acts`, each labelled turn a unit):
+    /// on the set of acts, and per act (ticked or not); `None` without act labels.
+    pub act_agreement: Option<TurnLabelAgreement>,
     /// Elo and Bradley-Terry rankings of the comparisons and battles, as the server's live
     /// leaderboard computes them; `None` without comparisons.
     pub leaderboard: Option<Leaderboard>,
@@ -195,6 +199,7 @@ impl JudgmentsCollector {
             label_agreement: answer_agreement(&counted),
             turn_label_agreement: turn_label_agreement(&counted),
             span_agreement: span_agreement(&counted),
+            act_agreement: act_agreement(&counted),
             leaderboard: leaderboard_from_rows(&self.rows, ranking),
             workers: workers(&self.rows),
             onboarding: self.onboarding,
@@ -381,6 +386,43 @@ fn turn_label_agreement(counted: &[&JudgmentRow]) -> Option<TurnLabelAgreement> 
                 .push(&turn.labels);
         }
     }
+    set_agreement(&units, &names)
+}
+
+/// Agreement on the dialogue acts of `turn_acts` judgments (their `acts` answer): each item (a
+/// turn) a unit, labelled by each of its counted judgments with the acts ticked; `None` when no
+/// judgment has acts.
+fn act_agreement(counted: &[&JudgmentRow]) -> Option<TurnLabelAgreement> {
+    let mut acts: BTreeMap<&str, Vec<Vec<String>>> = BTreeMap::new();
+    for row in counted {
+        let Some(Value::Array(list)) = row.answers.get("acts") else {
+            continue;
+        };
+        let ticked = list
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        acts.entry(row.item.as_str()).or_default().push(ticked);
+    }
+    let names: BTreeSet<&str> = acts
+        .values()
+        .flatten()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let units: BTreeMap<&str, Vec<&[String]>> = acts
+        .iter()
+        .map(|(item, labels)| (*item, labels.iter().map(Vec::as_slice).collect()))
+        .collect();
+    set_agreement(&units, &names)
+}
+
+/// Agreement on sets of labels over units (each a list of the label sets its annotators gave):
+/// on the set as one category, and per label, ticked or not. `None` without any label.
+fn set_agreement<K>(
+    units: &BTreeMap<K, Vec<&[String]>>,
+    names: &BTreeSet<&str>,
+) -> Option<TurnLabelAgreement> {
     if names.is_empty() {
         return None;
     }

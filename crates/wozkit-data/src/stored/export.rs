@@ -25,6 +25,7 @@ use super::Progress;
 use super::read::{SessionStream, log_worker, test_session_ids, visible_session_ids};
 use super::sinks::{self, OutFile, Sink};
 use super::split::{SplitSpec, part_path};
+use crate::acts::TurnActs;
 use crate::error::ExportError;
 use crate::formats::taskmaster1::SpanSegments;
 use crate::judgments::{JudgmentsCsv, JudgmentsJsonl, log_rows};
@@ -146,6 +147,19 @@ pub async fn export_store_with_segments(
     segments: &SpanSegments,
     progress: &dyn Progress,
 ) -> Result<ExportSummary, StoreExportError> {
+    export_store_annotated(store, options, segments, &TurnActs::default(), progress).await
+}
+
+/// As [`export_store_with_segments`], each session's turns also given their adjudicated
+/// dialogue acts ([`TurnActs::apply`], by store session id) in the formats with acts (MultiWOZ
+/// 2.1, ConvLab-3, CrossWOZ); `acts` is read with [`TurnActs::from_judgments`].
+pub async fn export_store_annotated(
+    store: &dyn Store,
+    options: &ExportOptions,
+    segments: &SpanSegments,
+    acts: &TurnActs,
+    progress: &dyn Progress,
+) -> Result<ExportSummary, StoreExportError> {
     if matches!(
         options.format,
         ExportFormat::JudgmentsJsonl | ExportFormat::JudgmentsCsv
@@ -180,6 +194,9 @@ pub async fn export_store_with_segments(
     }
     while let Some(mut session) = stream.next().await? {
         segments.apply(&session.store_id, &mut session.events);
+        if let ExportFormat::Dataset(format) = options.format {
+            acts.apply(format, &mut session)?;
+        }
         let part = assignment
             .as_ref()
             .and_then(|a| a.get(&session.store_id).copied())
