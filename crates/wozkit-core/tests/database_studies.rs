@@ -108,3 +108,227 @@ fn restaurant_booking_simulates_with_selections() {
     let study = load_builtin("restaurant-booking").unwrap();
     simulate_covers(&study, 300);
 }
+
+/// The CrossWOZ columns each domain of the excerpt must keep (`database.md` of the dataset).
+const CROSSWOZ_COLUMNS: &[(&str, &[&str])] = &[
+    (
+        "景点",
+        &[
+            "领域",
+            "名称",
+            "地址",
+            "地铁",
+            "电话",
+            "门票",
+            "游玩时间",
+            "评分",
+            "周边景点",
+            "周边餐馆",
+            "周边酒店",
+        ],
+    ),
+    (
+        "餐馆",
+        &[
+            "领域",
+            "名称",
+            "地址",
+            "地铁",
+            "电话",
+            "营业时间",
+            "推荐菜",
+            "人均消费",
+            "评分",
+            "周边景点",
+            "周边餐馆",
+            "周边酒店",
+        ],
+    ),
+    (
+        "酒店",
+        &[
+            "名称",
+            "酒店类型",
+            "地址",
+            "地铁",
+            "电话",
+            "酒店设施",
+            "价格",
+            "评分",
+            "周边景点",
+            "周边餐馆",
+            "周边酒店",
+        ],
+    ),
+];
+
+#[test]
+fn crosswoz_demo_has_three_domains_with_crosswoz_slots() {
+    let study = load_builtin("crosswoz-demo").expect("crosswoz-demo loads");
+    let db = study.database.as_ref().expect("the study has its database");
+    let names: Vec<&str> = db.tables().keys().map(String::as_str).collect();
+    assert_eq!(names, ["景点", "餐馆", "酒店"]);
+    for (table, want) in CROSSWOZ_COLUMNS {
+        let info = &db.tables()[*table];
+        assert_eq!(info.rows, 30, "{table}");
+        assert_eq!(info.key, "名称");
+        for c in *want {
+            assert!(info.column(c).is_some(), "{table} lacks {c}");
+        }
+    }
+    // Numbers stay numbers, so the panel offers ranges on them.
+    assert!(db.tables()["餐馆"].column("人均消费").unwrap().is_numeric());
+    assert!(db.tables()["酒店"].column("价格").unwrap().is_numeric());
+    // A dish of a list column is found by `contains`.
+    let f: Vec<wozkit_core::database::Filter> = serde_json::from_value(serde_json::json!([
+        {"column": "推荐菜", "op": "contains", "value": "烤鸭"}
+    ]))
+    .unwrap();
+    let found = db.query("餐馆", &f, 20).unwrap();
+    assert!(!found.keys.is_empty(), "no restaurant serves 烤鸭");
+    for row in &found.rows {
+        assert!(row["推荐菜"].as_str().unwrap().contains("烤鸭"), "{row:?}");
+    }
+}
+
+#[test]
+fn crosswoz_demo_informs_and_recommends_from_the_selected_row() {
+    let study = load_builtin("crosswoz-demo").unwrap();
+    let db = study.database.as_ref().unwrap();
+    let all = db.query("餐馆", &[], 20).unwrap();
+    let rating = |r: &wozkit_core::database::Row| r["评分"].as_f64();
+    let good = all
+        .rows
+        .iter()
+        .position(|r| rating(r).is_some_and(|x| x >= 4.5))
+        .expect("a restaurant rated 4.5 or more");
+    let plain = all
+        .rows
+        .iter()
+        .position(|r| rating(r).is_some_and(|x| x < 4.5))
+        .expect("a restaurant rated under 4.5");
+
+    let mut s = Session::new(&study, "c");
+    run(&study, &mut s, Actor::System, Command::Start { seed: 11 });
+    let offered = |s: &Session| -> Vec<(String, String)> {
+        engine::offered(&study, s)
+            .into_iter()
+            .map(|o| (o.state, o.text))
+            .collect()
+    };
+    let states = |s: &Session| -> HashSet<String> { offered(s).into_iter().map(|o| o.0).collect() };
+    // Greet first; then nothing informs before a selection.
+    run(
+        &study,
+        &mut s,
+        wizard(),
+        Command::Say {
+            state: "greet".into(),
+        },
+    );
+    assert!(
+        !states(&s).contains("inform_restaurant"),
+        "{:?}",
+        states(&s)
+    );
+
+    let select = |s: &mut Session, i: usize| {
+        run(
+            &study,
+            s,
+            wizard(),
+            Command::Select {
+                table: "餐馆".into(),
+                key: all.keys[i].clone(),
+            },
+        );
+    };
+    let text_of = |s: &Session, state: &str| {
+        offered(s)
+            .into_iter()
+            .find(|(st, _)| st == state)
+            .map(|(_, t)| t)
+    };
+    let name = |i: usize| all.rows[i]["名称"].as_str().unwrap().to_string();
+
+    // A restaurant rated under 4.5: informed about, not recommended.
+    select(&mut s, plain);
+    let inform = text_of(&s, "inform_restaurant").expect("inform_restaurant after a selection");
+    assert!(
+        inform.contains(&name(plain)),
+        "`{inform}` does not name {}",
+        name(plain)
+    );
+    run(
+        &study,
+        &mut s,
+        wizard(),
+        Command::Say {
+            state: "inform_restaurant".into(),
+        },
+    );
+    assert!(
+        !states(&s).contains("recommend_restaurant"),
+        "recommended {} rated {:?}",
+        name(plain),
+        rating(&all.rows[plain])
+    );
+    // Another row selected, rated 4.5 or more: now recommended, by its own name.
+    select(&mut s, good);
+    let rec = text_of(&s, "recommend_restaurant").expect("recommend_restaurant for a good row");
+    assert!(
+        rec.contains(&name(good)),
+        "`{rec}` does not name {}",
+        name(good)
+    );
+}
+
+#[test]
+fn crosswoz_demo_simulates_with_selections() {
+    let study = load_builtin("crosswoz-demo").unwrap();
+    simulate_covers(&study, 300);
+}
+
+/// The documented way to run over the full database: export the study to a folder and copy the
+/// released files over `database/`. With `WOZKIT_CROSSWOZ_DATABASE` naming a folder of the
+/// released files, the full files are copied in and every excerpt record must equal the released
+/// one; without it, the exported folder itself must load as the built-in does.
+#[test]
+fn crosswoz_demo_runs_from_a_folder_with_the_full_database() {
+    let dir = std::env::temp_dir().join(format!("wozkit-crosswoz-demo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let source = wozkit_core::load::StudySource::Builtin("crosswoz-demo".into());
+    for rel in wozkit_core::load::builtin_files("crosswoz-demo") {
+        let path = dir.join(&rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, source.read(&rel).unwrap()).unwrap();
+    }
+    let excerpt = load_builtin("crosswoz-demo").unwrap();
+    let full = std::env::var_os("WOZKIT_CROSSWOZ_DATABASE").map(std::path::PathBuf::from);
+    if let Some(full) = &full {
+        for f in ["attraction_db.json", "restaurant_db.json", "hotel_db.json"] {
+            std::fs::copy(full.join(f), dir.join("database").join(f))
+                .unwrap_or_else(|e| panic!("copying {}: {e}", full.join(f).display()));
+        }
+    }
+    let study = wozkit_core::load::load_path(&dir).expect("the exported study loads");
+    let db = study.database.as_ref().unwrap();
+    let small = excerpt.database.as_ref().unwrap();
+    for (table, _) in CROSSWOZ_COLUMNS {
+        let rows = db.tables()[*table].rows;
+        if full.is_some() {
+            assert!(rows > 30, "{table}: {rows} rows from the full file");
+            for key in small.query(table, &[], 20).unwrap().keys {
+                assert_eq!(
+                    db.select(table, &key).unwrap(),
+                    small.select(table, &key).unwrap(),
+                    "{table} {key}"
+                );
+            }
+        } else {
+            assert_eq!(rows, 30, "{table}");
+        }
+    }
+    simulate_covers(&study, 50);
+    let _ = std::fs::remove_dir_all(&dir);
+}
