@@ -14,10 +14,10 @@ mod offer;
 pub use apply::{apply, replay};
 pub use command::{Command, Refusal};
 pub use offer::{
-    ActionRow, CLOCK_SLOTS, Offer, OfferKind, TextPart, action_check, action_table,
-    action_table_with, alarm, alarm_with, finish_allowed, finish_allowed_with, goal_reached,
-    goal_reached_with, offered, offered_with, render, render_clock_parts, render_state,
-    robot_snapshots, valid_actions, vars,
+    ActionRow, CLOCK_SLOTS, Offer, OfferKind, TextPart, action_check, action_guard_variables,
+    action_table, action_table_key, action_table_with, alarm, alarm_with, finish_allowed,
+    finish_allowed_with, goal_reached, goal_reached_with, offered, offered_with, render,
+    render_clock_parts, render_state, robot_snapshots, valid_actions, vars,
 };
 
 use indexmap::IndexMap;

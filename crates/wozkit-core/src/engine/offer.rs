@@ -506,6 +506,77 @@ pub fn action_table_with(study: &LoadedStudy, s: &Session, base: &Vars<'_>) -> V
     out
 }
 
+/// The top-level variables the study's action guards read, sorted, without repeats: what
+/// [`action_table_key`] needs to know. Compute it once per study.
+pub fn action_guard_variables(study: &LoadedStudy) -> Vec<String> {
+    let mut names: Vec<String> = study
+        .compiled
+        .action_guard
+        .iter()
+        .flatten()
+        .flat_map(|g| g.variables())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Everything [`action_table_with`] reads from `s`, as bytes: two sessions of the same study
+/// with equal keys have equal action tables, so a caller may keep a table and build it again
+/// only when the key changes. `guard_vars` is [`action_guard_variables`] of the study.
+///
+/// The key holds whether the session runs, each robot's state (what the checks and a robot's
+/// condition value read; `robots` and `busy_robots` derive from it), and the value of every
+/// other variable a guard reads. `None` when a guard reads a variable the key does not cover
+/// (anything but the built-in variables above and the session's world variables, e.g. the
+/// wizard's database rows): such a table must be built every time.
+pub fn action_table_key(
+    study: &LoadedStudy,
+    s: &Session,
+    guard_vars: &[String],
+) -> Option<Vec<u8>> {
+    fn put(key: &mut Vec<u8>, bytes: &[u8]) {
+        key.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        key.extend_from_slice(bytes);
+    }
+    let mut key = Vec::with_capacity(128);
+    key.push(u8::from(s.started));
+    key.push(u8::from(s.ended.is_some()));
+    for r in &s.robots {
+        put(&mut key, r.location.as_bytes());
+        key.extend_from_slice(&r.battery.to_bits().to_le_bytes());
+        key.push(u8::from(r.in_service));
+        key.push(u8::from(r.activity.is_some()));
+    }
+    for name in guard_vars {
+        put(&mut key, name.as_bytes());
+        // The same precedence as `vars`: the built-in variables are set after the world's.
+        match name.as_str() {
+            // Per robot and per combination: covered by the robots' states above.
+            "robot" | "target" | "robots" | "busy_robots" => {}
+            "subtask" => put(&mut key, s.subtask.as_deref().unwrap_or("").as_bytes()),
+            "state" => put(&mut key, study.study.states[s.current].id.as_bytes()),
+            "messages" => key.extend_from_slice(&s.messages.to_le_bytes()),
+            "elapsed" => key.extend_from_slice(
+                &(s.now_ms.saturating_sub(s.started_at_ms) / 1000).to_le_bytes(),
+            ),
+            "time_left" => {
+                key.extend_from_slice(&s.time_left_s(study).unwrap_or(0).to_le_bytes());
+            }
+            "milestones" => {
+                key.extend_from_slice(&(s.milestones.len() as u64).to_le_bytes());
+                for m in &s.milestones {
+                    put(&mut key, m.as_bytes());
+                }
+            }
+            // A world variable; any other name (the wizard's database rows, a variable the
+            // session does not hold) is not covered.
+            world => put(&mut key, s.world.get(world)?.to_string().as_bytes()),
+        }
+    }
+    Some(key)
+}
+
 /// Every (action, robot, target) the wizard may start now.
 pub fn valid_actions(study: &LoadedStudy, s: &Session) -> Vec<(String, String, Option<String>)> {
     action_table(study, s)
