@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use wozkit_data::acts::TurnActs;
 use wozkit_data::report::evaluation::RankingOptions;
 use wozkit_data::report::features::Outcome;
 use wozkit_data::report::html::render_html;
@@ -17,7 +18,7 @@ use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::export::parse_dataset;
 use wozkit_data::stored::{
-    ExportFormat, ExportOptions, Progress, SplitSpec, export_store_with_segments, import_files,
+    ExportFormat, ExportOptions, Progress, SplitSpec, export_store_annotated, import_files,
     span_judgments,
 };
 use wozkit_data::{Format, SpanSegments};
@@ -75,6 +76,11 @@ pub struct ExportArgs {
     /// download; repeatable.
     #[arg(long = "spans", value_name = "STUDY")]
     spans: Vec<String>,
+    /// With --format multiwoz21, convlab3 or crosswoz: an act-annotation study (evaluation.task:
+    /// turn_acts) whose adjudicated dialogue acts (majority of each turn's counted judgments)
+    /// become the turns' dialog_act / dialogue_acts; repeatable.
+    #[arg(long = "acts-from", value_name = "STUDY")]
+    acts_from: Vec<String>,
 }
 
 #[derive(Args)]
@@ -169,6 +175,18 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
             args.format
         ));
     }
+    let acts_format = matches!(
+        format,
+        ExportFormat::Dataset(Format::MultiWoz21 | Format::ConvLab3 | Format::CrossWoz)
+    );
+    if !args.acts_from.is_empty() && !acts_format {
+        return Err(anyhow!(
+            "--acts-from {}: dialogue acts are exported with --format multiwoz21, convlab3 or \
+             crosswoz, not {}",
+            args.acts_from.join(","),
+            args.format
+        ));
+    }
     let options = ExportOptions {
         format,
         out: args.out,
@@ -196,7 +214,25 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                 args.spans.join(", ")
             );
         }
-        Ok(export_store_with_segments(store, &options, &segments, &Bar::default()).await?)
+        let mut acts = TurnActs::default();
+        if !args.acts_from.is_empty() {
+            let judgments = span_judgments(store, &args.acts_from).await?;
+            acts = TurnActs::from_judgments(&judgments);
+            if acts.is_empty() {
+                eprintln!(
+                    "warning: --acts-from {}: the store holds no counted act labels of that \
+                     study, so no acts are added",
+                    args.acts_from.join(",")
+                );
+            }
+            let turns: usize = acts.sessions.values().map(|t| t.len()).sum();
+            println!(
+                "writing the adjudicated acts of {turns} turns ({} sessions) of {}",
+                acts.sessions.len(),
+                args.acts_from.join(", ")
+            );
+        }
+        Ok(export_store_annotated(store, &options, &segments, &acts, &Bar::default()).await?)
     })?;
     if matches!(
         format,
