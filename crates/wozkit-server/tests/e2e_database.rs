@@ -1,0 +1,332 @@
+//! End to end: the wizard's database panel in real headless Chromium. The wizard searches the
+//! restaurants by a text filter (contains), then narrows with a second text filter and a price
+//! range, gets the results table, uses a row, and says the option whose slots read the selected
+//! row. The user's page never has the panel, the results or the selection; it only gets what
+//! was said. Then the log is checked: the query with its filters and result keys, and the
+//! selection with the row as it was.
+//!
+//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
+//! writes the wizard's room to `docs/screenshots/wizard-database.png` at 1366×768.
+
+#[allow(dead_code)]
+#[path = "e2e/browser.rs"]
+mod browser;
+#[allow(dead_code)]
+#[path = "e2e/server.rs"]
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use serde_json::json;
+use wozkit_core::database::{Filter, FilterOp};
+use wozkit_core::event::EventKind;
+use wozkit_core::load::load_path;
+use wozkit_store::Platform;
+
+use browser::{Browser, Driver};
+use server::TestServer;
+
+/// The whole test must end within this time, whatever happens.
+const LIMIT: Duration = Duration::from_secs(120);
+const STUDY_ID: &str = "dbpanel";
+const USER_LAB: &str = "e2e-db-guest";
+const WIZARD_LAB: &str = "e2e-db-assistant";
+
+const STUDY: &str = r#"
+id: dbpanel
+title: Dinner
+roles:
+  user: {label: Guest}
+  wizard: {label: Assistant, name: Tavi}
+database:
+  tables:
+    restaurant: {file: restaurants.csv, key: id}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [offer]}
+  - id: offer
+    type: update
+    templates: ["How about {db.restaurant.name} in the {db.restaurant.area}?"]
+    transitions: [bye]
+  - {id: bye, type: interaction, terminal: true, templates: ["Bye."]}
+"#;
+
+const RESTAURANTS: &str = "\
+id,name,cuisine,area,price
+r1,Trattoria Lanterna,italian,old town,25
+r2,Osteria del Ponte,italian,river district,40
+r3,The Green Fig,vegetarian,old town,18
+r4,Harbour Noodle Bar,chinese,harbour,15
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wizard_searches_the_database_in_the_browser() {
+    browser::run_browser_test(
+        "end-to-end database panel test",
+        LIMIT,
+        |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
+    )
+    .await;
+}
+
+async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("study.yaml"), STUDY)?;
+    std::fs::write(dir.path().join("restaurants.csv"), RESTAURANTS)?;
+    let study = load_path(dir.path()).map_err(|e| anyhow!("the test study does not load:\n{e}"))?;
+    let mut server = TestServer::start(study).await?;
+    let driver = Driver::start(chromium, chromedriver).await?;
+    let u = driver.browser("the user").await?;
+    let w = driver.browser("the wizard").await?;
+    let played = play(&server, &u, &w).await;
+    let checked = match &played {
+        Ok(()) => check_log(&server).await,
+        Err(_) => Ok(()),
+    };
+    let closed = [u.close().await, w.close().await];
+    drop(driver);
+    let stopped = server.stop().await;
+    played?;
+    checked?;
+    for c in closed {
+        c?;
+    }
+    stopped
+}
+
+async fn into_room(br: &Browser, url: &str) -> Result<()> {
+    br.goto(url).await?;
+    br.wait_page("consent").await?;
+    br.click("accept").await?;
+    br.wait_page("instructions").await?;
+    br.click("continue").await?;
+    br.wait_page("room").await
+}
+
+/// The names in the results table, in order.
+async fn result_names(w: &Browser) -> Result<serde_json::Value> {
+    w.js(
+        "return [...document.querySelectorAll('#db-results tr[data-key] td:nth-child(2)')].map(td => td.textContent)",
+        vec![],
+    )
+    .await
+}
+
+/// Clicks Search and waits for a results table of `count` rows that differs from `before`.
+async fn search(w: &Browser, count: usize) -> Result<()> {
+    w.click("db-search").await?;
+    w.wait_js(
+        &format!("a results table of {count} rows"),
+        "const t = document.getElementById('db-results'); \
+         return !!t && t.dataset.count === arguments[0] \
+           && t.querySelectorAll('tr[data-key]').length === Number(arguments[0])",
+        vec![json!(count.to_string())],
+    )
+    .await
+    .map(drop)
+}
+
+/// Whether any text of the user's page contains `text`.
+async fn user_page_has(u: &Browser, text: &str) -> Result<bool> {
+    let v = u
+        .js(
+            "return document.body.innerText.includes(arguments[0])",
+            vec![json!(text)],
+        )
+        .await?;
+    Ok(v == json!(true))
+}
+
+async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
+    let user_url = server.url(&format!("/join?participant={USER_LAB}&role=user"));
+    let wizard_url = server.url(&format!("/join?participant={WIZARD_LAB}&role=wizard"));
+    let (ur, wr) = tokio::join!(into_room(u, &user_url), into_room(w, &wizard_url));
+    ur?;
+    wr?;
+    w.wait_js(
+        "the database panel",
+        "return !!document.getElementById('db-panel')",
+        vec![],
+    )
+    .await?;
+
+    // A text column: contains, without regard to case.
+    w.type_into("db-value-area", "OLD").await?;
+    search(w, 2).await?;
+    let names = result_names(w).await?;
+    ensure!(
+        names == json!(["Trattoria Lanterna", "The Green Fig"]),
+        "restaurants in the old town: {names}"
+    );
+
+    // Another text filter and a range on a number column.
+    w.type_into("db-value-cuisine", "ital").await?;
+    w.type_into("db-max-price", "30").await?;
+    search(w, 1).await?;
+    let names = result_names(w).await?;
+    ensure!(
+        names == json!(["Trattoria Lanterna"]),
+        "Italian in the old town up to 30: {names}"
+    );
+
+    w.click("db-use-r1").await?;
+    w.wait_js(
+        "the selection",
+        "const s = document.getElementById('db-selected'); return !!s && s.dataset.key === 'r1'",
+        vec![],
+    )
+    .await?;
+    let said = "How about Trattoria Lanterna in the old town?";
+    w.wait_js(
+        "the option filled from the selected row",
+        "const b = document.querySelector('[data-testid=option-offer]'); \
+         return !!b && b.textContent.includes(arguments[0])",
+        vec![json!(said)],
+    )
+    .await?;
+    shoot(w, "wizard-database.png").await?;
+
+    // Until the wizard says it, the user has seen nothing of the search.
+    let panel = u
+        .js("return !!document.getElementById('db-panel')", vec![])
+        .await?;
+    ensure!(
+        panel == json!(false),
+        "the user's page has a database panel"
+    );
+    for text in ["Trattoria Lanterna", "The Green Fig", "Selected in"] {
+        ensure!(
+            !user_page_has(u, text).await?,
+            "the user's page shows `{text}` before the wizard said anything"
+        );
+    }
+
+    w.click("option-offer").await?;
+    u.wait_chat("the option filled from the row, at the user", |l| {
+        l.text == said
+    })
+    .await?;
+    let panel = u
+        .js("return !!document.getElementById('db-panel')", vec![])
+        .await?;
+    ensure!(
+        panel == json!(false),
+        "the user's page has a database panel"
+    );
+    ensure!(
+        !user_page_has(u, "The Green Fig").await?,
+        "the user's page shows a result the wizard never said"
+    );
+    Ok(())
+}
+
+/// The session's log holds both queries with their filters and result keys, and the selection
+/// with the row as it was.
+async fn check_log(server: &TestServer) -> Result<()> {
+    let part = server
+        .store
+        .participant_by_worker(STUDY_ID, Platform::Lab, WIZARD_LAB)
+        .await
+        .map_err(|e| anyhow!("store: {e}"))?
+        .context("no wizard participant")?;
+    let session = part.session_id.context("the wizard has no session")?;
+    let events = server
+        .store
+        .events(&session, 0)
+        .await
+        .map_err(|e| anyhow!("store: {e}"))?;
+    let queries: Vec<(&String, &Vec<Filter>, &Vec<String>, usize)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::DbQueried {
+                table,
+                filters,
+                result_keys,
+                rows,
+            } => Some((table, filters, result_keys, rows.len())),
+            _ => None,
+        })
+        .collect();
+    ensure!(queries.len() == 2, "two queries logged: {queries:?}");
+    let contains = |column: &str, value: &str| Filter {
+        column: column.into(),
+        op: FilterOp::Contains {
+            value: value.into(),
+        },
+    };
+    let (table, filters, keys, rows) = queries[0];
+    ensure!(table == "restaurant", "first query on {table}");
+    ensure!(
+        filters == &vec![contains("area", "OLD")],
+        "first query's filters: {filters:?}"
+    );
+    ensure!(
+        keys == &vec!["r1".to_string(), "r3".to_string()] && rows == 2,
+        "first query's results: {keys:?}, {rows} rows"
+    );
+    let (_, filters, keys, rows) = queries[1];
+    let range = Filter {
+        column: "price".into(),
+        op: FilterOp::Range {
+            min: None,
+            max: Some(30.0),
+        },
+    };
+    for f in [contains("area", "OLD"), contains("cuisine", "ital"), range] {
+        ensure!(
+            filters.contains(&f),
+            "second query lacks {f:?}: {filters:?}"
+        );
+    }
+    ensure!(
+        keys == &vec!["r1".to_string()] && rows == 1,
+        "second query's results: {keys:?}, {rows} rows"
+    );
+    let selected: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::DbSelected { table, key, row } => Some((table, key, row)),
+            _ => None,
+        })
+        .collect();
+    ensure!(selected.len() == 1, "one selection logged: {selected:?}");
+    let (table, key, row) = selected[0];
+    ensure!(
+        table == "restaurant" && key == "r1",
+        "selected {table} {key}"
+    );
+    ensure!(
+        row.get("name") == Some(&json!("Trattoria Lanterna"))
+            && row.get("price") == Some(&json!(25)),
+        "the selected row as logged: {row:?}"
+    );
+    let said = events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Message { text, .. }
+            if text == "How about Trattoria Lanterna in the old town?")
+    });
+    ensure!(said, "the message filled from the row is not in the log");
+    Ok(())
+}
+
+fn screenshot_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
+}
+
+/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing).
+async fn shoot(br: &Browser, file: &str) -> Result<()> {
+    let path = screenshot_dir().join(file);
+    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
+    if !update && path.exists() {
+        return Ok(());
+    }
+    let png = br.screenshot().await?;
+    if png.len() < 8 || &png[1..4] != b"PNG" {
+        bail!("the screenshot is not a PNG");
+    }
+    std::fs::create_dir_all(screenshot_dir())?;
+    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
