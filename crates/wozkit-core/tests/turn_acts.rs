@@ -179,3 +179,30 @@ fn the_loader_explains_a_wrong_acts_section() {
     let ev = loaded.study.evaluation.as_ref().expect("evaluation");
     assert_eq!(ids(ev), ["d#0"]);
 }
+
+#[test]
+fn the_builtin_study_labels_each_guest_turn_three_times() {
+    let study = wozkit_core::load::load_builtin("annotate-acts")
+        .unwrap_or_else(|d| panic!("annotate-acts does not load:\n{d}"));
+    let ev = study.study.evaluation.as_ref().expect("evaluation");
+    assert_eq!(ev.task, EvalTask::TurnActs);
+    assert_eq!(ev.judgments_per_item, 3);
+    let user_turns: usize = ev
+        .dialogues
+        .iter()
+        .map(|d| d.turns.iter().filter(|t| t.speaker == "user").count())
+        .sum();
+    let items = ev.items();
+    assert_eq!(items.len(), user_turns);
+    for item in &items {
+        let (d, i) = parse_turn_item(&item.id).expect("turn item");
+        let turn = &ev.dialogue(d).expect("dialogue").turns[i];
+        assert_eq!(turn.speaker, "user", "{}", item.id);
+    }
+    let acts = ev.acts.as_ref().expect("acts");
+    assert!(
+        acts.acts.iter().all(|a| a.contains('-')),
+        "MultiWOZ-style names"
+    );
+    assert!(wozkit_core::load::builtin_names().contains(&"annotate-acts".to_string()));
+}
