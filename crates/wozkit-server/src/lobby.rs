@@ -1,27 +1,41 @@
 //! The waiting room's queues: per study (and optional private pair key), participants waiting
-//! for the complementary role, first come first served.
+//! for the complementary role, first come first served — kept in the store's `waiting` table,
+//! so every instance sharing a database has one lobby.
 //!
 //! Only participants with a live waiting-room connection are queued, so nobody is paired with a
 //! partner who already closed the tab; and a connection that stopped answering its heartbeat
 //! (a socket that died without closing) is skipped, so nobody is paired with a partner who will
 //! never arrive. A participant whose partner never arrived anyway goes back to the front of the
 //! queue. A participant is never paired with itself: a second tab replaces the first tab's
-//! place, and two entries of the same crowd worker never match.
+//! place, and two entries of the same crowd worker never match. Pairing is one atomic store call
+//! ([`Store::join_lobby`]): take the partner, or queue.
 //!
-//! Everything the lobby remembers about a participant is dropped once they leave for good
-//! (gone longer than their grace period), so its size follows the people actually waiting.
+//! The participant who takes a partner creates the session and tells the partner through
+//! [`Lobby::tell`]: in this process directly when the partner's connection is here, otherwise as
+//! a lobby notice through the store (PostgreSQL `NOTIFY`), which the instance holding that
+//! connection receives ([`listen`]) and delivers. One mechanism whatever the backend; on
+//! SQLite (one process) every partner is local.
 //!
-//! Pure bookkeeping behind a std mutex (held for a few map operations, never across an await);
-//! creating the session of a pair is `pairing`'s job. Times are passed in (`tokio::time`
-//! instants), so tests pause the clock.
+//! What this instance remembers besides the table (a participant's waiting time across
+//! reconnects, a place kept at the front, the connections waiting here) is dropped once they
+//! leave for good (gone longer than their grace period), so its size follows the people actually
+//! waiting. The counts on the researcher page are this instance's waiting connections.
+//!
+//! Bookkeeping behind a std mutex (held for a few map operations, never across an await).
+//! Instants are `tokio::time` instants, so tests pause the clock; times in the table are
+//! milliseconds since the epoch.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{OnceCell, oneshot};
 use tokio::time::Instant;
 use wozkit_core::event::Role;
+use wozkit_store::store::{JoinedLobby, NewWaiter, Waiter};
+use wozkit_store::{Store, StoreError};
+
+use crate::app::AppState;
 
 /// Expired entries are looked for at most this often (a sweep walks every entry).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -45,34 +59,33 @@ pub struct Ticket {
     pub conn: u64,
 }
 
-/// What a waiting participant is told when a partner takes them.
-#[derive(Clone, Debug)]
-pub struct Paired {
-    pub session: String,
+/// Where a partner waits: which instance, which connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub instance: String,
+    pub conn: u64,
 }
 
-/// A queued participant.
-struct Waiter {
-    ticket: Ticket,
-    notify: oneshot::Sender<Paired>,
-    /// When its connection last said anything (a frame or a pong): a waiter silent for longer
-    /// than the stale cut-off is not paired.
-    heard_at: Instant,
-    /// Queued ahead of the others: its partner never arrived.
-    first: bool,
+/// What a waiting participant is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Told {
+    /// A partner took them: go to this session.
+    Paired { session: String },
+    /// A partner took them but could not create the session: queue again.
+    Retry,
+    /// Another tab of theirs took the place.
+    Replaced,
 }
 
 /// The result of asking to be paired.
 pub enum Enqueued {
-    /// A partner was waiting: it is removed from the queue; tell it the session through `notify`.
-    Matched {
-        partner: Ticket,
-        notify: oneshot::Sender<Paired>,
-    },
+    /// A partner was waiting: it is removed from the queue; tell it the session with
+    /// [`Lobby::tell`] at `place`.
+    Matched { partner: Ticket, place: Place },
     /// Nobody fits yet; `rx` fires when somebody takes this participant.
     Queued {
         since_ms: u64,
-        rx: oneshot::Receiver<Paired>,
+        rx: oneshot::Receiver<Told>,
     },
 }
 
@@ -91,9 +104,20 @@ struct Since {
     forget_at: Option<Instant>,
 }
 
+/// A connection of this instance holding a place in the table.
+struct Local {
+    key: QueueKey,
+    role: Role,
+    conn: u64,
+    notify: oneshot::Sender<Told>,
+    /// When the table was last told that this connection is alive.
+    stored_heard: Instant,
+}
+
 #[derive(Default)]
 struct Inner {
-    queues: HashMap<QueueKey, Vec<Waiter>>,
+    /// The connections waiting here, by participant.
+    local: HashMap<String, Local>,
     /// When each participant started waiting, kept across reconnects so the wait limit counts
     /// the whole wait.
     since: HashMap<String, Since>,
@@ -118,12 +142,68 @@ impl Inner {
             .retain(|_, s| s.forget_at.is_none_or(|t| now < t));
         self.first.retain(|_, t| now < *t);
     }
+
+    /// Delivers `told` to the connection `conn` of `participant` waiting here, if it still is.
+    fn deliver(&mut self, participant: &str, conn: u64, told: Told) -> bool {
+        match self.local.get(participant) {
+            Some(l) if l.conn == conn => {}
+            _ => return false,
+        }
+        let l = self.local.remove(participant).expect("checked above");
+        l.notify.send(told).is_ok()
+    }
 }
 
-/// The waiting queues.
-#[derive(Default)]
+/// The lobby as seen from one instance.
 pub struct Lobby {
+    /// This instance, as named in the table and in notices.
+    instance: String,
     inner: Mutex<Inner>,
+    /// Set once the notice listener runs (see [`listen`]).
+    listener: OnceCell<()>,
+}
+
+impl Default for Lobby {
+    fn default() -> Self {
+        Lobby {
+            instance: wozkit_store::new_id(),
+            inner: Mutex::default(),
+            listener: OnceCell::new(),
+        }
+    }
+}
+
+/// A notice telling the instance `place` that `participant` was paired (or must queue again).
+fn notice(place: &Place, participant: &str, told: &Told) -> String {
+    match told {
+        Told::Paired { session } => format!(
+            "paired {} {} {participant} {session}",
+            place.instance, place.conn
+        ),
+        Told::Retry => format!("retry {} {} {participant}", place.instance, place.conn),
+        Told::Replaced => format!("replaced {} {} {participant}", place.instance, place.conn),
+    }
+}
+
+/// Reads a notice made by [`notice`]: the place, the participant and what they are told.
+fn parse_notice(text: &str) -> Option<(Place, String, Told)> {
+    let mut words = text.split(' ');
+    let kind = words.next()?;
+    let instance = words.next()?.to_string();
+    let conn = words.next()?.parse().ok()?;
+    let participant = words.next()?.to_string();
+    let told = match kind {
+        "paired" => Told::Paired {
+            session: words.next()?.to_string(),
+        },
+        "retry" => Told::Retry,
+        "replaced" => Told::Replaced,
+        _ => return None,
+    };
+    words
+        .next()
+        .is_none()
+        .then_some((Place { instance, conn }, participant, told))
 }
 
 impl Lobby {
@@ -133,102 +213,192 @@ impl Lobby {
         f(&mut guard)
     }
 
-    /// Queues `ticket`, or takes the longest-waiting live partner of the other role (one heard
-    /// from within `stale_after`).
-    pub fn enqueue(
+    /// This instance's name in the table and in notices.
+    #[cfg(test)]
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// A notice from some instance: delivered if it is about a connection waiting here.
+    pub fn receive(&self, text: &str) {
+        let Some((place, participant, told)) = parse_notice(text) else {
+            tracing::warn!(notice = text, "lobby: unreadable notice");
+            return;
+        };
+        if place.instance == self.instance {
+            self.with(|inner| inner.deliver(&participant, place.conn, told));
+        }
+    }
+
+    /// Tells the participant waiting at `place`: here directly, elsewhere through the store.
+    pub async fn tell(
         &self,
+        store: &dyn Store,
+        place: &Place,
+        participant: &str,
+        told: Told,
+    ) -> Result<(), StoreError> {
+        if place.instance == self.instance {
+            self.with(|inner| inner.deliver(participant, place.conn, told));
+            return Ok(());
+        }
+        if !store
+            .notify_lobby(&notice(place, participant, &told))
+            .await?
+        {
+            // No notices on this backend: nobody else can be waiting.
+            tracing::warn!(
+                participant,
+                "lobby: a partner on another instance without notices"
+            );
+        }
+        Ok(())
+    }
+
+    /// Queues `ticket`, or takes the longest-waiting live partner of the other role (one heard
+    /// from within `stale_after`), in one atomic store call.
+    pub async fn enqueue(
+        &self,
+        store: &dyn Store,
         key: QueueKey,
         ticket: Ticket,
         now_ms: u64,
-        now: Instant,
         stale_after: Duration,
-    ) -> Enqueued {
-        self.with(|inner| {
+    ) -> Result<Enqueued, StoreError> {
+        let now = Instant::now();
+        let (front, since_ms, rx, replaced) = self.with(|inner| {
             inner.sweep(now, false);
-            let queue = inner.queues.entry(key.clone()).or_default();
-            // Another tab of the same participant gives up its place to this one.
-            queue.retain(|w| w.ticket.participant != ticket.participant);
-            let fits = |w: &Waiter| {
-                w.ticket.role == ticket.role.other()
-                    && w.ticket.participant != ticket.participant
-                    && (w.ticket.worker.is_none() || w.ticket.worker != ticket.worker)
-                    && now.saturating_duration_since(w.heard_at) <= stale_after
-            };
-            if let Some(i) = queue.iter().position(fits) {
-                let w = queue.remove(i);
-                if queue.is_empty() {
-                    inner.queues.remove(&key);
-                }
-                for p in [&w.ticket.participant, &ticket.participant] {
-                    inner.since.remove(p);
-                    inner.first.remove(p);
-                }
-                return Enqueued::Matched {
-                    partner: w.ticket,
-                    notify: w.notify,
-                };
-            }
-            let (notify, rx) = oneshot::channel();
-            let first = inner.first.remove(&ticket.participant).is_some();
-            let waiter = Waiter {
-                ticket: ticket.clone(),
-                notify,
-                heard_at: now,
-                first,
-            };
-            if first {
-                // Behind those put first before it, ahead of everyone else.
-                let at = queue.iter().position(|w| !w.first).unwrap_or(queue.len());
-                queue.insert(at, waiter);
-            } else {
-                queue.push(waiter);
-            }
-            let since = inner.since.entry(ticket.participant).or_insert(Since {
-                ms: now_ms,
-                forget_at: None,
-            });
+            let front = inner.first.contains_key(&ticket.participant);
+            let since = inner
+                .since
+                .entry(ticket.participant.clone())
+                .or_insert(Since {
+                    ms: now_ms,
+                    forget_at: None,
+                });
             since.forget_at = None;
-            Enqueued::Queued {
-                since_ms: since.ms,
-                rx,
+            let since_ms = since.ms;
+            let (notify, rx) = oneshot::channel();
+            let replaced = inner.local.insert(
+                ticket.participant.clone(),
+                Local {
+                    key: key.clone(),
+                    role: ticket.role,
+                    conn: ticket.conn,
+                    notify,
+                    stored_heard: now,
+                },
+            );
+            (front, since_ms, rx, replaced)
+        });
+        if let Some(old) = replaced {
+            // Another tab here gives up its place to this one.
+            let _ = old.notify.send(Told::Replaced);
+        }
+        let entry = NewWaiter {
+            participant: ticket.participant.clone(),
+            study_id: key.study.clone(),
+            pair_key: key.pair.clone(),
+            role: ticket.role,
+            worker: ticket.worker.clone(),
+            instance: self.instance.clone(),
+            conn: ticket.conn,
+            front,
+            since_ms,
+            heard_at_ms: now_ms,
+        };
+        let live_since = now_ms.saturating_sub(stale_after.as_millis() as u64);
+        let joined = store.join_lobby(entry, live_since).await;
+        let forget = |inner: &mut Inner| {
+            if inner
+                .local
+                .get(&ticket.participant)
+                .is_some_and(|l| l.conn == ticket.conn)
+            {
+                inner.local.remove(&ticket.participant);
             }
-        })
+        };
+        match joined {
+            Ok(JoinedLobby::Taken(w)) => {
+                self.with(|inner| {
+                    forget(inner);
+                    for p in [&w.participant, &ticket.participant] {
+                        inner.since.remove(p);
+                        inner.first.remove(p);
+                    }
+                });
+                Ok(Enqueued::Matched {
+                    place: Place {
+                        instance: w.instance.clone(),
+                        conn: w.conn,
+                    },
+                    partner: ticket_of(w),
+                })
+            }
+            Ok(JoinedLobby::Queued(_)) => {
+                self.with(|inner| inner.first.remove(&ticket.participant));
+                Ok(Enqueued::Queued { since_ms, rx })
+            }
+            Err(e) => {
+                self.with(forget);
+                Err(e)
+            }
+        }
     }
 
-    /// Connection `conn` of `participant` said something: it is alive.
-    pub fn heard(&self, key: &QueueKey, participant: &str, conn: u64, now: Instant) {
-        self.with(|inner| {
-            let waiter = inner.queues.get_mut(key).and_then(|q| {
-                q.iter_mut()
-                    .find(|w| w.ticket.participant == participant && w.ticket.conn == conn)
-            });
-            if let Some(w) = waiter {
-                w.heard_at = now;
+    /// Connection `conn` of `participant` said something: it is alive. The table is told at most
+    /// once per `every`. `false` when the table no longer holds this connection's place (taken
+    /// by a partner whose notice is on its way, or replaced by another tab).
+    pub async fn heard(
+        &self,
+        store: &dyn Store,
+        participant: &str,
+        conn: u64,
+        now_ms: u64,
+        every: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = Instant::now();
+        let due = self.with(|inner| match inner.local.get_mut(participant) {
+            Some(l) if l.conn == conn && now >= l.stored_heard + every => {
+                l.stored_heard = now;
+                true
             }
+            _ => false,
         });
+        if !due {
+            return Ok(true);
+        }
+        store
+            .lobby_heard(participant, &self.instance, conn, now_ms)
+            .await
     }
 
     /// Removes the place held by connection `conn`; false if it is gone (taken by a partner,
     /// or replaced by another tab).
-    pub fn leave(&self, key: &QueueKey, participant: &str, conn: u64) -> bool {
-        self.with(|inner| {
-            let Some(queue) = inner.queues.get_mut(key) else {
-                return false;
-            };
-            let before = queue.len();
-            queue.retain(|w| !(w.ticket.participant == participant && w.ticket.conn == conn));
-            let removed = queue.len() < before;
-            if queue.is_empty() {
-                inner.queues.remove(key);
-            }
-            removed
-        })
+    pub async fn leave(
+        &self,
+        store: &dyn Store,
+        participant: &str,
+        conn: u64,
+    ) -> Result<bool, StoreError> {
+        let removed = store.leave_lobby(participant, &self.instance, conn).await?;
+        if removed {
+            self.with(|inner| {
+                if inner.local.get(participant).is_some_and(|l| l.conn == conn) {
+                    inner.local.remove(participant);
+                }
+            });
+        }
+        Ok(removed)
     }
 
     /// A participant's waiting connection is gone: their waiting time is kept until `forget_at`
     /// for a reconnect (a reload, a network blip), then dropped.
-    pub fn gone(&self, participant: &str, forget_at: Instant) {
+    pub fn gone(&self, participant: &str, conn: u64, forget_at: Instant) {
         self.with(|inner| {
+            if inner.local.get(participant).is_some_and(|l| l.conn == conn) {
+                inner.local.remove(participant);
+            }
             if let Some(s) = inner.since.get_mut(participant) {
                 s.forget_at = Some(forget_at);
             }
@@ -251,32 +421,37 @@ impl Lobby {
         });
     }
 
-    /// 1-based place among those waiting for the same role.
-    pub fn position(&self, key: &QueueKey, participant: &str) -> Option<usize> {
-        self.with(|inner| {
-            let queue = inner.queues.get(key)?;
-            let me = queue.iter().find(|w| w.ticket.participant == participant)?;
-            let role = me.ticket.role;
-            queue
-                .iter()
-                .filter(|w| w.ticket.role == role)
-                .position(|w| w.ticket.participant == participant)
-                .map(|p| p + 1)
-        })
+    /// 1-based place among those waiting for the same role in the same queue, on every instance.
+    pub async fn position(
+        &self,
+        store: &dyn Store,
+        key: &QueueKey,
+        participant: &str,
+    ) -> Result<Option<usize>, StoreError> {
+        let waiters = store.waiters(Some(&key.study)).await?;
+        let Some(me) = waiters.iter().find(|w| w.participant == participant) else {
+            return Ok(None);
+        };
+        Ok(waiters
+            .iter()
+            .filter(|w| w.pair_key == key.pair && w.role == me.role)
+            .position(|w| w.participant == participant)
+            .map(|p| p + 1))
     }
 
-    /// The role for a newcomer to `study`: the one the public queue lacks, else alternating
-    /// (the first is the wizard, whose instructions take longer to read).
+    /// The role for a newcomer to `study`: the one this instance's public queue lacks, else
+    /// alternating (the first is the wizard, whose instructions take longer to read).
     pub fn assign_role(&self, study: &str) -> Role {
         self.with(|inner| {
-            let key = QueueKey {
-                study: study.to_string(),
-                pair: None,
-            };
-            let (users, wizards) = inner.queues.get(&key).map_or((0, 0), |q| {
-                let users = q.iter().filter(|w| w.ticket.role == Role::User).count();
-                (users, q.len() - users)
-            });
+            let (mut users, mut wizards) = (0, 0);
+            for l in inner.local.values() {
+                if l.key.study == study && l.key.pair.is_none() {
+                    match l.role {
+                        Role::User => users += 1,
+                        Role::Wizard => wizards += 1,
+                    }
+                }
+            }
             let n = inner.handed.entry(study.to_string()).or_default();
             *n += 1;
             match users.cmp(&wizards) {
@@ -288,19 +463,23 @@ impl Lobby {
         })
     }
 
-    /// Everyone waiting, per queue (for the researcher page).
+    /// Everyone waiting on this instance, per queue (for the researcher page).
     pub fn counts(&self) -> Vec<QueueCount> {
         self.with(|inner| {
-            let mut out: Vec<QueueCount> = inner
-                .queues
-                .iter()
-                .map(|(key, q)| {
-                    let users = q.iter().filter(|w| w.ticket.role == Role::User).count();
-                    QueueCount {
-                        key: key.clone(),
-                        users,
-                        wizards: q.len() - users,
-                    }
+            let mut by_key: HashMap<&QueueKey, (usize, usize)> = HashMap::new();
+            for l in inner.local.values() {
+                let c = by_key.entry(&l.key).or_default();
+                match l.role {
+                    Role::User => c.0 += 1,
+                    Role::Wizard => c.1 += 1,
+                }
+            }
+            let mut out: Vec<QueueCount> = by_key
+                .into_iter()
+                .map(|(key, (users, wizards))| QueueCount {
+                    key: key.clone(),
+                    users,
+                    wizards,
                 })
                 .collect();
             out.sort_by(|a, b| (&a.key.study, &a.key.pair).cmp(&(&b.key.study, &b.key.pair)));
@@ -308,23 +487,80 @@ impl Lobby {
         })
     }
 
-    /// How many entries the lobby holds about participants (queue places, waiting times, places
-    /// kept at the front), after dropping those of participants who left for good: 0 when
-    /// nobody waits or is expected back.
+    /// How many entries this instance holds about participants (waiting connections, waiting
+    /// times, places kept at the front), after dropping those of participants who left for
+    /// good: 0 when nobody waits here or is expected back.
     pub fn size(&self, now: Instant) -> usize {
         self.with(|inner| {
             inner.sweep(now, true);
-            let queued: usize = inner.queues.values().map(Vec::len).sum();
-            queued + inner.since.len() + inner.first.len()
+            inner.local.len() + inner.since.len() + inner.first.len()
         })
     }
 }
 
+/// The ticket of a waiter taken from the table.
+fn ticket_of(w: Waiter) -> Ticket {
+    Ticket {
+        participant: w.participant,
+        worker: w.worker,
+        role: w.role,
+        conn: w.conn,
+    }
+}
+
+/// Starts (once per instance) delivering lobby notices from other instances to the connections
+/// waiting here, until the server stops. A backend without notices (SQLite, one process) needs
+/// none. Returns once notices are being received, so a participant queued afterwards is told.
+pub async fn listen(app: &AppState) {
+    app.lobby
+        .listener
+        .get_or_init(|| async {
+            let mut rx = match app.store.listen_lobby().await {
+                Ok(Some(rx)) => rx,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::error!(
+                        "lobby: cannot listen for notices from other instances; partners found \
+                         there will not reach participants waiting here: {e}"
+                    );
+                    return;
+                }
+            };
+            let app = app.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        got = rx.recv() => match got {
+                            Some(text) => app.lobby.receive(&text),
+                            None => {
+                                tracing::error!("lobby: the notice listener stopped");
+                                return;
+                            }
+                        },
+                        () = app.stopping() => return,
+                    }
+                }
+            });
+        })
+        .await;
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use wozkit_store::SqliteStore;
+
     use super::*;
 
     const STALE: Duration = Duration::from_secs(15);
+
+    /// A lobby on a fresh SQLite store (the directory lives as long as the store is used).
+    async fn setup() -> (Lobby, Arc<SqliteStore>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = SqliteStore::open_dir(dir.path()).await.expect("store");
+        (Lobby::default(), Arc::new(store), dir)
+    }
 
     fn key() -> QueueKey {
         QueueKey {
@@ -342,8 +578,11 @@ mod tests {
         }
     }
 
-    fn enqueue(lobby: &Lobby, t: Ticket, now_ms: u64) -> Enqueued {
-        lobby.enqueue(key(), t, now_ms, Instant::now(), STALE)
+    async fn enqueue(lobby: &Lobby, store: &SqliteStore, t: Ticket, now_ms: u64) -> Enqueued {
+        lobby
+            .enqueue(store, key(), t, now_ms, STALE)
+            .await
+            .expect("enqueue")
     }
 
     fn partner(e: Enqueued) -> Option<String> {
@@ -353,122 +592,209 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
+    async fn position(lobby: &Lobby, store: &SqliteStore, p: &str) -> Option<usize> {
+        lobby.position(store, &key(), p).await.expect("position")
+    }
+
+    #[tokio::test]
     async fn complementary_roles_pair_first_come_first_served() {
-        let lobby = Lobby::default();
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let u1 = enqueue(&lobby, s, ticket("u1", None, Role::User, 1), 0).await;
+        let Enqueued::Queued { mut rx, .. } = u1 else {
+            panic!("nobody to pair u1 with");
+        };
         assert_eq!(
-            partner(enqueue(&lobby, ticket("u1", None, Role::User, 1), 0)),
+            partner(enqueue(&lobby, s, ticket("u2", None, Role::User, 2), 1).await),
             None
         );
-        assert_eq!(
-            partner(enqueue(&lobby, ticket("u2", None, Role::User, 2), 1)),
-            None
-        );
-        assert_eq!(lobby.position(&key(), "u2"), Some(2));
-        let got = enqueue(&lobby, ticket("w1", None, Role::Wizard, 3), 2);
-        assert_eq!(partner(got).as_deref(), Some("u1"));
-        assert_eq!(lobby.position(&key(), "u2"), Some(1));
+        assert_eq!(position(&lobby, s, "u2").await, Some(2));
+        let got = enqueue(&lobby, s, ticket("w1", None, Role::Wizard, 3), 2).await;
+        let Enqueued::Matched { partner, place } = got else {
+            panic!("w1 should take u1");
+        };
+        assert_eq!(partner.participant, "u1");
+        assert_eq!(place.instance, lobby.instance());
+        assert_eq!(position(&lobby, s, "u2").await, Some(1));
+        // Telling a partner waiting here reaches its connection.
+        let told = Told::Paired {
+            session: "S".into(),
+        };
+        lobby
+            .tell(s, &place, "u1", told.clone())
+            .await
+            .expect("tell");
+        assert_eq!(rx.try_recv().expect("told"), told);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn never_pairs_a_worker_with_itself() {
-        let lobby = Lobby::default();
-        let _ = enqueue(&lobby, ticket("a", Some("prolific:X"), Role::User, 1), 0);
-        let b = enqueue(&lobby, ticket("b", Some("prolific:X"), Role::Wizard, 2), 0);
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let _ = enqueue(&lobby, s, ticket("a", Some("prolific:X"), Role::User, 1), 0).await;
+        let b = enqueue(
+            &lobby,
+            s,
+            ticket("b", Some("prolific:X"), Role::Wizard, 2),
+            0,
+        )
+        .await;
         assert_eq!(partner(b), None);
-        // A second tab of the same participant replaces the first.
-        let _ = enqueue(&lobby, ticket("a", Some("prolific:X"), Role::User, 3), 0);
-        assert!(!lobby.leave(&key(), "a", 1));
-        assert!(lobby.leave(&key(), "a", 3));
+        // A second tab of the same participant replaces the first, which is told so.
+        let first = enqueue(&lobby, s, ticket("c", Some("prolific:X"), Role::User, 3), 0).await;
+        let Enqueued::Queued { mut rx, .. } = first else {
+            panic!("c should wait: b is the same worker");
+        };
+        let second = enqueue(&lobby, s, ticket("c", Some("prolific:X"), Role::User, 4), 0).await;
+        assert_eq!(partner(second), None);
+        assert_eq!(rx.try_recv().expect("told"), Told::Replaced);
+        assert!(!lobby.leave(s, "c", 3).await.expect("leave"));
+        assert!(lobby.leave(s, "c", 4).await.expect("leave"));
+        assert!(lobby.leave(s, "a", 1).await.expect("leave"));
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn waiting_time_survives_reconnects() {
-        let lobby = Lobby::default();
-        let _ = enqueue(&lobby, ticket("a", None, Role::User, 1), 100);
-        assert!(lobby.leave(&key(), "a", 1));
-        lobby.gone("a", Instant::now() + Duration::from_secs(30));
-        match enqueue(&lobby, ticket("a", None, Role::User, 2), 900) {
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let _ = enqueue(&lobby, s, ticket("a", None, Role::User, 1), 100).await;
+        assert!(lobby.leave(s, "a", 1).await.expect("leave"));
+        lobby.gone("a", 1, Instant::now() + Duration::from_secs(30));
+        match enqueue(&lobby, s, ticket("a", None, Role::User, 2), 900).await {
             Enqueued::Queued { since_ms, .. } => assert_eq!(since_ms, 100),
             Enqueued::Matched { .. } => panic!("nobody to match"),
         }
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn roles_fill_what_the_queue_lacks() {
-        let lobby = Lobby::default();
+        let (lobby, store, _dir) = setup().await;
         assert_eq!(lobby.assign_role("s"), Role::Wizard);
         assert_eq!(lobby.assign_role("s"), Role::User);
-        let _ = enqueue(&lobby, ticket("u", None, Role::User, 1), 0);
+        let _ = enqueue(&lobby, &store, ticket("u", None, Role::User, 1), 0).await;
         assert_eq!(lobby.assign_role("s"), Role::Wizard);
         assert_eq!(lobby.assign_role("s"), Role::Wizard);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_silent_waiter_is_not_paired_until_heard_again() {
-        let lobby = Lobby::default();
-        let _ = enqueue(&lobby, ticket("u", None, Role::User, 1), 0);
-        tokio::time::advance(STALE + Duration::from_secs(1)).await;
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let _ = enqueue(&lobby, s, ticket("u", None, Role::User, 1), 0).await;
+        let later = STALE.as_millis() as u64 + 1000;
         assert_eq!(
-            partner(enqueue(&lobby, ticket("w", None, Role::Wizard, 2), 0)),
+            partner(enqueue(&lobby, s, ticket("w", None, Role::Wizard, 2), later).await),
             None
         );
         // Still queued (its own connection gives the place up), but passed over.
-        assert_eq!(lobby.position(&key(), "u"), Some(1));
-        lobby.heard(&key(), "u", 1, Instant::now());
-        let got = enqueue(&lobby, ticket("w2", None, Role::Wizard, 3), 0);
+        assert_eq!(position(&lobby, s, "u").await, Some(1));
+        assert!(
+            lobby
+                .heard(s, "u", 1, later, Duration::ZERO)
+                .await
+                .expect("heard")
+        );
+        let got = enqueue(&lobby, s, ticket("w2", None, Role::Wizard, 3), later).await;
         assert_eq!(partner(got).as_deref(), Some("u"));
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_participant_whose_partner_never_came_is_queued_first() {
-        let lobby = Lobby::default();
-        let _ = enqueue(&lobby, ticket("early", None, Role::User, 1), 0);
-        let _ = enqueue(&lobby, ticket("early2", None, Role::User, 2), 0);
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let _ = enqueue(&lobby, s, ticket("early", None, Role::User, 1), 0).await;
+        let _ = enqueue(&lobby, s, ticket("early2", None, Role::User, 2), 0).await;
         lobby.put_first("stranded", Instant::now() + Duration::from_secs(30));
-        let _ = enqueue(&lobby, ticket("stranded", None, Role::User, 3), 5);
-        assert_eq!(lobby.position(&key(), "stranded"), Some(1));
-        let got = enqueue(&lobby, ticket("w", None, Role::Wizard, 4), 6);
+        let _ = enqueue(&lobby, s, ticket("stranded", None, Role::User, 3), 5).await;
+        assert_eq!(position(&lobby, s, "stranded").await, Some(1));
+        let got = enqueue(&lobby, s, ticket("w", None, Role::Wizard, 4), 6).await;
         assert_eq!(partner(got).as_deref(), Some("stranded"));
-        let got = enqueue(&lobby, ticket("w2", None, Role::Wizard, 5), 7);
+        let got = enqueue(&lobby, s, ticket("w2", None, Role::Wizard, 5), 7).await;
         assert_eq!(partner(got).as_deref(), Some("early"));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_lobby_forgets_waiters_who_left_for_good() {
-        let lobby = Lobby::default();
-        let grace = Duration::from_secs(30);
-        for (i, p) in ["a", "b", "c"].into_iter().enumerate() {
-            let _ = lobby.enqueue(
-                QueueKey {
-                    study: "s".into(),
-                    pair: Some(p.into()),
-                },
-                ticket(p, None, Role::User, i as u64),
-                0,
-                Instant::now(),
-                STALE,
+    #[tokio::test]
+    async fn notices_reach_only_the_connection_they_name() {
+        let (lobby, store, _dir) = setup().await;
+        let Enqueued::Queued { mut rx, .. } =
+            enqueue(&lobby, &store, ticket("u", None, Role::User, 7), 0).await
+        else {
+            panic!("nobody to pair with");
+        };
+        let me = lobby.instance().to_string();
+        // Another instance, another connection, garbage: ignored.
+        lobby.receive("paired other 7 u S");
+        lobby.receive(&format!("paired {me} 8 u S"));
+        lobby.receive("paired");
+        assert!(rx.try_recv().is_err());
+        lobby.receive(&format!("paired {me} 7 u S"));
+        assert_eq!(
+            rx.try_recv().expect("told"),
+            Told::Paired {
+                session: "S".into()
+            }
+        );
+        // A notice names the place, the participant and what they are told.
+        let place = Place {
+            instance: "i".into(),
+            conn: 3,
+        };
+        for told in [
+            Told::Paired {
+                session: "S".into(),
+            },
+            Told::Retry,
+            Told::Replaced,
+        ] {
+            let text = notice(&place, "p", &told);
+            assert_eq!(
+                parse_notice(&text),
+                Some((place.clone(), "p".to_string(), told))
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_lobby_forgets_waiters_who_left_for_good() {
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        // Real time: the store's pool has timeouts of its own, which a paused clock would fire.
+        let grace = Duration::from_millis(300);
+        for (i, p) in ["a", "b", "c"].into_iter().enumerate() {
+            let _ = lobby
+                .enqueue(
+                    s,
+                    QueueKey {
+                        study: "s".into(),
+                        pair: Some(p.into()),
+                    },
+                    ticket(p, None, Role::User, i as u64),
+                    0,
+                    STALE,
+                )
+                .await
+                .expect("enqueue");
         }
         lobby.put_first("never-back", Instant::now() + grace);
         assert_eq!(lobby.size(Instant::now()), 7);
         for (i, p) in ["a", "b", "c"].into_iter().enumerate() {
-            let key = QueueKey {
-                study: "s".into(),
-                pair: Some(p.into()),
-            };
-            assert!(lobby.leave(&key, p, i as u64));
-            lobby.gone(p, Instant::now() + grace);
+            assert!(lobby.leave(s, p, i as u64).await.expect("leave"));
+            lobby.gone(p, i as u64, Instant::now() + grace);
         }
         // Kept for a reconnect within the grace period...
         assert_eq!(lobby.size(Instant::now()), 4);
-        tokio::time::advance(grace).await;
+        tokio::time::sleep(grace).await;
         // ...and nothing is left after it.
         assert_eq!(lobby.size(Instant::now()), 0);
-        // A pair leaves no empty queue behind either.
-        let _ = enqueue(&lobby, ticket("u", None, Role::User, 9), 0);
-        let _ = enqueue(&lobby, ticket("w", None, Role::Wizard, 10), 0);
+        // A pair leaves nothing behind either, once the partner is told.
+        let _ = enqueue(&lobby, s, ticket("u", None, Role::User, 9), 0).await;
+        let got = enqueue(&lobby, s, ticket("w", None, Role::Wizard, 10), 0).await;
+        let Enqueued::Matched { place, .. } = got else {
+            panic!("w should take u");
+        };
+        lobby.tell(s, &place, "u", Told::Retry).await.expect("tell");
         assert_eq!(lobby.size(Instant::now()), 0);
         assert!(lobby.counts().is_empty());
+        assert!(s.waiters(None).await.expect("waiters").is_empty());
     }
 }

@@ -780,7 +780,11 @@ impl Store for Scoped {
     async fn clear_failed_logins(&self, name: &str) -> wozkit_store::Result<()> {
         self.inner.clear_failed_logins(name).await
     }
-    async fn join_lobby(&self, entry: wozkit_store::store::NewWaiter, live_since_ms: u64) -> wozkit_store::Result<wozkit_store::store::JoinedLobby> {
+    async fn join_lobby(
+        &self,
+        entry: wozkit_store::store::NewWaiter,
+        live_since_ms: u64,
+    ) -> wozkit_store::Result<wozkit_store::store::JoinedLobby> {
         self.inner.join_lobby(entry, live_since_ms).await
     }
     async fn lobby_heard(
@@ -794,16 +798,26 @@ impl Store for Scoped {
             .lobby_heard(participant, instance, conn, at_ms)
             .await
     }
-    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> wozkit_store::Result<bool> {
+    async fn leave_lobby(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+    ) -> wozkit_store::Result<bool> {
         self.inner.leave_lobby(participant, instance, conn).await
     }
-    async fn waiters(&self, study_id: Option<&str>) -> wozkit_store::Result<Vec<wozkit_store::store::Waiter>> {
+    async fn waiters(
+        &self,
+        study_id: Option<&str>,
+    ) -> wozkit_store::Result<Vec<wozkit_store::store::Waiter>> {
         self.inner.waiters(study_id).await
     }
     async fn notify_lobby(&self, notice: &str) -> wozkit_store::Result<bool> {
         self.inner.notify_lobby(notice).await
     }
-    async fn listen_lobby(&self) -> wozkit_store::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+    async fn listen_lobby(
+        &self,
+    ) -> wozkit_store::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
         self.inner.listen_lobby().await
     }
     async fn meta(&self, key: &str) -> wozkit_store::Result<Option<String>> {

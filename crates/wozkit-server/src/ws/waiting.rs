@@ -19,7 +19,7 @@ use wozkit_store::Participant;
 use super::frames::{self, ClientFrame, ServerFrame, error_frame};
 use super::{incoming, send};
 use crate::app::{AppState, now_ms, sleep_until_ms};
-use crate::lobby::{Enqueued, QueueKey, Ticket};
+use crate::lobby::{self, Enqueued, QueueKey, Ticket, Told};
 use crate::pairing;
 use crate::security::RateLimiter;
 use tokio::time::Instant;
@@ -51,29 +51,53 @@ pub async fn run(
     };
     let limit_s = study.study.pairing.wait_limit_s;
     let stale_after = Duration::from_millis(app.tunables.stale_after_ms);
+    // How often the lobby's table is told that this connection is alive: well within the
+    // stale cut-off, without a write per frame.
+    let refresh = stale_after / 3;
     // How long the lobby keeps this participant's waiting time after the connection is gone.
     let grace = Duration::from_secs(u64::from(study.study.session.disconnect_grace_s));
     // The connection is gone: the place goes, the waiting time stays for a while.
-    let gone = |app: &AppState| {
-        app.lobby.leave(&key, &p.id, ticket.conn);
-        app.lobby.gone(&p.id, Instant::now() + grace);
+    let gone = async |app: &AppState| {
+        if let Err(e) = app
+            .lobby
+            .leave(app.store.as_ref(), &p.id, ticket.conn)
+            .await
+        {
+            tracing::error!(participant = p.id, "lobby: cannot give up a place: {e}");
+        }
+        app.lobby.gone(&p.id, ticket.conn, Instant::now() + grace);
     };
+    lobby::listen(&app).await;
     let mut last_heard = Instant::now();
     'enqueue: loop {
-        let enqueued = app.lobby.enqueue(
-            key.clone(),
-            ticket.clone(),
-            now_ms(),
-            Instant::now(),
-            stale_after,
-        );
+        let enqueued = app
+            .lobby
+            .enqueue(
+                app.store.as_ref(),
+                key.clone(),
+                ticket.clone(),
+                now_ms(),
+                stale_after,
+            )
+            .await;
         let (since_ms, mut rx) = match enqueued {
-            Enqueued::Matched { partner, notify } => {
+            Ok(Enqueued::Matched { partner, place }) => {
                 match pairing::pair(&app, &study, &partner, &ticket).await {
                     Ok(session) => {
-                        let _ = notify.send(crate::lobby::Paired {
+                        let told = Told::Paired {
                             session: session.clone(),
-                        });
+                        };
+                        if let Err(e) = app
+                            .lobby
+                            .tell(app.store.as_ref(), &place, &partner.participant, told)
+                            .await
+                        {
+                            tracing::error!(
+                                session,
+                                partner = partner.participant,
+                                "lobby: cannot tell the partner of their pairing: {e}"
+                            );
+                        }
                         let frame = ServerFrame::Paired {
                             session: &session,
                             role,
@@ -83,8 +107,17 @@ pub async fn run(
                         let _ = send(&mut socket, &frame.text()).await;
                     }
                     Err(e) => {
-                        // Dropping `notify` puts the partner back in the queue.
+                        // The partner queues again.
                         tracing::error!("cannot create the session of a pair: {e}");
+                        let _ = app
+                            .lobby
+                            .tell(
+                                app.store.as_ref(),
+                                &place,
+                                &partner.participant,
+                                Told::Retry,
+                            )
+                            .await;
                         let _ = send(
                             &mut socket,
                             &error_frame(None, "internal", "pairing failed; reload the page"),
@@ -94,7 +127,20 @@ pub async fn run(
                 }
                 return;
             }
-            Enqueued::Queued { since_ms, rx } => (since_ms, rx),
+            Ok(Enqueued::Queued { since_ms, rx }) => (since_ms, rx),
+            Err(e) => {
+                tracing::error!(participant = p.id, "lobby: cannot queue: {e}");
+                let _ = send(
+                    &mut socket,
+                    &error_frame(
+                        None,
+                        "internal",
+                        "could not join the queue; reload the page",
+                    ),
+                )
+                .await;
+                return;
+            }
         };
         let mut deadline = Some(since_ms + u64::from(limit_s) * 1000);
         let mut ticker = tokio::time::interval(Duration::from_millis(
@@ -104,27 +150,33 @@ pub async fn run(
             tokio::time::interval(Duration::from_millis(app.tunables.heartbeat_ms.max(10)));
         loop {
             tokio::select! {
-                paired = &mut rx => match paired {
-                    Ok(paired) => {
+                told = &mut rx => match told {
+                    Ok(Told::Paired { session }) => {
                         app.lobby.forget(&p.id);
-                        let frame = ServerFrame::Paired { session: &paired.session, role, partner: "human", next: &next };
+                        let frame = ServerFrame::Paired { session: &session, role, partner: "human", next: &next };
                         let _ = send(&mut socket, &frame.text()).await;
                         return;
                     }
                     // Another tab took the place: this one is done.
-                    Err(_) if app.lobby.position(&key, &p.id).is_some() => {
+                    Ok(Told::Replaced) => {
                         let _ = send(&mut socket, &error_frame(None, "replaced", "you are waiting in another tab")).await;
                         return;
                     }
                     // The partner's pairing failed: queue again.
-                    Err(_) => continue 'enqueue,
+                    Ok(Told::Retry) | Err(_) => continue 'enqueue,
                 },
                 _ = ticker.tick() => {
-                    let position = app.lobby.position(&key, &p.id).unwrap_or(1);
+                    let position = match app.lobby.position(app.store.as_ref(), &key, &p.id).await {
+                        Ok(position) => position.unwrap_or(1),
+                        Err(e) => {
+                            tracing::warn!(participant = p.id, "lobby: cannot read the queue: {e}");
+                            1
+                        }
+                    };
                     let waited_s = now_ms().saturating_sub(since_ms) / 1000;
                     let frame = ServerFrame::Waiting { position, waited_s, limit_s };
                     if send(&mut socket, &frame.text()).await.is_err() {
-                        gone(&app);
+                        gone(&app).await;
                         return;
                     }
                 }
@@ -133,30 +185,39 @@ pub async fn run(
                     // answer tells that somebody is there.
                     if last_heard.elapsed() > stale_after {
                         tracing::debug!(participant = p.id, "waiting connection went silent");
-                        gone(&app);
+                        gone(&app).await;
                         return;
                     }
                     if socket.send(Message::Ping(Default::default())).await.is_err() {
-                        gone(&app);
+                        gone(&app).await;
                         return;
                     }
                 }
                 () = sleep_until_ms(deadline.unwrap_or(u64::MAX)), if deadline.is_some() => {
-                    if app.lobby.leave(&key, &p.id, ticket.conn) {
-                        app.lobby.forget(&p.id);
-                        give_up(&app, &mut socket, &study, &ticket, &next).await;
-                        return;
+                    match app.lobby.leave(app.store.as_ref(), &p.id, ticket.conn).await {
+                        Ok(true) => {
+                            app.lobby.forget(&p.id);
+                            give_up(&app, &mut socket, &study, &ticket, &next).await;
+                            return;
+                        }
+                        // Being paired at this very moment (or replaced): the answer comes on
+                        // `rx`.
+                        Ok(false) => deadline = None,
+                        Err(e) => {
+                            tracing::error!(participant = p.id, "lobby: cannot give up a place: {e}");
+                            deadline = Some(now_ms() + 1000);
+                        }
                     }
-                    // Being paired at this very moment (or replaced): the answer comes on `rx`.
-                    deadline = None;
                 }
                 msg = socket.recv() => {
                     if let Some(Ok(_)) = &msg {
                         last_heard = Instant::now();
-                        app.lobby.heard(&key, &p.id, ticket.conn, last_heard);
+                        if let Err(e) = app.lobby.heard(app.store.as_ref(), &p.id, ticket.conn, now_ms(), refresh).await {
+                            tracing::warn!(participant = p.id, "lobby: cannot note a sign of life: {e}");
+                        }
                     }
                     let Some(text) = incoming(&mut socket, msg, &mut limiter).await else {
-                        gone(&app);
+                        gone(&app).await;
                         return;
                     };
                     let reply = match text.as_deref().map(frames::parse) {
@@ -169,12 +230,12 @@ pub async fn run(
                         Some(Err(e)) => error_frame(e.id.as_deref(), e.code, &e.message),
                     };
                     if send(&mut socket, &reply).await.is_err() {
-                        gone(&app);
+                        gone(&app).await;
                         return;
                     }
                 }
                 () = app.stopping() => {
-                    app.lobby.leave(&key, &p.id, ticket.conn);
+                    let _ = app.lobby.leave(app.store.as_ref(), &p.id, ticket.conn).await;
                     return;
                 }
             }
