@@ -15,6 +15,8 @@ use crate::frames::{EndedFrame, ErrorFrame, SessionFrame, frame_type};
 use crate::pages::{self, Arrived, Ws};
 use crate::policy::{Dice, Role};
 use crate::room::{self, Outcome};
+use crate::stats::Recorder;
+use crate::target::Target;
 
 /// Consecutive failures after which a participant gives up.
 const MAX_FAILURES: u32 = 3;
@@ -32,6 +34,13 @@ pub async fn participant(ctx: &Ctx, index: usize) {
         Role::Wizard
     };
     let mut dice = Dice::new(ctx.seed ^ (index as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    // Pairs go round-robin over the URLs: a user and the wizard after it share one, so two
+    // independent servers each get whole pairs.
+    let url = &ctx.targets[crate::url_of(index, ctx.targets.len())];
+    let stats = Recorder {
+        all: &ctx.stats,
+        url: &url.stats,
+    };
     let mut stop = ctx.stop.clone();
     let mut first_visit = true;
     let mut failures = 0;
@@ -43,21 +52,29 @@ pub async fn participant(ctx: &Ctx, index: usize) {
             0 => format!("bench-{}-{index}", ctx.run_id),
             g => format!("bench-{}-{index}-{g}", ctx.run_id),
         };
-        match visit(ctx, &name, role, &mut dice, &mut stop, &mut first_visit).await {
+        let visit = visit(
+            ctx,
+            &url.target,
+            stats,
+            &name,
+            role,
+            &mut dice,
+            &mut stop,
+            &mut first_visit,
+        );
+        match visit.await {
             Ok(Outcome::Stopped) => return,
             Ok(Outcome::Ended) => failures = 0,
             Err(f) => {
                 if *stop.borrow() {
                     return;
                 }
-                ctx.stats.error(&f.code);
+                stats.error(&f.code);
                 ctx.log_failure(&name, &f);
                 failures += 1;
                 if failures >= MAX_FAILURES {
                     if first_visit {
-                        ctx.stats
-                            .gave_up
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        stats.gave_up();
                     }
                     return;
                 }
@@ -71,8 +88,11 @@ pub async fn participant(ctx: &Ctx, index: usize) {
 }
 
 /// One participation: entry link to the end of the session.
+#[allow(clippy::too_many_arguments)]
 async fn visit(
     ctx: &Ctx,
+    target: &Target,
+    stats: Recorder<'_>,
     name: &str,
     role: Role,
     dice: &mut Dice,
@@ -84,9 +104,9 @@ async fn visit(
     let Ok(permit) = ctx.gate.acquire().await else {
         return Ok(Outcome::Stopped);
     };
-    let (conn, cookie, arrived) = pages::enter(&ctx.target, name, role).await?;
+    let (conn, cookie, arrived) = pages::enter(target, name, role).await?;
     if arrived == Arrived::Waiting {
-        let ws = pages::upgrade(&ctx.target, conn.into_stream()?, &cookie).await?;
+        let ws = pages::upgrade(target, conn.into_stream()?, &cookie).await?;
         drop(permit);
         if wait_for_partner(ws, stop).await?.is_none() {
             return Ok(Outcome::Stopped);
@@ -98,9 +118,9 @@ async fn visit(
     let Ok(permit) = ctx.gate.acquire().await else {
         return Ok(Outcome::Stopped);
     };
-    let ws = pages::open_room(&ctx.target, &cookie).await?;
+    let ws = pages::open_room(target, &cookie).await?;
     drop(permit);
-    room::play(ctx, ws, role, dice, stop, first_visit).await
+    room::play(ctx, stats, ws, role, dice, stop, first_visit).await
 }
 
 /// The waiting room: `Some(session)` once paired, `None` if the run stopped first.

@@ -11,7 +11,8 @@
 //! localhost is refused.
 //!
 //! Map of the crate:
-//! - [`target`]: the server URL, checked to be local.
+//! - [`target`]: the server URLs, checked to be local (several instances, or a proxy in front
+//!   of them: pairs are spread round-robin over the URLs, figures reported per URL and overall).
 //! - `http`: a minimal HTTP/1.1 client whose connection is handed over to the WebSocket.
 //! - `pages`: the page flow (entry link, forms, the room page, WebSocket handshakes).
 //! - `journey`: one participant's life: enter, wait, play, join again after a session ends.
@@ -53,7 +54,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 pub use error::{Failure, LoadgenError};
-pub use report::{Report, ServerFigures};
+pub use report::{Report, ServerFigures, UrlFigures};
 use stats::Stats;
 use target::Target;
 
@@ -67,15 +68,18 @@ const STOP_WAIT: Duration = Duration::from_secs(30);
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// `http://127.0.0.1:PORT` or `http://localhost:PORT`.
-    pub url: String,
+    /// `http://127.0.0.1:PORT` or `http://localhost:PORT`, one or more: several instances (or
+    /// a proxy and instances). Pairs of participants go to them in turn, pair `p` to URL
+    /// `p mod n`, so each URL gets whole pairs.
+    pub urls: Vec<String>,
     /// Simulated participants (an even number: they come in pairs).
     pub participants: usize,
     /// Length of the measurement window, after every participant reached a room.
     pub duration: Duration,
     /// Commands per second per participant (0.5: one every 2 s).
     pub rate: f64,
-    /// The server's process, when it cannot be found from the listening port.
+    /// The server's process, when it cannot be found from the listening port (with several URLs
+    /// it is not looked up: give it to have server figures).
     pub server_pid: Option<u32>,
     /// Participants walking the HTTP pages at once.
     pub connect_concurrency: usize,
@@ -86,10 +90,10 @@ pub struct Config {
 }
 
 impl Config {
-    /// The defaults for `participants` over `duration` against `url`.
+    /// The defaults for `participants` over `duration` against `url` (push more onto `urls`).
     pub fn new(url: impl Into<String>, participants: usize, duration: Duration) -> Config {
         Config {
-            url: url.into(),
+            urls: vec![url.into()],
             participants,
             duration,
             rate: 0.5,
@@ -105,7 +109,8 @@ impl Config {
 
 /// What every participant task shares.
 pub(crate) struct Ctx {
-    target: Target,
+    /// The URLs, each with the figures of the participants sent to it.
+    targets: Vec<UrlTarget>,
     /// Names this run's participants (`bench-<run>-<i>`), so runs never collide.
     run_id: String,
     /// Seed of the participants' random moves.
@@ -130,13 +135,24 @@ impl Ctx {
     }
 }
 
+/// One URL of the run and what its participants measured.
+pub(crate) struct UrlTarget {
+    target: Target,
+    stats: Stats,
+}
+
+/// The URL (index into `Config::urls`) of participant `index`: pairs in turn.
+pub(crate) fn url_of(index: usize, urls: usize) -> usize {
+    (index / 2) % urls.max(1)
+}
+
 /// Raises this process's soft limit of open files to its hard limit; returns the new limit.
 /// Ten thousand participants need ten thousand sockets on each side.
 pub fn raise_fd_limit() -> std::io::Result<u64> {
     rlimit::increase_nofile_limit(u64::MAX)
 }
 
-fn check(config: &Config) -> Result<Target, LoadgenError> {
+fn check(config: &Config) -> Result<Vec<Target>, LoadgenError> {
     if config.participants < 2 || !config.participants.is_multiple_of(2) {
         return Err(LoadgenError::BadConfig(
             "participants come in pairs: give an even number, at least 2",
@@ -155,7 +171,15 @@ fn check(config: &Config) -> Result<Target, LoadgenError> {
             "connect concurrency must be at least 1",
         ));
     }
-    Target::parse(&config.url)
+    if config.urls.is_empty() {
+        return Err(LoadgenError::BadConfig("give at least one server URL"));
+    }
+    if config.participants < 2 * config.urls.len() {
+        return Err(LoadgenError::BadConfig(
+            "several URLs need at least one pair of participants each",
+        ));
+    }
+    config.urls.iter().map(|u| Target::parse(u)).collect()
 }
 
 async fn health(target: &Target) -> Result<(), LoadgenError> {
@@ -178,23 +202,37 @@ async fn health(target: &Target) -> Result<(), LoadgenError> {
 
 /// Runs the load: ramp-up, the measurement window, then every participant leaves.
 pub async fn run(config: Config) -> Result<Report, LoadgenError> {
-    let target = check(&config)?;
+    let targets = check(&config)?;
     let limit = raise_fd_limit().map_err(LoadgenError::FdLimit)?;
     let needed = config.participants as u64 + SPARE_FDS;
     if limit < needed {
         return Err(LoadgenError::TooFewFds { needed, limit });
     }
-    health(&target).await?;
-    let pid = config
-        .server_pid
-        .or_else(|| server_proc::pid_listening_on(target.port));
+    for target in &targets {
+        health(target).await?;
+    }
+    let pid = config.server_pid.or_else(|| match targets.as_slice() {
+        [one] => server_proc::pid_listening_on(one.port),
+        _ => None,
+    });
+    let origins = targets
+        .iter()
+        .map(Target::origin)
+        .collect::<Vec<_>>()
+        .join(", ");
     let rss_before = pid.and_then(server_proc::rss_kib);
     let epoch_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let (stop_tx, stop_rx) = watch::channel(false);
     let ctx = Arc::new(Ctx {
-        target: target.clone(),
+        targets: targets
+            .into_iter()
+            .map(|target| UrlTarget {
+                target,
+                stats: Stats::default(),
+            })
+            .collect(),
         run_id: format!("{epoch_ms:x}"),
         seed: epoch_ms,
         period: Duration::from_secs_f64(1.0 / config.rate),
@@ -207,7 +245,7 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         eprintln!(
             "bench: {} participants against {} (server pid {}), run {}",
             config.participants,
-            target.origin(),
+            origins,
             pid.map_or_else(|| "unknown".into(), |p| p.to_string()),
             ctx.run_id
         );
@@ -223,6 +261,9 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
 
     let start = Instant::now();
     ctx.stats.start_window(start);
+    for t in &ctx.targets {
+        t.stats.start_window(start);
+    }
     let cpu_start = pid.and_then(server_proc::cpu_seconds);
     let own_cpu_start = server_proc::cpu_seconds(std::process::id());
     let machine_start = machine::Snapshot::read(pid);
@@ -238,7 +279,11 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         }
     }
     let window = start.elapsed();
-    ctx.stats.end_window(Instant::now());
+    let end = Instant::now();
+    ctx.stats.end_window(end);
+    for t in &ctx.targets {
+        t.stats.end_window(end);
+    }
     let secs = window.as_secs_f64();
     let connected = ctx.stats.connected.load(Ordering::Relaxed);
     let rss_end = pid.and_then(server_proc::rss_kib);
@@ -270,8 +315,31 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         _ => None,
     };
     let acked = s.acked.load(Ordering::Relaxed);
+    let per_url = ctx
+        .targets
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let s = &t.stats;
+            let acked = s.acked.load(Ordering::Relaxed);
+            UrlFigures {
+                url: t.target.origin(),
+                participants: (0..config.participants)
+                    .filter(|i| url_of(*i, ctx.targets.len()) == n)
+                    .count(),
+                reached_room: s.reached_room.load(Ordering::Relaxed),
+                gave_up: s.gave_up.load(Ordering::Relaxed),
+                connected: s.connected.load(Ordering::Relaxed),
+                sessions: s.sessions(),
+                commands_acked: acked,
+                messages_per_s: acked as f64 / secs,
+                latency: s.latency(),
+                errors: s.errors(),
+            }
+        })
+        .collect();
     Ok(Report {
-        url: target.origin(),
+        url: origins,
         participants: config.participants,
         rate_per_participant: config.rate,
         duration_s: secs,
@@ -300,6 +368,7 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         }),
         loadgen_cpu_percent: own_cpu,
         machine,
+        per_url,
     })
 }
 

@@ -11,6 +11,7 @@ use crate::stats::Latency;
 /// Everything a run measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The server's origin; with several URLs, every origin, comma-separated.
     pub url: String,
     /// Participants asked for.
     pub participants: usize,
@@ -52,6 +53,28 @@ pub struct Report {
     /// Whether the machine was quiet during the window (foreign CPU, steal, iowait); `None`
     /// where it could not be measured (not Linux).
     pub machine: Option<MachineFigures>,
+    /// The figures of each URL, in the order given (one entry with a single URL).
+    pub per_url: Vec<UrlFigures>,
+}
+
+/// What the participants sent to one URL measured (see `Config::urls`).
+#[derive(Clone, Debug, Serialize)]
+pub struct UrlFigures {
+    pub url: String,
+    /// Participants sent to this URL.
+    pub participants: usize,
+    pub reached_room: usize,
+    pub gave_up: usize,
+    /// Room connections open at the end of the window.
+    pub connected: usize,
+    pub sessions: usize,
+    /// Commands acknowledged inside the window, and their rate.
+    pub commands_acked: u64,
+    pub messages_per_s: f64,
+    /// Samples completed by this URL's participants (the partner's receipt, or the sender's
+    /// ack when it came last).
+    pub latency: Latency,
+    pub errors: BTreeMap<String, u64>,
 }
 
 /// The server process, read from `/proc`.
@@ -158,6 +181,24 @@ impl Report {
             }
         };
         let _ = writeln!(s, "  errors             {}", list(&self.errors));
+        if self.per_url.len() > 1 {
+            for u in &self.per_url {
+                let _ = writeln!(
+                    s,
+                    "  {}: {} participants, {} reached a room ({} gave up), {} sessions; {:.1} msg/s acked; p50 {:.2} ms p99 {:.2} ms ({} samples); errors {}",
+                    u.url,
+                    u.participants,
+                    u.reached_room,
+                    u.gave_up,
+                    u.sessions,
+                    u.messages_per_s,
+                    u.latency.p50_ms,
+                    u.latency.p99_ms,
+                    u.latency.samples,
+                    list(&u.errors),
+                );
+            }
+        }
         let _ = writeln!(s, "  sessions ended     {}", list(&self.endings));
         if self.skipped_busy > 0 || self.uncorrelated_acks > 0 {
             let _ = writeln!(

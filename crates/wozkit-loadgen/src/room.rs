@@ -23,7 +23,7 @@ use crate::frames::{
 };
 use crate::pages::Ws;
 use crate::policy::{self, Dice, Role};
-use crate::stats::Pairing;
+use crate::stats::{Pairing, Recorder};
 
 /// How a stay in the room ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -43,6 +43,8 @@ struct Batch {
 
 struct Play<'a> {
     ctx: &'a Ctx,
+    /// The run's figures and those of this participant's URL.
+    stats: Recorder<'a>,
     role: Role,
     /// Set by `welcome`: the session and the map shared with the partner.
     session: Option<(String, Arc<Mutex<Pairing>>)>,
@@ -60,6 +62,7 @@ struct Play<'a> {
 /// `first_visit` is cleared when the participant reaches a room for the first time.
 pub async fn play(
     ctx: &Ctx,
+    stats: Recorder<'_>,
     mut ws: Ws,
     role: Role,
     dice: &mut Dice,
@@ -68,6 +71,7 @@ pub async fn play(
 ) -> Result<Outcome, Failure> {
     let mut p = Play {
         ctx,
+        stats,
         role,
         session: None,
         pending: HashMap::new(),
@@ -78,8 +82,8 @@ pub async fn play(
     };
     let result = p.run(&mut ws, dice, stop, first_visit).await;
     if let Some((session, pairing)) = p.session.take() {
-        ctx.stats.left_room();
-        ctx.stats.release_pairing(&session, pairing);
+        stats.left_room();
+        stats.release_pairing(&session, pairing);
     }
     let _ = ws.close(None).await;
     result
@@ -124,14 +128,14 @@ impl Play<'_> {
     /// Handles one frame; `Some` when the stay is over.
     fn on_frame(&mut self, text: &str, first_visit: &mut bool) -> Option<Outcome> {
         let now = Instant::now();
-        let stats = &self.ctx.stats;
+        let stats = self.stats;
         let Some(kind) = frame_type(text) else {
             stats.error("bad_frame");
             return None;
         };
         match kind.as_str() {
             "event" => {
-                stats.count_in_window(&stats.events, now);
+                stats.count_in_window(|s| &s.events, now);
                 let Ok(f) = serde_json::from_str::<EventFrame>(text) else {
                     stats.error("bad_frame");
                     return None;
@@ -168,7 +172,7 @@ impl Play<'_> {
                     return None;
                 };
                 if let Some(sent) = self.pending.remove(&ack.id) {
-                    stats.count_in_window(&stats.acked, now);
+                    stats.count_in_window(|s| &s.acked, now);
                     self.correlate(sent, ack.seq, now);
                 }
             }
@@ -206,7 +210,7 @@ impl Play<'_> {
     /// At the ack of a command sent at `sent`: its own event is the first event of ours in the
     /// batch that arrived after the send (a command that stored nothing has none).
     fn correlate(&mut self, sent: Instant, ack_seq: u64, now: Instant) {
-        let stats = &self.ctx.stats;
+        let stats = self.stats;
         let mine = self
             .last_batch
             .filter(|b| b.arrived >= sent)
@@ -218,14 +222,14 @@ impl Play<'_> {
                     stats.sample(sent, latency);
                 }
             }
-            _ => stats.count_in_window(&stats.uncorrelated, now),
+            _ => stats.count_in_window(|s| &s.uncorrelated, now),
         }
     }
 
     async fn on_tick(&mut self, ws: &mut Ws, dice: &mut Dice) -> Result<(), Failure> {
-        let stats = &self.ctx.stats;
+        let stats = self.stats;
         if !self.pending.is_empty() {
-            stats.count_in_window(&stats.skipped_busy, Instant::now());
+            stats.count_in_window(|s| &s.skipped_busy, Instant::now());
             return Ok(());
         }
         let Some(text) = &self.view else {
@@ -247,7 +251,7 @@ impl Play<'_> {
         let frame = frames::command(&id, cmd);
         let now = Instant::now();
         self.pending.insert(id, now);
-        stats.count_in_window(&stats.sent, now);
+        stats.count_in_window(|s| &s.sent, now);
         ws.send(Message::Text(frame.into()))
             .await
             .map_err(|e| Failure::new("ws_closed", e.to_string()))

@@ -246,6 +246,63 @@ impl Stats {
     }
 }
 
+/// Where one participant's figures go: the run's overall [`Stats`] and those of the URL the
+/// participant was sent to (`Config::urls`). The meeting point of latency halves is the overall
+/// one, so a pair split across two URLs (instances sharing a lobby) is still measured; a sample
+/// counts for the URL of the participant who completed it.
+#[derive(Clone, Copy)]
+pub struct Recorder<'a> {
+    pub all: &'a Stats,
+    pub url: &'a Stats,
+}
+
+impl Recorder<'_> {
+    pub fn error(&self, code: &str) {
+        self.all.error(code);
+        self.url.error(code);
+    }
+
+    pub fn ended(&self, reason: &str) {
+        self.all.ended(reason);
+        self.url.ended(reason);
+    }
+
+    /// Counts `at` in the `counter` (a field of [`Stats`]) of both, if inside the window.
+    pub fn count_in_window(&self, counter: fn(&Stats) -> &AtomicU64, at: Instant) {
+        self.all.count_in_window(counter(self.all), at);
+        self.url.count_in_window(counter(self.url), at);
+    }
+
+    pub fn gave_up(&self) {
+        self.all.gave_up.fetch_add(1, Ordering::Relaxed);
+        self.url.gave_up.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn joined_room(&self, session: &str, first_time: bool) {
+        self.all.joined_room(session, first_time);
+        self.url.joined_room(session, first_time);
+    }
+
+    pub fn left_room(&self) {
+        self.all.left_room();
+        self.url.left_room();
+    }
+
+    pub fn sample(&self, sent: Instant, latency: Duration) {
+        self.all.sample(sent, latency);
+        self.url.sample(sent, latency);
+    }
+
+    /// The session's meeting point, shared by the whole run.
+    pub fn pairing(&self, session: &str) -> Arc<Mutex<Pairing>> {
+        self.all.pairing(session)
+    }
+
+    pub fn release_pairing(&self, session: &str, mine: Arc<Mutex<Pairing>>) {
+        self.all.release_pairing(session, mine);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +350,42 @@ mod tests {
         assert_eq!(l.samples, 2);
         assert!((l.max_ms - 40.0).abs() < 0.1, "{l:?}");
         assert!((l.p50_ms - 2.0).abs() < 0.01, "{l:?}");
+    }
+
+    #[test]
+    fn a_recorder_counts_for_the_run_and_its_url() {
+        let (all, a, b) = (Stats::default(), Stats::default(), Stats::default());
+        let t0 = Instant::now();
+        for s in [&all, &a, &b] {
+            s.start_window(t0);
+        }
+        let ra = Recorder { all: &all, url: &a };
+        let rb = Recorder { all: &all, url: &b };
+        ra.joined_room("s1", true);
+        rb.joined_room("s2", true);
+        rb.joined_room("s3", false);
+        ra.count_in_window(|s| &s.acked, t0);
+        rb.count_in_window(|s| &s.acked, t0);
+        rb.count_in_window(|s| &s.acked, t0);
+        rb.sample(t0, Duration::from_millis(5));
+        ra.error("x");
+        assert_eq!(all.reached_room.load(Ordering::Relaxed), 2);
+        assert_eq!(a.reached_room.load(Ordering::Relaxed), 1);
+        assert_eq!((all.sessions(), a.sessions(), b.sessions()), (3, 1, 2));
+        assert_eq!(all.acked.load(Ordering::Relaxed), 3);
+        assert_eq!(b.acked.load(Ordering::Relaxed), 2);
+        assert_eq!(
+            (
+                all.latency().samples,
+                a.latency().samples,
+                b.latency().samples
+            ),
+            (1, 0, 1)
+        );
+        assert_eq!(a.errors().get("x"), Some(&1));
+        assert!(b.errors().is_empty());
+        // One meeting point per session for the whole run.
+        assert!(Arc::ptr_eq(&ra.pairing("s9"), &rb.pairing("s9")));
     }
 
     #[test]
