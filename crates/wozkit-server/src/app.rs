@@ -56,6 +56,20 @@ pub struct Tunables {
     /// The bearer token that opens `GET /metrics` on the main address (`WOZKIT_METRICS_TOKEN`);
     /// without one the main address has no `/metrics` (see [`crate::metrics`]).
     pub metrics_token: Option<crate::metrics::MetricsToken>,
+    /// This instance's id among the instances sharing the store (`--instance-id`): the owner
+    /// named in the leases of the rooms it runs. Random per process by default.
+    pub instance_id: String,
+    /// The base URL other instances reach this one at (`--advertise-url`), stored with its
+    /// room leases. Empty: `http://` and the address the server listens on.
+    pub advertise_url: String,
+    /// How long a room lease lasts without renewal (`--room-lease-ms`); the heartbeat renews
+    /// every third of it, and a room whose owner stopped renewing is taken over once its lease
+    /// has run out.
+    pub room_lease_ms: u64,
+    /// This is the only instance on its store (always so on SQLite, which one process holds):
+    /// leases left by any other instance id are stale (an earlier run of this server), so its
+    /// rooms are resumed at start without waiting for those leases to expire.
+    pub sole_instance: bool,
 }
 
 /// Crowd platform clients by (study id, platform name as entry links record it: `prolific`,
@@ -99,6 +113,10 @@ impl Default for Tunables {
             blocklist: std::collections::HashSet::new(),
             payers: Payers::default(),
             metrics_token: None,
+            instance_id: wozkit_store::new_id(),
+            advertise_url: String::new(),
+            room_lease_ms: 10_000,
+            sole_instance: true,
         }
     }
 }

@@ -93,7 +93,7 @@ pub async fn launch_with_metrics_listener(
 }
 
 async fn launch(
-    config: Config,
+    mut config: Config,
     store: Arc<dyn Store>,
     listener: TcpListener,
     metrics_listener: Option<TcpListener>,
@@ -103,6 +103,16 @@ async fn launch(
     // Every task that holds the state holds this sender through it; `recv` returning `None`
     // tells that the last of them has finished.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    // Other instances reach this one (to find a room's owner) at its advertised URL.
+    if config.tunables.advertise_url.is_empty() {
+        config.tunables.advertise_url = match listener.local_addr() {
+            Ok(addr) => format!("http://{addr}"),
+            Err(e) => {
+                tracing::warn!("cannot read the listening address to advertise it: {e}");
+                String::new()
+            }
+        };
+    }
     let state = AppState::new(config, store.clone(), stop_rx, alive_tx).await?;
     room::resume_live_rooms(state.clone());
     let router = http::router(state.clone());

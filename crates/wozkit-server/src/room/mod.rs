@@ -7,21 +7,25 @@
 //!
 //! The registry maps session ids to inboxes. A room not in memory (after a restart, or after its
 //! task stopped) is rebuilt from its log the next time somebody needs it; at startup every live
-//! session is rebuilt so that its timers resume even if nobody comes back.
+//! session this instance may run is rebuilt so that its timers resume even if nobody comes back.
+//!
+//! Several instances may share one store: a room runs only on the instance holding its lease
+//! (`lease.rs`), which is taken before the room is started or rebuilt.
 
 mod actor;
 mod bot;
+pub mod lease;
 pub mod view;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use wozkit_core::engine::{Command, Session, replay};
 use wozkit_core::event::{EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::OnNoPartner;
-use wozkit_store::{SessionFilter, SessionStatus, StoreError};
+use wozkit_store::StoreError;
 
 use crate::app::AppState;
 use actor::{Origin, RoomActor};
@@ -108,47 +112,84 @@ pub const OUTBOX: usize = 512;
 /// Inbound messages queued per room.
 const INBOX: usize = 256;
 
+/// A room in memory: its inbox, and the switch that stops its task at once.
+struct Entry {
+    tx: mpsc::Sender<RoomMsg>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
 /// The rooms in memory.
 #[derive(Default)]
 pub struct Rooms {
     /// A std mutex: held for a map lookup or insert, never across an await.
-    map: Mutex<HashMap<String, mpsc::Sender<RoomMsg>>>,
+    map: Mutex<HashMap<String, Entry>>,
 }
 
 impl Rooms {
     fn get(&self, id: &str) -> Option<mpsc::Sender<RoomMsg>> {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(id).filter(|tx| !tx.is_closed()).cloned()
+        map.get(id)
+            .map(|e| &e.tx)
+            .filter(|tx| !tx.is_closed())
+            .cloned()
     }
 
-    /// Inserts `tx` unless a live room is already registered; returns the one to use and
-    /// whether it is `tx`.
-    fn insert(&self, id: &str, tx: mpsc::Sender<RoomMsg>) -> (mpsc::Sender<RoomMsg>, bool) {
+    /// Inserts `tx` unless a live room is already registered; returns the one to use and, if
+    /// it is `tx`, the receiver of its stop switch.
+    fn insert(
+        &self,
+        id: &str,
+        tx: mpsc::Sender<RoomMsg>,
+    ) -> (mpsc::Sender<RoomMsg>, Option<oneshot::Receiver<()>>) {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(existing) = map.get(id).filter(|t| !t.is_closed()) {
-            return (existing.clone(), false);
+        if let Some(existing) = map.get(id).filter(|e| !e.tx.is_closed()) {
+            return (existing.tx.clone(), None);
         }
-        map.insert(id.to_string(), tx.clone());
-        (tx, true)
+        let (stop, stopped) = oneshot::channel();
+        map.insert(
+            id.to_string(),
+            Entry {
+                tx: tx.clone(),
+                stop: Some(stop),
+            },
+        );
+        (tx, Some(stopped))
     }
 
     /// Drops the entry of a room whose task has stopped.
     fn remove_closed(&self, id: &str) {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.get(id).is_some_and(mpsc::Sender::is_closed) {
+        if map.get(id).is_some_and(|e| e.tx.is_closed()) {
             map.remove(id);
         }
+    }
+
+    /// Stops a room's task at once, storing nothing more (its lease went to another instance).
+    fn stop(&self, id: &str) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stop) = map.get_mut(id).and_then(|e| e.stop.take()) {
+            let _ = stop.send(());
+        }
+    }
+
+    /// The sessions whose rooms are in memory.
+    fn ids(&self) -> Vec<String> {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.iter()
+            .filter(|(_, e)| !e.tx.is_closed())
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Number of rooms in memory.
     pub fn len(&self) -> usize {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        map.values().filter(|t| !t.is_closed()).count()
+        map.values().filter(|e| !e.tx.is_closed()).count()
     }
 }
 
-/// Starts the room of a session that was just created (by pairing): its task starts the session
-/// and seats the bots.
+/// Starts the room of a session that was just created (by pairing): its task leases the room
+/// for this instance, then starts the session and seats the bots.
 pub(crate) fn start_new(
     app: &AppState,
     study: Arc<LoadedStudy>,
@@ -162,12 +203,40 @@ pub(crate) fn start_new(
     spawn(app, session_id, actor, Origin::Fresh)
 }
 
+/// Registers the room and runs its task: the room stops at once, storing nothing more, if its
+/// lease is found taken by another instance; a room that ends gives its lease back.
 fn spawn(app: &AppState, id: &str, actor: RoomActor, origin: Origin) -> mpsc::Sender<RoomMsg> {
     let (tx, rx) = mpsc::channel(INBOX);
-    let (tx, ours) = app.rooms.insert(id, tx);
-    if ours {
-        tokio::spawn(actor.run(rx, origin));
-    }
+    let (tx, stopped) = app.rooms.insert(id, tx);
+    let Some(stopped) = stopped else {
+        return tx;
+    };
+    let app = app.clone();
+    let id = id.to_string();
+    let fresh = matches!(origin, Origin::Fresh);
+    tokio::spawn(async move {
+        // A logged room was leased by `open`; a new one is leased before it stores anything.
+        if fresh {
+            match lease::acquire(&app, &id).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::error!(
+                        session = id,
+                        "another instance holds the lease of this new room; not starting it"
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::error!(session = id, "cannot lease the new room: {e}");
+                    return;
+                }
+            }
+        }
+        tokio::select! {
+            () = actor.run(rx, origin) => lease::release_if_ended(&app, &id).await,
+            Ok(()) = stopped => app.rooms.remove_closed(&id),
+        }
+    });
     tx
 }
 
@@ -191,6 +260,18 @@ pub(crate) async fn open(
         );
         return Ok(None);
     };
+    // Only the instance holding the room's lease runs it (and fires its timers, disconnects
+    // and endings); reaching the room on its owner is `lease::owner_of`'s business.
+    if !lease::acquire(app, session_id).await? {
+        let owner = lease::owner_of(app, session_id).await?;
+        tracing::debug!(
+            session = session_id,
+            owner = owner.as_ref().map(|o| o.instance_id.as_str()),
+            at = owner.as_ref().map(|o| o.address.as_str()),
+            "another instance runs this room; not rebuilding it here"
+        );
+        return Ok(None);
+    }
     let events = app.store.events(session_id, 0).await?;
     let session = replay(&study, session_id, &events);
     let last_seq = events.last().map_or(0, |e| e.seq);
@@ -271,28 +352,10 @@ pub(crate) async fn notify(app: &AppState, session_id: &str, msg: RoomMsg) {
     }
 }
 
-/// Rebuilds every live session's room in the background, so that timers that ran out while the
-/// server was down fire now and the grace periods of absent participants start.
+/// Rebuilds, in the background, every live session's room this instance may run (unowned,
+/// its own, or whose owner's lease ran out), so that timers that ran out while the server was
+/// down fire now and the grace periods of absent participants start; then keeps the leases
+/// alive and takes over the rooms of instances that stop (see `lease.rs`).
 pub(crate) fn resume_live_rooms(app: AppState) {
-    tokio::spawn(async move {
-        let filter = SessionFilter {
-            status: Some(SessionStatus::Live),
-            ..SessionFilter::default()
-        };
-        let live = match app.store.list_sessions(&filter).await {
-            Ok(live) => live,
-            Err(e) => {
-                tracing::error!("cannot list live sessions to resume them: {e}");
-                return;
-            }
-        };
-        for record in live {
-            if *app.shutdown.borrow() {
-                return;
-            }
-            if let Err(e) = open(&app, &record.id).await {
-                tracing::error!(session = record.id, "cannot resume session: {e}");
-            }
-        }
-    });
+    lease::start(app);
 }

@@ -16,6 +16,7 @@ mod evaluation_from_store;
 mod goals;
 mod hostile;
 mod human;
+mod instances;
 mod lobby;
 mod metrics;
 mod mturk;
