@@ -14,6 +14,7 @@ pub mod crosswoz;
 pub mod crsarena;
 pub mod crwiz;
 pub mod crwiz_labels;
+mod goal_state;
 pub mod multiwoz;
 mod record;
 pub mod scenario;

@@ -9,14 +9,16 @@
 //! `{intent: label, domain: "general", slot: ""}`. Speakers are written as they come (the format
 //! wants them alternating). A session that drew a scenario gets its drawn and computed world
 //! variables as sentences in `goal.description` and the extra dialogue key `scenario` between
-//! `goal` and `turns` (see [`super::scenario`]). Timestamps, act types and every other event go
-//! to the sidecar.
+//! `goal` and `turns` (see [`super::scenario`]). A session with a user goal gets it in `goal` and
+//! `domains`, per-turn states, `db_results` and `inform` acts (see [`super::goal_state`]).
+//! Timestamps, act types and every other event go to the sidecar.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
+use super::goal_state;
 use super::record::{
     Defaults, Fields, Layout, export_list, export_record, import_list, wizard_label,
 };
@@ -69,12 +71,13 @@ impl Defaults for ConvLabDefaults {
             record.insert(SCENARIO_KEY.into(), drawn.to_value());
         }
         record.insert("turns".into(), Value::Null);
+        goal_state::convlab3_record(session, &mut record);
         record
     }
 
     fn turn(
         &self,
-        _session: &ImportedSession,
+        session: &ImportedSession,
         position: usize,
         role: Role,
         turn: Option<&Turn<'_>>,
@@ -91,6 +94,7 @@ impl Defaults for ConvLabDefaults {
             Role::User => fields.insert("state".into(), json!({})),
             Role::Wizard => fields.insert("db_results".into(), json!({})),
         };
+        goal_state::convlab3_turn(session, role, turn, &mut fields);
         fields
     }
 }

@@ -7,14 +7,16 @@
 //! `["General", label, "none", "none"]`, and the empty five-domain state on wizard turns. Speakers
 //! are written as they come, not forced to alternate. A session that drew a scenario gets one
 //! `task description` line per drawn or computed world variable and the extra key `scenario`
-//! after `type` (see [`super::scenario`]). Timestamps, act types and every other event go to the
-//! sidecar.
+//! after `type` (see [`super::scenario`]). A session with a user goal gets its goal, final goal,
+//! goal type, per-turn user and system states and `Inform` acts (see [`super::goal_state`]).
+//! Timestamps, act types and every other event go to the sidecar.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
+use super::goal_state;
 use super::record::{
     Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
 };
@@ -65,12 +67,13 @@ impl Defaults for CrossWozDefaults {
             record.insert("task description".into(), json!(lines));
             record.insert(SCENARIO_KEY.into(), drawn.to_value());
         }
+        goal_state::crosswoz_record(session, &mut record);
         record
     }
 
     fn turn(
         &self,
-        _session: &ImportedSession,
+        session: &ImportedSession,
         _position: usize,
         role: Role,
         turn: Option<&Turn<'_>>,
@@ -90,6 +93,7 @@ impl Defaults for CrossWozDefaults {
                 fields.insert("sys_state_init".into(), empty_sys_state());
             }
         }
+        goal_state::crosswoz_turn(session, role, turn, &mut fields, &empty_sys_state());
         fields
     }
 }

@@ -8,13 +8,16 @@
 //! labelled wizard message as the general act `{"general-<label>": [["none", "none"]]}`. A
 //! session that drew a scenario gets one `goal.message` line per drawn or computed world variable
 //! (the value in the corpus's emphasis markup) and the extra key `scenario` after `log` (see
-//! [`super::scenario`]). Timestamps, act types and every other event go to the sidecar.
+//! [`super::scenario`]). A session with a user goal gets it in `goal`, the wizard's belief state
+//! in the system turns' `metadata` and `Inform` acts (see [`super::goal_state`]). Timestamps, act
+//! types and every other event go to the sidecar.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
+use super::goal_state;
 use super::record::{
     Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
 };
@@ -61,6 +64,7 @@ impl Defaults for MultiWozDefaults {
             .unwrap_or_default();
         goal.insert("message".into(), json!(message));
         goal.insert("restaurant".into(), json!({}));
+        goal_state::multiwoz_goal(session, &mut goal);
         let mut record = Fields::new();
         record.insert("goal".into(), Value::Object(goal));
         record.insert("log".into(), Value::Null);
@@ -72,7 +76,7 @@ impl Defaults for MultiWozDefaults {
 
     fn turn(
         &self,
-        _session: &ImportedSession,
+        session: &ImportedSession,
         _position: usize,
         role: Role,
         turn: Option<&Turn<'_>>,
@@ -87,6 +91,7 @@ impl Defaults for MultiWozDefaults {
         fields.insert("metadata".into(), json!({}));
         fields.insert("dialog_act".into(), Value::Object(acts));
         fields.insert("span_info".into(), json!([]));
+        goal_state::multiwoz_turn(session, role, turn, &mut fields);
         fields
     }
 }

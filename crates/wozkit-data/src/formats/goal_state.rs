@@ -1,0 +1,373 @@
+//! A live session's user goal (`goal_generated`) and per-turn goal and belief states
+//! (`turn_state`) as the CrossWOZ, MultiWOZ 2.1 and ConvLab-3 exports write them (see *User
+//! goals* in `docs/engine-semantics.md` for how the states are derived):
+//!
+//! - CrossWOZ: `goal` (the generated entries, nothing satisfied) and `final_goal` (the user state
+//!   after the last message) as `[subgoal, domain, slot, value, satisfied]` tuples, the goal's
+//!   sentences in `task description`, `type` from the sub-goals (`单领域`, `独立多领域`, or
+//!   `不独立多领域` when a sub-goal refers to another); per user turn `user_state`; per system turn
+//!   `sys_state` and `sys_state_init` (the five CrossWOZ domains with their slots, the study's
+//!   other domains and searched columns added, `selectedResults` last); `dialog_act` adds an
+//!   `Inform` act per goal entry the turn satisfied (the user's constraints, the wizard's
+//!   requested values).
+//! - MultiWOZ 2.1: `goal.<domain>` `{info, reqt}` per sub-goal, per system turn `metadata`
+//!   `{<domain>: {book: {booked: []}, semi: {slot: value}}}`, and `<Domain>-Inform` acts.
+//! - ConvLab-3: `goal.inform` / `goal.request` by domain, `domains`, per user turn `state`
+//!   (`{domain: {slot: value}}`) and `user_state` (ConvLab-3's CrossWOZ form: `{domain: {inform:
+//!   {slot: [value, "mentioned"|"not mentioned"]}, request: {slot: [value, ...]}}}`), per system
+//!   turn `db_results` (`{domain: [selected names]}`), and `inform` acts as non-categorical.
+//!
+//! A session without a goal is written as before. A record imported from one of these files
+//! keeps its fields as they were read, so a re-export is identical.
+
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+use wozkit_core::event::{EventKind, MessageSource, Role};
+use wozkit_core::goals::{Belief, EntryKind, Goal, GoalEntry};
+
+use super::record::Fields;
+use crate::session::{ImportedSession, Turn};
+
+/// The session's goal and its sentences, from its `goal_generated` event.
+pub(crate) fn logged_goal(session: &ImportedSession) -> Option<(&Goal, &[String])> {
+    session.events.iter().find_map(|e| match &e.kind {
+        EventKind::GoalGenerated {
+            goal, description, ..
+        } => Some((goal, description.as_slice())),
+        _ => None,
+    })
+}
+
+/// The goal state logged after one message.
+pub(crate) struct State<'a> {
+    pub user_state: &'a [GoalEntry],
+    pub sys_state: &'a Belief,
+    pub sys_state_init: &'a Belief,
+}
+
+/// The `turn_state` after each message, in message order (none where a message has none).
+fn states(session: &ImportedSession) -> Vec<Option<State<'_>>> {
+    let mut out: Vec<Option<State<'_>>> = vec![];
+    for e in &session.events {
+        match &e.kind {
+            EventKind::Message { .. } => out.push(None),
+            EventKind::TurnState {
+                user_state,
+                sys_state,
+                sys_state_init,
+                ..
+            } => {
+                if let Some(last) = out.last_mut() {
+                    *last = Some(State {
+                        user_state,
+                        sys_state,
+                        sys_state_init,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The index among the session's messages of an exported turn (it borrows the event).
+fn message_index(session: &ImportedSession, turn: &Turn<'_>) -> Option<usize> {
+    session
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Message { source, .. } => Some(source),
+            _ => None,
+        })
+        .position(|s: &MessageSource| std::ptr::eq(s, turn.source))
+}
+
+/// The state after `turn` and the one before it (the previous message's; none for the first).
+fn around<'a>(
+    session: &'a ImportedSession,
+    turn: Option<&Turn<'_>>,
+) -> Option<(State<'a>, Option<&'a [GoalEntry]>)> {
+    let i = message_index(session, turn?)?;
+    let mut all = states(session);
+    let before = i
+        .checked_sub(1)
+        .and_then(|j| all.get(j))
+        .and_then(|s| s.as_ref().map(|s| s.user_state));
+    let now = all.get_mut(i)?.take()?;
+    Some((now, before))
+}
+
+/// The entries `now` satisfies that `before` did not (all satisfied ones when there is no
+/// `before`).
+fn newly<'a>(now: &'a [GoalEntry], before: Option<&[GoalEntry]>) -> Vec<&'a GoalEntry> {
+    now.iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            e.satisfied && !before.and_then(|b| b.get(*i)).is_some_and(|b| b.satisfied)
+        })
+        .map(|(_, e)| e)
+        .collect()
+}
+
+/// The entries as CrossWOZ tuples `[subgoal, domain, slot, value, satisfied]`.
+fn tuples(entries: &[GoalEntry]) -> Value {
+    Value::Array(
+        entries
+            .iter()
+            .map(|e| json!([e.subgoal, e.domain, e.slot, e.value, e.satisfied]))
+            .collect(),
+    )
+}
+
+/// The CrossWOZ goal type: one sub-goal, several independent ones, or several referring to each
+/// other.
+fn goal_type(goal: &Goal) -> &'static str {
+    let refers = goal
+        .subgoals
+        .iter()
+        .any(|sg| sg.constraints.iter().any(|c| c.reference.is_some()));
+    match (goal.subgoals.len(), refers) {
+        (0 | 1, _) => "单领域",
+        (_, false) => "独立多领域",
+        (_, true) => "不独立多领域",
+    }
+}
+
+/// The CrossWOZ record fields of a session with a goal: `goal`, `final_goal`, `task
+/// description` (the goal's sentences before the lines already there) and `type`.
+pub(crate) fn crosswoz_record(session: &ImportedSession, record: &mut Fields) {
+    let Some((goal, description)) = logged_goal(session) else {
+        return;
+    };
+    let initial = wozkit_core::goals::entries(goal);
+    let last = states(session)
+        .into_iter()
+        .rev()
+        .flatten()
+        .next()
+        .map_or_else(|| initial.clone(), |s| s.user_state.to_vec());
+    record.insert("goal".into(), tuples(&initial));
+    record.insert("final_goal".into(), tuples(&last));
+    let mut lines: Vec<Value> = description.iter().map(|l| json!(l)).collect();
+    if let Some(Value::Array(before)) = record.get("task description") {
+        lines.extend(before.iter().cloned());
+    }
+    record.insert("task description".into(), json!(lines));
+    record.insert("type".into(), json!(goal_type(goal)));
+}
+
+/// Adds a turn's goal fields to its CrossWOZ fields: `Inform` acts for what it satisfied, and the
+/// user state (user turns) or the belief states over `empty` (system turns).
+pub(crate) fn crosswoz_turn(
+    session: &ImportedSession,
+    role: Role,
+    turn: Option<&Turn<'_>>,
+    fields: &mut Fields,
+    empty: &Value,
+) {
+    let Some((now, before)) = around(session, turn) else {
+        return;
+    };
+    if let Some(Value::Array(acts)) = fields.get_mut("dialog_act") {
+        for e in newly(now.user_state, before) {
+            let ours = matches!(
+                (role, e.kind),
+                (Role::User, EntryKind::Constraint) | (Role::Wizard, EntryKind::Request)
+            );
+            if ours {
+                acts.push(json!(["Inform", e.domain, e.slot, e.value]));
+            }
+        }
+    }
+    match role {
+        Role::User => {
+            fields.insert("user_state".into(), tuples(now.user_state));
+        }
+        Role::Wizard => {
+            fields.insert("sys_state".into(), crosswoz_belief(now.sys_state, empty));
+            fields.insert(
+                "sys_state_init".into(),
+                crosswoz_belief(now.sys_state_init, empty),
+            );
+        }
+    }
+}
+
+/// A belief state over CrossWOZ's empty state: each domain's slots set from the search's
+/// constraints (a column the domain lacks is added before `selectedResults`), a domain the five
+/// lack added with its searched columns.
+fn crosswoz_belief(belief: &Belief, empty: &Value) -> Value {
+    let mut state = empty.as_object().cloned().unwrap_or_default();
+    for (domain, b) in belief {
+        let mut slots = match state.get(domain) {
+            Some(Value::Object(o)) => o.clone(),
+            _ => Fields::new(),
+        };
+        slots.shift_remove("selectedResults");
+        for (slot, value) in &b.constraints {
+            slots.insert(slot.clone(), json!(value));
+        }
+        slots.insert("selectedResults".into(), json!(b.selected_results));
+        state.insert(domain.clone(), Value::Object(slots));
+    }
+    Value::Object(state)
+}
+
+/// The MultiWOZ goal domains of a session with a goal: `{info, reqt}` per sub-goal's domain
+/// (an `info` value is the constraint's value).
+pub(crate) fn multiwoz_goal(session: &ImportedSession, goal_fields: &mut Fields) {
+    let Some((goal, _)) = logged_goal(session) else {
+        return;
+    };
+    for sg in &goal.subgoals {
+        let info: Fields = sg
+            .constraints
+            .iter()
+            .map(|c| (c.slot.clone(), json!(c.value)))
+            .collect();
+        let reqt: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+        goal_fields.insert(sg.domain.clone(), json!({"info": info, "reqt": reqt}));
+    }
+}
+
+/// Adds a turn's goal fields to its MultiWOZ fields: `<Domain>-Inform` acts for what it
+/// satisfied, and on system turns the belief state as `metadata`.
+pub(crate) fn multiwoz_turn(
+    session: &ImportedSession,
+    role: Role,
+    turn: Option<&Turn<'_>>,
+    fields: &mut Fields,
+) {
+    let Some((now, before)) = around(session, turn) else {
+        return;
+    };
+    if let Some(Value::Object(acts)) = fields.get_mut("dialog_act") {
+        for e in newly(now.user_state, before) {
+            let ours = matches!(
+                (role, e.kind),
+                (Role::User, EntryKind::Constraint) | (Role::Wizard, EntryKind::Request)
+            );
+            if ours {
+                let key = format!("{}-Inform", e.domain);
+                if let Value::Array(pairs) = acts.entry(key).or_insert_with(|| json!([])) {
+                    pairs.push(json!([e.slot, e.value]));
+                }
+            }
+        }
+    }
+    if role == Role::Wizard {
+        let mut meta = Fields::new();
+        for (domain, b) in now.sys_state {
+            meta.insert(
+                domain.clone(),
+                json!({"book": {"booked": []}, "semi": b.constraints}),
+            );
+        }
+        fields.insert("metadata".into(), Value::Object(meta));
+    }
+}
+
+/// The ConvLab-3 dialogue fields of a session with a goal: `domains`, and `goal.inform` /
+/// `goal.request` by domain (the description is the goal's sentences before the one already
+/// there).
+pub(crate) fn convlab3_record(session: &ImportedSession, record: &mut Fields) {
+    let Some((goal, description)) = logged_goal(session) else {
+        return;
+    };
+    let mut inform: IndexMap<String, Fields> = IndexMap::new();
+    let mut request: IndexMap<String, Fields> = IndexMap::new();
+    for sg in &goal.subgoals {
+        let i = inform.entry(sg.domain.clone()).or_default();
+        for c in &sg.constraints {
+            i.insert(c.slot.clone(), json!(c.value));
+        }
+        let r = request.entry(sg.domain.clone()).or_default();
+        for q in &sg.requests {
+            r.insert(q.slot.clone(), json!(""));
+        }
+    }
+    let domains: Vec<&str> = goal.subgoals.iter().map(|sg| sg.domain.as_str()).collect();
+    let scenario = record
+        .get("goal")
+        .and_then(|g| g.get("description"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut text = description.join(" ");
+    if !scenario.is_empty() {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&scenario);
+    }
+    record.insert("domains".into(), json!(domains));
+    record.insert(
+        "goal".into(),
+        json!({"description": text, "inform": inform, "request": request}),
+    );
+}
+
+/// Adds a turn's goal fields to its ConvLab-3 fields: `inform` acts for what it satisfied; on
+/// user turns the belief `state` and the `user_state`; on system turns `db_results`.
+pub(crate) fn convlab3_turn(
+    session: &ImportedSession,
+    role: Role,
+    turn: Option<&Turn<'_>>,
+    fields: &mut Fields,
+) {
+    let Some((now, before)) = around(session, turn) else {
+        return;
+    };
+    if let Some(Value::Array(acts)) = fields
+        .get_mut("dialogue_acts")
+        .and_then(|a| a.get_mut("non-categorical"))
+    {
+        for e in newly(now.user_state, before) {
+            let ours = matches!(
+                (role, e.kind),
+                (Role::User, EntryKind::Constraint) | (Role::Wizard, EntryKind::Request)
+            );
+            if ours {
+                acts.push(json!({"intent": "inform", "domain": e.domain, "slot": e.slot, "value": e.value}));
+            }
+        }
+    }
+    match role {
+        Role::User => {
+            let state: Fields = now
+                .sys_state
+                .iter()
+                .map(|(d, b)| (d.clone(), json!(b.constraints)))
+                .collect();
+            fields.insert("state".into(), Value::Object(state));
+            let mut user: IndexMap<String, IndexMap<&str, Fields>> = IndexMap::new();
+            for e in now.user_state {
+                let part = match e.kind {
+                    EntryKind::Constraint => "inform",
+                    EntryKind::Request => "request",
+                };
+                let said = if e.satisfied {
+                    "mentioned"
+                } else {
+                    "not mentioned"
+                };
+                let d = user.entry(e.domain.clone()).or_default();
+                d.entry("inform").or_default();
+                d.entry("request").or_default();
+                if let Some(slots) = d.get_mut(part) {
+                    slots.insert(e.slot.clone(), json!([e.value, said]));
+                }
+            }
+            fields.insert("user_state".into(), json!(user));
+        }
+        Role::Wizard => {
+            let db: Fields = now
+                .sys_state
+                .iter()
+                .map(|(d, b)| (d.clone(), json!(b.selected_results)))
+                .collect();
+            fields.insert("db_results".into(), Value::Object(db));
+        }
+    }
+}
