@@ -58,6 +58,26 @@ pub struct ServeArgs {
     /// needs `WOZKIT_METRICS_TOKEN` as a bearer token, and is absent without it.
     #[arg(long, env = "WOZKIT_METRICS_ADDR", value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
+    /// This instance's id among several sharing one PostgreSQL database: the owner named in
+    /// the leases of the rooms it runs (docs/scale-out.md). Random per process when not given;
+    /// give a stable one to resume this instance's rooms at once after a restart.
+    #[arg(long, env = "WOZKIT_INSTANCE_ID", value_name = "ID")]
+    instance_id: Option<String>,
+    /// The base URL other instances reach this one at, stored with its room leases (default:
+    /// http:// and the listening address).
+    #[arg(long, env = "WOZKIT_ADVERTISE_URL", value_name = "URL")]
+    advertise_url: Option<String>,
+    /// How long a room lease lasts without renewal, in milliseconds: an instance renews its
+    /// leases every third of it, and the rooms of an instance that stopped are taken over by
+    /// the others once their leases have run out.
+    #[arg(
+        long,
+        env = "WOZKIT_ROOM_LEASE_MS",
+        value_name = "MS",
+        default_value_t = Tunables::default().room_lease_ms,
+        value_parser = clap::value_parser!(u64).range(300..)
+    )]
+    room_lease_ms: u64,
     /// A priors overlay (from `wozkit priors learn`) for the served study it names: the hints
     /// its wizards see are drawn with these priors (docs/priors.md). Repeatable.
     #[arg(long = "priors", value_name = "FILE")]
@@ -245,6 +265,14 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
                 blocklist,
                 metrics_token,
                 payers,
+                instance_id: args
+                    .instance_id
+                    .clone()
+                    .unwrap_or_else(wozkit_store::new_id),
+                advertise_url: args.advertise_url.clone().unwrap_or_default(),
+                room_lease_ms: args.room_lease_ms,
+                // One process holds a SQLite data directory; PostgreSQL may be shared.
+                sole_instance: !is_postgres(&args.data),
                 ..Tunables::default()
             },
         };
@@ -258,6 +286,11 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .context("the server stopped with an error")?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Whether `--data` names a PostgreSQL database (which several instances may share).
+fn is_postgres(data: &str) -> bool {
+    data.starts_with("postgres://") || data.starts_with("postgresql://")
 }
 
 /// The crowd platforms' clients the console pays through, per study: Prolific from
