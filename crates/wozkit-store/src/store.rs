@@ -248,9 +248,11 @@ pub trait Store: Send + Sync + 'static {
         Err(crate::StoreError::ReadOnly)
     }
 
-    /// The heartbeat: moves every lease `instance` holds to `expires_at_ms` in one statement.
-    /// Returns the sessions it still holds; a room of this instance missing from the list was
-    /// taken over by another instance after its lease expired, and must stop.
+    /// The heartbeat: moves every lease `instance` holds to `expires_at_ms` in one statement,
+    /// and drops its leases of sessions that have ended (sessions not run by a room end without
+    /// giving theirs back). Returns the live sessions it still holds; a room of this instance
+    /// missing from the list was taken over by another instance after its lease expired, and
+    /// must stop.
     async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
         let _ = (instance, expires_at_ms);
         Err(crate::StoreError::ReadOnly)

@@ -38,14 +38,22 @@ pub(super) async fn acquire(
     Ok(done.rows_affected() > 0)
 }
 
-/// See [`Store::renew_rooms`](crate::Store::renew_rooms).
+/// See [`Store::renew_rooms`](crate::Store::renew_rooms). The rows of sessions that ended
+/// are deleted in the same statement; the update leaves them to the delete (a statement must
+/// not change a row twice).
 pub(super) async fn renew(
     pool: &PgPool,
     instance: &str,
     expires_at_ms: u64,
 ) -> Result<Vec<String>> {
     let mut held: Vec<String> = sqlx::query_scalar(
-        "UPDATE room_leases SET expires_at_ms = $2 WHERE instance_id = $1 RETURNING session_id",
+        "WITH gone AS ( \
+             DELETE FROM room_leases r USING sessions s \
+             WHERE r.instance_id = $1 AND s.id = r.session_id AND s.ended_at_ms IS NOT NULL \
+             RETURNING r.session_id) \
+         UPDATE room_leases SET expires_at_ms = $2 \
+         WHERE instance_id = $1 AND session_id NOT IN (SELECT session_id FROM gone) \
+         RETURNING session_id",
     )
     .bind(instance)
     .bind(to_i64("room lease expiry", expires_at_ms)?)

@@ -53,7 +53,8 @@ impl Apply for Acquire {
     }
 }
 
-/// Moves every lease of an instance to a new expiry; the output is the sessions it holds.
+/// Moves every lease of an instance to a new expiry, dropping those of ended sessions; the
+/// output is the sessions it holds.
 pub(super) struct Renew {
     pub instance: String,
     pub expires_at_ms: u64,
@@ -71,6 +72,15 @@ impl Apply for Renew {
             Ok(t) => t,
             Err(e) => return Ok(Err(e)),
         };
+        // Rows of sessions that ended without their room giving the lease back (sessions not
+        // run by a room) are dropped on the way.
+        sqlx::query(
+            "DELETE FROM room_leases WHERE instance_id = ?1 AND session_id IN \
+             (SELECT id FROM sessions WHERE ended_at_ms IS NOT NULL)",
+        )
+        .bind(self.instance.as_str())
+        .execute(&mut *conn)
+        .await?;
         let mut held: Vec<String> = sqlx::query_scalar(
             "UPDATE room_leases SET expires_at_ms = ?2 WHERE instance_id = ?1 \
              RETURNING session_id",

@@ -133,6 +133,15 @@ pub async fn expiry_lets_another_instance_take_a_room_and_renewal_keeps_it(backe
         b.renew_rooms("B", 40_000).await.expect("renew"),
         vec!["s1".to_owned()]
     );
+    // A lease of a session that ended is dropped by its holder's next heartbeat.
+    a.end_session("s2", EndReason::Finished, 30_000)
+        .await
+        .expect("end s2");
+    assert_eq!(
+        a.renew_rooms("A", 40_000).await.expect("renew"),
+        Vec::<String>::new()
+    );
+    assert_eq!(a.room_owner("s2").await.expect("owner"), None);
     // A cannot release what it no longer holds; B can.
     assert!(!a.release_room("s1", "A").await.expect("not A's"));
     assert!(b.release_room("s1", "B").await.expect("B's"));
