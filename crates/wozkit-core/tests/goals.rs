@@ -471,3 +471,46 @@ fn turn_states_follow_every_message_and_tick_the_goal() {
     // Replay folds the same state.
     assert_eq!(replay(&study, "g", &log), s);
 }
+
+#[test]
+fn the_crosswoz_demo_draws_goals_from_its_database() {
+    let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
+    let db = study.database.as_deref().expect("its database");
+    let mut references = 0;
+    let mut domains = std::collections::BTreeSet::new();
+    for seed in 0..100 {
+        let g = goal(&study, seed);
+        assert!((1..=3).contains(&g.subgoals.len()));
+        for sg in &g.subgoals {
+            domains.insert(sg.domain.clone());
+            assert_eq!(
+                sg.domain, sg.table,
+                "the tables are named by CrossWOZ's domains"
+            );
+            let row = db.select(&sg.table, &sg.row).expect("the drawn row exists");
+            for c in &sg.constraints {
+                match &c.reference {
+                    None => assert_eq!(c.value, value_text(&row[&c.slot])),
+                    Some(r) => {
+                        references += 1;
+                        let from = &g.subgoals[(r.subgoal - 1) as usize];
+                        let listing = db.select(&from.table, &from.row).unwrap()[&r.column].clone();
+                        assert!(
+                            goals::items(&value_text(&listing)).contains(&sg.row),
+                            "seed {seed}: {} is not in {}'s {}",
+                            sg.row,
+                            from.row,
+                            r.column
+                        );
+                    }
+                }
+            }
+            assert!(
+                sg.requests.iter().any(|r| r.slot == "名称")
+                    || sg.constraints.iter().any(|c| c.slot == "名称")
+            );
+        }
+    }
+    assert_eq!(domains.len(), 3, "{domains:?}");
+    assert!(references > 0, "some goal refers to an earlier sub-goal");
+}
