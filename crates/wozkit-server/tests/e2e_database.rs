@@ -5,9 +5,14 @@
 //! was said. Then the log is checked: the query with its filters and result keys, and the
 //! selection with the row as it was.
 //!
+//! Then the same in the built-in `crosswoz-demo`: the wizard searches CrossWOZ's restaurants by
+//! a dish (`推荐菜` contains `烤鸭`) and a rating range, uses a row, and says the option that
+//! informs about it; the user gets only that.
+//!
 //! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
-//! writes the wizard's room to `docs/screenshots/wizard-database.png` at 1366×768.
+//! writes the wizard's room to `docs/screenshots/wizard-database.png` and
+//! `docs/screenshots/wizard-database-crosswoz.png` at 1366×768.
 
 #[allow(dead_code)]
 #[path = "e2e/browser.rs"]
@@ -72,12 +77,24 @@ async fn the_wizard_searches_the_database_in_the_browser() {
 }
 
 async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
+    let driver = Driver::start(chromium, chromedriver).await?;
+    let restaurants = restaurants(&driver).await;
+    let crosswoz = match &restaurants {
+        Ok(()) => crosswoz(&driver).await,
+        Err(_) => Ok(()),
+    };
+    drop(driver);
+    restaurants?;
+    crosswoz
+}
+
+/// The small restaurant table of the test study.
+async fn restaurants(driver: &Driver) -> Result<()> {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("study.yaml"), STUDY)?;
     std::fs::write(dir.path().join("restaurants.csv"), RESTAURANTS)?;
     let study = load_path(dir.path()).map_err(|e| anyhow!("the test study does not load:\n{e}"))?;
     let mut server = TestServer::start(study).await?;
-    let driver = Driver::start(chromium, chromedriver).await?;
     let u = driver.browser("the user").await?;
     let w = driver.browser("the wizard").await?;
     let played = play(&server, &u, &w).await;
@@ -86,7 +103,6 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
         Err(_) => Ok(()),
     };
     let closed = [u.close().await, w.close().await];
-    drop(driver);
     let stopped = server.stop().await;
     played?;
     checked?;
@@ -94,6 +110,84 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
         c?;
     }
     stopped
+}
+
+/// The built-in `crosswoz-demo`: CrossWOZ's tables and Chinese column names in the panel.
+async fn crosswoz(driver: &Driver) -> Result<()> {
+    let study = wozkit_core::load::load_builtin("crosswoz-demo")
+        .map_err(|e| anyhow!("crosswoz-demo does not load:\n{e}"))?;
+    let mut server = TestServer::start(study).await?;
+    let u = driver.browser("the CrossWOZ user").await?;
+    let w = driver.browser("the CrossWOZ wizard").await?;
+    let played = play_crosswoz(&server, &u, &w).await;
+    let closed = [u.close().await, w.close().await];
+    let stopped = server.stop().await;
+    played?;
+    for c in closed {
+        c?;
+    }
+    stopped
+}
+
+async fn play_crosswoz(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
+    let user_url = server.url("/join?participant=e2e-cw-user&study=crosswoz-demo&role=user");
+    let wizard_url = server.url("/join?participant=e2e-cw-wizard&study=crosswoz-demo&role=wizard");
+    let (ur, wr) = tokio::join!(into_room(u, &user_url), into_room(w, &wizard_url));
+    ur?;
+    wr?;
+    // Restaurants serving roast duck, rated 4.5 or more.
+    w.select("db-table", "餐馆").await?;
+    w.type_into("db-value-推荐菜", "烤鸭").await?;
+    w.type_into("db-min-评分", "4.5").await?;
+    w.click("db-search").await?;
+    let rows = w
+        .wait_js(
+            "the restaurants found",
+            "const t = document.getElementById('db-results'); \
+             if (!t || t.dataset.table !== '餐馆' || !t.querySelector('tr[data-key]')) return null; \
+             const cols = [...t.querySelectorAll('th')].map(th => th.textContent); \
+             const at = (c) => cols.indexOf(c); \
+             return [...t.querySelectorAll('tr[data-key]')].map(tr => { \
+               const td = tr.querySelectorAll('td'); \
+               return {key: tr.dataset.key, name: td[at('名称')].textContent, \
+                       dishes: td[at('推荐菜')].textContent, rating: Number(td[at('评分')].textContent)}; })",
+            vec![],
+        )
+        .await?;
+    let rows = rows.as_array().context("rows")?.clone();
+    for r in &rows {
+        ensure!(
+            r["dishes"].as_str().is_some_and(|d| d.contains("烤鸭"))
+                && r["rating"].as_f64().is_some_and(|x| x >= 4.5),
+            "a row that does not match the filters: {r}"
+        );
+    }
+    let key = rows[0]["key"].as_str().context("key")?.to_string();
+    let name = rows[0]["name"].as_str().context("name")?.to_string();
+    w.click(&format!("db-use-{key}")).await?;
+    w.wait_js(
+        "the selection",
+        "const s = document.getElementById('db-selected'); return !!s && s.dataset.key === arguments[0]",
+        vec![json!(key)],
+    )
+    .await?;
+    w.click("option-greet").await?;
+    w.wait_js(
+        "the restaurant option filled from the row",
+        "const b = document.querySelector('[data-testid=option-inform_restaurant]'); \
+         return !!b && b.textContent.includes(arguments[0])",
+        vec![json!(name)],
+    )
+    .await?;
+    shoot(w, "wizard-database-crosswoz.png").await?;
+    ensure!(
+        !user_page_has(u, &name).await?,
+        "the user's page shows {name} before the wizard said it"
+    );
+    w.click("option-inform_restaurant").await?;
+    u.wait_chat("the restaurant at the user", |l| l.text.contains(&name))
+        .await?;
+    Ok(())
 }
 
 async fn into_room(br: &Browser, url: &str) -> Result<()> {
