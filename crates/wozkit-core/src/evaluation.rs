@@ -49,7 +49,8 @@ pub enum EvalTask {
     Spans,
     /// Label single turns of dialogues (stored sessions or written ones) with dialogue acts of
     /// `acts.acts` and slot-value pairs of `acts.slots`. Each selected turn (`acts.which`) is an
-    /// item, labelled by `judgments_per_item` different workers.
+    /// item `DIALOGUE#TURN` (its one "dialogue" is the turn itself, so a worker may label several
+    /// turns of a dialogue), labelled by `judgments_per_item` different workers.
     TurnActs,
 }
 
@@ -692,9 +693,14 @@ impl Evaluation {
         self.dialogues.iter().find(|d| d.id == id)
     }
 
-    /// The system of a dialogue (empty when unknown).
+    /// The system of a dialogue (empty when unknown); for a `turn_acts` item `DIALOGUE#TURN`,
+    /// its dialogue's.
     pub fn system_of(&self, id: &str) -> String {
         self.dialogue(id)
+            .or_else(|| {
+                let (d, _) = parse_turn_item(id).filter(|_| self.task == EvalTask::TurnActs)?;
+                self.dialogue(d)
+            })
             .map(|d| d.system.clone())
             .unwrap_or_default()
     }
@@ -795,10 +801,15 @@ impl Evaluation {
                             .iter()
                             .enumerate()
                             .filter(|(_, t)| which.takes(t))
-                            .map(|(i, _)| ItemSpec {
-                                id: turn_item_id(&d.id, i),
-                                pool: ItemPool::Item,
-                                dialogues: vec![d.id.clone()],
+                            .map(|(i, _)| {
+                                // The turn, not its dialogue, is what a worker may see once:
+                                // one worker may label several turns of a dialogue.
+                                let id = turn_item_id(&d.id, i);
+                                ItemSpec {
+                                    id: id.clone(),
+                                    pool: ItemPool::Item,
+                                    dialogues: vec![id],
+                                }
                             })
                     })
                     .collect()

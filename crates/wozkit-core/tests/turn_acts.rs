@@ -59,7 +59,13 @@ fn each_selected_turn_is_an_item_of_its_dialogue() {
     assert_eq!(ev.task, EvalTask::TurnActs);
     for item in ev.items() {
         let (d, i) = parse_turn_item(&item.id).expect("a turn item id");
-        assert_eq!(item.dialogues, [d.to_string()]);
+        assert_eq!(
+            item.dialogues,
+            [item.id.clone()],
+            "the turn is what a worker sees once"
+        );
+        assert!(ev.dialogue(d).is_some());
+        assert_eq!(ev.system_of(&item.id), "s");
         assert_eq!(turn_item_id(d, i), item.id);
     }
     assert_eq!(parse_turn_item("sess#x#3"), Some(("sess#x", 3)));

@@ -58,9 +58,10 @@ pub async fn item_page(
     let page = flow::pages(&study.study, role).get(flow::index(&p.flow_step));
     let seatq = esc(&seat_query(seat));
     let lease_id = esc(&lease.id);
-    let dialogue = lease.dialogues.first().and_then(|d| ev.dialogue(d));
-    let index = parse_turn_item(&lease.item_id).map(|(_, i)| i);
-    let (Some(d), Some(index)) = (dialogue, index) else {
+    let Some((d, index)) = parse_turn_item(&lease.item_id) else {
+        return Err(HttpError::NotFound);
+    };
+    let Some(d) = ev.dialogue(d) else {
         return Err(HttpError::NotFound);
     };
     let Some(turn) = d.turns.get(index) else {
