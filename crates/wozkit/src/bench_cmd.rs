@@ -13,8 +13,10 @@ use clap::Args;
 #[derive(Args)]
 pub struct BenchArgs {
     /// The running server: http://127.0.0.1:PORT or http://localhost:PORT (nothing else).
-    #[arg(long, required_unless_present = "chats")]
-    url: Option<String>,
+    /// Repeatable, or comma-separated, for several instances (or a proxy and instances): pairs
+    /// of participants go to the URLs in turn, and the figures are reported per URL and overall.
+    #[arg(long, value_delimiter = ',', required_unless_present = "chats")]
+    url: Vec<String>,
     /// Simulated participants (an even number: user and wizard in pairs).
     #[arg(long, required_unless_present = "chats")]
     participants: Option<usize>,
@@ -44,7 +46,8 @@ pub struct BenchArgs {
     /// Messages per second per participant (0.5 = one every 2 s).
     #[arg(long, value_name = "MSGS_PER_S", default_value_t = 0.5)]
     rate: f64,
-    /// The server's process id, for memory figures when it is not found from the port.
+    /// The server's process id, for memory figures when it is not found from the port (with
+    /// several URLs it is not looked up).
     #[arg(long)]
     server_pid: Option<u32>,
     /// Print one JSON object instead of the summary.
@@ -65,12 +68,14 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     if let Some(chats) = args.chats {
         return chat_bench(chats, &args);
     }
-    let (Some(url), Some(participants), Some(duration)) =
-        (args.url, args.participants, args.duration)
+    let (false, Some(participants), Some(duration)) =
+        (args.url.is_empty(), args.participants, args.duration)
     else {
         anyhow::bail!("wozkit bench needs --url, --participants and --duration (or --chats)");
     };
-    let mut config = wozkit_loadgen::Config::new(url, participants, Duration::from_secs(duration));
+    let mut config =
+        wozkit_loadgen::Config::new(String::new(), participants, Duration::from_secs(duration));
+    config.urls = args.url;
     config.rate = args.rate;
     config.server_pid = args.server_pid;
     config.progress = true;
