@@ -8,6 +8,8 @@
 //! label ("activate.robot") would show the menu behind the assistant.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -322,7 +324,7 @@ enum Side<'a> {
         state: &'a str,
         options: Vec<OptionView>,
         fixed: Vec<FixedView<'a>>,
-        actions: Vec<ActionView<'a>>,
+        actions: Panel,
         hint: Option<&'a str>,
         can_hint: bool,
         lock: Option<LockView<'a>>,
@@ -353,9 +355,9 @@ struct FixedView<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct ActionView<'a> {
-    id: &'a str,
-    label: &'a str,
+struct ActionView {
+    id: String,
+    label: String,
     target: bool,
     combos: Vec<Combo>,
     /// The combination the panel opens on for this action: the first of `combos` the engine
@@ -516,7 +518,7 @@ pub fn view<'a>(
                 state: &st.states[s.current].id,
                 options,
                 fixed,
-                actions: actions(study, s, &basis.vars),
+                actions: panel(study, s, &basis.vars),
                 hint: s.hint.as_deref(),
                 can_hint,
                 lock,
@@ -561,6 +563,75 @@ pub fn view<'a>(
     }
 }
 
+/// The wizard's action panel ([`actions`]), shared: views of sessions in the same situation
+/// (equal [`engine::action_table_key`]) serialise the same panel, built once.
+#[derive(Debug, Clone)]
+struct Panel(Arc<Vec<ActionView>>);
+
+impl Serialize for Panel {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(ser)
+    }
+}
+
+/// Panels kept by [`panel`]; the cache is emptied when it would grow past this. The demo
+/// study has a few dozen situations (robot places, batteries, world flags) in play at once.
+const PANELS_KEPT: usize = 512;
+
+/// Panels built lately, by study and [`engine::action_table_key`], for every room.
+#[derive(Default)]
+struct Panels {
+    /// Per study: the variables its guards read ([`engine::action_guard_variables`]).
+    guard_vars: HashMap<StudyKey, Arc<Vec<String>>>,
+    panels: HashMap<(StudyKey, Vec<u8>), Panel>,
+}
+
+/// A loaded study: its address (the same study stays at one address while loaded), id and
+/// version (so a study loaded later at a freed address is told apart).
+type StudyKey = (usize, String, String);
+
+static PANELS: LazyLock<Mutex<Panels>> = LazyLock::new(Mutex::default);
+
+/// The wizard's action panel for `s`: built with [`actions`] unless a panel of the same study
+/// and the same [`engine::action_table_key`] is cached. The panel is a pure function of what
+/// the key holds, so a cached one is the panel [`actions`] would build now.
+fn panel(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Panel {
+    let st = &study.study;
+    let id: StudyKey = (
+        std::ptr::from_ref(study) as usize,
+        st.id.clone(),
+        st.version.clone(),
+    );
+    let guard_vars = {
+        let mut cache = PANELS.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .guard_vars
+            .entry(id.clone())
+            .or_insert_with(|| Arc::new(engine::action_guard_variables(study)))
+            .clone()
+    };
+    let Some(key) = engine::action_table_key(study, s, &guard_vars) else {
+        return Panel(Arc::new(actions(study, s, vars)));
+    };
+    let key = (id, key);
+    if let Some(p) = PANELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .panels
+        .get(&key)
+    {
+        return p.clone();
+    }
+    let built = Panel(Arc::new(actions(study, s, vars)));
+    let mut cache = PANELS.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.panels.len() >= PANELS_KEPT {
+        cache.panels.clear();
+        cache.guard_vars.retain(|k, _| k == &key.0);
+    }
+    cache.panels.insert(key, built.clone());
+    built
+}
+
 /// Distinct refusals named in an action's `why_not`; more are counted, not listed.
 const WHY_NOT_REASONS: usize = 3;
 
@@ -568,14 +639,14 @@ const WHY_NOT_REASONS: usize = 3;
 /// when not: the action panel disables the send button and shows the reason. Each action also
 /// carries the combination the panel opens on (`pick`), or why none is possible (`why_not`),
 /// both from the engine's own checks.
-fn actions<'a>(study: &'a LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<ActionView<'a>> {
-    let mut out: Vec<ActionView<'a>> = study
+fn actions(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<ActionView> {
+    let mut out: Vec<ActionView> = study
         .study
         .actions
         .iter()
         .map(|a| ActionView {
-            id: &a.id,
-            label: &a.label,
+            id: a.id.clone(),
+            label: a.label.clone(),
             target: a.target,
             combos: vec![],
             pick: None,
@@ -1097,5 +1168,122 @@ mod tests {
         );
         assert_eq!(why_not(&combos[..2]), "A is busy.");
         assert_eq!(why_not(&[]), "No robot can do this.");
+    }
+}
+
+#[cfg(test)]
+mod panel_tests {
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use wozkit_core::engine::{Command, step};
+    use wozkit_core::event::Actor;
+
+    use super::*;
+
+    fn text(panel: &[ActionView]) -> String {
+        serde_json::to_string(panel).unwrap_or_default()
+    }
+
+    /// Plays random sessions of the demo study (offered states, accepted robot actions, the
+    /// user's answers, time passing) and, after every step, compares the wizard's panel as
+    /// served (cached by situation, shared between sessions) with one built afresh.
+    #[test]
+    fn a_cached_action_panel_is_the_panel_built_afresh() {
+        let study = match wozkit_core::load::load_builtin("offshore-emergency") {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let wizard = Actor::Participant {
+            role: Role::Wizard,
+            participant: None,
+        };
+        let user = Actor::Participant {
+            role: Role::User,
+            participant: None,
+        };
+        let mut compared = 0;
+        let mut reused = 0;
+        for seed in 0..4u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut s = Session::new(&study, "t");
+            let mut now = 1_000;
+            let mut cmds = vec![
+                (Actor::System, Command::Start { seed }),
+                (
+                    Actor::System,
+                    Command::Join {
+                        role: Role::User,
+                        bot: false,
+                    },
+                ),
+                (
+                    Actor::System,
+                    Command::Join {
+                        role: Role::Wizard,
+                        bot: false,
+                    },
+                ),
+            ];
+            for i in 0..200 {
+                if i >= 3 {
+                    now += rng.random_range(200..4_000);
+                    let offers = engine::offered(&study, &s);
+                    let valid = engine::valid_actions(&study, &s);
+                    let cmd = match rng.random_range(0..6) {
+                        _ if s.lock.is_some() => {
+                            let answer = if rng.random_bool(0.7) {
+                                Command::Approve
+                            } else {
+                                Command::Deny
+                            };
+                            (user.clone(), answer)
+                        }
+                        0 | 1 if !offers.is_empty() => {
+                            let o = &offers[rng.random_range(0..offers.len())];
+                            (
+                                wizard.clone(),
+                                Command::Say {
+                                    state: o.state.clone(),
+                                },
+                            )
+                        }
+                        2 if !valid.is_empty() => {
+                            let (action, robot, target) =
+                                valid[rng.random_range(0..valid.len())].clone();
+                            (
+                                wizard.clone(),
+                                Command::Act {
+                                    action,
+                                    robot,
+                                    target,
+                                },
+                            )
+                        }
+                        3 => (user.clone(), Command::Text { text: "ok".into() }),
+                        _ => (Actor::System, Command::Tick),
+                    };
+                    cmds = vec![cmd];
+                }
+                for (actor, cmd) in cmds.drain(..) {
+                    if let Ok(out) = step(&study, &s, &actor, cmd, now, &mut rng) {
+                        s = out.session;
+                    }
+                }
+                let vars = engine::vars(&study, &s);
+                let fresh = actions(&study, &s, &vars);
+                let first = panel(&study, &s, &vars);
+                let again = panel(&study, &s, &vars);
+                assert_eq!(text(&first.0), text(&fresh), "seed {seed}, step {i}");
+                reused += usize::from(Arc::ptr_eq(&first.0, &again.0));
+                compared += 1;
+                if s.ended.is_some() {
+                    break;
+                }
+            }
+        }
+        assert!(compared > 100, "{compared}");
+        // Asked twice in the same situation, the panel is built once (unless other tests
+        // filled the shared cache in between).
+        assert!(reused * 2 > compared, "{reused} of {compared}");
     }
 }
