@@ -29,11 +29,18 @@ use crate::security::{RateLimiter, origin_ok, parse_seat, seat_query};
 /// Frames larger than this close the connection (protocol error 1009); frames between
 /// [`frames::MAX_FRAME_BYTES`] and this get a `too_large` error frame and are dropped.
 const HARD_FRAME_LIMIT: usize = 64 * 1024;
-/// Bytes read from a participant's socket at a time. Client frames are small; the library's
-/// default (128 KiB) is zero-filled on every read and stays resident per connection, which
-/// cost ~128 KiB of memory per participant and a 128 KiB memset per frame received
-/// (docs/performance.md). Larger frames still arrive, over several reads.
-const READ_BUFFER: usize = 4 * 1024;
+/// Bytes read from a participant's socket at a time. Client frames are small (a command is a
+/// few hundred bytes); the library's default (128 KiB) is zero-filled on every read and stays
+/// resident per connection, which cost ~128 KiB of memory per participant and a 128 KiB
+/// memset per frame received (docs/performance.md). Larger frames still arrive: the buffer
+/// grows to hold them.
+const READ_BUFFER: usize = 1024;
+/// Bytes of frames gathered before they are written to the socket without waiting for the
+/// flush. A connection's write buffer keeps the largest size it ever reached: gathering a
+/// whole batch (events, a wizard's ~10 KB view, the ack) made it grow twice (the ack no longer
+/// fit, so it doubled to ~21 KB). Past this size the frames so far are written at once, so
+/// the buffer stays at about the largest frame; small batches still leave in one write.
+const WRITE_BUFFER: usize = 8 * 1024;
 /// Commands per second on average, and the burst allowed.
 const RATE: (f64, f64) = (10.0, 20.0);
 
@@ -75,6 +82,7 @@ pub async fn upgrade(
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
         .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(WRITE_BUFFER)
         .on_upgrade(move |socket| run(app, participant.id, seat, socket))
 }
 
@@ -139,6 +147,7 @@ async fn observe(
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
         .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(WRITE_BUFFER)
         .on_upgrade(move |socket| async move {
             let _counted = app.metrics.connection(crate::metrics::ConnKind::Observer);
             observer::run(app, session, socket).await
