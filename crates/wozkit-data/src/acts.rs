@@ -197,7 +197,7 @@ impl TurnActs {
                     message = Some(n);
                     // MultiWOZ makes speakers alternate: an empty turn fills each gap.
                     if speaker_key.is_none() {
-                        let expected = if position % 2 == 0 {
+                        let expected = if position.is_multiple_of(2) {
                             Role::User
                         } else {
                             Role::Wizard
