@@ -166,8 +166,14 @@ fn assert_same_bytes([sqlite, postgres]: &[PathBuf; 2], what: &str) {
 }
 
 /// `v` with the import's own instant set to null: the `at_ms` of each session's origin
-/// annotation (the one whose value has `format` and `position`), the time of the import.
+/// annotation (the one whose value has `format` and `position`), and in the per-session logs
+/// the session's `created_at_ms` and its `ended.at_ms` (an imported session is created and ended
+/// at the import).
 fn without_import_clock(v: &Value) -> Value {
+    clear_clock(v, "")
+}
+
+fn clear_clock(v: &Value, key: &str) -> Value {
     match v {
         Value::Object(map) => {
             let is_origin = map
@@ -176,21 +182,61 @@ fn without_import_clock(v: &Value) -> Value {
                 .is_some_and(|o| o.contains_key("format") && o.contains_key("position"));
             map.iter()
                 .map(|(k, x)| {
-                    let clock = is_origin && k == "at_ms";
+                    let clock = match k.as_str() {
+                        "at_ms" => is_origin || key == "ended",
+                        "created_at_ms" => key == "session",
+                        _ => false,
+                    };
                     (
                         k.clone(),
                         if clock {
                             Value::Null
                         } else {
-                            without_import_clock(x)
+                            clear_clock(x, k)
                         },
                     )
                 })
                 .collect::<serde_json::Map<_, _>>()
                 .into()
         }
-        Value::Array(items) => Value::Array(items.iter().map(without_import_clock).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(|x| clear_clock(x, key)).collect()),
         other => other.clone(),
+    }
+}
+
+/// Where `a` and `b` first differ: a JSON path and both values there.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys = x.keys().chain(y.keys().filter(|k| !x.contains_key(*k)));
+            for k in keys {
+                let (p, q) = (
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                );
+                if x.contains_key(k) != y.contains_key(k) {
+                    return Some(format!("{path}.{k}: present on one side only"));
+                }
+                if let Some(d) = first_difference(p, q, &format!("{path}.{k}")) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{path}: sqlite {a}, postgres {b}")),
+    }
+}
+
+/// Panics naming the first difference when `sqlite` and `postgres` differ.
+fn assert_same_json(sqlite: &Value, postgres: &Value, what: &str) {
+    if let Some(d) = first_difference(sqlite, postgres, "") {
+        panic!("{what}: SQLite and PostgreSQL differ at {d}");
     }
 }
 
@@ -207,7 +253,7 @@ fn assert_same_jsonl([sqlite, postgres]: &[PathBuf; 2], what: &str) {
     assert!(!a.is_empty(), "{what}: no lines");
     assert_eq!(a.len(), b.len(), "{what}: as many lines");
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        assert_eq!(x, y, "{what}: line {} differs", i + 1);
+        assert_same_json(x, y, &format!("{what}, line {}", i + 1));
     }
 }
 
@@ -218,10 +264,7 @@ fn assert_same_report([sqlite, postgres]: &[Value; 2], what: &str) {
         sessions.as_u64().is_some_and(|n| n > 0),
         "{what}: the SQLite report counted no sessions: {sessions}"
     );
-    assert_eq!(
-        sqlite, postgres,
-        "{what}: the SQLite and PostgreSQL reports differ"
-    );
+    assert_same_json(sqlite, postgres, what);
 }
 
 #[tokio::test]
@@ -232,6 +275,8 @@ async fn taskmaster1_on_postgres_as_on_sqlite() {
     pair.import("taskmaster1", &[fixture("taskmaster1/sample.json")]);
     assert_same_bytes(&pair.export("taskmaster1", "tm.json", &[]), "taskmaster1");
     assert_same_jsonl(&pair.export("jsonl", "all.jsonl", &[]), "jsonl");
+    // The per-session logs with metrics (written by the server crate, as the console's download).
+    assert_same_jsonl(&pair.export("log", "log.jsonl", &[]), "log");
     assert_same_report(&pair.report(), "taskmaster1 report");
     pair.cleanup().await;
 }
@@ -302,6 +347,7 @@ async fn crsarena_dialogues_votes_and_ratings_on_postgres_as_on_sqlite() {
         "crsarena",
     );
     assert_same_bytes(&pair.export("votes-csv", "votes.csv", &[]), "votes-csv");
+    assert_same_jsonl(&pair.export("log", "log.jsonl", &[]), "crsarena log");
     assert_same_bytes(
         &pair.export(
             "crsarena_eval",
@@ -328,6 +374,7 @@ async fn crwiz_on_postgres_as_on_sqlite() {
     assert!(!logs.is_empty(), "crwiz fixtures");
     pair.import("crwiz", &logs);
     assert_same_bytes(&pair.export("crwiz", "crwiz", &[]), "crwiz");
+    assert_same_jsonl(&pair.export("log", "log.jsonl", &[]), "crwiz log");
     assert_same_report(&pair.report(), "crwiz report");
     pair.cleanup().await;
 }
