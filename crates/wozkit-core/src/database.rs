@@ -710,14 +710,142 @@ fn read_sqlite(src: &Connection, name: &str) -> Result<Raw, Problem> {
     Ok(Raw { columns, rows })
 }
 
+/// The tables and columns a condition reads from `db`: `db.T`, `db.T.C`, `db['T']`,
+/// `db['T']['C']` (and `"..."` quotes), outside string literals; the column is None when the
+/// expression names only the table. `has(db.T)` and `'T' in db` name the table too, the latter
+/// left unchecked (a string literal).
+pub fn condition_refs(src: &str) -> Vec<(String, Option<String>)> {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = vec![];
+    let mut quote: Option<char> = None;
+    let mut i = 0;
+    // One member after position `j`: `.name` or `['name']`; returns it and the next position.
+    let member = |j: usize| -> Option<(String, usize)> {
+        match chars.get(j)? {
+            '.' => {
+                let name: String = chars[j + 1..]
+                    .iter()
+                    .take_while(|c| c.is_alphanumeric() || **c == '_')
+                    .collect();
+                let n = name.chars().count();
+                (n > 0).then_some((name, j + 1 + n))
+            }
+            '[' => {
+                let q = *chars.get(j + 1)?;
+                if q != '\'' && q != '"' {
+                    return None;
+                }
+                let end = chars[j + 2..].iter().position(|c| *c == q)? + j + 2;
+                (chars.get(end + 1) == Some(&']'))
+                    .then(|| (chars[j + 2..end].iter().collect(), end + 2))
+            }
+            _ => None,
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None => {
+                let boundary = i == 0
+                    || !(chars[i - 1].is_alphanumeric()
+                        || chars[i - 1] == '_'
+                        || chars[i - 1] == '.');
+                if boundary
+                    && chars[i..].starts_with(&['d', 'b'])
+                    && !chars
+                        .get(i + 2)
+                        .is_some_and(|c| c.is_alphanumeric() || *c == '_')
+                    && let Some((table, next)) = member(i + 2)
+                {
+                    let (column, next) = match member(next) {
+                        Some((c, n)) => (Some(c), n),
+                        None => (None, next),
+                    };
+                    out.push((table, column));
+                    i = next;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Reports every condition (state and transition `when`, action guards, the goal, the finish and
+/// bonus conditions) that reads a table of `db` the study does not declare, or a column the
+/// loaded table lacks: such a condition would silently never hold.
+pub fn check_conditions(
+    study: &crate::model::Study,
+    db: &Database,
+    diag: &dyn Fn(&str, String, Option<String>) -> crate::load::Diagnostic,
+    problems: &mut Vec<crate::load::Diagnostic>,
+) {
+    let mut sources: Vec<(String, &str)> = vec![];
+    for (i, st) in study.states.iter().enumerate() {
+        if let Some(w) = &st.when {
+            sources.push((format!("/states/{i}/when"), w));
+        }
+        for (j, t) in st.transitions.iter().enumerate() {
+            if let Some(w) = t.when() {
+                sources.push((format!("/states/{i}/transitions/{j}/when"), w));
+            }
+        }
+    }
+    for (i, a) in study.actions.iter().enumerate() {
+        if let Some(g) = &a.guard {
+            sources.push((format!("/actions/{i}/guard"), g));
+        }
+    }
+    if let Some(g) = &study.goal {
+        sources.push(("/goal".into(), g));
+    }
+    if let Some(w) = &study.session.finish.when {
+        sources.push(("/session/finish/when".into(), w));
+    }
+    if let Some(b) = study.payment.as_ref().and_then(|p| p.bonus.as_ref()) {
+        sources.push(("/payment/bonus/when".into(), &b.when));
+    }
+    for (ptr, src) in sources {
+        for (table, column) in condition_refs(src) {
+            let Some(info) = db.tables.get(&table) else {
+                let names: Vec<&str> = db.tables.keys().map(String::as_str).collect();
+                problems.push(diag(
+                    &ptr,
+                    format!(
+                        "condition `{src}` reads `db.{table}`, a table the study does not declare"
+                    ),
+                    Some(format!("its tables: {}", names.join(", "))),
+                ));
+                continue;
+            };
+            if let Some(c) = column
+                && info.column(&c).is_none()
+            {
+                let cols: Vec<&str> = info.columns.iter().map(|(c, _)| c.as_str()).collect();
+                problems.push(diag(
+                    &ptr,
+                    format!("condition `{src}`: the table `{table}` has no column `{c}`"),
+                    Some(format!("its columns: {}", cols.join(", "))),
+                ));
+            }
+        }
+    }
+}
+
 /// Reports every `{db.TABLE.COLUMN}` slot of the wizard's texts (state templates, approval
-/// prompts, fixed options) whose column the loaded table lacks.
+/// prompts, fixed options) whose column the loaded table lacks, and every condition reading a
+/// table or column of `db` that is not there ([`check_conditions`]).
 pub fn check_slots(
     study: &crate::model::Study,
     db: &Database,
     diag: &dyn Fn(&str, String, Option<String>) -> crate::load::Diagnostic,
     problems: &mut Vec<crate::load::Diagnostic>,
 ) {
+    check_conditions(study, db, diag, problems);
     let mut texts: Vec<(String, &str)> = vec![];
     for (i, st) in study.states.iter().enumerate() {
         for (j, t) in st.templates.iter().enumerate() {

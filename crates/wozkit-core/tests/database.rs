@@ -773,3 +773,48 @@ fn crosswoz_shaped_json_loads_with_lists_as_text() {
         assert!(!wozkit_core::database::is_plain_name(bad), "{bad}");
     }
 }
+
+#[test]
+fn conditions_naming_missing_tables_or_columns_are_refused() {
+    use wozkit_core::database::condition_refs;
+    assert_eq!(
+        condition_refs("has(db.restaurant) && db.restaurant.price < 20 && 'db.x.y' != ''"),
+        [
+            ("restaurant".to_string(), None),
+            ("restaurant".to_string(), Some("price".to_string()))
+        ]
+    );
+    assert_eq!(
+        condition_refs("'餐馆' in db && db['餐馆'][\"评分\"] >= 4.5 && mydb.x == 1"),
+        [("餐馆".to_string(), Some("评分".to_string()))]
+    );
+    let cases = [
+        (
+            "db.restaurant.price < 20",
+            "db.hotel.price < 20",
+            "`db.hotel`",
+        ),
+        (
+            "db.restaurant.price < 20",
+            "db.restaurant.prize < 20",
+            "has no column `prize`",
+        ),
+        (
+            "db.restaurant.price < 20",
+            "db['restaurant']['stars'] > 3",
+            "has no column `stars`",
+        ),
+    ];
+    for (good, bad, says) in cases {
+        let text = BRANCHING.replace(
+            "has(db.restaurant) && db.restaurant.price < 20",
+            &format!("has(db.restaurant) && {good}"),
+        );
+        let dir = folder(&[("study.yaml", &text), ("restaurants.csv", RESTAURANTS)]);
+        load_path(&dir).expect("the unchanged study loads");
+        let text = text.replace(good, bad);
+        let dir = folder(&[("study.yaml", &text), ("restaurants.csv", RESTAURANTS)]);
+        let e = load_path(&dir).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
