@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -196,10 +196,10 @@ fn export(format: Format, session: &ImportedSession) -> Vec<u8> {
     out
 }
 
-/// A dialogue of the real CrossWOZ test split: the shared corpus when present, else the licensed
-/// excerpt under the fixtures. The one whose goal type is `不独立多领域`, like the live one.
+/// A dialogue of the real CrossWOZ test split: the shared corpus when present
+/// (`common::corpora_dir`), else the licensed excerpt under the fixtures. The one whose goal type is `不独立多领域`, like the live one.
 fn real_dialogue() -> Value {
-    let shared = PathBuf::from("/work/shared/corpora/crosswoz/test.json.zip");
+    let shared = common::corpora_dir().join("crosswoz/test.json.zip");
     let path = if shared.exists() {
         shared
     } else {
@@ -508,4 +508,3 @@ fn a_session_without_a_goal_is_written_as_before() {
     assert_eq!(m["role"], "sys");
     assert_eq!(m["sys_state"]["景点"]["selectedResults"], json!([]));
 }
-
