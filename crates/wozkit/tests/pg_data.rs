@@ -20,6 +20,12 @@ use std::process::Command;
 use serde_json::Value;
 use wozkit_store::testing::TestDatabase;
 
+// The data crate's JSON comparison that names the first difference (one copy for both crates).
+#[path = "../../wozkit-data/tests/common/mod.rs"]
+mod data_common;
+
+use data_common::assert_same_json;
+
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../wozkit-data/tests/fixtures")
@@ -204,42 +210,6 @@ fn clear_clock(v: &Value, key: &str) -> Value {
     }
 }
 
-/// Where `a` and `b` first differ: a JSON path and both values there.
-fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let keys = x.keys().chain(y.keys().filter(|k| !x.contains_key(*k)));
-            for k in keys {
-                let (p, q) = (
-                    x.get(k).unwrap_or(&Value::Null),
-                    y.get(k).unwrap_or(&Value::Null),
-                );
-                if x.contains_key(k) != y.contains_key(k) {
-                    return Some(format!("{path}.{k}: present on one side only"));
-                }
-                if let Some(d) = first_difference(p, q, &format!("{path}.{k}")) {
-                    return Some(d);
-                }
-            }
-            None
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]"))),
-        _ if a == b => None,
-        _ => Some(format!("{path}: sqlite {a}, postgres {b}")),
-    }
-}
-
-/// Panics naming the first difference when `sqlite` and `postgres` differ.
-fn assert_same_json(sqlite: &Value, postgres: &Value, what: &str) {
-    if let Some(d) = first_difference(sqlite, postgres, "") {
-        panic!("{what}: SQLite and PostgreSQL differ at {d}");
-    }
-}
-
 /// The same JSON Lines, line by line, the import's instants aside.
 fn assert_same_jsonl([sqlite, postgres]: &[PathBuf; 2], what: &str) {
     let lines = |p: &Path| -> Vec<Value> {
@@ -253,7 +223,14 @@ fn assert_same_jsonl([sqlite, postgres]: &[PathBuf; 2], what: &str) {
     assert!(!a.is_empty(), "{what}: no lines");
     assert_eq!(a.len(), b.len(), "{what}: as many lines");
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        assert_same_json(x, y, &format!("{what}, line {}", i + 1));
+        assert_same_json(
+            x,
+            y,
+            &format!(
+                "{what}, line {} (SQLite's as the original, PostgreSQL's as the export)",
+                i + 1
+            ),
+        );
     }
 }
 
@@ -264,7 +241,11 @@ fn assert_same_report([sqlite, postgres]: &[Value; 2], what: &str) {
         sessions.as_u64().is_some_and(|n| n > 0),
         "{what}: the SQLite report counted no sessions: {sessions}"
     );
-    assert_same_json(sqlite, postgres, what);
+    assert_same_json(
+        sqlite,
+        postgres,
+        &format!("{what} (SQLite's as the original, PostgreSQL's as the export)"),
+    );
 }
 
 #[tokio::test]
