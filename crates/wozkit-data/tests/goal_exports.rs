@@ -508,3 +508,73 @@ fn a_session_without_a_goal_is_written_as_before() {
     assert_eq!(m["role"], "sys");
     assert_eq!(m["sys_state"]["景点"]["selectedResults"], json!([]));
 }
+
+#[test]
+fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
+    let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
+    let db = study.database.as_deref().unwrap();
+    let real = real_dialogue();
+    let real_msgs = real["messages"].as_array().unwrap();
+    let real_usr = real_msgs.iter().find(|m| m["role"] == "usr").unwrap();
+    let real_sys = real_msgs.iter().find(|m| m["role"] == "sys").unwrap();
+    let mut selected = 0;
+    let mut users = 0;
+    for seed in 0..30u64 {
+        let played = wozkit_core::sim::play(&study, seed, wozkit_core::sim::WizardPolicy::Priors);
+        let id = format!("sim-{seed}");
+        let events: Vec<Event> = played
+            .events
+            .into_iter()
+            .enumerate()
+            .map(|(i, (actor, kind, at_ms))| Event {
+                v: 1,
+                session: id.clone(),
+                seq: i as u64 + 1,
+                at_ms,
+                actor,
+                kind,
+            })
+            .collect();
+        let session = ImportedSession {
+            id: id.clone(),
+            events,
+        };
+        let file: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
+        let rec = &file[&id];
+        assert_eq!(keys(rec), keys(&real), "seed {seed}");
+        let goal = rec["goal"].as_array().unwrap();
+        assert!(!goal.is_empty(), "seed {seed}: the session has a goal");
+        for t in goal.iter().chain(rec["final_goal"].as_array().unwrap()) {
+            check_tuple(t, &format!("seed {seed}"));
+        }
+        for m in rec["messages"].as_array().unwrap() {
+            let real_m = if m["role"] == "usr" {
+                real_usr
+            } else {
+                real_sys
+            };
+            assert_eq!(keys(m), keys(real_m), "seed {seed}");
+            if m["role"] == "usr" {
+                users += 1;
+                assert_eq!(m["user_state"].as_array().unwrap().len(), goal.len());
+                continue;
+            }
+            for key in ["sys_state", "sys_state_init"] {
+                // Every domain is one of the dataset's, and every selected result is a row of
+                // the table of that name.
+                for (domain, slots) in m[key].as_object().unwrap() {
+                    assert!(real_sys[key].get(domain).is_some(), "seed {seed}: {domain}");
+                    for name in slots["selectedResults"].as_array().unwrap() {
+                        let name = name.as_str().unwrap();
+                        db.select(domain, name).unwrap_or_else(|e| {
+                            panic!("seed {seed}: {name} is not in {domain}: {e}")
+                        });
+                        selected += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(selected > 0, "the simulated wizards selected results");
+    assert!(users > 0);
+}
