@@ -12,6 +12,7 @@ command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 # The example dialogue system (examples/python_bot) and the study checks run Python 3.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
