@@ -37,6 +37,9 @@ pub struct GoalRules {
     /// Cross-domain references: a later sub-goal's row chosen relative to an earlier one's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<ReferenceRule>,
+    /// How the goal's sentences are written (English when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<GoalText>,
 }
 
 /// A number drawn between `min` and `max`, both included.
@@ -237,27 +240,79 @@ pub fn entries(goal: &Goal) -> Vec<GoalEntry> {
     out
 }
 
-/// The goal's description, one sentence per sub-goal (what the user's panel heads each
-/// sub-goal with and the `task description` lines of the CrossWOZ export).
-pub fn describe(goal: &Goal) -> Vec<String> {
+/// How the goal's sentences are written (`goals.text`): templates for a sub-goal, its constraints
+/// and its requests. In every template `{id}` is the sub-goal's id and `{domain}` its domain; in
+/// `constraint`, `{slot}` and `{value}`; in `requests`, `{slots}` (the requested slots joined by
+/// `separator`); in `sentence`, `{constraints}` (every constraint's text, one after the other)
+/// and `{requests}` (empty when nothing is requested).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalText {
+    #[serde(default = "default_sentence")]
+    pub sentence: String,
+    #[serde(default = "default_constraint")]
+    pub constraint: String,
+    #[serde(default = "default_requests")]
+    pub requests: String,
+    #[serde(default = "default_separator")]
+    pub separator: String,
+}
+
+impl Default for GoalText {
+    fn default() -> Self {
+        GoalText {
+            sentence: default_sentence(),
+            constraint: default_constraint(),
+            requests: default_requests(),
+            separator: default_separator(),
+        }
+    }
+}
+
+fn default_sentence() -> String {
+    "Sub-goal {id} ({domain}): find one{constraints}{requests}.".into()
+}
+fn default_constraint() -> String {
+    " with {slot} {value}".into()
+}
+fn default_requests() -> String {
+    "; ask for {slots}".into()
+}
+fn default_separator() -> String {
+    ", ".into()
+}
+
+/// The goal's description, one sentence per sub-goal written by `text` (English by default):
+/// what the user's panel heads each sub-goal with and the `task description` lines of the
+/// CrossWOZ export.
+pub fn describe(goal: &Goal, text: Option<&GoalText>) -> Vec<String> {
+    let default = GoalText::default();
+    let t = text.unwrap_or(&default);
     goal.subgoals
         .iter()
         .map(|sg| {
-            let mut s = format!("Sub-goal {} ({}): find one", sg.id, sg.domain);
-            if !sg.constraints.is_empty() {
-                let c: Vec<String> = sg
-                    .constraints
-                    .iter()
-                    .map(|c| format!("{} {}", c.slot, c.value))
-                    .collect();
-                s.push_str(&format!(" with {}", c.join(", ")));
-            }
-            if !sg.requests.is_empty() {
-                let r: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
-                s.push_str(&format!("; ask for {}", r.join(", ")));
-            }
-            s.push('.');
-            s
+            let fill = |tpl: &str| {
+                tpl.replace("{id}", &sg.id.to_string())
+                    .replace("{domain}", &sg.domain)
+            };
+            let constraints: String = sg
+                .constraints
+                .iter()
+                .map(|c| {
+                    fill(&t.constraint)
+                        .replace("{slot}", &c.slot)
+                        .replace("{value}", &c.value)
+                })
+                .collect();
+            let requests = if sg.requests.is_empty() {
+                String::new()
+            } else {
+                let slots: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+                fill(&t.requests).replace("{slots}", &slots.join(&t.separator))
+            };
+            fill(&t.sentence)
+                .replace("{constraints}", &constraints)
+                .replace("{requests}", &requests)
         })
         .collect()
 }

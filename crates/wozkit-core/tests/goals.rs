@@ -514,3 +514,66 @@ fn the_crosswoz_demo_draws_goals_from_its_database() {
     assert_eq!(domains.len(), 3, "{domains:?}");
     assert!(references > 0, "some goal refers to an earlier sub-goal");
 }
+
+#[test]
+fn the_goal_sentences_follow_the_study_text() {
+    let study = study();
+    let g = (0..50)
+        .map(|seed| goal(&study, seed))
+        .find(|g| g.subgoals.len() == 2)
+        .unwrap();
+    // The default sentences name every constraint and request.
+    let lines = goals::describe(&g, None);
+    assert_eq!(lines.len(), 2);
+    for (sg, line) in g.subgoals.iter().zip(&lines) {
+        assert!(
+            line.starts_with(&format!("Sub-goal {} ({})", sg.id, sg.domain)),
+            "{line}"
+        );
+        for c in &sg.constraints {
+            assert!(line.contains(&format!("{} {}", c.slot, c.value)), "{line}");
+        }
+        for r in &sg.requests {
+            assert!(line.contains(&r.slot), "{line}");
+        }
+    }
+    // The built-in CrossWOZ study writes them as CrossWOZ's task descriptions do.
+    let cw = wozkit_core::load::load_builtin("crosswoz-demo").unwrap();
+    let rules = cw.study.goals.as_ref().unwrap();
+    let g = goal(&cw, 3);
+    let lines = goals::describe(&g, rules.text.as_ref());
+    let sg = &g.subgoals[0];
+    let c = &sg.constraints[0];
+    assert!(
+        lines[0].starts_with(&format!("你要找一个{}(id={})。", sg.domain, sg.id)),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains(&format!("你希望{}的{}是{}。", sg.domain, c.slot, c.value)),
+        "{}",
+        lines[0]
+    );
+    let slots: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+    assert!(
+        lines[0].ends_with(&format!(
+            "你想知道这个{}的{}。",
+            sg.domain,
+            slots.join("、")
+        )),
+        "{}",
+        lines[0]
+    );
+    // And a live session logs them.
+    let (_, log) = play(&cw, 3, vec![]);
+    let logged = log
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::GoalGenerated {
+                goal, description, ..
+            } => Some((goal.clone(), description.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(logged.1, goals::describe(&logged.0, rules.text.as_ref()));
+}

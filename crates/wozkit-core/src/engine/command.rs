@@ -176,7 +176,7 @@ pub(crate) fn start(
         // A study that passed its checks fails here only on an empty table: it then runs
         // without a goal rather than not at all.
         if let Ok(goal) = crate::goals::generate(rules, db, goal_seed) {
-            let description = crate::goals::describe(&goal);
+            let description = crate::goals::describe(&goal, rules.text.as_ref());
             tx.system(EventKind::GoalGenerated {
                 seed: goal_seed,
                 goal,
