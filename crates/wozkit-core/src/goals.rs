@@ -682,13 +682,23 @@ impl GoalTrack {
         selected.get(&sg.table).map(|row| cell(row, &r.column))
     }
 
-    /// The wizard selected `row` of `table`: the domain's selected results become its name; a
+    /// The wizard selected `row` (key `key`) of `table`: the domain's selected results become its
+    /// name (the rules' `name` column, else the key); a
     /// reference constraint on that table is expressed when the row's value is listed in the
     /// referenced sub-goal's selected result.
-    pub fn on_select(&mut self, table: &str, row: &Row, selected: &IndexMap<String, Row>) {
+    pub fn on_select(
+        &mut self,
+        table: &str,
+        key: &str,
+        row: &Row,
+        selected: &IndexMap<String, Row>,
+    ) {
         let label = self.label(table);
-        let name_col = self.names.get(table).cloned().unwrap_or_default();
-        let name = cell(row, &name_col);
+        // A table the rules do not name is named by its key.
+        let name = match self.names.get(table) {
+            Some(col) => cell(row, col),
+            None => key.to_string(),
+        };
         let d = self.belief.entry(label).or_default();
         d.selected_results = if name.is_empty() { vec![] } else { vec![name] };
         let mut hit = vec![];
@@ -903,4 +913,71 @@ pub fn check(rules: &GoalRules, db: Option<&Database>) -> Vec<(String, String, O
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn row(pairs: &[(&str, &str)]) -> Row {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn a_selection_names_the_result_by_the_rules_name_column_else_by_its_key() {
+        let rules: GoalRules = serde_json::from_value(serde_json::json!({
+            "domains": [{"table": "hotel", "label": "酒店", "name": "title"}]
+        }))
+        .unwrap();
+        let mut t = GoalTrack::new(Goal::default(), Some(&rules), None);
+        let selected = IndexMap::new();
+        t.on_select(
+            "hotel",
+            "h1",
+            &row(&[("id", "h1"), ("title", "Lotus Inn")]),
+            &selected,
+        );
+        t.on_select(
+            "metro",
+            "m7",
+            &row(&[("id", "m7"), ("line", "2")]),
+            &selected,
+        );
+        assert_eq!(t.belief["酒店"].selected_results, ["Lotus Inn"]);
+        assert_eq!(t.belief["metro"].selected_results, ["m7"]);
+    }
+
+    #[test]
+    fn filters_read_as_crosswoz_strings_and_express_constraints() {
+        let f = |op: FilterOp| Filter {
+            column: "price".into(),
+            op,
+        };
+        let range = f(FilterOp::Range {
+            min: Some(50.0),
+            max: Some(100.0),
+        });
+        assert_eq!(filter_text(&range), "50-100");
+        let above = f(FilterOp::Range {
+            min: Some(4.5),
+            max: None,
+        });
+        assert_eq!(filter_text(&above), ">4.5");
+        assert!(filter_expresses(&range, "75"));
+        assert!(!filter_expresses(&range, "120"));
+        assert!(!filter_expresses(&range, "cheap"));
+        let contains = f(FilterOp::Contains {
+            value: "Inn".into(),
+        });
+        assert!(filter_expresses(&contains, "Lotus inn"));
+        let equals = f(FilterOp::Equals {
+            value: Value::String("FREE".into()),
+        });
+        assert!(filter_expresses(&equals, "free"));
+        assert!(!filter_expresses(&equals, "free entry"));
+    }
 }

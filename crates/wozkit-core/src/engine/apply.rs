@@ -199,10 +199,10 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
                 track.on_query(table, filters, &s.db_selected);
             }
         }
-        EventKind::DbSelected { table, row, .. } => {
+        EventKind::DbSelected { table, key, row } => {
             s.db_selected.insert(table.clone(), row.clone());
             if let Some(track) = s.goal.as_mut() {
-                track.on_select(table, row, &s.db_selected);
+                track.on_select(table, key, row, &s.db_selected);
             }
         }
         EventKind::GoalGenerated { goal, .. } => {
