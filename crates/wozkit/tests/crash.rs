@@ -1,346 +1,89 @@
 //! The real `wozkit serve` killed with SIGKILL in the middle of live sessions, several times.
 //!
-//! Twenty pairs of scripted participants play a small study (short robot actions) over the
-//! WebSocket protocol and keep sending commands; the server is killed at random moments and
-//! restarted on the same data directory and port, and the participants reconnect with the last
-//! `seq` they saw. After a clean stop the test opens the store and checks that nothing
-//! acknowledged was lost, nothing was stored twice, every log is gap-free, every event a client
-//! received is the stored event of that `seq`, and every session reached its end.
+//! Twenty pairs of scripted participants (`common/play.rs`) play a small study (short robot
+//! actions) over the WebSocket protocol and keep sending commands; the server is killed at
+//! random moments and restarted, and the participants reconnect with the last `seq` they saw.
+//! After a clean stop the test opens the store and checks that nothing acknowledged was lost,
+//! nothing was stored twice, every log is gap-free, every event a client received is the stored
+//! event of that `seq`, and every session reached its end.
+//!
+//! Two variants: one server on a SQLite data directory, restarted on the same directory and
+//! port; and two instances on one PostgreSQL database (short room leases), killed in turn and
+//! restarted with their instance id, some at once (the instance resumes its own rooms) and some
+//! after their leases ran out (the other instance takes their rooms over). A participant of the
+//! two-instance run knows both addresses and tries the other one when its instance is down or
+//! does not run its room.
 
 mod common;
+#[path = "common/play.rs"]
+mod play;
 
-use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
 use rand::RngExt;
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use wozkit_core::engine::replay;
-use wozkit_core::event::{EndReason, Event, EventKind};
-use wozkit_core::load::{LoadedStudy, StudySource, load_text};
-use wozkit_store::SessionFilter;
+use wozkit_store::testing::TestDatabase;
 
 use common::{Server, free_port};
+use play::{STUDY, Transcript, Via, check, join, participant};
 
 const PAIRS: usize = 20;
 const KILLS: usize = 4;
-/// Wizard commands answered before the wizard says goodbye (ending the session).
-const WIZARD_TURNS: u32 = 40;
 /// The whole run must be over by then.
 const RUN_LIMIT: Duration = Duration::from_secs(100);
+/// Room lease of the two-instance run: short, so a room moves within the run.
+const LEASE_MS: u64 = 1500;
 
-/// A small study: greet, then anything, then goodbye (terminal). The grace period outlasts any
-/// downtime of the test, so sessions end by the wizard's goodbye, except after a kill between
-/// seating the two participants of a pair: the seated one's session then ends when its grace
-/// runs out, and the other one's wait ends without a partner.
-const STUDY: &str = r#"
-id: crash
-title: Crash study
-roles:
-  user: {label: Operator}
-  wizard: {label: Assistant}
-session:
-  time_limit_s: 600
-  clock_starts: start
-  disconnect_grace_s: 30
-pairing:
-  wait_limit_s: 30
-  on_timeout: complete
-world:
-  locations: [{id: base, name: Base}, {id: tower, name: Tower}]
-  robot_kinds: {ground: {label: Ground robot}}
-  robots: [{id: r1, name: Robot 1, kind: ground, start: base, capabilities: [move]}]
-subtasks: [{id: go, label: Go, progress: 100}]
-states:
-  - {id: start, type: interaction, initial: true, transitions: [greet]}
-  - {id: greet, type: interaction, templates: ["Hello."], transitions: [bye]}
-  - {id: bye, type: interaction, templates: ["Goodbye."], terminal: true}
-fixed_options: [{id: ok, text: Okay}]
-actions:
-  - id: move
-    label: Move
-    target: true
-    moves: true
-    requires: move
-    duration: {default: 0.4}
-    on_complete: {milestone: go}
-survey:
-  questions:
-    - {id: q1, text: How was it?, kind: likert, points: 5}
-"#;
-
-/// One HTTP/1.1 request; `None` when the server is not reachable (killed).
-async fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    cookie: &str,
-    body: &str,
-) -> Option<(u16, String, String)> {
-    let mut s = TcpStream::connect(addr).await.ok()?;
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\nCookie: {cookie}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.ok()?;
-    let mut raw = vec![];
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw))
-        .await
-        .ok()?
-        .ok()?;
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    let set_cookie = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .starts_with("set-cookie:")
-                .then(|| l["set-cookie:".len()..].trim().to_string())
+/// Enters every participant (pair `i` through `via(i)`) and starts playing them.
+async fn start_pairs(
+    via: impl Fn(usize) -> Via,
+) -> Vec<tokio::task::JoinHandle<Result<Transcript, tokio::time::error::Elapsed>>> {
+    let mut cookies = vec![];
+    for i in 0..PAIRS {
+        for role in ["user", "wizard"] {
+            let name = format!("{role}{i}");
+            let q = format!("participant={name}&role={role}&pair=crash{i}");
+            let via = via(i);
+            let cookie = join(&via, &q).await;
+            cookies.push((via, name, role == "wizard", cookie));
+        }
+    }
+    cookies
+        .into_iter()
+        .map(|(via, name, wizard, cookie)| {
+            tokio::spawn(tokio::time::timeout(
+                RUN_LIMIT,
+                participant(via, cookie, name, wizard),
+            ))
         })
-        .and_then(|c| c.split(';').next().map(str::to_string))
-        .unwrap_or_default();
-    Some((status, set_cookie, body.to_string()))
+        .collect()
 }
 
-/// Joins with a lab link and accepts consent and instructions; returns the cookie. Retries
-/// while the server is unreachable.
-async fn join(addr: SocketAddr, query: &str) -> String {
-    let cookie = loop {
-        if let Some((303, c, _)) = http(addr, "GET", &format!("/join?{query}"), "", "").await {
-            break c;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let mut accepted = 0;
-    while accepted < 2 {
-        let Some((200, _, page)) = http(addr, "GET", "/p", &cookie, "").await else {
-            continue;
-        };
-        let step = page
-            .split("name=\"step\" value=\"")
-            .nth(1)
-            .and_then(|s| s.split('"').next())
-            .unwrap_or_default()
-            .to_string();
-        if let Some((303, _, _)) =
-            http(addr, "POST", "/p/next", &cookie, &format!("step={step}")).await
-        {
-            accepted += 1;
+/// Waits for every participant; `logs` is called for the servers' output when one is late.
+async fn finish(
+    clients: Vec<tokio::task::JoinHandle<Result<Transcript, tokio::time::error::Elapsed>>>,
+    logs: impl Fn() -> String,
+) -> Vec<Transcript> {
+    let mut transcripts = vec![];
+    for c in clients {
+        match c.await.expect("client task") {
+            Ok(t) => transcripts.push(t),
+            Err(_) => panic!(
+                "a participant did not reach the end of its session in {RUN_LIMIT:?}; server log:\n{}",
+                logs()
+            ),
         }
     }
-    cookie
+    transcripts
 }
 
-/// What one scripted participant saw and did.
-#[derive(Debug, Default)]
-struct Transcript {
-    name: String,
-    wizard: bool,
-    session: Option<String>,
-    /// Every event received, in order of arrival.
-    events: Vec<Value>,
-    /// Commands answered with `ack`: (id, seq).
-    acks: Vec<(String, u64)>,
-    /// Texts sent, by command id.
-    texts: HashMap<String, String>,
-    /// Error codes received for commands.
-    errors: Vec<(String, String)>,
-    ended: Option<String>,
-    connections: u32,
-}
-
-enum Outcome {
-    Ended,
-    Dropped,
-}
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
-
-async fn connect(addr: SocketAddr, cookie: &str) -> Option<Ws> {
-    let mut req = format!("ws://{addr}/ws").into_client_request().ok()?;
-    req.headers_mut().insert("cookie", cookie.parse().ok()?);
-    let (ws, _) = tokio::time::timeout(
-        Duration::from_secs(5),
-        tokio_tungstenite::connect_async(req),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    Some(ws)
-}
-
-/// Plays one participant until its session has ended.
-async fn participant(addr: SocketAddr, cookie: String, name: String, wizard: bool) -> Transcript {
-    let mut t = Transcript {
-        name,
-        wizard,
-        ..Transcript::default()
-    };
-    let mut last_seq = 0u64;
-    let mut view = Value::Null;
-    let mut turns = 0u32;
-    let mut sent = 0u32;
-    while t.ended.is_none() {
-        let Some(mut ws) = connect(addr, &cookie).await else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        t.connections += 1;
-        let hello = json!({"type": "hello", "last_seq": last_seq}).to_string();
-        if ws.send(Message::Text(hello.into())).await.is_err() {
-            continue;
-        }
-        let outcome = room(
-            &mut ws,
-            &mut t,
-            &mut last_seq,
-            &mut view,
-            &mut turns,
-            &mut sent,
-        )
-        .await;
-        let _ = ws.close(None).await;
-        if let Outcome::Ended = outcome {
-            break;
-        }
-    }
-    t
-}
-
-/// One connection: reads frames, sends a command whenever the previous one was answered and a
-/// short pause has passed. Returns when the session ends or the connection drops.
-async fn room(
-    ws: &mut Ws,
-    t: &mut Transcript,
-    last_seq: &mut u64,
-    view: &mut Value,
-    turns: &mut u32,
-    sent: &mut u32,
-) -> Outcome {
-    let mut in_room = false;
-    let mut pending: Option<String> = None;
-    let mut next_at = Instant::now() + pause();
-    loop {
-        let wait = next_at.saturating_duration_since(Instant::now());
-        let frame = tokio::select! {
-            msg = ws.next() => msg,
-            () = tokio::time::sleep(wait), if in_room && pending.is_none() => {
-                let (id, cmd) = next_command(t, view, *turns, *sent);
-                *sent += 1;
-                if let Some(text) = cmd.get("text").and_then(Value::as_str) {
-                    t.texts.insert(id.clone(), text.to_string());
-                }
-                let frame = json!({"type": "cmd", "id": id, "cmd": cmd}).to_string();
-                if ws.send(Message::Text(frame.into())).await.is_err() {
-                    return Outcome::Dropped;
-                }
-                pending = Some(id);
-                continue;
-            }
-        };
-        let v: Value = match frame {
-            Some(Ok(Message::Text(text))) => match serde_json::from_str(&text) {
-                Ok(v) => v,
-                Err(e) => panic!(
-                    "{}: the server sent something that is not JSON: {e}",
-                    t.name
-                ),
-            },
-            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Outcome::Dropped,
-            Some(Ok(_)) => continue,
-        };
-        match v["type"].as_str().unwrap_or_default() {
-            "welcome" => {
-                in_room = true;
-                t.session = v["session"].as_str().map(str::to_string);
-            }
-            // The waiting room closes after this; the next connection is the room's.
-            "paired" => return Outcome::Dropped,
-            "event" => {
-                let seq = v["event"]["seq"].as_u64().unwrap_or_default();
-                assert!(
-                    seq > *last_seq,
-                    "{}: event {seq} after {last_seq}: delivered twice or out of order",
-                    t.name
-                );
-                *last_seq = seq;
-                t.events.push(v["event"].clone());
-            }
-            "view" => *view = v["view"].clone(),
-            "ack" | "error" if v["id"].is_string() => {
-                let id = v["id"].as_str().unwrap_or_default().to_string();
-                if pending.as_deref() == Some(id.as_str()) {
-                    pending = None;
-                    *turns += 1;
-                    next_at = Instant::now() + pause();
-                }
-                if v["type"] == "ack" {
-                    t.acks.push((id, v["seq"].as_u64().unwrap_or_default()));
-                } else {
-                    t.errors
-                        .push((id, v["code"].as_str().unwrap_or_default().to_string()));
-                }
-            }
-            "error" => panic!("{}: unexpected error frame {v}", t.name),
-            "ended" => {
-                t.ended = v["reason"].as_str().map(str::to_string);
-                return Outcome::Ended;
-            }
-            _ => {}
-        }
-    }
-}
-
-/// 150–300 ms between commands: below the rate limit of 10 frames per second.
-fn pause() -> Duration {
-    Duration::from_millis(rand::rng().random_range(150..300))
-}
-
-/// The next intent: the user chats; the wizard greets, chats, answers with a fixed option and
-/// moves the robot, and says goodbye after its turns.
-fn next_command(t: &Transcript, view: &Value, turns: u32, sent: u32) -> (String, Value) {
-    let id = format!("{}-{sent}", t.name);
-    let text = json!({"cmd": "text", "text": format!("{} says {sent}", t.name)});
-    if !t.wizard {
-        return (id, text);
-    }
-    let state = view["state"].as_str().unwrap_or("start");
-    let cmd = if state == "start" {
-        json!({"cmd": "say", "state": "greet"})
-    } else if turns >= WIZARD_TURNS {
-        json!({"cmd": "say", "state": "bye"})
-    } else {
-        match turns % 3 {
-            0 => json!({"cmd": "fixed", "id": "ok"}),
-            1 => {
-                let here = view["robots"][0]["location"].as_str().unwrap_or("base");
-                let target = if here == "base" { "tower" } else { "base" };
-                json!({"cmd": "act", "action": "move", "robot": "r1", "target": target})
-            }
-            _ => text,
-        }
-    };
-    (id, cmd)
-}
-
-/// The parts of an event every role receives unchanged.
-fn essence(e: &Value) -> Value {
-    json!({
-        "seq": e["seq"], "at_ms": e["at_ms"], "actor": e["actor"], "kind": e["kind"],
-        "text": e["text"], "role": e["role"],
-    })
-}
-
-fn study() -> LoadedStudy {
-    load_text("crash.yaml", STUDY, StudySource::Dir(".".into())).expect("the crash study loads")
+fn summary(what: &str, transcripts: &[Transcript], run: Duration) {
+    let acks: usize = transcripts.iter().map(|t| t.acks.len()).sum();
+    let connections: u32 = transcripts.iter().map(|t| t.connections).sum();
+    let elsewhere: u32 = transcripts.iter().map(|t| t.not_in_room).sum();
+    println!(
+        "{what}: {PAIRS} pairs, {KILLS} kills, {acks} acknowledged commands, {connections} \
+         connections ({elsewhere} told not_in_room) in {run:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,28 +100,11 @@ async fn sigkill_loses_nothing_acknowledged() {
     };
     server.start();
     let addr = server.addr;
-
-    let mut cookies = vec![];
-    for i in 0..PAIRS {
-        for role in ["user", "wizard"] {
-            let name = format!("{role}{i}");
-            let q = format!("participant={name}&role={role}&pair=crash{i}");
-            cookies.push((name, role == "wizard", join(addr, &q).await));
-        }
-    }
+    let clients = start_pairs(|i| Via::new(vec![addr], 0, &format!("crash{i}"))).await;
     let started = Instant::now();
-    let clients: Vec<_> = cookies
-        .into_iter()
-        .map(|(name, wizard, cookie)| {
-            tokio::spawn(tokio::time::timeout(
-                RUN_LIMIT,
-                participant(addr, cookie, name, wizard),
-            ))
-        })
-        .collect();
 
     // Kill at random moments while the sessions run, restarting at once on the same data.
-    let mut server = tokio::task::spawn_blocking(move || {
+    let (mut server, kills) = tokio::task::spawn_blocking(move || {
         let mut rng = rand::rng();
         let mut kills = 0;
         for _ in 0..KILLS {
@@ -393,171 +119,96 @@ async fn sigkill_loses_nothing_acknowledged() {
     .await
     .expect("killer");
 
-    let mut transcripts = vec![];
-    for c in clients {
-        match c.await.expect("client task") {
-            Ok(t) => transcripts.push(t),
-            Err(_) => panic!(
-                "a participant did not reach the end of its session in {RUN_LIMIT:?}; server log:\n{}",
-                server.0.log_text()
-            ),
-        }
-    }
+    let transcripts = finish(clients, || server.log_text()).await;
     let run = started.elapsed();
-    let log = server.0.log_text();
-    assert!(server.0.stop(), "the server did not stop cleanly:\n{log}");
-    assert_eq!(server.1, KILLS);
-    check(&server.0.data, &transcripts, &log).await;
-    let acks: usize = transcripts.iter().map(|t| t.acks.len()).sum();
-    let reconnects: u32 = transcripts.iter().map(|t| t.connections).sum();
-    println!(
-        "{PAIRS} pairs, {KILLS} kills, {acks} acknowledged commands, {reconnects} connections in {run:?}"
-    );
+    let log = server.log_text();
+    assert!(server.stop(), "the server did not stop cleanly:\n{log}");
+    assert_eq!(kills, KILLS);
+    let data = server.data.to_str().expect("utf-8 path").to_string();
+    check(&data, &transcripts, &log).await;
+    summary("one server on SQLite", &transcripts, run);
 }
 
-/// Everything the clients saw against the store.
-async fn check(data: &Path, transcripts: &[Transcript], log: &str) {
-    let store = wozkit_store::open(data.to_str().expect("utf-8 path"))
-        .await
-        .expect("the store opens after the run");
-    let study = study();
-    let sessions = store
-        .list_sessions(&SessionFilter::default())
-        .await
-        .expect("sessions");
-    let mut logs: BTreeMap<String, Vec<Event>> = BTreeMap::new();
-    for s in &sessions {
-        let events = store.events(&s.id, 0).await.expect("events");
-        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-        assert_eq!(
-            seqs,
-            (1..=events.len() as u64).collect::<Vec<_>>(),
-            "session {}: gaps or disorder in the log",
-            s.id
-        );
-        logs.insert(s.id.clone(), events);
-    }
-    for t in transcripts {
-        let name = &t.name;
-        if t.ended.as_deref() == Some("no_partner") {
-            // Its partner was seated alone in a session by a kill (checked with that session).
-            assert!(
-                t.session.is_none(),
-                "{name}: no partner after entering a room"
-            );
-            continue;
-        }
-        let session = t
-            .session
-            .as_deref()
-            .unwrap_or_else(|| panic!("{name} never entered a room"));
-        let events = &logs[session];
-        let record = sessions.iter().find(|s| s.id == session).expect("record");
-        let end = record
-            .ended
-            .as_ref()
-            .unwrap_or_else(|| panic!("{session} did not end"));
-        assert!(t.ended.is_some(), "{name}: no `ended`");
-        let live = replay(&study, session, events);
-        let expected = if live.joined.len() == 2 {
-            EndReason::Terminal
-        } else {
-            EndReason::Disconnect
-        };
-        assert_eq!(end.reason, expected, "{session}");
-        let live = replay(&study, session, events);
-        assert_eq!(
-            live.ended.map(|e| e.0),
-            Some(EndReason::Terminal),
-            "{session}"
-        );
+/// `wozkit serve` arguments of instance `id` on `addr`, sharing a database with others.
+pub fn instance_args(id: &str, addr: std::net::SocketAddr, lease_ms: u64) -> Vec<String> {
+    vec![
+        "--instance-id".into(),
+        id.into(),
+        "--advertise-url".into(),
+        format!("http://{addr}"),
+        "--room-lease-ms".into(),
+        lease_ms.to_string(),
+    ]
+}
 
-        // Same seq, same event.
-        let stored: HashMap<u64, Value> = events
-            .iter()
-            .map(|e| (e.seq, serde_json::to_value(e).expect("event json")))
-            .collect();
-        for got in &t.events {
-            let seq = got["seq"].as_u64().unwrap_or_default();
-            let want = stored
-                .get(&seq)
-                .unwrap_or_else(|| panic!("{name} saw event {seq}, which is not stored\n{log}"));
-            assert_eq!(essence(got), essence(want), "{name}: event {seq} differs");
-        }
-        // Every acknowledged command is stored; its text exactly once, by its sender.
-        let texts: Vec<(u64, &str, &Value)> = events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::Message { text, .. } => Some((e.seq, text.as_str(), &stored[&e.seq])),
-                _ => None,
-            })
-            .collect();
-        for (id, seq) in &t.acks {
-            assert!(
-                *seq <= events.len() as u64,
-                "{name}: command {id} acknowledged at {seq}, the log ends at {}",
-                events.len()
-            );
-            if let Some(text) = t.texts.get(id) {
-                let found: Vec<u64> = texts
-                    .iter()
-                    .filter(|(_, t, _)| t == text)
-                    .map(|(s, _, _)| *s)
-                    .collect();
-                assert!(
-                    found.len() == 1 && found[0] <= *seq,
-                    "{name}: acknowledged text {text:?} (ack {seq}) stored at {found:?}"
-                );
-            }
-        }
-        // Texts sent but never answered (cut off by a kill) are stored at most once.
-        for text in t.texts.values() {
-            let n = texts.iter().filter(|(_, t, _)| t == text).count();
-            assert!(n <= 1, "{name}: {text:?} stored {n} times");
-        }
-        for (id, code) in &t.errors {
-            assert!(
-                ["not_offered", "refused", "ended"].contains(&code.as_str()),
-                "{name}: command {id} got `{code}`"
-            );
-        }
-        // A client that saw the end in its room saw every event of the session up to the end
-        // (the wizard sees all of them).
-        if t.wizard && t.ended.as_deref() == Some("terminal") {
-            let end_seq = events
-                .iter()
-                .find(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
-                .map_or(0, |e| e.seq);
-            let seen: Vec<u64> = t.events.iter().filter_map(|e| e["seq"].as_u64()).collect();
-            assert_eq!(
-                seen,
-                (1..=end_seq).collect::<Vec<_>>(),
-                "{name}: missed events"
-            );
-        }
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_of_either_of_two_instances_on_postgres_loses_nothing_acknowledged() {
+    let Some(pg) = TestDatabase::create("crash test, two instances").await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let study_file = tmp.path().join("crash.yaml");
+    std::fs::write(&study_file, STUDY).expect("study file");
+    let mut servers: Vec<(Server, Vec<String>)> = ["crash-a", "crash-b"]
+        .into_iter()
+        .map(|id| {
+            let addr = free_port();
+            let server = Server {
+                addr,
+                study: study_file.clone(),
+                data: pg.url.clone().into(),
+                log: tmp.path().join(format!("{id}.log")),
+                child: None,
+            };
+            (server, instance_args(id, addr, LEASE_MS))
+        })
+        .collect();
+    for (server, args) in &mut servers {
+        server.start_with(args);
     }
-    // A session nobody entered was created by a pairing cut short by a kill: it was aborted.
-    for s in &sessions {
-        if !transcripts
+    let addrs: Vec<_> = servers.iter().map(|(s, _)| s.addr).collect();
+    let logs = |servers: &[(Server, Vec<String>)]| -> String {
+        servers
             .iter()
-            .any(|t| t.session.as_deref() == Some(s.id.as_str()))
-        {
-            let reason = s.ended.as_ref().map(|e| e.reason);
-            assert_eq!(reason, Some(EndReason::Aborted), "orphan session {}", s.id);
+            .map(|(s, _)| format!("--- {}\n{}", s.log.display(), s.log_text()))
+            .collect()
+    };
+    let clients = start_pairs(|i| Via::new(addrs.clone(), i % 2, &format!("crash{i}"))).await;
+    let started = Instant::now();
+
+    // Kill each instance in turn; some come back at once, some after their leases ran out.
+    let (mut servers, downtimes) = tokio::task::spawn_blocking(move || {
+        let mut rng = rand::rng();
+        let mut downtimes = vec![];
+        for k in 0..KILLS {
+            std::thread::sleep(Duration::from_millis(rng.random_range(300..3000)));
+            let (server, args) = &mut servers[k % 2];
+            server.kill();
+            let down = if k % 2 == 0 {
+                rng.random_range(0..300)
+            } else {
+                rng.random_range(LEASE_MS + 300..2 * LEASE_MS)
+            };
+            std::thread::sleep(Duration::from_millis(down));
+            server.start_with(args);
+            downtimes.push(down);
         }
+        (servers, downtimes)
+    })
+    .await
+    .expect("killer");
+
+    let transcripts = finish(clients, || logs(&servers)).await;
+    let run = started.elapsed();
+    let log = logs(&servers);
+    for (server, _) in &mut servers {
+        assert!(server.stop(), "an instance did not stop cleanly:\n{log}");
     }
-    // Nothing was invented: every stored text was sent by a participant of that session.
-    for (session, events) in &logs {
-        for e in events {
-            if let EventKind::Message { text, .. } = &e.kind {
-                let known = text == "Hello." || text == "Goodbye." || text == "Okay";
-                let sent = transcripts
-                    .iter()
-                    .filter(|t| t.session.as_deref() == Some(session.as_str()))
-                    .any(|t| t.texts.values().any(|s| s == text));
-                assert!(known || sent, "{session}: stored text {text:?} nobody sent");
-            }
-        }
-    }
-    store.close().await;
+    check(&pg.url, &transcripts, &log).await;
+    summary(
+        &format!("two instances on PostgreSQL, down for {downtimes:?} ms"),
+        &transcripts,
+        run,
+    );
+    pg.drop_database().await;
 }

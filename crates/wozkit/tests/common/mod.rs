@@ -19,6 +19,11 @@ pub struct Server {
 
 impl Server {
     pub fn start(&mut self) {
+        self.start_with(&[]);
+    }
+
+    /// Starts with `extra` arguments after the usual ones (e.g. `--instance-id`).
+    pub fn start_with(&mut self, extra: &[String]) {
         for _ in 0..50 {
             let log = std::fs::OpenOptions::new()
                 .create(true)
@@ -33,6 +38,7 @@ impl Server {
                 .arg(self.addr.to_string())
                 .arg("--data")
                 .arg(&self.data)
+                .args(extra)
                 .env_remove("WOZKIT_RESEARCHER_PASSWORD")
                 .env_remove("WOZKIT_DATA")
                 .env("RUST_LOG", "warn")
