@@ -649,3 +649,56 @@ pub fn alarm_with<'a>(
             .is_some_and(|c| c.holds(vars));
     Some((at, cleared))
 }
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    #[test]
+    fn the_action_table_key_follows_what_the_guards_read_and_nothing_else() {
+        let study = match crate::load::load_builtin("offshore-emergency") {
+            Ok(s) => s,
+            Err(e) => panic!("{e:?}"),
+        };
+        let names = action_guard_variables(&study);
+        assert!(names.iter().any(|n| n == "fire_inspected"), "{names:?}");
+        let mut s = Session::new(&study, "t");
+        s.world
+            .insert("fire_inspected".into(), serde_json::Value::Bool(false));
+        let key = |s: &Session| action_table_key(&study, s, &names);
+        let start = key(&s);
+        assert!(start.is_some());
+
+        // What no guard reads leaves the key (and so a kept table) as it is.
+        let mut chatted = s.clone();
+        chatted.messages += 3;
+        chatted
+            .world
+            .insert("unread_by_guards".into(), serde_json::Value::Bool(true));
+        assert_eq!(key(&chatted), start);
+
+        // A variable a guard reads, a robot's place or battery, and the start change it.
+        let mut inspected = s.clone();
+        inspected
+            .world
+            .insert("fire_inspected".into(), serde_json::Value::Bool(true));
+        assert_ne!(key(&inspected), start);
+        let mut moved = s.clone();
+        moved.robots[0].location = "base_elsewhere".into();
+        assert_ne!(key(&moved), start);
+        let mut drained = s.clone();
+        drained.robots[0].battery -= 0.5;
+        assert_ne!(key(&drained), start);
+        let mut started = s.clone();
+        started.started = !s.started;
+        assert_ne!(key(&started), start);
+
+        // A name the key cannot cover (the wizard's database rows, a variable the session does
+        // not hold) means no key at all.
+        assert_eq!(action_table_key(&study, &s, &["db".to_string()]), None);
+        assert_eq!(
+            action_table_key(&study, &s, &["no_such_var".to_string()]),
+            None
+        );
+    }
+}
