@@ -70,6 +70,10 @@ pub struct Tunables {
     /// leases left by any other instance id are stale (an earlier run of this server), so its
     /// rooms are resumed at start without waiting for those leases to expire.
     pub sole_instance: bool,
+    /// The secret instances sharing a store authenticate relayed connections with
+    /// (`--cluster-secret`): a participant reaching an instance that does not run their room
+    /// is relayed to the one that does. `None`: no relaying either way.
+    pub cluster_secret: Option<crate::ws::relay::ClusterSecret>,
 }
 
 /// Crowd platform clients by (study id, platform name as entry links record it: `prolific`,
@@ -117,6 +121,7 @@ impl Default for Tunables {
             advertise_url: String::new(),
             room_lease_ms: 10_000,
             sole_instance: true,
+            cluster_secret: None,
         }
     }
 }

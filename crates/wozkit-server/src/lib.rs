@@ -62,6 +62,7 @@ use wozkit_store::Store;
 
 pub use app::{AppState, Config, Payers, Tunables, now_ms};
 pub use metrics::MetricsToken;
+pub use ws::relay::ClusterSecret;
 
 /// How long stopping waits for rooms and connections to finish.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -115,7 +116,8 @@ async fn launch(
     }
     let state = AppState::new(config, store.clone(), stop_rx, alive_tx).await?;
     room::resume_live_rooms(state.clone());
-    let router = http::router(state.clone());
+    // The internal route of relayed connections stays outside the public router's layers.
+    let router = http::router(state.clone()).merge(ws::relay::routes(state.clone()));
     if let Some(l) = metrics_listener {
         metrics::serve_exporter(state.clone(), l);
     }

@@ -5,6 +5,7 @@
 
 pub mod frames;
 mod observer;
+pub(crate) mod relay;
 mod room_conn;
 pub mod waiting;
 
@@ -83,7 +84,19 @@ pub async fn upgrade(
         .max_frame_size(HARD_FRAME_LIMIT)
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(WRITE_BUFFER)
-        .on_upgrade(move |socket| run(app, participant.id, seat, socket))
+        .on_upgrade(move |socket| async move {
+            // A room another instance runs is reached through it (relay.rs).
+            if let Some(session) = &participant.session_id
+                && let Some(owner) = relay::owner_elsewhere(&app, session).await
+            {
+                let who = relay::Relayed::Participant {
+                    id: participant.id,
+                    seat,
+                };
+                return relay::run(app, socket, owner, who).await;
+            }
+            run(app, participant.id, seat, socket).await
+        })
 }
 
 /// `GET /ws?observe=SESSION`: a researcher (any access level) observing a live dialogue
@@ -149,6 +162,10 @@ async fn observe(
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(WRITE_BUFFER)
         .on_upgrade(move |socket| async move {
+            if let Some(owner) = relay::owner_elsewhere(&app, &session).await {
+                let who = relay::Relayed::Observer { session };
+                return relay::run(app, socket, owner, who).await;
+            }
             let _counted = app.metrics.connection(crate::metrics::ConnKind::Observer);
             observer::run(app, session, socket).await
         })

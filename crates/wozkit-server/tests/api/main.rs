@@ -26,6 +26,7 @@ mod participant_text;
 mod payments;
 mod questions;
 mod reconnect;
+mod relay;
 mod replay;
 mod researcher;
 mod restart;

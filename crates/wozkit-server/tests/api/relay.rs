@@ -1,0 +1,368 @@
+//! A participant may reach any instance: a room socket arriving at an instance that does not
+//! run the room is relayed to the instance that does (`ws/relay.rs`, docs/scale-out.md
+//! "Reaching the room's instance").
+//!
+//! Two instances share one store (one PostgreSQL database with a connection pool each when
+//! `WOZKIT_TEST_PG_URL` is set; one SQLite store shared by both in this process otherwise). A
+//! room paired on A: the wizard connecting to B receives the same frames as on A, its commands
+//! are applied once, an observer on B sees the room, the internal route refuses a wrong or
+//! missing secret; when A is killed (its task aborted: nothing ended, no lease given back) the
+//! relayed socket closes, and after the lease runs out the participants reconnecting to B
+//! finish the session with no acknowledged event lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use wozkit_core::engine::replay;
+use wozkit_core::event::{Event, EventKind};
+use wozkit_server::{ClusterSecret, Config, StartError, Tunables, launch_with_listener};
+use wozkit_store::Store;
+use wozkit_store::testing::TestDatabase;
+
+use crate::client::{Client, Ws};
+use crate::helpers::{Tiny, enter, fast};
+use crate::reconnect::last_seq;
+
+/// Lease length of the test instances: short, so a takeover comes soon.
+const LEASE_MS: u64 = 600;
+const SECRET: &str = "relay-test-secret";
+
+struct Instance {
+    addr: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    handle: JoinHandle<Result<(), StartError>>,
+}
+
+async fn instance(id: &str, store: Arc<dyn Store>, tiny: &Tiny, secret: Option<&str>) -> Instance {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let config = Config {
+        studies: vec![tiny.study()],
+        tunables: Tunables {
+            instance_id: id.to_owned(),
+            room_lease_ms: LEASE_MS,
+            sole_instance: false,
+            cluster_secret: secret.and_then(ClusterSecret::new),
+            ..fast()
+        },
+    };
+    let handle = tokio::spawn(launch_with_listener(config, store, listener, async {
+        let _ = stopped.await;
+    }));
+    Instance {
+        addr,
+        stop: Some(stop),
+        handle,
+    }
+}
+
+fn at(c: &Client, addr: std::net::SocketAddr) -> Client {
+    Client {
+        addr,
+        cookie: c.cookie.clone(),
+        seat: c.seat.clone(),
+    }
+}
+
+async fn join(addr: std::net::SocketAddr, query: &str) -> Client {
+    let res = crate::helpers::http(addr, "GET", &format!("/join?{query}"), &[], "").await;
+    assert_eq!(res.status, 303, "join failed: {}", res.body);
+    let set = res.header("set-cookie").expect("join sets a cookie");
+    let location = res.header("location").unwrap_or_default();
+    Client {
+        addr,
+        cookie: set.split(';').next().unwrap_or_default().to_string(),
+        seat: location.split("seat=").nth(1).map(str::to_string),
+    }
+}
+
+async fn owner(store: &dyn Store, session: &str) -> Option<String> {
+    store
+        .room_owner(session)
+        .await
+        .expect("room owner")
+        .map(|l| l.instance_id)
+}
+
+async fn wait_owner(store: &dyn Store, session: &str, want: Option<&str>) {
+    for _ in 0..200 {
+        if owner(store, session).await.as_deref() == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the lease of {session} never came to {want:?}: {:?}",
+        store.room_owner(session).await
+    );
+}
+
+/// The frames a fresh room connection receives up to its first view (welcome and the events
+/// after `hello 0`), with `hello 0`.
+async fn opening_frames(c: &Client) -> Vec<Value> {
+    let mut ws = c.ws().await;
+    ws.hello(0).await;
+    let mut frames = vec![];
+    loop {
+        let f = ws.next().await.expect("a frame before the first view");
+        if f["type"] == "view" {
+            break;
+        }
+        frames.push(f);
+    }
+    ws.close().await;
+    frames
+}
+
+/// Status of a handshake on `/internal/relay` at `addr` with these headers (101 when it opens).
+async fn internal_status(addr: std::net::SocketAddr, headers: &[(&'static str, &str)]) -> u16 {
+    let mut req = format!("ws://{addr}/internal/relay")
+        .into_client_request()
+        .expect("request");
+    for (k, v) in headers {
+        req.headers_mut()
+            .insert(*k, v.parse().expect("header value"));
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok(_) => 101,
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => res.status().as_u16(),
+        Err(e) => panic!("handshake on /internal/relay failed without an HTTP answer: {e}"),
+    }
+}
+
+/// Reads until the connection closes (frames in between are kept in `seen`).
+async fn until_closed(ws: &mut Ws) {
+    for _ in 0..10_000 {
+        if ws.next().await.is_none() {
+            return;
+        }
+    }
+    panic!("the relayed socket never closed");
+}
+
+/// How many times the dialogue entered `state` (each `say` of the wizard enters one).
+fn said(events: &[Event], state: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::StateEntered { to, .. } if to == state))
+        .count()
+}
+
+async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
+    let tiny = Tiny::default();
+    let a = instance("A", a_store.clone(), &tiny, Some(SECRET)).await;
+    let b = instance("B", b_store.clone(), &tiny, Some(SECRET)).await;
+    // An instance without a secret (on a store of its own: it only answers the handshake).
+    let c_dir = tempfile::tempdir().expect("temp dir");
+    let c_store = wozkit_store::open(c_dir.path().to_str().expect("utf-8 path"))
+        .await
+        .expect("store opens");
+    let no_secret = instance("C", c_store, &tiny, None).await;
+
+    // The internal route: refused without the secret, with a wrong one, and by an instance
+    // that has none; opened with the right one.
+    let bearer = format!("Bearer {SECRET}");
+    assert_eq!(
+        internal_status(b.addr, &[("x-wozkit-participant", "p")]).await,
+        403
+    );
+    let wrong = [
+        ("authorization", "Bearer relay-test-secreT"),
+        ("x-wozkit-participant", "p"),
+    ];
+    assert_eq!(internal_status(b.addr, &wrong).await, 403);
+    let right_unknown = [
+        ("authorization", bearer.as_str()),
+        ("x-wozkit-participant", "nobody"),
+    ];
+    assert_eq!(internal_status(b.addr, &right_unknown).await, 404);
+    assert_eq!(internal_status(no_secret.addr, &right_unknown).await, 404);
+    stop(no_secret).await;
+
+    // Paired on A: A runs the room.
+    let user = join(a.addr, "participant=alice&role=user").await;
+    let wizard = join(a.addr, "participant=bob&role=wizard").await;
+    user.accept_pages().await;
+    wizard.accept_pages().await;
+    let mut wu = user.ws().await;
+    wu.hello(0).await;
+    let mut ww = wizard.ws().await;
+    ww.hello(0).await;
+    let session = wu.until_type("paired").await["session"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ww.until_type("paired").await;
+    let mut wu = enter(&user, 0).await;
+    let mut wa = enter(&wizard, 0).await;
+    wait_owner(b_store.as_ref(), &session, Some("A")).await;
+    wa.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    assert_eq!(wa.answer("c1").await["type"], "ack");
+    wu.event("message").await;
+    wa.close().await;
+
+    // The wizard reaches B: the same opening frames as on A (welcome, then every event).
+    let on_a = opening_frames(&wizard).await;
+    let on_b = opening_frames(&at(&wizard, b.addr)).await;
+    assert!(on_a.len() >= 2, "{on_a:#?}");
+    assert_eq!(on_a[0]["type"], "welcome");
+    // The same frames, then the events logged since: the wizard's own leaving and coming back.
+    assert_eq!(
+        &on_b[..on_a.len().min(on_b.len())],
+        on_a.as_slice(),
+        "the relayed socket received other frames"
+    );
+    let since: Vec<&Value> = on_b[on_a.len()..]
+        .iter()
+        .map(|f| &f["event"]["kind"])
+        .collect();
+    assert!(
+        since
+            .iter()
+            .all(|k| *k == "disconnected" || *k == "reconnected"),
+        "{since:?}"
+    );
+
+    // Commands through B are applied once, by A.
+    let mut wb = enter(&at(&wizard, b.addr), last_seq(&wu)).await;
+    wb.cmd("c2", json!({"cmd": "say", "state": "ask"})).await;
+    assert_eq!(wb.answer("c2").await["type"], "ack");
+    wu.event("message").await;
+    let events = a_store.events(&session, 0).await.expect("events");
+    assert_eq!(said(&events, "greet"), 1, "{events:#?}");
+    assert_eq!(said(&events, "ask"), 1, "{events:#?}");
+    assert_eq!(
+        owner(b_store.as_ref(), &session).await.as_deref(),
+        Some("A")
+    );
+    assert!(
+        b_store
+            .events(&session, 0)
+            .await
+            .expect("events")
+            .iter()
+            .all(|e| e.seq <= events.len() as u64)
+    );
+
+    // A researcher observing through B sees the room: both roles' welcome and the events.
+    wozkit_server::auth::ensure_password(b_store.as_ref(), Some("letmein"))
+        .await
+        .expect("password");
+    let origin = format!("http://{}", b.addr);
+    let res = crate::helpers::http(
+        b.addr,
+        "POST",
+        "/researcher/login",
+        &[
+            ("Origin", origin.as_str()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        "name=admin&password=letmein&next=/researcher",
+    )
+    .await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let cookie = res.header("set-cookie").unwrap_or_default();
+    let observer = Client {
+        addr: b.addr,
+        cookie: cookie.split(';').next().unwrap_or_default().to_string(),
+        seat: Some(format!("o&observe={session}")),
+    };
+    let mut ob = observer
+        .ws_with(&[("origin", origin.as_str())])
+        .await
+        .expect("observer handshake");
+    ob.hello(0).await;
+    for role in ["user", "wizard"] {
+        ob.until(|v| {
+            v["type"] == "observed" && v["role"] == role && v["frame"]["type"] == "welcome"
+        })
+        .await;
+    }
+    let said_ask = ob
+        .until(|v| {
+            v["type"] == "observed"
+                && v["frame"]["type"] == "event"
+                && v["frame"]["event"]["kind"] == "message"
+        })
+        .await;
+    assert_eq!(
+        said_ask["frame"]["event"]["seq"].as_u64().map(|s| s > 0),
+        Some(true)
+    );
+
+    // A dies: the relayed socket closes (no clean end from A).
+    let (seen_w, seen_u) = (last_seq(&wb), last_seq(&wu));
+    let acked = a_store.events(&session, 0).await.expect("events");
+    a.handle.abort();
+    let _ = a.handle.await;
+    drop(a.stop);
+    until_closed(&mut wb).await;
+    until_closed(&mut ob).await;
+    drop(wu);
+
+    // After the lease runs out B runs the room; both reconnect to B and finish.
+    wait_owner(b_store.as_ref(), &session, Some("B")).await;
+    let mut wb = at(&wizard, b.addr).ws().await;
+    wb.hello(seen_w).await;
+    let mut ub = at(&user, b.addr).ws().await;
+    ub.hello(seen_u).await;
+    wb.until_type("view").await;
+    ub.cmd("u1", json!({"cmd": "approve"})).await;
+    assert_eq!(ub.answer("u1").await["type"], "ack");
+    wb.cmd("c3", json!({"cmd": "say", "state": "bye"})).await;
+    assert_eq!(wb.answer("c3").await["type"], "ack");
+    assert_eq!(ub.until_type("ended").await["reason"], "terminal");
+    assert_eq!(wb.until_type("ended").await["reason"], "terminal");
+
+    // No acknowledged event lost: the log at A's death is a prefix of the final, gap-free log,
+    // which holds each command once.
+    let events = b_store.events(&session, 0).await.expect("events");
+    assert_eq!(&events[..acked.len()], acked.as_slice());
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    for state in ["greet", "ask", "bye"] {
+        assert_eq!(said(&events, state), 1, "{state}: {events:#?}");
+    }
+    assert!(replay(&tiny.study(), &session, &events).is_ended());
+
+    stop(b).await;
+}
+
+/// Stops an instance cleanly and checks that it stopped.
+async fn stop(mut i: Instance) {
+    if let Some(stop) = i.stop.take() {
+        let _ = stop.send(());
+    }
+    let stopped = tokio::time::timeout(Duration::from_secs(10), &mut i.handle).await;
+    assert!(
+        matches!(stopped, Ok(Ok(Ok(())))),
+        "an instance did not stop: {stopped:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_room_on_a_is_reached_through_b_sqlite() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = wozkit_store::open(tmp.path().to_str().expect("utf-8 path"))
+        .await
+        .expect("store opens");
+    relay_case(store.clone(), store).await;
+}
+
+#[tokio::test]
+async fn a_room_on_a_is_reached_through_b_postgres() {
+    let Some(db) = TestDatabase::create("relay").await else {
+        return;
+    };
+    let a = wozkit_store::open(&db.url).await.expect("store A opens");
+    let b = wozkit_store::open(&db.url).await.expect("store B opens");
+    relay_case(a.clone(), b).await;
+    a.close().await;
+    db.drop_database().await;
+}
