@@ -202,7 +202,7 @@ pub struct Transcript {
     pub connections: u32,
     /// Connections told `not_in_room` (the instance reached does not run the room).
     pub not_in_room: u32,
-    /// When the last connection in the room dropped, until the next `welcome`.
+    /// When the last connection in the room dropped, until the room's next `view`.
     dropped_at: Option<Instant>,
     /// Each time back in the room after a drop: (when the drop was seen, how long it took).
     pub gaps: Vec<(Instant, Duration)>,
@@ -327,9 +327,6 @@ async fn room(
         match v["type"].as_str().unwrap_or_default() {
             "welcome" => {
                 in_room = true;
-                if let Some(at) = t.dropped_at.take() {
-                    t.gaps.push((at, at.elapsed()));
-                }
                 t.session = v["session"].as_str().map(str::to_string);
             }
             // The waiting room closes after this; the next connection is the room's.
@@ -344,7 +341,13 @@ async fn room(
                 *last_seq = seq;
                 t.events.push(v["event"].clone());
             }
-            "view" => *view = v["view"].clone(),
+            "view" => {
+                // The room answered this connection: back in it.
+                if let Some(at) = t.dropped_at.take() {
+                    t.gaps.push((at, at.elapsed()));
+                }
+                *view = v["view"].clone();
+            }
             "ack" | "error" if v["id"].is_string() => {
                 let id = v["id"].as_str().unwrap_or_default().to_string();
                 if pending.as_deref() == Some(id.as_str()) {
