@@ -78,6 +78,18 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(300..)
     )]
     room_lease_ms: u64,
+    /// The secret shared by the instances on one PostgreSQL database: a participant or
+    /// observer reaching an instance that does not run their room is relayed to the one that
+    /// does, over `GET /internal/relay` authenticated with it (docs/scale-out.md). Prefer the
+    /// environment variable (a command line is visible to other users of the machine). Without
+    /// it instances neither relay nor accept relayed connections.
+    #[arg(
+        long,
+        env = "WOZKIT_CLUSTER_SECRET",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    cluster_secret: Option<String>,
     /// A priors overlay (from `wozkit priors learn`) for the served study it names: the hints
     /// its wizards see are drawn with these priors (docs/priors.md). Repeatable.
     #[arg(long = "priors", value_name = "FILE")]
@@ -271,6 +283,10 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
                     .unwrap_or_else(wozkit_store::new_id),
                 advertise_url: args.advertise_url.clone().unwrap_or_default(),
                 room_lease_ms: args.room_lease_ms,
+                cluster_secret: args
+                    .cluster_secret
+                    .as_deref()
+                    .and_then(wozkit_server::ClusterSecret::new),
                 // One process holds a SQLite data directory; PostgreSQL may be shared.
                 sole_instance: !is_postgres(&args.data),
                 ..Tunables::default()
