@@ -346,6 +346,48 @@ async fn stop(mut i: Instance) {
     );
 }
 
+/// A participant waiting on A, paired by the shared lobby into a room that B starts: the
+/// `paired` frame sends their page on, and their room socket, on A, is relayed to B.
+async fn paired_across_instances(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
+    let tiny = Tiny::default();
+    let a = instance("A", a_store.clone(), &tiny, Some(SECRET)).await;
+    let b = instance("B", b_store.clone(), &tiny, Some(SECRET)).await;
+    let user = join(a.addr, "participant=carol&role=user").await;
+    let wizard = join(b.addr, "participant=dave&role=wizard").await;
+    user.accept_pages().await;
+    wizard.accept_pages().await;
+    let mut wu = user.ws().await;
+    wu.hello(0).await;
+    wu.until_type("waiting").await;
+    let mut ww = wizard.ws().await;
+    ww.hello(0).await;
+    let paired = ww.until_type("paired").await;
+    let session = paired["session"].as_str().unwrap_or_default().to_string();
+    let told = wu.until_type("paired").await;
+    assert_eq!(told["session"], paired["session"]);
+    wait_owner(a_store.as_ref(), &session, Some("B")).await;
+
+    // The user's page goes on to the room on A: the socket is relayed to B.
+    assert!(user.page().await.body.contains("data-page=\"room\""));
+    let mut ru = enter(&user, 0).await;
+    let mut rw = enter(&wizard, 0).await;
+    rw.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    assert_eq!(rw.answer("c1").await["type"], "ack");
+    assert_eq!(ru.event("message").await["text"], "Hello, I am Fred.");
+    ru.cmd("u1", json!({"cmd": "text", "text": "hi"})).await;
+    assert_eq!(ru.answer("u1").await["type"], "ack");
+    rw.event("message").await;
+    assert_eq!(
+        owner(a_store.as_ref(), &session).await.as_deref(),
+        Some("B")
+    );
+    let events = b_store.events(&session, 0).await.expect("events");
+    assert_eq!(said(&events, "greet"), 1, "{events:#?}");
+    drop((ru, rw, wu, ww));
+    stop(a).await;
+    stop(b).await;
+}
+
 #[tokio::test]
 async fn a_room_on_a_is_reached_through_b_sqlite() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -364,5 +406,18 @@ async fn a_room_on_a_is_reached_through_b_postgres() {
     let b = wozkit_store::open(&db.url).await.expect("store B opens");
     relay_case(a.clone(), b).await;
     a.close().await;
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn a_participant_paired_into_a_room_on_another_instance_reaches_it_postgres() {
+    // The lobby tells a partner on another instance through PostgreSQL's notifications; one
+    // SQLite store in one process has no such channel.
+    let Some(db) = TestDatabase::create("relay_paired").await else {
+        return;
+    };
+    let a = wozkit_store::open(&db.url).await.expect("store A opens");
+    let b = wozkit_store::open(&db.url).await.expect("store B opens");
+    paired_across_instances(a.clone(), b.clone()).await;
     db.drop_database().await;
 }
