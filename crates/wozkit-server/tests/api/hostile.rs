@@ -2,7 +2,12 @@
 //! the other role's commands, path traversal, and markup in chat and in study text. Each gets a
 //! clear answer, a healthy pair keeps playing next to it the whole time, and the logs hold
 //! exactly what legitimate commands produced.
+//!
+//! Each test also runs against two instances sharing one PostgreSQL database (when
+//! `WOZKIT_TEST_PG_URL` is set): the healthy pair plays on one instance while the hostile
+//! traffic hits the other, and every check reads the shared store.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -10,9 +15,85 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use wozkit_core::event::{Event, EventKind};
-use wozkit_core::load::{StudySource, load_text};
+use wozkit_core::load::{LoadedStudy, StudySource, load_text};
+use wozkit_server::Tunables;
+use wozkit_store::testing::TestDatabase;
 
-use crate::helpers::{Client, TestApp, Tiny, Ws, enter, login, paired_as, spawn_app, spawn_app_in};
+use crate::helpers::{
+    Client, TestApp, Tiny, Ws, enter, fast, login, paired_as, spawn_app_in, spawn_app_in_tuned,
+};
+
+/// The servers of a hostile test: the healthy pair plays on `healthy`, the hostile traffic goes
+/// to [`Apps::hostile`] — the same server on SQLite, or another instance on the same PostgreSQL
+/// database.
+pub struct Apps {
+    pub healthy: TestApp,
+    other: Option<TestApp>,
+    db: Option<TestDatabase>,
+}
+
+impl Apps {
+    /// One server on a SQLite data directory `dir`.
+    pub async fn one(dir: PathBuf, study: LoadedStudy) -> Apps {
+        Apps {
+            healthy: spawn_app_in(dir, study).await,
+            other: None,
+            db: None,
+        }
+    }
+
+    /// Two instances (short room leases) on a fresh PostgreSQL database; `None` (skipped with
+    /// a note) without a test server, failing when one is required.
+    pub async fn two(case: &str, study: LoadedStudy) -> Option<Apps> {
+        let db = TestDatabase::create(case).await?;
+        let instance = |id: &str| Tunables {
+            instance_id: id.to_string(),
+            room_lease_ms: 1000,
+            sole_instance: false,
+            ..fast()
+        };
+        let url = PathBuf::from(&db.url);
+        let healthy = spawn_app_in_tuned(url.clone(), study.clone(), instance("healthy")).await;
+        let other = spawn_app_in_tuned(url, study, instance("hostile")).await;
+        Some(Apps {
+            healthy,
+            other: Some(other),
+            db: Some(db),
+        })
+    }
+
+    /// Where the hostile traffic goes.
+    pub fn hostile(&self) -> &TestApp {
+        self.other.as_ref().unwrap_or(&self.healthy)
+    }
+
+    /// Stops the servers (each must stop cleanly) and drops the database.
+    pub async fn stop(mut self) {
+        self.healthy.stop().await;
+        if let Some(mut other) = self.other.take() {
+            other.stop().await;
+        }
+        if let Some(db) = self.db.take() {
+            db.drop_database().await;
+        }
+    }
+}
+
+/// Runs a hostile test body on one SQLite server (in `tmp`) and then on two instances sharing
+/// a PostgreSQL database.
+macro_rules! both {
+    ($case:literal, $study:expr, $body:ident, $tmp:expr) => {{
+        let tmp = $tmp;
+        $body(Apps::one(tmp.path().join("data"), $study(tmp.path())).await).await;
+        if let Some(apps) = Apps::two($case, $study(tmp.path())).await {
+            $body(apps).await;
+        }
+    }};
+}
+
+fn tiny_study(_: &std::path::Path) -> LoadedStudy {
+    Tiny::default().study()
+}
 
 /// A pair that keeps talking while hostile traffic hits the server.
 pub struct Healthy {
@@ -103,9 +184,19 @@ async fn error_for(ws: &mut Ws, frame: &str) -> Value {
 
 #[tokio::test]
 async fn malformed_frames_get_clear_errors_and_change_nothing() {
-    let mut app = spawn_app(Tiny::default()).await;
-    let mut healthy = Healthy::start(&app).await;
-    let (user, wizard, session) = paired_as(&app, "hostile").await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    both!(
+        "hostile: malformed frames",
+        tiny_study,
+        malformed_frames,
+        tmp
+    );
+}
+
+async fn malformed_frames(apps: Apps) {
+    let app = apps.hostile();
+    let mut healthy = Healthy::start(&apps.healthy).await;
+    let (user, wizard, session) = paired_as(app, "hostile").await;
 
     // A connection that never says hello is closed after the hello timeout.
     let quiet = user.clone();
@@ -308,8 +399,8 @@ async fn malformed_frames_get_clear_errors_and_change_nothing() {
     assert_eq!(wu.answer("fine").await["type"], "ack");
     assert_eq!(messages(&app.events(&session).await), ["still here"]);
     silent.await.expect("the silent connection was closed");
-    healthy.check(&app).await;
-    app.stop().await;
+    healthy.check(app).await;
+    apps.stop().await;
 }
 
 type RawWs =
@@ -360,9 +451,14 @@ async fn raw_until(ws: &mut RawWs, pred: impl Fn(&Value) -> bool) -> Value {
 
 #[tokio::test]
 async fn floods_are_limited_and_only_what_passed_is_stored() {
-    let mut app = spawn_app(Tiny::default()).await;
-    let mut healthy = Healthy::start(&app).await;
-    let (user, _, session) = paired_as(&app, "flood").await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    both!("hostile: floods", tiny_study, floods, tmp);
+}
+
+async fn floods(apps: Apps) {
+    let app = apps.hostile();
+    let mut healthy = Healthy::start(&apps.healthy).await;
+    let (user, _, session) = paired_as(app, "flood").await;
     let mut wu = enter(&user, 0).await;
     for i in 0..100 {
         wu.cmd(
@@ -401,16 +497,21 @@ async fn floods_are_limited_and_only_what_passed_is_stored() {
         ws.close().await;
     }
     healthy.round().await;
-    healthy.check(&app).await;
-    app.stop().await;
+    healthy.check(app).await;
+    apps.stop().await;
 }
 
 #[tokio::test]
 async fn forged_expired_and_foreign_credentials_act_nowhere() {
-    let mut app = spawn_app(Tiny::default()).await;
-    let mut healthy = Healthy::start(&app).await;
-    let (user, wizard, session) = paired_as(&app, "mine").await;
-    let (other_user, _, other) = paired_as(&app, "theirs").await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    both!("hostile: credentials", tiny_study, credentials, tmp);
+}
+
+async fn credentials(apps: Apps) {
+    let app = apps.hostile();
+    let mut healthy = Healthy::start(&apps.healthy).await;
+    let (user, wizard, session) = paired_as(app, "mine").await;
+    let (other_user, _, other) = paired_as(app, "theirs").await;
 
     // Forged cookies: a random token, a huge one, another seat's name for a real token.
     let token = user.cookie.split_once('=').map_or("", |c| c.1).to_string();
@@ -533,8 +634,8 @@ async fn forged_expired_and_foreign_credentials_act_nowhere() {
         &events[log_len..]
     );
     assert!(!messages(&events).iter().any(|m| m == "after"));
-    healthy.check(&app).await;
-    app.stop().await;
+    healthy.check(app).await;
+    apps.stop().await;
 }
 
 /// A study with markup in every text a participant or researcher sees.
@@ -590,11 +691,14 @@ fn assert_inert(what: &str, body: &str) {
 #[tokio::test]
 async fn markup_and_paths_stay_text() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let study_dir = tmp.path().join("study");
-    let study = marked_up_study(&study_dir);
-    let mut app = spawn_app_in(tmp.path().join("data"), study).await;
-    let mut healthy = Healthy::start(&app).await;
-    let researcher = login(&app).await;
+    let study = |dir: &std::path::Path| marked_up_study(&dir.join("study"));
+    both!("hostile: markup and paths", study, markup_and_paths, tmp);
+}
+
+async fn markup_and_paths(apps: Apps) {
+    let app = apps.hostile();
+    let mut healthy = Healthy::start(&apps.healthy).await;
+    let researcher = login(app).await;
 
     // Every page of the flow, for both roles.
     let user = app.join("participant=m-u&role=user&pair=m").await;
@@ -731,6 +835,6 @@ async fn markup_and_paths_stay_text() {
         }
     }
     healthy.round().await;
-    healthy.check(&app).await;
-    app.stop().await;
+    healthy.check(app).await;
+    apps.stop().await;
 }
