@@ -352,3 +352,40 @@ pub(crate) async fn run(app: AppState, mut socket: WebSocket, lease: RoomLease, 
     })
     .await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_secret_is_admitted_only_exactly() {
+        assert!(ClusterSecret::new("  ").is_none());
+        let secret = ClusterSecret::new(" s3cret ").expect("a secret");
+        let with = |v: Option<&str>| {
+            let mut h = HeaderMap::new();
+            if let Some(v) = v {
+                h.insert(AUTHORIZATION, HeaderValue::from_str(v).expect("header"));
+            }
+            secret.admits(&h)
+        };
+        assert!(with(Some("Bearer s3cret")));
+        assert!(!with(None));
+        assert!(!with(Some("s3cret")));
+        assert!(!with(Some("Bearer s3cre")));
+        assert!(!with(Some("Bearer s3cret2")));
+        assert!(!with(Some("Bearer S3cret")));
+        assert!(!format!("{secret:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn advertised_urls_become_the_internal_websocket_route() {
+        assert_eq!(
+            relay_url("http://10.0.0.2:8080"),
+            "ws://10.0.0.2:8080/internal/relay"
+        );
+        assert_eq!(
+            relay_url("https://b.example.org/"),
+            "wss://b.example.org/internal/relay"
+        );
+    }
+}
