@@ -421,3 +421,67 @@ async fn a_participant_paired_into_a_room_on_another_instance_reaches_it_postgre
     paired_across_instances(a.clone(), b.clone()).await;
     db.drop_database().await;
 }
+
+/// Round trips of `ping` frames (answered by the connection loop of the room's instance) on
+/// `ws`, paced under the per-connection rate limit; returns the sorted times in microseconds.
+async fn ping_round_trips(ws: &mut Ws, n: usize) -> Vec<u128> {
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = std::time::Instant::now();
+        ws.send(json!({"type": "ping"})).await;
+        ws.until_type("pong").await;
+        times.push(t.elapsed().as_micros());
+        tokio::time::sleep(Duration::from_millis(120)).await;
+    }
+    times.sort_unstable();
+    times
+}
+
+/// Figures, not a check: the extra latency of one relay hop (`ping` round trips of the same
+/// participant directly on the room's instance and through another one). Run with
+/// `cargo test -p wozkit-server --release --test api relay_hop_figures -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints figures; takes about half a minute"]
+async fn relay_hop_figures() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = wozkit_store::open(tmp.path().to_str().expect("utf-8 path"))
+        .await
+        .expect("store opens");
+    let tiny = Tiny {
+        time_limit_s: 600,
+        ..Tiny::default()
+    };
+    let a = instance("A", store.clone(), &tiny, Some(SECRET)).await;
+    let b = instance("B", store.clone(), &tiny, Some(SECRET)).await;
+    let user = join(a.addr, "participant=erin&role=user").await;
+    let wizard = join(a.addr, "participant=frank&role=wizard").await;
+    user.accept_pages().await;
+    wizard.accept_pages().await;
+    let mut wu = user.ws().await;
+    wu.hello(0).await;
+    let mut ww = wizard.ws().await;
+    ww.hello(0).await;
+    wu.until_type("paired").await;
+    ww.until_type("paired").await;
+    let room_user = enter(&user, 0).await;
+    const N: usize = 150;
+    let mut direct = enter(&wizard, 0).await;
+    let on_a = ping_round_trips(&mut direct, N).await;
+    direct.close().await;
+    let mut relayed = enter(&at(&wizard, b.addr), 0).await;
+    let via_b = ping_round_trips(&mut relayed, N).await;
+    relayed.close().await;
+    let pct = |v: &[u128], p: usize| v[(v.len() * p / 100).min(v.len() - 1)];
+    for (name, v) in [("direct on A", &on_a), ("through B", &via_b)] {
+        println!(
+            "ping round trip {name}: median {} µs, p90 {} µs, p99 {} µs ({} samples)",
+            pct(v, 50),
+            pct(v, 90),
+            pct(v, 99),
+            v.len()
+        );
+    }
+    drop(room_user);
+    stop(b).await;
+    stop(a).await;
+}
