@@ -392,6 +392,46 @@ impl Lobby {
         Ok(removed)
     }
 
+    /// The table no longer holds the place of connection `conn` though no notice came (another
+    /// tab took it on another instance, or a notice was lost): what to tell the connection, or
+    /// `None` to wait a little longer. `lost_since` is when the place was first found gone; a
+    /// notice gets `patience` to arrive before the participant's record is asked whether they
+    /// were paired (or else they queue again).
+    pub async fn resolve_lost(
+        &self,
+        store: &dyn Store,
+        key: &QueueKey,
+        participant: &str,
+        conn: u64,
+        lost_since: Instant,
+        patience: Duration,
+    ) -> Result<Option<Told>, StoreError> {
+        let waiters = store.waiters(Some(&key.study)).await?;
+        let elsewhere = waiters.iter().any(|w| {
+            w.participant == participant && (w.instance != self.instance || w.conn != conn)
+        });
+        if elsewhere {
+            self.gone(participant, conn, Instant::now());
+            return Ok(Some(Told::Replaced));
+        }
+        if lost_since.elapsed() < patience {
+            return Ok(None);
+        }
+        let session = store
+            .participant(participant)
+            .await?
+            .and_then(|p| p.session_id);
+        self.with(|inner| {
+            if inner.local.get(participant).is_some_and(|l| l.conn == conn) {
+                inner.local.remove(participant);
+            }
+        });
+        Ok(Some(match session {
+            Some(session) => Told::Paired { session },
+            None => Told::Retry,
+        }))
+    }
+
     /// A participant's waiting connection is gone: their waiting time is kept until `forget_at`
     /// for a reconnect (a reload, a network blip), then dropped.
     pub fn gone(&self, participant: &str, conn: u64, forget_at: Instant) {

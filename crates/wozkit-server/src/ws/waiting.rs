@@ -148,6 +148,8 @@ pub async fn run(
         ));
         let mut heartbeat =
             tokio::time::interval(Duration::from_millis(app.tunables.heartbeat_ms.max(10)));
+        // When the table was first found without this connection's place, no notice having come.
+        let mut lost_since: Option<Instant> = None;
         loop {
             tokio::select! {
                 told = &mut rx => match told {
@@ -212,8 +214,28 @@ pub async fn run(
                 msg = socket.recv() => {
                     if let Some(Ok(_)) = &msg {
                         last_heard = Instant::now();
-                        if let Err(e) = app.lobby.heard(app.store.as_ref(), &p.id, ticket.conn, now_ms(), refresh).await {
-                            tracing::warn!(participant = p.id, "lobby: cannot note a sign of life: {e}");
+                        match app.lobby.heard(app.store.as_ref(), &p.id, ticket.conn, now_ms(), refresh).await {
+                            Ok(true) => lost_since = None,
+                            Ok(false) => {
+                                let since = *lost_since.get_or_insert_with(Instant::now);
+                                let told = app.lobby.resolve_lost(app.store.as_ref(), &key, &p.id, ticket.conn, since, stale_after).await;
+                                match told {
+                                    Ok(None) => {}
+                                    Ok(Some(Told::Paired { session })) => {
+                                        app.lobby.forget(&p.id);
+                                        let frame = ServerFrame::Paired { session: &session, role, partner: "human", next: &next };
+                                        let _ = send(&mut socket, &frame.text()).await;
+                                        return;
+                                    }
+                                    Ok(Some(Told::Replaced)) => {
+                                        let _ = send(&mut socket, &error_frame(None, "replaced", "you are waiting in another tab")).await;
+                                        return;
+                                    }
+                                    Ok(Some(Told::Retry)) => continue 'enqueue,
+                                    Err(e) => tracing::warn!(participant = p.id, "lobby: cannot look for a lost place: {e}"),
+                                }
+                            }
+                            Err(e) => tracing::warn!(participant = p.id, "lobby: cannot note a sign of life: {e}"),
                         }
                     }
                     let Some(text) = incoming(&mut socket, msg, &mut limiter).await else {

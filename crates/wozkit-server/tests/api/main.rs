@@ -35,6 +35,7 @@ mod review_platforms;
 mod scenario;
 mod security;
 mod self_dialog;
+mod shared_lobby;
 mod survey;
 mod test_sessions;
 mod turn_acts;
