@@ -10,9 +10,10 @@
 //! Two variants: one server on a SQLite data directory, restarted on the same directory and
 //! port; and two instances on one PostgreSQL database (short room leases), killed in turn and
 //! restarted with their instance id, some at once (the instance resumes its own rooms) and some
-//! after their leases ran out (the other instance takes their rooms over). A participant of the
-//! two-instance run knows both addresses and tries the other one when its instance is down or
-//! does not run its room.
+//! after their leases ran out (the other instance takes their rooms over). The instances share a
+//! cluster secret, so a socket reaching the instance that does not run its room is relayed. A
+//! participant of the two-instance run knows both addresses and tries the other one when its
+//! instance is down or can neither serve nor relay it.
 
 mod common;
 #[path = "common/play.rs"]
@@ -80,9 +81,10 @@ fn summary(what: &str, transcripts: &[Transcript], run: Duration) {
     let acks: usize = transcripts.iter().map(|t| t.acks.len()).sum();
     let connections: u32 = transcripts.iter().map(|t| t.connections).sum();
     let elsewhere: u32 = transcripts.iter().map(|t| t.not_in_room).sum();
+    let unavailable: u32 = transcripts.iter().map(|t| t.unavailable).sum();
     println!(
         "{what}: {PAIRS} pairs, {KILLS} kills, {acks} acknowledged commands, {connections} \
-         connections ({elsewhere} told not_in_room) in {run:?}"
+         connections ({elsewhere} told not_in_room, {unavailable} unavailable) in {run:?}"
     );
 }
 
@@ -129,7 +131,8 @@ async fn sigkill_loses_nothing_acknowledged() {
     summary("one server on SQLite", &transcripts, run);
 }
 
-/// `wozkit serve` arguments of instance `id` on `addr`, sharing a database with others.
+/// `wozkit serve` arguments of instance `id` on `addr`, sharing a database (and the relay's
+/// secret) with others.
 pub fn instance_args(id: &str, addr: std::net::SocketAddr, lease_ms: u64) -> Vec<String> {
     vec![
         "--instance-id".into(),
@@ -138,6 +141,8 @@ pub fn instance_args(id: &str, addr: std::net::SocketAddr, lease_ms: u64) -> Vec
         format!("http://{addr}"),
         "--room-lease-ms".into(),
         lease_ms.to_string(),
+        "--cluster-secret".into(),
+        "crash-test-secret".into(),
     ]
 }
 

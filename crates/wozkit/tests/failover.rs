@@ -11,10 +11,13 @@
 //! every log gap-free, every event a client received stored under that `seq`, every session
 //! ended.
 //!
-//! Routing: the proxy sends a connection to any live instance (round-robin); a participant
-//! whose connection reaches an instance that does not run its room is told `not_in_room` and
-//! connects again (until a relay between instances pipes it to the owner, that is how it finds
-//! its room). `WOZKIT_FAILOVER_ROUTING=sticky` hashes the `X-Route` header (the pair) instead.
+//! Routing: the proxy sends each request and socket to any live instance (round-robin), and
+//! the instances share a cluster secret, so a socket reaching an instance that does not run
+//! its room is relayed to the one that does. While the dead instance's leases are live, a
+//! socket relayed to it gets `unavailable` and the participant connects again.
+//! `WOZKIT_FAILOVER_ROUTING=sticky` hashes the `X-Route` header (the pair) instead, and
+//! `WOZKIT_FAILOVER_ROUTING=no-relay` runs round-robin without the secret (a participant told
+//! `not_in_room` connects again until the proxy sends it to the room's instance).
 //!
 //! Needs `WOZKIT_TEST_PG_URL` (skipped with a note otherwise, failing when
 //! `WOZKIT_TEST_PG_REQUIRED` is set) and nginx (Debian's `nginx-light`; `scripts/test-all.sh`
@@ -212,7 +215,9 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
     let Some(pg) = TestDatabase::create("failover").await else {
         return;
     };
-    let sticky = std::env::var("WOZKIT_FAILOVER_ROUTING").is_ok_and(|v| v == "sticky");
+    let routing = std::env::var("WOZKIT_FAILOVER_ROUTING").unwrap_or_default();
+    let sticky = routing == "sticky";
+    let relay = routing != "no-relay";
     let tmp = tempfile::tempdir().expect("temp dir");
     let study_file = tmp.path().join("crash.yaml");
     std::fs::write(&study_file, STUDY).expect("study file");
@@ -231,7 +236,7 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
         })
         .collect();
     for (id, server) in &mut instances {
-        let args = vec![
+        let mut args = vec![
             "--instance-id".to_string(),
             id.clone(),
             "--advertise-url".into(),
@@ -239,6 +244,9 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
             "--room-lease-ms".into(),
             LEASE_MS.to_string(),
         ];
+        if relay {
+            args.extend(["--cluster-secret".into(), "failover-test-secret".into()]);
+        }
         server.start_with(&args);
     }
     let addrs: Vec<SocketAddr> = instances.iter().map(|(_, s)| s.addr).collect();
@@ -415,11 +423,16 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
     };
     let acks: usize = transcripts.iter().map(|t| t.acks.len()).sum();
     let elsewhere: u32 = transcripts.iter().map(|t| t.not_in_room).sum();
+    let unavailable: u32 = transcripts.iter().map(|t| t.unavailable).sum();
     let connections: u32 = transcripts.iter().map(|t| t.connections).sum();
     println!(
         "failover ({} routing): {INSTANCES} instances, lease {LEASE_MS} ms, {PAIRS} pairs \
          (rooms {}); killed {victim} with {} rooms {} after the start",
-        if sticky { "sticky" } else { "round-robin" },
+        match (sticky, relay) {
+            (true, _) => "sticky",
+            (false, true) => "round-robin, relay",
+            (false, false) => "round-robin, no relay",
+        },
         spread.join(", "),
         expiry.len(),
         secs(killed_at.duration_since(started).as_millis() as u64),
@@ -438,7 +451,7 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
     );
     println!(
         "  {acks} acknowledged commands, all stored; {connections} connections ({elsewhere} \
-         told not_in_room); run {}",
+         told not_in_room, {unavailable} unavailable); run {}",
         secs(run.as_millis() as u64)
     );
     pg.drop_database().await;

@@ -4,9 +4,10 @@
 //! proxy, one killed).
 //!
 //! Each participant enters through its lab link, accepts the consent and instructions pages
-//! and keeps sending commands in its room; when a connection drops (an instance killed) or the
-//! instance it reached does not run its room, it connects again (to the next address it
-//! knows) with the last `seq` it saw, until its session ends.
+//! and keeps sending commands in its room; when a connection drops (an instance killed), or the
+//! instance it reached neither runs its room nor can relay it there (`not_in_room`,
+//! `unavailable`), it connects again (to the next address it knows) with the last `seq` it saw,
+//! until its session ends.
 
 #![allow(dead_code)]
 
@@ -202,6 +203,9 @@ pub struct Transcript {
     pub connections: u32,
     /// Connections told `not_in_room` (the instance reached does not run the room).
     pub not_in_room: u32,
+    /// Connections told `unavailable` (the instance reached could not relay them to the room's
+    /// instance: it is dead, and its lease has not run out yet).
+    pub unavailable: u32,
     /// When the last connection in the room dropped, until the room's next `view`.
     dropped_at: Option<Instant>,
     /// Each time back in the room after a drop: (when the drop was seen, how long it took).
@@ -213,6 +217,8 @@ enum Outcome {
     Dropped,
     /// The instance reached does not run the room: try the next address after a pause.
     Elsewhere,
+    /// The instance reached cannot relay to the room's instance: again after a pause.
+    Unavailable,
 }
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
@@ -269,6 +275,11 @@ pub async fn participant(via: Via, cookie: String, name: String, wizard: bool) -
             Outcome::Dropped => {}
             Outcome::Elsewhere => {
                 t.not_in_room += 1;
+                via.rotate();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Outcome::Unavailable => {
+                t.unavailable += 1;
                 via.rotate();
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -361,6 +372,12 @@ async fn room(
                     t.errors
                         .push((id, v["code"].as_str().unwrap_or_default().to_string()));
                 }
+            }
+            "error" if v["code"] == "unavailable" => {
+                if in_room {
+                    t.dropped_at.get_or_insert_with(Instant::now);
+                }
+                return Outcome::Unavailable;
             }
             "error" => panic!("{}: unexpected error frame {v}", t.name),
             "ended" if v["reason"] == "not_in_room" => return Outcome::Elsewhere,
