@@ -164,7 +164,10 @@ async fn the_same_worker_on_both_instances_is_never_paired_with_itself() {
     let mut w2 = waiting(&again).await;
     let listed = b.store.waiters(None).await.expect("waiters");
     assert_eq!(listed.len(), 1, "one place for one participant: {listed:?}");
-    assert_eq!(listed[0].instance.is_empty(), false);
+    assert!(
+        !listed[0].instance.is_empty(),
+        "the place names its instance"
+    );
     // Nobody else is there: the worker is not paired with itself, whatever the waiting updates.
     let alone = tokio::time::timeout(
         Duration::from_millis(800),
