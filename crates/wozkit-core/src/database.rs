@@ -263,6 +263,19 @@ impl Database {
             let info = db
                 .store(name, &t.key, raw)
                 .map_err(|(r, c, m)| err(r, c.as_deref(), m))?;
+            for c in &t.show {
+                if info.column(c).is_none() {
+                    let names: Vec<&str> = info.columns.iter().map(|(n, _)| n.as_str()).collect();
+                    return Err(err(
+                        None,
+                        Some(c),
+                        format!(
+                            "`show` names a column the table lacks (its columns: {})",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
             db.tables.insert(name.clone(), info);
         }
         Ok(db)

@@ -244,7 +244,8 @@ pub fn entries(goal: &Goal) -> Vec<GoalEntry> {
 /// and its requests. In every template `{id}` is the sub-goal's id and `{domain}` its domain; in
 /// `constraint`, `{slot}` and `{value}`; in `requests`, `{slots}` (the requested slots joined by
 /// `separator`); in `sentence`, `{constraints}` (every constraint's text, one after the other)
-/// and `{requests}` (empty when nothing is requested).
+/// and `{requests}` (empty when nothing is requested). `title` and `done` are the words of the
+/// user's goal panel.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GoalText {
@@ -256,6 +257,12 @@ pub struct GoalText {
     pub requests: String,
     #[serde(default = "default_separator")]
     pub separator: String,
+    /// The heading of the user's goal panel.
+    #[serde(default = "default_title")]
+    pub title: String,
+    /// Written after a goal entry of the panel once it is satisfied.
+    #[serde(default = "default_done")]
+    pub done: String,
 }
 
 impl Default for GoalText {
@@ -265,8 +272,17 @@ impl Default for GoalText {
             constraint: default_constraint(),
             requests: default_requests(),
             separator: default_separator(),
+            title: default_title(),
+            done: default_done(),
         }
     }
+}
+
+fn default_title() -> String {
+    "Your goal".into()
+}
+fn default_done() -> String {
+    "(done)".into()
 }
 
 fn default_sentence() -> String {

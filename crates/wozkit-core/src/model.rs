@@ -874,12 +874,18 @@ pub struct DatabaseSpec {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TableSpec {
-    /// A `.csv` file (a header row, then one row per record) or a `.json` file (an array of
-    /// objects with scalar values), relative to the study folder. None: the table of the same
-    /// name in the database's `sqlite` file.
+    /// A `.csv` file (a header row, then one row per record) or a `.json` file, relative to the
+    /// study folder. A JSON table is an array of rows, each an object or (as CrossWOZ's database
+    /// files) a pair `[name, object]`; a value is a text, a number, true/false, null or a list
+    /// of those (stored as one text, the items joined by `, `). None: the table of the same name
+    /// in the database's `sqlite` file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// The column whose value names a row (unique, never empty): what `select` takes and what
     /// the events log.
     pub key: String,
+    /// The columns the wizard's results table shows, in this order (every column of the table
+    /// when empty). Searches may still filter on every column.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub show: Vec<String>,
 }

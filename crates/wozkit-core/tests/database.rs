@@ -44,6 +44,7 @@ fn spec(tables: &[(&str, Option<&str>, &str)], sqlite: Option<&str>) -> Database
                     TableSpec {
                         file: f.map(str::to_string),
                         key: k.to_string(),
+                        show: vec![],
                     },
                 )
             })
@@ -817,4 +818,27 @@ fn conditions_naming_missing_tables_or_columns_are_refused() {
         let e = load_path(&dir).unwrap_err().to_string();
         assert!(e.contains(says), "{bad}: {e}");
     }
+}
+
+#[test]
+fn show_names_columns_of_the_table() {
+    let dir = folder(&[(
+        "hotels.json",
+        r#"[{"code": "h1", "name": "Quay Inn", "stars": 3}]"#,
+    )]);
+    let mut ok = spec(&[("hotel", Some("hotels.json"), "code")], None);
+    ok.tables["hotel"].show = vec!["name".into(), "stars".into()];
+    Database::load(&ok, &StudySource::Dir(dir.clone())).expect("shown columns exist");
+    let mut bad = ok.clone();
+    bad.tables["hotel"].show = vec!["name".into(), "area".into()];
+    let e = Database::load(&bad, &StudySource::Dir(dir)).unwrap_err();
+    assert_eq!(
+        (e.table.as_str(), e.column.as_deref()),
+        ("hotel", Some("area"))
+    );
+    assert!(
+        e.message.contains("code, name, stars"),
+        "the message lists the table's columns: {}",
+        e.message
+    );
 }

@@ -526,7 +526,7 @@ function renderGoal(e) {
     if (side) side.prepend(panel);
     else main.append(panel);
   }
-  panel.replaceChildren(el('h2', { id: 'goal-title' }, 'Your goal'));
+  panel.replaceChildren(el('h2', { id: 'goal-title' }, goalWords().title));
   let i = 0;
   (e.goal.subgoals || []).forEach((sg, n) => {
     const sub = el('div', { class: 'goal-sub', 'data-testid': 'goal-subgoal', 'data-subgoal': sg.id });
@@ -546,6 +546,12 @@ function renderGoal(e) {
   });
 }
 
+// The panel's words: the study's `goals.text` (`title`, `done`) from the welcome, else English.
+function goalWords() {
+  const t = (st.study && st.study.goal_text) || {};
+  return { title: t.title || 'Your goal', done: t.done || '(done)' };
+}
+
 function goalText(slot, value, kind) {
   if (kind === 'request') return `${slot}: ${value || '?'}`;
   return `${slot}: ${value}`;
@@ -561,7 +567,7 @@ function renderTurnState(e) {
     li.classList.toggle('done', done);
     li.dataset.satisfied = done ? 'true' : 'false';
     li.querySelector('.tick').textContent = done ? '✓' : '';
-    li.querySelector('.goal-text').textContent = `${goalText(x.slot, x.value, x.kind)}${done ? ' (done)' : ''}`;
+    li.querySelector('.goal-text').textContent = `${goalText(x.slot, x.value, x.kind)}${done ? ` ${goalWords().done}` : ''}`;
   });
 }
 
@@ -569,7 +575,8 @@ function renderTurnState(e) {
 
 // The search panel, built when the wizard's welcome lists the study's tables: one filter row per
 // column (text: equals or contains; numbers: a range), a results table from the `db_queried`
-// event, and a "Use" button per row that selects it (`select`) for the {db.TABLE.COLUMN} slots.
+// event showing the table's `show` columns (all when it names none), and a "Use" button per row
+// that selects it (`select`) for the {db.TABLE.COLUMN} slots.
 function setupDatabase(tables) {
   if (role !== 'wizard' || !tables || !tables.length || $('db-panel')) return;
   const panel = el('section', { id: 'db-panel', class: 'panel', 'data-testid': 'db-panel', 'aria-labelledby': 'db-title' });
@@ -582,7 +589,10 @@ function setupDatabase(tables) {
   const search = el('button', { type: 'button', id: 'db-search', 'data-testid': 'db-search' }, 'Search');
   const selected = el('p', { id: 'db-selected', 'data-testid': 'db-selected', class: 'muted' });
   const results = el('table', { id: 'db-results', 'data-testid': 'db-results' });
-  panel.append(label, filters, search, selected, results);
+  // The table scrolls sideways inside its own box, never the page.
+  const scroll = el('div', { class: 'db-scroll' });
+  scroll.append(results);
+  panel.append(label, filters, search, selected, scroll);
   const after = $('options-panel');
   if (after && after.parentNode) after.parentNode.insertBefore(panel, after.nextSibling);
   else main.append(panel);
@@ -631,7 +641,7 @@ function renderDbResults(e) {
   const results = $('db-results');
   if (!results) return;
   const t = st.study && st.study.database && st.study.database.find((x) => x.name === e.table);
-  const cols = t ? t.columns.map((c) => c.name) : Object.keys(e.rows[0] || {});
+  const cols = t ? (t.show && t.show.length ? t.show : t.columns.map((c) => c.name)) : Object.keys(e.rows[0] || {});
   results.replaceChildren();
   results.dataset.table = e.table;
   results.dataset.count = String(e.rows.length);
@@ -646,7 +656,7 @@ function renderDbResults(e) {
   e.rows.forEach((r, i) => {
     const key = e.result_keys[i];
     const tr = el('tr', { 'data-key': key });
-    for (const c of cols) tr.append(el('td', {}, r[c] === null || r[c] === undefined ? '' : String(r[c])));
+    for (const c of cols) tr.append(dbCell(r[c]));
     const use = el('button', { type: 'button', 'data-testid': `db-use-${key}` }, 'Use');
     use.disabled = observing;
     use.addEventListener('click', () => cmd({ cmd: 'select', table: e.table, key }));
@@ -655,6 +665,16 @@ function renderDbResults(e) {
     tr.append(td);
     results.append(tr);
   });
+}
+
+// A results cell: long values (a list of nearby places) cut to DB_CELL_CHARS characters with
+// the whole text in the cell's title (a tooltip).
+const DB_CELL_CHARS = 40;
+function dbCell(v) {
+  const text = v === null || v === undefined ? '' : String(v);
+  const chars = Array.from(text);
+  if (chars.length <= DB_CELL_CHARS) return el('td', {}, text);
+  return el('td', { title: text, class: 'db-cut' }, `${chars.slice(0, DB_CELL_CHARS - 1).join('')}…`);
 }
 
 function renderWelcome(study) {

@@ -7,7 +7,11 @@
 //!
 //! Then the same in the built-in `crosswoz-demo`: the wizard searches CrossWOZ's restaurants by
 //! a dish (`推荐菜` contains `烤鸭`) and a rating range, uses a row, and says the option that
-//! informs about it; the user gets only that.
+//! informs about it; the user gets only that. In both, the wizard's room fits 1366×768: no
+//! sideways scrolling of the page, the options column keeps its width, each filter on one line,
+//! the results table shows the study's `show` columns (all without it) and cuts long cells.
+//! The CrossWOZ user's goal panel is headed with the study's `goals.text.title` and marks a
+//! constraint the user states with its `done` word.
 //!
 //! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
@@ -28,6 +32,7 @@ use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde_json::json;
 use wozkit_core::database::{Filter, FilterOp};
 use wozkit_core::event::EventKind;
+use wozkit_core::goals::GoalText;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
@@ -116,10 +121,17 @@ async fn restaurants(driver: &Driver) -> Result<()> {
 async fn crosswoz(driver: &Driver) -> Result<()> {
     let study = wozkit_core::load::load_builtin("crosswoz-demo")
         .map_err(|e| anyhow!("crosswoz-demo does not load:\n{e}"))?;
+    let shown = study_show(&study, "餐馆");
+    let words = study
+        .study
+        .goals
+        .as_ref()
+        .and_then(|g| g.text.clone())
+        .context("crosswoz-demo has goals.text")?;
     let mut server = TestServer::start(study).await?;
     let u = driver.browser("the CrossWOZ user").await?;
     let w = driver.browser("the CrossWOZ wizard").await?;
-    let played = play_crosswoz(&server, &u, &w).await;
+    let played = play_crosswoz(&server, &u, &w, &shown, &words).await;
     let closed = [u.close().await, w.close().await];
     let stopped = server.stop().await;
     played?;
@@ -129,7 +141,13 @@ async fn crosswoz(driver: &Driver) -> Result<()> {
     stopped
 }
 
-async fn play_crosswoz(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
+async fn play_crosswoz(
+    server: &TestServer,
+    u: &Browser,
+    w: &Browser,
+    shown: &[String],
+    words: &GoalText,
+) -> Result<()> {
     let user_url = server.url("/join?participant=e2e-cw-user&study=crosswoz-demo&role=user");
     let wizard_url = server.url("/join?participant=e2e-cw-wizard&study=crosswoz-demo&role=wizard");
     let (ur, wr) = tokio::join!(into_room(u, &user_url), into_room(w, &wizard_url));
@@ -149,8 +167,9 @@ async fn play_crosswoz(server: &TestServer, u: &Browser, w: &Browser) -> Result<
              const at = (c) => cols.indexOf(c); \
              return [...t.querySelectorAll('tr[data-key]')].map(tr => { \
                const td = tr.querySelectorAll('td'); \
-               return {key: tr.dataset.key, name: td[at('名称')].textContent, \
-                       dishes: td[at('推荐菜')].textContent, rating: Number(td[at('评分')].textContent)}; })",
+               const whole = (c) => td[at(c)].getAttribute('title') || td[at(c)].textContent; \
+               return {key: tr.dataset.key, name: whole('名称'), \
+                       dishes: whole('推荐菜'), rating: Number(whole('评分'))}; })",
             vec![],
         )
         .await?;
@@ -179,6 +198,11 @@ async fn play_crosswoz(server: &TestServer, u: &Browser, w: &Browser) -> Result<
         vec![json!(name)],
     )
     .await?;
+    let headers = fits(w).await?;
+    ensure!(
+        !shown.is_empty() && headers == json!(shown),
+        "the results table shows {headers}, the study's `show` is {shown:?}"
+    );
     shoot(w, "wizard-database-crosswoz.png").await?;
     ensure!(
         !user_page_has(u, &name).await?,
@@ -187,7 +211,113 @@ async fn play_crosswoz(server: &TestServer, u: &Browser, w: &Browser) -> Result<
     w.click("option-inform_restaurant").await?;
     u.wait_chat("the restaurant at the user", |l| l.text.contains(&name))
         .await?;
+    goal_words(server, u, words).await
+}
+
+/// The user's goal panel speaks the study's words (`goals.text.title` and `done`): the heading,
+/// and the mark after a constraint the user states.
+async fn goal_words(server: &TestServer, u: &Browser, words: &GoalText) -> Result<()> {
+    let title = u
+        .wait_js(
+            "the goal panel's heading",
+            "const h = document.getElementById('goal-title'); return h ? h.textContent : null",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        title == json!(words.title),
+        "the goal panel is headed {title}, the study says {:?}",
+        words.title
+    );
+    let part = server
+        .store
+        .participant_by_worker("crosswoz-demo", Platform::Lab, "e2e-cw-user")
+        .await
+        .map_err(|e| anyhow!("store: {e}"))?
+        .context("no CrossWOZ user participant")?;
+    let session = part
+        .session_id
+        .context("the CrossWOZ user has no session")?;
+    let events = server
+        .store
+        .events(&session, 0)
+        .await
+        .map_err(|e| anyhow!("store: {e}"))?;
+    let goal = events
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::GoalGenerated { goal, .. } => Some(goal),
+            _ => None,
+        })
+        .context("no goal_generated in the CrossWOZ log")?;
+    // The first constraint that is a plain value (not a reference to another sub-goal's place),
+    // and its place among the panel's entries (constraints, then requests, sub-goal by sub-goal).
+    let mut index = 0;
+    let mut found = None;
+    for sg in &goal.subgoals {
+        for c in &sg.constraints {
+            if found.is_none() && c.reference.is_none() && !c.value.trim().is_empty() {
+                found = Some((index, c.value.clone()));
+            }
+            index += 1;
+        }
+        index += sg.requests.len();
+    }
+    let (index, value) = found.context("the goal has no plain constraint")?;
+    u.type_into("text-input", &format!("我想要{value}的。\u{e007}"))
+        .await?;
+    let text = u
+        .wait_js(
+            "the stated constraint ticked",
+            "const li = document.querySelector('#goal-panel li[data-index=\"' + arguments[0] + '\"]'); \
+             return li && li.dataset.satisfied === 'true' ? li.querySelector('.goal-text').textContent : null",
+            vec![json!(index)],
+        )
+        .await?;
+    let text = text.as_str().context("the entry's text")?;
+    ensure!(
+        text.ends_with(&format!(" {}", words.done)) && !text.contains("(done)"),
+        "a satisfied entry reads `{text}`, the study's mark is {:?}",
+        words.done
+    );
     Ok(())
+}
+
+/// The columns `table` of a study shows in the results table (`database.tables.T.show`).
+fn study_show(study: &wozkit_core::load::LoadedStudy, table: &str) -> Vec<String> {
+    study
+        .study
+        .database
+        .as_ref()
+        .and_then(|d| d.tables.get(table))
+        .map(|t| t.show.clone())
+        .unwrap_or_default()
+}
+
+/// The wizard's room fits the window (1366×768): the page does not scroll sideways, the database
+/// and options panels end inside the window, the options column keeps a readable width, every
+/// filter row holds its name and boxes on one line inside the row, the Use buttons are one line
+/// high, and the results table has no cell longer than 40 characters (a longer value is cut with
+/// `…` and whole in the title).
+/// Returns the results table's column headers.
+async fn fits(w: &Browser) -> Result<serde_json::Value> {
+    let v = w
+        .js(
+            "const vw = window.innerWidth, out = [];              const de = document.documentElement;              if (de.scrollWidth > vw) out.push(`the page is ${de.scrollWidth}px wide in a ${vw}px window`);              for (const id of ['db-panel', 'options-panel']) {                const r = document.getElementById(id).getBoundingClientRect();                if (r.right > vw + 0.5) out.push(`#${id} ends at ${r.right}px, past ${vw}px`); }              const ow = document.getElementById('options-panel').getBoundingClientRect().width;              if (ow < 180) out.push(`the options column is squeezed to ${ow}px`);              for (const row of document.querySelectorAll('.db-filter')) {                const rr = row.getBoundingClientRect();                const first = row.children[0].getBoundingClientRect();                for (const c of row.children) {                  const r = c.getBoundingClientRect();                  if (r.top >= first.bottom - 1) out.push(`filter ${row.dataset.column}: a box wraps to a new line`);                  if (r.right > rr.right + 0.5) out.push(`filter ${row.dataset.column}: a box sticks out of its row`);                  if (c.tagName === 'INPUT' && r.width < 40) out.push(`filter ${row.dataset.column}: a box is ${r.width}px wide`); } }              const panel = document.getElementById('db-panel').getBoundingClientRect();              const scroll = document.querySelector('#db-panel .db-scroll');              if (!scroll || scroll.getBoundingClientRect().right > panel.right + 0.5) out.push('the results box is wider than its panel');              for (const td of document.querySelectorAll('#db-results td')) {                const t = [...td.textContent];                if (t.length > 40) out.push(`a cell of ${t.length} characters`);                if (td.classList.contains('db-cut')) {                  const whole = td.getAttribute('title') || '';                  if (t[t.length - 1] !== '…' || !whole.startsWith(t.slice(0, -1).join('')) || [...whole].length <= 40)                    out.push(`a cut cell whose title is not its whole text: ${td.textContent} / ${whole}`); } }              const sh = document.getElementById('db-search').getBoundingClientRect().height; \
+             for (const b of document.querySelectorAll('#db-results button')) { \
+               const h = b.getBoundingClientRect().height; \
+               if (h > sh + 2) out.push(`a Use button wraps: ${h}px high, Search is ${sh}px`); } \
+             const headers = [...document.querySelectorAll('#db-results th[scope=col]')].map(th => th.textContent);              return {problems: out, headers};",
+            vec![],
+        )
+        .await?;
+    let problems = v["problems"].as_array().context("problems")?;
+    ensure!(
+        problems.is_empty(),
+        "the wizard's room does not fit 1366×768: {}",
+        serde_json::to_string_pretty(problems)?
+    );
+    Ok(v["headers"].clone())
 }
 
 async fn into_room(br: &Browser, url: &str) -> Result<()> {
@@ -280,6 +410,11 @@ async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
         vec![json!(said)],
     )
     .await?;
+    let headers = fits(w).await?;
+    ensure!(
+        headers == json!(["id", "name", "cuisine", "area", "price"]),
+        "a table without `show` shows every column: {headers}"
+    );
     shoot(w, "wizard-database.png").await?;
 
     // Until the wizard says it, the user has seen nothing of the search.

@@ -191,10 +191,20 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
             db.tables()
                 .values()
                 .map(|t| {
+                    let show = st.database.as_ref().and_then(|d| d.tables.get(&t.name));
                     json!({"name": t.name, "key": t.key, "columns": t.columns.iter()
-                    .map(|(c, ty)| json!({"name": c, "type": ty})).collect::<Vec<_>>()})
+                    .map(|(c, ty)| json!({"name": c, "type": ty})).collect::<Vec<_>>(),
+                    "show": show.map(|s| s.show.as_slice()).unwrap_or_default()})
                 })
                 .collect::<Vec<_>>()
+        });
+    // The words of the user's goal panel (`goals.text`).
+    let goal_text = (role == Role::User)
+        .then_some(st.goals.as_ref())
+        .flatten()
+        .map(|g| {
+            let t = g.text.clone().unwrap_or_default();
+            json!({"title": t.title, "done": t.done})
         });
     json!({
         "id": st.id,
@@ -215,6 +225,7 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
         "map": map,
         "actions": actions,
         "database": database,
+        "goal_text": goal_text,
         "time_limit_s": st.session.time_limit_s,
         "max_text_chars": engine::MAX_TEXT_CHARS,
         "finish_min_messages": st.session.finish.min_messages,
