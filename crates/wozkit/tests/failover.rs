@@ -67,7 +67,7 @@ fn nginx_binary() -> Option<PathBuf> {
 }
 
 /// The proxy's configuration: one upstream of `instances`, WebSocket upgrades passed on, a
-/// failed connection retried on the next instance.
+/// failed connection retried on the next instance, the instances' internal route not served.
 fn nginx_conf(dir: &Path, listen: SocketAddr, instances: &[SocketAddr], sticky: bool) -> String {
     let d = dir.display();
     let balance = if sticky {
@@ -99,6 +99,8 @@ http {{
 {servers}  }}
   server {{
     listen {listen};
+    # The instances relay to each other directly, at their advertised URLs.
+    location /internal/ {{ return 404; }}
     location / {{
       proxy_pass http://wozkit;
       proxy_http_version 1.1;
@@ -152,6 +154,23 @@ impl Proxy {
             std::thread::sleep(Duration::from_millis(50));
         }
         proxy
+    }
+
+    /// The status of `GET path` through the proxy.
+    fn status(&self, path: &str) -> u16 {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(self.addr).expect("connect to nginx");
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        );
+        s.write_all(req.as_bytes()).expect("request to nginx");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
     }
 
     fn log_text(&self) -> String {
@@ -253,6 +272,11 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
     let proxy_dir = tmp.path().join("nginx");
     std::fs::create_dir_all(&proxy_dir).expect("nginx dir");
     let proxy = Proxy::start(&nginx, &proxy_dir, &addrs, sticky);
+    assert_eq!(
+        proxy.status("/internal/relay"),
+        404,
+        "the relay route is public"
+    );
     let logs = |instances: &[(String, Server)], proxy: &Proxy| -> String {
         let mut all: String = instances
             .iter()
