@@ -51,18 +51,20 @@ run_slurk() {  # $1 = participants
     rm -f "$db"
     # As Slurk's scripts/start_server.sh starts it: one gunicorn gevent-websocket
     # worker, file SQLite; production mode so the REST API needs the admin token.
-    (cd "$WORK/slurk" && SLURK_SECRET_KEY=bench SLURK_DATABASE_URI="sqlite:///$db" \
-        FLASK_ENV=production setsid "$WORK/server-venv/bin/gunicorn" -b "127.0.0.1:$SLURK_PORT" \
+    (cd "$WORK/slurk"
+     SLURK_SECRET_KEY=bench SLURK_DATABASE_URI="sqlite:///$db" FLASK_ENV=production \
+        exec "$WORK/server-venv/bin/gunicorn" -b "127.0.0.1:$SLURK_PORT" --pid "$WORK/slurk.pid" \
         -k geventwebsocket.gunicorn.workers.GeventWebSocketWorker 'slurk:create_app()' \
-        >"$log" 2>&1 & echo $! >"$WORK/slurk.pid")
-    wait_port "$SLURK_PORT"; sleep 1
+        >"$log" 2>&1) &
+    for _ in $(seq 150); do grep -q '^admin token' "$log" 2>/dev/null && break; sleep 0.2; done
+    wait_port "$SLURK_PORT"
     local master worker token
     master=$(cat "$WORK/slurk.pid"); worker=$(pgrep -P "$master" | head -1)
     token=$(grep -A1 '^admin token' "$log" | tail -1)
     "$WORK/client-venv/bin/python" "$HERE/slurk_load.py" --url "http://127.0.0.1:$SLURK_PORT" \
         --admin-token "$token" --participants "$n" --duration "$DURATION" \
         --server-pid "$worker" --json | tee "$WORK/results/slurk-$n.json"
-    kill -INT "$master"; wait_gone "$master"
+    kill -TERM "$master"; wait_gone "$master"; rm -f "$WORK/slurk.pid"
 }
 
 run_wozkit() {  # $1 = participants
@@ -71,11 +73,15 @@ run_wozkit() {  # $1 = participants
     "$WOZKIT" serve --addr "127.0.0.1:$WOZKIT_PORT" --data "$data" --join-limit 0 \
         >"$WORK/wozkit-$n.log" 2>&1 &
     local pid=$!
+    echo "$pid" >"$WORK/wozkit.pid"
     wait_port "$WOZKIT_PORT"
     "$WOZKIT" bench --url "http://127.0.0.1:$WOZKIT_PORT" --participants "$n" \
         --duration "$DURATION" --server-pid "$pid" --json | tee "$WORK/results/wozkit-$n.json"
-    kill -INT "$pid"; wait "$pid" || true
+    kill -INT "$pid"; wait "$pid" || true; rm -f "$WORK/wozkit.pid"
 }
+
+# Stop a server left running if this script stops early.
+trap 'for f in "$WORK/slurk.pid" "$WORK/wozkit.pid"; do [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; rm -f "$f"; done' EXIT
 
 wait_gone() { for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$1" || true; }
 
