@@ -90,4 +90,4 @@ for n in $COUNTS; do
     run_slurk "$n"
     run_wozkit "$n"
 done
-echo "results in $WORK/results"
+python3 "$HERE/table.py" "$WORK/results"
