@@ -26,7 +26,7 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -321,20 +321,48 @@ pub(crate) async fn run(app: AppState, mut socket: WebSocket, lease: RoomLease, 
         }
     };
     let down = async {
-        while let Some(Ok(m)) = from_owner.next().await {
-            heard.store(now_ms(), Ordering::Relaxed);
-            let to = match m {
-                tungstenite::Message::Text(t) => {
-                    match Utf8Bytes::try_from(axum::body::Bytes::from(t)) {
-                        Ok(t) => Message::Text(t),
-                        Err(_) => return,
-                    }
-                }
-                tungstenite::Message::Binary(b) => Message::Binary(b),
-                tungstenite::Message::Close(_) => return,
-                _ => continue,
+        loop {
+            let Some(Ok(mut m)) = from_owner.next().await else {
+                return;
             };
-            if to_client.send(to).await.is_err() {
+            // The frames the owner wrote together (a batch: events, view, ack) are written on
+            // together too, with one flush.
+            let mut fed = 0;
+            loop {
+                heard.store(now_ms(), Ordering::Relaxed);
+                let to = match m {
+                    tungstenite::Message::Text(t) => {
+                        match Utf8Bytes::try_from(axum::body::Bytes::from(t)) {
+                            Ok(t) => Some(Message::Text(t)),
+                            Err(_) => return,
+                        }
+                    }
+                    tungstenite::Message::Binary(b) => Some(Message::Binary(b)),
+                    tungstenite::Message::Close(_) => {
+                        let _ = to_client.flush().await;
+                        return;
+                    }
+                    _ => None,
+                };
+                if let Some(to) = to {
+                    if to_client.feed(to).await.is_err() {
+                        return;
+                    }
+                    fed += 1;
+                }
+                if fed >= super::FLUSH_EVERY {
+                    break;
+                }
+                match from_owner.next().now_or_never() {
+                    Some(Some(Ok(n))) => m = n,
+                    Some(_) => {
+                        let _ = to_client.flush().await;
+                        return;
+                    }
+                    None => break,
+                }
+            }
+            if to_client.flush().await.is_err() {
                 return;
             }
         }
