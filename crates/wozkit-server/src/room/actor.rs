@@ -112,7 +112,10 @@ impl RoomActor {
     }
 
     pub async fn run(mut self, mut inbox: mpsc::Receiver<RoomMsg>, origin: Origin) {
-        self.on_start(origin).await;
+        // The steps' futures (engine, store append, fan-out) are boxed while they run: held
+        // inline they would make every room's task as large as the largest of them for the
+        // room's whole life (~6 KB per room; docs/performance.md).
+        Box::pin(self.on_start(origin)).await;
         self.flush_end();
         loop {
             if self.finished() {
@@ -121,10 +124,10 @@ impl RoomActor {
             let wake = self.next_wake();
             tokio::select! {
                 msg = inbox.recv() => match msg {
-                    Some(msg) => self.handle(msg).await,
+                    Some(msg) => Box::pin(self.handle(msg)).await,
                     None => break,
                 },
-                () = sleep_until_ms(wake.unwrap_or(u64::MAX)), if wake.is_some() => self.on_timer().await,
+                () = sleep_until_ms(wake.unwrap_or(u64::MAX)), if wake.is_some() => Box::pin(self.on_timer()).await,
                 () = self.app.stopping() => break,
             }
             self.flush_end();
@@ -309,7 +312,7 @@ impl RoomActor {
                     role,
                     participant: Some(participant),
                 };
-                let reply = match self.step(actor, cmd).await {
+                let reply = match self.step(actor, *cmd).await {
                     Ok(seq) => ServerFrame::Ack { id: &id, seq }.text(),
                     Err(StepError::Refused(r)) => refusal_frame(&id, &r),
                     Err(StepError::Store(e)) => {

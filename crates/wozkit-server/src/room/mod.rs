@@ -49,7 +49,9 @@ pub enum RoomMsg {
         role: Role,
         participant: String,
         id: String,
-        cmd: Command,
+        /// Boxed: the inbox allocates its slots in blocks of 32 messages, each as large as the
+        /// largest message, and a command is the largest part by far.
+        cmd: Box<Command>,
     },
     /// The participant is typing (relayed to the partner, not logged).
     Typing { role: Role },
@@ -342,6 +344,11 @@ pub(crate) async fn send(
             Ok(tx.send(msg).await.is_ok())
         }
     }
+}
+
+/// The inbox of the session's room if it is in memory on this instance (no store access).
+pub(crate) fn inbox(app: &AppState, session_id: &str) -> Option<mpsc::Sender<RoomMsg>> {
+    app.rooms.get(session_id)
 }
 
 /// Sends `msg` to the session's room only if it is in memory (a closing connection has nothing

@@ -201,14 +201,16 @@ async fn run(app: AppState, participant: String, seat: Option<String>, mut socke
     let i = flow::index(&p.flow_step);
     if flow::in_lobby(&study.study, role, i, p.session_id.is_some()) {
         let _counted = app.metrics.connection(crate::metrics::ConnKind::Waiting);
-        waiting::run(app, socket, limiter, p, study, role, next).await;
+        // Each part boxed: this task then holds only the part it runs (the lobby's or the
+        // room's state), not room for the larger of the two for the connection's whole life.
+        Box::pin(waiting::run(app, socket, limiter, p, study, role, next)).await;
     } else if let (PageKind::Room, Some(session)) =
         (flow::kind_at(&study.study, role, i), p.session_id.clone())
     {
         let _counted = app.metrics.connection(crate::metrics::ConnKind::Room);
-        room_conn::run(
+        Box::pin(room_conn::run(
             app, socket, limiter, p, study, role, session, last_seq, next,
-        )
+        ))
         .await;
     } else {
         // Not in the waiting room or the room (e.g. a stale tab): send the page on.

@@ -28,15 +28,19 @@ pub async fn run(
     last_seq: u64,
     next: String,
 ) {
+    // Only the text is kept for the send: the study's JSON tree (a few KiB) would otherwise
+    // stay in this task for the whole connection.
     let welcome = ServerFrame::Welcome {
         role,
         session: &session,
         participant: &p.id,
         study: view::welcome_study(&study, role),
-    };
-    if send(&mut socket, &welcome.text()).await.is_err() {
+    }
+    .text();
+    if send(&mut socket, &welcome).await.is_err() {
         return;
     }
+    drop(welcome);
     let conn = app.conn_id();
     let (out, mut out_rx) = mpsc::channel::<Arc<str>>(OUTBOX);
     let connect = RoomMsg::Connect {
@@ -47,7 +51,9 @@ pub async fn run(
         next: next.clone(),
         out,
     };
-    match room::send(&app, &session, connect).await {
+    // Boxed: opening a room that is not in memory (a store read and a replay) is a large
+    // future, which would otherwise enlarge every connection's task for its whole life.
+    match Box::pin(room::send(&app, &session, connect)).await {
         Ok(true) => {}
         Ok(false) => {
             let _ = send(
@@ -91,7 +97,7 @@ pub async fn run(
                 let Some(text) = text else { continue };
                 let to_room = match frames::parse(&text) {
                     Ok(ClientFrame::Cmd { id, cmd }) => {
-                        RoomMsg::Cmd { conn, role, participant: p.id.clone(), id, cmd }
+                        RoomMsg::Cmd { conn, role, participant: p.id.clone(), id, cmd: Box::new(cmd) }
                     }
                     Ok(ClientFrame::Typing) => RoomMsg::Typing { role },
                     Ok(ClientFrame::Ping) => {
@@ -114,9 +120,8 @@ pub async fn run(
                         continue;
                     }
                 };
-                match room::send(&app, &session, to_room).await {
-                    Ok(true) => {}
-                    _ => break,
+                if !to_room_inbox(&app, &session, to_room).await {
+                    break;
                 }
             }
             () = app.stopping() => return,
@@ -128,4 +133,19 @@ pub async fn run(
         participant: p.id.clone(),
     };
     room::notify(&app, &session, leave).await;
+}
+
+/// Sends `msg` to the session's room: straight to its inbox while the room is in memory (every
+/// command of a live session), else through [`room::send`], boxed so that its large future
+/// (opening the room) is allocated only when needed, not kept in every connection's task.
+/// `false` when the room is gone for good.
+async fn to_room_inbox(app: &AppState, session: &str, msg: RoomMsg) -> bool {
+    let msg = match room::inbox(app, session) {
+        Some(tx) => match tx.send(msg).await {
+            Ok(()) => return true,
+            Err(mpsc::error::SendError(msg)) => msg,
+        },
+        None => msg,
+    };
+    matches!(Box::pin(room::send(app, session, msg)).await, Ok(true))
 }
