@@ -91,6 +91,31 @@ pub struct DomainRule {
     /// The columns the user asks for, and how many.
     #[serde(default)]
     pub requests: SlotRule,
+    /// Range constraints of numeric columns, as CrossWOZ's goals have them (`评分` `4.5分以上`,
+    /// `人均消费` `50-100元`): a constraint drawn on a column listed here takes, instead of the
+    /// row's value, one of the bands holding that value (uniformly among them); a value no band
+    /// holds stays the plain value.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub ranges: IndexMap<String, Vec<RangeBand>>,
+}
+
+/// One band of a range constraint: the numbers from `min` to `max` (both included; one of them
+/// may be left out), written `text` in the goal (`50-100元`, `4分以上`, `免费` for 0 to 0).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RangeBand {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    pub text: String,
+}
+
+impl RangeBand {
+    /// Whether `x` lies in the band.
+    pub fn holds(&self, x: f64) -> bool {
+        self.min.is_none_or(|m| x >= m) && self.max.is_none_or(|m| x <= m)
+    }
 }
 
 impl DomainRule {
@@ -170,6 +195,43 @@ pub struct GoalSlot {
     /// A cross-domain reference: the value is the name of the referenced sub-goal's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<GoalRef>,
+    /// A range constraint: the band the value writes (`value` is the band's text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<GoalRange>,
+}
+
+/// The numbers a range constraint accepts, both bounds included.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalRange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+impl GoalRange {
+    /// Whether `x` lies in the range.
+    pub fn holds(&self, x: f64) -> bool {
+        self.min.is_none_or(|m| x >= m) && self.max.is_none_or(|m| x <= m)
+    }
+
+    /// Whether every number a search filter admits lies in the range: a range filter within it,
+    /// or an equals filter on a number in it.
+    pub fn covers(&self, f: &Filter) -> bool {
+        match &f.op {
+            FilterOp::Range { min, max } => {
+                (min.is_some() || max.is_some())
+                    && self.min.is_none_or(|g| min.is_some_and(|m| m >= g))
+                    && self.max.is_none_or(|g| max.is_some_and(|m| m <= g))
+                    && min.zip(*max).is_none_or(|(a, b)| a <= b)
+            }
+            FilterOp::Equals { value } => value_text(value)
+                .trim()
+                .parse::<f64>()
+                .is_ok_and(|x| self.holds(x)),
+            FilterOp::Contains { .. } => false,
+        }
+    }
 }
 
 /// What a reference constraint points at.
@@ -461,6 +523,7 @@ pub fn generate(rules: &GoalRules, db: &Database, seed: u64) -> Result<Goal, Goa
                         subgoal: id,
                         column: rr.column.clone(),
                     }),
+                    range: None,
                 },
                 rr.slot.clone(),
             ));
@@ -493,10 +556,29 @@ pub fn generate(rules: &GoalRules, db: &Database, seed: u64) -> Result<Goal, Goa
             .collect();
         let k = draw_count(rule.constraints.count, &mut rng);
         for c in fixed.into_iter().chain(pick(&open, k, &mut rng)) {
+            let value = cell(&row, &c);
+            // A range column: one of the bands holding the row's number, else the plain value.
+            let bands: Vec<&RangeBand> = match (rule.ranges.get(&c), value.trim().parse::<f64>()) {
+                (Some(bands), Ok(x)) => bands.iter().filter(|b| b.holds(x)).collect(),
+                _ => vec![],
+            };
+            let (value, range) = if bands.is_empty() {
+                (value, None)
+            } else {
+                let b = bands[rng.random_range(0..bands.len())];
+                (
+                    b.text.clone(),
+                    Some(GoalRange {
+                        min: b.min,
+                        max: b.max,
+                    }),
+                )
+            };
             constraints.push(GoalSlot {
-                value: cell(&row, &c),
+                value,
                 slot: c.clone(),
                 reference: None,
+                range,
             });
             taken.push(c);
         }
@@ -522,6 +604,7 @@ pub fn generate(rules: &GoalRules, db: &Database, seed: u64) -> Result<Goal, Goa
                 slot: c,
                 value: String::new(),
                 reference: None,
+                range: None,
             })
             .collect();
         subgoals.push(SubGoal {
@@ -654,7 +737,8 @@ impl GoalTrack {
     /// The wizard searched `table` with `filters`: the domain's constraints become the filters';
     /// a constraint of a sub-goal on that table is expressed when a filter on its column matches
     /// its value (a reference: when an equals filter names one of the listed values of the
-    /// referenced sub-goal's selected result).
+    /// referenced sub-goal's selected result; a range: when the filter admits only numbers in
+    /// the range, see [`GoalRange::covers`]).
     pub fn on_query(&mut self, table: &str, filters: &[Filter], selected: &IndexMap<String, Row>) {
         let label = self.label(table);
         let d = self.belief.entry(label).or_default();
@@ -668,9 +752,10 @@ impl GoalTrack {
                 continue;
             }
             let on_slot = filters.iter().filter(|f| f.column == s.slot);
-            let yes = match &s.reference {
-                None => on_slot.into_iter().any(|f| filter_expresses(f, &s.value)),
-                Some(r) => {
+            let yes = match (&s.reference, &s.range) {
+                (None, Some(g)) => on_slot.into_iter().any(|f| g.covers(f)),
+                (None, None) => on_slot.into_iter().any(|f| filter_expresses(f, &s.value)),
+                (Some(r), _) => {
                     let listing = self.referenced(r, selected);
                     on_slot.into_iter().any(|f| match &f.op {
                         FilterOp::Equals { value } => listing
@@ -699,9 +784,9 @@ impl GoalTrack {
     }
 
     /// The wizard selected `row` (key `key`) of `table`: the domain's selected results become its
-    /// name (the rules' `name` column, else the key); a
-    /// reference constraint on that table is expressed when the row's value is listed in the
-    /// referenced sub-goal's selected result.
+    /// name (the rules' `name` column, else the key); a reference constraint on that table is
+    /// expressed when the row's value is listed in the referenced sub-goal's selected result, and
+    /// a range constraint when the row's number lies in its range.
     pub fn on_select(
         &mut self,
         table: &str,
@@ -719,9 +804,21 @@ impl GoalTrack {
         d.selected_results = if name.is_empty() { vec![] } else { vec![name] };
         let mut hit = vec![];
         for (i, _, s) in self.slots_of(table) {
+            if self.entries[i].kind != EntryKind::Constraint {
+                continue;
+            }
             if let Some(r) = &s.reference
                 && let Some(listing) = self.referenced(r, selected)
                 && listed(&listing, &cell(row, &s.slot))
+            {
+                hit.push(i);
+            }
+            // A range constraint is met by a selected row whose number lies in the range.
+            if let Some(g) = &s.range
+                && cell(row, &s.slot)
+                    .trim()
+                    .parse::<f64>()
+                    .is_ok_and(|x| g.holds(x))
             {
                 hit.push(i);
             }
@@ -863,6 +960,53 @@ pub fn check(rules: &GoalRules, db: Option<&Database>) -> Vec<(String, String, O
             }
             for (j, col) in r.always.iter().enumerate() {
                 col_check(format!("{at}/{part}/always/{j}"), col);
+            }
+        }
+        for (col, bands) in &d.ranges {
+            let ptr = format!("{at}/ranges/{col}");
+            match info.column(col) {
+                None => out.push((
+                    ptr.clone(),
+                    format!("goals: the table `{}` has no column `{col}`", d.table),
+                    Some(format!("its columns: {}", cols.join(", "))),
+                )),
+                Some(t) if !t.is_numeric() => out.push((
+                    ptr.clone(),
+                    format!(
+                        "goals: domain `{}`: ranges on `{col}`, whose values are not numbers",
+                        d.table
+                    ),
+                    None,
+                )),
+                Some(_) => {}
+            }
+            if !d.constraints.columns.contains(col) && !d.constraints.always.contains(col) {
+                out.push((
+                    ptr.clone(),
+                    format!(
+                        "goals: domain `{}`: ranges on `{col}`, which its constraints never draw",
+                        d.table
+                    ),
+                    Some("list the column in constraints.columns or constraints.always".into()),
+                ));
+            }
+            for (j, b) in bands.iter().enumerate() {
+                let bad = (b.min.is_none() && b.max.is_none())
+                    || b.min.zip(b.max).is_some_and(|(a, z)| a > z)
+                    || b.min.is_some_and(|x| !x.is_finite())
+                    || b.max.is_some_and(|x| !x.is_finite())
+                    || b.text.trim().is_empty();
+                if bad {
+                    out.push((
+                        format!("{ptr}/{j}"),
+                        format!(
+                            "goals: domain `{}`: range {j} of `{col}`: a band has a min, a max or \
+                             both (min at most max) and a text",
+                            d.table
+                        ),
+                        None,
+                    ));
+                }
             }
         }
         for part in ["constraints", "requests"] {

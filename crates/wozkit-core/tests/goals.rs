@@ -166,6 +166,16 @@ const BAD: &[(&str, &str, &str)] = &[
         "subgoals: {min: 3, max: 2}",
         "min is at least 1 and at most max",
     ),
+    (
+        "      requests: {columns: [phone, address], count: {min: 1, max: 1}, always: [name]}\n",
+        "      requests: {columns: [phone, address], count: {min: 1, max: 1}, always: [name]}\n      ranges: {price: [{min: 300, max: 100, text: cheap}]}\n",
+        "a band has a min, a max or both (min at most max) and a text",
+    ),
+    (
+        "      requests: {columns: [phone, address], count: {min: 1, max: 1}, always: [name]}\n",
+        "      requests: {columns: [phone, address], count: {min: 1, max: 1}, always: [name]}\n      ranges: {address: [{min: 1, text: some}]}\n",
+        "ranges on `address`, whose values are not numbers",
+    ),
 ];
 
 fn copy_fixture(yaml: &str) -> PathBuf {
@@ -476,7 +486,9 @@ fn turn_states_follow_every_message_and_tick_the_goal() {
 fn the_crosswoz_demo_draws_goals_from_its_database() {
     let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
     let db = study.database.as_deref().expect("its database");
+    let rules = study.study.goals.as_ref().unwrap();
     let mut references = 0;
+    let mut ranges = 0;
     let mut domains = std::collections::BTreeSet::new();
     for seed in 0..100 {
         let g = goal(&study, seed);
@@ -488,9 +500,30 @@ fn the_crosswoz_demo_draws_goals_from_its_database() {
                 "the tables are named by CrossWOZ's domains"
             );
             let row = db.select(&sg.table, &sg.row).expect("the drawn row exists");
+            let rule = rules.domains.iter().find(|d| d.table == sg.table).unwrap();
             for c in &sg.constraints {
                 match &c.reference {
-                    None => assert_eq!(c.value, value_text(&row[&c.slot])),
+                    // A range: a band of the rules holding the row's number, written as the band.
+                    None if c.range.is_some() => {
+                        ranges += 1;
+                        let g = c.range.unwrap();
+                        let x = row[&c.slot].as_f64().expect("a number");
+                        assert!(g.holds(x), "seed {seed}: {x} outside {g:?}");
+                        let band = rule.ranges[&c.slot]
+                            .iter()
+                            .find(|b| b.text == c.value)
+                            .unwrap_or_else(|| panic!("seed {seed}: no band {}", c.value));
+                        assert_eq!((band.min, band.max), (g.min, g.max));
+                    }
+                    None => {
+                        assert_eq!(c.value, value_text(&row[&c.slot]));
+                        let held = rule.ranges.get(&c.slot).is_some_and(|bands| {
+                            row[&c.slot]
+                                .as_f64()
+                                .is_some_and(|x| bands.iter().any(|b| b.holds(x)))
+                        });
+                        assert!(!held, "seed {seed}: {} could be a range", c.slot);
+                    }
                     Some(r) => {
                         references += 1;
                         let from = &g.subgoals[(r.subgoal - 1) as usize];
@@ -513,6 +546,75 @@ fn the_crosswoz_demo_draws_goals_from_its_database() {
     }
     assert_eq!(domains.len(), 3, "{domains:?}");
     assert!(references > 0, "some goal refers to an earlier sub-goal");
+    assert!(ranges > 0, "some constraint is a range");
+}
+
+/// A range constraint (`人均消费` `50-100元`) is expressed by a search admitting only numbers in
+/// the range, by the user saying its text, or by selecting a row inside it; not by a wider
+/// search or a row outside it.
+#[test]
+fn range_constraints_are_met_by_a_range_search_or_a_row_inside() {
+    let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
+    let db = study.database.as_deref().unwrap();
+    let rules = study.study.goals.as_ref().unwrap();
+    let (g, sg, c) = (0..2000)
+        .find_map(|seed| {
+            let g = goal(&study, seed);
+            let (sg, c) = g.subgoals.iter().find_map(|sg| {
+                sg.constraints
+                    .iter()
+                    .find(|c| {
+                        c.range
+                            .and_then(|r| r.min.zip(r.max))
+                            .is_some_and(|(a, b)| b - a >= 1.0)
+                    })
+                    .map(|c| (sg.clone(), c.clone()))
+            })?;
+            Some((g.clone(), sg, c))
+        })
+        .expect("a goal with a two-sided range");
+    let r = c.range.unwrap();
+    let index = goals::entries(&g)
+        .iter()
+        .position(|e| e.subgoal == sg.id && e.slot == c.slot && e.kind == EntryKind::Constraint)
+        .unwrap();
+    let fresh = || goals::GoalTrack::new(g.clone(), Some(rules), Some(db));
+    let none = indexmap::IndexMap::new();
+    let range = |min: Option<f64>, max: Option<f64>| Filter {
+        column: c.slot.clone(),
+        op: FilterOp::Range { min, max },
+    };
+    let (lo, hi) = (r.min.unwrap(), r.max.unwrap());
+    for (f, met) in [
+        (range(Some(lo), Some(hi)), true),
+        (range(Some(lo + 0.5), Some(hi)), true),
+        (range(Some(lo - 1.0), Some(hi)), false),
+        (range(Some(lo), None), false),
+        (range(None, Some(hi)), false),
+    ] {
+        let mut t = fresh();
+        t.on_query(&sg.table, std::slice::from_ref(&f), &none);
+        assert_eq!(t.entries[index].satisfied, met, "{f:?} for {c:?}");
+    }
+    let mut t = fresh();
+    t.on_message(Role::User, &format!("最好是{}的。", c.value), &none);
+    assert!(t.entries[index].satisfied, "the user says {}", c.value);
+    // Rows of the table inside and outside the range.
+    let all = db.all_rows(&sg.table).unwrap();
+    let key = &db.tables()[&sg.table].key;
+    let number = |row: &wozkit_core::database::Row| row[&c.slot].as_f64();
+    let inside = all
+        .iter()
+        .find(|x| number(x).is_some_and(|x| r.holds(x)))
+        .unwrap();
+    let mut t = fresh();
+    t.on_select(&sg.table, &value_text(&inside[key]), inside, &none);
+    assert!(t.entries[index].satisfied, "a row inside {r:?}");
+    if let Some(outside) = all.iter().find(|x| number(x).is_some_and(|x| !r.holds(x))) {
+        let mut t = fresh();
+        t.on_select(&sg.table, &value_text(&outside[key]), outside, &none);
+        assert!(!t.entries[index].satisfied, "a row outside {r:?}");
+    }
 }
 
 #[test]

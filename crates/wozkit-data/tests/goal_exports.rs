@@ -519,6 +519,9 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
     let real_sys = real_msgs.iter().find(|m| m["role"] == "sys").unwrap();
     let mut selected = 0;
     let mut users = 0;
+    let mut ranges = 0;
+    let rules = study.study.goals.as_ref().unwrap();
+    let forms = real_value_forms();
     for seed in 0..30u64 {
         let played = wozkit_core::sim::play(&study, seed, wozkit_core::sim::WizardPolicy::Priors);
         let id = format!("sim-{seed}");
@@ -544,6 +547,38 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
         assert_eq!(keys(rec), keys(&real), "seed {seed}");
         let goal = rec["goal"].as_array().unwrap();
         assert!(!goal.is_empty(), "seed {seed}: the session has a goal");
+        // Range constraints are written as the band's text, as CrossWOZ's goals are: a band of
+        // the study's rules holding the drawn row's number, of a shape the dataset has.
+        let logged = played_goal(&session);
+        for sg in &logged.subgoals {
+            let row = db.select(&sg.table, &sg.row).unwrap();
+            let rule = rules.domains.iter().find(|d| d.table == sg.table).unwrap();
+            for c in sg.constraints.iter().filter(|c| c.range.is_some()) {
+                ranges += 1;
+                let t = goal
+                    .iter()
+                    .find(|t| t[0] == sg.id && t[2] == c.slot.as_str())
+                    .expect("the range constraint's tuple");
+                let band = rule.ranges[&c.slot]
+                    .iter()
+                    .find(|b| t[3] == b.text.as_str())
+                    .unwrap_or_else(|| panic!("seed {seed}: {} is no band of {}", t[3], c.slot));
+                let x = row[&c.slot].as_f64().unwrap();
+                assert!(band.holds(x), "seed {seed}: {x} is not {}", band.text);
+                if let Some(forms) = forms
+                    .as_ref()
+                    .and_then(|f| f.get(&(sg.domain.clone(), c.slot.clone())))
+                {
+                    let form = value_form(&band.text);
+                    assert!(
+                        forms.contains(&form),
+                        "seed {seed}: {} is not a form of the dataset's {}: {forms:?}",
+                        band.text,
+                        c.slot
+                    );
+                }
+            }
+        }
         for t in goal.iter().chain(rec["final_goal"].as_array().unwrap()) {
             check_tuple(t, &format!("seed {seed}"));
         }
@@ -577,4 +612,57 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
     }
     assert!(selected > 0, "the simulated wizards selected results");
     assert!(users > 0);
+    assert!(ranges > 0, "some goal has a range constraint");
+}
+
+/// The goal of a session's log (its `goal_generated`).
+fn played_goal(session: &ImportedSession) -> Goal {
+    session
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::GoalGenerated { goal, .. } => Some(goal.clone()),
+            _ => None,
+        })
+        .expect("a goal_generated event")
+}
+
+/// The shapes of the real CrossWOZ goals' values by (domain, slot), digits written `N`
+/// (`4.5分以上` is `N分以上`), from the shared corpus's whole test split; None without it.
+fn real_value_forms() -> Option<std::collections::HashMap<(String, String), Vec<String>>> {
+    let path = common::corpora_dir().join("crosswoz/test.json.zip");
+    if !path.exists() {
+        return None;
+    }
+    let all = Input::read(&path).ok()?.json().ok()?;
+    let mut out: std::collections::HashMap<(String, String), Vec<String>> = Default::default();
+    for d in all.as_object()?.values() {
+        for t in d["goal"].as_array()? {
+            let key = (t[1].as_str()?.to_string(), t[2].as_str()?.to_string());
+            let form = value_form(&value_text(&t[3]));
+            let forms = out.entry(key).or_default();
+            if !forms.contains(&form) {
+                forms.push(form);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// A value with its runs of digits and dots written `N`.
+fn value_form(v: &str) -> String {
+    let mut out = String::new();
+    let mut in_number = false;
+    for ch in v.chars() {
+        if ch.is_ascii_digit() || ch == '.' {
+            if !in_number {
+                out.push('N');
+            }
+            in_number = true;
+        } else {
+            out.push(ch);
+            in_number = false;
+        }
+    }
+    out
 }
