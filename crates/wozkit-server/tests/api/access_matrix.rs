@@ -152,6 +152,7 @@ const ROUTES: &[Route] = &[
     ("POST", "/researcher/study/nope/join-as-wizard",  "csrf={CSRF}",    Site::Own,  [403, 403, 403, 403, 403, 403, 404, 404]),
     ("GET",  "/ws?observe={S}",                        "",               Site::Own,  [401, 401, 401, 401, 403, 101, 101, 101]),
     ("GET",  "/ws?observe={S}",                        "",               Site::Evil, [403, 403, 403, 403, 403, 403, 403, 403]),
+    ("GET",  "/internal/relay?session={S}",            "",               Site::Own,  [404, 404, 404, 404, 404, 404, 404, 404]),
     // Replaying.
     ("GET",  "/researcher/session/{S}/replay",         "",               Site::Own,  [303, 303, 303, 303, 303, 200, 200, 200]),
     ("GET",  "/researcher/session/{S}/replay.json",    "",               Site::Own,  [401, 401, 401, 401, 401, 200, 200, 200]),
@@ -516,7 +517,7 @@ async fn walk(app: &TestApp, rows: &[Route], cookies: &[String; 8], session: &st
                 (Site::Own, "bot") => None,
                 (Site::Own, _) => Some(origin.as_str()),
             };
-            let status = if path.starts_with("/ws") {
+            let status = if path.starts_with("/ws") || path.starts_with("/internal/relay") {
                 handshake(app, &path, cookie, from).await
             } else {
                 let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
