@@ -57,7 +57,8 @@ pub struct Tunables {
     /// without one the main address has no `/metrics` (see [`crate::metrics`]).
     pub metrics_token: Option<crate::metrics::MetricsToken>,
     /// This instance's id among the instances sharing the store (`--instance-id`): the owner
-    /// named in the leases of the rooms it runs. Random per process by default.
+    /// named in the leases of the rooms it runs, and the instance named in the lobby's places
+    /// and notices. Random per process by default.
     pub instance_id: String,
     /// The base URL other instances reach this one at (`--advertise-url`), stored with its
     /// room leases. Empty: `http://` and the address the server listens on.
@@ -205,7 +206,7 @@ impl AppState {
         let app = AppState(Arc::new(Inner {
             store,
             studies,
-            lobby: Lobby::default(),
+            lobby: Lobby::new(config.tunables.instance_id.clone()),
             rooms: Rooms::default(),
             code_key,
             researchers: ResearcherSessions,

@@ -32,7 +32,7 @@ use std::time::Duration;
 use tokio::sync::{OnceCell, oneshot};
 use tokio::time::Instant;
 use wozkit_core::event::Role;
-use wozkit_store::store::{JoinedLobby, NewWaiter, Waiter};
+use wozkit_store::store::{Joined, NewWaiter, Waiter};
 use wozkit_store::{Store, StoreError};
 
 use crate::app::AppState;
@@ -112,6 +112,9 @@ struct Local {
     notify: oneshot::Sender<Told>,
     /// When the table was last told that this connection is alive.
     stored_heard: Instant,
+    /// The table was found without this connection's place (no notice having come): every
+    /// later sign of life is answered "gone" without asking the table again.
+    lost: bool,
 }
 
 #[derive(Default)]
@@ -156,57 +159,71 @@ impl Inner {
 
 /// The lobby as seen from one instance.
 pub struct Lobby {
-    /// This instance, as named in the table and in notices.
+    /// This instance, as named in the table and in notices: the instance id of its room leases.
     instance: String,
     inner: Mutex<Inner>,
     /// Set once the notice listener runs (see [`listen`]).
     listener: OnceCell<()>,
 }
 
-impl Default for Lobby {
-    fn default() -> Self {
-        Lobby {
-            instance: wozkit_store::new_id(),
-            inner: Mutex::default(),
-            listener: OnceCell::new(),
-        }
-    }
-}
-
-/// A notice telling the instance `place` that `participant` was paired (or must queue again).
+/// A notice telling the instance `place` that `participant` was paired (or must queue again,
+/// or was replaced). The instance id comes last, so it may hold any character.
 fn notice(place: &Place, participant: &str, told: &Told) -> String {
-    match told {
-        Told::Paired { session } => format!(
-            "paired {} {} {participant} {session}",
-            place.instance, place.conn
-        ),
-        Told::Retry => format!("retry {} {} {participant}", place.instance, place.conn),
-        Told::Replaced => format!("replaced {} {} {participant}", place.instance, place.conn),
-    }
+    let (kind, session) = match told {
+        Told::Paired { session } => ("paired", format!(" {session}")),
+        Told::Retry => ("retry", String::new()),
+        Told::Replaced => ("replaced", String::new()),
+    };
+    format!(
+        "{kind} {} {participant}{session} {}",
+        place.conn, place.instance
+    )
 }
 
 /// Reads a notice made by [`notice`]: the place, the participant and what they are told.
 fn parse_notice(text: &str) -> Option<(Place, String, Told)> {
-    let mut words = text.split(' ');
+    let mut words = text.splitn(4, ' ');
     let kind = words.next()?;
-    let instance = words.next()?.to_string();
     let conn = words.next()?.parse().ok()?;
     let participant = words.next()?.to_string();
-    let told = match kind {
-        "paired" => Told::Paired {
-            session: words.next()?.to_string(),
-        },
-        "retry" => Told::Retry,
-        "replaced" => Told::Replaced,
+    let rest = words.next()?;
+    let (told, instance) = match kind {
+        "paired" => {
+            let (session, instance) = rest.split_once(' ')?;
+            (
+                Told::Paired {
+                    session: session.to_string(),
+                },
+                instance,
+            )
+        }
+        "retry" => (Told::Retry, rest),
+        "replaced" => (Told::Replaced, rest),
         _ => return None,
     };
-    words
-        .next()
-        .is_none()
-        .then_some((Place { instance, conn }, participant, told))
+    (!instance.is_empty() && !participant.is_empty()).then(|| {
+        (
+            Place {
+                instance: instance.to_string(),
+                conn,
+            },
+            participant,
+            told,
+        )
+    })
 }
 
 impl Lobby {
+    /// The lobby of the instance `instance` (the instance id it names in the table, in notices
+    /// and in its room leases: one id per instance).
+    pub fn new(instance: String) -> Self {
+        Lobby {
+            instance,
+            inner: Mutex::default(),
+            listener: OnceCell::new(),
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
         // A poisoned lock only means a panic elsewhere; the maps are still consistent.
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -287,6 +304,7 @@ impl Lobby {
                     conn: ticket.conn,
                     notify,
                     stored_heard: now,
+                    lost: false,
                 },
             );
             (front, since_ms, rx, replaced)
@@ -318,8 +336,35 @@ impl Lobby {
                 inner.local.remove(&ticket.participant);
             }
         };
-        match joined {
-            Ok(JoinedLobby::Taken(w)) => {
+        let joined = match joined {
+            Ok(j) => j,
+            Err(e) => {
+                self.with(forget);
+                return Err(e);
+            }
+        };
+        if let Some(old) = joined.replaced
+            && old.instance != self.instance
+        {
+            // Another tab on another instance gave up its place to this one: tell it now
+            // (a tab here was told above, when this one took its entry).
+            let place = Place {
+                instance: old.instance,
+                conn: old.conn,
+            };
+            if let Err(e) = self
+                .tell(store, &place, &ticket.participant, Told::Replaced)
+                .await
+            {
+                tracing::warn!(
+                    participant = ticket.participant,
+                    instance = place.instance,
+                    "lobby: cannot tell a replaced tab on another instance: {e}"
+                );
+            }
+        }
+        match joined.joined {
+            Joined::Taken(w) => {
                 self.with(|inner| {
                     forget(inner);
                     for p in [&w.participant, &ticket.participant] {
@@ -335,13 +380,17 @@ impl Lobby {
                     partner: ticket_of(w),
                 })
             }
-            Ok(JoinedLobby::Queued(_)) => {
-                self.with(|inner| inner.first.remove(&ticket.participant));
+            Joined::Queued(w) => {
+                // The table keeps the earliest start among the participant's tabs, wherever
+                // they waited.
+                let since_ms = since_ms.min(w.since_ms);
+                self.with(|inner| {
+                    inner.first.remove(&ticket.participant);
+                    if let Some(s) = inner.since.get_mut(&ticket.participant) {
+                        s.ms = s.ms.min(since_ms);
+                    }
+                });
                 Ok(Enqueued::Queued { since_ms, rx })
-            }
-            Err(e) => {
-                self.with(forget);
-                Err(e)
             }
         }
     }
@@ -358,19 +407,33 @@ impl Lobby {
         every: Duration,
     ) -> Result<bool, StoreError> {
         let now = Instant::now();
-        let due = self.with(|inner| match inner.local.get_mut(participant) {
+        let known = self.with(|inner| match inner.local.get_mut(participant) {
+            Some(l) if l.conn == conn && l.lost => Some(false),
             Some(l) if l.conn == conn && now >= l.stored_heard + every => {
                 l.stored_heard = now;
-                true
+                None
             }
-            _ => false,
+            _ => Some(true),
         });
-        if !due {
-            return Ok(true);
+        if let Some(known) = known {
+            return Ok(known);
         }
-        store
+        let held = store
             .lobby_heard(participant, &self.instance, conn, now_ms)
-            .await
+            .await?;
+        if !held {
+            // Gone stays gone: until a notice comes or the place is resolved, each sign of life
+            // is answered from here (answering "held" between two asks would restart the wait
+            // for a notice every time).
+            self.with(|inner| {
+                if let Some(l) = inner.local.get_mut(participant)
+                    && l.conn == conn
+                {
+                    l.lost = true;
+                }
+            });
+        }
+        Ok(held)
     }
 
     /// Removes the place held by connection `conn`; false if it is gone (taken by a partner,
@@ -433,11 +496,16 @@ impl Lobby {
     }
 
     /// A participant's waiting connection is gone: their waiting time is kept until `forget_at`
-    /// for a reconnect (a reload, a network blip), then dropped.
+    /// for a reconnect (a reload, a network blip), then dropped — unless another tab of theirs
+    /// waits here, which keeps it.
     pub fn gone(&self, participant: &str, conn: u64, forget_at: Instant) {
         self.with(|inner| {
-            if inner.local.get(participant).is_some_and(|l| l.conn == conn) {
-                inner.local.remove(participant);
+            match inner.local.get(participant) {
+                Some(l) if l.conn == conn => {
+                    inner.local.remove(participant);
+                }
+                Some(_) => return,
+                None => {}
             }
             if let Some(s) = inner.since.get_mut(participant) {
                 s.forget_at = Some(forget_at);
@@ -599,7 +667,7 @@ mod tests {
     async fn setup() -> (Lobby, Arc<SqliteStore>, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store = SqliteStore::open_dir(dir.path()).await.expect("store");
-        (Lobby::default(), Arc::new(store), dir)
+        (Lobby::new(wozkit_store::new_id()), Arc::new(store), dir)
     }
 
     fn key() -> QueueKey {
@@ -763,11 +831,12 @@ mod tests {
         };
         let me = lobby.instance().to_string();
         // Another instance, another connection, garbage: ignored.
-        lobby.receive("paired other 7 u S");
-        lobby.receive(&format!("paired {me} 8 u S"));
+        lobby.receive("paired 7 u S other");
+        lobby.receive(&format!("paired 8 u S {me}"));
         lobby.receive("paired");
+        lobby.receive("paired 7 u S");
         assert!(rx.try_recv().is_err());
-        lobby.receive(&format!("paired {me} 7 u S"));
+        lobby.receive(&format!("paired 7 u S {me}"));
         assert_eq!(
             rx.try_recv().expect("told"),
             Told::Paired {
@@ -776,7 +845,7 @@ mod tests {
         );
         // A notice names the place, the participant and what they are told.
         let place = Place {
-            instance: "i".into(),
+            instance: "instance a".into(),
             conn: 3,
         };
         for told in [

@@ -300,12 +300,14 @@ pub trait Store: Send + Sync + 'static {
     // ----- lobby (participants waiting for a partner, shared by every instance) -----
 
     /// Pairs `entry`'s participant or queues them, atomically: first removes any earlier place
-    /// of the same participant (another tab), then takes the first live waiter of the
-    /// complementary role in the same queue (study and pair key) that is neither this
-    /// participant nor the same crowd worker — those put at the front first, then by order of
-    /// arrival; live means heard from at or after `live_since_ms` — removing it and returning
-    /// [`JoinedLobby::Taken`]. With nobody to take, stores `entry` at the back of its queue (or
-    /// behind the others at the front, when `entry.front`) and returns [`JoinedLobby::Queued`].
+    /// of the same participant (another tab; returned in [`JoinedLobby::replaced`]), then takes
+    /// the first live waiter of the complementary role in the same queue (study and pair key)
+    /// that is neither this participant nor the same crowd worker — those put at the front
+    /// first, then by order of arrival; live means heard from at or after `live_since_ms` —
+    /// removing it and returning [`Joined::Taken`]. With nobody to take, stores `entry` at the
+    /// back of its queue (or behind the others at the front, when `entry.front`) and returns
+    /// [`Joined::Queued`]; the stored waiting time starts at the earlier of `entry.since_ms`
+    /// and the replaced place's, so a wait counts from the participant's first tab.
     /// Exact under any concurrency, including several processes sharing a PostgreSQL database:
     /// a waiter is taken at most once, and two complementary participants joining at the same
     /// moment are paired, not both queued.
@@ -656,7 +658,17 @@ pub struct Waiter {
 
 /// What [`Store::join_lobby`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JoinedLobby {
+pub struct JoinedLobby {
+    /// A partner taken, or the joiner queued.
+    pub joined: Joined,
+    /// The earlier place of the same participant (another tab, on this instance or another),
+    /// removed: its connection is to be told that it was replaced.
+    pub replaced: Option<Waiter>,
+}
+
+/// Whether [`Store::join_lobby`] took a partner or queued the joiner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Joined {
     /// A partner was waiting: their place is removed and returned; the joiner was not queued.
     Taken(Waiter),
     /// Nobody fits yet: the joiner's place, as stored.

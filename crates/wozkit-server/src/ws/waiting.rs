@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::OnNoPartner;
@@ -27,15 +27,70 @@ use tokio::time::Instant;
 /// Key of the private pair in a participant's external ids (lab links and `/try`).
 pub const PAIR_KEY: &str = "pair";
 
+/// How long a finished waiting connection waits for the client's answer to its close frame.
+const CLOSE_LINGER: Duration = Duration::from_secs(5);
+
+/// How a waiting connection ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The last frame (`paired`, `ended`, an error) is sent: close with a handshake.
+    Done,
+    /// The client is gone, silent or the server stops: nothing more to say.
+    Gone,
+}
+
+/// Serves a waiting-room connection until the participant is paired, gives up or leaves.
 pub async fn run(
     app: AppState,
     mut socket: WebSocket,
-    mut limiter: RateLimiter,
+    limiter: RateLimiter,
     p: Participant,
     study: Arc<LoadedStudy>,
     role: Role,
     next: String,
 ) {
+    if serve(&app, &mut socket, limiter, p, study, role, next).await == End::Done {
+        close(&app, socket).await;
+    }
+}
+
+/// Ends a connection whose last frame is sent with a closing handshake: a close frame, then the
+/// client's frames are read (and dropped) until its close frame comes, for at most
+/// [`CLOSE_LINGER`]. Dropping the socket at once would reset the connection if a frame of the
+/// client (a pong) were still unread, and a client may then lose the last frame (`paired`)
+/// before reading it.
+async fn close(app: &AppState, mut socket: WebSocket) {
+    let bye = Message::Close(Some(CloseFrame {
+        code: close_code::NORMAL,
+        reason: "".into(),
+    }));
+    if socket.send(bye).await.is_err() {
+        return;
+    }
+    let drain = async {
+        while let Some(Ok(msg)) = socket.recv().await {
+            if matches!(msg, Message::Close(_)) {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = drain => {}
+        () = tokio::time::sleep(CLOSE_LINGER) => {}
+        () = app.stopping() => {}
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve(
+    app: &AppState,
+    socket: &mut WebSocket,
+    mut limiter: RateLimiter,
+    p: Participant,
+    study: Arc<LoadedStudy>,
+    role: Role,
+    next: String,
+) -> End {
     let key = QueueKey {
         study: study.study.id.clone(),
         pair: p.external_ids.get(PAIR_KEY).cloned(),
@@ -67,7 +122,7 @@ pub async fn run(
         }
         app.lobby.gone(&p.id, ticket.conn, Instant::now() + grace);
     };
-    lobby::listen(&app).await;
+    lobby::listen(app).await;
     let mut last_heard = Instant::now();
     'enqueue: loop {
         let enqueued = app
@@ -82,7 +137,7 @@ pub async fn run(
             .await;
         let (since_ms, mut rx) = match enqueued {
             Ok(Enqueued::Matched { partner, place }) => {
-                match pairing::pair(&app, &study, &partner, &ticket).await {
+                match pairing::pair(app, &study, &partner, &ticket).await {
                     Ok(session) => {
                         let told = Told::Paired {
                             session: session.clone(),
@@ -104,7 +159,7 @@ pub async fn run(
                             partner: "human",
                             next: &next,
                         };
-                        let _ = send(&mut socket, &frame.text()).await;
+                        let _ = send(socket, &frame.text()).await;
                     }
                     Err(e) => {
                         // The partner queues again.
@@ -119,19 +174,19 @@ pub async fn run(
                             )
                             .await;
                         let _ = send(
-                            &mut socket,
+                            socket,
                             &error_frame(None, "internal", "pairing failed; reload the page"),
                         )
                         .await;
                     }
                 }
-                return;
+                return End::Done;
             }
             Ok(Enqueued::Queued { since_ms, rx }) => (since_ms, rx),
             Err(e) => {
                 tracing::error!(participant = p.id, "lobby: cannot queue: {e}");
                 let _ = send(
-                    &mut socket,
+                    socket,
                     &error_frame(
                         None,
                         "internal",
@@ -139,7 +194,7 @@ pub async fn run(
                     ),
                 )
                 .await;
-                return;
+                return End::Done;
             }
         };
         let mut deadline = Some(since_ms + u64::from(limit_s) * 1000);
@@ -156,13 +211,14 @@ pub async fn run(
                     Ok(Told::Paired { session }) => {
                         app.lobby.forget(&p.id);
                         let frame = ServerFrame::Paired { session: &session, role, partner: "human", next: &next };
-                        let _ = send(&mut socket, &frame.text()).await;
-                        return;
+                        let _ = send(socket, &frame.text()).await;
+                        return End::Done;
                     }
                     // Another tab took the place: this one is done.
                     Ok(Told::Replaced) => {
-                        let _ = send(&mut socket, &error_frame(None, "replaced", "you are waiting in another tab")).await;
-                        return;
+                        app.lobby.gone(&p.id, ticket.conn, Instant::now() + grace);
+                        let _ = send(socket, &error_frame(None, "replaced", "you are waiting in another tab")).await;
+                        return End::Done;
                     }
                     // The partner's pairing failed: queue again.
                     Ok(Told::Retry) | Err(_) => continue 'enqueue,
@@ -177,9 +233,9 @@ pub async fn run(
                     };
                     let waited_s = now_ms().saturating_sub(since_ms) / 1000;
                     let frame = ServerFrame::Waiting { position, waited_s, limit_s };
-                    if send(&mut socket, &frame.text()).await.is_err() {
-                        gone(&app).await;
-                        return;
+                    if send(socket, &frame.text()).await.is_err() {
+                        gone(app).await;
+                        return End::Gone;
                     }
                 }
                 _ = heartbeat.tick() => {
@@ -187,20 +243,20 @@ pub async fn run(
                     // answer tells that somebody is there.
                     if last_heard.elapsed() > stale_after {
                         tracing::debug!(participant = p.id, "waiting connection went silent");
-                        gone(&app).await;
-                        return;
+                        gone(app).await;
+                        return End::Gone;
                     }
                     if socket.send(Message::Ping(Default::default())).await.is_err() {
-                        gone(&app).await;
-                        return;
+                        gone(app).await;
+                        return End::Gone;
                     }
                 }
                 () = sleep_until_ms(deadline.unwrap_or(u64::MAX)), if deadline.is_some() => {
                     match app.lobby.leave(app.store.as_ref(), &p.id, ticket.conn).await {
                         Ok(true) => {
                             app.lobby.forget(&p.id);
-                            give_up(&app, &mut socket, &study, &ticket, &next).await;
-                            return;
+                            give_up(app, socket, &study, &ticket, &next).await;
+                            return End::Done;
                         }
                         // Being paired at this very moment (or replaced): the answer comes on
                         // `rx`.
@@ -224,12 +280,12 @@ pub async fn run(
                                     Ok(Some(Told::Paired { session })) => {
                                         app.lobby.forget(&p.id);
                                         let frame = ServerFrame::Paired { session: &session, role, partner: "human", next: &next };
-                                        let _ = send(&mut socket, &frame.text()).await;
-                                        return;
+                                        let _ = send(socket, &frame.text()).await;
+                                        return End::Done;
                                     }
                                     Ok(Some(Told::Replaced)) => {
-                                        let _ = send(&mut socket, &error_frame(None, "replaced", "you are waiting in another tab")).await;
-                                        return;
+                                        let _ = send(socket, &error_frame(None, "replaced", "you are waiting in another tab")).await;
+                                        return End::Done;
                                     }
                                     Ok(Some(Told::Retry)) => continue 'enqueue,
                                     Err(e) => tracing::warn!(participant = p.id, "lobby: cannot look for a lost place: {e}"),
@@ -238,9 +294,9 @@ pub async fn run(
                             Err(e) => tracing::warn!(participant = p.id, "lobby: cannot note a sign of life: {e}"),
                         }
                     }
-                    let Some(text) = incoming(&mut socket, msg, &mut limiter).await else {
-                        gone(&app).await;
-                        return;
+                    let Some(text) = incoming(socket, msg, &mut limiter).await else {
+                        gone(app).await;
+                        return End::Gone;
                     };
                     let reply = match text.as_deref().map(frames::parse) {
                         None | Some(Ok(ClientFrame::Hello { .. })) => continue,
@@ -251,14 +307,14 @@ pub async fn run(
                         }
                         Some(Err(e)) => error_frame(e.id.as_deref(), e.code, &e.message),
                     };
-                    if send(&mut socket, &reply).await.is_err() {
-                        gone(&app).await;
-                        return;
+                    if send(socket, &reply).await.is_err() {
+                        gone(app).await;
+                        return End::Gone;
                     }
                 }
                 () = app.stopping() => {
                     let _ = app.lobby.leave(app.store.as_ref(), &p.id, ticket.conn).await;
-                    return;
+                    return End::Gone;
                 }
             }
         }

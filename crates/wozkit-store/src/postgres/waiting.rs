@@ -18,7 +18,7 @@ use wozkit_core::event::Role;
 
 use crate::codec::to_i64;
 use crate::error::{Result, StoreError};
-use crate::store::{JoinedLobby, LOBBY_NOTICE_MAX, NewWaiter, Waiter};
+use crate::store::{Joined, JoinedLobby, LOBBY_NOTICE_MAX, NewWaiter, Waiter};
 
 /// The `LISTEN/NOTIFY` channel of lobby notices.
 pub const CHANNEL: &str = "wozkit_lobby";
@@ -73,10 +73,19 @@ pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Re
         .execute(&mut *tx)
         .await?;
     // Another tab of the same participant gives up its place to this one.
-    sqlx::query("DELETE FROM waiting WHERE participant = $1")
+    let sql = format!("DELETE FROM waiting WHERE participant = $1 RETURNING {COLUMNS}");
+    let replaced = sqlx::query(AssertSqlSafe(sql))
         .bind(e.participant.as_str())
-        .execute(&mut *tx)
-        .await?;
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(waiter_from_row)
+        .transpose()?;
+    // The wait counts from the participant's first tab.
+    let since = match &replaced {
+        Some(r) => since.min(to_i64("waiting since", r.since_ms)?),
+        None => since,
+    };
     let sql = format!(
         "DELETE FROM waiting WHERE participant = ( \
            SELECT participant FROM waiting \
@@ -97,7 +106,10 @@ pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Re
     if let Some(row) = taken {
         let partner = waiter_from_row(&row)?;
         tx.commit().await?;
-        return Ok(JoinedLobby::Taken(partner));
+        return Ok(JoinedLobby {
+            joined: Joined::Taken(partner),
+            replaced,
+        });
     }
     let sql = format!(
         "INSERT INTO waiting (participant, study_id, pair_key, role, worker, instance, conn, \
@@ -120,7 +132,10 @@ pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Re
         .await?;
     let queued = waiter_from_row(&row)?;
     tx.commit().await?;
-    Ok(JoinedLobby::Queued(queued))
+    Ok(JoinedLobby {
+        joined: Joined::Queued(queued),
+        replaced,
+    })
 }
 
 /// Refreshes (`heard_at_ms: Some`) or removes (`None`) the place of one connection.

@@ -12,7 +12,7 @@ use super::ops::Apply;
 use super::writer::BatchState;
 use crate::codec::to_i64;
 use crate::error::{Result, StoreError};
-use crate::store::{JoinedLobby, NewWaiter, Waiter};
+use crate::store::{Joined, JoinedLobby, NewWaiter, Waiter};
 
 /// The columns of a [`Waiter`], in the order [`waiter_from_row`] reads them.
 pub(super) const COLUMNS: &str = "participant, study_id, pair_key, role, worker, instance, conn, \
@@ -81,10 +81,20 @@ impl Apply for Join {
         };
         let pair = e.pair_key.as_deref().unwrap_or("");
         // Another tab of the same participant gives up its place to this one.
-        sqlx::query("DELETE FROM waiting WHERE participant = ?1")
+        let sql = format!("DELETE FROM waiting WHERE participant = ?1 RETURNING {COLUMNS}");
+        let replaced = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(e.participant.as_str())
-            .execute(&mut *conn)
+            .fetch_optional(&mut *conn)
             .await?;
+        let replaced = match replaced.as_ref().map(waiter_from_row).transpose() {
+            Ok(w) => w,
+            Err(err) => return Ok(Err(err)),
+        };
+        // The wait counts from the participant's first tab.
+        let since = match &replaced {
+            Some(r) => since.min(to_i64("waiting since", r.since_ms).unwrap_or(since)),
+            None => since,
+        };
         let sql = format!(
             "SELECT {COLUMNS} FROM waiting \
              WHERE study_id = ?1 AND pair_key = ?2 AND role = ?3 AND participant <> ?4 \
@@ -109,7 +119,10 @@ impl Apply for Join {
                 .bind(partner.participant.as_str())
                 .execute(&mut *conn)
                 .await?;
-            return Ok(Ok(JoinedLobby::Taken(partner)));
+            return Ok(Ok(JoinedLobby {
+                joined: Joined::Taken(partner),
+                replaced,
+            }));
         }
         let ord: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(ord), 0) + 1 FROM waiting")
             .fetch_one(&mut *conn)
@@ -132,7 +145,7 @@ impl Apply for Join {
         .bind(heard)
         .execute(&mut *conn)
         .await?;
-        Ok(Ok(JoinedLobby::Queued(Waiter {
+        let queued = Waiter {
             participant: e.participant.clone(),
             study_id: e.study_id.clone(),
             pair_key: e.pair_key.clone(),
@@ -142,9 +155,13 @@ impl Apply for Join {
             conn: e.conn,
             front: e.front,
             order: ord as u64,
-            since_ms: e.since_ms,
+            since_ms: since as u64,
             heard_at_ms: e.heard_at_ms,
-        })))
+        };
+        Ok(Ok(JoinedLobby {
+            joined: Joined::Queued(queued),
+            replaced,
+        }))
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use wozkit_core::event::Role;
 use wozkit_store::Store;
-use wozkit_store::store::{JoinedLobby, NewWaiter};
+use wozkit_store::store::{Joined, NewWaiter};
 
 use crate::harness::Backend;
 
@@ -29,9 +29,14 @@ fn entry(participant: &str, role: Role, worker: Option<&str>, heard_at_ms: u64) 
 
 /// The partner taken, or `None` when the joiner was queued.
 async fn join(store: &dyn Store, e: NewWaiter, live_since_ms: u64) -> Option<String> {
-    match store.join_lobby(e, live_since_ms).await.expect("join") {
-        JoinedLobby::Taken(w) => Some(w.participant),
-        JoinedLobby::Queued(_) => None,
+    match store
+        .join_lobby(e, live_since_ms)
+        .await
+        .expect("join")
+        .joined
+    {
+        Joined::Taken(w) => Some(w.participant),
+        Joined::Queued(_) => None,
     }
 }
 
@@ -108,10 +113,20 @@ pub async fn lobby_never_pairs_a_participant_or_worker_with_itself(backend: &Bac
         join(s, entry("b", Role::Wizard, Some("prolific:X"), 2), 0).await,
         None
     );
-    // A second tab of `a`, now as a wizard: its user place is replaced, not taken.
+    // A second tab of `a`, now as a wizard: its user place is replaced, not taken; the place
+    // replaced is returned (its connection is told), and the wait counts from the first tab.
     let mut again = entry("a", Role::Wizard, Some("prolific:X"), 3);
     again.conn = 2;
-    assert_eq!(join(s, again, 0).await, None);
+    let joined = s.join_lobby(again, 0).await.expect("join");
+    let replaced = joined.replaced.expect("the first tab's place");
+    assert_eq!(
+        (replaced.participant.as_str(), replaced.role, replaced.conn),
+        ("a", Role::User, 1)
+    );
+    match joined.joined {
+        Joined::Queued(w) => assert_eq!((w.conn, w.since_ms, w.heard_at_ms), (2, 1, 3)),
+        Joined::Taken(w) => panic!("the same worker taken: {w:?}"),
+    }
     let roles: Vec<(String, Role, u64)> = s
         .waiters(Some("s"))
         .await
@@ -131,13 +146,16 @@ pub async fn lobby_never_pairs_a_participant_or_worker_with_itself(backend: &Bac
     assert!(!s.leave_lobby("a", "i1", 1).await.expect("old tab"));
     assert!(!s.leave_lobby("a", "i2", 2).await.expect("other instance"));
     assert!(s.lobby_heard("a", "i1", 2, 9).await.expect("this tab"));
-    // Another worker's user takes the first wizard.
-    assert_eq!(
-        join(s, entry("c", Role::User, Some("prolific:Y"), 10), 0)
-            .await
-            .as_deref(),
-        Some("b")
-    );
+    // Another worker's user takes the first wizard; nothing of theirs was replaced.
+    let joined = s
+        .join_lobby(entry("c", Role::User, Some("prolific:Y"), 10), 0)
+        .await
+        .expect("join");
+    assert_eq!(joined.replaced, None);
+    match joined.joined {
+        Joined::Taken(w) => assert_eq!(w.participant, "b"),
+        Joined::Queued(_) => panic!("c should take b"),
+    }
     assert!(s.leave_lobby("a", "i1", 2).await.expect("leave"));
     assert!(!s.leave_lobby("a", "i1", 2).await.expect("left twice"));
     assert!(queue(s).await.is_empty());
