@@ -12,92 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use wozkit_core::engine::replay;
 use wozkit_core::event::{Event, EventKind};
-use wozkit_server::{Config, StartError, Tunables, launch_with_listener};
 use wozkit_store::Store;
-use wozkit_store::testing::TestDatabase;
 
-use crate::helpers::{Client, Tiny, enter, fast};
+use crate::cluster::{
+    LEASE_MS, Pair, at, instance, on_one_postgres_database, on_one_sqlite_store, owner, pair_on,
+    stop, wait_owner,
+};
+use crate::helpers::{Tiny, enter};
 use crate::reconnect::last_seq;
-
-/// Lease length of the test instances: short, so a takeover comes soon.
-const LEASE_MS: u64 = 600;
-
-/// One server instance on a shared store.
-struct Instance {
-    addr: std::net::SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    handle: JoinHandle<Result<(), StartError>>,
-}
-
-async fn instance(id: &str, store: Arc<dyn Store>, tiny: &Tiny) -> Instance {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let config = Config {
-        studies: vec![tiny.study()],
-        tunables: Tunables {
-            instance_id: id.to_owned(),
-            room_lease_ms: LEASE_MS,
-            sole_instance: false,
-            ..fast()
-        },
-    };
-    let handle = tokio::spawn(launch_with_listener(config, store, listener, async {
-        let _ = stopped.await;
-    }));
-    Instance {
-        addr,
-        stop: Some(stop),
-        handle,
-    }
-}
-
-fn at(c: &Client, addr: std::net::SocketAddr) -> Client {
-    Client {
-        addr,
-        cookie: c.cookie.clone(),
-        seat: c.seat.clone(),
-    }
-}
-
-async fn join(addr: std::net::SocketAddr, query: &str) -> Client {
-    let res = crate::helpers::http(addr, "GET", &format!("/join?{query}"), &[], "").await;
-    assert_eq!(res.status, 303, "join failed: {}", res.body);
-    let set = res.header("set-cookie").expect("join sets a cookie");
-    let location = res.header("location").unwrap_or_default();
-    Client {
-        addr,
-        cookie: set.split(';').next().unwrap_or_default().to_string(),
-        seat: location.split("seat=").nth(1).map(str::to_string),
-    }
-}
-
-async fn owner(store: &dyn Store, session: &str) -> Option<String> {
-    store
-        .room_owner(session)
-        .await
-        .expect("room owner")
-        .map(|l| l.instance_id)
-}
-
-/// Polls until the room's lease names `want` (or nobody, for `None`).
-async fn wait_owner(store: &dyn Store, session: &str, want: Option<&str>) {
-    for _ in 0..200 {
-        if owner(store, session).await.as_deref() == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "the lease of {session} never came to {want:?}: {:?}",
-        store.room_owner(session).await
-    );
-}
 
 fn disconnects(events: &[Event]) -> usize {
     events
@@ -109,23 +33,16 @@ fn disconnects(events: &[Event]) -> usize {
 /// The case, on stores `a_store` (instance A) and `b_store` (instance B) over one database.
 async fn a_room_moves_to_b_when_a_stops(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
     let tiny = Tiny::default();
-    let a = instance("A", a_store.clone(), &tiny).await;
-    let mut b = instance("B", b_store.clone(), &tiny).await;
+    let a = instance("A", a_store.clone(), &tiny, None).await;
+    let b = instance("B", b_store.clone(), &tiny, None).await;
 
     // Paired on A: A leases the room before it stores anything.
-    let user = join(a.addr, "participant=alice&role=user").await;
-    let wizard = join(a.addr, "participant=bob&role=wizard").await;
-    user.accept_pages().await;
-    wizard.accept_pages().await;
-    let mut wu = user.ws().await;
-    wu.hello(0).await;
-    let mut ww = wizard.ws().await;
-    ww.hello(0).await;
-    let session = wu.until_type("paired").await["session"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    ww.until_type("paired").await;
+    let Pair {
+        user,
+        wizard,
+        session,
+        waiting: _waiting,
+    } = pair_on(a.addr, "alice", "bob").await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
     assert_eq!(
@@ -190,33 +107,15 @@ async fn a_room_moves_to_b_when_a_stops(a_store: Arc<dyn Store>, b_store: Arc<dy
     // The ended room gives its lease back.
     wait_owner(b_store.as_ref(), &session, None).await;
 
-    if let Some(stop) = b.stop.take() {
-        let _ = stop.send(());
-    }
-    let stopped = tokio::time::timeout(Duration::from_secs(10), &mut b.handle).await;
-    assert!(
-        matches!(stopped, Ok(Ok(Ok(())))),
-        "B did not stop: {stopped:?}"
-    );
+    stop(b).await;
 }
 
 #[tokio::test]
 async fn a_room_owned_by_a_moves_to_b_only_after_a_stops_sqlite() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let store = wozkit_store::open(tmp.path().to_str().expect("utf-8 path"))
-        .await
-        .expect("store opens");
-    a_room_moves_to_b_when_a_stops(store.clone(), store).await;
+    on_one_sqlite_store(a_room_moves_to_b_when_a_stops).await;
 }
 
 #[tokio::test]
 async fn a_room_owned_by_a_moves_to_b_only_after_a_stops_postgres() {
-    let Some(db) = TestDatabase::create("instances_takeover").await else {
-        return;
-    };
-    let a = wozkit_store::open(&db.url).await.expect("store A opens");
-    let b = wozkit_store::open(&db.url).await.expect("store B opens");
-    a_room_moves_to_b_when_a_stops(a.clone(), b).await;
-    a.close().await;
-    db.drop_database().await;
+    on_one_postgres_database("instances_takeover", a_room_moves_to_b_when_a_stops).await;
 }

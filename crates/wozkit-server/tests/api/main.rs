@@ -2,6 +2,7 @@
 //! HTTP and by scripted WebSocket participants. One binary, one module per feature.
 
 mod client;
+mod cluster;
 mod helpers;
 
 mod access_matrix;

@@ -14,94 +14,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use wozkit_core::engine::replay;
 use wozkit_core::event::{Event, EventKind};
-use wozkit_server::{ClusterSecret, Config, StartError, Tunables, launch_with_listener};
 use wozkit_store::Store;
 use wozkit_store::testing::TestDatabase;
 
 use crate::client::{Client, Ws};
-use crate::helpers::{Tiny, enter, fast};
+use crate::cluster::{
+    Pair, at, instance, join, on_one_postgres_database, on_one_sqlite_store, owner, pair_on, stop,
+    wait_owner,
+};
+use crate::helpers::{Tiny, enter};
 use crate::reconnect::last_seq;
 
-/// Lease length of the test instances: short, so a takeover comes soon.
-const LEASE_MS: u64 = 600;
 const SECRET: &str = "relay-test-secret";
-
-struct Instance {
-    addr: std::net::SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    handle: JoinHandle<Result<(), StartError>>,
-}
-
-async fn instance(id: &str, store: Arc<dyn Store>, tiny: &Tiny, secret: Option<&str>) -> Instance {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let config = Config {
-        studies: vec![tiny.study()],
-        tunables: Tunables {
-            instance_id: id.to_owned(),
-            room_lease_ms: LEASE_MS,
-            sole_instance: false,
-            cluster_secret: secret.and_then(ClusterSecret::new),
-            ..fast()
-        },
-    };
-    let handle = tokio::spawn(launch_with_listener(config, store, listener, async {
-        let _ = stopped.await;
-    }));
-    Instance {
-        addr,
-        stop: Some(stop),
-        handle,
-    }
-}
-
-fn at(c: &Client, addr: std::net::SocketAddr) -> Client {
-    Client {
-        addr,
-        cookie: c.cookie.clone(),
-        seat: c.seat.clone(),
-    }
-}
-
-async fn join(addr: std::net::SocketAddr, query: &str) -> Client {
-    let res = crate::helpers::http(addr, "GET", &format!("/join?{query}"), &[], "").await;
-    assert_eq!(res.status, 303, "join failed: {}", res.body);
-    let set = res.header("set-cookie").expect("join sets a cookie");
-    let location = res.header("location").unwrap_or_default();
-    Client {
-        addr,
-        cookie: set.split(';').next().unwrap_or_default().to_string(),
-        seat: location.split("seat=").nth(1).map(str::to_string),
-    }
-}
-
-async fn owner(store: &dyn Store, session: &str) -> Option<String> {
-    store
-        .room_owner(session)
-        .await
-        .expect("room owner")
-        .map(|l| l.instance_id)
-}
-
-async fn wait_owner(store: &dyn Store, session: &str, want: Option<&str>) {
-    for _ in 0..200 {
-        if owner(store, session).await.as_deref() == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "the lease of {session} never came to {want:?}: {:?}",
-        store.room_owner(session).await
-    );
-}
 
 /// The frames a fresh room connection receives up to its first view (welcome and the events
 /// after `hello 0`), with `hello 0`.
@@ -186,19 +113,12 @@ async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
     stop(no_secret).await;
 
     // Paired on A: A runs the room.
-    let user = join(a.addr, "participant=alice&role=user").await;
-    let wizard = join(a.addr, "participant=bob&role=wizard").await;
-    user.accept_pages().await;
-    wizard.accept_pages().await;
-    let mut wu = user.ws().await;
-    wu.hello(0).await;
-    let mut ww = wizard.ws().await;
-    ww.hello(0).await;
-    let session = wu.until_type("paired").await["session"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    ww.until_type("paired").await;
+    let Pair {
+        user,
+        wizard,
+        session,
+        waiting: _waiting,
+    } = pair_on(a.addr, "alice", "bob").await;
     let mut wu = enter(&user, 0).await;
     let mut wa = enter(&wizard, 0).await;
     wait_owner(b_store.as_ref(), &session, Some("A")).await;
@@ -334,18 +254,6 @@ async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
     stop(b).await;
 }
 
-/// Stops an instance cleanly and checks that it stopped.
-async fn stop(mut i: Instance) {
-    if let Some(stop) = i.stop.take() {
-        let _ = stop.send(());
-    }
-    let stopped = tokio::time::timeout(Duration::from_secs(10), &mut i.handle).await;
-    assert!(
-        matches!(stopped, Ok(Ok(Ok(())))),
-        "an instance did not stop: {stopped:?}"
-    );
-}
-
 /// A participant waiting on A, paired by the shared lobby into a room that B starts: the
 /// `paired` frame sends their page on, and their room socket, on A, is relayed to B.
 async fn paired_across_instances(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
@@ -390,23 +298,12 @@ async fn paired_across_instances(a_store: Arc<dyn Store>, b_store: Arc<dyn Store
 
 #[tokio::test]
 async fn a_room_on_a_is_reached_through_b_sqlite() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let store = wozkit_store::open(tmp.path().to_str().expect("utf-8 path"))
-        .await
-        .expect("store opens");
-    relay_case(store.clone(), store).await;
+    on_one_sqlite_store(relay_case).await;
 }
 
 #[tokio::test]
 async fn a_room_on_a_is_reached_through_b_postgres() {
-    let Some(db) = TestDatabase::create("relay").await else {
-        return;
-    };
-    let a = wozkit_store::open(&db.url).await.expect("store A opens");
-    let b = wozkit_store::open(&db.url).await.expect("store B opens");
-    relay_case(a.clone(), b).await;
-    a.close().await;
-    db.drop_database().await;
+    on_one_postgres_database("relay", relay_case).await;
 }
 
 #[tokio::test]
@@ -453,16 +350,12 @@ async fn relay_hop_figures() {
     };
     let a = instance("A", store.clone(), &tiny, Some(SECRET)).await;
     let b = instance("B", store.clone(), &tiny, Some(SECRET)).await;
-    let user = join(a.addr, "participant=erin&role=user").await;
-    let wizard = join(a.addr, "participant=frank&role=wizard").await;
-    user.accept_pages().await;
-    wizard.accept_pages().await;
-    let mut wu = user.ws().await;
-    wu.hello(0).await;
-    let mut ww = wizard.ws().await;
-    ww.hello(0).await;
-    wu.until_type("paired").await;
-    ww.until_type("paired").await;
+    let Pair {
+        user,
+        wizard,
+        waiting: _waiting,
+        ..
+    } = pair_on(a.addr, "erin", "frank").await;
     let room_user = enter(&user, 0).await;
     const N: usize = 150;
     let mut direct = enter(&wizard, 0).await;

@@ -1,0 +1,175 @@
+//! Several server instances on one store, for the scale-out tests (`instances.rs`,
+//! `relay.rs`): starting and stopping an instance, joining on a given instance, a participant
+//! reaching another instance, the room's lease, and the two-store setups (one SQLite store
+//! shared in this process, or one PostgreSQL database with a connection pool per instance).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use wozkit_server::{ClusterSecret, Config, StartError, Tunables, launch_with_listener};
+use wozkit_store::Store;
+use wozkit_store::testing::TestDatabase;
+
+use crate::client::{Client, Ws, http};
+use crate::helpers::{Tiny, fast};
+
+/// Lease length of the test instances: short, so a takeover comes soon.
+pub const LEASE_MS: u64 = 600;
+
+/// One server instance on a shared store.
+pub struct Instance {
+    pub addr: SocketAddr,
+    pub stop: Option<oneshot::Sender<()>>,
+    pub handle: JoinHandle<Result<(), StartError>>,
+}
+
+/// Starts instance `id` of the tiny study on `store`, with leases of [`LEASE_MS`] and the
+/// cluster secret `secret` (none: the relay route is closed).
+pub async fn instance(
+    id: &str,
+    store: Arc<dyn Store>,
+    tiny: &Tiny,
+    secret: Option<&str>,
+) -> Instance {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let config = Config {
+        studies: vec![tiny.study()],
+        tunables: Tunables {
+            instance_id: id.to_owned(),
+            room_lease_ms: LEASE_MS,
+            sole_instance: false,
+            cluster_secret: secret.and_then(ClusterSecret::new),
+            ..fast()
+        },
+    };
+    let handle = tokio::spawn(launch_with_listener(config, store, listener, async {
+        let _ = stopped.await;
+    }));
+    Instance {
+        addr,
+        stop: Some(stop),
+        handle,
+    }
+}
+
+/// Stops an instance cleanly and checks that it stopped.
+pub async fn stop(mut i: Instance) {
+    if let Some(stop) = i.stop.take() {
+        let _ = stop.send(());
+    }
+    let stopped = tokio::time::timeout(Duration::from_secs(10), &mut i.handle).await;
+    assert!(
+        matches!(stopped, Ok(Ok(Ok(())))),
+        "the instance at {} did not stop: {stopped:?}",
+        i.addr
+    );
+}
+
+/// The same participant (cookie and seat) reaching the instance at `addr`.
+pub fn at(c: &Client, addr: SocketAddr) -> Client {
+    Client {
+        addr,
+        cookie: c.cookie.clone(),
+        seat: c.seat.clone(),
+    }
+}
+
+/// Opens an entry link on the instance at `addr`; returns the participant with its cookie.
+pub async fn join(addr: SocketAddr, query: &str) -> Client {
+    let res = http(addr, "GET", &format!("/join?{query}"), &[], "").await;
+    assert_eq!(res.status, 303, "join failed: {}", res.body);
+    let set = res.header("set-cookie").expect("join sets a cookie");
+    let location = res.header("location").unwrap_or_default();
+    Client {
+        addr,
+        cookie: set.split(';').next().unwrap_or_default().to_string(),
+        seat: location.split("seat=").nth(1).map(str::to_string),
+    }
+}
+
+/// A user and a wizard paired on one instance.
+pub struct Pair {
+    pub user: Client,
+    pub wizard: Client,
+    pub session: String,
+    /// Their waiting-room sockets (user, wizard), still open.
+    pub waiting: (Ws, Ws),
+}
+
+/// Joins participant `user` as the user and `wizard` as the wizard on the instance at `addr`,
+/// accepts their pages, opens both waiting rooms and waits until both are told of the pairing.
+pub async fn pair_on(addr: SocketAddr, user: &str, wizard: &str) -> Pair {
+    let user = join(addr, &format!("participant={user}&role=user")).await;
+    let wizard = join(addr, &format!("participant={wizard}&role=wizard")).await;
+    user.accept_pages().await;
+    wizard.accept_pages().await;
+    let mut wu = user.ws().await;
+    wu.hello(0).await;
+    let mut ww = wizard.ws().await;
+    ww.hello(0).await;
+    let session = wu.until_type("paired").await["session"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ww.until_type("paired").await;
+    Pair {
+        user,
+        wizard,
+        session,
+        waiting: (wu, ww),
+    }
+}
+
+/// The instance holding the room's lease, if any.
+pub async fn owner(store: &dyn Store, session: &str) -> Option<String> {
+    store
+        .room_owner(session)
+        .await
+        .expect("room owner")
+        .map(|l| l.instance_id)
+}
+
+/// Polls until the room's lease names `want` (or nobody, for `None`).
+pub async fn wait_owner(store: &dyn Store, session: &str, want: Option<&str>) {
+    for _ in 0..200 {
+        if owner(store, session).await.as_deref() == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the lease of {session} never came to {want:?}: {:?}",
+        store.room_owner(session).await
+    );
+}
+
+/// Runs `case` with one SQLite store (in a fresh directory) as both instances' store.
+pub async fn on_one_sqlite_store(case: impl AsyncFnOnce(Arc<dyn Store>, Arc<dyn Store>)) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = wozkit_store::open(tmp.path().to_str().expect("utf-8 path"))
+        .await
+        .expect("store opens");
+    case(store.clone(), store).await;
+}
+
+/// Runs `case` with two stores (a connection pool each) on a fresh PostgreSQL database named
+/// after `name`, then drops the database; does nothing without `WOZKIT_TEST_PG_URL`.
+pub async fn on_one_postgres_database(
+    name: &str,
+    case: impl AsyncFnOnce(Arc<dyn Store>, Arc<dyn Store>),
+) {
+    let Some(db) = TestDatabase::create(name).await else {
+        return;
+    };
+    let a = wozkit_store::open(&db.url).await.expect("store A opens");
+    let b = wozkit_store::open(&db.url).await.expect("store B opens");
+    case(a.clone(), b).await;
+    a.close().await;
+    db.drop_database().await;
+}
