@@ -520,6 +520,7 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
     let mut selected = 0;
     let mut users = 0;
     let mut ranges = 0;
+    let mut recommends = 0;
     let rules = study.study.goals.as_ref().unwrap();
     let forms = real_value_forms();
     for seed in 0..30u64 {
@@ -594,6 +595,58 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
                 assert_eq!(m["user_state"].as_array().unwrap().len(), goal.len());
                 continue;
             }
+            // A recommending option's act names the selected row; a no-offer option's its domain.
+            for act in m["dialog_act"].as_array().unwrap() {
+                match act[0].as_str().unwrap() {
+                    "Recommend" => {
+                        recommends += 1;
+                        let (domain, name) = (act[1].as_str().unwrap(), act[3].as_str().unwrap());
+                        let row = db.select(domain, name).unwrap_or_else(|e| {
+                            panic!("seed {seed}: recommended {name} is not in {domain}: {e}")
+                        });
+                        assert_eq!(row[act[2].as_str().unwrap()], json!(name), "seed {seed}");
+                    }
+                    "NoOffer" => {
+                        assert!(
+                            real_sys["sys_state"]
+                                .get(act[1].as_str().unwrap())
+                                .is_some()
+                        );
+                        assert_eq!((&act[2], &act[3]), (&json!("none"), &json!("none")));
+                    }
+                    "General" => assert!(
+                        !act[1].as_str().unwrap().starts_with("recommend"),
+                        "seed {seed}: a recommendation left General: {act}"
+                    ),
+                    _ => {}
+                }
+            }
+            // A recommending option's act names the selected row; a no-offer option's its domain.
+            for act in m["dialog_act"].as_array().unwrap() {
+                match act[0].as_str().unwrap() {
+                    "Recommend" => {
+                        recommends += 1;
+                        let (domain, name) = (act[1].as_str().unwrap(), act[3].as_str().unwrap());
+                        let row = db.select(domain, name).unwrap_or_else(|e| {
+                            panic!("seed {seed}: recommended {name} is not in {domain}: {e}")
+                        });
+                        assert_eq!(row[act[2].as_str().unwrap()], json!(name), "seed {seed}");
+                    }
+                    "NoOffer" => {
+                        assert!(
+                            real_sys["sys_state"]
+                                .get(act[1].as_str().unwrap())
+                                .is_some()
+                        );
+                        assert_eq!((&act[2], &act[3]), (&json!("none"), &json!("none")));
+                    }
+                    "General" => assert!(
+                        !act[1].as_str().unwrap().starts_with("recommend"),
+                        "seed {seed}: a recommendation left General: {act}"
+                    ),
+                    _ => {}
+                }
+            }
             for key in ["sys_state", "sys_state_init"] {
                 // Every domain is one of the dataset's, and every selected result is a row of
                 // the table of that name.
@@ -613,6 +666,7 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
     assert!(selected > 0, "the simulated wizards selected results");
     assert!(users > 0);
     assert!(ranges > 0, "some goal has a range constraint");
+    assert!(recommends > 0, "some simulated wizard recommended a place");
 }
 
 /// The goal of a session's log (its `goal_generated`).

@@ -9,7 +9,9 @@
 //!   `sys_state` and `sys_state_init` (the five CrossWOZ domains with their slots, the study's
 //!   other domains and searched columns added, `selectedResults` last); `dialog_act` adds an
 //!   `Inform` act per goal entry the turn satisfied (the user's constraints, the wizard's
-//!   requested values).
+//!   requested values), and a wizard act labelled `recommend…` or `no_offer` becomes
+//!   `["Recommend", domain, key column, name]` of the last selected row or `["NoOffer", domain,
+//!   "none", "none"]` of the last searched table.
 //! - MultiWOZ 2.1: `goal.<domain>` `{info, reqt}` per sub-goal, per system turn `metadata`
 //!   `{<domain>: {book: {booked: []}, semi: {slot: value}}}`, and `<Domain>-Inform` acts.
 //! - ConvLab-3: `goal.inform` / `goal.request` by domain, `domains`, per user turn `state`
@@ -180,6 +182,12 @@ pub(crate) fn crosswoz_turn(
             }
         }
     }
+    if role == Role::Wizard
+        && let Some(turn) = turn
+        && let Some(Value::Array(acts)) = fields.get_mut("dialog_act")
+    {
+        wizard_acts(session, turn, acts);
+    }
     match role {
         Role::User => {
             fields.insert("user_state".into(), tuples(now.user_state));
@@ -190,6 +198,72 @@ pub(crate) fn crosswoz_turn(
                 "sys_state_init".into(),
                 crosswoz_belief(now.sys_state_init, empty),
             );
+        }
+    }
+}
+
+/// The wizard's act label as a CrossWOZ intent, by its first word (`recommend_restaurant`,
+/// `no_offer`, `NoOffer`): `Recommend` or `NoOffer`; None for any other label.
+fn intent(label: &str) -> Option<&'static str> {
+    let plain: String = label
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect();
+    if plain.starts_with("recommend") {
+        Some("Recommend")
+    } else if plain.starts_with("nooffer") {
+        Some("NoOffer")
+    } else {
+        None
+    }
+}
+
+/// Rewrites a wizard turn's `["General", label, "none", "none"]` act when its label is a
+/// CrossWOZ intent (see [`intent`]): `Recommend` becomes `["Recommend", domain, key column,
+/// name]` of the row the wizard selected last before the message, `NoOffer` becomes
+/// `["NoOffer", domain, "none", "none"]` of the table searched last. The domain is the goal's
+/// label of the table (the table's name when no sub-goal is on it). Without such a selection or
+/// search the act stays as it was.
+fn wizard_acts(session: &ImportedSession, turn: &Turn<'_>, acts: &mut [Value]) {
+    let mut selected: Option<(&str, &str, &wozkit_core::database::Row)> = None;
+    let mut searched: Option<&str> = None;
+    for e in &session.events {
+        match &e.kind {
+            EventKind::Message { source, .. } if std::ptr::eq(source, turn.source) => break,
+            EventKind::DbSelected { table, key, row } => selected = Some((table, key, row)),
+            EventKind::DbQueried { table, .. } => searched = Some(table),
+            _ => {}
+        }
+    }
+    let domain = |table: &str| -> String {
+        logged_goal(session)
+            .and_then(|(g, _)| g.subgoals.iter().find(|sg| sg.table == table))
+            .map_or_else(|| table.to_string(), |sg| sg.domain.clone())
+    };
+    for act in acts.iter_mut() {
+        let Some(label) = act
+            .as_array()
+            .filter(|a| a.len() == 4 && a[0] == "General")
+            .and_then(|a| a[1].as_str())
+        else {
+            continue;
+        };
+        let mapped = match intent(label) {
+            Some("Recommend") => selected.map(|(table, key, row)| {
+                let column = row
+                    .iter()
+                    .find(|(_, v)| wozkit_core::database::value_text(v) == key)
+                    .map_or("none", |(c, _)| c.as_str());
+                json!(["Recommend", domain(table), column, key])
+            }),
+            Some("NoOffer") => {
+                searched.map(|table| json!(["NoOffer", domain(table), "none", "none"]))
+            }
+            _ => None,
+        };
+        if let Some(m) = mapped {
+            *act = m;
         }
     }
 }
