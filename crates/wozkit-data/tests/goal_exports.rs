@@ -669,6 +669,67 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
     assert!(recommends > 0, "some simulated wizard recommended a place");
 }
 
+/// A user message naming requested slots gets a `Request` act per slot still open, on the
+/// domain of the sub-goal requesting it; a message naming none gets none.
+#[test]
+fn a_user_asking_for_requested_slots_gets_request_acts() {
+    let study = study();
+    let seed = referring_seed(&study);
+    let mut p = Play::start(&study, seed);
+    let g = p.goal();
+    let sg = &g.subgoals[0];
+    let asked: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+    assert!(!asked.is_empty());
+    p.by(
+        Role::Wizard,
+        Command::Text {
+            text: "Hello!".into(),
+        },
+    );
+    p.by(
+        Role::User,
+        Command::Text {
+            text: "Hi, I am looking around.".into(),
+        },
+    );
+    p.by(
+        Role::Wizard,
+        Command::Text {
+            text: "Sure.".into(),
+        },
+    );
+    p.by(
+        Role::User,
+        Command::Text {
+            text: format!("Tell me its {} please.", asked.join(" and ")),
+        },
+    );
+    let session = ImportedSession {
+        id: ID.into(),
+        events: p.log.clone(),
+    };
+    let file: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
+    let msgs = file[ID]["messages"].as_array().unwrap();
+    let requests = |m: &Value| -> Vec<Value> {
+        m["dialog_act"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a[0] == "Request")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(requests(&msgs[1]), Vec::<Value>::new(), "no slot named");
+    let got = requests(&msgs[3]);
+    for slot in &asked {
+        // The first sub-goal still open with that slot is this one (nothing was informed).
+        assert!(
+            got.contains(&json!(["Request", sg.domain, slot, ""])),
+            "{slot}: {got:?}"
+        );
+    }
+}
+
 /// The goal of a session's log (its `goal_generated`).
 fn played_goal(session: &ImportedSession) -> Goal {
     session

@@ -9,7 +9,8 @@
 //!   `sys_state` and `sys_state_init` (the five CrossWOZ domains with their slots, the study's
 //!   other domains and searched columns added, `selectedResults` last); `dialog_act` adds an
 //!   `Inform` act per goal entry the turn satisfied (the user's constraints, the wizard's
-//!   requested values), and a wizard act labelled `recommend…` or `no_offer` becomes
+//!   requested values), a `Request` act per requested slot a user message names, and a wizard
+//!   act labelled `recommend…` or `no_offer` becomes
 //!   `["Recommend", domain, key column, name]` of the last selected row or `["NoOffer", domain,
 //!   "none", "none"]` of the last searched table.
 //! - MultiWOZ 2.1: `goal.<domain>` `{info, reqt}` per sub-goal, per system turn `metadata`
@@ -188,6 +189,13 @@ pub(crate) fn crosswoz_turn(
     {
         wizard_acts(session, turn, acts);
     }
+    if role == Role::User
+        && let Some(turn) = turn
+        && let Some(Value::Array(acts)) = fields.get_mut("dialog_act")
+    {
+        // A user message never informs a request, so the state after it tells what was open.
+        acts.extend(user_requests(turn.text, now.user_state));
+    }
     match role {
         Role::User => {
             fields.insert("user_state".into(), tuples(now.user_state));
@@ -200,6 +208,25 @@ pub(crate) fn crosswoz_turn(
             );
         }
     }
+}
+
+/// The user's `Request` acts: `["Request", domain, slot, ""]` for each requested slot of the
+/// goal that the message names (its column name, case aside) and that was not yet informed
+/// before it; a slot requested by several sub-goals goes to the first of them still open.
+fn user_requests(text: &str, entries: &[GoalEntry]) -> Vec<Value> {
+    let lower = text.to_lowercase();
+    let mut seen: Vec<&str> = vec![];
+    let mut out = vec![];
+    for e in entries {
+        if e.kind != EntryKind::Request || e.satisfied || seen.contains(&e.slot.as_str()) {
+            continue;
+        }
+        if !e.slot.trim().is_empty() && lower.contains(&e.slot.to_lowercase()) {
+            seen.push(&e.slot);
+            out.push(json!(["Request", e.domain, e.slot, ""]));
+        }
+    }
+    out
 }
 
 /// The wizard's act label as a CrossWOZ intent, by its first word (`recommend_restaurant`,
