@@ -529,20 +529,39 @@ impl Lobby {
         });
     }
 
-    /// 1-based place among those waiting for the same role in the same queue, on every instance.
+    /// 1-based place among those waiting for the same role in the same queue, on every
+    /// instance, counting only places heard from within `stale_after` (besides the
+    /// participant's own). Places silent for twice that long belong to connections that are
+    /// gone without giving them up (their instance was killed): they are removed.
     pub async fn position(
         &self,
         store: &dyn Store,
         key: &QueueKey,
         participant: &str,
+        now_ms: u64,
+        stale_after: Duration,
     ) -> Result<Option<usize>, StoreError> {
         let waiters = store.waiters(Some(&key.study)).await?;
+        let stale_ms = stale_after.as_millis() as u64;
+        let live_since = now_ms.saturating_sub(stale_ms);
+        let dead_before = now_ms.saturating_sub(2 * stale_ms);
+        for w in waiters.iter().filter(|w| w.heard_at_ms < dead_before) {
+            // Exact place only: a participant queued again since then keeps the new one.
+            if let Err(e) = store.leave_lobby(&w.participant, &w.instance, w.conn).await {
+                tracing::warn!(
+                    participant = w.participant,
+                    instance = w.instance,
+                    "lobby: cannot remove a place left by a dead connection: {e}"
+                );
+            }
+        }
         let Some(me) = waiters.iter().find(|w| w.participant == participant) else {
             return Ok(None);
         };
         Ok(waiters
             .iter()
             .filter(|w| w.pair_key == key.pair && w.role == me.role)
+            .filter(|w| w.participant == participant || w.heard_at_ms >= live_since)
             .position(|w| w.participant == participant)
             .map(|p| p + 1))
     }
@@ -623,6 +642,31 @@ pub async fn listen(app: &AppState) {
     app.lobby
         .listener
         .get_or_init(|| async {
+            // Before anybody queues here: places named after this instance are left from an
+            // earlier run of it (killed before giving them up); on the store's only instance
+            // every place is.
+            match app.store.waiters(None).await {
+                Ok(waiters) => {
+                    for w in waiters
+                        .iter()
+                        .filter(|w| app.tunables.sole_instance || w.instance == app.lobby.instance)
+                    {
+                        if let Err(e) = app
+                            .store
+                            .leave_lobby(&w.participant, &w.instance, w.conn)
+                            .await
+                        {
+                            tracing::warn!(
+                                participant = w.participant,
+                                "lobby: cannot remove a place left by an earlier run: {e}"
+                            );
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("lobby: cannot read the places left by an earlier run: {e}")
+                }
+            }
             let mut rx = match app.store.listen_lobby().await {
                 Ok(Some(rx)) => rx,
                 Ok(None) => return,
@@ -701,7 +745,10 @@ mod tests {
     }
 
     async fn position(lobby: &Lobby, store: &SqliteStore, p: &str) -> Option<usize> {
-        lobby.position(store, &key(), p).await.expect("position")
+        lobby
+            .position(store, &key(), p, 0, STALE)
+            .await
+            .expect("position")
     }
 
     #[tokio::test]
@@ -804,6 +851,31 @@ mod tests {
         );
         let got = enqueue(&lobby, s, ticket("w2", None, Role::Wizard, 3), later).await;
         assert_eq!(partner(got).as_deref(), Some("u"));
+    }
+
+    #[tokio::test]
+    async fn places_count_live_waiters_and_dead_places_go() {
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let _ = enqueue(&lobby, s, ticket("ghost", None, Role::User, 1), 0).await;
+        let stale = STALE.as_millis() as u64;
+        let _ = enqueue(&lobby, s, ticket("u", None, Role::User, 2), stale).await;
+        let k = key();
+        let at = |now_ms| lobby.position(s, &k, "u", now_ms, STALE);
+        assert_eq!(at(stale).await.expect("position"), Some(2));
+        // Silent past the cut-off: not counted, still there (it may be heard again).
+        assert_eq!(at(stale + 1).await.expect("position"), Some(1));
+        assert_eq!(s.waiters(None).await.expect("waiters").len(), 2);
+        // Silent twice as long: its connection is gone for good, and so is the place.
+        assert_eq!(at(2 * stale + 1).await.expect("position"), Some(1));
+        let left: Vec<String> = s
+            .waiters(None)
+            .await
+            .expect("waiters")
+            .into_iter()
+            .map(|w| w.participant)
+            .collect();
+        assert_eq!(left, ["u"]);
     }
 
     #[tokio::test]

@@ -224,7 +224,7 @@ async fn serve(
                     Ok(Told::Retry) | Err(_) => continue 'enqueue,
                 },
                 _ = ticker.tick() => {
-                    let position = match app.lobby.position(app.store.as_ref(), &key, &p.id).await {
+                    let position = match app.lobby.position(app.store.as_ref(), &key, &p.id, now_ms(), stale_after).await {
                         Ok(position) => position.unwrap_or(1),
                         Err(e) => {
                             tracing::warn!(participant = p.id, "lobby: cannot read the queue: {e}");

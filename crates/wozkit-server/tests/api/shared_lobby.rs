@@ -225,6 +225,53 @@ async fn pairing_is_first_come_first_served_across_instances() {
     finish(db, a, b).await;
 }
 
+/// A place in the table as an instance killed before giving it up would leave it.
+fn leftover(participant: &str, instance: &str) -> wozkit_store::store::NewWaiter {
+    let now = wozkit_server::app::now_ms();
+    wozkit_store::store::NewWaiter {
+        participant: participant.to_owned(),
+        study_id: "elsewhere".to_owned(),
+        pair_key: None,
+        role: wozkit_core::event::Role::User,
+        worker: None,
+        instance: instance.to_owned(),
+        conn: 1,
+        front: false,
+        since_ms: now,
+        heard_at_ms: now,
+    }
+}
+
+#[tokio::test]
+async fn an_instance_removes_the_places_its_earlier_run_left() {
+    let Some((db, a, b)) = two("shared_lobby_leftovers").await else {
+        return;
+    };
+    for (participant, instance) in [("left-on-a", "instance-a"), ("left-on-b", "instance-b")] {
+        a.store
+            .join_lobby(leftover(participant, instance), 0)
+            .await
+            .expect("a leftover place");
+    }
+    // The first participant waiting on a: a's leftover is gone, b's place is b's business.
+    let user = a.join("participant=ann&role=user").await;
+    let ws = waiting(&user).await;
+    let mut left: Vec<String> = b
+        .store
+        .waiters(None)
+        .await
+        .expect("waiters")
+        .into_iter()
+        .map(|w| w.participant)
+        .collect();
+    left.sort();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.contains(&"left-on-b".to_owned()), "{left:?}");
+    assert!(!left.contains(&"left-on-a".to_owned()), "{left:?}");
+    drop(ws);
+    finish(db, a, b).await;
+}
+
 /// POSTs the login form to `addr`.
 async fn try_login(addr: SocketAddr, name: &str, password: &str) -> crate::client::Response {
     let origin = format!("http://{addr}");
