@@ -22,7 +22,7 @@ use wozkit_core::event::{EventKind, ItemPool, Judgment, Role, ScreenReason, Turn
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
 use wozkit_core::questions::{self, Problem, Question, seed_of};
-use wozkit_store::{Lease, NewEvent, Participant, SubmitOutcome};
+use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
 
 use super::html::{esc, layout, markdown};
 use super::pages::{SeatQuery, advance, ensure_code, to_page, who};
@@ -703,6 +703,72 @@ pub(super) async fn own_lease(
         .lease(id)
         .await?
         .filter(|l| l.worker == p.id && l.study_id == study.study.id))
+}
+
+/// The request's participant, study and own open lease for a lease-bound form of evaluation
+/// task `task` (written dialogues, spans, act labels), when the participant is on a `rate` page
+/// of a study with that task; `Err(response)` otherwise (back to the page).
+pub(super) async fn lease_form(
+    app: &AppState,
+    headers: &HeaderMap,
+    seat: Option<&str>,
+    fields: &Fields,
+    task: EvalTask,
+) -> Result<Result<(Participant, std::sync::Arc<LoadedStudy>, Lease), Response>, HttpError> {
+    same_site(headers)?;
+    let (p, study, role) = who(app, headers, seat).await?;
+    let st = &study.study;
+    let on_page = flow::kind_at(st, role, flow::index(&p.flow_step)) == PageKind::Rate;
+    let task_ok = st.evaluation.as_ref().is_some_and(|e| e.task == task);
+    if !on_page || !task_ok {
+        return Ok(Err(to_page(seat)));
+    }
+    match own_lease(app, &p, &study, fields).await? {
+        Some(lease) if lease.state == LeaseState::Leased => Ok(Ok((p, study, lease))),
+        _ => Ok(Err(to_page(seat))),
+    }
+}
+
+/// Submits the judgment of a lease-bound form (written dialogues, spans, act labels): the
+/// lease's item with `answers`, over `dialogues` (of `systems`), on the participant's current
+/// page; no choice, reason or turn labels. See [`submit_judgment`].
+pub(super) async fn submit_form_judgment(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    lease: &Lease,
+    (systems, dialogues): (Vec<String>, Vec<String>),
+    answers: IndexMap<String, Value>,
+) -> Result<SubmitOutcome, HttpError> {
+    let role = p.role.unwrap_or(Role::User);
+    let log = eval::ensure_log(app, p, study).await?;
+    let judgment = Judgment {
+        page: flow::page_id(&study.study, role, flow::index(&p.flow_step)),
+        item: lease.item_id.clone(),
+        lease: lease.id.clone(),
+        pool: lease.pool,
+        systems,
+        dialogues,
+        choice: None,
+        justification: None,
+        answers,
+        turns: vec![],
+        counted: false,
+        surplus: false,
+        gold_correct: None,
+        claimed_at_ms: lease.claimed_at_ms,
+        void: false,
+    };
+    submit_judgment(app, p, &log, judgment).await
+}
+
+/// The systems and dialogues a lease's judgment is over: the lease's dialogues, each of the
+/// system the evaluation gives it.
+pub(super) fn lease_dialogues(ev: &Evaluation, lease: &Lease) -> (Vec<String>, Vec<String>) {
+    (
+        lease.dialogues.iter().map(|d| ev.system_of(d)).collect(),
+        lease.dialogues.clone(),
+    )
 }
 
 /// `POST /p/judge`: one judgment.

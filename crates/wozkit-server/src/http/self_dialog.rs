@@ -35,15 +35,14 @@ use wozkit_core::evaluation::{
     EvalTask, Evaluation, SELF_DIALOG_TURN, SPAN_MARK, SelfDialogs, Span, SpanAnnotation,
     check_span, marked_spans, self_speaker, write_turn, written_turns,
 };
-use wozkit_core::event::{Actor, EndReason, EventKind, Judgment, MessageSource, Role};
+use wozkit_core::event::{Actor, EndReason, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
-use wozkit_core::model::PageKind;
 use wozkit_core::questions::seed_of;
-use wozkit_store::{Lease, LeaseState, NewEvent, NewSession, Participant, SubmitOutcome};
+use wozkit_store::{Lease, NewEvent, NewSession, Participant, SubmitOutcome};
 
 use super::html::{esc, layout, markdown};
-use super::judge::{Fields, field, own_lease, page_head, same_site, submit_judgment};
-use super::pages::{SeatQuery, to_page, who};
+use super::judge::{Fields, field, lease_dialogues, lease_form, page_head, submit_form_judgment};
+use super::pages::{SeatQuery, to_page};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
@@ -315,29 +314,6 @@ fn tm_speaker(speaker: &str) -> String {
     }
 }
 
-/// The request's participant, study, evaluation of `task` and own lease, when the participant
-/// is on a page of that task; `Err(response)` otherwise (back to the page).
-async fn context(
-    app: &AppState,
-    headers: &HeaderMap,
-    seat: Option<&str>,
-    fields: &Fields,
-    task: EvalTask,
-) -> Result<Result<(Participant, std::sync::Arc<LoadedStudy>, Lease), Response>, HttpError> {
-    same_site(headers)?;
-    let (p, study, role) = who(app, headers, seat).await?;
-    let st = &study.study;
-    let on_page = flow::kind_at(st, role, flow::index(&p.flow_step)) == PageKind::Rate;
-    let task_ok = st.evaluation.as_ref().is_some_and(|e| e.task == task);
-    if !on_page || !task_ok {
-        return Ok(Err(to_page(seat)));
-    }
-    match own_lease(app, &p, &study, fields).await? {
-        Some(lease) if lease.state == LeaseState::Leased => Ok(Ok((p, study, lease))),
-        _ => Ok(Err(to_page(seat))),
-    }
-}
-
 /// The page again with a problem (422).
 async fn refused(
     app: &AppState,
@@ -361,7 +337,7 @@ async fn turn(
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
     let seat = q.seat();
-    let (p, study, lease) = match context(
+    let (p, study, lease) = match lease_form(
         &app,
         &headers,
         seat.as_deref(),
@@ -424,7 +400,7 @@ async fn submit_dialogue(
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
     let seat = q.seat();
-    let (p, study, lease) = match context(
+    let (p, study, lease) = match lease_form(
         &app,
         &headers,
         seat.as_deref(),
@@ -460,26 +436,15 @@ async fn submit_dialogue(
     let mut answers = IndexMap::new();
     answers.insert("conversation_id".into(), json!(conversation_id(&lease.id)));
     answers.insert("utterances".into(), Value::Array(utterances));
-    let role = p.role.unwrap_or(Role::User);
-    let log = eval::ensure_log(&app, &p, &study).await?;
-    let judgment = Judgment {
-        page: flow::page_id(st, role, flow::index(&p.flow_step)),
-        item: lease.item_id.clone(),
-        lease: lease.id.clone(),
-        pool: lease.pool,
-        systems: vec![String::new()],
-        dialogues: vec![lease.item_id.clone()],
-        choice: None,
-        justification: None,
+    let outcome = submit_form_judgment(
+        &app,
+        &p,
+        &study,
+        &lease,
+        (vec![String::new()], vec![lease.item_id.clone()]),
         answers,
-        turns: vec![],
-        counted: false,
-        surplus: false,
-        gold_correct: None,
-        claimed_at_ms: lease.claimed_at_ms,
-        void: false,
-    };
-    let outcome = submit_judgment(&app, &p, &log, judgment).await?;
+    )
+    .await?;
     // Test participants' dialogues stay in their logs only, out of the exports and `from_store`.
     if outcome == SubmitOutcome::Counted && !p.is_test() {
         store_dialogue(&app, &study, &p, &lease, &turns).await?;
@@ -572,7 +537,7 @@ async fn mark(
 ) -> Result<Response, HttpError> {
     let seat = q.seat();
     let (p, study, lease) =
-        match context(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
+        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
             Ok(c) => c,
             Err(res) => return Ok(res),
         };
@@ -642,7 +607,7 @@ async fn remove(
 ) -> Result<Response, HttpError> {
     let seat = q.seat();
     let (p, study, lease) =
-        match context(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
+        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
             Ok(c) => c,
             Err(res) => return Ok(res),
         };
@@ -679,7 +644,7 @@ async fn submit_spans(
 ) -> Result<Response, HttpError> {
     let seat = q.seat();
     let (p, study, lease) =
-        match context(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
+        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
             Ok(c) => c,
             Err(res) => return Ok(res),
         };
@@ -701,26 +666,15 @@ async fn submit_spans(
         "spans".into(),
         serde_json::to_value(&spans).map_err(|e| HttpError::BadRequest(e.to_string()))?,
     );
-    let role = p.role.unwrap_or(Role::User);
-    let log = eval::ensure_log(&app, &p, &study).await?;
-    let judgment = Judgment {
-        page: flow::page_id(st, role, flow::index(&p.flow_step)),
-        item: lease.item_id.clone(),
-        lease: lease.id.clone(),
-        pool: lease.pool,
-        systems: lease.dialogues.iter().map(|d| ev.system_of(d)).collect(),
-        dialogues: lease.dialogues.clone(),
-        choice: None,
-        justification: None,
+    submit_form_judgment(
+        &app,
+        &p,
+        &study,
+        &lease,
+        lease_dialogues(ev, &lease),
         answers,
-        turns: vec![],
-        counted: false,
-        surplus: false,
-        gold_correct: None,
-        claimed_at_ms: lease.claimed_at_ms,
-        void: false,
-    };
-    submit_judgment(&app, &p, &log, judgment).await?;
+    )
+    .await?;
     Ok(to_page(seat.as_deref()))
 }
 

@@ -21,14 +21,13 @@ use indexmap::IndexMap;
 use wozkit_core::evaluation::{
     ActAnnotation, EvalTask, Evaluation, PairRow, check_act_label, parse_turn_item,
 };
-use wozkit_core::event::{Judgment, Role};
+use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
-use wozkit_core::model::PageKind;
-use wozkit_store::{Lease, LeaseState, Participant};
+use wozkit_store::{Lease, Participant};
 
 use super::html::{esc, layout, markdown};
-use super::judge::{Fields, field, own_lease, page_head, same_site, submit_judgment};
-use super::pages::{SeatQuery, to_page, who};
+use super::judge::{Fields, field, lease_dialogues, lease_form, page_head, submit_form_judgment};
+use super::pages::{SeatQuery, to_page};
 use crate::app::AppState;
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
@@ -215,24 +214,12 @@ async fn submit(
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
     let seat = q.seat();
-    same_site(&headers)?;
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
-    let st = &study.study;
-    let on_page = flow::kind_at(st, role, flow::index(&p.flow_step)) == PageKind::Rate;
-    let Some(ev) = st
-        .evaluation
-        .as_ref()
-        .filter(|e| e.task == EvalTask::TurnActs)
-    else {
-        return Ok(to_page(seat.as_deref()));
-    };
-    if !on_page {
-        return Ok(to_page(seat.as_deref()));
-    }
-    let lease = match own_lease(&app, &p, &study, &fields).await? {
-        Some(lease) if lease.state == LeaseState::Leased => lease,
-        _ => return Ok(to_page(seat.as_deref())),
-    };
+    let (p, study, lease) =
+        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::TurnActs).await? {
+            Ok(c) => c,
+            Err(res) => return Ok(res),
+        };
+    let ev = study.study.evaluation.as_ref().ok_or(HttpError::NotFound)?;
     let spec = ev.acts.as_ref().ok_or(HttpError::NotFound)?;
     let acts: Vec<String> = fields
         .iter()
@@ -280,24 +267,14 @@ async fn submit(
         "pairs".into(),
         serde_json::to_value(&label.pairs).map_err(|e| HttpError::BadRequest(e.to_string()))?,
     );
-    let log = eval::ensure_log(&app, &p, &study).await?;
-    let judgment = Judgment {
-        page: flow::page_id(st, role, flow::index(&p.flow_step)),
-        item: lease.item_id.clone(),
-        lease: lease.id.clone(),
-        pool: lease.pool,
-        systems: lease.dialogues.iter().map(|d| ev.system_of(d)).collect(),
-        dialogues: lease.dialogues.clone(),
-        choice: None,
-        justification: None,
+    submit_form_judgment(
+        &app,
+        &p,
+        &study,
+        &lease,
+        lease_dialogues(ev, &lease),
         answers,
-        turns: vec![],
-        counted: false,
-        surplus: false,
-        gold_correct: None,
-        claimed_at_ms: lease.claimed_at_ms,
-        void: false,
-    };
-    submit_judgment(&app, &p, &log, judgment).await?;
+    )
+    .await?;
     Ok(to_page(seat.as_deref()))
 }
