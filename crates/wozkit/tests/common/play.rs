@@ -206,10 +206,8 @@ pub struct Transcript {
     /// Connections told `unavailable` (the instance reached could not relay them to the room's
     /// instance: it is dead, and its lease has not run out yet).
     pub unavailable: u32,
-    /// When the last connection in the room dropped, until the room's next `view`.
-    dropped_at: Option<Instant>,
-    /// Each time back in the room after a drop: (when the drop was seen, how long it took).
-    pub gaps: Vec<(Instant, Duration)>,
+    /// When each connection was served by the room (its first `view`).
+    pub entered: Vec<Instant>,
 }
 
 enum Outcome {
@@ -299,6 +297,7 @@ async fn room(
     sent: &mut u32,
 ) -> Outcome {
     let mut in_room = false;
+    let mut entered = false;
     let mut pending: Option<String> = None;
     let mut next_at = Instant::now() + pause();
     loop {
@@ -327,12 +326,7 @@ async fn room(
                     t.name
                 ),
             },
-            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
-                if in_room {
-                    t.dropped_at = Some(Instant::now());
-                }
-                return Outcome::Dropped;
-            }
+            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Outcome::Dropped,
             Some(Ok(_)) => continue,
         };
         match v["type"].as_str().unwrap_or_default() {
@@ -353,9 +347,10 @@ async fn room(
                 t.events.push(v["event"].clone());
             }
             "view" => {
-                // The room answered this connection: back in it.
-                if let Some(at) = t.dropped_at.take() {
-                    t.gaps.push((at, at.elapsed()));
+                if !entered {
+                    // The room serves this connection.
+                    entered = true;
+                    t.entered.push(Instant::now());
                 }
                 *view = v["view"].clone();
             }
@@ -373,12 +368,7 @@ async fn room(
                         .push((id, v["code"].as_str().unwrap_or_default().to_string()));
                 }
             }
-            "error" if v["code"] == "unavailable" => {
-                if in_room {
-                    t.dropped_at.get_or_insert_with(Instant::now);
-                }
-                return Outcome::Unavailable;
-            }
+            "error" if v["code"] == "unavailable" => return Outcome::Unavailable,
             "error" => panic!("{}: unexpected error frame {v}", t.name),
             "ended" if v["reason"] == "not_in_room" => return Outcome::Elsewhere,
             "ended" => {
