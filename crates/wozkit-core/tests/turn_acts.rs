@@ -61,7 +61,7 @@ fn each_selected_turn_is_an_item_of_its_dialogue() {
         let (d, i) = parse_turn_item(&item.id).expect("a turn item id");
         assert_eq!(
             item.dialogues,
-            [item.id.clone()],
+            std::slice::from_ref(&item.id),
             "the turn is what a worker sees once"
         );
         assert!(ev.dialogue(d).is_some());
