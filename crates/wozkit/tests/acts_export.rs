@@ -4,6 +4,8 @@
 //! nothing); without the flag the turns keep the format's defaults; the flag with a format
 //! without acts is refused with a message naming both.
 
+#[path = "common/annotated.rs"]
+mod annotated;
 mod common;
 
 use std::path::Path;
@@ -12,24 +14,19 @@ use serde_json::{Value, json};
 use wozkit_core::event::{Actor, EndReason, EventKind, Judgment, MessageSource, Role};
 use wozkit_store::{NewEvent, NewSession};
 
-use common::wozkit;
+use annotated::{assert_refused, export_json, log_judgments};
 
 const SOURCE: &str = "pilot";
 const ACTS: &str = "pilot-acts";
 
 fn judgment(lease: &str, item: &str, counted: bool, acts: &[&str], pairs: Value) -> Judgment {
-    serde_json::from_value(json!({
-        "page": "1:rate",
-        "item": item,
-        "lease": lease,
-        "pool": "item",
-        "dialogues": [item],
-        "systems": ["pilot"],
-        "answers": {"acts": acts, "pairs": pairs},
-        "counted": counted,
-        "claimed_at_ms": 1_000,
-    }))
-    .expect("a judgment")
+    annotated::judgment(
+        lease,
+        item,
+        counted,
+        "pilot",
+        json!({"acts": acts, "pairs": pairs}),
+    )
 }
 
 async fn fill(data: &Path) {
@@ -93,60 +90,12 @@ async fn fill(data: &Path) {
             judgment("L3", "s1#2", false, &["Restaurant-Inform"], json!([])),
         ),
     ];
-    for (who, j) in labels {
-        let log = format!("log-{who}");
-        store
-            .open_participant_log(NewSession {
-                id: log.clone(),
-                study_id: ACTS.into(),
-                study_version: "1".into(),
-                seed: 1,
-                created_at_ms: 3_000,
-            })
-            .await
-            .expect("open log");
-        let actor = Actor::Participant {
-            role: Role::User,
-            participant: Some(who.into()),
-        };
-        let events = vec![
-            NewEvent {
-                actor: actor.clone(),
-                kind: EventKind::ParticipantLogStarted {
-                    participant: who.into(),
-                    study: ACTS.into(),
-                    study_version: "1".into(),
-                },
-                at_ms: 3_000,
-            },
-            NewEvent {
-                actor,
-                kind: EventKind::Judged(Box::new(j)),
-                at_ms: 4_000,
-            },
-        ];
-        store.append(&log, events).await.expect("append log");
-    }
+    log_judgments(store.as_ref(), ACTS, labels.into()).await;
     store.close().await;
 }
 
 fn export(data: &Path, out: &Path, extra: &[&str]) -> Value {
-    let (data, out) = (data.display().to_string(), out.display().to_string());
-    let mut args = vec![
-        "export",
-        "--format",
-        "multiwoz21",
-        "--data",
-        &data,
-        "--out",
-        &out,
-        "--study",
-        SOURCE,
-    ];
-    args.extend_from_slice(extra);
-    let (code, stdout, stderr) = wozkit(&args);
-    assert_eq!(code, 0, "export failed: {stdout}\n{stderr}");
-    serde_json::from_str(&std::fs::read_to_string(&out).expect("written")).expect("JSON")
+    export_json("multiwoz21", data, out, SOURCE, extra)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -178,20 +127,11 @@ async fn adjudicated_acts_are_written_with_the_flag_and_not_without() {
         assert_eq!(strip(a), strip(b), "only the acts differ");
     }
 
-    let (code, _, stderr) = wozkit(&[
-        "export",
-        "--format",
+    assert_refused(
+        &data,
+        &dir.path().join("x.json"),
         "taskmaster1",
-        "--data",
-        &data.display().to_string(),
-        "--out",
-        &dir.path().join("x.json").display().to_string(),
-        "--acts-from",
-        ACTS,
-    ]);
-    assert_ne!(code, 0, "--acts-from with taskmaster1 is refused");
-    assert!(
-        stderr.contains("--acts-from") && stderr.contains("taskmaster1"),
-        "the refusal names the flag and the format: {stderr}"
+        ("--acts-from", ACTS),
+        "taskmaster1",
     );
 }

@@ -6,6 +6,8 @@
 //! nothing. Without `--spans` no utterance has segments; `--spans` with another format is
 //! refused with a message naming it.
 
+#[path = "common/annotated.rs"]
+mod annotated;
 mod common;
 
 use std::path::Path;
@@ -14,7 +16,7 @@ use serde_json::{Value, json};
 use wozkit_core::event::{Actor, EndReason, EventKind, Judgment, MessageSource, Role};
 use wozkit_store::{NewEvent, NewSession};
 
-use common::wozkit;
+use annotated::{assert_refused, export_json, log_judgments};
 
 /// The self-dialog study and the span study that annotates it.
 const DIALOGUES: &str = "hotel-self";
@@ -54,18 +56,7 @@ fn judgment(
             json!({"turn": turn, "start_index": start, "end_index": end, "text": text, "slot": slot})
         })
         .collect();
-    serde_json::from_value(json!({
-        "page": "1:rate",
-        "item": dialogue,
-        "lease": lease,
-        "pool": "item",
-        "dialogues": [dialogue],
-        "systems": ["self"],
-        "answers": {"spans": spans},
-        "counted": counted,
-        "claimed_at_ms": 1_000,
-    }))
-    .expect("a judgment")
+    annotated::judgment(lease, dialogue, counted, "self", json!({ "spans": spans }))
 }
 
 /// The store: the self-dialogs laid out as the server writes them, and the participant logs of
@@ -157,63 +148,14 @@ async fn fill(data: &Path) {
             judgment("L-a3", "dlg-L2", false, &[(0, 18, 22, "York", "location")]),
         ),
     ];
-    for (who, j) in annotators {
-        let log = format!("log-{who}");
-        store
-            .open_participant_log(NewSession {
-                id: log.clone(),
-                study_id: SPANS.into(),
-                study_version: "1".into(),
-                seed: 1,
-                created_at_ms: 3_000,
-            })
-            .await
-            .expect("open log");
-        let actor = Actor::Participant {
-            role: Role::User,
-            participant: Some(who.into()),
-        };
-        let events = vec![
-            NewEvent {
-                actor: actor.clone(),
-                kind: EventKind::ParticipantLogStarted {
-                    participant: who.into(),
-                    study: SPANS.into(),
-                    study_version: "1".into(),
-                },
-                at_ms: 3_000,
-            },
-            NewEvent {
-                actor,
-                kind: EventKind::Judged(Box::new(j)),
-                at_ms: 4_000,
-            },
-        ];
-        store.append(&log, events).await.expect("append log");
-    }
+    log_judgments(store.as_ref(), SPANS, annotators.into()).await;
     store.close().await;
 }
 
 /// Runs `wozkit export --format taskmaster1` of the self-dialog study with `extra` arguments;
 /// the exported conversations by their utterances' first text.
 fn export(data: &Path, out: &Path, extra: &[&str]) -> Vec<Value> {
-    let (data, out) = (data.display().to_string(), out.display().to_string());
-    let mut args = vec![
-        "export",
-        "--format",
-        "taskmaster1",
-        "--data",
-        &data,
-        "--out",
-        &out,
-        "--study",
-        DIALOGUES,
-    ];
-    args.extend_from_slice(extra);
-    let (code, stdout, stderr) = wozkit(&args);
-    assert_eq!(code, 0, "export failed: {stdout}\n{stderr}");
-    let text = std::fs::read_to_string(&out).expect("export written");
-    let value: Value = serde_json::from_str(&text).expect("export is JSON");
+    let value = export_json("taskmaster1", data, out, DIALOGUES, extra);
     value.as_array().expect("a list of conversations").clone()
 }
 
@@ -303,20 +245,11 @@ async fn spans_become_segments_with_the_flag_and_none_without() {
     };
     assert_eq!(strip(&with), strip(&without));
 
-    let (code, _, stderr) = wozkit(&[
-        "export",
-        "--format",
+    assert_refused(
+        &data,
+        &dir.path().join("x.json"),
         "crosswoz",
-        "--data",
-        &data.display().to_string(),
-        "--out",
-        &dir.path().join("x.json").display().to_string(),
-        "--spans",
-        SPANS,
-    ]);
-    assert_ne!(code, 0, "--spans with crosswoz is refused");
-    assert!(
-        stderr.contains("--spans") && stderr.contains("taskmaster1"),
-        "the refusal names the flag and the format: {stderr}"
+        ("--spans", SPANS),
+        "taskmaster1",
     );
 }
