@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use wozkit_core::event::Event;
 use wozkit_server::{ClusterSecret, Config, StartError, Tunables, launch_with_listener};
 use wozkit_store::Store;
 use wozkit_store::testing::TestDatabase;
@@ -124,6 +125,33 @@ pub async fn pair_on(addr: SocketAddr, user: &str, wizard: &str) -> Pair {
         session,
         waiting: (wu, ww),
     }
+}
+
+/// The wizard and the user reconnecting to the instance at `addr`, each saying hello with the
+/// last sequence number it saw, once the wizard has the room's view: (wizard, user).
+pub async fn reconnect_at(
+    addr: SocketAddr,
+    (wizard, wizard_seen): (&Client, u64),
+    (user, user_seen): (&Client, u64),
+) -> (Ws, Ws) {
+    let mut ww = at(wizard, addr).ws().await;
+    ww.hello(wizard_seen).await;
+    let mut wu = at(user, addr).ws().await;
+    wu.hello(user_seen).await;
+    ww.until_type("view").await;
+    (ww, wu)
+}
+
+/// Checks that a room's log `events` starts with `earlier` (the log at some earlier moment) and
+/// numbers its events from 1 with no gap.
+pub fn assert_log_goes_on(events: &[Event], earlier: &[Event]) {
+    assert_eq!(
+        &events[..earlier.len()],
+        earlier,
+        "the earlier log is not a prefix"
+    );
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
 }
 
 /// The instance holding the room's lease, if any.

@@ -17,8 +17,8 @@ use wozkit_core::event::{Event, EventKind};
 use wozkit_store::Store;
 
 use crate::cluster::{
-    LEASE_MS, Pair, at, instance, on_one_postgres_database, on_one_sqlite_store, owner, pair_on,
-    stop, wait_owner,
+    LEASE_MS, Pair, assert_log_goes_on, at, instance, on_one_postgres_database,
+    on_one_sqlite_store, owner, pair_on, reconnect_at, stop, wait_owner,
 };
 use crate::helpers::{Tiny, enter};
 use crate::reconnect::last_seq;
@@ -85,11 +85,7 @@ async fn a_room_moves_to_b_when_a_stops(a_store: Arc<dyn Store>, b_store: Arc<dy
 
     // After the lease runs out B takes the room over and rebuilds it from the log.
     wait_owner(b_store.as_ref(), &session, Some("B")).await;
-    let mut ww = at(&wizard, b.addr).ws().await;
-    ww.hello(seen_w).await;
-    let mut wu = at(&user, b.addr).ws().await;
-    wu.hello(seen_u).await;
-    ww.until_type("view").await;
+    let (mut ww, mut wu) = reconnect_at(b.addr, (&wizard, seen_w), (&user, seen_u)).await;
     ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
     assert_eq!(ww.answer("c2").await["type"], "ack");
     assert_eq!(wu.until_type("ended").await["reason"], "terminal");
@@ -98,9 +94,7 @@ async fn a_room_moves_to_b_when_a_stops(a_store: Arc<dyn Store>, b_store: Arc<dy
     // Nothing lost: the log at A's stop is a prefix of the final log, which is gap-free, and
     // B recorded the participants' disconnection as a restart does.
     let events = b_store.events(&session, 0).await.expect("events");
-    assert_eq!(&events[..at_stop.len()], at_stop.as_slice());
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_log_goes_on(&events, &at_stop);
     assert!(disconnects(&events[at_stop.len()..]) > 0, "{events:#?}");
     let s = replay(&tiny.study(), &session, &events);
     assert!(s.is_ended());

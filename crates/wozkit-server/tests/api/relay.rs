@@ -22,8 +22,8 @@ use wozkit_store::testing::TestDatabase;
 
 use crate::client::{Client, Ws};
 use crate::cluster::{
-    Pair, at, instance, join, on_one_postgres_database, on_one_sqlite_store, owner, pair_on, stop,
-    wait_owner,
+    Pair, assert_log_goes_on, at, instance, join, on_one_postgres_database, on_one_sqlite_store,
+    owner, pair_on, reconnect_at, stop, wait_owner,
 };
 use crate::helpers::{Tiny, enter};
 use crate::reconnect::last_seq;
@@ -228,11 +228,7 @@ async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
 
     // After the lease runs out B runs the room; both reconnect to B and finish.
     wait_owner(b_store.as_ref(), &session, Some("B")).await;
-    let mut wb = at(&wizard, b.addr).ws().await;
-    wb.hello(seen_w).await;
-    let mut ub = at(&user, b.addr).ws().await;
-    ub.hello(seen_u).await;
-    wb.until_type("view").await;
+    let (mut wb, mut ub) = reconnect_at(b.addr, (&wizard, seen_w), (&user, seen_u)).await;
     ub.cmd("u1", json!({"cmd": "approve"})).await;
     assert_eq!(ub.answer("u1").await["type"], "ack");
     wb.cmd("c3", json!({"cmd": "say", "state": "bye"})).await;
@@ -243,9 +239,7 @@ async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
     // No acknowledged event lost: the log at A's death is a prefix of the final, gap-free log,
     // which holds each command once.
     let events = b_store.events(&session, 0).await.expect("events");
-    assert_eq!(&events[..acked.len()], acked.as_slice());
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_log_goes_on(&events, &acked);
     for state in ["greet", "ask", "bye"] {
         assert_eq!(said(&events, state), 1, "{state}: {events:#?}");
     }

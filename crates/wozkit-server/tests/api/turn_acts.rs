@@ -465,7 +465,9 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
     let tied = &acts.sessions["pilot-1"][&0].tied;
     assert_eq!(tied, &["general-greet"], "greet: one of two annotators");
     let out = tempfile::tempdir().expect("out dir");
-    let export = |format: Format, name: &str| {
+    // Exports the source study with the majority acts in `format` to `name`: the file's path
+    // and its JSON.
+    let export = async |format: Format, name: &str| -> (std::path::PathBuf, Value) {
         let path = out.path().join(name);
         let options = ExportOptions {
             format: ExportFormat::Dataset(format),
@@ -474,20 +476,20 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
             study: Some("wizard-pilot".into()),
             include_test: false,
         };
-        (path, options)
+        export_store_annotated(
+            store.as_ref(),
+            &options,
+            &SpanSegments::default(),
+            &acts,
+            &NoProgress,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: the export failed: {e}"));
+        let file = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        (path, file)
     };
 
-    let (path, options) = export(Format::MultiWoz21, "multiwoz.json");
-    export_store_annotated(
-        store.as_ref(),
-        &options,
-        &SpanSegments::default(),
-        &acts,
-        &NoProgress,
-    )
-    .await
-    .expect("multiwoz export");
-    let file: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    let (path, file) = export(Format::MultiWoz21, "multiwoz.json").await;
     let log = file["pilot-1"]["log"].as_array().expect("log");
     assert_eq!(log[0]["text"], "Hi! Cheap italian food, please.");
     assert_eq!(
@@ -519,17 +521,7 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
         log[0]["dialog_act"]
     );
 
-    let (path, options) = export(Format::ConvLab3, "convlab3.json");
-    export_store_annotated(
-        store.as_ref(),
-        &options,
-        &SpanSegments::default(),
-        &acts,
-        &NoProgress,
-    )
-    .await
-    .expect("convlab3 export");
-    let file: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    let (path, file) = export(Format::ConvLab3, "convlab3.json").await;
     let dialogue = file
         .as_array()
         .expect("list")
@@ -561,17 +553,7 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
         turn["dialogue_acts"]
     );
 
-    let (path, options) = export(Format::CrossWoz, "crosswoz.json");
-    export_store_annotated(
-        store.as_ref(),
-        &options,
-        &SpanSegments::default(),
-        &acts,
-        &NoProgress,
-    )
-    .await
-    .expect("crosswoz export");
-    let file: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    let (path, file) = export(Format::CrossWoz, "crosswoz.json").await;
     let messages = file["pilot-2"]["messages"].as_array().expect("messages");
     assert_eq!(
         messages[0]["dialog_act"],
