@@ -10,7 +10,8 @@
 //! wants them alternating). A session that drew a scenario gets its drawn and computed world
 //! variables as sentences in `goal.description` and the extra dialogue key `scenario` between
 //! `goal` and `turns` (see [`super::scenario`]). A session with a user goal gets it in `goal` and
-//! `domains`, per-turn states, `db_results` and `inform` acts (see `goal_state.rs`).
+//! `domains`, per-turn states, `db_results` and the derived `inform`, `recommend`, `nooffer`
+//! and `request` acts (see `goal_state.rs`).
 //! Timestamps, act types and every other event go to the sidecar.
 
 use std::io::Write;

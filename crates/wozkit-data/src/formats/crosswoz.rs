@@ -8,7 +8,8 @@
 //! are written as they come, not forced to alternate. A session that drew a scenario gets one
 //! `task description` line per drawn or computed world variable and the extra key `scenario`
 //! after `type` (see [`super::scenario`]). A session with a user goal gets its goal, final goal,
-//! goal type, per-turn user and system states and `Inform` acts (see `goal_state.rs`).
+//! goal type, per-turn user and system states and the derived `Inform`, `Recommend`, `NoOffer`
+//! and `Request` acts (see `goal_state.rs`).
 //! Timestamps, act types and every other event go to the sidecar.
 
 use std::io::Write;

@@ -7,18 +7,25 @@
 //!   sentences in `task description`, `type` from the sub-goals (`单领域`, `独立多领域`, or
 //!   `不独立多领域` when a sub-goal refers to another); per user turn `user_state`; per system turn
 //!   `sys_state` and `sys_state_init` (the five CrossWOZ domains with their slots, the study's
-//!   other domains and searched columns added, `selectedResults` last); `dialog_act` adds an
-//!   `Inform` act per goal entry the turn satisfied (the user's constraints, the wizard's
-//!   requested values), a `Request` act per requested slot a user message names, and a wizard
-//!   act labelled `recommend…` or `no_offer` becomes
-//!   `["Recommend", domain, key column, name]` of the last selected row or `["NoOffer", domain,
-//!   "none", "none"]` of the last searched table.
+//!   other domains and searched columns added, `selectedResults` last).
 //! - MultiWOZ 2.1: `goal.<domain>` `{info, reqt}` per sub-goal, per system turn `metadata`
-//!   `{<domain>: {book: {booked: []}, semi: {slot: value}}}`, and `<Domain>-Inform` acts.
+//!   `{<domain>: {book: {booked: []}, semi: {slot: value}}}`.
 //! - ConvLab-3: `goal.inform` / `goal.request` by domain, `domains`, per user turn `state`
 //!   (`{domain: {slot: value}}`) and `user_state` (ConvLab-3's CrossWOZ form: `{domain: {inform:
 //!   {slot: [value, "mentioned"|"not mentioned"]}, request: {slot: [value, ...]}}}`), per system
-//!   turn `db_results` (`{domain: [selected names]}`), and `inform` acts as non-categorical.
+//!   turn `db_results` (`{domain: [selected names]}`).
+//!
+//! The dialogue acts of a turn are derived once ([`turn_acts`]): an `Inform` per goal entry the
+//! turn satisfied (the user's constraints, the wizard's requested values), a `Request` per
+//! requested slot a user message names, and a wizard act labelled `recommend…` or `no_offer`
+//! becomes `Recommend` (domain, key column, name of the last selected row) or `NoOffer` (domain
+//! of the last searched table) in place of the general act of the label. Each export writes them
+//! in its shape: CrossWOZ `["Recommend", domain, column, name]`, `["NoOffer", domain, "none",
+//! "none"]`, `["Request", domain, slot, ""]`; MultiWOZ `{"Domain-Recommend": [["Column",
+//! name]], "Domain-NoOffer": [["none", "none"]], "Domain-Request": [["Slot", "?"]]}` (domain
+//! and slot capitalised); ConvLab-3 non-categorical `{intent: "inform"|"recommend", domain,
+//! slot, value}` and binary `{intent: "nooffer", domain, slot: ""}`, `{intent: "request",
+//! domain, slot}`.
 //!
 //! A session without a goal is written as before. A record imported from one of these files
 //! keeps its fields as they were read, so a re-export is identical.
@@ -28,7 +35,7 @@ use serde_json::{Value, json};
 use wozkit_core::event::{EventKind, MessageSource, Role};
 use wozkit_core::goals::{Belief, EntryKind, Goal, GoalEntry};
 
-use super::record::Fields;
+use super::record::{Fields, wizard_label};
 use crate::session::{ImportedSession, Turn};
 
 /// The session's goal and its sentences, from its `goal_generated` event.
@@ -160,8 +167,78 @@ pub(crate) fn crosswoz_record(session: &ImportedSession, record: &mut Fields) {
     record.insert("type".into(), json!(goal_type(goal)));
 }
 
-/// Adds a turn's goal fields to its CrossWOZ fields: `Inform` acts for what it satisfied, and the
-/// user state (user turns) or the belief states over `empty` (system turns).
+/// What a derived act does, in no dataset's spelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Intent {
+    /// A constraint the user stated or a requested value the wizard gave.
+    Inform,
+    /// The wizard offered the row selected last.
+    Recommend,
+    /// The wizard found nothing in the table searched last.
+    NoOffer,
+    /// The user asked for a requested slot still open.
+    Request,
+}
+
+/// One act derived from a goal session's log, before any format writes it: `slot` and `value`
+/// are empty where the act has none (`NoOffer`; a `Request` has no value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Act {
+    pub intent: Intent,
+    pub domain: String,
+    pub slot: String,
+    pub value: String,
+}
+
+/// The acts derived for one turn of a goal session, written by the CrossWOZ, MultiWOZ and
+/// ConvLab-3 exports in their own shapes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TurnActs {
+    /// What the wizard's labelled act became (`Recommend` or `NoOffer`); it replaces the general
+    /// act the format writes for the label. None when the label is no such intent or nothing
+    /// was selected or searched before the message.
+    pub label: Option<Act>,
+    /// `Inform` acts for the goal entries the turn satisfied (the user's constraints, the
+    /// wizard's requested values), then the user's `Request` acts.
+    pub acts: Vec<Act>,
+}
+
+/// The acts of a turn derived from the session's goal states (`now` after the turn, `before`
+/// after the previous message), selections and searches (see [`TurnActs`]): the one
+/// derivation the three exports write, each in its shape.
+fn turn_acts(
+    session: &ImportedSession,
+    role: Role,
+    turn: &Turn<'_>,
+    now: &[GoalEntry],
+    before: Option<&[GoalEntry]>,
+) -> TurnActs {
+    let mut out = TurnActs::default();
+    for e in newly(now, before) {
+        let ours = matches!(
+            (role, e.kind),
+            (Role::User, EntryKind::Constraint) | (Role::Wizard, EntryKind::Request)
+        );
+        if ours {
+            out.acts.push(Act {
+                intent: Intent::Inform,
+                domain: e.domain.clone(),
+                slot: e.slot.clone(),
+                value: e.value.clone(),
+            });
+        }
+    }
+    match role {
+        Role::Wizard => out.label = labelled_act(session, turn),
+        // A user message never informs a request, so the state after it tells what was open.
+        Role::User => out.acts.extend(user_requests(turn.text, now)),
+    }
+    out
+}
+
+/// Adds a turn's goal fields to its CrossWOZ fields: the derived acts (see [`TurnActs`]) as
+/// `[intent, domain, slot, value]`, and the user state (user turns) or the belief states over
+/// `empty` (system turns).
 pub(crate) fn crosswoz_turn(
     session: &ImportedSession,
     role: Role,
@@ -172,29 +249,17 @@ pub(crate) fn crosswoz_turn(
     let Some((now, before)) = around(session, turn) else {
         return;
     };
-    if let Some(Value::Array(acts)) = fields.get_mut("dialog_act") {
-        for e in newly(now.user_state, before) {
-            let ours = matches!(
-                (role, e.kind),
-                (Role::User, EntryKind::Constraint) | (Role::Wizard, EntryKind::Request)
-            );
-            if ours {
-                acts.push(json!(["Inform", e.domain, e.slot, e.value]));
+    if let Some(turn) = turn
+        && let Some(Value::Array(acts)) = fields.get_mut("dialog_act")
+    {
+        let derived = turn_acts(session, role, turn, now.user_state, before);
+        if let (Some(act), Some(label)) = (&derived.label, wizard_label(Some(turn))) {
+            let general = json!(["General", label, "none", "none"]);
+            for a in acts.iter_mut().filter(|a| **a == general) {
+                *a = crosswoz_act(act);
             }
         }
-    }
-    if role == Role::Wizard
-        && let Some(turn) = turn
-        && let Some(Value::Array(acts)) = fields.get_mut("dialog_act")
-    {
-        wizard_acts(session, turn, acts);
-    }
-    if role == Role::User
-        && let Some(turn) = turn
-        && let Some(Value::Array(acts)) = fields.get_mut("dialog_act")
-    {
-        // A user message never informs a request, so the state after it tells what was open.
-        acts.extend(user_requests(turn.text, now.user_state));
+        acts.extend(derived.acts.iter().map(crosswoz_act));
     }
     match role {
         Role::User => {
@@ -210,10 +275,21 @@ pub(crate) fn crosswoz_turn(
     }
 }
 
-/// The user's `Request` acts: `["Request", domain, slot, ""]` for each requested slot of the
-/// goal that the message names (its column name, case aside) and that was not yet informed
-/// before it; a slot requested by several sub-goals goes to the first of them still open.
-fn user_requests(text: &str, entries: &[GoalEntry]) -> Vec<Value> {
+/// An act as CrossWOZ writes it: `["Inform", domain, slot, value]`, `["Recommend", domain, key
+/// column, name]`, `["NoOffer", domain, "none", "none"]`, `["Request", domain, slot, ""]`.
+fn crosswoz_act(a: &Act) -> Value {
+    match a.intent {
+        Intent::Inform => json!(["Inform", a.domain, a.slot, a.value]),
+        Intent::Recommend => json!(["Recommend", a.domain, a.slot, a.value]),
+        Intent::NoOffer => json!(["NoOffer", a.domain, "none", "none"]),
+        Intent::Request => json!(["Request", a.domain, a.slot, ""]),
+    }
+}
+
+/// The user's `Request` acts: one for each requested slot of the goal that the message names
+/// (its column name, case aside) and that was not yet informed before it; a slot requested by
+/// several sub-goals goes to the first of them still open.
+fn user_requests(text: &str, entries: &[GoalEntry]) -> Vec<Act> {
     let lower = text.to_lowercase();
     let mut seen: Vec<&str> = vec![];
     let mut out = vec![];
@@ -223,36 +299,41 @@ fn user_requests(text: &str, entries: &[GoalEntry]) -> Vec<Value> {
         }
         if !e.slot.trim().is_empty() && lower.contains(&e.slot.to_lowercase()) {
             seen.push(&e.slot);
-            out.push(json!(["Request", e.domain, e.slot, ""]));
+            out.push(Act {
+                intent: Intent::Request,
+                domain: e.domain.clone(),
+                slot: e.slot.clone(),
+                value: String::new(),
+            });
         }
     }
     out
 }
 
-/// The wizard's act label as a CrossWOZ intent, by its first word (`recommend_restaurant`,
+/// The wizard's act label as a dataset intent, by its first word (`recommend_restaurant`,
 /// `no_offer`, `NoOffer`): `Recommend` or `NoOffer`; None for any other label.
-fn intent(label: &str) -> Option<&'static str> {
+fn intent(label: &str) -> Option<Intent> {
     let plain: String = label
         .chars()
         .filter(|c| !matches!(c, '_' | '-' | ' '))
         .flat_map(char::to_lowercase)
         .collect();
     if plain.starts_with("recommend") {
-        Some("Recommend")
+        Some(Intent::Recommend)
     } else if plain.starts_with("nooffer") {
-        Some("NoOffer")
+        Some(Intent::NoOffer)
     } else {
         None
     }
 }
 
-/// Rewrites a wizard turn's `["General", label, "none", "none"]` act when its label is a
-/// CrossWOZ intent (see [`intent`]): `Recommend` becomes `["Recommend", domain, key column,
-/// name]` of the row the wizard selected last before the message, `NoOffer` becomes
-/// `["NoOffer", domain, "none", "none"]` of the table searched last. The domain is the goal's
-/// label of the table (the table's name when no sub-goal is on it). Without such a selection or
-/// search the act stays as it was.
-fn wizard_acts(session: &ImportedSession, turn: &Turn<'_>, acts: &mut [Value]) {
+/// What a wizard turn's act label becomes when it is a dataset intent (see [`intent`]):
+/// `Recommend` of the domain, key column and name of the row the wizard selected last before the
+/// message, `NoOffer` of the table searched last. The domain is the goal's label of the table
+/// (the table's name when no sub-goal is on it). None without such a selection or search.
+fn labelled_act(session: &ImportedSession, turn: &Turn<'_>) -> Option<Act> {
+    let label = wizard_label(Some(turn))?;
+    let intent = intent(label)?;
     let mut selected: Option<(&str, &str, &wozkit_core::database::Row)> = None;
     let mut searched: Option<&str> = None;
     for e in &session.events {
@@ -268,30 +349,26 @@ fn wizard_acts(session: &ImportedSession, turn: &Turn<'_>, acts: &mut [Value]) {
             .and_then(|(g, _)| g.subgoals.iter().find(|sg| sg.table == table))
             .map_or_else(|| table.to_string(), |sg| sg.domain.clone())
     };
-    for act in acts.iter_mut() {
-        let Some(label) = act
-            .as_array()
-            .filter(|a| a.len() == 4 && a[0] == "General")
-            .and_then(|a| a[1].as_str())
-        else {
-            continue;
-        };
-        let mapped = match intent(label) {
-            Some("Recommend") => selected.map(|(table, key, row)| {
-                let column = row
-                    .iter()
-                    .find(|(_, v)| wozkit_core::database::value_text(v) == key)
-                    .map_or("none", |(c, _)| c.as_str());
-                json!(["Recommend", domain(table), column, key])
-            }),
-            Some("NoOffer") => {
-                searched.map(|table| json!(["NoOffer", domain(table), "none", "none"]))
+    match intent {
+        Intent::Recommend => selected.map(|(table, key, row)| {
+            let column = row
+                .iter()
+                .find(|(_, v)| wozkit_core::database::value_text(v) == key)
+                .map_or("none", |(c, _)| c.as_str());
+            Act {
+                intent,
+                domain: domain(table),
+                slot: column.to_string(),
+                value: key.to_string(),
             }
-            _ => None,
-        };
-        if let Some(m) = mapped {
-            *act = m;
-        }
+        }),
+        Intent::NoOffer => searched.map(|table| Act {
+            intent,
+            domain: domain(table),
+            slot: String::new(),
+            value: String::new(),
+        }),
+        Intent::Inform | Intent::Request => None,
     }
 }
 
@@ -332,8 +409,8 @@ pub(crate) fn multiwoz_goal(session: &ImportedSession, goal_fields: &mut Fields)
     }
 }
 
-/// Adds a turn's goal fields to its MultiWOZ fields: `<Domain>-Inform` acts for what it
-/// satisfied, and on system turns the belief state as `metadata`.
+/// Adds a turn's goal fields to its MultiWOZ fields: the derived acts (see [`TurnActs`]) in
+/// `dialog_act`, and on system turns the belief state as `metadata`.
 pub(crate) fn multiwoz_turn(
     session: &ImportedSession,
     role: Role,
@@ -343,17 +420,29 @@ pub(crate) fn multiwoz_turn(
     let Some((now, before)) = around(session, turn) else {
         return;
     };
-    if let Some(Value::Object(acts)) = fields.get_mut("dialog_act") {
-        for e in newly(now.user_state, before) {
-            let ours = matches!(
-                (role, e.kind),
-                (Role::User, EntryKind::Constraint) | (Role::Wizard, EntryKind::Request)
-            );
-            if ours {
-                let key = format!("{}-Inform", e.domain);
-                if let Value::Array(pairs) = acts.entry(key).or_insert_with(|| json!([])) {
-                    pairs.push(json!([e.slot, e.value]));
-                }
+    if let Some(turn) = turn
+        && let Some(Value::Object(acts)) = fields.get_mut("dialog_act")
+    {
+        let derived = turn_acts(session, role, turn, now.user_state, before);
+        if let (Some(act), Some(label)) = (&derived.label, wizard_label(Some(turn))) {
+            // The derived act takes the general act's place.
+            let general = format!("general-{label}");
+            let (name, pair) = multiwoz_act(act);
+            *acts = std::mem::take(acts)
+                .into_iter()
+                .map(|(k, v)| {
+                    if k == general {
+                        (name.clone(), json!([pair]))
+                    } else {
+                        (k, v)
+                    }
+                })
+                .collect();
+        }
+        for act in &derived.acts {
+            let (name, pair) = multiwoz_act(act);
+            if let Value::Array(pairs) = acts.entry(name).or_insert_with(|| json!([])) {
+                pairs.push(pair);
             }
         }
     }
@@ -409,8 +498,9 @@ pub(crate) fn convlab3_record(session: &ImportedSession, record: &mut Fields) {
     );
 }
 
-/// Adds a turn's goal fields to its ConvLab-3 fields: `inform` acts for what it satisfied; on
-/// user turns the belief `state` and the `user_state`; on system turns `db_results`.
+/// Adds a turn's goal fields to its ConvLab-3 fields: the derived acts (see [`TurnActs`]) in
+/// `dialogue_acts`; on user turns the belief `state` and the `user_state`; on system turns
+/// `db_results`.
 pub(crate) fn convlab3_turn(
     session: &ImportedSession,
     role: Role,
@@ -420,17 +510,21 @@ pub(crate) fn convlab3_turn(
     let Some((now, before)) = around(session, turn) else {
         return;
     };
-    if let Some(Value::Array(acts)) = fields
-        .get_mut("dialogue_acts")
-        .and_then(|a| a.get_mut("non-categorical"))
+    if let Some(turn) = turn
+        && let Some(Value::Object(acts)) = fields.get_mut("dialogue_acts")
     {
-        for e in newly(now.user_state, before) {
-            let ours = matches!(
-                (role, e.kind),
-                (Role::User, EntryKind::Constraint) | (Role::Wizard, EntryKind::Request)
-            );
-            if ours {
-                acts.push(json!({"intent": "inform", "domain": e.domain, "slot": e.slot, "value": e.value}));
+        let derived = turn_acts(session, role, turn, now.user_state, before);
+        if let (Some(_), Some(label)) = (&derived.label, wizard_label(Some(turn)))
+            && let Some(Value::Array(binary)) = acts.get_mut("binary")
+        {
+            // The derived act replaces the general act of the label.
+            let general = json!({"intent": label, "domain": "general", "slot": ""});
+            binary.retain(|a| *a != general);
+        }
+        for act in derived.label.iter().chain(&derived.acts) {
+            let (kind, value) = convlab3_act(act);
+            if let Some(Value::Array(list)) = acts.get_mut(kind) {
+                list.push(value);
             }
         }
     }
@@ -470,5 +564,47 @@ pub(crate) fn convlab3_turn(
                 .collect();
             fields.insert("db_results".into(), Value::Object(db));
         }
+    }
+}
+
+/// A name as MultiWOZ capitalises its domains and slots (`restaurant` is `Restaurant`).
+fn capitalised(name: &str) -> String {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// An act as MultiWOZ writes it: the `Domain-Intent` key (capitalised) and one `[Slot, value]`
+/// pair under it: `[Slot, value]` for `Inform`, `[key column, name]` for `Recommend`,
+/// `["none", "none"]` for `NoOffer`, `[Slot, "?"]` for `Request`.
+fn multiwoz_act(a: &Act) -> (String, Value) {
+    let domain = capitalised(&a.domain);
+    let slot = capitalised(&a.slot);
+    match a.intent {
+        Intent::Inform => (format!("{domain}-Inform"), json!([slot, a.value])),
+        Intent::Recommend => (format!("{domain}-Recommend"), json!([slot, a.value])),
+        Intent::NoOffer => (format!("{domain}-NoOffer"), json!(["none", "none"])),
+        Intent::Request => (format!("{domain}-Request"), json!([slot, "?"])),
+    }
+}
+
+/// An act as ConvLab-3 writes it, with the list it goes in: `inform` and `recommend` with their
+/// value are non-categorical `{intent, domain, slot, value}`; `nooffer` (`slot` empty) and
+/// `request` are binary `{intent, domain, slot}`.
+fn convlab3_act(a: &Act) -> (&'static str, Value) {
+    let valued = |intent: &str| json!({"intent": intent, "domain": a.domain, "slot": a.slot, "value": a.value});
+    match a.intent {
+        Intent::Inform => ("non-categorical", valued("inform")),
+        Intent::Recommend => ("non-categorical", valued("recommend")),
+        Intent::NoOffer => (
+            "binary",
+            json!({"intent": "nooffer", "domain": a.domain, "slot": ""}),
+        ),
+        Intent::Request => (
+            "binary",
+            json!({"intent": "request", "domain": a.domain, "slot": a.slot}),
+        ),
     }
 }

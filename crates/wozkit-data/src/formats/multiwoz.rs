@@ -9,8 +9,9 @@
 //! session that drew a scenario gets one `goal.message` line per drawn or computed world variable
 //! (the value in the corpus's emphasis markup) and the extra key `scenario` after `log` (see
 //! [`super::scenario`]). A session with a user goal gets it in `goal`, the wizard's belief state
-//! in the system turns' `metadata` and `Inform` acts (see `goal_state.rs`). Timestamps, act
-//! types and every other event go to the sidecar.
+//! in the system turns' `metadata` and the derived `Inform`, `Recommend`, `NoOffer` and
+//! `Request` acts (see `goal_state.rs`). Timestamps, act types and every other event go to the
+//! sidecar.
 
 use std::io::Write;
 
