@@ -83,7 +83,7 @@ run_wozkit() {  # $1 = participants
 # Stop a server left running if this script stops early.
 trap 'for f in "$WORK/slurk.pid" "$WORK/wozkit.pid"; do [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; rm -f "$f"; done' EXIT
 
-wait_gone() { for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$1" || true; }
+wait_gone() { for _ in $(seq 300); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; kill -9 "$1" || true; }
 
 # 3. Alternate the two servers at each size, so a busy spell hits both.
 for n in $COUNTS; do
