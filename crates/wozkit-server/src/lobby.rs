@@ -7,7 +7,8 @@
 //! (a socket that died without closing) is skipped, so nobody is paired with a partner who will
 //! never arrive. A participant whose partner never arrived anyway goes back to the front of the
 //! queue. A participant is never paired with itself: a second tab replaces the first tab's
-//! place, and two entries of the same crowd worker never match. Pairing is one atomic store call
+//! place (the first tab is told at once, on whichever instance it waits, and the wait counts
+//! from it), and two entries of the same crowd worker never match. Pairing is one atomic store call
 //! ([`Store::join_lobby`]): take the partner, or queue.
 //!
 //! The participant who takes a partner creates the session and tells the partner through
@@ -19,7 +20,8 @@
 //! What this instance remembers besides the table (a participant's waiting time across
 //! reconnects, a place kept at the front, the connections waiting here) is dropped once they
 //! leave for good (gone longer than their grace period), so its size follows the people actually
-//! waiting. The counts on the researcher page are this instance's waiting connections.
+//! waiting. The counts on the researcher page are this instance's waiting connections. The
+//! instance is named by its instance id, the one of its room leases.
 //!
 //! Bookkeeping behind a std mutex (held for a few map operations, never across an await).
 //! Instants are `tokio::time` instants, so tests pause the clock; times in the table are
