@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use axum::http::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -65,15 +65,7 @@ impl MetricsToken {
     /// Whether the `Authorization` header carries this token (`Bearer TOKEN`), compared in time
     /// independent of where the first difference is.
     fn admits(&self, headers: &HeaderMap) -> bool {
-        let Some(given) = headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-        else {
-            return false;
-        };
-        let (a, b) = (given.trim().as_bytes(), self.0.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        crate::security::bearer_is(headers, &self.0)
     }
 }
 
@@ -550,6 +542,7 @@ pub(crate) fn serve_exporter(app: AppState, listener: tokio::net::TcpListener) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header::AUTHORIZATION;
 
     #[test]
     fn route_templates_fall_in_their_groups() {

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use tokio::time::Instant;
 
 use axum::http::HeaderMap;
-use axum::http::header::{COOKIE, HOST, ORIGIN};
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
 
 /// Cookie of a participant (the seat, if any, is appended: `wozkit_token_<seat>`).
 pub const PARTICIPANT_COOKIE: &str = "wozkit_token";
@@ -39,6 +39,21 @@ pub fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age_s: u64) 
         "{name}={value}; Path=/; Max-Age={max_age_s}; HttpOnly; SameSite=Lax{}",
         if secure { "; Secure" } else { "" }
     )
+}
+
+/// Whether the `Authorization` header carries `secret` as a bearer token (`Bearer SECRET`,
+/// white space around the token ignored), compared in time independent of where the first
+/// difference is.
+pub fn bearer_is(headers: &HeaderMap, secret: &str) -> bool {
+    let Some(given) = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.trim().as_bytes(), secret.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Whether the request comes from a page of this site. Browsers send `Origin` with every POST
