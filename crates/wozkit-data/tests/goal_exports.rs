@@ -524,25 +524,7 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
     let rules = study.study.goals.as_ref().unwrap();
     let forms = real_value_forms();
     for seed in 0..30u64 {
-        let played = wozkit_core::sim::play(&study, seed, wozkit_core::sim::WizardPolicy::Priors);
-        let id = format!("sim-{seed}");
-        let events: Vec<Event> = played
-            .events
-            .into_iter()
-            .enumerate()
-            .map(|(i, (actor, kind, at_ms))| Event {
-                v: 1,
-                session: id.clone(),
-                seq: i as u64 + 1,
-                at_ms,
-                actor,
-                kind,
-            })
-            .collect();
-        let session = ImportedSession {
-            id: id.clone(),
-            events,
-        };
+        let (id, session) = sim_session(&study, seed);
         let file: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
         let rec = &file[&id];
         assert_eq!(keys(rec), keys(&real), "seed {seed}");
@@ -594,32 +576,6 @@ fn simulated_crosswoz_demo_sessions_export_to_the_schema_and_the_database() {
                 users += 1;
                 assert_eq!(m["user_state"].as_array().unwrap().len(), goal.len());
                 continue;
-            }
-            // A recommending option's act names the selected row; a no-offer option's its domain.
-            for act in m["dialog_act"].as_array().unwrap() {
-                match act[0].as_str().unwrap() {
-                    "Recommend" => {
-                        recommends += 1;
-                        let (domain, name) = (act[1].as_str().unwrap(), act[3].as_str().unwrap());
-                        let row = db.select(domain, name).unwrap_or_else(|e| {
-                            panic!("seed {seed}: recommended {name} is not in {domain}: {e}")
-                        });
-                        assert_eq!(row[act[2].as_str().unwrap()], json!(name), "seed {seed}");
-                    }
-                    "NoOffer" => {
-                        assert!(
-                            real_sys["sys_state"]
-                                .get(act[1].as_str().unwrap())
-                                .is_some()
-                        );
-                        assert_eq!((&act[2], &act[3]), (&json!("none"), &json!("none")));
-                    }
-                    "General" => assert!(
-                        !act[1].as_str().unwrap().starts_with("recommend"),
-                        "seed {seed}: a recommendation left General: {act}"
-                    ),
-                    _ => {}
-                }
             }
             // A recommending option's act names the selected row; a no-offer option's its domain.
             for act in m["dialog_act"].as_array().unwrap() {
@@ -780,4 +736,381 @@ fn value_form(v: &str) -> String {
         }
     }
     out
+}
+
+/// A session of the built-in `crosswoz-demo` study played by the simulated crowd.
+fn sim_session(study: &LoadedStudy, seed: u64) -> (String, ImportedSession) {
+    let played = wozkit_core::sim::play(study, seed, wozkit_core::sim::WizardPolicy::Priors);
+    let id = format!("sim-{seed}");
+    let events: Vec<Event> = played
+        .events
+        .into_iter()
+        .enumerate()
+        .map(|(i, (actor, kind, at_ms))| Event {
+            v: 1,
+            session: id.clone(),
+            seq: i as u64 + 1,
+            at_ms,
+            actor,
+            kind,
+        })
+        .collect();
+    (id.clone(), ImportedSession { id, events })
+}
+
+/// The first letter upper-cased, as MultiWOZ writes domains and slots.
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// A CrossWOZ act as the MultiWOZ 2.1 dataset writes it: its `Domain-Intent` key and pair.
+fn multiwoz_form(act: &Value) -> (String, Value) {
+    let a: Vec<&str> = act
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    match a[0] {
+        "General" => (format!("general-{}", a[1]), json!(["none", "none"])),
+        "NoOffer" => (
+            format!("{}-NoOffer", upper_first(a[1])),
+            json!(["none", "none"]),
+        ),
+        "Request" => (
+            format!("{}-Request", upper_first(a[1])),
+            json!([upper_first(a[2]), "?"]),
+        ),
+        intent => (
+            format!("{}-{intent}", upper_first(a[1])),
+            json!([upper_first(a[2]), a[3]]),
+        ),
+    }
+}
+
+/// A CrossWOZ act as ConvLab-3's unified format writes it: its list and entry.
+fn convlab3_form(act: &Value) -> (&'static str, Value) {
+    let a: Vec<&str> = act
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    match a[0] {
+        "General" => (
+            "binary",
+            json!({"intent": a[1], "domain": "general", "slot": ""}),
+        ),
+        "NoOffer" => (
+            "binary",
+            json!({"intent": "nooffer", "domain": a[1], "slot": ""}),
+        ),
+        "Request" => (
+            "binary",
+            json!({"intent": "request", "domain": a[1], "slot": a[2]}),
+        ),
+        intent => (
+            "non-categorical",
+            json!({"intent": intent.to_lowercase(), "domain": a[1], "slot": a[2], "value": a[3]}),
+        ),
+    }
+}
+
+/// Checks that the MultiWOZ and ConvLab-3 exports of `session` have, on each turn, the acts of
+/// the CrossWOZ export in their own shapes and nothing else; returns the CrossWOZ intents seen.
+fn same_acts_in_each_format(session: &ImportedSession) -> Vec<String> {
+    let id = &session.id;
+    let cw: Value = serde_json::from_slice(&export(Format::CrossWoz, session)).unwrap();
+    let mw: Value = serde_json::from_slice(&export(Format::MultiWoz21, session)).unwrap();
+    let cl: Value = serde_json::from_slice(&export(Format::ConvLab3, session)).unwrap();
+    let messages = cw[id]["messages"].as_array().unwrap();
+    let log = mw[id]["log"].as_array().unwrap();
+    let turns = cl[0]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), messages.len());
+    let mut intents = vec![];
+    // MultiWOZ alternates speakers: an empty turn fills each gap.
+    let mut position = 0usize;
+    for (m, t) in messages.iter().zip(turns) {
+        let expected = if position % 2 == 0 { "usr" } else { "sys" };
+        if m["role"] != expected {
+            position += 1;
+        }
+        let l = &log[position];
+        position += 1;
+        assert_eq!(l["text"], m["content"]);
+        assert_eq!(t["utterance"], m["content"]);
+        let acts = m["dialog_act"].as_array().unwrap();
+        let mut pairs = 0;
+        for act in acts {
+            intents.push(act[0].as_str().unwrap().to_string());
+            let (key, pair) = multiwoz_form(act);
+            let listed = l["dialog_act"][&key].as_array();
+            assert!(
+                listed.is_some_and(|p| p.contains(&pair)),
+                "{id}: MultiWOZ lacks {key} {pair} for {act}: {}",
+                l["dialog_act"]
+            );
+            let (kind, entry) = convlab3_form(act);
+            assert!(
+                t["dialogue_acts"][kind]
+                    .as_array()
+                    .unwrap()
+                    .contains(&entry),
+                "{id}: ConvLab-3 lacks {entry} in {kind} for {act}: {}",
+                t["dialogue_acts"]
+            );
+            pairs += 1;
+        }
+        let mw_pairs: usize = l["dialog_act"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|p| p.as_array().unwrap().len())
+            .sum();
+        assert_eq!(mw_pairs, pairs, "{id}: MultiWOZ acts {}", l["dialog_act"]);
+        let cl_acts: usize = ["binary", "categorical", "non-categorical"]
+            .iter()
+            .map(|k| t["dialogue_acts"][k].as_array().unwrap().len())
+            .sum();
+        assert_eq!(
+            cl_acts, pairs,
+            "{id}: ConvLab-3 acts {}",
+            t["dialogue_acts"]
+        );
+    }
+    intents
+}
+
+/// A `crosswoz-demo` session where the wizard greets, searches the restaurants for a name none
+/// has and says the `no_offer` option.
+fn no_offer_session(study: &LoadedStudy) -> ImportedSession {
+    let mut p = Play::start(study, 7);
+    p.by(
+        Role::Wizard,
+        Command::Say {
+            state: "greet".into(),
+        },
+    );
+    p.by(
+        Role::User,
+        Command::Text {
+            text: "有没有叫不存在餐馆的地方？".into(),
+        },
+    );
+    p.by(
+        Role::Wizard,
+        Command::Query {
+            table: "餐馆".into(),
+            filters: vec![Filter {
+                column: "名称".into(),
+                op: FilterOp::Equals {
+                    value: json!("不存在餐馆"),
+                },
+            }],
+        },
+    );
+    p.by(
+        Role::Wizard,
+        Command::Say {
+            state: "no_offer".into(),
+        },
+    );
+    ImportedSession {
+        id: ID.into(),
+        events: p.log,
+    }
+}
+
+/// Simulated `crosswoz-demo` sessions and one with a no-offer: the MultiWOZ 2.1 and ConvLab-3 exports have the same
+/// Inform, Recommend and NoOffer acts as the CrossWOZ export, in each dataset's shape, and each
+/// file re-imports and re-exports identically.
+#[test]
+fn recommend_and_no_offer_acts_in_each_format() {
+    let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
+    let mut seen: Vec<String> = vec![];
+    let mut round_trips = 0;
+    let sessions = (0..30u64)
+        .map(|seed| sim_session(&study, seed).1)
+        .chain([no_offer_session(&study)]);
+    for session in sessions {
+        let seed = session.id.clone();
+        let intents = same_acts_in_each_format(&session);
+        let new: Vec<&String> = intents
+            .iter()
+            .filter(|i| ["Recommend", "NoOffer"].contains(&i.as_str()) && !seen.contains(i))
+            .collect();
+        if new.is_empty() {
+            continue;
+        }
+        seen.extend(new.into_iter().cloned());
+        // A session with an intent not yet seen goes round each format.
+        for format in [Format::CrossWoz, Format::MultiWoz21, Format::ConvLab3] {
+            let first = export(format, &session);
+            let back =
+                formats::import(format, &Input::new("sim.json", first.clone())).expect("reimport");
+            let second = export(format, &back[0]);
+            common::assert_same_json(
+                &common::parse(&first),
+                &common::parse(&second),
+                &format!("seed {seed} {format:?} re-export"),
+            );
+            assert_eq!(first, second, "seed {seed} {format:?}");
+            round_trips += 1;
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["NoOffer", "Recommend"],
+        "the simulated wizards do both"
+    );
+    assert!(round_trips >= 6);
+}
+
+/// The user's Request acts in MultiWOZ 2.1 (`Domain-Request: [[Slot, "?"]]`) and ConvLab-3
+/// (binary `request`), for the same turn as in CrossWOZ.
+#[test]
+fn request_acts_in_each_format() {
+    let study = study();
+    let seed = referring_seed(&study);
+    let mut p = Play::start(&study, seed);
+    let g = p.goal();
+    let sg = &g.subgoals[0];
+    let asked: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+    p.by(
+        Role::Wizard,
+        Command::Text {
+            text: "Hello!".into(),
+        },
+    );
+    p.by(
+        Role::User,
+        Command::Text {
+            text: format!("Tell me its {} please.", asked.join(" and ")),
+        },
+    );
+    let session = ImportedSession {
+        id: ID.into(),
+        events: p.log.clone(),
+    };
+    let intents = same_acts_in_each_format(&session);
+    assert_eq!(
+        intents.iter().filter(|i| *i == "Request").count(),
+        asked.len(),
+        "{intents:?}"
+    );
+    // The shape spelled out once: MultiWOZ's key and pair of the first requested slot.
+    let mw: Value = serde_json::from_slice(&export(Format::MultiWoz21, &session)).unwrap();
+    let user = &mw[ID]["log"][2];
+    assert_eq!(
+        user["text"],
+        format!("Tell me its {} please.", asked.join(" and "))
+    );
+    let key = format!("{}-Request", upper_first(&sg.domain));
+    assert!(
+        user["dialog_act"][&key]
+            .as_array()
+            .unwrap()
+            .contains(&json!([upper_first(asked[0]), "?"])),
+        "{}",
+        user["dialog_act"]
+    );
+    for format in [Format::MultiWoz21, Format::ConvLab3] {
+        let first = export(format, &session);
+        let back =
+            formats::import(format, &Input::new("req.json", first.clone())).expect("reimport");
+        assert_eq!(first, export(format, &back[0]), "{format:?}");
+    }
+}
+
+/// Adjudicated acts of an annotation study replace the derived ones on their turn, in each
+/// format; the other turns keep theirs.
+#[test]
+fn adjudicated_acts_win_over_derived_ones() {
+    use wozkit_core::evaluation::{ActLabel, ActPair};
+    use wozkit_data::acts::{TurnActs, adjudicate_acts};
+    use wozkit_data::stored::StoredSession;
+    let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
+    let (id, session, turn) = (0..30u64)
+        .find_map(|seed| {
+            let (id, session) = sim_session(&study, seed);
+            let cw: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
+            let msgs = cw[&id]["messages"].as_array().unwrap().clone();
+            let recommends = |m: &Value| {
+                m["dialog_act"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a[0] == "Recommend")
+            };
+            // A session with two recommending turns: one is labelled, the other is not.
+            let at: Vec<usize> = (0..msgs.len()).filter(|&i| recommends(&msgs[i])).collect();
+            (at.len() >= 2).then(|| (id, session, at[0]))
+        })
+        .expect("a simulated session recommends twice");
+    let label = ActLabel {
+        acts: vec!["Restaurant-Inform".into()],
+        pairs: vec![ActPair {
+            act: "Restaurant-Inform".into(),
+            slot: "food".into(),
+            value: "thai".into(),
+        }],
+    };
+    let mut acts = TurnActs::default();
+    acts.sessions
+        .entry(id.clone())
+        .or_default()
+        .insert(turn, adjudicate_acts(&[label]));
+    let expected = [
+        (
+            Format::CrossWoz,
+            json!([["Inform", "Restaurant", "food", "thai"]]),
+        ),
+        (
+            Format::MultiWoz21,
+            json!({"Restaurant-Inform": [["food", "thai"]]}),
+        ),
+        (
+            Format::ConvLab3,
+            json!({"categorical": [], "non-categorical": [
+                {"intent": "Inform", "domain": "Restaurant", "slot": "food", "value": "thai"}
+            ], "binary": []}),
+        ),
+    ];
+    for (format, want) in expected {
+        let mut stored = StoredSession {
+            store_id: id.clone(),
+            origin: None,
+            first_at_ms: 1,
+            events: session.events.clone(),
+        };
+        assert!(acts.apply(format, &mut stored).expect("apply"));
+        let file: Value = serde_json::from_slice(&export(format, &stored.dataset_view())).unwrap();
+        let (turns, act_key) = match format {
+            Format::CrossWoz => (file[&id]["messages"].clone(), "dialog_act"),
+            Format::MultiWoz21 => {
+                // The exported log without the empty turns MultiWOZ inserts.
+                let log: Vec<Value> = file[&id]["log"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|t| t["text"] != "")
+                    .cloned()
+                    .collect();
+                (Value::Array(log), "dialog_act")
+            }
+            _ => (file[0]["turns"].clone(), "dialogue_acts"),
+        };
+        let turns = turns.as_array().unwrap();
+        assert_eq!(turns[turn][act_key], want, "{format:?}");
+        // Another recommending turn keeps its derived act.
+        let text = turns.iter().skip(turn + 1).any(|t| {
+            let a = t[act_key].to_string();
+            a.contains("Recommend") || a.contains("\"recommend\"")
+        });
+        assert!(text, "{format:?}: a later turn keeps its Recommend");
+    }
 }
