@@ -262,6 +262,24 @@ pub async fn paired(app: &TestApp) -> (Client, Client, String) {
     (user, wizard, session)
 }
 
+/// Opens the entry link `query` and goes on from the first page (the one before the work);
+/// returns the participant.
+pub async fn join_past_first_page(app: &TestApp, query: &str) -> Client {
+    let c = app.join(query).await;
+    let step = c.step().await;
+    assert_eq!(c.post("/p/next", &format!("step={step}")).await.status, 303);
+    c
+}
+
+/// Prolific worker `worker` in study `study`, past the first page.
+pub async fn join_worker(app: &TestApp, study: &str, worker: &str) -> Client {
+    join_past_first_page(
+        app,
+        &format!("study={study}&PROLIFIC_PID={worker}&STUDY_ID=s&SESSION_ID={worker}"),
+    )
+    .await
+}
+
 /// Opens the room socket: hello, welcome, and the first view.
 pub async fn enter(c: &Client, last_seq: u64) -> Ws {
     let mut ws = c.ws().await;

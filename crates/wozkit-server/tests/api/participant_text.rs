@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 use wozkit_core::load::{LoadedStudy, StudySource, load_builtin, load_text};
 
-use crate::helpers::{Tiny, enter, paired, spawn_app, spawn_app_in};
+use crate::helpers::{Tiny, enter, join_past_first_page, paired, spawn_app, spawn_app_in};
 
 /// The offshore study, its emergency pinned to the defaults (the fire in the east tower): the
 /// sessions here are scripted against known places.
@@ -392,11 +392,11 @@ async fn a_label_that_says_optional_is_not_marked_again() {
         load("optional.yaml", OPTIONAL_MARKS),
     )
     .await;
-    let c = app
-        .join("study=optional-marks&PROLIFIC_PID=w1&STUDY_ID=s&SESSION_ID=1")
-        .await;
-    let step = c.step().await;
-    assert_eq!(c.post("/p/next", &format!("step={step}")).await.status, 303);
+    let c = join_past_first_page(
+        &app,
+        "study=optional-marks&PROLIFIC_PID=w1&STUDY_ID=s&SESSION_ID=1",
+    )
+    .await;
 
     let page = c.page().await.body;
     let legend = |id: &str| {

@@ -13,7 +13,10 @@ use wozkit_core::load::{LoadedStudy, StudySource, load_builtin, load_text};
 use wozkit_data::{ImportedSession, Input, add_segments, export_taskmaster1, import_taskmaster1};
 use wozkit_store::{SessionFilter, Store};
 
-use crate::helpers::{Client, TestApp, hidden, page_kind, spawn_app_in, urlencoding};
+use crate::helpers::{
+    Client, TestApp, hidden, join_past_first_page, join_worker, page_kind, spawn_app_in,
+    urlencoding,
+};
 
 const WRITE: &str = r#"id: sd-mini
 title: Write
@@ -37,17 +40,6 @@ evaluation:
 
 fn study(text: &str) -> LoadedStudy {
     load_text("s.yaml", text, StudySource::Dir(".".into())).unwrap_or_else(|e| panic!("{e}"))
-}
-
-async fn join(app: &TestApp, study: &str, worker: &str) -> Client {
-    let c = app
-        .join(&format!(
-            "study={study}&PROLIFIC_PID={worker}&STUDY_ID=s&SESSION_ID={worker}"
-        ))
-        .await;
-    let step = c.step().await;
-    assert_eq!(c.post("/p/next", &format!("step={step}")).await.status, 303);
-    c
 }
 
 /// Posts a turn; returns the status and the page after it.
@@ -138,7 +130,7 @@ async fn write_dialogue(c: &Client, n: usize, tag: &str) {
 async fn a_worker_writes_both_sides_in_turn_fixes_the_last_turn_and_submits() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut app = spawn_app_in(tmp.path().to_path_buf(), study(WRITE)).await;
-    let c = join(&app, "sd-mini", "w1").await;
+    let c = join_worker(&app, "sd-mini", "w1").await;
     let body = c.page().await.body;
     assert_eq!(page_kind(&body), "self-dialog");
     let scenario = crate::helpers::attr_after(&body, "data-scenario=\"");
@@ -258,7 +250,7 @@ async fn a_worker_writes_both_sides_in_turn_fixes_the_last_turn_and_submits() {
 async fn too_short_a_dialogue_is_refused_and_each_scenario_gets_exactly_n_dialogues() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut app = spawn_app_in(tmp.path().to_path_buf(), study(WRITE)).await;
-    let first = join(&app, "sd-mini", "w0").await;
+    let first = join_worker(&app, "sd-mini", "w0").await;
     assert_eq!(say(&first, 0, "USER", "Hi").await.0, 303);
     let lease = hidden(&first.page().await.body, "lease");
     let res = first
@@ -275,11 +267,11 @@ async fn too_short_a_dialogue_is_refused_and_each_scenario_gets_exactly_n_dialog
 
     // Two scenarios × 2 dialogues: three more workers fill them, the sixth finds nothing.
     for w in 1..4 {
-        let c = join(&app, "sd-mini", &format!("w{w}")).await;
+        let c = join_worker(&app, "sd-mini", &format!("w{w}")).await;
         assert_eq!(page_kind(&c.page().await.body), "self-dialog");
         write_dialogue(&c, 3, &format!("w{w}")).await;
     }
-    let late = join(&app, "sd-mini", "w9").await;
+    let late = join_worker(&app, "sd-mini", "w9").await;
     assert_eq!(page_kind(&late.page().await.body), "no-items");
 
     let all: Vec<Event> = log_of(&app, "sd-mini")
@@ -356,7 +348,7 @@ async fn spans_are_checked_against_the_utterance_and_export_as_taskmaster_segmen
     // A self-dialog written in one study…
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut app = spawn_app_in(tmp.path().to_path_buf(), study(SOURCE)).await;
-    let writer = join(&app, "sd-spans-src", "writer").await;
+    let writer = join_worker(&app, "sd-spans-src", "writer").await;
     assert_eq!(
         say(&writer, 0, "USER", "A large pizza with olives").await.0,
         303
@@ -374,7 +366,7 @@ async fn spans_are_checked_against_the_utterance_and_export_as_taskmaster_segmen
 
     // …is annotated in a span study that selects it from the store.
     let mut app = spawn_app_in(tmp.path().to_path_buf(), study(SPANS)).await;
-    let a = join(&app, "sp-mini", "ann-a").await;
+    let a = join_worker(&app, "sp-mini", "ann-a").await;
     let body = a.page().await.body;
     assert_eq!(page_kind(&body), "spans");
     assert!(body.contains("A large pizza with olives"));
@@ -455,7 +447,7 @@ async fn spans_are_checked_against_the_utterance_and_export_as_taskmaster_segmen
     let res = a.post("/p/spans/submit", &format!("lease={lease_a}")).await;
     assert_eq!(res.status, 303);
 
-    let b = join(&app, "sp-mini", "ann-b").await;
+    let b = join_worker(&app, "sp-mini", "ann-b").await;
     assert_eq!(
         mark(&b, "turn=0&start=2&end=7&slot=pizza_ordering.size.pizza")
             .await
@@ -470,7 +462,7 @@ async fn spans_are_checked_against_the_utterance_and_export_as_taskmaster_segmen
         303
     );
     // Two annotators per dialogue: a third finds nothing to annotate.
-    let c = join(&app, "sp-mini", "ann-c").await;
+    let c = join_worker(&app, "sp-mini", "ann-c").await;
     assert_eq!(page_kind(&c.page().await.body), "no-items");
 
     // Export: the stored self-dialog with the counted annotators' spans as segments.
@@ -569,9 +561,7 @@ fn the_built_in_self_dialog_studies_load() {
 async fn a_test_participants_dialogue_stays_out_of_the_stored_dialogues() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut app = spawn_app_in(tmp.path().to_path_buf(), study(WRITE)).await;
-    let c = app.join("study=sd-mini&participant=t1&test=1").await;
-    let step = c.step().await;
-    assert_eq!(c.post("/p/next", &format!("step={step}")).await.status, 303);
+    let c = join_past_first_page(&app, "study=sd-mini&participant=t1&test=1").await;
     write_dialogue(&c, 3, "test").await;
     let all: Vec<Event> = log_of(&app, "sd-mini")
         .await
@@ -600,7 +590,7 @@ async fn a_test_participants_dialogue_stays_out_of_the_stored_dialogues() {
 async fn a_dialogue_judged_without_its_session_is_written_at_export() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut app = spawn_app_in(tmp.path().to_path_buf(), study(WRITE)).await;
-    let c = join(&app, "sd-mini", "w-crash").await;
+    let c = join_worker(&app, "sd-mini", "w-crash").await;
     for (i, text) in ["Hello", "Hi, how can I help?", "A pizza"]
         .iter()
         .enumerate()

@@ -23,7 +23,7 @@ use wozkit_data::{
 };
 use wozkit_store::{ClaimRequest, LeaseState, NewEvent, NewSession, SessionFilter, Store};
 
-use crate::helpers::{Client, TestApp, hidden, page_kind, spawn_app_in};
+use crate::helpers::{Client, TestApp, hidden, join_worker, page_kind, spawn_app_in};
 
 const ACTS: &str = r#"id: ta-mini
 title: Label turns
@@ -121,17 +121,6 @@ async fn seeded_dir() -> tempfile::TempDir {
     tmp
 }
 
-async fn join(app: &TestApp, worker: &str) -> Client {
-    let c = app
-        .join(&format!(
-            "study=ta-mini&PROLIFIC_PID={worker}&STUDY_ID=s&SESSION_ID={worker}"
-        ))
-        .await;
-    let step = c.step().await;
-    assert_eq!(c.post("/p/next", &format!("step={step}")).await.status, 303);
-    c
-}
-
 /// The item shown (`data-item`).
 fn item_of(body: &str) -> String {
     crate::helpers::attr_after(body, "data-item=\"")
@@ -225,7 +214,7 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
     let mut app = spawn_app_in(dir.clone(), study(ACTS)).await;
 
     // The first request waits for the start (the items are registered by then).
-    let w0 = join(&app, "w0").await;
+    let w0 = join_worker(&app, "ta-mini", "w0").await;
     // The items: the guest turns, named by session and turn.
     let mut items: Vec<String> = app
         .store
@@ -361,13 +350,13 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
     );
 
     // A worker who gives a turn back, then another who labels everything left.
-    let quitter = join(&app, "w-skip").await;
+    let quitter = join_worker(&app, "ta-mini", "w-skip").await;
     let body = quitter.page().await.body;
     let res = quitter
         .post("/p/skip", &format!("lease={}", hidden(&body, "lease")))
         .await;
     assert_eq!(res.status, 303);
-    let w1 = join(&app, "w1").await;
+    let w1 = join_worker(&app, "ta-mini", "w1").await;
     let mut labelled = vec![];
     while page_kind(&w1.page().await.body) == "turn-acts" {
         labelled.push(label(&w1, "w1").await);
@@ -377,7 +366,7 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
         labelled, items,
         "w1 labels each turn once, the abandoned one too"
     );
-    let late = join(&app, "w9").await;
+    let late = join_worker(&app, "ta-mini", "w9").await;
     assert_eq!(page_kind(&late.page().await.body), "no-items");
 
     // Exactly two counted labels per turn; the ghost's lease is still open and counted nowhere.
