@@ -85,17 +85,20 @@ pub async fn upgrade(
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(WRITE_BUFFER)
         .on_upgrade(move |socket| async move {
+            // Every part is boxed: the connection's task then holds only the part it runs
+            // (the relay's state alone is ~12 KB), not room for the largest of them for the
+            // connection's whole life (docs/performance.md).
             // A room another instance runs is reached through it (relay.rs).
             if let Some(session) = &participant.session_id
-                && let Some(owner) = relay::owner_elsewhere(&app, session).await
+                && let Some(owner) = Box::pin(relay::owner_elsewhere(&app, session)).await
             {
                 let who = relay::Relayed::Participant {
                     id: participant.id,
                     seat,
                 };
-                return relay::run(app, socket, owner, who).await;
+                return Box::pin(relay::run(app, socket, owner, who)).await;
             }
-            run(app, participant.id, seat, socket).await
+            Box::pin(run(app, participant.id, seat, socket)).await
         })
 }
 
@@ -162,12 +165,13 @@ async fn observe(
         .read_buffer_size(READ_BUFFER)
         .write_buffer_size(WRITE_BUFFER)
         .on_upgrade(move |socket| async move {
-            if let Some(owner) = relay::owner_elsewhere(&app, &session).await {
+            // Boxed parts, as for participants.
+            if let Some(owner) = Box::pin(relay::owner_elsewhere(&app, &session)).await {
                 let who = relay::Relayed::Observer { session };
-                return relay::run(app, socket, owner, who).await;
+                return Box::pin(relay::run(app, socket, owner, who)).await;
             }
             let _counted = app.metrics.connection(crate::metrics::ConnKind::Observer);
-            observer::run(app, session, socket).await
+            Box::pin(observer::run(app, session, socket)).await
         })
 }
 
