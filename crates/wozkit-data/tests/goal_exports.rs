@@ -834,7 +834,11 @@ fn same_acts_in_each_format(session: &ImportedSession) -> Vec<String> {
     // MultiWOZ alternates speakers: an empty turn fills each gap.
     let mut position = 0usize;
     for (m, t) in messages.iter().zip(turns) {
-        let expected = if position % 2 == 0 { "usr" } else { "sys" };
+        let expected = if position.is_multiple_of(2) {
+            "usr"
+        } else {
+            "sys"
+        };
         if m["role"] != expected {
             position += 1;
         }
