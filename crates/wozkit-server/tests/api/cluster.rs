@@ -1,5 +1,5 @@
 //! Several server instances on one store, for the scale-out tests (`instances.rs`,
-//! `relay.rs`): starting and stopping an instance, joining on a given instance, a participant
+//! `relay.rs`): starting and stopping an instance, a pair on one instance, a participant
 //! reaching another instance, the room's lease, and the two-store setups (one SQLite store
 //! shared in this process, or one PostgreSQL database with a connection pool per instance).
 
@@ -15,8 +15,8 @@ use wozkit_server::{ClusterSecret, Config, StartError, Tunables, launch_with_lis
 use wozkit_store::Store;
 use wozkit_store::testing::TestDatabase;
 
-use crate::client::{Client, Ws, http};
-use crate::helpers::{Tiny, fast};
+use crate::client::{Client, Ws};
+use crate::helpers::{Tiny, fast, pair_links_at};
 
 /// Lease length of the test instances: short, so a takeover comes soon.
 pub const LEASE_MS: u64 = 600;
@@ -81,19 +81,6 @@ pub fn at(c: &Client, addr: SocketAddr) -> Client {
     }
 }
 
-/// Opens an entry link on the instance at `addr`; returns the participant with its cookie.
-pub async fn join(addr: SocketAddr, query: &str) -> Client {
-    let res = http(addr, "GET", &format!("/join?{query}"), &[], "").await;
-    assert_eq!(res.status, 303, "join failed: {}", res.body);
-    let set = res.header("set-cookie").expect("join sets a cookie");
-    let location = res.header("location").unwrap_or_default();
-    Client {
-        addr,
-        cookie: set.split(';').next().unwrap_or_default().to_string(),
-        seat: location.split("seat=").nth(1).map(str::to_string),
-    }
-}
-
 /// A user and a wizard paired on one instance.
 pub struct Pair {
     pub user: Client,
@@ -104,26 +91,20 @@ pub struct Pair {
 }
 
 /// Joins participant `user` as the user and `wizard` as the wizard on the instance at `addr`,
-/// accepts their pages, opens both waiting rooms and waits until both are told of the pairing.
+/// accepts their pages, opens both waiting rooms and waits until both are told of the pairing
+/// (see [`pair_links_at`]).
 pub async fn pair_on(addr: SocketAddr, user: &str, wizard: &str) -> Pair {
-    let user = join(addr, &format!("participant={user}&role=user")).await;
-    let wizard = join(addr, &format!("participant={wizard}&role=wizard")).await;
-    user.accept_pages().await;
-    wizard.accept_pages().await;
-    let mut wu = user.ws().await;
-    wu.hello(0).await;
-    let mut ww = wizard.ws().await;
-    ww.hello(0).await;
-    let session = wu.until_type("paired").await["session"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    ww.until_type("paired").await;
+    let (user, wizard, session, waiting) = pair_links_at(
+        addr,
+        &format!("participant={user}&role=user"),
+        &format!("participant={wizard}&role=wizard"),
+    )
+    .await;
     Pair {
         user,
         wizard,
         session,
-        waiting: (wu, ww),
+        waiting,
     }
 }
 

@@ -212,17 +212,7 @@ impl TestApp {
 
     /// Opens an entry link; returns the participant with its cookie.
     pub async fn join(&self, query: &str) -> Client {
-        let res = self.http("GET", &format!("/join?{query}"), &[], "").await;
-        assert_eq!(res.status, 303, "join failed: {}", res.body);
-        let set = res.header("set-cookie").expect("join sets a cookie");
-        let cookie = set.split(';').next().unwrap_or_default().to_string();
-        let location = res.header("location").unwrap_or_default();
-        let seat = location.split("seat=").nth(1).map(str::to_string);
-        Client {
-            addr: self.addr,
-            cookie,
-            seat,
-        }
+        join_at(self.addr, query).await
     }
 
     pub async fn events(&self, session: &str) -> Vec<Event> {
@@ -242,6 +232,17 @@ impl TestApp {
             self.events(session).await
         );
     }
+}
+
+/// Opens an entry link on the server at `addr`; returns the participant with its cookie.
+pub async fn join_at(addr: SocketAddr, query: &str) -> Client {
+    let res = http(addr, "GET", &format!("/join?{query}"), &[], "").await;
+    assert_eq!(res.status, 303, "join failed: {}", res.body);
+    let set = res.header("set-cookie").expect("join sets a cookie");
+    let cookie = set.split(';').next().unwrap_or_default().to_string();
+    let location = res.header("location").unwrap_or_default();
+    let seat = location.split("seat=").nth(1).map(str::to_string);
+    Client { addr, cookie, seat }
 }
 
 /// Two participants paired in the tiny study: (user, wizard, session id). Their room sockets
@@ -371,8 +372,19 @@ pub async fn paired_as(app: &TestApp, tag: &str) -> (Client, Client, String) {
 /// Joins through two entry-link queries (user first), accepts the pages before the room, opens
 /// both waiting rooms and waits until they are paired; returns both and the session id.
 pub async fn pair_links(app: &TestApp, user: &str, wizard: &str) -> (Client, Client, String) {
-    let user = app.join(user).await;
-    let wizard = app.join(wizard).await;
+    let (user, wizard, session, _waiting) = pair_links_at(app.addr, user, wizard).await;
+    (user, wizard, session)
+}
+
+/// Like [`pair_links`], on the server at `addr`; also returns both waiting-room sockets (user,
+/// wizard), still open.
+pub async fn pair_links_at(
+    addr: SocketAddr,
+    user: &str,
+    wizard: &str,
+) -> (Client, Client, String, (Ws, Ws)) {
+    let user = join_at(addr, user).await;
+    let wizard = join_at(addr, wizard).await;
     user.accept_pages().await;
     wizard.accept_pages().await;
     let mut wu = user.ws().await;
@@ -384,7 +396,7 @@ pub async fn pair_links(app: &TestApp, user: &str, wizard: &str) -> (Client, Cli
         .unwrap_or_default()
         .to_string();
     assert_eq!(ww.until_type("paired").await["session"], session.as_str());
-    (user, wizard, session)
+    (user, wizard, session, (wu, ww))
 }
 
 /// The text of an attribute value that follows `marker` in a page (up to the closing quote),

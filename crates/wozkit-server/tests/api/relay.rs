@@ -22,10 +22,10 @@ use wozkit_store::testing::TestDatabase;
 
 use crate::client::{Client, Ws};
 use crate::cluster::{
-    Pair, assert_log_goes_on, at, instance, join, on_one_postgres_database, on_one_sqlite_store,
-    owner, pair_on, reconnect_at, stop, wait_owner,
+    Pair, assert_log_goes_on, at, instance, on_one_postgres_database, on_one_sqlite_store, owner,
+    pair_on, reconnect_at, stop, wait_owner,
 };
-use crate::helpers::{Tiny, enter};
+use crate::helpers::{Tiny, enter, join_at};
 use crate::reconnect::last_seq;
 
 const SECRET: &str = "relay-test-secret";
@@ -254,8 +254,8 @@ async fn paired_across_instances(a_store: Arc<dyn Store>, b_store: Arc<dyn Store
     let tiny = Tiny::default();
     let a = instance("A", a_store.clone(), &tiny, Some(SECRET)).await;
     let b = instance("B", b_store.clone(), &tiny, Some(SECRET)).await;
-    let user = join(a.addr, "participant=carol&role=user").await;
-    let wizard = join(b.addr, "participant=dave&role=wizard").await;
+    let user = join_at(a.addr, "participant=carol&role=user").await;
+    let wizard = join_at(b.addr, "participant=dave&role=wizard").await;
     user.accept_pages().await;
     wizard.accept_pages().await;
     let mut wu = user.ws().await;
