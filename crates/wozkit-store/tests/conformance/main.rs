@@ -8,15 +8,15 @@ mod accounts;
 mod events;
 mod leases;
 mod records;
-mod waiting;
 mod rooms;
+mod waiting;
 
 use accounts::*;
 use events::*;
 use leases::*;
 use records::*;
-use waiting::*;
 use rooms::*;
+use waiting::*;
 
 conformance!(
     concurrent_appends_get_gap_free_ordered_seqs,
