@@ -8,11 +8,13 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use wozkit_core::event::{Event, EventKind, Judgment, Role};
+use wozkit_core::event::{Event, EventKind, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_store::{LeaseState, NewEvent, Store};
 
-use crate::helpers::{Client, Response, TestApp, attr_after, http, page_kind, spawn_app_in};
+use crate::helpers::{
+    Client, Response, TestApp, attr_after, http, judgments, page_kind, spawn_app_in,
+};
 use mock_openai::{Behaviour, Cut, MockOpenAi, echo, pieces};
 
 #[path = "mock_openai.rs"]
@@ -207,16 +209,6 @@ fn failures(events: &[Event]) -> Vec<String> {
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::SystemFailed { error, .. } => Some(error.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn judgments(events: &[Event]) -> Vec<Judgment> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Judged(j) => Some(j.as_ref().clone()),
             _ => None,
         })
         .collect()

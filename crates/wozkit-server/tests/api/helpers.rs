@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use wozkit_core::event::Event;
+use wozkit_core::event::{Event, EventKind, Judgment};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_server::{Config, StartError, Tunables, launch_with_listener};
 use wozkit_store::Store;
@@ -279,6 +279,17 @@ pub async fn join_worker(app: &TestApp, study: &str, worker: &str) -> Client {
         &format!("study={study}&PROLIFIC_PID={worker}&STUDY_ID=s&SESSION_ID={worker}"),
     )
     .await
+}
+
+/// The judgments in a log, in order.
+pub fn judgments(events: &[Event]) -> Vec<Judgment> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Judged(j) => Some(j.as_ref().clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Opens the room socket: hello, welcome, and the first view.

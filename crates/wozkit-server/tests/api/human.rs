@@ -9,7 +9,7 @@ use wozkit_core::event::{Event, EventKind, Role};
 use wozkit_core::load::{StudySource, load_text};
 
 use crate::client::{Client, http};
-use crate::helpers::{TestApp, attr_after, spawn_app_in};
+use crate::helpers::{TestApp, attr_after, judgments, spawn_app_in};
 
 const STUDY: &str = r#"id: people
 title: People and models
@@ -90,16 +90,6 @@ fn failures(events: &[Event]) -> usize {
         .iter()
         .filter(|e| matches!(e.kind, EventKind::SystemFailed { .. }))
         .count()
-}
-
-fn judgments(events: &[Event]) -> Vec<wozkit_core::event::Judgment> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Judged(j) => Some(j.as_ref().clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 async fn participant_of(app: &TestApp, session: &str) -> String {

@@ -14,7 +14,7 @@ use wozkit_data::{ImportedSession, Input, add_segments, export_taskmaster1, impo
 use wozkit_store::{SessionFilter, Store};
 
 use crate::helpers::{
-    Client, TestApp, hidden, join_past_first_page, join_worker, page_kind, spawn_app_in,
+    Client, TestApp, hidden, join_past_first_page, join_worker, judgments, page_kind, spawn_app_in,
     urlencoding,
 };
 
@@ -87,16 +87,6 @@ fn next_speaker(body: &str) -> String {
         .and_then(|s| s.split('<').next())
         .unwrap_or_default()
         .to_string()
-}
-
-fn judgments(events: &[Event]) -> Vec<&Judgment> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Judged(j) => Some(j.as_ref()),
-            _ => None,
-        })
-        .collect()
 }
 
 async fn log_of(app: &TestApp, study: &str) -> Vec<Vec<Event>> {
@@ -476,7 +466,7 @@ async fn spans_are_checked_against_the_utterance_and_export_as_taskmaster_segmen
         .into_iter()
         .flatten()
         .collect();
-    let js: Vec<Judgment> = judgments(&all).into_iter().cloned().collect();
+    let js: Vec<Judgment> = judgments(&all);
     assert_eq!(js.iter().filter(|j| j.counted).count(), 2);
     assert_eq!(add_segments(&mut sessions, &js), 0);
     let mut out = Vec::new();

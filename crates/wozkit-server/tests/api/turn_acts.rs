@@ -7,9 +7,7 @@
 //! and import back with them.
 
 use serde_json::{Value, json};
-use wozkit_core::event::{
-    Actor, EndReason, Event, EventKind, ItemPool, Judgment, MessageSource, Role,
-};
+use wozkit_core::event::{Actor, EndReason, EventKind, ItemPool, Judgment, MessageSource, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_core::model::ActType;
 use wozkit_data::acts::TurnActs;
@@ -23,7 +21,7 @@ use wozkit_data::{
 };
 use wozkit_store::{ClaimRequest, LeaseState, NewEvent, NewSession, SessionFilter, Store};
 
-use crate::helpers::{Client, TestApp, hidden, join_worker, page_kind, spawn_app_in};
+use crate::helpers::{Client, TestApp, hidden, join_worker, judgments, page_kind, spawn_app_in};
 
 const ACTS: &str = r#"id: ta-mini
 title: Label turns
@@ -182,16 +180,6 @@ async fn label(c: &Client, worker: &str) -> String {
         .await;
     assert_eq!(res.status, 303, "{}", res.body);
     item
-}
-
-fn judgments(events: &[Event]) -> Vec<Judgment> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Judged(j) => Some(j.as_ref().clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 async fn all_judgments(app: &TestApp) -> Vec<Judgment> {
