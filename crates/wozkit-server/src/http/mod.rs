@@ -41,10 +41,10 @@ pub mod researcher;
 pub mod review;
 pub mod room_page;
 pub mod self_dialog;
-pub mod turn_acts;
 pub mod static_files;
 pub mod survey;
 pub mod try_it;
+pub mod turn_acts;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -117,6 +117,10 @@ pub fn router(app: AppState) -> Router {
         .merge(self_dialog::routes())
         .merge(turn_acts::routes())
         .merge(crate::metrics::routes())
+        // An explicit fallback, so unknown paths pass through the layers below (security
+        // headers, response counting) even after the server merges its internal relay route,
+        // which stays outside them: a merged router would otherwise answer them unlayered.
+        .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(map_response(headers))
         .layer(axum::middleware::from_fn_with_state(
