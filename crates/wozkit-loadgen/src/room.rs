@@ -22,7 +22,7 @@ use crate::frames::{
     self, AckFrame, EndedFrame, ErrorFrame, EventFrame, SessionFrame, ViewFrame, frame_type,
 };
 use crate::pages::Ws;
-use crate::policy::{self, Dice, Role};
+use crate::policy::{self, Dice, Known, Role};
 use crate::stats::{Pairing, Recorder};
 
 /// How a stay in the room ended.
@@ -55,6 +55,8 @@ struct Play<'a> {
     last_batch: Option<Batch>,
     /// The latest `view` frame, parsed only when a move is decided.
     view: Option<String>,
+    /// The database's tables and rows (wizard) or the goal (user) learned from the frames.
+    known: Known,
     next_id: u64,
 }
 
@@ -78,6 +80,7 @@ pub async fn play(
         batch: None,
         last_batch: None,
         view: None,
+        known: Known::default(),
         next_id: 1,
     };
     let result = p.run(&mut ws, dice, stop, first_visit).await;
@@ -140,6 +143,7 @@ impl Play<'_> {
                     stats.error("bad_frame");
                     return None;
                 };
+                self.known.event(text);
                 let by = f.event.actor.participant_role();
                 if by == Some(self.role) {
                     let b = self.batch.get_or_insert(Batch {
@@ -198,6 +202,7 @@ impl Play<'_> {
                     stats.error("bad_frame");
                     return None;
                 };
+                self.known.welcome(text);
                 stats.joined_room(&w.session, std::mem::take(first_visit));
                 let pairing = stats.pairing(&w.session);
                 self.session = Some((w.session, pairing));
@@ -243,7 +248,7 @@ impl Play<'_> {
                 return Ok(());
             }
         };
-        let Some(cmd) = policy::next_command(self.role, &view, dice) else {
+        let Some(cmd) = policy::next_move(self.role, &view, &self.known, dice) else {
             return Ok(());
         };
         let id = format!("c{}", self.next_id);
