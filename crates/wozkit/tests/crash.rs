@@ -25,7 +25,7 @@ use rand::RngExt;
 use wozkit_store::testing::TestDatabase;
 
 use common::{Server, free_port};
-use play::{STUDY, Transcript, Via, check, join, participant};
+use play::{Kill, STUDY, Transcript, Via, check_killed, join, now_ms, participant};
 
 const PAIRS: usize = 20;
 const KILLS: usize = 4;
@@ -108,13 +108,18 @@ async fn sigkill_loses_nothing_acknowledged() {
     // Kill at random moments while the sessions run, restarting at once on the same data.
     let (mut server, kills) = tokio::task::spawn_blocking(move || {
         let mut rng = rand::rng();
-        let mut kills = 0;
+        let mut kills = vec![];
         for _ in 0..KILLS {
             std::thread::sleep(Duration::from_millis(rng.random_range(300..3000)));
+            let from_ms = now_ms();
             server.kill();
+            kills.push(Kill {
+                addr: server.addr,
+                from_ms,
+                to_ms: now_ms(),
+            });
             std::thread::sleep(Duration::from_millis(rng.random_range(0..300)));
             server.start();
-            kills += 1;
         }
         (server, kills)
     })
@@ -125,9 +130,9 @@ async fn sigkill_loses_nothing_acknowledged() {
     let run = started.elapsed();
     let log = server.log_text();
     assert!(server.stop(), "the server did not stop cleanly:\n{log}");
-    assert_eq!(kills, KILLS);
+    assert_eq!(kills.len(), KILLS);
     let data = server.data.to_str().expect("utf-8 path").to_string();
-    check(&data, &transcripts, &log).await;
+    check_killed(&data, &transcripts, &kills, &log).await;
     summary("one server on SQLite", &transcripts, run);
 }
 
@@ -182,13 +187,20 @@ async fn sigkill_of_either_of_two_instances_on_postgres_loses_nothing_acknowledg
     let started = Instant::now();
 
     // Kill each instance in turn; some come back at once, some after their leases ran out.
-    let (mut servers, downtimes) = tokio::task::spawn_blocking(move || {
+    let (mut servers, downtimes, kills) = tokio::task::spawn_blocking(move || {
         let mut rng = rand::rng();
         let mut downtimes = vec![];
+        let mut kills = vec![];
         for k in 0..KILLS {
             std::thread::sleep(Duration::from_millis(rng.random_range(300..3000)));
             let (server, args) = &mut servers[k % 2];
+            let from_ms = now_ms();
             server.kill();
+            kills.push(Kill {
+                addr: server.addr,
+                from_ms,
+                to_ms: now_ms(),
+            });
             let down = if k % 2 == 0 {
                 rng.random_range(0..300)
             } else {
@@ -198,7 +210,7 @@ async fn sigkill_of_either_of_two_instances_on_postgres_loses_nothing_acknowledg
             server.start_with(args);
             downtimes.push(down);
         }
-        (servers, downtimes)
+        (servers, downtimes, kills)
     })
     .await
     .expect("killer");
@@ -209,7 +221,7 @@ async fn sigkill_of_either_of_two_instances_on_postgres_loses_nothing_acknowledg
     for (server, _) in &mut servers {
         assert!(server.stop(), "an instance did not stop cleanly:\n{log}");
     }
-    check(&pg.url, &transcripts, &log).await;
+    check_killed(&pg.url, &transcripts, &kills, &log).await;
     summary(
         &format!("two instances on PostgreSQL, down for {downtimes:?} ms"),
         &transcripts,

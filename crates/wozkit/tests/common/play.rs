@@ -208,11 +208,46 @@ pub struct Transcript {
     pub unavailable: u32,
     /// When each connection was served by the room (its first `view`).
     pub entered: Vec<Instant>,
+    /// Every connection that was opened, in order.
+    pub conns: Vec<Conn>,
+}
+
+/// One WebSocket connection of a participant, in wall-clock milliseconds (the clock of the
+/// servers' `created_at_ms` and of [`Kill`]).
+#[derive(Clone, Debug)]
+pub struct Conn {
+    pub addr: SocketAddr,
+    /// Before connecting.
+    pub opened_ms: u64,
+    /// When the participant saw it end.
+    pub closed_ms: u64,
+    /// A waiting-room connection that ended with `paired`: the session it was told.
+    pub paired: Option<String>,
+    /// How it ended: `ended`, `paired`, `dropped`, `not_in_room` or `unavailable`.
+    pub end: &'static str,
+}
+
+/// One SIGKILL of the instance at `addr`: sent after `from_ms`, the process reaped by `to_ms`.
+#[derive(Clone, Debug)]
+pub struct Kill {
+    pub addr: SocketAddr,
+    pub from_ms: u64,
+    pub to_ms: u64,
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64
 }
 
 enum Outcome {
     Ended,
     Dropped,
+    /// The waiting room told the session (and closes): the next connection is the room's.
+    Paired(String),
     /// The instance reached does not run the room: try the next address after a pause.
     Elsewhere,
     /// The instance reached cannot relay to the room's instance: again after a pause.
@@ -248,6 +283,8 @@ pub async fn participant(via: Via, cookie: String, name: String, wizard: bool) -
     let mut turns = 0u32;
     let mut sent = 0u32;
     while t.ended.is_none() {
+        let addr = via.addr();
+        let opened_ms = now_ms();
         let Some(mut ws) = connect(&via, &cookie).await else {
             via.rotate();
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -268,9 +305,25 @@ pub async fn participant(via: Via, cookie: String, name: String, wizard: bool) -
         )
         .await;
         let _ = ws.close(None).await;
+        t.conns.push(Conn {
+            addr,
+            opened_ms,
+            closed_ms: now_ms(),
+            paired: match &outcome {
+                Outcome::Paired(session) => Some(session.clone()),
+                _ => None,
+            },
+            end: match outcome {
+                Outcome::Ended => "ended",
+                Outcome::Dropped => "dropped",
+                Outcome::Paired(_) => "paired",
+                Outcome::Elsewhere => "not_in_room",
+                Outcome::Unavailable => "unavailable",
+            },
+        });
         match outcome {
             Outcome::Ended => break,
-            Outcome::Dropped => {}
+            Outcome::Dropped | Outcome::Paired(_) => {}
             Outcome::Elsewhere => {
                 t.not_in_room += 1;
                 via.rotate();
@@ -335,7 +388,9 @@ async fn room(
                 t.session = v["session"].as_str().map(str::to_string);
             }
             // The waiting room closes after this; the next connection is the room's.
-            "paired" => return Outcome::Dropped,
+            "paired" => {
+                return Outcome::Paired(v["session"].as_str().unwrap_or_default().to_string());
+            }
             "event" => {
                 let seq = v["event"]["seq"].as_u64().unwrap_or_default();
                 assert!(
@@ -424,9 +479,78 @@ pub fn study() -> LoadedStudy {
     load_text("crash.yaml", STUDY, StudySource::Dir(".".into())).expect("the crash study loads")
 }
 
+/// The other participant of a scripted pair: `user7` and `wizard7`.
+fn partner_of(name: &str) -> String {
+    match name.strip_prefix("user") {
+        Some(i) => format!("wizard{i}"),
+        None => format!("user{}", name.trim_start_matches("wizard")),
+    }
+}
+
+/// A session's log, one event a line, and what its participants did: shown when a check of it
+/// fails.
+fn session_report(
+    session: &str,
+    events: &[Event],
+    created_ms: u64,
+    transcripts: &[Transcript],
+    names: &[&str],
+    kills: &[Kill],
+) -> String {
+    let mut out = format!("session {session}, created at {created_ms} ms; its log:\n");
+    for e in events {
+        let line = serde_json::to_string(e).unwrap_or_default();
+        out.push_str(&format!("  {line}\n"));
+    }
+    for t in transcripts
+        .iter()
+        .filter(|t| names.contains(&t.name.as_str()))
+    {
+        out.push_str(&format!(
+            "{}: entered {:?}, ended {:?}, connections:\n",
+            t.name, t.session, t.ended
+        ));
+        for c in &t.conns {
+            out.push_str(&format!("  {c:?}\n"));
+        }
+    }
+    out.push_str(&format!("kills: {kills:?}\n"));
+    out
+}
+
+/// The kill that explains a session `created_ms` in which only the partner of `absent` was
+/// seated: the pairing runs in the waiting-room connection of the participant who takes the
+/// partner, and seats the partner first, then itself. So `absent` took its partner on an
+/// instance that was killed after creating the session: `absent` had a waiting-room connection
+/// open on that instance from before the session was created until the kill, which ended without
+/// `paired`.
+fn kill_between_seatings<'k>(
+    absent: &Transcript,
+    created_ms: u64,
+    kills: &'k [Kill],
+) -> Option<&'k Kill> {
+    kills.iter().find(|k| {
+        created_ms <= k.to_ms
+            && absent.conns.iter().any(|c| {
+                c.addr == k.addr
+                    && c.end == "dropped"
+                    && c.opened_ms <= created_ms
+                    && c.opened_ms <= k.from_ms
+                    && c.closed_ms >= k.from_ms
+            })
+    })
+}
+
 /// Everything the clients saw against the store at `location` (a data directory or a
-/// PostgreSQL URL); `log` is the servers' output, shown when an event is missing.
+/// PostgreSQL URL), with no kill while participants were being paired; `log` is the servers'
+/// output, shown when an event is missing.
 pub async fn check(location: &str, transcripts: &[Transcript], log: &str) {
+    check_killed(location, transcripts, &[], log).await
+}
+
+/// [`check`] after the instances were killed at `kills`: a session in which only one of a pair
+/// was seated is accepted only where a kill explains it ([`kill_between_seatings`]).
+pub async fn check_killed(location: &str, transcripts: &[Transcript], kills: &[Kill], log: &str) {
     let store = wozkit_store::open(location)
         .await
         .expect("the store opens after the run");
@@ -455,6 +579,20 @@ pub async fn check(location: &str, transcripts: &[Transcript], log: &str) {
                 t.session.is_none(),
                 "{name}: no partner after entering a room"
             );
+            let partner = partner_of(name);
+            let entered = transcripts
+                .iter()
+                .find(|p| p.name == partner)
+                .and_then(|p| p.session.clone());
+            let lone = entered
+                .as_ref()
+                .is_some_and(|s| replay(&study, s, &logs[s]).joined.len() == 1);
+            assert!(
+                lone,
+                "{name}: no partner, but {partner} did not play alone (entered {entered:?}); \
+                 {name}'s connections: {:#?}\nkills: {kills:?}",
+                t.conns
+            );
             continue;
         }
         let session = t
@@ -469,17 +607,69 @@ pub async fn check(location: &str, transcripts: &[Transcript], log: &str) {
             .unwrap_or_else(|| panic!("{session} did not end"));
         assert!(t.ended.is_some(), "{name}: no `ended`");
         let live = replay(&study, session, events);
-        let expected = if live.joined.len() == 2 {
-            EndReason::Terminal
-        } else {
-            EndReason::Disconnect
+        let partner = partner_of(name);
+        let report = || {
+            session_report(
+                session,
+                events,
+                record.created_at_ms,
+                transcripts,
+                &[name.as_str(), partner.as_str()],
+                kills,
+            )
         };
-        assert_eq!(end.reason, expected, "{session}");
-        let live = replay(&study, session, events);
+        let allowed: &[EndReason] = if live.joined.len() == 2 {
+            // Both came: the wizard says goodbye.
+            &[EndReason::Terminal]
+        } else {
+            // Only this participant was seated: only a kill between the two seatings does
+            // that, and its partner's wait then ended without a partner.
+            let absent = transcripts
+                .iter()
+                .find(|p| p.name == partner)
+                .unwrap_or_else(|| panic!("{name}: no transcript of its partner {partner}"));
+            assert_eq!(
+                absent.ended.as_deref(),
+                Some("no_partner"),
+                "{session}: {name} played alone, but {partner} ended otherwise\n{}",
+                report()
+            );
+            assert!(
+                absent
+                    .conns
+                    .iter()
+                    .all(|c| c.paired.as_deref() != Some(session)),
+                "{session}: {partner} was told `paired` to it but never came: a lost \
+                 connection to the room\n{}",
+                report()
+            );
+            let kill = kill_between_seatings(absent, record.created_at_ms, kills);
+            assert!(
+                kill.is_some(),
+                "{session}: only {name} was seated, and no kill fell between the two seatings \
+                 ({partner} was paired without being told)\n{}",
+                report()
+            );
+            if t.wizard {
+                // A lone wizard can play to its goodbye before its partner's join deadline
+                // (the grace period) ends the session.
+                &[EndReason::Terminal, EndReason::Disconnect]
+            } else {
+                // A lone user cannot end it: the join deadline does.
+                &[EndReason::Disconnect]
+            }
+        };
+        assert!(
+            allowed.contains(&end.reason),
+            "{session}: ended by {:?}, expected one of {allowed:?}\n{}",
+            end.reason,
+            report()
+        );
         assert_eq!(
             live.ended.map(|e| e.0),
-            Some(EndReason::Terminal),
-            "{session}"
+            Some(end.reason),
+            "{session}: the log's end differs from the record's\n{}",
+            report()
         );
 
         // Same seq, same event.
@@ -546,13 +736,33 @@ pub async fn check(location: &str, transcripts: &[Transcript], log: &str) {
             );
         }
     }
-    // A session nobody entered was created by a pairing cut short by a kill: it was aborted.
+    // A session nobody entered was created by a pairing cut short by a kill: it was aborted;
+    // or it is the session that recorded a wait without a partner, of a participant told so.
     for s in &sessions {
         if !transcripts
             .iter()
             .any(|t| t.session.as_deref() == Some(s.id.as_str()))
         {
             let reason = s.ended.as_ref().map(|e| e.reason);
+            if reason == Some(EndReason::NoPartner) {
+                let seated = store
+                    .participants_in_session(&s.id)
+                    .await
+                    .expect("participants of a session");
+                let told = seated.iter().any(|p| {
+                    transcripts.iter().any(|t| {
+                        t.ended.as_deref() == Some("no_partner")
+                            && p.external_ids.values().any(|v| *v == t.name)
+                    })
+                });
+                assert!(
+                    told,
+                    "no-partner session {} of participants never told so: {:?}",
+                    s.id,
+                    seated.iter().map(|p| &p.external_ids).collect::<Vec<_>>()
+                );
+                continue;
+            }
             assert_eq!(reason, Some(EndReason::Aborted), "orphan session {}", s.id);
         }
     }
