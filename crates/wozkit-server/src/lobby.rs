@@ -20,8 +20,9 @@
 //! What this instance remembers besides the table (a participant's waiting time across
 //! reconnects, a place kept at the front, the connections waiting here) is dropped once they
 //! leave for good (gone longer than their grace period), so its size follows the people actually
-//! waiting. The counts on the researcher page are this instance's waiting connections. The
-//! instance is named by its instance id, the one of its room leases.
+//! waiting. The counts on the researcher console and the role given to a newcomer read the
+//! table (every instance's live places); only the metrics count this instance's waiting
+//! connections. The instance is named by its instance id, the one of its room leases.
 //!
 //! Bookkeeping behind a std mutex (held for a few map operations, never across an await).
 //! Instants are `tokio::time` instants, so tests pause the clock; times in the table are
@@ -41,6 +42,9 @@ use crate::app::AppState;
 
 /// Expired entries are looked for at most this often (a sweep walks every entry).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Meta key prefix of each study's count of roles handed out on a tie ([`Lobby::assign_role`]).
+const TIES_PREFIX: &str = "lobby/ties/";
 
 /// Which queue: the study, and a private pair key (lab links and `/try` pair only with the same
 /// key; crowd links have none).
@@ -129,8 +133,6 @@ struct Inner {
     /// Participants whose partner never arrived: queued first when they come back, if they
     /// come back before the given time.
     first: HashMap<String, Instant>,
-    /// Per study, how many roles were handed out: ties alternate.
-    handed: HashMap<String, u64>,
     /// When expired entries were last looked for.
     swept_at: Option<Instant>,
 }
@@ -568,52 +570,82 @@ impl Lobby {
             .map(|p| p + 1))
     }
 
-    /// The role for a newcomer to `study`: the one this instance's public queue lacks, else
-    /// alternating (the first is the wizard, whose instructions take longer to read).
-    pub fn assign_role(&self, study: &str) -> Role {
-        self.with(|inner| {
-            let (mut users, mut wizards) = (0, 0);
-            for l in inner.local.values() {
-                if l.key.study == study && l.key.pair.is_none() {
-                    match l.role {
-                        Role::User => users += 1,
-                        Role::Wizard => wizards += 1,
-                    }
+    /// Everyone waiting for a partner on every instance (in `study`, or in every study), per
+    /// queue: the places in the store's table heard from within `stale_after` of `now_ms`, as
+    /// [`position`](Lobby::position) counts them. For the researcher console.
+    pub async fn waiting(
+        &self,
+        store: &dyn Store,
+        study: Option<&str>,
+        now_ms: u64,
+        stale_after: Duration,
+    ) -> Result<Vec<QueueCount>, StoreError> {
+        let live_since = now_ms.saturating_sub(stale_after.as_millis() as u64);
+        let waiters = store.waiters(study).await?;
+        Ok(count_by_queue(
+            waiters
+                .iter()
+                .filter(|w| w.heard_at_ms >= live_since)
+                .map(|w| {
+                    (
+                        QueueKey {
+                            study: w.study_id.clone(),
+                            pair: w.pair_key.clone(),
+                        },
+                        w.role,
+                    )
+                }),
+        ))
+    }
+
+    /// The role for a newcomer to `study`: the one whose public queue is shorter, counting the
+    /// live places of every instance ([`waiting`](Lobby::waiting)); on a tie, alternating (the
+    /// first is the wizard, whose instructions take longer to read) by a count of tie-broken
+    /// roles kept in the store (meta key `lobby/ties/STUDY`), so instances sharing a database
+    /// alternate together. Reading and bumping that count is not one atomic step: two
+    /// newcomers at the same moment may both get the same role (fairness, not correctness —
+    /// the queue counts settle the next ones).
+    pub async fn assign_role(
+        &self,
+        store: &dyn Store,
+        study: &str,
+        now_ms: u64,
+        stale_after: Duration,
+    ) -> Result<Role, StoreError> {
+        let (mut users, mut wizards) = (0, 0);
+        for q in self
+            .waiting(store, Some(study), now_ms, stale_after)
+            .await?
+            .iter()
+            .filter(|q| q.key.study == study && q.key.pair.is_none())
+        {
+            users += q.users;
+            wizards += q.wizards;
+        }
+        Ok(match users.cmp(&wizards) {
+            std::cmp::Ordering::Greater => Role::Wizard,
+            std::cmp::Ordering::Less => Role::User,
+            std::cmp::Ordering::Equal => {
+                let key = format!("{TIES_PREFIX}{study}");
+                let handed: u64 = store
+                    .meta(&key)
+                    .await?
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                store.set_meta(&key, &(handed + 1).to_string()).await?;
+                if handed.is_multiple_of(2) {
+                    Role::Wizard
+                } else {
+                    Role::User
                 }
-            }
-            let n = inner.handed.entry(study.to_string()).or_default();
-            *n += 1;
-            match users.cmp(&wizards) {
-                std::cmp::Ordering::Greater => Role::Wizard,
-                std::cmp::Ordering::Less => Role::User,
-                std::cmp::Ordering::Equal if *n % 2 == 1 => Role::Wizard,
-                std::cmp::Ordering::Equal => Role::User,
             }
         })
     }
 
-    /// Everyone waiting on this instance, per queue (for the researcher page).
+    /// Everyone waiting on this instance, per queue (its waiting connections, live or not; for
+    /// this instance's metrics — the console counts every instance with [`waiting`](Lobby::waiting)).
     pub fn counts(&self) -> Vec<QueueCount> {
-        self.with(|inner| {
-            let mut by_key: HashMap<&QueueKey, (usize, usize)> = HashMap::new();
-            for l in inner.local.values() {
-                let c = by_key.entry(&l.key).or_default();
-                match l.role {
-                    Role::User => c.0 += 1,
-                    Role::Wizard => c.1 += 1,
-                }
-            }
-            let mut out: Vec<QueueCount> = by_key
-                .into_iter()
-                .map(|(key, (users, wizards))| QueueCount {
-                    key: key.clone(),
-                    users,
-                    wizards,
-                })
-                .collect();
-            out.sort_by(|a, b| (&a.key.study, &a.key.pair).cmp(&(&b.key.study, &b.key.pair)));
-            out
-        })
+        self.with(|inner| count_by_queue(inner.local.values().map(|l| (l.key.clone(), l.role))))
     }
 
     /// How many entries this instance holds about participants (waiting connections, waiting
@@ -625,6 +657,28 @@ impl Lobby {
             inner.local.len() + inner.since.len() + inner.first.len()
         })
     }
+}
+
+/// How many wait per queue and role, sorted by study and pair key.
+fn count_by_queue(places: impl Iterator<Item = (QueueKey, Role)>) -> Vec<QueueCount> {
+    let mut by_key: HashMap<QueueKey, (usize, usize)> = HashMap::new();
+    for (key, role) in places {
+        let c = by_key.entry(key).or_default();
+        match role {
+            Role::User => c.0 += 1,
+            Role::Wizard => c.1 += 1,
+        }
+    }
+    let mut out: Vec<QueueCount> = by_key
+        .into_iter()
+        .map(|(key, (users, wizards))| QueueCount {
+            key,
+            users,
+            wizards,
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.key.study, &a.key.pair).cmp(&(&b.key.study, &b.key.pair)));
+    out
 }
 
 /// The ticket of a waiter taken from the table.
@@ -823,14 +877,85 @@ mod tests {
         }
     }
 
+    async fn role(lobby: &Lobby, store: &SqliteStore, now_ms: u64) -> Role {
+        lobby
+            .assign_role(store, "s", now_ms, STALE)
+            .await
+            .expect("assign a role")
+    }
+
     #[tokio::test]
     async fn roles_fill_what_the_queue_lacks() {
         let (lobby, store, _dir) = setup().await;
-        assert_eq!(lobby.assign_role("s"), Role::Wizard);
-        assert_eq!(lobby.assign_role("s"), Role::User);
-        let _ = enqueue(&lobby, &store, ticket("u", None, Role::User, 1), 0).await;
-        assert_eq!(lobby.assign_role("s"), Role::Wizard);
-        assert_eq!(lobby.assign_role("s"), Role::Wizard);
+        let s = store.as_ref();
+        assert_eq!(role(&lobby, s, 0).await, Role::Wizard);
+        assert_eq!(role(&lobby, s, 0).await, Role::User);
+        let _ = enqueue(&lobby, s, ticket("u", None, Role::User, 1), 0).await;
+        assert_eq!(role(&lobby, s, 0).await, Role::Wizard);
+        assert_eq!(role(&lobby, s, 0).await, Role::Wizard);
+        // A silent place is not counted: a tie again, which goes on alternating.
+        let later = STALE.as_millis() as u64 + 1;
+        assert_eq!(role(&lobby, s, later).await, Role::Wizard);
+        assert_eq!(role(&lobby, s, later).await, Role::User);
+    }
+
+    #[tokio::test]
+    async fn instances_on_one_store_count_and_alternate_together() {
+        let (a, store, _dir) = setup().await;
+        let b = Lobby::new(wozkit_store::new_id());
+        let s = store.as_ref();
+        // Ties alternate across the two instances.
+        assert_eq!(role(&a, s, 0).await, Role::Wizard);
+        assert_eq!(role(&b, s, 0).await, Role::User);
+        assert_eq!(role(&a, s, 0).await, Role::Wizard);
+        // A user waiting on b: a newcomer on a becomes a wizard, and both count it.
+        let _ = enqueue(&b, s, ticket("u", None, Role::User, 1), 0).await;
+        assert_eq!(role(&a, s, 0).await, Role::Wizard);
+        let _ = a
+            .enqueue(
+                s,
+                QueueKey {
+                    study: "s".into(),
+                    pair: Some("k".into()),
+                },
+                ticket("w", None, Role::Wizard, 2),
+                0,
+                STALE,
+            )
+            .await
+            .expect("enqueue");
+        for lobby in [&a, &b] {
+            let counts = lobby.waiting(s, None, 0, STALE).await.expect("waiting");
+            assert_eq!(
+                counts,
+                [
+                    QueueCount {
+                        key: key(),
+                        users: 1,
+                        wizards: 0
+                    },
+                    QueueCount {
+                        key: QueueKey {
+                            study: "s".into(),
+                            pair: Some("k".into())
+                        },
+                        users: 0,
+                        wizards: 1
+                    },
+                ]
+            );
+        }
+        // This instance's own connections only.
+        assert_eq!(a.counts().len(), 1);
+        assert_eq!(b.counts().len(), 1);
+        // Only live places count.
+        let later = STALE.as_millis() as u64 + 1;
+        assert!(
+            a.waiting(s, Some("s"), later, STALE)
+                .await
+                .expect("waiting")
+                .is_empty()
+        );
     }
 
     #[tokio::test]

@@ -197,7 +197,16 @@ pub async fn requeue_stranded(
     Ok(())
 }
 
-/// The role a participant without one gets (lab links may name it).
-pub fn role_or(role: Option<Role>, app: &AppState, study: &str) -> Role {
-    role.unwrap_or_else(|| app.lobby.assign_role(study))
+/// The role a participant without one gets (lab links may name it): the one the lobby's
+/// public queue lacks across every instance ([`Lobby::assign_role`](crate::lobby::Lobby::assign_role)).
+pub async fn role_or(role: Option<Role>, app: &AppState, study: &str) -> Result<Role, StoreError> {
+    match role {
+        Some(role) => Ok(role),
+        None => {
+            let stale = Duration::from_millis(app.tunables.stale_after_ms);
+            app.lobby
+                .assign_role(app.store.as_ref(), study, now_ms(), stale)
+                .await
+        }
+    }
 }

@@ -63,6 +63,7 @@ use super::researcher::require_page;
 use crate::app::{AppState, now_ms};
 use crate::auth::{Access, Researcher};
 use crate::error::HttpError;
+use crate::lobby::QueueCount;
 use crate::records::payments::{PaymentRow, payments, write_csv};
 use crate::records::{is_test_session, session_log, sessions};
 
@@ -193,24 +194,29 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 struct Listed {
     dialogues: Vec<SessionRecord>,
     logs: Vec<SessionRecord>,
+    /// Who waits for a partner, on every instance (live places of the lobby's table).
+    waiting: Vec<QueueCount>,
 }
 
 impl Listed {
-    async fn read(store: &dyn Store) -> Result<Listed, StoreError> {
+    async fn read(app: &AppState) -> Result<Listed, StoreError> {
+        let store = app.store.as_ref();
         let list = |kind| SessionFilter {
             kind,
             ..SessionFilter::default()
         };
+        let stale = Duration::from_millis(app.tunables.stale_after_ms);
         Ok(Listed {
             dialogues: store.list_sessions(&list(SessionKind::Dialogue)).await?,
             logs: store.list_sessions(&list(SessionKind::Participant)).await?,
+            waiting: app.lobby.waiting(store, None, now_ms(), stale).await?,
         })
     }
 
     /// What changes whenever a figure may, but for a participant's completion code (stored
     /// just after its event): every dialogue's and participant log's end and last event, and
     /// the waiting room.
-    fn fingerprint(&self, app: &AppState) -> Vec<u64> {
+    fn fingerprint(&self) -> Vec<u64> {
         let mut fp = vec![];
         for list in [&self.dialogues, &self.logs] {
             fp.push(list.len() as u64);
@@ -219,7 +225,7 @@ impl Listed {
                 fp.push(r.ended.map_or(0, |e| e.at_ms));
             }
         }
-        for q in app.lobby.counts() {
+        for q in &self.waiting {
             fp.push(q.users as u64);
             fp.push(q.wizards as u64);
         }
@@ -289,11 +295,11 @@ struct Computed {
 /// kept parts must add up to.
 #[cfg(test)]
 async fn compute(app: &AppState) -> Result<Overview, StoreError> {
-    let listed = Listed::read(app.store.as_ref()).await?;
+    let listed = Listed::read(app).await?;
     Ok(rebuild(app, &mut HashMap::new(), listed).await?.0)
 }
 
-/// Every served study's figures from `listed`, the lobby and `parts`: the parts of sessions
+/// Every served study's figures from `listed` (with the lobby's counts) and `parts`: the parts of sessions
 /// that changed (or are new) are priced again and replaced, those of sessions gone dropped.
 /// Returns the figures and how many sessions were priced.
 async fn rebuild(
@@ -390,14 +396,19 @@ async fn rebuild(
             );
         }
     }
-    Ok((sum(app, parts, &listed.dialogues).await?, repriced))
+    Ok((
+        sum(app, parts, &listed.dialogues, &listed.waiting).await?,
+        repriced,
+    ))
 }
 
-/// The figures from the parts, the dialogues' records and the lobby.
+/// The figures from the parts, the dialogues' records and `counts`, the people waiting on
+/// every instance.
 async fn sum(
     app: &AppState,
     parts: &HashMap<String, Part>,
     dialogues: &[SessionRecord],
+    counts: &[QueueCount],
 ) -> Result<Overview, StoreError> {
     // A session with a test participant is a test session, as in the exports.
     let test_mark = format!("{TEST_KEY}=1");
@@ -422,7 +433,6 @@ async fn sum(
                 .push((row, part.span_s));
         }
     }
-    let counts = app.lobby.counts();
     let mut out = Vec::with_capacity(app.studies.len());
     for (id, study) in &app.studies {
         let mut f = StudyFigures {
@@ -842,8 +852,8 @@ pub async fn current(app: &AppState) -> Result<Arc<Overview>, StoreError> {
     {
         return Ok(c.overview.clone());
     }
-    let listed = Listed::read(app.store.as_ref()).await?;
-    let fp = listed.fingerprint(app);
+    let listed = Listed::read(app).await?;
+    let fp = listed.fingerprint();
     if let Some(c) = state.computed.as_mut()
         && c.fingerprint == fp
         && c.computed.elapsed() < MAX_STALE
@@ -1427,7 +1437,7 @@ payment: {currency: EUR, base: 1.00, per_minute: 0.15, max_minutes: 5, no_partne
     /// Rebuilds with the kept parts; checks the figures against a computation from scratch
     /// and the spend and codes against the payment table; returns how many were priced.
     async fn check(app: &AppState, parts: &mut HashMap<String, Part>) -> usize {
-        let listed = Listed::read(app.store.as_ref()).await.expect("list");
+        let listed = Listed::read(app).await.expect("list");
         let (kept, priced) = rebuild(app, parts, listed).await.expect("rebuild");
         let fresh = compute(app).await.expect("compute");
         assert_eq!(

@@ -261,7 +261,7 @@ pub async fn join(
         .iter()
         .any(|p| p.kind == PageKind::Desk);
     let role = if study.study.has_room() {
-        role_or(role, &app, &study_id)
+        role_or(role, &app, &study_id).await?
     } else if desk && role == Some(Role::Wizard) {
         Role::Wizard
     } else {

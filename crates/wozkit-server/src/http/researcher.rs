@@ -14,7 +14,7 @@ use wozkit_core::event::{Actor, Event, EventKind};
 use wozkit_store::{SessionFilter, SessionRecord};
 
 use super::html::{esc, layout, query_escape};
-use crate::app::AppState;
+use crate::app::{AppState, now_ms};
 use crate::auth::{ADMIN, Access, LoginOutcome, Researcher, log_in};
 use crate::error::HttpError;
 use crate::security::{RESEARCHER_COOKIE, cookie, origin_ok, set_cookie};
@@ -322,9 +322,12 @@ pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Re
             id = esc(&r.id),
         ));
     }
+    // Every instance's live places, as the console's figures count them.
+    let stale = Duration::from_millis(app.tunables.stale_after_ms);
     let queues: String = app
         .lobby
-        .counts()
+        .waiting(app.store.as_ref(), None, now_ms(), stale)
+        .await?
         .iter()
         .map(|q| {
             format!(

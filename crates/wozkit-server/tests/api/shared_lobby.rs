@@ -2,8 +2,10 @@
 //! own connection pool, as separate processes would). A participant waiting on one instance is
 //! paired with a partner arriving on the other, both told the same session; the same crowd
 //! worker on both instances is never paired with itself; pairing is first come first served
-//! whichever instance each participant reached. Researcher logins and the failed-login limit
-//! hold across instances, since both live in the store.
+//! whichever instance each participant reached. A newcomer without a role gets the one the shared
+//! queue lacks (ties alternating across instances), and each instance's console counts who waits
+//! on the other. Researcher logins and the failed-login limit hold across instances, since both
+//! live in the store.
 //!
 //! Needs `WOZKIT_TEST_PG_URL` (see `.ci/start-postgres.sh`): without it each test prints why it
 //! did nothing and passes, unless `WOZKIT_TEST_PG_REQUIRED` is set, which makes it fail.
@@ -222,6 +224,129 @@ async fn pairing_is_first_come_first_served_across_instances() {
     assert_eq!(session_of(&mut w_u1).await, order[0], "u1 came first");
     assert_eq!(session_of(&mut w_u2).await, order[1], "u2 came second");
     assert_eq!(session_of(&mut w_u3).await, order[2], "u3 came third");
+    finish(db, a, b).await;
+}
+
+/// The role the crowd worker `pid` was given in the tiny study.
+async fn role_of(store: &dyn Store, pid: &str) -> String {
+    store
+        .participant_by_worker("tiny", wozkit_store::Platform::Prolific, pid)
+        .await
+        .expect("participant")
+        .and_then(|p| p.role)
+        .unwrap_or_else(|| panic!("{pid} has no role"))
+        .as_str()
+        .to_owned()
+}
+
+/// A crowd worker's entry link (crowd links never choose a role).
+fn crowd(pid: &str) -> String {
+    format!("PROLIFIC_PID={pid}&STUDY_ID=s&SESSION_ID={pid}")
+}
+
+#[tokio::test]
+async fn newcomers_on_alternate_instances_get_the_role_the_shared_queue_lacks() {
+    let Some((db, a, b)) = two("shared_lobby_roles").await else {
+        return;
+    };
+    // Nobody waits: ties alternate across the two instances, the wizard first.
+    let mut got = vec![];
+    for (i, instance) in [&a, &b, &a, &b].into_iter().enumerate() {
+        let pid = format!("n{i}");
+        instance.join(&crowd(&pid)).await;
+        got.push(role_of(a.store.as_ref(), &pid).await);
+    }
+    assert_eq!(got, ["wizard", "user", "wizard", "user"]);
+    // A wizard waits on a: newcomers on b become users while that queue lacks them.
+    let w = a.join(&crowd("n4")).await;
+    assert_eq!(role_of(b.store.as_ref(), "n4").await, "wizard");
+    let ws = waiting(&w).await;
+    for pid in ["n5", "n6"] {
+        b.join(&crowd(pid)).await;
+        assert_eq!(role_of(b.store.as_ref(), pid).await, "user", "{pid}");
+    }
+    drop(ws);
+    finish(db, a, b).await;
+}
+
+/// Logs in as the admin on `addr`; returns the cookie.
+async fn admin_cookie(addr: SocketAddr) -> String {
+    let res = try_login(addr, "admin", "letmein").await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    res.header("set-cookie")
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The first `figures` event of `/researcher/live` on `addr`, as JSON.
+async fn live_figures(addr: SocketAddr, cookie: &str) -> serde_json::Value {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "GET /researcher/live HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.expect("write");
+    let mut reader = BufReader::new(stream);
+    let read = async {
+        let mut event = String::new();
+        loop {
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).await.expect("read the stream");
+            assert!(n > 0, "the live stream closed");
+            let line = line.trim_end();
+            if let Some(name) = line.strip_prefix("event:") {
+                event = name.trim().to_string();
+            } else if let Some(data) = line.strip_prefix("data:")
+                && event == "figures"
+            {
+                return serde_json::from_str(data.trim()).expect("figures are JSON");
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("a figures event within 20 s")
+}
+
+#[tokio::test]
+async fn the_console_of_one_instance_counts_who_waits_on_the_other() {
+    let Some((db, a, b)) = two("shared_lobby_console").await else {
+        return;
+    };
+    wozkit_server::auth::ensure_password(a.store.as_ref(), Some("letmein"))
+        .await
+        .expect("password");
+    let cookie = admin_cookie(a.addr).await;
+    let user = b.join("participant=ann&role=user").await;
+    let ws = waiting(&user).await;
+    // The page's waiting room and the study's card on a.
+    let page = http(a.addr, "GET", "/researcher", &[("Cookie", &cookie)], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("<li>tiny: 1 user(s), 0 wizard(s) waiting</li>"),
+        "the waiting room on a: {}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("<dd data-figure=\"waiting_users\">1</dd>"),
+        "the card on a: {}",
+        page.body
+    );
+    // The live figures on a.
+    let figures = live_figures(a.addr, &cookie).await;
+    let tiny = figures["studies"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["study"] == "tiny"))
+        .unwrap_or_else(|| panic!("no figures for tiny: {figures}"))
+        .clone();
+    assert_eq!(tiny["waiting_users"], 1, "{tiny}");
+    assert_eq!(tiny["waiting_wizards"], 0, "{tiny}");
+    drop(ws);
     finish(db, a, b).await;
 }
 
