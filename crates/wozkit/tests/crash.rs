@@ -25,7 +25,7 @@ use rand::RngExt;
 use wozkit_store::testing::TestDatabase;
 
 use common::{Server, free_port};
-use play::{Kill, STUDY, Transcript, Via, check_killed, join, now_ms, participant};
+use play::{Kill, STUDY, Transcript, Via, check_killed, join, now_ms, participant_until};
 
 const PAIRS: usize = 20;
 const KILLS: usize = 4;
@@ -34,10 +34,9 @@ const RUN_LIMIT: Duration = Duration::from_secs(100);
 /// Room lease of the two-instance run: short, so a room moves within the run.
 const LEASE_MS: u64 = 1500;
 
-/// Enters every participant (pair `i` through `via(i)`) and starts playing them.
-async fn start_pairs(
-    via: impl Fn(usize) -> Via,
-) -> Vec<tokio::task::JoinHandle<Result<Transcript, tokio::time::error::Elapsed>>> {
+/// Enters every participant (pair `i` through `via(i)`) and starts playing them, each until
+/// [`RUN_LIMIT`].
+async fn start_pairs(via: impl Fn(usize) -> Via) -> Vec<tokio::task::JoinHandle<Transcript>> {
     let mut cookies = vec![];
     for i in 0..PAIRS {
         for role in ["user", "wizard"] {
@@ -48,31 +47,47 @@ async fn start_pairs(
             cookies.push((via, name, role == "wizard", cookie));
         }
     }
+    let deadline = Instant::now() + RUN_LIMIT;
     cookies
         .into_iter()
         .map(|(via, name, wizard, cookie)| {
-            tokio::spawn(tokio::time::timeout(
-                RUN_LIMIT,
-                participant(via, cookie, name, wizard),
-            ))
+            tokio::spawn(participant_until(via, cookie, name, wizard, Some(deadline)))
         })
         .collect()
 }
 
 /// Waits for every participant; `logs` is called for the servers' output when one is late.
 async fn finish(
-    clients: Vec<tokio::task::JoinHandle<Result<Transcript, tokio::time::error::Elapsed>>>,
+    clients: Vec<tokio::task::JoinHandle<Transcript>>,
     logs: impl Fn() -> String,
 ) -> Vec<Transcript> {
     let mut transcripts = vec![];
     for c in clients {
-        match c.await.expect("client task") {
-            Ok(t) => transcripts.push(t),
-            Err(_) => panic!(
-                "a participant did not reach the end of its session in {RUN_LIMIT:?}; server log:\n{}",
-                logs()
-            ),
-        }
+        transcripts.push(c.await.expect("client task"));
+    }
+    let late: Vec<&Transcript> = transcripts.iter().filter(|t| t.timed_out).collect();
+    if !late.is_empty() {
+        let what: String = late
+            .iter()
+            .map(|t| {
+                let last: Vec<_> = t.events.iter().rev().take(3).collect();
+                format!(
+                    "{} (session {:?}, last events {last:?}), connections:\n{}",
+                    t.name,
+                    t.session,
+                    t.conns
+                        .iter()
+                        .map(|c| format!("  {c:?}\n"))
+                        .collect::<String>()
+                )
+            })
+            .collect();
+        panic!(
+            "{} participants did not reach the end of their sessions in {RUN_LIMIT:?}:\n{what}\
+             server log:\n{}",
+            late.len(),
+            logs()
+        );
     }
     transcripts
 }

@@ -210,6 +210,8 @@ pub struct Transcript {
     pub entered: Vec<Instant>,
     /// Every connection that was opened, in order.
     pub conns: Vec<Conn>,
+    /// Its deadline passed before its session ended.
+    pub timed_out: bool,
 }
 
 /// One WebSocket connection of a participant, in wall-clock milliseconds (the clock of the
@@ -223,7 +225,8 @@ pub struct Conn {
     pub closed_ms: u64,
     /// A waiting-room connection that ended with `paired`: the session it was told.
     pub paired: Option<String>,
-    /// How it ended: `ended`, `paired`, `dropped`, `not_in_room` or `unavailable`.
+    /// How it ended: `ended`, `paired`, `dropped`, `not_in_room`, `unavailable` or
+    /// `timed_out`.
     pub end: &'static str,
 }
 
@@ -248,6 +251,8 @@ enum Outcome {
     Dropped,
     /// The waiting room told the session (and closes): the next connection is the room's.
     Paired(String),
+    /// The participant's deadline passed.
+    TimedOut,
     /// The instance reached does not run the room: try the next address after a pause.
     Elsewhere,
     /// The instance reached cannot relay to the room's instance: again after a pause.
@@ -273,6 +278,17 @@ async fn connect(via: &Via, cookie: &str) -> Option<Ws> {
 
 /// Plays one participant until its session has ended.
 pub async fn participant(via: Via, cookie: String, name: String, wizard: bool) -> Transcript {
+    participant_until(via, cookie, name, wizard, None).await
+}
+
+/// [`participant`], giving up at `deadline` (then its transcript says `timed_out`).
+pub async fn participant_until(
+    via: Via,
+    cookie: String,
+    name: String,
+    wizard: bool,
+    deadline: Option<Instant>,
+) -> Transcript {
     let mut t = Transcript {
         name,
         wizard,
@@ -283,6 +299,10 @@ pub async fn participant(via: Via, cookie: String, name: String, wizard: bool) -
     let mut turns = 0u32;
     let mut sent = 0u32;
     while t.ended.is_none() {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            t.timed_out = true;
+            break;
+        }
         let addr = via.addr();
         let opened_ms = now_ms();
         let Some(mut ws) = connect(&via, &cookie).await else {
@@ -302,6 +322,7 @@ pub async fn participant(via: Via, cookie: String, name: String, wizard: bool) -
             &mut view,
             &mut turns,
             &mut sent,
+            deadline,
         )
         .await;
         let _ = ws.close(None).await;
@@ -319,10 +340,15 @@ pub async fn participant(via: Via, cookie: String, name: String, wizard: bool) -
                 Outcome::Paired(_) => "paired",
                 Outcome::Elsewhere => "not_in_room",
                 Outcome::Unavailable => "unavailable",
+                Outcome::TimedOut => "timed_out",
             },
         });
         match outcome {
             Outcome::Ended => break,
+            Outcome::TimedOut => {
+                t.timed_out = true;
+                break;
+            }
             Outcome::Dropped | Outcome::Paired(_) => {}
             Outcome::Elsewhere => {
                 t.not_in_room += 1;
@@ -348,6 +374,7 @@ async fn room(
     view: &mut Value,
     turns: &mut u32,
     sent: &mut u32,
+    deadline: Option<Instant>,
 ) -> Outcome {
     let mut in_room = false;
     let mut entered = false;
@@ -357,6 +384,8 @@ async fn room(
         let wait = next_at.saturating_duration_since(Instant::now());
         let frame = tokio::select! {
             msg = ws.next() => msg,
+            () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now).into()),
+                if deadline.is_some() => return Outcome::TimedOut,
             () = tokio::time::sleep(wait), if in_room && pending.is_none() => {
                 let (id, cmd) = next_command(t, view, *turns, *sent);
                 *sent += 1;
@@ -779,5 +808,31 @@ pub async fn check_killed(location: &str, transcripts: &[Transcript], kills: &[K
             }
         }
     }
+    // How long `paired` took to reach each waiting participant after its session was created
+    // (a figure, not a check: a notice lost without a kill shows as a wait as long as the
+    // lobby's fallback, the stale cut-off; one cut by a kill is told on reconnecting).
+    let created: HashMap<&str, u64> = sessions
+        .iter()
+        .map(|s| (s.id.as_str(), s.created_at_ms))
+        .collect();
+    let mut told: Vec<(u64, &str, &str)> = transcripts
+        .iter()
+        .flat_map(|t| t.conns.iter().map(move |c| (t, c)))
+        .filter_map(|(t, c)| {
+            let s = c.paired.as_deref()?;
+            Some((c.closed_ms.saturating_sub(created[s]), t.name.as_str(), s))
+        })
+        .collect();
+    told.sort();
+    let split = transcripts
+        .iter()
+        .filter(|t| t.ended.as_deref() == Some("no_partner"))
+        .count();
+    println!(
+        "pairing: {} `paired` frames, the slowest {:?} ms after the session's creation; {split} \
+         pairs split by a kill between their seatings",
+        told.len(),
+        told.iter().rev().take(3).collect::<Vec<_>>()
+    );
     store.close().await;
 }
