@@ -224,7 +224,7 @@ struct SlotHead {
 
 /// The events a participant learns from (docs/protocol.md); the rest are skipped.
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 enum Learned {
     DbQueried {
         table: String,
@@ -514,7 +514,7 @@ mod tests {
             {"name":"name","type":"text"},{"name":"price","type":"integer"}]}]}}"#;
 
     const QUERIED: &str = r#"{"type":"event","event":{"seq":5,"actor":{"type":"participant",
-        "role":"wizard","participant":"p"},"type":"db_queried","table":"hotel","filters":[],
+        "role":"wizard","participant":"p"},"kind":"db_queried","table":"hotel","filters":[],
         "result_keys":["Ritz","Inn"],"rows":[{"name":"Ritz","price":900},{"name":"Inn","price":80}]}}"#;
 
     #[test]
@@ -571,7 +571,7 @@ mod tests {
         // A selection closes the search: nothing more to select until the next one.
         known.event(
             r#"{"type":"event","event":{"seq":6,"actor":{"type":"participant","role":"wizard"},
-            "type":"db_selected","table":"hotel","key":"Inn","row":{"name":"Inn"}}}"#,
+            "kind":"db_selected","table":"hotel","key":"Inn","row":{"name":"Inn"}}}"#,
         );
         assert!(known.found.is_none());
         for _ in 0..100 {
@@ -599,7 +599,7 @@ mod tests {
     fn the_user_writes_its_open_constraints_and_asks_for_its_requests() {
         let mut known = Known::default();
         known.event(
-            r#"{"type":"event","event":{"seq":2,"actor":{"type":"system"},"type":"goal_generated",
+            r#"{"type":"event","event":{"seq":2,"actor":{"type":"system"},"kind":"goal_generated",
             "seed":1,"goal":{"subgoals":[{"id":1,"domain":"hotel","table":"hotel","row":"Inn",
             "constraints":[{"slot":"price","value":"80"}],"requests":[{"slot":"phone","value":""}]}]},
             "description":["..."]}}"#,
@@ -618,7 +618,7 @@ mod tests {
 
         // The turn state says the constraint was expressed: only the request stays open.
         known.event(
-            r#"{"type":"event","event":{"seq":9,"actor":{"type":"system"},"type":"turn_state",
+            r#"{"type":"event","event":{"seq":9,"actor":{"type":"system"},"kind":"turn_state",
             "turn":1,"role":"user","user_state":[
               {"subgoal":1,"domain":"hotel","slot":"price","value":"80","kind":"constraint","satisfied":true},
               {"subgoal":1,"domain":"hotel","slot":"phone","value":"","kind":"request","satisfied":false}]}}"#,
