@@ -203,6 +203,12 @@ async fn serve(
         ));
         let mut heartbeat =
             tokio::time::interval(Duration::from_millis(app.tunables.heartbeat_ms.max(10)));
+        // The participant's record is read now and then: a partner may have taken an earlier
+        // place of theirs (a connection cut by a killed instance, its place not yet gone from
+        // the table) and seated them while this connection was queuing. The notice then went
+        // to that place, and this one is still held, so neither tells them. The first tick is
+        // at once, right after queuing.
+        let mut seat_check = tokio::time::interval(refresh);
         // When the table was first found without this connection's place, no notice having come.
         let mut lost_since: Option<Instant> = None;
         loop {
@@ -223,6 +229,29 @@ async fn serve(
                     // The partner's pairing failed: queue again.
                     Ok(Told::Retry) | Err(_) => continue 'enqueue,
                 },
+                _ = seat_check.tick() => {
+                    match app.store.participant(&p.id).await {
+                        Ok(Some(Participant { session_id: Some(session), .. })) => {
+                            // The place goes first, so nobody else takes this participant.
+                            match app.lobby.leave(app.store.as_ref(), &p.id, ticket.conn).await {
+                                // Taken at this very moment: that answer comes on `rx`.
+                                Ok(false) => continue,
+                                Ok(true) => {}
+                                Err(e) => {
+                                    tracing::warn!(participant = p.id, "lobby: cannot give up the place of a seated participant: {e}");
+                                    continue;
+                                }
+                            }
+                            tracing::warn!(participant = p.id, session, "lobby: seated in a session without being told; sent there");
+                            app.lobby.forget(&p.id);
+                            let frame = ServerFrame::Paired { session: &session, role, partner: "human", next: &next };
+                            let _ = send(socket, &frame.text()).await;
+                            return End::Done;
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(participant = p.id, "lobby: cannot read whether the participant was seated: {e}"),
+                    }
+                }
                 _ = ticker.tick() => {
                     let position = match app.lobby.position(app.store.as_ref(), &key, &p.id, now_ms(), stale_after).await {
                         Ok(position) => position.unwrap_or(1),

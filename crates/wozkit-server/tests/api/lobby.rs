@@ -321,3 +321,69 @@ async fn the_lobby_forgets_waiters_who_leave() {
     .await;
     app.stop().await;
 }
+
+/// A participant seated in a session by a partner who took an earlier place of theirs (a
+/// connection cut by a killed instance, its place still in the table) while their new
+/// connection was queuing: the partner's notice went to the old place, and the new place is
+/// held, so no notice and no lost place tell them. The waiting connection finds the seat in
+/// the participant's record and sends them to the session instead of waiting out the limit.
+#[tokio::test]
+async fn a_waiter_seated_without_a_notice_is_sent_to_the_session() {
+    let tiny = Tiny {
+        wait_limit_s: 10,
+        ..Tiny::default()
+    };
+    let version = tiny.study().study.version;
+    let mut app = spawn_app_tuned(
+        tiny,
+        wozkit_server::Tunables {
+            stale_after_ms: 1500,
+            ..fast()
+        },
+    )
+    .await;
+    let waiter = app.join("participant=seated&role=user&pair=k").await;
+    waiter.accept_pages().await;
+    let mut ws = waiter.ws().await;
+    ws.hello(0).await;
+    ws.until_type("waiting").await;
+    // What the partner's pairing did, its notice having gone to the earlier place.
+    let me = app
+        .store
+        .participant_by_worker("tiny", Platform::Lab, "seated")
+        .await
+        .expect("store")
+        .expect("the participant exists");
+    let places = app.store.waiters(None).await.expect("waiters");
+    assert!(places.iter().any(|w| w.participant == me.id), "{places:?}");
+    let session = wozkit_store::new_id();
+    app.store
+        .create_session(wozkit_store::NewSession {
+            id: session.clone(),
+            study_id: "tiny".into(),
+            study_version: version,
+            seed: 1,
+            created_at_ms: 1,
+        })
+        .await
+        .expect("session");
+    app.store
+        .update_participant(
+            &me.id,
+            wozkit_store::ParticipantPatch {
+                session_id: Some(Some(session.clone())),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("seat");
+    let told = ws
+        .until(|v| v["type"] == "paired" || v["type"] == "ended")
+        .await;
+    assert_eq!(told["type"], "paired", "{told}");
+    assert_eq!(told["session"], session.as_str(), "{told}");
+    // Its place is given up: nobody is paired with it any more.
+    let places = app.store.waiters(None).await.expect("waiters");
+    assert!(places.is_empty(), "{places:?}");
+    app.stop().await;
+}
