@@ -6,6 +6,12 @@
 //! themselves). Whatever the client sends counts as a sign of life and is passed on to the
 //! lobby, which pairs only waiters heard from within `stale_after_ms`; a connection silent for
 //! longer gives its place up and closes, as if the tab had been closed.
+//!
+//! A partner's notice goes to the place it took. If that was an earlier place of this
+//! participant (a connection cut by a killed instance, not yet gone from the table) while this
+//! connection was queuing, no notice reaches this one and its own place stays held; so the
+//! participant's record is read right after queuing and then every refresh, and a seat found
+//! there sends them to that session.
 
 use std::sync::Arc;
 use std::time::Duration;
