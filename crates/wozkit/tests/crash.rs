@@ -92,14 +92,20 @@ async fn finish(
     transcripts
 }
 
-fn summary(what: &str, transcripts: &[Transcript], run: Duration) {
+/// What the run did; `log` is the servers' output.
+fn summary(what: &str, transcripts: &[Transcript], run: Duration, log: &str) {
+    // The waiting room's warning when it finds a participant seated without a notice.
+    let unannounced = log
+        .matches("seated in a session without being told")
+        .count();
     let acks: usize = transcripts.iter().map(|t| t.acks.len()).sum();
     let connections: u32 = transcripts.iter().map(|t| t.connections).sum();
     let elsewhere: u32 = transcripts.iter().map(|t| t.not_in_room).sum();
     let unavailable: u32 = transcripts.iter().map(|t| t.unavailable).sum();
     println!(
         "{what}: {PAIRS} pairs, {KILLS} kills, {acks} acknowledged commands, {connections} \
-         connections ({elsewhere} told not_in_room, {unavailable} unavailable) in {run:?}"
+         connections ({elsewhere} told not_in_room, {unavailable} unavailable, \
+         {unannounced} found seated without a notice) in {run:?}"
     );
 }
 
@@ -148,7 +154,7 @@ async fn sigkill_loses_nothing_acknowledged() {
     assert_eq!(kills.len(), KILLS);
     let data = server.data.to_str().expect("utf-8 path").to_string();
     check_killed(&data, &transcripts, &kills, &log).await;
-    summary("one server on SQLite", &transcripts, run);
+    summary("one server on SQLite", &transcripts, run, &log);
 }
 
 /// `wozkit serve` arguments of instance `id` on `addr`, sharing a database (and the relay's
@@ -241,6 +247,7 @@ async fn sigkill_of_either_of_two_instances_on_postgres_loses_nothing_acknowledg
         &format!("two instances on PostgreSQL, down for {downtimes:?} ms"),
         &transcripts,
         run,
+        &log,
     );
     pg.drop_database().await;
 }
