@@ -363,14 +363,15 @@ fn database_move(known: &Known, dice: &mut Dice) -> Option<Value> {
     if known.tables.is_empty() {
         return None;
     }
+    // A search on 15% of the moves, a selection on 35% while the latest search has rows.
     let roll = dice.unit();
     if let Some((table, keys)) = &known.found
-        && roll < 0.45
+        && roll < 0.35
     {
         let key = &keys[dice.below(keys.len())];
         return Some(json!({ "cmd": "select", "table": table, "key": key }));
     }
-    if roll >= 0.6 {
+    if !(0.35..0.5).contains(&roll) {
         return None;
     }
     let t = &known.tables[dice.below(known.tables.len())];

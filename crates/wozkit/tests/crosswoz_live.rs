@@ -91,8 +91,12 @@ fn live_crosswoz_sessions_export_to_the_schema_and_the_database() {
     let logs = export(&data, "log", &tmp.path().join("log.jsonl"));
     let mut selections = 0;
     let mut filtered_searches = 0;
+    let mut finished = 0;
     for line in String::from_utf8(logs).expect("UTF-8").lines() {
         let s: Value = serde_json::from_str(line).expect("each line is JSON");
+        if s["session"]["ended"]["reason"] == "terminal" {
+            finished += 1;
+        }
         let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for e in s["events"].as_array().expect("events") {
             match e["kind"].as_str() {
@@ -113,6 +117,15 @@ fn live_crosswoz_sessions_export_to_the_schema_and_the_database() {
                         "{}: {key} selected from {table} without a search returning it",
                         s["session"]["id"]
                     );
+                    // The row as logged is the database's.
+                    let row = db
+                        .select(table, key)
+                        .unwrap_or_else(|e| panic!("{key} is not in {table}: {e}"));
+                    assert_eq!(
+                        e["row"],
+                        serde_json::to_value(row).unwrap(),
+                        "{table} {key}"
+                    );
                     selections += 1;
                 }
                 _ => {}
@@ -120,6 +133,7 @@ fn live_crosswoz_sessions_export_to_the_schema_and_the_database() {
         }
     }
     assert!(selections > 0, "the wizards selected rows: {report}");
+    assert!(finished > 0, "some session reached its goodbye: {report}");
     assert!(
         filtered_searches > 0,
         "some search had a filter from a row seen before"
@@ -138,7 +152,7 @@ fn live_crosswoz_sessions_export_to_the_schema_and_the_database() {
         "two pairs played: {} sessions",
         records.len()
     );
-    let (mut selected, mut users, mut expressed) = (0, 0, 0);
+    let (mut selected, mut users, mut expressed, mut echoed) = (0, 0, 0, 0);
     for (id, rec) in records {
         let seen = crosswoz_check::check_record(rec, &real, db, id);
         selected += seen.selected;
@@ -150,13 +164,33 @@ fn live_crosswoz_sessions_export_to_the_schema_and_the_database() {
             .iter()
             .filter(|t| t[4] == true)
             .count();
+        // The simulated user writes its goal's constraint values.
+        let values: Vec<&str> = rec["goal"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t[3].as_str())
+            .filter(|v| !v.is_empty())
+            .collect();
+        echoed += rec["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "usr")
+            .filter(|m| {
+                let text = m["content"].as_str().unwrap_or_default();
+                values.iter().any(|v| text.contains(v))
+            })
+            .count();
     }
     eprintln!(
         "{} sessions, {selections} selections, {filtered_searches} filtered searches, \
-         {selected} selected results in states, {users} user turns, {expressed} entries satisfied",
+         {selected} selected results in states, {users} user turns ({echoed} naming goal values), \
+         {expressed} entries satisfied",
         records.len()
     );
     assert!(selected > 0, "selected results in the system states");
     assert!(users > 0, "user turns");
     assert!(expressed > 0, "some goal entry was satisfied");
+    assert!(echoed > 0, "some user message names a value of its goal");
 }
