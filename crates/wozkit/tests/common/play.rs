@@ -672,12 +672,17 @@ pub async fn check_killed(location: &str, transcripts: &[Transcript], kills: &[K
                  connection to the room\n{}",
                 report()
             );
-            let kill = kill_between_seatings(absent, record.created_at_ms, kills);
-            assert!(
-                kill.is_some(),
-                "{session}: only {name} was seated, and no kill fell between the two seatings \
-                 ({partner} was paired without being told)\n{}",
-                report()
+            let Some(kill) = kill_between_seatings(absent, record.created_at_ms, kills) else {
+                panic!(
+                    "{session}: only {name} was seated, and no kill fell between the two \
+                     seatings ({partner} was paired without being told)\n{}",
+                    report()
+                );
+            };
+            println!(
+                "{session}: only {name} seated (created at {} ms); {partner}'s waiting \
+                 connection to {} was cut by the kill at {}..{} ms",
+                record.created_at_ms, kill.addr, kill.from_ms, kill.to_ms
             );
             if t.wizard {
                 // A lone wizard can play to its goodbye before its partner's join deadline
