@@ -109,8 +109,8 @@ pub fn check_record(rec: &Value, real: &Value, db: &Database, at: &str) -> Seen 
     for t in goal.iter().chain(rec["final_goal"].as_array().unwrap()) {
         check_tuple(t, &format!("{at}: goal"));
     }
-    let head = |t: &Value| (t[0].clone(), t[1].clone(), t[2].clone());
     let heads: Vec<_> = goal.iter().map(head).collect();
+    let (_, real_sys) = real_messages(real);
     let final_heads: Vec<_> = rec["final_goal"]
         .as_array()
         .unwrap()
@@ -119,32 +119,10 @@ pub fn check_record(rec: &Value, real: &Value, db: &Database, at: &str) -> Seen 
         .collect();
     assert_eq!(final_heads, heads, "{at}: final goal");
 
-    let real_msgs = real["messages"].as_array().unwrap();
-    let real_usr = real_msgs.iter().find(|m| m["role"] == "usr").unwrap();
-    let real_sys = real_msgs.iter().find(|m| m["role"] == "sys").unwrap();
     for (i, m) in rec["messages"].as_array().unwrap().iter().enumerate() {
         let at = format!("{at}: messages[{i}]");
-        let real_m = if m["role"] == "usr" {
-            real_usr
-        } else {
-            real_sys
-        };
-        assert_eq!(keys(m), keys(real_m), "{at}");
-        for k in keys(real_m) {
-            assert_eq!(kind(&m[k]), kind(&real_m[k]), "{at}.{k}");
-        }
-        for act in m["dialog_act"].as_array().unwrap() {
-            let a = act.as_array().unwrap();
-            assert_eq!(a.len(), 4, "{at}: {act}");
-            assert!(a.iter().all(Value::is_string), "{at}: {act}");
-        }
-        if m["role"] == "usr" {
+        if check_message(m, real, &heads, &at) {
             seen.user_turns += 1;
-            let state = m["user_state"].as_array().unwrap();
-            assert_eq!(state.iter().map(head).collect::<Vec<_>>(), heads, "{at}");
-            for t in state {
-                check_tuple(t, &format!("{at}.user_state"));
-            }
             continue;
         }
         seen.sys_turns += 1;
@@ -175,24 +153,10 @@ pub fn check_record(rec: &Value, real: &Value, db: &Database, at: &str) -> Seen 
                 _ => {}
             }
         }
+        check_sys_states(m, real, &at);
         for key in ["sys_state", "sys_state_init"] {
             let s = &m[key];
             let real_s = &real_sys[key];
-            for d in keys(real_s) {
-                let dom = &s[d];
-                for slot in keys(&real_s[d]) {
-                    assert!(dom.get(slot).is_some(), "{at}.{key}.{d} lacks {slot}");
-                }
-                assert_eq!(keys(dom).last(), Some(&"selectedResults"), "{at}.{key}.{d}");
-                for (slot, v) in dom.as_object().unwrap() {
-                    let want = if slot == "selectedResults" {
-                        "array"
-                    } else {
-                        "string"
-                    };
-                    assert_eq!(kind(v), want, "{at}.{key}.{d}.{slot}");
-                }
-            }
             for (domain, slots) in s.as_object().unwrap() {
                 assert!(real_s.get(domain).is_some(), "{at}.{key}: {domain}");
                 for name in slots["selectedResults"].as_array().unwrap() {
@@ -205,4 +169,72 @@ pub fn check_record(rec: &Value, real: &Value, db: &Database, at: &str) -> Seen 
         }
     }
     seen
+}
+
+/// The dataset's message of each role: (user's, system's).
+fn real_messages(real: &Value) -> (&Value, &Value) {
+    let msgs = real["messages"].as_array().unwrap();
+    let of = |role: &str| {
+        msgs.iter()
+            .find(|m| m["role"] == role)
+            .unwrap_or_else(|| panic!("the real dialogue has no {role} message"))
+    };
+    (of("usr"), of("sys"))
+}
+
+/// One message against the dataset's message of its role: the same keys in the same order, the
+/// same types, acts of four strings; a user message's state has one tuple per goal entry with
+/// the goal's `heads` (sub-goal, domain, slot). True for a user message.
+pub fn check_message(m: &Value, real: &Value, heads: &[(Value, Value, Value)], at: &str) -> bool {
+    let (real_usr, real_sys) = real_messages(real);
+    let user = m["role"] == "usr";
+    let real_m = if user { real_usr } else { real_sys };
+    assert_eq!(keys(m), keys(real_m), "{at}");
+    for k in keys(real_m) {
+        assert_eq!(kind(&m[k]), kind(&real_m[k]), "{at}.{k}");
+    }
+    for act in m["dialog_act"].as_array().unwrap() {
+        let a = act.as_array().unwrap();
+        assert_eq!(a.len(), 4, "{at}: {act}");
+        assert!(a.iter().all(Value::is_string), "{at}: {act}");
+    }
+    if user {
+        let state = m["user_state"].as_array().unwrap();
+        let got: Vec<_> = state.iter().map(head).collect();
+        assert_eq!(got, heads, "{at}");
+        for t in state {
+            check_tuple(t, &format!("{at}.user_state"));
+        }
+    }
+    user
+}
+
+/// A goal tuple's head: sub-goal, domain, slot.
+pub fn head(t: &Value) -> (Value, Value, Value) {
+    (t[0].clone(), t[1].clone(), t[2].clone())
+}
+
+/// A system message's `sys_state` and `sys_state_init`: the dataset's five domains, each with at
+/// least the dataset's slots, every slot a string, `selectedResults` an array and last.
+pub fn check_sys_states(m: &Value, real: &Value, at: &str) {
+    let (_, real_sys) = real_messages(real);
+    for key in ["sys_state", "sys_state_init"] {
+        let s = &m[key];
+        let real_s = &real_sys[key];
+        for d in keys(real_s) {
+            let dom = &s[d];
+            for slot in keys(&real_s[d]) {
+                assert!(dom.get(slot).is_some(), "{at}.{key}.{d} lacks {slot}");
+            }
+            assert_eq!(keys(dom).last(), Some(&"selectedResults"), "{at}.{key}.{d}");
+            for (slot, v) in dom.as_object().unwrap() {
+                let want = if slot == "selectedResults" {
+                    "array"
+                } else {
+                    "string"
+                };
+                assert_eq!(kind(v), want, "{at}.{key}.{d}.{slot}");
+            }
+        }
+    }
 }
