@@ -352,6 +352,17 @@ pub async fn participant_until(
             Outcome::Dropped | Outcome::Paired(_) => {}
             Outcome::Elsewhere => {
                 t.not_in_room += 1;
+                // Also what a participant whose session ended is told once its page has moved
+                // on (the connection that carried `ended` was cut by a kill): as in a browser,
+                // the page then shows the survey, and the room is behind them.
+                if let Some((200, _, page)) = http(&via, "GET", "/p", &cookie, "").await
+                    && ["survey", "completion"]
+                        .iter()
+                        .any(|k| page.contains(&format!("data-page=\"{k}\"")))
+                {
+                    t.ended = Some("not_in_room".into());
+                    break;
+                }
                 via.rotate();
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
