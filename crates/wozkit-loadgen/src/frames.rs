@@ -110,7 +110,7 @@ mod tests {
     fn events_name_their_actor() {
         let text = r#"{"type":"event","event":{"v":1,"session":"s","seq":7,"at_ms":1,
             "actor":{"type":"participant","role":"user","participant":"p"},
-            "type":"message","role":"user","text":"hi","source":"free"}}"#;
+            "kind":"message","role":"user","text":"hi","source":"free"}}"#;
         let e: EventFrame = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(e.event.seq, 7);
         assert_eq!(e.event.actor.participant_role(), Some(Role::User));

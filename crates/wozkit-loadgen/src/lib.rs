@@ -2,7 +2,8 @@
 //! the way browsers drive the server: each participant opens an entry link, accepts the consent
 //! and instructions pages through their forms, waits in the waiting room over a WebSocket, is
 //! paired, and plays the study in its room (the wizard picks offered options and starts robot
-//! actions the panel allows, the user chats and answers approvals) at a set message rate, for a
+//! actions the panel allows, searches and selects rows of a study's tables; the user chats, writes
+//! its goal's constraints and answers approvals) at a set message rate, for a
 //! bounded time. It reports delivery latency (sender's send → partner's receipt), message rates,
 //! errors by code, and the server's memory and CPU read from `/proc`.
 //!
