@@ -65,8 +65,9 @@ impl Via {
 
 /// A small study: greet, then anything, then goodbye (terminal). The grace period outlasts any
 /// downtime of the test, so sessions end by the wizard's goodbye, except after a kill between
-/// seating the two participants of a pair: the seated one's session then ends when its grace
-/// runs out, and the other one's wait ends without a partner.
+/// seating the two participants of a pair: the other one's wait then ends without a partner, and
+/// the seated one's session ends when the join deadline (the grace period) runs out, unless the
+/// seated one is the wizard and says goodbye before.
 pub const STUDY: &str = r#"
 id: crash
 title: Crash study
