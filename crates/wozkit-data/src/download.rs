@@ -1,4 +1,4 @@
-//! Exports as downloads: [`export_store`] run into a private temporary folder whose files are
+//! Exports as downloads: [`export_store_annotated`] run into a private temporary folder whose files are
 //! read back into memory (then the folder is removed), and [`zip_files`] to send several files
 //! as one archive. Used by the researcher console, which serves exports while the server runs.
 
@@ -9,10 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use wozkit_store::Store;
 use zip::write::SimpleFileOptions;
 
+use crate::acts::TurnActs;
 use crate::error::ExportError;
+use crate::formats::taskmaster1::SpanSegments;
 use crate::session::Format;
 use crate::stored::NoProgress;
-use crate::stored::export::{ExportFormat, ExportOptions, StoreExportError, export_store};
+use crate::stored::export::{
+    ExportFormat, ExportOptions, StoreExportError, export_store_annotated,
+};
 
 /// One file of a download: its name (with `/` between folders) and its bytes.
 pub type NamedFile = (String, Vec<u8>);
@@ -76,6 +80,27 @@ pub async fn export_into_memory(
     include_test: bool,
     base: &str,
 ) -> Result<Vec<NamedFile>, StoreExportError> {
+    export_into_memory_annotated(
+        store,
+        format,
+        study,
+        include_test,
+        base,
+        &TurnActs::default(),
+    )
+    .await
+}
+
+/// As [`export_into_memory`], each session's turns given their adjudicated dialogue acts in
+/// the formats with acts, by [`export_store_annotated`] as `wozkit export --acts-from` does.
+pub async fn export_into_memory_annotated(
+    store: &dyn Store,
+    format: ExportFormat,
+    study: Option<&str>,
+    include_test: bool,
+    base: &str,
+    acts: &TurnActs,
+) -> Result<Vec<NamedFile>, StoreExportError> {
     let dir = TempDir::new().map_err(io_err(&std::env::temp_dir()))?;
     let options = ExportOptions {
         format,
@@ -84,7 +109,7 @@ pub async fn export_into_memory(
         study: study.map(str::to_string),
         include_test,
     };
-    export_store(store, &options, &NoProgress).await?;
+    export_store_annotated(store, &options, &SpanSegments::default(), acts, &NoProgress).await?;
     let mut files = vec![];
     read_tree(&dir.0, "", &mut files)?;
     files.sort_by(|a, b| a.0.cmp(&b.0));
