@@ -12,15 +12,17 @@
 //! the files are missing) it writes the wizard's and the operator's room at 1366×768 to
 //! `docs/screenshots/`.
 
+#[allow(dead_code)]
 #[path = "e2e/browser.rs"]
 mod browser;
 #[path = "e2e/log.rs"]
 mod log;
+#[allow(dead_code)]
 #[path = "e2e/server.rs"]
 mod server;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -29,7 +31,7 @@ use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_store::Platform;
 
-use browser::{Browser, ChatLine, Driver, WINDOW};
+use browser::{Browser, ChatLine, Driver, WINDOW, screenshot_dir};
 use log::{Played, Said};
 use server::TestServer;
 
@@ -596,10 +598,6 @@ async fn fill_survey(br: &Browser, role: Role) -> Result<BTreeMap<String, Value>
         br.name
     );
     Ok(answers)
-}
-
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
 }
 
 /// Checks that both rooms fit 1366×768 without page scrolling, then writes the screenshots

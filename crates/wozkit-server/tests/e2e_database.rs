@@ -25,10 +25,10 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, anyhow, ensure};
 use serde_json::json;
 use wozkit_core::database::{Filter, FilterOp};
 use wozkit_core::event::EventKind;
@@ -36,7 +36,7 @@ use wozkit_core::goals::GoalText;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver};
+use browser::{Browser, Driver, into_room, shoot};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -229,20 +229,9 @@ async fn goal_words(server: &TestServer, u: &Browser, words: &GoalText) -> Resul
         "the goal panel is headed {title}, the study says {:?}",
         words.title
     );
-    let part = server
-        .store
-        .participant_by_worker("crosswoz-demo", Platform::Lab, "e2e-cw-user")
-        .await
-        .map_err(|e| anyhow!("store: {e}"))?
-        .context("no CrossWOZ user participant")?;
-    let session = part
-        .session_id
-        .context("the CrossWOZ user has no session")?;
     let events = server
-        .store
-        .events(&session, 0)
-        .await
-        .map_err(|e| anyhow!("store: {e}"))?;
+        .session_events("crosswoz-demo", Platform::Lab, "e2e-cw-user")
+        .await?;
     let goal = events
         .into_iter()
         .find_map(|e| match e.kind {
@@ -318,15 +307,6 @@ async fn fits(w: &Browser) -> Result<serde_json::Value> {
         serde_json::to_string_pretty(problems)?
     );
     Ok(v["headers"].clone())
-}
-
-async fn into_room(br: &Browser, url: &str) -> Result<()> {
-    br.goto(url).await?;
-    br.wait_page("consent").await?;
-    br.click("accept").await?;
-    br.wait_page("instructions").await?;
-    br.click("continue").await?;
-    br.wait_page("room").await
 }
 
 /// The names in the results table, in order.
@@ -454,18 +434,9 @@ async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
 /// The session's log holds both queries with their filters and result keys, and the selection
 /// with the row as it was.
 async fn check_log(server: &TestServer) -> Result<()> {
-    let part = server
-        .store
-        .participant_by_worker(STUDY_ID, Platform::Lab, WIZARD_LAB)
-        .await
-        .map_err(|e| anyhow!("store: {e}"))?
-        .context("no wizard participant")?;
-    let session = part.session_id.context("the wizard has no session")?;
     let events = server
-        .store
-        .events(&session, 0)
-        .await
-        .map_err(|e| anyhow!("store: {e}"))?;
+        .session_events(STUDY_ID, Platform::Lab, WIZARD_LAB)
+        .await?;
     let queries: Vec<(&String, &Vec<Filter>, &Vec<String>, usize)> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -536,26 +507,5 @@ async fn check_log(server: &TestServer) -> Result<()> {
             if text == "How about Trattoria Lanterna in the old town?")
     });
     ensure!(said, "the message filled from the row is not in the log");
-    Ok(())
-}
-
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
-/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing).
-async fn shoot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
-    if !update && path.exists() {
-        return Ok(());
-    }
-    let png = br.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("the screenshot is not a PNG");
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
     Ok(())
 }

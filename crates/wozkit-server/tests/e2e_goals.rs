@@ -15,17 +15,17 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, anyhow, ensure};
 use serde_json::{Value, json};
 use wozkit_core::event::EventKind;
 use wozkit_core::goals::Goal;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver};
+use browser::{Browser, Driver, into_room, shoot};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -63,30 +63,11 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
     stopped
 }
 
-async fn into_room(br: &Browser, url: &str) -> Result<()> {
-    br.goto(url).await?;
-    br.wait_page("consent").await?;
-    br.click("accept").await?;
-    br.wait_page("instructions").await?;
-    br.click("continue").await?;
-    br.wait_page("room").await
-}
-
 /// The session's goal, from its log.
 async fn logged_goal(server: &TestServer) -> Result<Goal> {
-    let part = server
-        .store
-        .participant_by_worker(STUDY_ID, Platform::Lab, USER_LAB)
-        .await
-        .map_err(|e| anyhow!("store: {e}"))?
-        .context("no user participant")?;
-    let session = part.session_id.context("the user has no session")?;
-    let events = server
-        .store
-        .events(&session, 0)
-        .await
-        .map_err(|e| anyhow!("store: {e}"))?;
-    events
+    server
+        .session_events(STUDY_ID, Platform::Lab, USER_LAB)
+        .await?
         .into_iter()
         .find_map(|e| match e.kind {
             EventKind::GoalGenerated { goal, .. } => Some(goal),
@@ -257,25 +238,4 @@ fn server_row(
         .iter()
         .map(|(k, v)| (k.clone(), wozkit_core::database::value_text(v)))
         .collect())
-}
-
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
-/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing).
-async fn shoot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
-    if !update && path.exists() {
-        return Ok(());
-    }
-    let png = br.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("the screenshot is not a PNG");
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
 }

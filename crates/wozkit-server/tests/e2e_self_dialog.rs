@@ -19,7 +19,7 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -28,7 +28,7 @@ use wozkit_core::event::EventKind;
 use wozkit_core::load::load_builtin;
 use wozkit_store::{SessionFilter, SessionKind};
 
-use browser::{Browser, Driver};
+use browser::{Browser, Driver, shoot};
 use server::TestServer;
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -227,26 +227,5 @@ async fn play(server: &TestServer, a: &Browser, b: &Browser) -> Result<()> {
         vec![json!(word), json!(slot)],
     )
     .await?;
-    Ok(())
-}
-
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
-/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing).
-async fn shoot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
-    if !update && path.exists() {
-        return Ok(());
-    }
-    let png = br.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("the screenshot is not a PNG");
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
     Ok(())
 }

@@ -453,6 +453,40 @@ impl Browser {
     }
 }
 
+/// Opens `url` (an entry link) in `br` and walks it through consent and instructions into the
+/// room.
+pub async fn into_room(br: &Browser, url: &str) -> Result<()> {
+    br.goto(url).await?;
+    br.wait_page("consent").await?;
+    br.click("accept").await?;
+    br.wait_page("instructions").await?;
+    br.click("continue").await?;
+    br.wait_page("room").await
+}
+
+/// The folder of the documentation's screenshots, `docs/screenshots/`.
+pub fn screenshot_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
+}
+
+/// Writes the viewport of `br` to `docs/screenshots/<file>` when asked to
+/// (`WOZKIT_UPDATE_SCREENSHOTS=1`) or when the file is missing.
+pub async fn shoot(br: &Browser, file: &str) -> Result<()> {
+    let path = screenshot_dir().join(file);
+    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
+    if !update && path.exists() {
+        return Ok(());
+    }
+    let png = br.screenshot().await?;
+    if png.len() < 8 || &png[1..4] != b"PNG" {
+        bail!("{}: the screenshot is not a PNG", br.name);
+    }
+    std::fs::create_dir_all(screenshot_dir())?;
+    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 /// One line of the room's chat as the participant sees it.
 #[derive(Clone, Debug, serde::Deserialize)]
 pub struct ChatLine {

@@ -10,10 +10,11 @@ use anyhow::{Context, Result, anyhow};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use wozkit_core::event::Event;
 use wozkit_core::load::{LoadedStudy, load_builtin};
 use wozkit_core::model::Duration as ActionDuration;
 use wozkit_server::{Config, StartError, Tunables, launch_with_listener};
-use wozkit_store::Store;
+use wozkit_store::{Platform, Store};
 
 pub const STUDY: &str = "offshore-emergency";
 /// How long every robot action takes in the test, in seconds.
@@ -86,6 +87,33 @@ impl TestServer {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
+    }
+
+    /// The event log of the session that `worker` (on `platform`) joined in `study`.
+    pub async fn session_events(
+        &self,
+        study: &str,
+        platform: Platform,
+        worker: &str,
+    ) -> Result<Vec<Event>> {
+        let part = self
+            .store
+            .participant_by_worker(study, platform, worker)
+            .await
+            .map_err(|e| anyhow!("store: {e}"))?
+            .with_context(|| {
+                format!(
+                    "no participant {worker} on {} in {study}",
+                    platform.as_str()
+                )
+            })?;
+        let session = part
+            .session_id
+            .with_context(|| format!("{worker} has no session in {study}"))?;
+        self.store
+            .events(&session, 0)
+            .await
+            .map_err(|e| anyhow!("store: {e}"))
     }
 
     /// Stops the server and waits until it has closed the store.
