@@ -83,6 +83,39 @@ impl Play<'_> {
     fn goal(&self) -> Goal {
         self.s.goal.as_ref().expect("a goal").goal.clone()
     }
+
+    /// `role` writes `text`.
+    fn text(&mut self, role: Role, text: impl Into<String>) {
+        self.by(role, Command::Text { text: text.into() });
+    }
+
+    /// The wizard serves sub-goal `i` of `goal`: searches it (`search`), selects its drawn row
+    /// and says the option of its table.
+    fn serve(&mut self, goal: &Goal, i: usize) {
+        let sg = &goal.subgoals[i];
+        self.by(Role::Wizard, search(goal, i));
+        self.by(
+            Role::Wizard,
+            Command::Select {
+                table: sg.table.clone(),
+                key: sg.row.clone(),
+            },
+        );
+        self.by(
+            Role::Wizard,
+            Command::Say {
+                state: sg.table.clone(),
+            },
+        );
+    }
+
+    /// The log so far as an imported session.
+    fn session(&self) -> ImportedSession {
+        ImportedSession {
+            id: ID.into(),
+            events: self.log.clone(),
+        }
+    }
 }
 
 /// A seed whose goal has two sub-goals, the hotel referring to the attraction.
@@ -133,64 +166,16 @@ fn live_session(study: &LoadedStudy) -> (ImportedSession, Goal) {
     let seed = referring_seed(study);
     let mut p = Play::start(study, seed);
     let g = p.goal();
-    p.by(
-        Role::Wizard,
-        Command::Text {
-            text: "Hello, where would you like to go?".into(),
-        },
-    );
-    p.by(
+    p.text(Role::Wizard, "Hello, where would you like to go?");
+    p.text(Role::User, format!("A sight with {}.", plain_values(&g, 0)));
+    p.serve(&g, 0);
+    p.text(
         Role::User,
-        Command::Text {
-            text: format!("A sight with {}.", plain_values(&g, 0)),
-        },
+        format!("And a hotel near it, {}.", plain_values(&g, 1)),
     );
-    p.by(Role::Wizard, search(&g, 0));
-    p.by(
-        Role::Wizard,
-        Command::Select {
-            table: g.subgoals[0].table.clone(),
-            key: g.subgoals[0].row.clone(),
-        },
-    );
-    p.by(
-        Role::Wizard,
-        Command::Say {
-            state: g.subgoals[0].table.clone(),
-        },
-    );
-    p.by(
-        Role::User,
-        Command::Text {
-            text: format!("And a hotel near it, {}.", plain_values(&g, 1)),
-        },
-    );
-    p.by(Role::Wizard, search(&g, 1));
-    p.by(
-        Role::Wizard,
-        Command::Select {
-            table: g.subgoals[1].table.clone(),
-            key: g.subgoals[1].row.clone(),
-        },
-    );
-    p.by(
-        Role::Wizard,
-        Command::Say {
-            state: g.subgoals[1].table.clone(),
-        },
-    );
-    p.by(
-        Role::User,
-        Command::Text {
-            text: "Thank you!".into(),
-        },
-    );
-    p.by(
-        Role::Wizard,
-        Command::Text {
-            text: "You are welcome.".into(),
-        },
-    );
+    p.serve(&g, 1);
+    p.text(Role::User, "Thank you!");
+    p.text(Role::Wizard, "You are welcome.");
     (
         ImportedSession {
             id: ID.into(),
@@ -494,34 +479,14 @@ fn a_user_asking_for_requested_slots_gets_request_acts() {
     let sg = &g.subgoals[0];
     let asked: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
     assert!(!asked.is_empty());
-    p.by(
-        Role::Wizard,
-        Command::Text {
-            text: "Hello!".into(),
-        },
-    );
-    p.by(
+    p.text(Role::Wizard, "Hello!");
+    p.text(Role::User, "Hi, I am looking around.");
+    p.text(Role::Wizard, "Sure.");
+    p.text(
         Role::User,
-        Command::Text {
-            text: "Hi, I am looking around.".into(),
-        },
+        format!("Tell me its {} please.", asked.join(" and ")),
     );
-    p.by(
-        Role::Wizard,
-        Command::Text {
-            text: "Sure.".into(),
-        },
-    );
-    p.by(
-        Role::User,
-        Command::Text {
-            text: format!("Tell me its {} please.", asked.join(" and ")),
-        },
-    );
-    let session = ImportedSession {
-        id: ID.into(),
-        events: p.log.clone(),
-    };
+    let session = p.session();
     let file: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
     let msgs = file[ID]["messages"].as_array().unwrap();
     let requests = |m: &Value| -> Vec<Value> {
@@ -756,12 +721,7 @@ fn no_offer_session(study: &LoadedStudy) -> ImportedSession {
             state: "greet".into(),
         },
     );
-    p.by(
-        Role::User,
-        Command::Text {
-            text: "有没有叫不存在餐馆的地方？".into(),
-        },
-    );
+    p.text(Role::User, "有没有叫不存在餐馆的地方？");
     p.by(
         Role::Wizard,
         Command::Query {
@@ -842,22 +802,12 @@ fn request_acts_in_each_format() {
     let g = p.goal();
     let sg = &g.subgoals[0];
     let asked: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
-    p.by(
-        Role::Wizard,
-        Command::Text {
-            text: "Hello!".into(),
-        },
-    );
-    p.by(
+    p.text(Role::Wizard, "Hello!");
+    p.text(
         Role::User,
-        Command::Text {
-            text: format!("Tell me its {} please.", asked.join(" and ")),
-        },
+        format!("Tell me its {} please.", asked.join(" and ")),
     );
-    let session = ImportedSession {
-        id: ID.into(),
-        events: p.log.clone(),
-    };
+    let session = p.session();
     let intents = same_acts_in_each_format(&session);
     assert_eq!(
         intents.iter().filter(|i| *i == "Request").count(),
