@@ -95,9 +95,14 @@ async fn finish(
 /// What the run did; `log` is the servers' output.
 fn summary(what: &str, transcripts: &[Transcript], run: Duration, log: &str) {
     // The waiting room's warning when it finds a participant seated without a notice.
-    let unannounced = log
-        .matches("seated in a session without being told")
-        .count();
+    let unannounced: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("seated in a session without being told"))
+        .collect();
+    for line in &unannounced {
+        println!("{line}");
+    }
+    let unannounced = unannounced.len();
     let acks: usize = transcripts.iter().map(|t| t.acks.len()).sum();
     let connections: u32 = transcripts.iter().map(|t| t.connections).sum();
     let elsewhere: u32 = transcripts.iter().map(|t| t.not_in_room).sum();
