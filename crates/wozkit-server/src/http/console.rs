@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `GET /researcher` (the overview cards, [`overview_html`], from `researcher::index`) | observer |
 //! | `GET /researcher/live`: `text/event-stream`, one `figures` event (an [`Overview`] as JSON) now and at each change | observer |
-//! | `GET /researcher/study/{study}/download/{what}`: [`DOWNLOADS`]; `?test=1` keeps test sessions | observer |
+//! | `GET /researcher/study/{study}/download/{what}`: [`DOWNLOADS`]; `?test=1` keeps test sessions; `?acts=STUDY` (repeatable, [`ACTS_DOWNLOADS`] only) writes an act-annotation study's adjudicated acts | observer |
 //!
 //! The figures are computed at most every [`FRESH`] and shared by every console open on the
 //! server ([`Figures`], in the app state): a cheap fingerprint (every session's and participant
@@ -40,13 +40,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::watch;
 use wozkit_core::evaluation::EvalTask;
 use wozkit_core::event::EndReason;
 use wozkit_core::event::Event;
 use wozkit_core::load::LoadedStudy;
-use wozkit_data::download::{NamedFile, export_into_memory, zip_files};
+use wozkit_data::acts::{TurnActs, label_of};
+use wozkit_data::download::{NamedFile, export_into_memory_annotated, zip_files};
 use wozkit_data::report::html::render_html;
 use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
@@ -58,7 +59,7 @@ use wozkit_store::{
     SubmitOutcome, TEST_KEY,
 };
 
-use super::html::{esc, path_escape};
+use super::html::{esc, path_escape, query_escape};
 use super::researcher::require_page;
 use crate::app::{AppState, now_ms};
 use crate::auth::{Access, Researcher};
@@ -99,6 +100,10 @@ pub const DOWNLOADS: [&str; 16] = [
     "crsarena_eval",
     "crwiz",
 ];
+
+/// The downloads that take `?acts=STUDY`: the formats with dialogue acts (MultiWOZ 2.1,
+/// ConvLab-3, CrossWOZ), as `wozkit export --acts-from`.
+pub const ACTS_DOWNLOADS: [&str; 3] = ["multiwoz", "convlab3", "crosswoz"];
 
 /// This module's routes.
 pub fn routes() -> Router<AppState> {
@@ -992,7 +997,50 @@ fn figure(key: &str, label: &str, value: String) -> String {
     )
 }
 
-fn card(f: &StudyFigures, join_form: &str) -> String {
+/// The served `turn_acts` studies whose `from_store` selects `study`: the act annotations its
+/// downloads can carry.
+fn act_studies(app: &AppState, study: &str) -> Vec<String> {
+    let mut out: Vec<String> = app
+        .studies
+        .values()
+        .filter_map(|s| s.study.evaluation.as_ref().map(|e| (&s.study.id, e)))
+        .filter(|(_, e)| {
+            e.task == EvalTask::TurnActs && e.store_selections().iter().any(|s| s.study == study)
+        })
+        .map(|(id, _)| id.clone())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The download links with the adjudicated acts of each of `act_studies` (one per format of
+/// [`ACTS_DOWNLOADS`]), as list items of the card's download menu.
+fn acts_links(study: &str, act_studies: &[String]) -> String {
+    let id = path_escape(study);
+    act_studies
+        .iter()
+        .map(|a| {
+            let links: Vec<String> = ACTS_DOWNLOADS
+                .iter()
+                .map(|d| {
+                    format!(
+                        "<a href=\"/researcher/study/{id}/download/{d}?acts={q}\" download \
+                         data-acts=\"{name}\">{d}</a>",
+                        q = query_escape(a),
+                        name = esc(a),
+                    )
+                })
+                .collect();
+            format!(
+                "<li class=\"acts-downloads\">with the adjudicated acts of <code>{}</code>: {}</li>",
+                esc(a),
+                links.join(" ")
+            )
+        })
+        .collect()
+}
+
+fn card(f: &StudyFigures, join_form: &str, act_studies: &[String]) -> String {
     let id = path_escape(&f.study);
     let mut figures = String::new();
     figures.push_str(&figure(
@@ -1042,7 +1090,8 @@ fn card(f: &StudyFigures, join_form: &str) -> String {
         .map(|d| {
             format!("<li><a href=\"/researcher/study/{id}/download/{d}\" download>{d}</a></li>")
         })
-        .collect();
+        .collect::<String>()
+        + &acts_links(&f.study, act_studies);
     format!(
         "<section class=\"study-card\" data-study=\"{study}\"><h2>{title} <code>{study}</code> \
          <span class=\"muted\">{kind}</span></h2><dl class=\"figures\">{figures}</dl>\
@@ -1074,7 +1123,7 @@ pub async fn overview_html(app: &AppState, me: &Researcher) -> Result<String, St
                 }
                 _ => String::new(),
             };
-            card(f, &join)
+            card(f, &join, &act_studies(app, &f.study))
         })
         .collect();
     let mut links =
@@ -1091,10 +1140,71 @@ pub async fn overview_html(app: &AppState, me: &Researcher) -> Result<String, St
 
 // ----- downloads -----
 
-/// `?test=1` keeps test sessions.
-#[derive(Deserialize)]
+/// A download's query: `test=1` keeps test sessions; each `acts=STUDY` names an
+/// act-annotation study whose adjudicated acts the export carries.
+#[derive(Debug, Default)]
 pub struct DownloadQuery {
-    test: Option<String>,
+    test: bool,
+    acts: Vec<String>,
+}
+
+impl DownloadQuery {
+    fn parse(pairs: Vec<(String, String)>) -> DownloadQuery {
+        let mut q = DownloadQuery::default();
+        for (key, value) in pairs {
+            match key.as_str() {
+                "test" => q.test = value == "1" || value == "true",
+                "acts" if !q.acts.contains(&value) => q.acts.push(value),
+                _ => {}
+            }
+        }
+        q
+    }
+}
+
+/// The adjudicated acts of the `acts` studies for the download `what` of `study`: a 400 when
+/// `what` has no dialogue acts, when a served study among them is not a `turn_acts` study, or
+/// when one not served holds no act labels in the store. Read as `wozkit export --acts-from`.
+async fn download_acts(
+    app: &AppState,
+    study: &str,
+    what: &str,
+    acts: &[String],
+) -> Result<TurnActs, HttpError> {
+    if acts.is_empty() {
+        return Ok(TurnActs::default());
+    }
+    if !ACTS_DOWNLOADS.contains(&what) {
+        return Err(HttpError::BadRequest(format!(
+            "download {what} of study `{study}`: ?acts={} is for the formats with dialogue acts \
+             ({}), not {what}",
+            acts.join(","),
+            ACTS_DOWNLOADS.join(", ")
+        )));
+    }
+    let mut judgments = vec![];
+    for a in acts {
+        let served = app.study(Some(a));
+        if let Some(s) = &served {
+            let task = s.study.evaluation.as_ref().map(|e| e.task);
+            if task != Some(EvalTask::TurnActs) {
+                return Err(HttpError::BadRequest(format!(
+                    "download {what} of study `{study}`: ?acts={a}: study `{a}` is not an \
+                     act-annotation study (`evaluation.task: turn_acts`)"
+                )));
+            }
+        }
+        let own = wozkit_data::stored::span_judgments(app.store.as_ref(), std::slice::from_ref(a))
+            .await?;
+        if served.is_none() && !own.iter().any(|j| label_of(j).is_some()) {
+            return Err(HttpError::BadRequest(format!(
+                "download {what} of study `{study}`: ?acts={a}: study `{a}` is not served and \
+                 the store holds no act labels of it"
+            )));
+        }
+        judgments.extend(own);
+    }
+    Ok(TurnActs::from_judgments(&judgments))
 }
 
 fn file_name_part(s: &str) -> String {
@@ -1176,6 +1286,7 @@ async fn build_download(
     study: String,
     what: String,
     include_test: bool,
+    acts: TurnActs,
 ) -> Result<Response, DownloadError> {
     let store = app.store.clone();
     let base = file_name_part(&study);
@@ -1243,10 +1354,16 @@ async fn build_download(
         }
         name => {
             let format = ExportFormat::parse(name).ok_or_else(|| err(&"unknown format"))?;
-            let files: Vec<NamedFile> =
-                export_into_memory(store.as_ref(), format, Some(&study), include_test, &base)
-                    .await
-                    .map_err(|e| err(&e))?;
+            let files: Vec<NamedFile> = export_into_memory_annotated(
+                store.as_ref(),
+                format,
+                Some(&study),
+                include_test,
+                &base,
+                &acts,
+            )
+            .await
+            .map_err(|e| err(&e))?;
             match files.as_slice() {
                 [(file, bytes)] if !file.contains('/') => {
                     Ok(attachment(file, content_type(file), bytes.clone()))
@@ -1266,13 +1383,15 @@ async fn build_download(
 
 /// `GET /researcher/study/{study}/download/{what}`: an export of a served study, built on a
 /// blocking thread (the exports write and read files, the report computes) so the server keeps
-/// serving meanwhile.
+/// serving meanwhile. With `?acts=STUDY` (repeatable) the MultiWOZ, ConvLab-3 and CrossWOZ
+/// exports carry that act-annotation study's adjudicated acts ([`download_acts`]).
 pub async fn download(
     State(app): State<AppState>,
     headers: HeaderMap,
     Path((study, what)): Path<(String, String)>,
-    Query(q): Query<DownloadQuery>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, HttpError> {
+    let q = DownloadQuery::parse(pairs);
     let next = format!(
         "/researcher/study/{}/download/{}",
         path_escape(&study),
@@ -1284,10 +1403,11 @@ pub async fn download(
     if app.study(Some(&study)).is_none() || !DOWNLOADS.contains(&what.as_str()) {
         return Err(HttpError::NotFound);
     }
-    let include_test = q.test.as_deref().is_some_and(|t| t == "1" || t == "true");
+    let include_test = q.test;
+    let acts = download_acts(&app, &study, &what, &q.acts).await?;
     let runtime = tokio::runtime::Handle::current();
     let work = tokio::task::spawn_blocking(move || {
-        runtime.block_on(build_download(app, study, what, include_test))
+        runtime.block_on(build_download(app, study, what, include_test, acts))
     })
     .await;
     Ok(match work {

@@ -547,7 +547,151 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
         first["dialog_act"]
     );
     store.close().await;
+
+    // The console's downloads of the source study with `?acts=ta-mini` are the files the
+    // export above wrote (the same function); without it they carry no adjudicated acts.
+    let mut app = spawn_app_in(dir.clone(), study(SOURCE)).await;
+    let path = "/researcher/study/wizard-pilot/download/multiwoz?acts=ta-mini";
+    let res = app.http("GET", path, &[], "").await;
+    assert_eq!(res.status, 303, "a visitor is sent to the login page");
+    let cookie = crate::helpers::login(&app).await;
+    let get = async |path: &str| app.http("GET", path, &[("Cookie", &cookie)], "").await;
+    for (what, format, file) in [
+        ("multiwoz", Format::MultiWoz21, "multiwoz.json"),
+        ("convlab3", Format::ConvLab3, "convlab3.json"),
+        ("crosswoz", Format::CrossWoz, "crosswoz.json"),
+    ] {
+        let (status, files) = download(
+            app.addr,
+            &format!("/researcher/study/wizard-pilot/download/{what}?acts=ta-mini"),
+            &cookie,
+        )
+        .await;
+        assert_eq!(status, 200, "{what}: {files:?}");
+        // The export's file (and its sidecar, if any) under the download's name.
+        let named = format!("wizard-pilot.{}.json", format.name());
+        assert!(
+            files.iter().any(|(n, _)| *n == named),
+            "{what}: {named} downloaded"
+        );
+        for (name, bytes) in &files {
+            let suffix = name
+                .strip_prefix(&named)
+                .unwrap_or_else(|| panic!("{what}: unexpected file {name}"));
+            let written = std::fs::read(out.path().join(format!("{file}{suffix}")))
+                .unwrap_or_else(|e| panic!("{what}: {file}{suffix}: {e}"));
+            assert!(
+                *bytes == written,
+                "{what}: {name} is the export's file:\n{}\n---\n{}",
+                String::from_utf8_lossy(bytes),
+                String::from_utf8_lossy(&written)
+            );
+        }
+    }
+    let (status, files) = download(
+        app.addr,
+        "/researcher/study/wizard-pilot/download/multiwoz",
+        &cookie,
+    )
+    .await;
+    assert_eq!(status, 200, "{files:?}");
+    let plain: Value = files
+        .iter()
+        .find(|(n, _)| n == "wizard-pilot.multiwoz21.json")
+        .and_then(|(_, b)| serde_json::from_slice(b).ok())
+        .expect("the MultiWOZ file");
+    // The guest turns (even places) are the labelled ones; the wizard's template turn keeps
+    // the act of its template.
+    for turn in plain["pilot-1"]["log"]
+        .as_array()
+        .expect("log")
+        .iter()
+        .step_by(2)
+    {
+        assert_eq!(
+            turn["dialog_act"],
+            json!({}),
+            "no acts without ?acts: {turn}"
+        );
+    }
+    // A served study that is not an act-annotation study, a study neither served nor holding
+    // act labels, and a format without dialogue acts: 400, saying which.
+    for (path, expected) in [
+        (
+            "/researcher/study/wizard-pilot/download/crosswoz?acts=wizard-pilot",
+            "study `wizard-pilot` is not an act-annotation study",
+        ),
+        (
+            "/researcher/study/wizard-pilot/download/convlab3?acts=ta-mini&acts=nope",
+            "study `nope` is not served and the store holds no act labels of it",
+        ),
+        (
+            "/researcher/study/wizard-pilot/download/taskmaster1?acts=ta-mini",
+            "is for the formats with dialogue acts (multiwoz, convlab3, crosswoz), not taskmaster1",
+        ),
+    ] {
+        let res = get(path).await;
+        assert_eq!(res.status, 400, "{path}: {}", res.body);
+        assert!(res.body.contains(expected), "{path}: {}", res.body);
+    }
+    app.stop().await;
 }
+
+/// A console download's files: the file, or the files of the zip archive; with the status
+/// (no files unless 200).
+async fn download(
+    addr: std::net::SocketAddr,
+    path: &str,
+    cookie: &str,
+) -> (u16, Vec<(String, Vec<u8>)>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.expect("write");
+    let mut raw = vec![];
+    stream.read_to_end(&mut raw).await.expect("read");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = raw[split + 4..].to_vec();
+    if status != 200 {
+        return (status, vec![]);
+    }
+    if head.contains("content-type: application/zip") {
+        (
+            status,
+            wozkit_data::download::unzip_files(&body).expect("a zip archive"),
+        )
+    } else {
+        let name = head
+            .split("filename=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .expect("a file name")
+            .to_string();
+        (status, vec![(name, body)])
+    }
+}
+
+/// The source study of the stored sessions, served for its downloads.
+const SOURCE: &str = r#"id: wizard-pilot
+title: Wizard pilot
+roles:
+  user: {label: Guest}
+  wizard: {label: Clerk}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [bye]}
+  - {id: bye, type: interaction, templates: ["Goodbye."], terminal: true}
+"#;
 
 /// The turn annotation `key` after message `n` of session `id`.
 fn turn_note(sessions: &[ImportedSession], id: &str, n: usize, key: &str) -> Value {
