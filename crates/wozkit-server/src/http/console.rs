@@ -1632,6 +1632,107 @@ payment: {currency: EUR, base: 1.00, per_minute: 0.15, max_minutes: 5, no_partne
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
     }
 
+    /// An act-annotation study over `source`'s stored sessions.
+    fn acts_study(id: &str, source: &str) -> LoadedStudy {
+        let text = format!(
+            "id: {id}\ntitle: Label turns\nflow:\n  user:\n    - {{kind: consent}}\n    \
+             - {{kind: rate}}\n    - {{kind: completion}}\nevaluation:\n  task: turn_acts\n  \
+             judgments_per_item: 2\n  acts:\n    which: user\n    acts: [inform, request]\n  \
+             from_store: {{study: {source}}}\n"
+        );
+        load_text("acts.yaml", &text, StudySource::Dir(".".into()))
+            .unwrap_or_else(|d| panic!("{d}"))
+    }
+
+    #[tokio::test]
+    async fn a_study_annotated_by_a_served_act_study_offers_its_acts_downloads() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = wozkit_store::open(dir.path().to_str().expect("path"))
+            .await
+            .expect("store");
+        // An ended dialogue with a message in each source study (`from_store` needs one).
+        for (id, source) in [("s-paid", "paid"), ("s-elsewhere", "elsewhere")] {
+            store
+                .create_session(NewSession {
+                    id: id.into(),
+                    study_id: source.into(),
+                    study_version: "1".into(),
+                    seed: 0,
+                    created_at_ms: T0,
+                })
+                .await
+                .expect("session");
+            let said = EventKind::Message {
+                role: Role::User,
+                text: "Hello.".into(),
+                source: wozkit_core::event::MessageSource::Free,
+            };
+            store
+                .append(id, vec![system(T0, said)])
+                .await
+                .expect("message");
+            end(store.as_ref(), id, EndReason::Terminal, 1).await;
+        }
+        let (_stop, stop_rx) = watch::channel(false);
+        let (alive, _) = tokio::sync::mpsc::channel(1);
+        let paid = load_text("paid.yaml", PAID, StudySource::Dir(".".into())).expect("study");
+        let config = Config {
+            studies: vec![
+                paid,
+                acts_study("acts-b", "paid"),
+                acts_study("acts-a", "paid"),
+                acts_study("acts-other", "elsewhere"),
+            ],
+            tunables: Tunables::default(),
+        };
+        let app = AppState::new(config, store, stop_rx, alive)
+            .await
+            .expect("app");
+        assert_eq!(act_studies(&app, "paid"), ["acts-a", "acts-b"]);
+        assert!(act_studies(&app, "acts-a").is_empty());
+        let me = Researcher {
+            id: "owner".into(),
+            name: "owner".into(),
+            access: Access::Owner,
+            csrf: String::new(),
+        };
+        let html = overview_html(&app, &me).await.expect("overview");
+        for a in ["acts-a", "acts-b"] {
+            for d in ACTS_DOWNLOADS {
+                let link = format!("href=\"/researcher/study/paid/download/{d}?acts={a}\"");
+                assert!(html.contains(&link), "{link} in {html}");
+            }
+        }
+        assert!(!html.contains("?acts=acts-other"), "{html}");
+        // The act studies' own cards offer no acts downloads.
+        assert_eq!(
+            html.matches("class=\"acts-downloads\"").count(),
+            2,
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn the_acts_of_a_download_are_repeatable_and_only_for_formats_with_acts() {
+        let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let q = DownloadQuery::parse(pairs(&[
+            ("acts", "a"),
+            ("test", "1"),
+            ("acts", "b"),
+            ("acts", "a"),
+        ]));
+        assert!(q.test);
+        assert_eq!(q.acts, ["a", "b"]);
+        assert!(!DownloadQuery::parse(pairs(&[("test", "0")])).test);
+        for d in ACTS_DOWNLOADS {
+            assert!(DOWNLOADS.contains(&d), "{d} is a download");
+        }
+    }
+
     #[test]
     fn every_export_format_can_be_downloaded() {
         for name in ExportFormat::NAMES {
