@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::{Server, free_port, wozkit};
+use common::{Server, wozkit};
 
 /// Runs the `sqlite3` shell on `db` with these arguments; returns its standard output.
 fn sqlite3(db: &Path, args: &[&str]) -> String {
@@ -70,13 +70,7 @@ fn events_in(sessions: &[Value]) -> usize {
 #[test]
 fn a_backup_taken_while_serving_is_consistent_and_serves_again() {
     let tmp = tempfile::tempdir().expect("temporary directory");
-    let mut server = Server {
-        addr: free_port(),
-        study: "offshore-emergency".into(),
-        data: tmp.path().join("data"),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::in_dir("offshore-emergency", tmp.path());
     server.start();
     let data = server.data.display().to_string();
     let db = server.data.join("wozkit.sqlite3");
@@ -165,13 +159,11 @@ fn a_backup_taken_while_serving_is_consistent_and_serves_again() {
     let restored = tmp.path().join("restored");
     std::fs::create_dir_all(&restored).expect("restored directory");
     std::fs::copy(&backup, restored.join("wozkit.sqlite3")).expect("copy the backup");
-    let mut again = Server {
-        addr: free_port(),
-        study: "offshore-emergency".into(),
-        data: restored.clone(),
-        log: tmp.path().join("restored.log"),
-        child: None,
-    };
+    let mut again = Server::new(
+        "offshore-emergency",
+        restored.clone(),
+        tmp.path().join("restored.log"),
+    );
     again.start();
     assert!(again.stop(), "the restored server stops cleanly");
     let sessions = checked_sessions(

@@ -13,7 +13,7 @@ mod crosswoz_check;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
 
-use common::{Server, free_port, wozkit};
+use common::{Server, wozkit};
 use serde_json::Value;
 
 const STUDY: &str = "crosswoz-demo";
@@ -62,13 +62,7 @@ fn export(data: &str, format: &str, out: &std::path::Path) -> Vec<u8> {
 #[test]
 fn live_crosswoz_sessions_export_to_the_schema_and_the_database() {
     let tmp = tempfile::tempdir().expect("temporary directory");
-    let mut server = Server {
-        addr: free_port(),
-        study: STUDY.into(),
-        data: tmp.path().join("data"),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::in_dir(STUDY, tmp.path());
     server.start();
     let data = server.data.display().to_string();
     let url = format!("http://{}", server.addr);

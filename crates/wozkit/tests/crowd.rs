@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, free_port, healthy, wozkit};
+use common::{Server, healthy, wozkit};
 use serde_json::Value;
 use wozkit_core::event::ItemPool;
 use wozkit_store::LeaseState;
@@ -139,13 +139,7 @@ fn a_crowd_with_abandoners_leaves_exactly_n_judgments_per_item() {
     let tmp = tempfile::tempdir().expect("temporary directory");
     let study = tmp.path().join("study.yaml");
     std::fs::write(&study, study_yaml()).expect("study written");
-    let mut server = Server {
-        addr: free_port(),
-        study,
-        data: tmp.path().join("data"),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::in_dir(study, tmp.path());
     start_server(&mut server);
     let url = format!("http://{}", server.addr);
     let data = server.data.to_string_lossy().into_owned();

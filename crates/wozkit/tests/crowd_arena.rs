@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, free_port, healthy};
+use common::{Server, healthy};
 use wozkit_core::event::EventKind;
 use wozkit_data::leaderboard::{TIE, leaderboard};
 use wozkit_data::report::evaluation::RankingOptions;
@@ -166,13 +166,7 @@ fn crowd_votes_histories_and_the_leaderboard_agree_with_the_server() {
     let tmp = tempfile::tempdir().expect("temporary directory");
     let study = tmp.path().join("study.yaml");
     std::fs::write(&study, study_yaml(&mock.base_url())).expect("study written");
-    let mut server = Server {
-        addr: free_port(),
-        study,
-        data: tmp.path().join("data"),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::in_dir(study, tmp.path());
     start_server(&mut server);
     let url = format!("http://{}", server.addr);
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::{Server, free_port, wozkit};
+use common::{Server, wozkit};
 
 /// Sessions in the log export (JSON Lines), or none while the first pairs are still joining.
 fn logged_sessions(data: &str, out: &std::path::Path) -> Vec<Value> {
@@ -27,13 +27,7 @@ fn logged_sessions(data: &str, out: &std::path::Path) -> Vec<Value> {
 #[test]
 fn read_only_commands_work_beside_a_live_server_and_import_says_why_not() {
     let tmp = tempfile::tempdir().expect("temporary directory");
-    let mut server = Server {
-        addr: free_port(),
-        study: "offshore-emergency".into(),
-        data: tmp.path().join("data"),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::in_dir("offshore-emergency", tmp.path());
     server.start();
     let data = server.data.display().to_string();
     let url = format!("http://{}", server.addr);

@@ -129,13 +129,7 @@ fn an_imported_dataset_is_rated_through_from_store_and_exported() {
         "{out}"
     );
 
-    let mut server = Server {
-        addr: free_port(),
-        study: study.clone(),
-        data: data.clone(),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::new(study.clone(), data.clone(), tmp.path().join("server.log"));
     server.start();
     let addr = server.addr;
     let (status, cookie, body) = http(

@@ -244,13 +244,11 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
     let mut instances: Vec<(String, Server)> = (0..INSTANCES)
         .map(|i| {
             let id = format!("node{i}");
-            let server = Server {
-                addr: free_port(),
-                study: study_file.clone(),
-                data: pg.url.clone().into(),
-                log: tmp.path().join(format!("{id}.log")),
-                child: None,
-            };
+            let server = Server::new(
+                study_file.clone(),
+                pg.url.clone(),
+                tmp.path().join(format!("{id}.log")),
+            );
             (id, server)
         })
         .collect();

@@ -206,13 +206,7 @@ fn say(state: &str) -> Value {
 }
 
 fn server(study: &Path, data: &Path, log: &Path) -> Server {
-    Server {
-        addr: free_port(),
-        study: study.to_path_buf(),
-        data: data.to_path_buf(),
-        log: log.to_path_buf(),
-        child: None,
-    }
+    Server::new(study, data, log)
 }
 
 /// The priors of `state` in an overlay file, as the YAML says (parsed here as plain text).

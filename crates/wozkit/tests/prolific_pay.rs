@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-use common::{Server, cents, free_port, payment_table as table, wozkit};
+use common::{Server, cents, payment_table as table, wozkit};
 use wozkit_platforms::prolific::mock::{MockProlific, ProlificSubmission};
 
 const STUDY: &str = "prolific-compare";
@@ -49,13 +49,7 @@ fn prolific_pay_pays_the_payment_table_to_the_cent_once() {
     let tmp = tempfile::tempdir().expect("temporary directory");
     let study = tmp.path().join("study.yaml");
     std::fs::write(&study, study_yaml()).expect("study written");
-    let mut server = Server {
-        addr: free_port(),
-        study: study.clone(),
-        data: tmp.path().join("data"),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::in_dir(study.clone(), tmp.path());
     server.start();
     let url = format!("http://{}", server.addr);
     let (code, out, err) = wozkit(&[

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Server, free_port, wozkit};
+use common::{Server, wozkit};
 
 /// Runs `wozkit researchers ARGS --data DATA` with `stdin` on standard input.
 fn researchers(data: &str, args: &[&str], stdin: &str) -> (i32, String, String) {
@@ -180,13 +180,7 @@ fn add_list_passwd_remove_on_a_data_directory() {
 #[test]
 fn accounts_change_beside_a_running_server() {
     let tmp = tempfile::tempdir().expect("temporary directory");
-    let mut server = Server {
-        addr: free_port(),
-        study: "restaurant-booking".into(),
-        data: tmp.path().join("data"),
-        log: tmp.path().join("server.log"),
-        child: None,
-    };
+    let mut server = Server::in_dir("restaurant-booking", tmp.path());
     server.start();
     let data = server.data.display().to_string();
     let log = server.log_text();

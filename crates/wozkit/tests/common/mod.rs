@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,28 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server not yet started, serving `study` (a built-in study's id or a file) from `data`
+    /// (a folder or a PostgreSQL URL), writing its output to `log`, on a free port.
+    pub fn new(
+        study: impl Into<PathBuf>,
+        data: impl Into<PathBuf>,
+        log: impl Into<PathBuf>,
+    ) -> Server {
+        Server {
+            addr: free_port(),
+            study: study.into(),
+            data: data.into(),
+            log: log.into(),
+            child: None,
+        }
+    }
+
+    /// A server not yet started, serving `study` with its data in `dir/data` and its output in
+    /// `dir/server.log`, on a free port.
+    pub fn in_dir(study: impl Into<PathBuf>, dir: &Path) -> Server {
+        Server::new(study, dir.join("data"), dir.join("server.log"))
+    }
+
     pub fn start(&mut self) {
         self.start_with(&[]);
     }
