@@ -139,6 +139,50 @@ pub fn healthy(addr: SocketAddr) -> bool {
         && out.starts_with("HTTP/1.1 200")
 }
 
+/// One HTTP/1.1 request to `addr` as a browser on the server's own origin sends it (a form body,
+/// `cookie` as the Cookie header, `headers` added after Origin); the status, the first
+/// Set-Cookie's `name=value` (empty without one) and the body. `None` when the server is not
+/// reachable or does not answer within 10 s.
+pub async fn http_request(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    method: &str,
+    path: &str,
+    cookie: &str,
+    body: &str,
+) -> Option<(u16, String, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\n{extra}Cookie: {cookie}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut raw = vec![];
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw))
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let set_cookie = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("set-cookie:")
+                .then(|| l["set-cookie:".len()..].trim().to_string())
+        })
+        .and_then(|c| c.split(';').next().map(str::to_string))
+        .unwrap_or_default();
+    Some((status, set_cookie, body.to_string()))
+}
+
 pub fn free_port() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")

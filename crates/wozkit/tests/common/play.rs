@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use futures_util::{SinkExt, StreamExt};
 use rand::RngExt;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -130,31 +129,7 @@ async fn request(
     cookie: &str,
     body: &str,
 ) -> Option<(u16, String, String)> {
-    let mut s = TcpStream::connect(addr).await.ok()?;
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\nX-Route: {route}\r\nCookie: {cookie}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.ok()?;
-    let mut raw = vec![];
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw))
-        .await
-        .ok()?
-        .ok()?;
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    let set_cookie = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .starts_with("set-cookie:")
-                .then(|| l["set-cookie:".len()..].trim().to_string())
-        })
-        .and_then(|c| c.split(';').next().map(str::to_string))
-        .unwrap_or_default();
-    Some((status, set_cookie, body.to_string()))
+    crate::common::http_request(addr, &[("X-Route", route)], method, path, cookie, body).await
 }
 
 /// Joins with a lab link and accepts consent and instructions; returns the cookie. Retries
