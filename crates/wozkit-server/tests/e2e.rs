@@ -25,13 +25,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_store::Platform;
 
-use browser::{Browser, ChatLine, Driver, WINDOW, screenshot_dir};
+use browser::{Browser, ChatLine, Driver, WINDOW, screenshot_wanted, settle, write_png};
 use log::{Played, Said};
 use server::TestServer;
 
@@ -629,32 +629,18 @@ async fn screenshots(w: &Browser, u: &Browser) -> Result<()> {
             s[3]
         );
     }
-    let dir = screenshot_dir();
-    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
     for (br, file) in [(w, "wizard.png"), (u, "operator.png")] {
-        let path = dir.join(file);
-        if !update && path.exists() {
+        let Some(path) = screenshot_wanted(file) else {
             continue;
-        }
+        };
         // Clicking scrolled the options column; show it from its top, as a wizard first sees it.
         br.js(
             "const o = document.getElementById('options-panel'); if (o) o.scrollTop = 0; return true",
             vec![],
         )
         .await?;
-        br.wait_js(
-            "the page's transitions to settle",
-            "return document.getAnimations().every((a) => a.playState !== 'running')",
-            vec![],
-        )
-        .await?;
-        let png = br.screenshot().await?;
-        if png.len() < 8 || &png[1..4] != b"PNG" {
-            bail!("{}: the screenshot is not a PNG", br.name);
-        }
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        settle(br).await?;
+        write_png(&br.name, &path, &br.screenshot().await?)?;
     }
     Ok(())
 }

@@ -27,7 +27,7 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -36,7 +36,7 @@ use wozkit_core::event::{Event, EventKind, Judgment, Role};
 use wozkit_core::load::load_builtin;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, WAIT, until};
+use browser::{Browser, Driver, WAIT, screenshot_wanted, shoot_settled, until, write_png};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -217,7 +217,7 @@ async fn arena_battle(server: &TestServer, a: &Browser) -> Result<Battle> {
         );
         battle.replies.push(done.last.clone());
         if n == 1 {
-            shoot(a, "arena-chat.png").await?;
+            shoot_settled(a, "arena-chat.png").await?;
         }
     }
     ensure!(
@@ -242,7 +242,7 @@ async fn arena_battle(server: &TestServer, a: &Browser) -> Result<Battle> {
         vec![],
     )
     .await?;
-    shoot(a, "arena-vote.png").await?;
+    shoot_settled(a, "arena-vote.png").await?;
     a.click("chat-finish").await?;
     a.wait_page("reveal").await?;
     let v = a
@@ -269,7 +269,7 @@ async fn arena_battle(server: &TestServer, a: &Browser) -> Result<Battle> {
         "A: both sides revealed as {:?}",
         battle.revealed[0]
     );
-    shoot(a, "arena-reveal.png").await?;
+    shoot_settled(a, "arena-reveal.png").await?;
     a.click("reveal-continue").await?;
     a.wait_page("completion").await?;
     battle.code = a.text("completion-code").await?;
@@ -405,7 +405,7 @@ async fn leaderboard(server: &TestServer, a: &Browser, b: &Battle) -> Result<()>
         "A voted for {}, but the leaderboard ranks {ranked:?}",
         b.revealed[1]
     );
-    shoot(a, "leaderboard.png").await
+    shoot_settled(a, "leaderboard.png").await
 }
 
 /// What C did in the chat.
@@ -448,7 +448,7 @@ async fn chat_with_labels(server: &TestServer, c: &Browser) -> Result<Chat> {
                 .as_str()
                 .and_then(|s| s.parse().ok())
                 .context("C: the labelled reply has no data-index")?;
-            shoot(c, "chat-labels.png").await?;
+            shoot_settled(c, "chat-labels.png").await?;
         }
         c.js("window.__sent = true", vec![]).await?;
         c.type_into("chat-text", message).await?;
@@ -561,48 +561,10 @@ async fn phone_battle(server: &TestServer, chromium: &Path, chromedriver: &Path)
         "phone: the arena page is wider than a {}-pixel screen",
         PHONE.0
     );
-    let path = screenshot_dir().join("arena-phone.png");
-    if update_screenshot(&path) {
+    if let Some(path) = screenshot_wanted("arena-phone.png") {
         let png = phone.screenshot().await?;
-        write_png(&path, &png)?;
+        write_png(&phone.name, &path, &png)?;
     }
     phone.close().await?;
     Ok(())
-}
-
-/// Where the picture files go.
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
-/// Whether to write this picture: when asked to, or when it is missing.
-fn update_screenshot(path: &Path) -> bool {
-    std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1") || !path.exists()
-}
-
-fn write_png(path: &Path, png: &[u8]) -> Result<()> {
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("the screenshot for {} is not a PNG", path.display());
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
-}
-
-/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing).
-async fn shoot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    if !update_screenshot(&path) {
-        return Ok(());
-    }
-    br.wait_js(
-        "the page's transitions to settle",
-        "return document.readyState === 'complete'\
-           && document.getAnimations().every((a) => a.playState !== 'running')",
-        vec![],
-    )
-    .await?;
-    let png = br.screenshot().await?;
-    write_png(&path, &png)
 }

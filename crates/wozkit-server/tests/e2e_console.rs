@@ -26,7 +26,7 @@ mod browser;
 mod server;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_server::auth::Access;
 use wozkit_store::{Account, Platform};
 
-use browser::{Browser, Driver};
+use browser::{Browser, Driver, shoot_settled};
 use server::{STUDY, TestServer};
 
 /// The whole test must end within this time, whatever happens.
@@ -212,7 +212,7 @@ async fn play(
         vec![],
     )
     .await?;
-    screenshot(r, "console-observe.png").await?;
+    shoot_settled(r, "console-observe.png").await?;
 
     // The wizard closes their browser; the observer may take over, and does.
     w.close().await?;
@@ -287,7 +287,7 @@ async fn play(
         vec![json!(STUDY)],
     )
     .await?;
-    screenshot(r, "console-home.png").await?;
+    shoot_settled(r, "console-home.png").await?;
     Ok(Done {
         session,
         user: user_p.id,
@@ -481,7 +481,7 @@ async fn play_to_the_end(study: &LoadedStudy, r: &Browser, u: &Browser) -> Resul
     .await?;
     say(r, u, "request_robot_type").await?;
     act(r, "send", "qdc1", Some("pu_et")).await?;
-    screenshot(r, "console-takeover.png").await?;
+    shoot_settled(r, "console-takeover.png").await?;
     say(r, u, "inform_arrival").await?;
     say(r, u, "inform_inspection").await?;
     act(r, "inspect", "qdc1", None).await?;
@@ -592,7 +592,7 @@ async fn replay(server: &TestServer, r: &Browser, session: &str) -> Result<()> {
         ],
     )
     .await?;
-    screenshot(r, "console-replay.png").await?;
+    shoot_settled(r, "console-replay.png").await?;
     scrub(r, 0).await?;
     r.wait_js(
         "an empty transcript at the start",
@@ -695,7 +695,7 @@ async fn review(server: &TestServer, r: &Browser, user: &str, wizard: &str) -> R
         vec![],
     )
     .await?;
-    screenshot(r, "console-review.png").await?;
+    shoot_settled(r, "console-review.png").await?;
     Ok(())
 }
 
@@ -829,32 +829,4 @@ async fn check(
         "the logs miss what the browsers did:\n  - {}",
         problems.join("\n  - ")
     )
-}
-
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
-/// Writes a screenshot of the page when asked to (or when the file is missing), after its CSS
-/// transitions have settled.
-async fn screenshot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
-    if !update && path.exists() {
-        return Ok(());
-    }
-    br.wait_js(
-        "the page's transitions to settle",
-        "return document.getAnimations().every((a) => a.playState !== 'running')",
-        vec![],
-    )
-    .await?;
-    let png = br.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("{}: the screenshot is not a PNG", br.name);
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
 }

@@ -30,7 +30,7 @@ mod client;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -39,7 +39,7 @@ use wozkit_core::event::{Event, EventKind, Judgment, Role};
 use wozkit_core::load::{StudySource, load_text};
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, WAIT, until};
+use browser::{Browser, Driver, WAIT, shoot_settled, until};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -371,7 +371,7 @@ async fn battle(server: &TestServer, w: &Browser, u: &Browser) -> Result<Battle>
     let at_desk = send_and_wait_at_desk(w, u, &human, h, 1, &history).await?;
     w.type_into_css(&reply_area(&human), REPLY_2[0]).await?;
     check_draft(w, &human, REPLY_2[0], &at_desk).await?;
-    shoot(w, "desk.png").await?;
+    shoot_settled(w, "desk.png").await?;
     watch_polls(w).await?;
     let (other, other_send) = other_participant(server).await?;
     battle.other_human = other.clone();
@@ -808,33 +808,5 @@ async fn check(server: &TestServer, b: &Battle) -> Result<()> {
             .all(|e| !matches!(&e.kind, EventKind::Annotation { key, .. } if key == "human_reply")),
         "the bot's session holds a human_reply annotation"
     );
-    Ok(())
-}
-
-/// Where the picture files go.
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
-/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing).
-async fn shoot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    if std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() != Ok("1") && path.exists() {
-        return Ok(());
-    }
-    br.wait_js(
-        "the page's transitions to settle",
-        "return document.readyState === 'complete'\
-           && document.getAnimations().every((a) => a.playState !== 'running')",
-        vec![],
-    )
-    .await?;
-    let png = br.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("the screenshot for {} is not a PNG", path.display());
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
     Ok(())
 }

@@ -28,7 +28,7 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -38,7 +38,7 @@ use wozkit_core::event::{Event, EventKind, ItemPool, Judgment, ScreenReason};
 use wozkit_core::load::{LoadedStudy, load_builtin};
 use wozkit_store::{LeaseState, Platform};
 
-use browser::{Browser, Driver};
+use browser::{Browser, Driver, shoot_settled};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -144,7 +144,7 @@ async fn play(
     .await?;
     a.wait_page("consent").await?;
     fits(a, "consent").await?;
-    shoot(a, "eval-consent.png").await?;
+    shoot_settled(a, "eval-consent.png").await?;
     a.click("accept").await?;
     a.wait_page("instructions").await?;
     a.click("continue").await?;
@@ -152,13 +152,13 @@ async fn play(
     // Option indices in the study: english 1 = "Fluently", chatbot_use 1 = "Every week".
     a.click("english-1").await?;
     a.click("chatbot_use-1").await?;
-    shoot(a, "eval-questions.png").await?;
+    shoot_settled(a, "eval-questions.png").await?;
     a.click("answers-submit").await?;
 
     // The practice pair: the better chatbot.
     a.wait_page("onboarding").await?;
     fits(a, "onboarding").await?;
-    shoot(a, "eval-onboarding.png").await?;
+    shoot_settled(a, "eval-onboarding.png").await?;
     let (shown, better) = practice(a, ev).await?;
     p.onboarding_a = shown;
     a.click(&format!("ob0-{better}")).await?;
@@ -216,7 +216,7 @@ async fn play(
                 );
                 ordinary += 1;
                 if ordinary == 1 {
-                    shoot(a, "eval-compare.png").await?;
+                    shoot_settled(a, "eval-compare.png").await?;
                 }
                 let side = if ordinary == 1 { "left" } else { "right" };
                 (side, None, format!("asks follow-up questions ({ordinary})"))
@@ -243,7 +243,7 @@ async fn play(
     a.wait_page("completion").await?;
     // The page returns to Prolific after a few seconds: take the picture first.
     fits(a, "completion").await?;
-    shoot(a, "eval-complete.png").await?;
+    shoot_settled(a, "eval-complete.png").await?;
     p.code = a.text("completion-code").await?;
     ensure!(!p.code.is_empty(), "A: empty completion code");
 
@@ -323,7 +323,7 @@ async fn screened_out(server: &TestServer, ev: &Evaluation, b: &Browser) -> Resu
         "B: the screened page shows a completion code, but the study gives none"
     );
     fits(b, "screened").await?;
-    shoot(b, "eval-screened.png").await
+    shoot_settled(b, "eval-screened.png").await
 }
 
 /// Worker C: the first rating page of `rate-dialogues`, with its per-turn labels and scales.
@@ -353,7 +353,7 @@ async fn rating_page(server: &TestServer, c: &Browser) -> Result<()> {
         n[1],
         n[2]
     );
-    shoot(c, "eval-rate.png").await
+    shoot_settled(c, "eval-rate.png").await
 }
 
 /// The other side.
@@ -419,35 +419,6 @@ async fn fits(br: &Browser, page: &str) -> Result<()> {
         s[1],
         s[0]
     );
-    Ok(())
-}
-
-/// Where the picture files go.
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
-/// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing).
-async fn shoot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
-    if !update && path.exists() {
-        return Ok(());
-    }
-    br.wait_js(
-        "the page's transitions to settle",
-        "return document.readyState === 'complete'\
-           && document.getAnimations().every((a) => a.playState !== 'running')",
-        vec![],
-    )
-    .await?;
-    let png = br.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("{}: the screenshot is not a PNG", br.name);
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
     Ok(())
 }
 

@@ -21,14 +21,14 @@ mod browser;
 #[path = "e2e/server.rs"]
 mod server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::json;
 use wozkit_core::event::Role;
 
-use browser::{Browser, Driver};
+use browser::{Browser, Driver, screenshot_wanted, write_png};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -218,18 +218,12 @@ async fn send(from: &Phone, to: &Phone, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Where the picture files go.
-fn screenshot_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
-}
-
 /// Writes the viewport to `docs/screenshots/<file>` when asked to (or when it is missing), with
 /// the page scrolled to its top, as the room first appears, once its transitions have settled.
 async fn shoot(p: &Phone, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    if std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() != Ok("1") && path.exists() {
+    let Some(path) = screenshot_wanted(file) else {
         return Ok(());
-    }
+    };
     p.js("window.scrollTo(0, 0); return true", vec![]).await?;
     p.wait_js(
         "the page's transitions to settle",
@@ -237,14 +231,7 @@ async fn shoot(p: &Phone, file: &str) -> Result<()> {
         vec![],
     )
     .await?;
-    let png = p.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("{}: the screenshot for {file} is not a PNG", p.name);
-    }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
+    write_png(&p.name, &path, &p.screenshot().await?)
 }
 
 /// One participant's phone: a browser of the shared helper with a phone-sized page, and the

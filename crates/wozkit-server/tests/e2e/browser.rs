@@ -469,21 +469,54 @@ pub fn screenshot_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
 }
 
+/// The path of `docs/screenshots/<file>` when that picture is to be written: when asked to
+/// (`WOZKIT_UPDATE_SCREENSHOTS=1`) or when the file is missing.
+pub fn screenshot_wanted(file: &str) -> Option<PathBuf> {
+    let path = screenshot_dir().join(file);
+    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
+    (update || !path.exists()).then_some(path)
+}
+
+/// Writes the picture `png` that `who` took to `path`, checking that it is a PNG.
+pub fn write_png(who: &str, path: &Path, png: &[u8]) -> Result<()> {
+    if png.len() < 8 || &png[1..4] != b"PNG" {
+        bail!("{who}: the screenshot for {} is not a PNG", path.display());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, png).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Waits until the page of `br` has loaded and its CSS transitions and animations have ended.
+pub async fn settle(br: &Browser) -> Result<()> {
+    br.wait_js(
+        "the page's transitions to settle",
+        "return document.readyState === 'complete'\
+           && document.getAnimations().every((a) => a.playState !== 'running')",
+        vec![],
+    )
+    .await
+    .map(drop)
+}
+
 /// Writes the viewport of `br` to `docs/screenshots/<file>` when asked to
 /// (`WOZKIT_UPDATE_SCREENSHOTS=1`) or when the file is missing.
 pub async fn shoot(br: &Browser, file: &str) -> Result<()> {
-    let path = screenshot_dir().join(file);
-    let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
-    if !update && path.exists() {
-        return Ok(());
+    if let Some(path) = screenshot_wanted(file) {
+        write_png(&br.name, &path, &br.screenshot().await?)?;
     }
-    let png = br.screenshot().await?;
-    if png.len() < 8 || &png[1..4] != b"PNG" {
-        bail!("{}: the screenshot is not a PNG", br.name);
+    Ok(())
+}
+
+/// As [`shoot`], after the page's transitions have settled.
+pub async fn shoot_settled(br: &Browser, file: &str) -> Result<()> {
+    if let Some(path) = screenshot_wanted(file) {
+        settle(br).await?;
+        write_png(&br.name, &path, &br.screenshot().await?)?;
     }
-    std::fs::create_dir_all(screenshot_dir())?;
-    std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
     Ok(())
 }
 
