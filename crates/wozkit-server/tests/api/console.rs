@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
@@ -17,7 +17,8 @@ use wozkit_server::records::payments::payments;
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store};
 
 use crate::helpers::{
-    Client, TestApp, Tiny, hidden, login, login_as, page_kind, paired_as, spawn_app_in,
+    Client, TestApp, Tiny, hidden, login, login_as, next_figures, open_live, page_kind, paired_as,
+    spawn_app_in,
 };
 
 /// What a study's download menu offers: every `wozkit export` format, the payment table and
@@ -149,51 +150,6 @@ async fn session(
             .await
             .expect("place");
     }
-}
-
-/// Opens `/researcher/live` with `cookie`; returns the reader after the response head, and the
-/// status line and head.
-async fn open_live(addr: SocketAddr, cookie: &str) -> (BufReader<TcpStream>, String) {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "GET /researcher/live HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).await.expect("write");
-    let mut reader = BufReader::new(stream);
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        let n = reader.read_line(&mut line).await.expect("read head");
-        if n == 0 || line == "\r\n" {
-            break;
-        }
-        head.push_str(&line);
-    }
-    (reader, head)
-}
-
-/// The next `figures` event's JSON on a live stream (chunked transfer: chunk sizes are lines
-/// that are neither `event:` nor `data:`, so they are skipped).
-async fn next_figures(reader: &mut BufReader<TcpStream>) -> Value {
-    let read = async {
-        let mut event = String::new();
-        loop {
-            let mut line = String::new();
-            let n = reader.read_line(&mut line).await.expect("read event");
-            assert!(n > 0, "the live stream closed");
-            let line = line.trim_end();
-            if let Some(name) = line.strip_prefix("event:") {
-                event = name.trim().to_string();
-            } else if let Some(data) = line.strip_prefix("data:")
-                && event == "figures"
-            {
-                return serde_json::from_str::<Value>(data.trim()).expect("figures are JSON");
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), read)
-        .await
-        .expect("a figures event within 20 s")
 }
 
 fn study_figures<'a>(overview: &'a Value, study: &str) -> &'a Value {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::BufReader;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -428,4 +429,55 @@ pub fn page_kind(body: &str) -> String {
 /// The value of the form field `name` (a hidden input) in a page.
 pub fn hidden(body: &str, name: &str) -> String {
     attr_after(body, &format!("name=\"{name}\" value=\""))
+}
+
+/// Opens `/researcher/live` with `cookie`; returns the reader after the response head, and the
+/// status line and head.
+pub async fn open_live(
+    addr: SocketAddr,
+    cookie: &str,
+) -> (BufReader<tokio::net::TcpStream>, String) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "GET /researcher/live HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.expect("write");
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let n = reader.read_line(&mut line).await.expect("read head");
+        if n == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    (reader, head)
+}
+
+/// The next `figures` event's JSON on a live stream (chunked transfer: chunk sizes are lines
+/// that are neither `event:` nor `data:`, so they are skipped).
+pub async fn next_figures(reader: &mut BufReader<tokio::net::TcpStream>) -> serde_json::Value {
+    use tokio::io::AsyncBufReadExt;
+    let read = async {
+        let mut event = String::new();
+        loop {
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).await.expect("read event");
+            assert!(n > 0, "the live stream closed");
+            let line = line.trim_end();
+            if let Some(name) = line.strip_prefix("event:") {
+                event = name.trim().to_string();
+            } else if let Some(data) = line.strip_prefix("data:")
+                && event == "figures"
+            {
+                return serde_json::from_str::<serde_json::Value>(data.trim())
+                    .expect("figures are JSON");
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("a figures event within 20 s")
 }

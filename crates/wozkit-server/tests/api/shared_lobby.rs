@@ -21,7 +21,7 @@ use wozkit_store::Store;
 use wozkit_store::testing::TestDatabase;
 
 use crate::client::{Client, Ws, http};
-use crate::helpers::{Tiny, fast, urlencoding};
+use crate::helpers::{Tiny, fast, next_figures, open_live, urlencoding};
 
 /// One server instance on its own pool of the shared database.
 struct Instance {
@@ -283,32 +283,8 @@ async fn admin_cookie(addr: SocketAddr) -> String {
 
 /// The first `figures` event of `/researcher/live` on `addr`, as JSON.
 async fn live_figures(addr: SocketAddr, cookie: &str) -> serde_json::Value {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "GET /researcher/live HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).await.expect("write");
-    let mut reader = BufReader::new(stream);
-    let read = async {
-        let mut event = String::new();
-        loop {
-            let mut line = String::new();
-            let n = reader.read_line(&mut line).await.expect("read the stream");
-            assert!(n > 0, "the live stream closed");
-            let line = line.trim_end();
-            if let Some(name) = line.strip_prefix("event:") {
-                event = name.trim().to_string();
-            } else if let Some(data) = line.strip_prefix("data:")
-                && event == "figures"
-            {
-                return serde_json::from_str(data.trim()).expect("figures are JSON");
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), read)
-        .await
-        .expect("a figures event within 20 s")
+    let (mut live, _) = open_live(addr, cookie).await;
+    next_figures(&mut live).await
 }
 
 #[tokio::test]
