@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncBufReadExt;
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_server::auth::Access;
@@ -17,8 +16,8 @@ use wozkit_server::records::payments::payments;
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store};
 
 use crate::helpers::{
-    Client, TestApp, Tiny, hidden, login, login_as, next_figures, open_live, page_kind, paired_as,
-    spawn_app_in,
+    Client, TestApp, Tiny, get_raw, hidden, login, login_as, next_figures, open_live, page_kind,
+    paired_as, spawn_app_in,
 };
 
 /// What a study's download menu offers: every `wozkit export` format, the payment table and
@@ -161,24 +160,7 @@ fn study_figures<'a>(overview: &'a Value, study: &str) -> &'a Value {
 
 /// A GET returning the raw body bytes (downloads are binary).
 async fn get_bytes(addr: SocketAddr, path: &str, cookie: &str) -> (u16, String, Vec<u8>) {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).await.expect("write");
-    let mut raw = vec![];
-    stream.read_to_end(&mut raw).await.expect("read");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = raw[split + 4..].to_vec();
+    let (status, head, body) = get_raw(addr, path, cookie).await;
     assert!(
         !head
             .to_ascii_lowercase()

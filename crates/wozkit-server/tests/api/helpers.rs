@@ -481,3 +481,27 @@ pub async fn next_figures(reader: &mut BufReader<tokio::net::TcpStream>) -> serd
         .await
         .expect("a figures event within 20 s")
 }
+
+/// A GET of `path` with `cookie`: the status, the response head and the raw body bytes (a
+/// download may be binary).
+pub async fn get_raw(addr: SocketAddr, path: &str, cookie: &str) -> (u16, String, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.expect("write");
+    let mut raw = vec![];
+    stream.read_to_end(&mut raw).await.expect("read");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head, raw[split + 4..].to_vec())
+}

@@ -644,25 +644,8 @@ async fn download(
     path: &str,
     cookie: &str,
 ) -> (u16, Vec<(String, Vec<u8>)>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).await.expect("write");
-    let mut raw = vec![];
-    stream.read_to_end(&mut raw).await.expect("read");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head");
-    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = raw[split + 4..].to_vec();
+    let (status, head, body) = crate::helpers::get_raw(addr, path, cookie).await;
+    let head = head.to_ascii_lowercase();
     if status != 200 {
         return (status, vec![]);
     }
