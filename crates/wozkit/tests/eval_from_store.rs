@@ -6,8 +6,8 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Read;
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -66,33 +66,12 @@ fn http(
     cookie: &str,
     body: &str,
 ) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).expect("server reachable");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout set");
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\nCookie: {cookie}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).expect("request sent");
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("response read");
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let cookie = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .starts_with("set-cookie:")
-                .then(|| l["set-cookie:".len()..].trim().to_string())
-        })
-        .and_then(|c| c.split(';').next().map(str::to_string))
-        .unwrap_or_default();
-    (status, cookie, body.to_string())
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the request")
+        .block_on(common::http_request(addr, &[], method, path, cookie, body))
+        .unwrap_or_else(|| panic!("{method} {path}: no answer from the server at {addr}"))
 }
 
 fn form_value(body: &str, name: &str) -> String {
