@@ -124,6 +124,13 @@ pub fn assert_same_json(original: &Value, exported: &Value, what: &str) {
     assert_eq!(original, exported, "{what}");
 }
 
+/// Asserts that a file written again (`second`) is `first`: the same JSON, naming the first
+/// difference, then the same bytes.
+pub fn assert_same_file(first: &[u8], second: &[u8], what: &str) {
+    assert_same_json(&parse(first), &parse(second), what);
+    assert_eq!(first, second, "{what}");
+}
+
 pub fn parse(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).expect("export is valid JSON")
 }
