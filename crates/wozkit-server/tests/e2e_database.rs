@@ -36,7 +36,7 @@ use wozkit_core::goals::GoalText;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, into_room, shoot};
+use browser::{Browser, Driver, into_room, shoot, use_row};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -183,13 +183,7 @@ async fn play_crosswoz(
     }
     let key = rows[0]["key"].as_str().context("key")?.to_string();
     let name = rows[0]["name"].as_str().context("name")?.to_string();
-    w.click(&format!("db-use-{key}")).await?;
-    w.wait_js(
-        "the selection",
-        "const s = document.getElementById('db-selected'); return !!s && s.dataset.key === arguments[0]",
-        vec![json!(key)],
-    )
-    .await?;
+    use_row(w, &key).await?;
     w.click("option-greet").await?;
     w.wait_js(
         "the restaurant option filled from the row",
@@ -375,13 +369,7 @@ async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
         "Italian in the old town up to 30: {names}"
     );
 
-    w.click("db-use-r1").await?;
-    w.wait_js(
-        "the selection",
-        "const s = document.getElementById('db-selected'); return !!s && s.dataset.key === 'r1'",
-        vec![],
-    )
-    .await?;
+    use_row(w, "r1").await?;
     let said = "How about Trattoria Lanterna in the old town?";
     w.wait_js(
         "the option filled from the selected row",

@@ -25,7 +25,7 @@ use wozkit_core::goals::Goal;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, into_room, shoot};
+use browser::{Browser, Driver, into_room, shoot, use_row};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -198,13 +198,7 @@ async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
         vec![json!(sg.row)],
     )
     .await?;
-    w.click(&format!("db-use-{}", sg.row)).await?;
-    w.wait_js(
-        "the selection",
-        "const s = document.getElementById('db-selected'); return !!s && s.dataset.key === arguments[0]",
-        vec![json!(sg.row)],
-    )
-    .await?;
+    use_row(w, &sg.row).await?;
     w.click(&format!("option-{}", sg.table)).await?;
     wait_ticked(u, "request").await?;
     let shown = entries(u).await?;

@@ -464,6 +464,19 @@ pub async fn into_room(br: &Browser, url: &str) -> Result<()> {
     br.wait_page("room").await
 }
 
+/// The wizard `w` uses the row `key` of the database panel's results and waits until the panel
+/// shows it selected.
+pub async fn use_row(w: &Browser, key: &str) -> Result<()> {
+    w.click(&format!("db-use-{key}")).await?;
+    w.wait_js(
+        "the selection",
+        "const s = document.getElementById('db-selected'); return !!s && s.dataset.key === arguments[0]",
+        vec![json!(key)],
+    )
+    .await
+    .map(drop)
+}
+
 /// The folder of the documentation's screenshots, `docs/screenshots/`.
 pub fn screenshot_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
