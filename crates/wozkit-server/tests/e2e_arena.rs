@@ -36,7 +36,9 @@ use wozkit_core::event::{Event, EventKind, Judgment, Role};
 use wozkit_core::load::load_builtin;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, WAIT, screenshot_wanted, shoot_settled, until, write_png};
+use browser::{
+    Browser, Driver, WAIT, close_all, screenshot_wanted, shoot_settled, until, write_png,
+};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -89,14 +91,12 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
         Ok(()) => phone_battle(&server, chromium, chromedriver).await,
         Err(_) => Ok(()),
     };
-    let closed = [a.close().await, c.close().await];
+    let closed = close_all([a, c]).await;
     drop(driver);
     let stopped = server.stop().await;
     played?;
     phone?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 

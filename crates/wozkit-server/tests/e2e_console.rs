@@ -37,7 +37,7 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_server::auth::Access;
 use wozkit_store::{Account, Platform};
 
-use browser::{Browser, Driver, shoot_settled};
+use browser::{Browser, Driver, close_all, shoot_settled};
 use server::{STUDY, TestServer};
 
 /// The whole test must end within this time, whatever happens.
@@ -101,14 +101,12 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
         Ok(d) => check(&server, &study, &account, d).await,
         Err(_) => Ok(()),
     };
-    let closed = [r.close().await, phone.close().await];
+    let closed = close_all([r, phone]).await;
     drop(driver);
     let stopped = server.stop().await;
     done?;
     checked?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 

@@ -36,7 +36,7 @@ use wozkit_core::goals::GoalText;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, into_room, shoot, use_row};
+use browser::{Browser, Driver, close_all, into_room, shoot, use_row};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -107,13 +107,11 @@ async fn restaurants(driver: &Driver) -> Result<()> {
         Ok(()) => check_log(&server).await,
         Err(_) => Ok(()),
     };
-    let closed = [u.close().await, w.close().await];
+    let closed = close_all([u, w]).await;
     let stopped = server.stop().await;
     played?;
     checked?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 
@@ -132,12 +130,10 @@ async fn crosswoz(driver: &Driver) -> Result<()> {
     let u = driver.browser("the CrossWOZ user").await?;
     let w = driver.browser("the CrossWOZ wizard").await?;
     let played = play_crosswoz(&server, &u, &w, &shown, &words).await;
-    let closed = [u.close().await, w.close().await];
+    let closed = close_all([u, w]).await;
     let stopped = server.stop().await;
     played?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 

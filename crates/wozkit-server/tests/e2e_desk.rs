@@ -39,7 +39,7 @@ use wozkit_core::event::{Event, EventKind, Judgment, Role};
 use wozkit_core::load::{StudySource, load_text};
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, WAIT, shoot_settled, until};
+use browser::{Browser, Driver, WAIT, close_all, shoot_settled, until};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -112,13 +112,11 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
     let w = driver.browser("the wizard's browser").await?;
     let u = driver.browser("the participant's browser").await?;
     let played = play(&server, &w, &u).await;
-    let closed = [w.close().await, u.close().await];
+    let closed = close_all([w, u]).await;
     drop(driver);
     let stopped = server.stop().await;
     played?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 

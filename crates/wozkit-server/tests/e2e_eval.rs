@@ -38,7 +38,7 @@ use wozkit_core::event::{Event, EventKind, ItemPool, Judgment, ScreenReason};
 use wozkit_core::load::{LoadedStudy, load_builtin};
 use wozkit_store::{LeaseState, Platform};
 
-use browser::{Browser, Driver, shoot_settled};
+use browser::{Browser, Driver, close_all, shoot_settled};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -93,14 +93,12 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
         Ok(p) => check(&server, &study, p).await,
         Err(_) => Ok(()),
     };
-    let closed = [a.close().await, b.close().await, c.close().await];
+    let closed = close_all([a, b, c]).await;
     drop(driver);
     let stopped = server.stop().await;
     played?;
     checked?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 

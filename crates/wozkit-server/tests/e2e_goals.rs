@@ -25,7 +25,7 @@ use wozkit_core::goals::Goal;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, into_room, shoot, use_row};
+use browser::{Browser, Driver, close_all, into_room, shoot, use_row};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -53,13 +53,11 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
     let u = driver.browser("the user").await?;
     let w = driver.browser("the wizard").await?;
     let played = play(&server, &u, &w).await;
-    let closed = [u.close().await, w.close().await];
+    let closed = close_all([u, w]).await;
     let stopped = server.stop().await;
     drop(driver);
     played?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 

@@ -28,7 +28,7 @@ use wozkit_core::event::EventKind;
 use wozkit_core::load::load_builtin;
 use wozkit_store::{SessionFilter, SessionKind};
 
-use browser::{Browser, Driver, shoot};
+use browser::{Browser, Driver, close_all, shoot};
 use server::TestServer;
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -51,13 +51,11 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
     let a = driver.browser("writer").await?;
     let b = driver.browser("annotator").await?;
     let played = play(&server, &a, &b).await;
-    let closed = [a.close().await, b.close().await];
+    let closed = close_all([a, b]).await;
     drop(driver);
     let stopped = server.stop().await;
     played?;
-    for c in closed {
-        c?;
-    }
+    closed?;
     stopped
 }
 

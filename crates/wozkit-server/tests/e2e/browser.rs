@@ -453,6 +453,18 @@ impl Browser {
     }
 }
 
+/// Closes every browser of `browsers`, in order; the first error, after all are closed.
+pub async fn close_all<const N: usize>(browsers: [Browser; N]) -> Result<()> {
+    let mut first = Ok(());
+    for br in browsers {
+        let closed = br.close().await;
+        if first.is_ok() {
+            first = closed;
+        }
+    }
+    first
+}
+
 /// Opens `url` (an entry link) in `br` and walks it through consent and instructions into the
 /// room.
 pub async fn into_room(br: &Browser, url: &str) -> Result<()> {
