@@ -181,13 +181,7 @@ async fn play_crosswoz(
     let name = rows[0]["name"].as_str().context("name")?.to_string();
     use_row(w, &key).await?;
     w.click("option-greet").await?;
-    w.wait_js(
-        "the restaurant option filled from the row",
-        "const b = document.querySelector('[data-testid=option-inform_restaurant]'); \
-         return !!b && b.textContent.includes(arguments[0])",
-        vec![json!(name)],
-    )
-    .await?;
+    option_reads(w, "inform_restaurant", &name).await?;
     let headers = fits(w).await?;
     ensure!(
         !shown.is_empty() && headers == json!(shown),
@@ -299,6 +293,18 @@ async fn fits(w: &Browser) -> Result<serde_json::Value> {
     Ok(v["headers"].clone())
 }
 
+/// Waits until the wizard's option for `state` reads `text` (filled from the selected row).
+async fn option_reads(w: &Browser, state: &str, text: &str) -> Result<()> {
+    w.wait_js(
+        &format!("the option {state} filled from the selected row"),
+        "const b = document.querySelector('[data-testid=option-' + arguments[0] + ']'); \
+         return !!b && b.textContent.includes(arguments[1])",
+        vec![json!(state), json!(text)],
+    )
+    .await
+    .map(drop)
+}
+
 /// The names in the results table, in order.
 async fn result_names(w: &Browser) -> Result<serde_json::Value> {
     w.js(
@@ -367,13 +373,7 @@ async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
 
     use_row(w, "r1").await?;
     let said = "How about Trattoria Lanterna in the old town?";
-    w.wait_js(
-        "the option filled from the selected row",
-        "const b = document.querySelector('[data-testid=option-offer]'); \
-         return !!b && b.textContent.includes(arguments[0])",
-        vec![json!(said)],
-    )
-    .await?;
+    option_reads(w, "offer", said).await?;
     let headers = fits(w).await?;
     ensure!(
         headers == json!(["id", "name", "cuisine", "area", "price"]),
