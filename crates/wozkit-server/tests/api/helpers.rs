@@ -154,9 +154,12 @@ pub async fn spawn_app_in_tuned(dir: PathBuf, study: LoadedStudy, tunables: Tuna
 }
 
 async fn start(dir: PathBuf, study: LoadedStudy, tunables: Tunables) -> TestApp {
-    let store = wozkit_store::open(dir.to_str().expect("utf-8 path"))
-        .await
-        .expect("store opens");
+    spawn_app_on(dir.to_str().expect("utf-8 path"), study, tunables).await
+}
+
+/// The app serving `study` from the store at `location` (a folder or a PostgreSQL URL).
+pub async fn spawn_app_on(location: &str, study: LoadedStudy, tunables: Tunables) -> TestApp {
+    let store = wozkit_store::open(location).await.expect("store opens");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = oneshot::channel::<()>();

@@ -13,92 +13,32 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use wozkit_server::{Config, StartError, Tunables, launch_with_listener};
+use wozkit_server::Tunables;
 use wozkit_store::Store;
 use wozkit_store::testing::TestDatabase;
 
 use crate::client::{Client, Ws, http};
-use crate::helpers::{Tiny, fast, next_figures, open_live, urlencoding};
+use crate::helpers::{TestApp, Tiny, fast, next_figures, open_live, spawn_app_on, urlencoding};
 
 /// One server instance on its own pool of the shared database.
-struct Instance {
-    addr: SocketAddr,
-    store: std::sync::Arc<dyn Store>,
-    stop: Option<oneshot::Sender<()>>,
-    handle: Option<JoinHandle<Result<(), StartError>>>,
-}
-
-impl Instance {
-    async fn start(id: &str, db: &TestDatabase) -> Instance {
-        let store = wozkit_store::open(&db.url)
-            .await
-            .expect("open the shared store");
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let config = Config {
-            studies: vec![Tiny::default().study()],
-            tunables: Tunables {
-                instance_id: id.to_owned(),
-                sole_instance: false,
-                ..fast()
-            },
-        };
-        let handle = tokio::spawn(launch_with_listener(
-            config,
-            store.clone(),
-            listener,
-            async {
-                let _ = stopped.await;
-            },
-        ));
-        Instance {
-            addr,
-            store,
-            stop: Some(stop),
-            handle: Some(handle),
-        }
-    }
-
-    /// Opens an entry link on this instance.
-    async fn join(&self, query: &str) -> Client {
-        let res = http(self.addr, "GET", &format!("/join?{query}"), &[], "").await;
-        assert_eq!(res.status, 303, "join failed: {}", res.body);
-        let set = res.header("set-cookie").expect("join sets a cookie");
-        let location = res.header("location").unwrap_or_default();
-        Client {
-            addr: self.addr,
-            cookie: set.split(';').next().unwrap_or_default().to_string(),
-            seat: location.split("seat=").nth(1).map(str::to_string),
-        }
-    }
-
-    async fn stop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(h) = self.handle.take() {
-            let r = tokio::time::timeout(Duration::from_secs(10), h).await;
-            assert!(
-                matches!(r, Ok(Ok(Ok(())))),
-                "instance did not stop cleanly: {r:?}"
-            );
-        }
-    }
+async fn instance(id: &str, db: &TestDatabase) -> TestApp {
+    let tunables = Tunables {
+        instance_id: id.to_owned(),
+        sole_instance: false,
+        ..fast()
+    };
+    spawn_app_on(&db.url, Tiny::default().study(), tunables).await
 }
 
 /// Two instances, `a` and `b`, on a fresh database; `None` (with a note) without PostgreSQL.
-async fn two(case: &str) -> Option<(TestDatabase, Instance, Instance)> {
+async fn two(case: &str) -> Option<(TestDatabase, TestApp, TestApp)> {
     let db = TestDatabase::create(case).await?;
-    let a = Instance::start("instance-a", &db).await;
-    let b = Instance::start("instance-b", &db).await;
+    let a = instance("instance-a", &db).await;
+    let b = instance("instance-b", &db).await;
     Some((db, a, b))
 }
 
-async fn finish(db: TestDatabase, mut a: Instance, mut b: Instance) {
+async fn finish(db: TestDatabase, mut a: TestApp, mut b: TestApp) {
     a.stop().await;
     b.stop().await;
     a.store.close().await;
