@@ -13,8 +13,8 @@ use wozkit_store::{
     Platform, Result, SessionFilter, SessionRecord, Store, SubmitOutcome,
 };
 
-use wozkit_store::store::{JoinedLobby, NewWaiter, Waiter};
 use wozkit_store::store::RoomLease;
+use wozkit_store::store::{JoinedLobby, NewWaiter, Waiter};
 
 use crate::metrics::{AppendOp, Metrics};
 
