@@ -329,6 +329,29 @@ async fn refused(
     Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response())
 }
 
+/// Records one annotation of the participant's current item in their log and sends them back
+/// to their page: what every form of these pages does once it has checked its fields.
+async fn annotate(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    key: &str,
+    value: Value,
+    seat: Option<&str>,
+) -> Result<Response, HttpError> {
+    eval::record(
+        app,
+        p,
+        study,
+        vec![EventKind::Annotation {
+            key: key.into(),
+            value,
+        }],
+    )
+    .await?;
+    Ok(to_page(seat))
+}
+
 /// `POST /p/self-dialog/turn`: `lease`, `index`, `speaker` (optional), `text`.
 async fn turn(
     State(app): State<AppState>,
@@ -379,17 +402,7 @@ async fn turn(
         "speaker": self_speaker(index),
         "text": written,
     });
-    eval::record(
-        &app,
-        &p,
-        &study,
-        vec![EventKind::Annotation {
-            key: SELF_DIALOG_TURN.into(),
-            value,
-        }],
-    )
-    .await?;
-    Ok(to_page(seat.as_deref()))
+    annotate(&app, &p, &study, SELF_DIALOG_TURN, value, seat.as_deref()).await
 }
 
 /// `POST /p/self-dialog/submit`: `lease`. Needs `min_turns` turns.
@@ -585,17 +598,7 @@ async fn mark(
         serde_json::to_value(&span).map_err(|e| HttpError::BadRequest(e.to_string()))?;
     value["lease"] = json!(lease.id);
     value["item"] = json!(lease.item_id);
-    eval::record(
-        &app,
-        &p,
-        &study,
-        vec![EventKind::Annotation {
-            key: SPAN_MARK.into(),
-            value,
-        }],
-    )
-    .await?;
-    Ok(to_page(seat.as_deref()))
+    annotate(&app, &p, &study, SPAN_MARK, value, seat.as_deref()).await
 }
 
 /// `POST /p/spans/remove`: `lease`, `n` (the position of the span in the list, from 0).
@@ -616,17 +619,7 @@ async fn remove(
     match field(&fields, "n").map(str::parse::<usize>) {
         Some(Ok(n)) if n < count => {
             let value = json!({"lease": lease.id, "item": lease.item_id, "remove": n});
-            eval::record(
-                &app,
-                &p,
-                &study,
-                vec![EventKind::Annotation {
-                    key: SPAN_MARK.into(),
-                    value,
-                }],
-            )
-            .await?;
-            Ok(to_page(seat.as_deref()))
+            annotate(&app, &p, &study, SPAN_MARK, value, seat.as_deref()).await
         }
         _ => {
             let msg = format!("No such span to remove: {count} are marked.");
