@@ -602,9 +602,9 @@ impl Lobby {
     /// live places of every instance ([`waiting`](Lobby::waiting)); on a tie, alternating (the
     /// first is the wizard, whose instructions take longer to read) by a count of tie-broken
     /// roles kept in the store (meta key `lobby/ties/STUDY`), so instances sharing a database
-    /// alternate together. Reading and bumping that count is not one atomic step: two
-    /// newcomers at the same moment may both get the same role (fairness, not correctness —
-    /// the queue counts settle the next ones).
+    /// alternate together. The count is bumped in one atomic step
+    /// ([`Store::meta_increment`]), so two newcomers breaking a tie at the same moment, on one
+    /// instance or two, get different roles.
     pub async fn assign_role(
         &self,
         store: &dyn Store,
@@ -626,14 +626,11 @@ impl Lobby {
             std::cmp::Ordering::Greater => Role::Wizard,
             std::cmp::Ordering::Less => Role::User,
             std::cmp::Ordering::Equal => {
-                let key = format!("{TIES_PREFIX}{study}");
-                let handed: u64 = store
-                    .meta(&key)
-                    .await?
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                store.set_meta(&key, &(handed + 1).to_string()).await?;
-                if handed.is_multiple_of(2) {
+                let handed = store
+                    .meta_increment(&format!("{TIES_PREFIX}{study}"))
+                    .await?;
+                // The first tie (count 1) goes to the wizard.
+                if handed % 2 == 1 {
                     Role::Wizard
                 } else {
                     Role::User
@@ -897,6 +894,28 @@ mod tests {
         let later = STALE.as_millis() as u64 + 1;
         assert_eq!(role(&lobby, s, later).await, Role::Wizard);
         assert_eq!(role(&lobby, s, later).await, Role::User);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn newcomers_breaking_a_tie_at_once_get_alternate_roles() {
+        let (a, store, _dir) = setup().await;
+        let a = Arc::new(a);
+        let b = Arc::new(Lobby::new(wozkit_store::new_id()));
+        // Nobody waits, so every call breaks a tie; they all run at once, half on each lobby.
+        let tasks: Vec<_> = (0..40)
+            .map(|i| {
+                let lobby = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let store = store.clone();
+                tokio::spawn(async move { role(&lobby, &store, 0).await })
+            })
+            .collect();
+        let mut wizards = 0;
+        for task in tasks {
+            if task.await.expect("task") == Role::Wizard {
+                wizards += 1;
+            }
+        }
+        assert_eq!(wizards, 20, "half the simultaneous newcomers are wizards");
     }
 
     #[tokio::test]

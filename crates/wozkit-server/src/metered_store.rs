@@ -271,6 +271,9 @@ impl Store for MeteredStore {
     async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
         self.inner.set_meta(key, value).await
     }
+    async fn meta_increment(&self, key: &str) -> Result<i64> {
+        self.inner.meta_increment(key).await
+    }
     async fn close(&self) {
         self.inner.close().await
     }

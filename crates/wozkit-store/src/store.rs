@@ -349,6 +349,12 @@ pub trait Store: Send + Sync + 'static {
     /// Sets (or replaces) a `meta` value.
     async fn set_meta(&self, key: &str, value: &str) -> Result<()>;
 
+    /// Adds one to the integer `meta` value under `key` (a missing key counts as 0) in one
+    /// atomic step, and returns the new value: concurrent calls, from this process or from
+    /// other instances on the same database, each get a different number. A value that is not
+    /// an integer is an error and is left as it is.
+    async fn meta_increment(&self, key: &str) -> Result<i64>;
+
     // ----- lifecycle -----
 
     /// Finishes pending writes and releases the database. Later writes fail with
@@ -604,6 +610,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
         (**self).set_meta(key, value).await
+    }
+    async fn meta_increment(&self, key: &str) -> Result<i64> {
+        (**self).meta_increment(key).await
     }
     async fn close(&self) {
         (**self).close().await

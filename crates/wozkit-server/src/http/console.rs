@@ -841,6 +841,9 @@ impl Store for Scoped {
     async fn set_meta(&self, key: &str, value: &str) -> wozkit_store::Result<()> {
         self.inner.set_meta(key, value).await
     }
+    async fn meta_increment(&self, key: &str) -> wozkit_store::Result<i64> {
+        self.inner.meta_increment(key).await
+    }
     async fn close(&self) {
         self.inner.close().await
     }

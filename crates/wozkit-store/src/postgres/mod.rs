@@ -746,6 +746,23 @@ impl Store for PgStore {
         Ok(())
     }
 
+    async fn meta_increment(&self, key: &str) -> Result<i64> {
+        // One statement: the row lock of the conflicting row serialises concurrent calls, from
+        // any instance. A value that is not an integer fails the cast and changes nothing.
+        let value: String = sqlx::query_scalar(
+            "INSERT INTO meta (key, value) VALUES ($1, '1') \
+             ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text \
+             RETURNING value",
+        )
+        .bind(key)
+        .fetch_one(&self.pool)
+        .await?;
+        value.parse().map_err(|e| StoreError::Corrupt {
+            what: "meta counter",
+            detail: format!("{key:?} holds {value:?}, not an integer ({e})"),
+        })
+    }
+
     async fn close(&self) {
         {
             let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());

@@ -893,6 +893,13 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn meta_increment(&self, key: &str) -> Result<i64> {
+        self.write(ops::IncrementMeta {
+            key: key.to_owned(),
+        })
+        .await
+    }
+
     async fn close(&self) {
         {
             let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());

@@ -333,3 +333,56 @@ impl Apply for SetMeta {
         Ok(Ok(()))
     }
 }
+
+/// Add one to an integer `meta` value (a missing key counts as 0) and return the new value.
+/// Atomic because the single writer runs it: no other write comes between the read and the
+/// write.
+pub(super) struct IncrementMeta {
+    pub key: String,
+}
+
+#[async_trait]
+impl Apply for IncrementMeta {
+    type Output = i64;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<i64>, sqlx::Error> {
+        let current: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = ?1")
+            .bind(self.key.as_str())
+            .fetch_optional(&mut *conn)
+            .await?;
+        let next = match current.as_deref().map(str::parse::<i64>) {
+            None => 1,
+            Some(Ok(n)) => match n.checked_add(1) {
+                Some(next) => next,
+                None => {
+                    return Ok(Err(StoreError::Corrupt {
+                        what: "meta counter",
+                        detail: format!("{:?} is {n}, the largest count; it cannot grow", self.key),
+                    }));
+                }
+            },
+            Some(Err(e)) => {
+                return Ok(Err(StoreError::Corrupt {
+                    what: "meta counter",
+                    detail: format!(
+                        "{:?} holds {:?}, not an integer ({e})",
+                        self.key,
+                        current.unwrap_or_default()
+                    ),
+                }));
+            }
+        };
+        sqlx::query(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(self.key.as_str())
+        .bind(next.to_string())
+        .execute(&mut *conn)
+        .await?;
+        Ok(Ok(next))
+    }
+}

@@ -31,6 +31,7 @@ conformance!(
     session_listing_and_ending,
     events_page_walks_every_event,
     meta_values,
+    meta_increments_are_atomic,
     exact_n_with_many_workers,
     two_workers_race_for_the_last_claim,
     late_submits_double_submits_and_their_events,

@@ -289,6 +289,71 @@ pub async fn meta_values(backend: &Backend) {
     store.close().await;
 }
 
+/// Concurrent increments of one counter, through two opened stores where the backend allows
+/// two (PostgreSQL: two instances), each get a different number, and together exactly 1..=N.
+pub async fn meta_increments_are_atomic(backend: &Backend) {
+    const N: i64 = 64;
+    let first = backend.open().await;
+    let second = match backend {
+        Backend::Postgres(_) => backend.open().await,
+        // One process holds a SQLite directory; its handle is shared instead.
+        Backend::Sqlite(_) => first.clone(),
+    };
+    assert_eq!(first.meta_increment("other").await.expect("fresh key"), 1);
+    let mut tasks = Vec::new();
+    for i in 0..N {
+        let store = if i % 2 == 0 {
+            first.clone()
+        } else {
+            second.clone()
+        };
+        tasks.push(tokio::spawn(async move {
+            store.meta_increment("count").await.expect("increment")
+        }));
+    }
+    let mut got = Vec::new();
+    for task in tasks {
+        got.push(task.await.expect("task"));
+    }
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        (1..=N).collect::<Vec<_>>(),
+        "each call gets its own number"
+    );
+    assert_eq!(
+        first.meta("count").await.expect("get"),
+        Some(N.to_string()),
+        "the stored value is the last number handed out"
+    );
+    assert_eq!(
+        first.meta("other").await.expect("get").as_deref(),
+        Some("1"),
+        "another key counts apart"
+    );
+    first.set_meta("text", "not a number").await.expect("set");
+    assert!(
+        first.meta_increment("text").await.is_err(),
+        "a value that is not an integer is refused"
+    );
+    assert_eq!(
+        first.meta("text").await.expect("get").as_deref(),
+        Some("not a number"),
+        "a refused increment changes nothing"
+    );
+    first.set_meta("preset", "41").await.expect("set");
+    assert_eq!(
+        second
+            .meta_increment("preset")
+            .await
+            .expect("from a set value"),
+        42
+    );
+    eprintln!("meta increments ok on {}", backend.name());
+    second.close().await;
+    first.close().await;
+}
+
 pub async fn participants_listed_in_bulk(backend: &Backend) {
     let store = backend.open().await;
     assert_eq!(store.list_participants(None).await.expect("empty"), vec![]);
