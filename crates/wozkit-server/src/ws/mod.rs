@@ -217,17 +217,38 @@ async fn run(app: AppState, participant: String, seat: Option<String>, mut socke
         ))
         .await;
     } else {
-        // Not in the waiting room or the room (e.g. a stale tab): send the page on.
+        // Not in the waiting room or the room (e.g. a stale tab, or a participant who already
+        // moved on from a session that ended): send the page on.
         let _ = send(
             &mut socket,
-            &ServerFrame::Ended {
-                reason: "not_in_room",
-                next: &next,
-            }
-            .text(),
+            &no_room_frame(&app, p.session_id.as_deref(), &next).await,
         )
         .await;
     }
+}
+
+/// The `ended` frame for a participant this instance serves no room to: the stored end reason
+/// of their session if it has ended (what the room sent at its end, so a page that missed it
+/// moves on the same way), `not_in_room` otherwise (no session, a session that is still live
+/// but runs elsewhere, or the store cannot be read).
+pub(super) async fn no_room_frame(app: &AppState, session: Option<&str>, next: &str) -> String {
+    let ended = match session {
+        Some(id) => match app.store.session(id).await {
+            Ok(record) => record.and_then(|r| r.ended),
+            Err(e) => {
+                tracing::warn!(session = id, "cannot read the session's end: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    ServerFrame::Ended {
+        reason: ended
+            .as_ref()
+            .map_or("not_in_room", |end| end.reason.as_str()),
+        next,
+    }
+    .text()
 }
 
 /// Waits for `hello`; answers pings and explains other frames meanwhile.

@@ -56,15 +56,9 @@ pub async fn run(
     match Box::pin(room::send(&app, &session, connect)).await {
         Ok(true) => {}
         Ok(false) => {
-            let _ = send(
-                &mut socket,
-                &ServerFrame::Ended {
-                    reason: "not_in_room",
-                    next: &next,
-                }
-                .text(),
-            )
-            .await;
+            // No room here: the session has ended (its end reason), or runs elsewhere.
+            let frame = super::no_room_frame(&app, Some(&session), &next).await;
+            let _ = send(&mut socket, &frame).await;
             return;
         }
         Err(e) => {

@@ -603,13 +603,16 @@ async fn credentials(apps: Apps) {
         raw_until(&mut ws, |v| v["id"] == "bye").await["type"],
         "ack"
     );
-    raw_until(&mut ws, |v| v["type"] == "ended").await;
+    let at_end = raw_until(&mut ws, |v| v["type"] == "ended").await;
     let log_len = app.events(&session).await.len();
     for c in [&user, &wizard] {
         let mut late = raw_ws(c, "").await;
         send_json(&mut late, json!({"type": "hello", "last_seq": 0})).await;
         let ended = raw_until(&mut late, |v| v["type"] == "ended").await;
-        assert_eq!(ended["reason"], "not_in_room");
+        // Told what the room told everyone at the end, so the page moves on the same way.
+        assert_ne!(ended["reason"], "not_in_room");
+        assert_eq!(ended["reason"], at_end["reason"]);
+        assert_eq!(ended["next"], at_end["next"]);
         // The server closes the connection after `ended`: a command gets no answer.
         let _ = late
             .send(Message::Text(
@@ -622,6 +625,12 @@ async fn credentials(apps: Apps) {
             "a late command was answered: {answered:?}"
         );
     }
+    // A participant who has no session (still on the first page) is told there is no room.
+    let newcomer = app.join("").await;
+    let mut early = raw_ws(&newcomer, "").await;
+    send_json(&mut early, json!({"type": "hello", "last_seq": 0})).await;
+    let ended = raw_until(&mut early, |v| v["type"] == "ended").await;
+    assert_eq!(ended["reason"], "not_in_room");
     healthy.round().await;
     let events = app.events(&session).await;
     assert!(
