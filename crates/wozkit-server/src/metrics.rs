@@ -189,9 +189,12 @@ pub enum ConnKind {
     Room = 1,
     /// A researcher observing a room.
     Observer = 2,
+    /// A participant's or observer's socket this instance relays to the instance that runs
+    /// the room (`crate::ws::relay`); the owner counts it again under its own kind.
+    Relayed = 3,
 }
 
-const CONN_KINDS: [&str; 3] = ["waiting", "room", "observer"];
+const CONN_KINDS: [&str; 4] = ["waiting", "room", "observer", "relayed"];
 
 /// Route groups of the HTTP counts, from the matched route template's first segment.
 const GROUPS: [&str; 11] = [
@@ -318,7 +321,7 @@ impl Metrics {
             CONN_KINDS.map(|k| conn_family.get_or_create_owned(&vec![("kind", k.into())]));
         registry.register(
             "wozkit_connections_open",
-            "Open WebSocket connections (kind: waiting, room, observer)",
+            "Open WebSocket connections (kind: waiting, room, observer; relayed: sockets this instance relays to the room's instance)",
             conn_family,
         );
         let http_family = Family::<Labels, Counter>::default();

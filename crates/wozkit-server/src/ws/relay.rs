@@ -253,6 +253,8 @@ async fn connect(app: &AppState, lease: &RoomLease, who: &Relayed) -> Result<Own
 /// Relays `socket` to the room's owner until either side closes, the owner falls silent for a
 /// lease length, or this server stops; then closes both.
 pub(crate) async fn run(app: AppState, mut socket: WebSocket, lease: RoomLease, who: Relayed) {
+    // Counted here from the upgrade to the close, including the attempt to reach the owner.
+    let _counted = app.metrics.connection(crate::metrics::ConnKind::Relayed);
     let owner = match connect(&app, &lease, &who).await {
         Ok(s) => s,
         Err(e) => {

@@ -11,7 +11,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use wozkit_core::event::Event;
-use wozkit_server::{ClusterSecret, Config, StartError, Tunables, launch_with_listener};
+use wozkit_server::{
+    ClusterSecret, Config, MetricsToken, StartError, Tunables, launch_with_listener,
+};
 use wozkit_store::Store;
 use wozkit_store::testing::TestDatabase;
 
@@ -21,6 +23,9 @@ use crate::helpers::{Tiny, fast, pair_links_at};
 /// Lease length of the test instances: short, so a takeover comes soon.
 pub const LEASE_MS: u64 = 600;
 
+/// The bearer token that opens each test instance's `/metrics`.
+pub const METRICS_TOKEN: &str = "cluster-metrics-token";
+
 /// One server instance on a shared store.
 pub struct Instance {
     pub addr: SocketAddr,
@@ -28,8 +33,9 @@ pub struct Instance {
     pub handle: JoinHandle<Result<(), StartError>>,
 }
 
-/// Starts instance `id` of the tiny study on `store`, with leases of [`LEASE_MS`] and the
-/// cluster secret `secret` (none: the relay route is closed).
+/// Starts instance `id` of the tiny study on `store`, with leases of [`LEASE_MS`], the
+/// cluster secret `secret` (none: the relay route is closed) and `/metrics` open to
+/// [`METRICS_TOKEN`].
 pub async fn instance(
     id: &str,
     store: Arc<dyn Store>,
@@ -46,6 +52,7 @@ pub async fn instance(
             room_lease_ms: LEASE_MS,
             sole_instance: false,
             cluster_secret: secret.and_then(ClusterSecret::new),
+            metrics_token: MetricsToken::new(METRICS_TOKEN),
             ..fast()
         },
     };

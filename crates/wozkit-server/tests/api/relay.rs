@@ -22,8 +22,8 @@ use wozkit_store::testing::TestDatabase;
 
 use crate::client::{Client, Ws};
 use crate::cluster::{
-    Pair, assert_log_goes_on, at, instance, on_one_postgres_database, on_one_sqlite_store, owner,
-    pair_on, reconnect_at, stop, wait_owner,
+    METRICS_TOKEN, Pair, assert_log_goes_on, at, instance, on_one_postgres_database,
+    on_one_sqlite_store, owner, pair_on, reconnect_at, stop, wait_owner,
 };
 use crate::helpers::{Tiny, enter, join_at};
 use crate::reconnect::last_seq;
@@ -79,6 +79,43 @@ fn said(events: &[Event], state: &str) -> usize {
         .iter()
         .filter(|e| matches!(&e.kind, EventKind::StateEntered { to, .. } if to == state))
         .count()
+}
+
+/// The instance's open connections of `kind` (`wozkit_connections_open{kind="KIND"}` on its
+/// `/metrics`), or `None` when the series is missing.
+async fn connections(addr: std::net::SocketAddr, kind: &str) -> (Option<f64>, String) {
+    let auth = format!("Bearer {METRICS_TOKEN}");
+    let res = crate::helpers::http(addr, "GET", "/metrics", &[("Authorization", &auth)], "").await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    let series = format!("wozkit_connections_open{{kind=\"{kind}\"}} ");
+    let value = res
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix(series.as_str()))
+        .and_then(|v| v.trim().parse().ok());
+    (value, res.body)
+}
+
+/// Waits until each `(instance, kind, count)` holds (a closed socket's count drops when its
+/// task has finished, just after the close).
+async fn until_connections(expected: &[(std::net::SocketAddr, &str, f64)]) {
+    let mut last = String::new();
+    for _ in 0..200 {
+        let mut all = true;
+        for &(addr, kind, n) in expected {
+            let (value, body) = connections(addr, kind).await;
+            if value != Some(n) {
+                all = false;
+                last = format!("{kind} on {addr}: {value:?}, not {n}\n{body}");
+                break;
+            }
+        }
+        if all {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the connection counts never reached {expected:?}: {last}");
 }
 
 async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
@@ -154,6 +191,14 @@ async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
     wb.cmd("c2", json!({"cmd": "say", "state": "ask"})).await;
     assert_eq!(wb.answer("c2").await["type"], "ack");
     wu.event("message").await;
+    // B counts the socket it relays (and no room connection); A counts it as a room one.
+    until_connections(&[
+        (b.addr, "relayed", 1.0),
+        (b.addr, "room", 0.0),
+        (a.addr, "relayed", 0.0),
+        (a.addr, "room", 2.0),
+    ])
+    .await;
     let events = a_store.events(&session, 0).await.expect("events");
     assert_eq!(said(&events, "greet"), 1, "{events:#?}");
     assert_eq!(said(&events, "ask"), 1, "{events:#?}");
@@ -215,6 +260,12 @@ async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
         said_ask["frame"]["event"]["seq"].as_u64().map(|s| s > 0),
         Some(true)
     );
+    until_connections(&[
+        (b.addr, "relayed", 2.0),
+        (b.addr, "observer", 0.0),
+        (a.addr, "observer", 1.0),
+    ])
+    .await;
 
     // A dies: the relayed socket closes (no clean end from A).
     let (seen_w, seen_u) = (last_seq(&wb), last_seq(&wu));
@@ -225,6 +276,7 @@ async fn relay_case(a_store: Arc<dyn Store>, b_store: Arc<dyn Store>) {
     until_closed(&mut wb).await;
     until_closed(&mut ob).await;
     drop(wu);
+    until_connections(&[(b.addr, "relayed", 0.0)]).await;
 
     // After the lease runs out B runs the room; both reconnect to B and finish.
     wait_owner(b_store.as_ref(), &session, Some("B")).await;
