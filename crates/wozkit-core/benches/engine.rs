@@ -6,13 +6,67 @@ use std::time::Instant;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use wozkit_core::engine::{Command, Session, step};
+use wozkit_core::engine::{self, Command, Session, step};
 use wozkit_core::event::{Actor, Role};
-use wozkit_core::load::load_builtin;
+use wozkit_core::load::{LoadedStudy, load_builtin};
 use wozkit_core::sim::{self, WizardPolicy};
 
 fn percentile(sorted: &[u128], p: f64) -> u128 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// A session of the demo study some way in: started, a dozen wizard moves made, options offered.
+fn mid_session(study: &LoadedStudy, rng: &mut ChaCha8Rng) -> Session {
+    let wizard = Actor::Participant {
+        role: Role::Wizard,
+        participant: None,
+    };
+    for seed in 0.. {
+        let mut s = step(
+            study,
+            &Session::new(study, "m"),
+            &Actor::System,
+            Command::Start { seed },
+            0,
+            rng,
+        )
+        .expect("start")
+        .session;
+        let mut now = 0;
+        for _ in 0..12 {
+            now += 3000;
+            let Some(cmd) = sim::wizard_move(study, &s, WizardPolicy::Priors, rng) else {
+                break;
+            };
+            if let Ok(st) = step(study, &s, &wizard, cmd, now, rng) {
+                s = st.session;
+            }
+        }
+        if !s.is_ended() && s.lock.is_none() && engine::offered(study, &s).len() > 3 {
+            return s;
+        }
+    }
+    unreachable!("some session reaches a mid-session state")
+}
+
+/// What the server derives from the engine for one wizard view, without serialising it.
+fn view_basis(study: &LoadedStudy, s: &Session) -> usize {
+    let vars = engine::vars(study, s);
+    let mut n = usize::from(engine::finish_allowed_with(study, s, &vars));
+    n += usize::from(s.goal_met_with(study, &vars));
+    let st = &study.study;
+    for o in engine::offered_with(study, s, &vars) {
+        let parts = study
+            .state_idx(&o.state)
+            .and_then(|i| st.states[i].templates.get(o.template))
+            .and_then(|t| engine::render_clock_parts(study, s, t));
+        n += o.text.len() + parts.map_or(0, |p| p.len());
+    }
+    for f in &st.fixed_options {
+        n += engine::render(study, s, &f.text).len();
+        n += engine::render_clock_parts(study, s, &f.text).map_or(0, |p| p.len());
+    }
+    n + usize::from(engine::alarm_with(study, s, &vars).is_some_and(|(_, c)| c))
 }
 
 fn main() {
@@ -81,6 +135,25 @@ fn main() {
     }
     println!(
         "offered: {:.1} µs per call",
+        t.elapsed().as_secs_f64() * 1e6 / n as f64
+    );
+
+    // What a view of a mid-session state builds: the condition variables, finishing, the goal,
+    // the offered options (with their clock parts), the fixed options and the alarm.
+    let mid = mid_session(&study, &mut rng);
+    let n = 20_000;
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(view_basis(&study, &mid));
+    }
+    let per_view = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(engine::vars(&study, &mid));
+    }
+    println!(
+        "view basis (mid-session, {} offers): {per_view:.1} µs per view, of which vars {:.1} µs",
+        engine::offered(&study, &mid).len(),
         t.elapsed().as_secs_f64() * 1e6 / n as f64
     );
 
