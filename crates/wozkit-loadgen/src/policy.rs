@@ -52,8 +52,9 @@ pub struct ViewHead {
     pub options: Vec<OptionHead>,
     #[serde(default)]
     pub fixed: Vec<FixedHead>,
+    /// `None` when the view left the panel out: it is the one of the last view that had it.
     #[serde(default)]
-    pub actions: Vec<ActionHead>,
+    pub actions: Option<Vec<ActionHead>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -418,6 +419,7 @@ fn wizard(view: &ViewHead, known: &Known, dice: &mut Dice) -> Value {
     let allowed: Vec<(&str, &ComboHead)> = view
         .actions
         .iter()
+        .flatten()
         .flat_map(|a| a.combos.iter().map(move |c| (a.id.as_str(), c)))
         .filter(|(_, c)| c.ok)
         .collect();

@@ -55,6 +55,8 @@ struct Play<'a> {
     last_batch: Option<Batch>,
     /// The latest `view` frame, parsed only when a move is decided.
     view: Option<String>,
+    /// The latest `view` frame that carried the action panel (views leave out an unchanged one).
+    panel_view: Option<String>,
     /// The database's tables and rows (wizard) or the goal (user) learned from the frames.
     known: Known,
     next_id: u64,
@@ -80,6 +82,7 @@ pub async fn play(
         batch: None,
         last_batch: None,
         view: None,
+        panel_view: None,
         known: Known::default(),
         next_id: 1,
     };
@@ -168,6 +171,11 @@ impl Play<'_> {
             }
             "view" => {
                 self.last_batch = self.batch.take();
+                // A wizard's view leaves out an unchanged action panel: keep the last view
+                // that had one (a key, not text inside a string, where quotes are escaped).
+                if text.contains("\"actions\":") {
+                    self.panel_view = Some(text.to_string());
+                }
                 self.view = Some(text.to_string());
             }
             "ack" => {
@@ -240,7 +248,7 @@ impl Play<'_> {
         let Some(text) = &self.view else {
             return Ok(());
         };
-        let view = match serde_json::from_str::<ViewFrame>(text) {
+        let mut view = match serde_json::from_str::<ViewFrame>(text) {
             Ok(v) => v.view,
             Err(_) => {
                 stats.error("bad_view");
@@ -248,6 +256,13 @@ impl Play<'_> {
                 return Ok(());
             }
         };
+        if view.actions.is_none()
+            && let Some(panel) = &self.panel_view
+        {
+            view.actions = serde_json::from_str::<ViewFrame>(panel)
+                .ok()
+                .and_then(|v| v.view.actions);
+        }
         let Some(cmd) = policy::next_move(self.role, &view, &self.known, dice) else {
             return Ok(());
         };

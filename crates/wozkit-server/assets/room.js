@@ -475,6 +475,8 @@ function renderActions() {
 }
 
 function renderView(v) {
+  // A wizard's view leaves the action panel out while it is the one this page already has.
+  if (!('actions' in v) && st.view && st.view.actions) v.actions = st.view.actions;
   st.view = v;
   st.skew = Date.now() - v.now_ms;
   renderTimer();

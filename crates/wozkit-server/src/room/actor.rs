@@ -81,6 +81,9 @@ pub struct RoomActor {
     /// Timers are not fired again before this (after a tick that failed to be stored or fired
     /// nothing), so a store outage cannot make the task spin.
     retry_at: u64,
+    /// The action panel every wizard connection and observer holds from the views sent so
+    /// far (`None`: someone may hold none or another), so later views can leave it out.
+    panel_sent: Option<super::view::PanelSent>,
 }
 
 impl RoomActor {
@@ -108,6 +111,7 @@ impl RoomActor {
             ended_at: None,
             announce_end: false,
             retry_at: 0,
+            panel_sent: None,
         }
     }
 

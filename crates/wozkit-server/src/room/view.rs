@@ -335,7 +335,10 @@ enum Side<'a> {
         state: &'a str,
         options: Vec<OptionView>,
         fixed: Vec<FixedView<'a>>,
-        actions: Panel,
+        /// `None` (the key left out) when the connection already has this very panel from an
+        /// earlier view ([`View::omit_panel_if_sent`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        actions: Option<Panel>,
         hint: Option<&'a str>,
         can_hint: bool,
         lock: Option<LockView<'a>>,
@@ -398,7 +401,29 @@ impl View<'_> {
     pub fn frame(&self) -> String {
         ServerFrame::View { view: self }.text()
     }
+
+    /// Leaves the wizard's action panel out when it is `sent` (the panel every recipient of
+    /// this view already holds from an earlier view), and returns the panel they hold after
+    /// this view. The panel is most of a wizard's view (~8 of ~10 KB) and stays the same
+    /// while the robots and what the actions' guards read do not change, so most views skip
+    /// it; the page keeps the panel of the last view that had one (docs/protocol.md).
+    pub fn omit_panel_if_sent(&mut self, sent: Option<&PanelSent>) -> Option<PanelSent> {
+        let Side::Wizard { actions, .. } = &mut self.side else {
+            return sent.cloned();
+        };
+        let now = actions.as_ref()?;
+        if sent.is_some_and(|p| Arc::ptr_eq(&p.0.0, &now.0)) {
+            *actions = None;
+            return sent.cloned();
+        }
+        Some(PanelSent(now.clone()))
+    }
 }
+
+/// The action panel a role's connections hold (for [`View::omit_panel_if_sent`]); compared by
+/// identity: panels are shared from one cache, so an unchanged situation yields the same one.
+#[derive(Debug, Clone)]
+pub struct PanelSent(Panel);
 
 /// What every view of one session state shares: the condition variables, built once (building
 /// them costs more than evaluating the conditions), and what both roles' views derive from them.
@@ -529,7 +554,7 @@ pub fn view<'a>(
                 state: &st.states[s.current].id,
                 options,
                 fixed,
-                actions: panel(study, s, &basis.vars),
+                actions: Some(panel(study, s, &basis.vars)),
                 hint: s.hint.as_deref(),
                 can_hint,
                 lock,
@@ -1195,15 +1220,10 @@ mod panel_tests {
         serde_json::to_string(panel).unwrap_or_default()
     }
 
-    /// Plays random sessions of the demo study (offered states, accepted robot actions, the
-    /// user's answers, time passing) and, after every step, compares the wizard's panel as
-    /// served (cached by situation, shared between sessions) with one built afresh.
-    #[test]
-    fn a_cached_action_panel_is_the_panel_built_afresh() {
-        let study = match wozkit_core::load::load_builtin("offshore-emergency") {
-            Ok(s) => s,
-            Err(e) => panic!("{e}"),
-        };
+    /// Plays random sessions (seed `seed`) of `study` (offered states, accepted robot actions,
+    /// the user's answers, time passing), calling `each` with the session after every step
+    /// (200 at most, fewer if it ends).
+    fn play(study: &LoadedStudy, seed: u64, mut each: impl FnMut(usize, &Session)) {
         let wizard = Actor::Participant {
             role: Role::Wizard,
             participant: None,
@@ -1212,11 +1232,9 @@ mod panel_tests {
             role: Role::User,
             participant: None,
         };
-        let mut compared = 0;
-        let mut reused = 0;
-        for seed in 0..4u64 {
+        {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut s = Session::new(&study, "t");
+            let mut s = Session::new(study, "t");
             let mut now = 1_000;
             let mut cmds = vec![
                 (Actor::System, Command::Start { seed }),
@@ -1238,8 +1256,8 @@ mod panel_tests {
             for i in 0..200 {
                 if i >= 3 {
                     now += rng.random_range(200..4_000);
-                    let offers = engine::offered(&study, &s);
-                    let valid = engine::valid_actions(&study, &s);
+                    let offers = engine::offered(study, &s);
+                    let valid = engine::valid_actions(study, &s);
                     let cmd = match rng.random_range(0..6) {
                         _ if s.lock.is_some() => {
                             let answer = if rng.random_bool(0.7) {
@@ -1276,25 +1294,86 @@ mod panel_tests {
                     cmds = vec![cmd];
                 }
                 for (actor, cmd) in cmds.drain(..) {
-                    if let Ok(out) = step(&study, &s, &actor, cmd, now, &mut rng) {
+                    if let Ok(out) = step(study, &s, &actor, cmd, now, &mut rng) {
                         s = out.session;
                     }
                 }
-                let vars = engine::vars(&study, &s);
-                let fresh = actions(&study, &s, &vars);
-                let first = panel(&study, &s, &vars);
-                let again = panel(&study, &s, &vars);
-                assert_eq!(text(&first.0), text(&fresh), "seed {seed}, step {i}");
-                reused += usize::from(Arc::ptr_eq(&first.0, &again.0));
-                compared += 1;
+                each(i, &s);
                 if s.ended.is_some() {
                     break;
                 }
             }
         }
+    }
+
+    fn demo() -> LoadedStudy {
+        match wozkit_core::load::load_builtin("offshore-emergency") {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// After every step of random sessions of the demo study, the wizard's panel as served
+    /// (cached by situation, shared between sessions) is the one built afresh.
+    #[test]
+    fn a_cached_action_panel_is_the_panel_built_afresh() {
+        let study = demo();
+        let mut compared = 0;
+        let mut reused = 0;
+        for seed in 0..4u64 {
+            play(&study, seed, |i, s| {
+                let vars = engine::vars(&study, s);
+                let fresh = actions(&study, s, &vars);
+                let first = panel(&study, s, &vars);
+                let again = panel(&study, s, &vars);
+                assert_eq!(text(&first.0), text(&fresh), "seed {seed}, step {i}");
+                reused += usize::from(Arc::ptr_eq(&first.0, &again.0));
+                compared += 1;
+            });
+        }
         assert!(compared > 100, "{compared}");
         // Asked twice in the same situation, the panel is built once (unless other tests
         // filled the shared cache in between).
         assert!(reused * 2 > compared, "{reused} of {compared}");
+    }
+
+    /// A page that keeps the `actions` of the last view that had them (as room.js and the
+    /// load generator do) holds, after every view of random sessions, exactly the panel a
+    /// whole view would carry; and most views leave the panel out.
+    #[test]
+    fn views_leave_out_only_the_panel_the_page_already_holds() {
+        let study = demo();
+        let (mut views, mut omitted) = (0, 0);
+        for seed in 10..14u64 {
+            let mut sent: Option<PanelSent> = None;
+            let mut held: Option<serde_json::Value> = None;
+            play(&study, seed, |i, s| {
+                let basis = Basis::new(&study, s);
+                let mut v = view(&study, s, Role::Wizard, s.now_ms, &basis);
+                sent = v.omit_panel_if_sent(sent.as_ref());
+                let frame: serde_json::Value = match serde_json::from_str(&v.frame()) {
+                    Ok(f) => f,
+                    Err(e) => panic!("seed {seed}, step {i}: {e}"),
+                };
+                match frame["view"].get("actions") {
+                    Some(a) => held = Some(a.clone()),
+                    None => omitted += 1,
+                }
+                views += 1;
+                let whole: serde_json::Value =
+                    serde_json::from_str(&view(&study, s, Role::Wizard, s.now_ms, &basis).frame())
+                        .unwrap_or_default();
+                assert_eq!(
+                    held.as_ref(),
+                    Some(&whole["view"]["actions"]),
+                    "seed {seed}, step {i}"
+                );
+            });
+        }
+        assert!(views > 100, "{views}");
+        assert!(
+            omitted * 2 > views,
+            "only {omitted} of {views} views left the panel out"
+        );
     }
 }

@@ -248,14 +248,20 @@ impl Ws {
         }
     }
 
-    /// The most recent view received.
+    /// The most recent view received, as a page holds it: a wizard's view that leaves the
+    /// action panel out keeps the `actions` of the last view that had them.
     pub fn last_view(&self) -> Value {
-        self.seen
-            .iter()
-            .rev()
-            .find(|v| v["type"] == "view")
-            .map(|v| v["view"].clone())
-            .unwrap_or_default()
+        let mut views = self.seen.iter().rev().filter(|v| v["type"] == "view");
+        let Some(mut view) = views.next().map(|v| v["view"].clone()) else {
+            return Value::Null;
+        };
+        if view["role"] == "wizard"
+            && view.get("actions").is_none()
+            && let Some(actions) = views.find_map(|v| v["view"].get("actions"))
+        {
+            view["actions"] = actions.clone();
+        }
+        view
     }
 
     pub async fn until_type(&mut self, ty: &str) -> Value {

@@ -59,3 +59,64 @@ async fn a_reconnecting_participant_gets_exactly_the_missed_events() {
     assert_eq!(wu.until_type("partner").await["status"], "back");
     app.stop().await;
 }
+
+/// A wizard's view leaves the action panel out while the connection holds it already; a new
+/// connection (a second tab here) gets the whole panel, and so does every connection of the
+/// role at the next view, since the room no longer knows what each holds.
+#[tokio::test]
+async fn views_leave_out_the_panel_a_connection_already_has() {
+    let mut app = spawn_app(Tiny::default()).await;
+    let (user, wizard, _session) = paired(&app).await;
+    let mut ww = enter(&wizard, 0).await;
+    let mut wu = enter(&user, 0).await;
+    let has_panel = |v: &Value| v["view"].get("actions").is_some();
+    assert!(
+        ww.seen
+            .iter()
+            .filter(|v| v["type"] == "view")
+            .all(has_panel),
+        "the first views carry the panel: {:#?}",
+        ww.seen
+    );
+    // Nothing the panel shows changes when the wizard speaks.
+    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    ww.answer("c1").await;
+    let after_say = ww.seen.iter().rev().find(|v| v["type"] == "view").cloned();
+    let after_say = after_say.unwrap_or_default();
+    assert_eq!(after_say["view"]["state"], "greet");
+    assert!(!has_panel(&after_say), "panel sent again: {after_say}");
+    assert_eq!(
+        ww.last_view()["actions"][0]["id"],
+        "move",
+        "a page keeps the last panel"
+    );
+    // A second tab of the wizard gets the whole panel at once.
+    let mut tab = wizard.ws().await;
+    tab.hello(0).await;
+    let first = tab.until_type("view").await;
+    assert!(has_panel(&first), "{first}");
+    // The next view to the role carries it again, for both tabs.
+    wu.event("message").await;
+    wu.cmd("u1", json!({"cmd": "text", "text": "hello"})).await;
+    wu.answer("u1").await;
+    for ws in [&mut ww, &mut tab] {
+        let v = ws
+            .until(|v| {
+                v["type"] == "event"
+                    && v["event"]["kind"] == "message"
+                    && v["event"]["actor"]["role"] == "user"
+            })
+            .await;
+        assert_eq!(v["event"]["text"], "hello");
+        // The view of that batch follows its event on the socket.
+        let view = loop {
+            match ws.next().await {
+                Some(v) if v["type"] == "view" => break v,
+                Some(_) => {}
+                None => panic!("closed before the view; seen {:#?}", ws.seen),
+            }
+        };
+        assert!(has_panel(&view), "{view}");
+    }
+    app.stop().await;
+}

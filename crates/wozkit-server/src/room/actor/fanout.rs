@@ -104,7 +104,7 @@ impl RoomActor {
         // One condition context for both views (see `view::Basis`).
         let basis = view::Basis::new(&self.study, &self.session);
         for &role in &roles {
-            let view = self.view_frame(role, &basis);
+            let view = self.role_view_frame(role, &basis);
             self.send_role(role, &view);
         }
         if stored
@@ -136,11 +136,30 @@ impl RoomActor {
         }
     }
 
+    /// A whole view for one new recipient (a connection or an observer joining).
     pub(super) fn view_frame(&self, role: Role, basis: &view::Basis) -> Arc<str> {
         let _timed = self.app.metrics.view_timer();
         view::view(&self.study, &self.session, role, now_ms(), basis)
             .frame()
             .into()
+    }
+
+    /// The view for every recipient of `role` (its connections and the observers): the action
+    /// panel is left out when they all hold it already ([`view::View::omit_panel_if_sent`];
+    /// a recipient added since then resets that, see [`RoomActor::recipient_added`]).
+    fn role_view_frame(&mut self, role: Role, basis: &view::Basis) -> Arc<str> {
+        let _timed = self.app.metrics.view_timer();
+        let mut v = view::view(&self.study, &self.session, role, now_ms(), basis);
+        if role == Role::Wizard {
+            self.panel_sent = v.omit_panel_if_sent(self.panel_sent.as_ref());
+        }
+        v.frame().into()
+    }
+
+    /// A connection or observer joined: it holds no panel yet, so the next view to its role
+    /// carries the whole panel again.
+    pub(super) fn recipient_added(&mut self) {
+        self.panel_sent = None;
     }
 
     /// `ended` when the session is over, else an empty frame (skipped).

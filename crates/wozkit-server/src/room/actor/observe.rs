@@ -97,6 +97,7 @@ impl RoomActor {
     /// them, each role's view (and partner and end notices), then `seats`.
     pub(super) async fn observe(&mut self, conn: u64, last_seq: u64, out: mpsc::Sender<Arc<str>>) {
         self.observers.push(Observer { id: conn, out });
+        self.recipient_added();
         let missed = match self.app.store.events(&self.session.id, last_seq).await {
             Ok(events) => events,
             Err(e) => {

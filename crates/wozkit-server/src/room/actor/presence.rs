@@ -45,6 +45,7 @@ impl RoomActor {
             next,
             out,
         });
+        self.recipient_added();
         let missed = match self.app.store.events(&self.session.id, last_seq).await {
             Ok(events) => events,
             Err(e) => {
