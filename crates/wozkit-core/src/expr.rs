@@ -43,6 +43,18 @@ impl Condition {
         v
     }
 
+    /// The names whose variables the expression may resolve: each identifier it reads (the
+    /// root of a selection such as `db.restaurant`), leading dot removed, comprehension
+    /// variables included.
+    fn roots(&self) -> Vec<String> {
+        self.program
+            .references()
+            .variables()
+            .into_iter()
+            .map(|v| v.strip_prefix('.').unwrap_or(v).to_string())
+            .collect()
+    }
+
     /// Evaluates to a plain value (bool, number, string, or a list of them): how scenario
     /// `set` expressions compute world values. The error says what the expression gave instead.
     pub fn evaluate(&self, vars: &Vars<'_>) -> Result<serde_json::Value, String> {
@@ -56,6 +68,38 @@ impl Condition {
     /// Evaluates to a boolean; anything else (or an error) is false.
     pub fn holds(&self, vars: &Vars<'_>) -> bool {
         matches!(self.program.execute(&vars.0), Ok(Value::Bool(true)))
+    }
+}
+
+/// The variables a set of conditions can read, found once at load so that building the
+/// variables for them may skip the rest: a variable that no condition names cannot change what
+/// any of them gives.
+///
+/// A name counts as read when its first dot-separated segment is the root of an identifier an
+/// expression reads: CEL resolves `a.b.c` through the variables `a.b.c`, `a.b` and `a`, so a
+/// variable whose name has dots is kept whenever its first segment is read.
+#[derive(Clone, Debug, Default)]
+pub struct Reads {
+    roots: std::collections::HashSet<String>,
+}
+
+impl Reads {
+    /// The variables `conditions` read.
+    pub fn of<'a>(conditions: impl IntoIterator<Item = &'a Condition>) -> Reads {
+        let mut roots = std::collections::HashSet::new();
+        for c in conditions {
+            for r in c.roots() {
+                let first = r.split('.').next().unwrap_or(&r);
+                roots.insert(first.to_string());
+            }
+        }
+        Reads { roots }
+    }
+
+    /// Whether a variable named `name` may be read.
+    pub fn reads(&self, name: &str) -> bool {
+        let name = name.strip_prefix('.').unwrap_or(name);
+        self.roots.contains(name.split('.').next().unwrap_or(name))
     }
 }
 

@@ -114,15 +114,68 @@ pub fn db_slot(name: &str) -> Option<(&str, &str)> {
 
 /// Fills a template; unknown slots (impossible after validation) are kept as written.
 pub fn render(template: &str, fill: impl Fn(&str) -> Option<String>) -> String {
-    match parse(template) {
-        Ok(parts) => parts
-            .iter()
-            .map(|p| match p {
-                Part::Text(t) => t.clone(),
-                Part::Slot(s) => fill(s).unwrap_or_else(|| format!("{{{s}}}")),
-            })
-            .collect(),
-        Err(_) => template.to_string(),
+    render_parsed(template, parse(template).ok().as_deref(), fill)
+}
+
+/// [`render`] of `template` given its parts ([`parse`] of it; `None` when it does not parse).
+pub fn render_parsed(
+    template: &str,
+    parts: Option<&[Part]>,
+    fill: impl Fn(&str) -> Option<String>,
+) -> String {
+    let Some(parts) = parts else {
+        return template.to_string();
+    };
+    let mut out = String::with_capacity(template.len());
+    for p in parts {
+        match p {
+            Part::Text(t) => out.push_str(t),
+            Part::Slot(s) => match fill(s) {
+                Some(v) => out.push_str(&v),
+                None => {
+                    out.push('{');
+                    out.push_str(s);
+                    out.push('}');
+                }
+            },
+        }
+    }
+    out
+}
+
+/// Templates parsed once, by their text: rendering looks a template up here instead of parsing
+/// it again, and parses only a text it does not hold.
+#[derive(Clone, Debug, Default)]
+pub struct Templates(std::collections::HashMap<String, Option<Vec<Part>>>);
+
+impl Templates {
+    /// Parses and keeps `template` (a template that does not parse is kept as such).
+    pub fn insert(&mut self, template: &str) {
+        if !self.0.contains_key(template) {
+            self.0.insert(template.to_string(), parse(template).ok());
+        }
+    }
+
+    /// The parts of `template` if it is held: `Some(None)` when it does not parse.
+    pub fn get(&self, template: &str) -> Option<Option<&[Part]>> {
+        self.0.get(template).map(Option::as_deref)
+    }
+
+    /// The templates of a study: every state's, every lock prompt and every fixed option.
+    pub fn of(study: &Study) -> Templates {
+        let mut t = Templates::default();
+        for s in &study.states {
+            for x in &s.templates {
+                t.insert(x);
+            }
+            if let Some(p) = s.lock.as_ref().and_then(|l| l.prompt.as_ref()) {
+                t.insert(p);
+            }
+        }
+        for f in &study.fixed_options {
+            t.insert(&f.text);
+        }
+        t
     }
 }
 

@@ -43,36 +43,67 @@ fn cel_map(pairs: Vec<(&str, Value)>) -> Value {
     Value::Map(m.into())
 }
 
-/// The variables every condition sees.
+/// The variables every condition of the study sees: the world variables and the built-in ones
+/// (`subtask`, `state`, `messages`, `elapsed`, `time_left`, `milestones`, `busy_robots`,
+/// `robots`, `db`). Only those the study's compiled conditions can read are built
+/// ([`crate::load::Compiled::reads`]); a condition of the study gives the same result as with
+/// every variable bound.
 pub fn vars(study: &LoadedStudy, s: &Session) -> Vars<'static> {
+    match &study.compiled.reads {
+        Some(reads) => build_vars(study, s, |name| reads.reads(name)),
+        None => build_vars(study, s, |_| true),
+    }
+}
+
+/// The variables of [`vars`] that `wanted` accepts, set in the same order (a built-in variable
+/// overrides a world variable of the same name).
+fn build_vars(study: &LoadedStudy, s: &Session, wanted: impl Fn(&str) -> bool) -> Vars<'static> {
     let mut v = Vars::default();
     for (k, val) in &s.world {
-        v.set(k, json_to_cel(val));
+        if wanted(k) {
+            v.set(k, json_to_cel(val));
+        }
     }
-    v.set("subtask", cel_str(s.subtask.as_deref().unwrap_or("")));
-    v.set("state", cel_str(&study.study.states[s.current].id));
-    v.set("messages", Value::Int(i64::from(s.messages)));
-    let elapsed = s.now_ms.saturating_sub(s.started_at_ms) / 1000;
-    v.set("elapsed", Value::Int(elapsed as i64));
-    v.set(
-        "time_left",
-        Value::Int(s.time_left_s(study).unwrap_or(0) as i64),
-    );
-    v.set(
-        "milestones",
-        Value::List(Arc::new(s.milestones.iter().map(|m| cel_str(m)).collect())),
-    );
-    v.set("busy_robots", Value::Int(s.busy_robots() as i64));
-    let robots: std::collections::HashMap<String, Value> = study
-        .study
-        .world
-        .robots
-        .iter()
-        .zip(&s.robots)
-        .map(|(def, r)| (def.id.clone(), robot_value(def, r)))
-        .collect();
-    v.set("robots", Value::Map(robots.into()));
-    if study.database.is_some() || !s.db_selected.is_empty() {
+    if wanted("subtask") {
+        v.set("subtask", cel_str(s.subtask.as_deref().unwrap_or("")));
+    }
+    if wanted("state") {
+        v.set("state", cel_str(&study.study.states[s.current].id));
+    }
+    if wanted("messages") {
+        v.set("messages", Value::Int(i64::from(s.messages)));
+    }
+    if wanted("elapsed") {
+        let elapsed = s.now_ms.saturating_sub(s.started_at_ms) / 1000;
+        v.set("elapsed", Value::Int(elapsed as i64));
+    }
+    if wanted("time_left") {
+        v.set(
+            "time_left",
+            Value::Int(s.time_left_s(study).unwrap_or(0) as i64),
+        );
+    }
+    if wanted("milestones") {
+        v.set(
+            "milestones",
+            Value::List(Arc::new(s.milestones.iter().map(|m| cel_str(m)).collect())),
+        );
+    }
+    if wanted("busy_robots") {
+        v.set("busy_robots", Value::Int(s.busy_robots() as i64));
+    }
+    if wanted("robots") {
+        let robots: std::collections::HashMap<String, Value> = study
+            .study
+            .world
+            .robots
+            .iter()
+            .zip(&s.robots)
+            .map(|(def, r)| (def.id.clone(), robot_value(def, r)))
+            .collect();
+        v.set("robots", Value::Map(robots.into()));
+    }
+    if (study.database.is_some() || !s.db_selected.is_empty()) && wanted("db") {
         v.set("db", db_value(s));
     }
     v
@@ -126,7 +157,11 @@ fn template_index(s: &Session, state: &str, n: usize) -> usize {
 
 /// Fills a template's slots from the session.
 pub fn render(study: &LoadedStudy, s: &Session, template: &str) -> String {
-    crate::slots::render(template, |slot| slot_value(study, s, slot))
+    let fill = |slot: &str| slot_value(study, s, slot);
+    match study.compiled.templates.get(template) {
+        Some(parts) => crate::slots::render_parsed(template, parts, fill),
+        None => crate::slots::render(template, fill),
+    }
 }
 
 /// Slots whose value follows the clock: text showing them goes stale as the timer runs.
@@ -154,12 +189,19 @@ pub fn render_clock_parts(
     s: &Session,
     template: &str,
 ) -> Option<Vec<TextPart>> {
-    let parts = crate::slots::parse(template).ok()?;
-    if !crate::slots::names(&parts).any(|n| CLOCK_SLOTS.contains(&n)) {
+    let parsed;
+    let parts = match study.compiled.templates.get(template) {
+        Some(parts) => parts?,
+        None => {
+            parsed = crate::slots::parse(template).ok()?;
+            &parsed
+        }
+    };
+    if !crate::slots::names(parts).any(|n| CLOCK_SLOTS.contains(&n)) {
         return None;
     }
     let mut out: Vec<TextPart> = vec![];
-    for p in &parts {
+    for p in parts {
         let piece = match p {
             crate::slots::Part::Slot(name) => match CLOCK_SLOTS.iter().find(|c| **c == name) {
                 Some(&slot) if !s.world.contains_key(slot) => {
@@ -700,5 +742,132 @@ mod key_tests {
             action_table_key(&study, &s, &["no_such_var".to_string()]),
             None
         );
+    }
+}
+
+#[cfg(test)]
+mod pruned_vars_tests {
+    use super::*;
+    use crate::sim::{WizardPolicy, play};
+
+    /// `study` as loaded before its conditions' reads and templates were analysed: every
+    /// variable built, every template parsed when rendered.
+    fn unanalysed(study: &LoadedStudy) -> LoadedStudy {
+        let mut old = study.clone();
+        old.compiled.reads = None;
+        old.compiled.templates = crate::slots::Templates::default();
+        old
+    }
+
+    /// Everything the engine derives from the condition variables and the templates, for `s`.
+    fn compare(study: &LoadedStudy, old: &LoadedStudy, s: &Session, at: &str) -> usize {
+        let (new_vars, old_vars) = (vars(study, s), vars(old, s));
+        let mut checked = 0;
+        for c in study.compiled.conditions() {
+            assert_eq!(
+                c.evaluate(&new_vars),
+                c.evaluate(&old_vars),
+                "{at}: `{}`",
+                c.source
+            );
+            checked += 1;
+        }
+        assert_eq!(offered(study, s), offered(old, s), "{at}");
+        assert_eq!(
+            offered_with(study, s, &new_vars),
+            offered_with(old, s, &old_vars),
+            "{at}"
+        );
+        assert_eq!(action_table(study, s), action_table(old, s), "{at}");
+        assert_eq!(finish_allowed(study, s), finish_allowed(old, s), "{at}");
+        assert_eq!(goal_reached(study, s), goal_reached(old, s), "{at}");
+        assert_eq!(alarm(study, s), alarm(old, s), "{at}");
+        let st = &study.study;
+        let texts = st
+            .states
+            .iter()
+            .flat_map(|d| {
+                d.templates
+                    .iter()
+                    .chain(d.lock.as_ref().and_then(|l| l.prompt.as_ref()))
+            })
+            .chain(st.fixed_options.iter().map(|f| &f.text))
+            .map(String::as_str)
+            .chain([
+                "{time_left} left, {elapsed} s, {robot.name} {{x}}",
+                "bad {slot",
+            ]);
+        for t in texts {
+            assert_eq!(render(study, s, t), render(old, s, t), "{at}: {t}");
+            assert_eq!(
+                render_clock_parts(study, s, t),
+                render_clock_parts(old, s, t),
+                "{at}: {t}"
+            );
+            checked += 1;
+        }
+        for i in 0..st.states.len() {
+            assert_eq!(render_state(study, s, i), render_state(old, s, i), "{at}");
+        }
+        checked
+    }
+
+    #[test]
+    fn pruned_variables_and_parsed_templates_give_what_the_full_ones_give() {
+        let mut checked = 0;
+        let mut pruned = 0;
+        for name in crate::load::builtin_names() {
+            let study = match crate::load::load_builtin(&name) {
+                Ok(s) => s,
+                Err(e) => panic!("{name}: {e:?}"),
+            };
+            if study.study.states.is_empty() {
+                // An evaluation study: no dialogue to play.
+                continue;
+            }
+            let old = unanalysed(&study);
+            let reads = study.compiled.reads.as_ref().expect("the loader analyses");
+            pruned += study
+                .study
+                .world
+                .variables
+                .keys()
+                .filter(|k| !reads.reads(k))
+                .count();
+            for (seed, policy) in (0..6).map(|i| {
+                let p = [WizardPolicy::Priors, WizardPolicy::Uniform][i as usize % 2];
+                (i, p)
+            }) {
+                let played = play(&study, seed, policy);
+                let mut s = Session::new(&study, &played.session.id);
+                checked += compare(&study, &old, &s, &format!("{name} seed {seed} start"));
+                for (i, (actor, kind, now)) in played.events.iter().enumerate() {
+                    super::super::apply(&study, &mut s, actor, kind, *now);
+                    checked += compare(&study, &old, &s, &format!("{name} seed {seed} event {i}"));
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+        // The built-in studies have world variables no condition reads: the pruning is real.
+        assert!(pruned > 0);
+    }
+
+    #[test]
+    fn a_variable_counts_as_read_by_the_root_of_what_an_expression_names() {
+        let conds: Vec<crate::expr::Condition> = [
+            "a.b.c == 1",
+            "has(db.restaurant)",
+            "robots.exists(r, r.busy) && .absolute",
+        ]
+        .iter()
+        .map(|s| crate::expr::Condition::compile(s).expect("compiles"))
+        .collect();
+        let reads = crate::expr::Reads::of(&conds);
+        for name in ["a", "a.b", "a.b.c", "db", "robots", "absolute", ".absolute"] {
+            assert!(reads.reads(name), "{name}");
+        }
+        for name in ["b", "c", "restaurant", "busy", "messages", "ab"] {
+            assert!(!reads.reads(name), "{name}");
+        }
     }
 }

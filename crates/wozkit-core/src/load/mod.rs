@@ -107,6 +107,29 @@ pub struct Compiled {
     pub bonus_when: Option<Condition>,
     /// Each page's `when`, for the user flow then the wizard flow.
     pub page_when: validate::PageConditions,
+    /// The variables the conditions above read (see [`Compiled::conditions`]): what
+    /// `engine::vars` builds. `None` (not analysed) builds every variable.
+    pub reads: Option<crate::expr::Reads>,
+    /// The study's templates parsed once (states, lock prompts, fixed options).
+    pub templates: crate::slots::Templates,
+}
+
+impl Compiled {
+    /// Every compiled condition.
+    pub fn conditions(&self) -> impl Iterator<Item = &Condition> {
+        self.state_when
+            .iter()
+            .chain(self.transition_when.iter().flatten())
+            .chain(&self.action_guard)
+            .chain([
+                &self.goal,
+                &self.alarm_cleared,
+                &self.finish_when,
+                &self.bonus_when,
+            ])
+            .chain(self.page_when.iter().flatten())
+            .flatten()
+    }
 }
 
 /// A study that passed every check, ready for the engine.
@@ -234,7 +257,7 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     default_systems(&mut study);
 
     // Pass 3: meaning.
-    let (compiled, problems) =
+    let (mut compiled, problems) =
         validate::check(&study, &source, file_dialogues, &|ptr, msg, hint| {
             diag(ptr, msg, hint)
         });
@@ -248,6 +271,8 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
         }
     }
     if problems.is_empty() {
+        compiled.reads = Some(crate::expr::Reads::of(compiled.conditions()));
+        compiled.templates = crate::slots::Templates::of(&study);
         Ok(LoadedStudy {
             study,
             source,
