@@ -34,6 +34,33 @@ async fn create_session(app: &AppState, study: &LoadedStudy) -> Result<(String, 
     Ok((id, seed))
 }
 
+/// Leases the room of a session just created, before anyone is seated in it: from then on no
+/// other instance can rebuild it (a participant's socket reaching another instance finds the
+/// lease and is relayed here), and its task, started once the participants are seated, only
+/// renews the lease.
+async fn lease_new_room(app: &AppState, session: &str) -> Result<(), StoreError> {
+    if room::lease::acquire(app, session).await? {
+        Ok(())
+    } else {
+        Err(StoreError::Conflict {
+            what: "room lease of a new session",
+            key: session.to_owned(),
+        })
+    }
+}
+
+/// Gives back the lease of a new room whose participants could not be seated, so that the
+/// session is taken over (and ended for lack of its participants) like any room nobody runs.
+async fn give_back(app: &AppState, session: &str) {
+    if let Err(e) = app
+        .store
+        .release_room(session, &app.tunables.instance_id)
+        .await
+    {
+        tracing::warn!(session, "cannot give back the new room's lease: {e}");
+    }
+}
+
 /// Places the participant in the session, on its room page.
 async fn seat(
     app: &AppState,
@@ -68,8 +95,15 @@ pub async fn pair(
     b: &Ticket,
 ) -> Result<String, StoreError> {
     let (id, seed) = create_session(app, study).await?;
-    seat(app, study, a, &id).await?;
-    seat(app, study, b, &id).await?;
+    lease_new_room(app, &id).await?;
+    let seated = async {
+        seat(app, study, a, &id).await?;
+        seat(app, study, b, &id).await
+    };
+    if let Err(e) = seated.await {
+        give_back(app, &id).await;
+        return Err(e);
+    }
     let humans = vec![
         (a.role, a.participant.clone()),
         (b.role, b.participant.clone()),
@@ -86,7 +120,11 @@ pub async fn with_bot(
     me: &Ticket,
 ) -> Result<String, StoreError> {
     let (id, seed) = create_session(app, study).await?;
-    seat(app, study, me, &id).await?;
+    lease_new_room(app, &id).await?;
+    if let Err(e) = seat(app, study, me, &id).await {
+        give_back(app, &id).await;
+        return Err(e);
+    }
     let humans = vec![(me.role, me.participant.clone())];
     room::start_new(app, study.clone(), &id, seed, humans, vec![me.role.other()]);
     tracing::info!(session = id, study = study.study.id, "paired with a bot");

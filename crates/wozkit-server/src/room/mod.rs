@@ -190,8 +190,9 @@ impl Rooms {
     }
 }
 
-/// Starts the room of a session that was just created (by pairing): its task leases the room
-/// for this instance, then starts the session and seats the bots.
+/// Starts the room of a session that was just created (by pairing, which leased the room
+/// before seating anyone): its task renews the lease for this instance, then starts the session
+/// and seats the bots.
 pub(crate) fn start_new(
     app: &AppState,
     study: Arc<LoadedStudy>,
@@ -217,7 +218,8 @@ fn spawn(app: &AppState, id: &str, actor: RoomActor, origin: Origin) -> mpsc::Se
     let id = id.to_string();
     let fresh = matches!(origin, Origin::Fresh);
     tokio::spawn(async move {
-        // A logged room was leased by `open`; a new one is leased before it stores anything.
+        // A logged room was leased by `open`; a new one was leased by the pairing, and is
+        // checked (renewed) again before it stores anything.
         if fresh {
             match lease::acquire(&app, &id).await {
                 Ok(true) => {}

@@ -21,6 +21,7 @@ mod instances;
 mod lobby;
 mod metrics;
 mod mturk;
+mod new_room_lease;
 mod observe;
 mod pairing;
 mod participant_text;
