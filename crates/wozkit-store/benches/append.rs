@@ -8,9 +8,17 @@
 //!    which shows the latency a participant sees at the target load.
 //!
 //! `cargo bench -p wozkit-store --bench append -- [--sessions 5000] [--appends 20]
-//!  [--seconds 10] [--rate 1.0] [--sync full|normal] [--pg postgres://…]`
+//!  [--seconds 10] [--rate 1.0] [--events 1] [--sync full|normal] [--pace-us 2000]
+//!  [--cache-kib 65536] [--pg postgres://…]`
 //!
-//! Latency is measured from the call to its acknowledgement (durable commit included).
+//! `--events` is the events per append request (a room's command appends one to a few);
+//! `--pace-us` and `--cache-kib` set [`SqliteOptions::commit_pace`] and
+//! [`SqliteOptions::cache_kib`] (defaults: the store's).
+//!
+//! Latency is measured from the call to its acknowledgement (durable commit included). Besides
+//! the process's CPU per event, each phase prints SQLite's group commits (commits/s, events per
+//! commit) and the CPU of SQLite's connection threads (`sqlx-sqlite-worker-*`; the writer's is
+//! the busiest), and the end of the run prints the process's resident memory.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +36,10 @@ struct Args {
     appends: usize,
     seconds: u64,
     rate: f64,
+    events: usize,
     sync: Synchronous,
+    pace: Option<Duration>,
+    cache_kib: Option<u32>,
     pg: Option<String>,
 }
 
@@ -38,7 +49,10 @@ fn parse_args() -> Result<Args, String> {
         appends: 20,
         seconds: 10,
         rate: 1.0,
+        events: 1,
         sync: Synchronous::Full,
+        pace: None,
+        cache_kib: None,
         pg: None,
     };
     let mut it = std::env::args().skip(1);
@@ -53,6 +67,13 @@ fn parse_args() -> Result<Args, String> {
             "--appends" => args.appends = value.parse().map_err(|_| bad.clone())?,
             "--seconds" => args.seconds = value.parse().map_err(|_| bad.clone())?,
             "--rate" => args.rate = value.parse().map_err(|_| bad.clone())?,
+            "--events" => args.events = value.parse().map_err(|_| bad.clone())?,
+            "--pace-us" => {
+                args.pace = Some(Duration::from_micros(
+                    value.parse().map_err(|_| bad.clone())?,
+                ))
+            }
+            "--cache-kib" => args.cache_kib = Some(value.parse().map_err(|_| bad.clone())?),
             "--sync" => {
                 args.sync = match value.as_str() {
                     "full" => Synchronous::Full,
@@ -103,6 +124,73 @@ fn cpu_time() -> Option<Duration> {
     Some(Duration::from_millis(ticks * 10))
 }
 
+/// CPU time (user + system) of each of SQLite's connection threads (sqlx names them
+/// `sqlx-sqlite-worker-N`), busiest first. Empty where `/proc` is missing.
+fn sqlite_threads() -> Vec<(String, Duration)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return vec![];
+    };
+    let mut threads = vec![];
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let name = head.split_once('(').map_or("", |(_, n)| n);
+        if !name.starts_with("sqlx-sqlite") {
+            continue;
+        }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let id = task.file_name().to_string_lossy().into_owned();
+        threads.push((
+            format!("{name}/{id}"),
+            Duration::from_millis((ticks(11) + ticks(12)) * 10),
+        ));
+    }
+    threads.sort_by(|a, b| b.1.cmp(&a.1));
+    threads
+}
+
+/// CPU used by each SQLite thread since `before`, busiest first, as "µs/event" figures.
+fn thread_report(before: &[(String, Duration)], events: u64) -> String {
+    let mut used: Vec<(String, Duration)> = sqlite_threads()
+        .into_iter()
+        .map(|(name, now)| {
+            let was = before
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(Duration::ZERO, |(_, d)| *d);
+            (name, now.saturating_sub(was))
+        })
+        .collect();
+    used.sort_by(|a, b| b.1.cmp(&a.1));
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / events.max(1) as f64;
+    let total: Duration = used.iter().map(|(_, d)| *d).sum();
+    let writer = used.first().map_or(0.0, |(_, d)| per(*d));
+    format!(
+        "SQLite threads {:.1} µs/event (busiest, the writer: {writer:.1})",
+        per(total)
+    )
+}
+
+/// The process's resident memory and its peak, from `/proc/self/status`, in MiB.
+fn memory() -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = |key: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace().nth(1)?.parse::<f64>().ok()
+    };
+    Some((kib("VmRSS:")? / 1024.0, kib("VmHWM:")? / 1024.0))
+}
+
 fn report(
     phase: &str,
     events: u64,
@@ -134,6 +222,7 @@ fn cpu_since(start: Option<Duration>) -> Option<Duration> {
 
 async fn run(args: Args) {
     let _dir; // keeps the temporary SQLite directory alive for the run
+    let mut sqlite = None;
     let store: Arc<dyn Store> = match &args.pg {
         Some(url) => {
             let options = PgOptions {
@@ -146,22 +235,49 @@ async fn run(args: Args) {
             let dir = tempfile::tempdir().expect("temporary directory");
             let path = dir.path().join(wozkit_store::sqlite::DB_FILE);
             _dir = dir;
+            let defaults = SqliteOptions::default();
             let options = SqliteOptions {
                 synchronous: args.sync,
-                ..SqliteOptions::default()
+                commit_pace: args.pace.unwrap_or(defaults.commit_pace),
+                cache_kib: args.cache_kib.unwrap_or(defaults.cache_kib),
+                ..defaults
             };
-            Arc::new(SqliteStore::open_with(path, options).await.expect("open"))
+            println!(
+                "sqlite commit pace {} µs, cache {} KiB",
+                options.commit_pace.as_micros(),
+                options.cache_kib
+            );
+            let opened = Arc::new(SqliteStore::open_with(path, options).await.expect("open"));
+            sqlite = Some(Arc::clone(&opened));
+            opened
         }
     };
     println!(
-        "backend {}, {} sessions",
+        "backend {}, {} sessions, {} event(s) per append",
         match (&args.pg, args.sync) {
             (Some(_), _) => "postgres",
             (None, Synchronous::Full) => "sqlite synchronous=FULL",
             (None, Synchronous::Normal) => "sqlite synchronous=NORMAL",
         },
-        args.sessions
+        args.sessions,
+        args.events
     );
+    let commits = || sqlite.as_ref().map_or(0, |s| s.commits());
+    let groups = |phase: &str,
+                  before: u64,
+                  threads: &[(String, Duration)],
+                  events: u64,
+                  elapsed: Duration| {
+        let made = commits().saturating_sub(before);
+        if made > 0 {
+            println!(
+                "  {phase}: {made} commits = {:.0}/s, {:.1} events per commit; {}",
+                made as f64 / elapsed.as_secs_f64(),
+                events as f64 / made as f64,
+                thread_report(threads, events)
+            );
+        }
+    };
     let prefix = wozkit_store::new_id();
     let ids: Vec<String> = (0..args.sessions)
         .map(|s| format!("{prefix}-{s}"))
@@ -184,9 +300,11 @@ async fn run(args: Args) {
         c.await.expect("task").expect("create session");
     }
 
+    let batch = args.events.max(1);
     // Phase 1: saturation.
     let start = Instant::now();
     let cpu_start = cpu_time();
+    let (commits_start, threads_start) = (commits(), sqlite_threads());
     let tasks: Vec<_> = ids
         .iter()
         .map(|id| {
@@ -195,10 +313,8 @@ async fn run(args: Args) {
                 let mut latency = histogram();
                 for i in 0..appends {
                     let t = Instant::now();
-                    store
-                        .append(&id, vec![wizard_message(i)])
-                        .await
-                        .expect("append");
+                    let events = (0..batch).map(|k| wizard_message(i * batch + k)).collect();
+                    store.append(&id, events).await.expect("append");
                     let _ = latency.record(t.elapsed().as_micros() as u64);
                 }
                 latency
@@ -209,19 +325,23 @@ async fn run(args: Args) {
     for t in tasks {
         let _ = latency.add(t.await.expect("task"));
     }
+    let elapsed = start.elapsed();
+    let events = latency.len() * batch as u64;
     report(
         "saturation",
-        latency.len(),
-        start.elapsed(),
+        events,
+        elapsed,
         cpu_since(cpu_start),
         &latency,
     );
+    groups("saturation", commits_start, &threads_start, events, elapsed);
 
     // Phase 2: paced at `rate` appends per session per second.
     let period = Duration::from_secs_f64(1.0 / args.rate);
     let window = Duration::from_secs(args.seconds);
     let deadline = tokio::time::Instant::now() + window;
     let cpu_start = cpu_time();
+    let (commits_start, threads_start) = (commits(), sqlite_threads());
     let tasks: Vec<_> = ids
         .iter()
         .enumerate()
@@ -241,10 +361,8 @@ async fn run(args: Args) {
                         break;
                     }
                     let t = Instant::now();
-                    store
-                        .append(&id, vec![wizard_message(i)])
-                        .await
-                        .expect("append");
+                    let events = (0..batch).map(|k| wizard_message(i * batch + k)).collect();
+                    store.append(&id, events).await.expect("append");
                     let _ = latency.record(t.elapsed().as_micros() as u64);
                     i += 1;
                 }
@@ -256,16 +374,21 @@ async fn run(args: Args) {
     for t in tasks {
         let _ = latency.add(t.await.expect("task"));
     }
+    let events = latency.len() * batch as u64;
     report(
         &format!(
             "paced {:.0} events/s offered",
-            args.rate * args.sessions as f64
+            args.rate * (args.sessions * batch) as f64
         ),
-        latency.len(),
+        events,
         window,
         cpu_since(cpu_start),
         &latency,
     );
+    groups("paced", commits_start, &threads_start, events, window);
+    if let Some((rss, peak)) = memory() {
+        println!("resident memory {rss:.1} MiB (peak {peak:.1} MiB)");
+    }
     store.close().await;
 }
 

@@ -5,6 +5,13 @@
 //! request. Under load batches grow by themselves, so the fsync cost is shared by many callers;
 //! when idle a lone request is committed at once.
 //!
+//! Pacing: when requests were queued while a commit ran (the writer is under load), the next
+//! commit does not start at once but waits until `pace` after the previous one began (unless a
+//! full batch is already queued). Fewer, larger commits share the fixed costs of a commit (the
+//! fsync, the WAL header, the page-cache truncation SQLite does on every commit, interior b-tree
+//! pages written once for many rows). When nothing was queued at the end of a commit the writer
+//! is idle, and whatever arrives next is committed at once: pacing never delays a lone request.
+//!
 //! A batch made only of event appends (the live rooms' writes, by far the most common) needs no
 //! statement before its rows are inserted: each session's last `seq` is known (or read, which the
 //! single writer may do outside a transaction). Such a batch sends `BEGIN IMMEDIATE`, its inserts
@@ -18,13 +25,14 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Connection, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio::time::{Duration, MissedTickBehavior};
+use tokio::time::{Duration, Instant, MissedTickBehavior};
 use wozkit_core::event::EVENT_SCHEMA_VERSION;
 
 use super::ops::{AppendEvents, Apply};
@@ -47,10 +55,11 @@ pub(super) trait WriteOp: Send {
         conn: &mut SqliteConnection,
         state: &mut BatchState,
     ) -> Result<(), sqlx::Error>;
-    /// Sends the outcome; called after the commit succeeded.
-    fn finish(self: Box<Self>);
-    /// Sends `err`; called when the batch could not be committed.
-    fn fail(self: Box<Self>, err: StoreError);
+    /// Replaces the outcome with `err`; called when the batch could not be committed.
+    fn failed(&mut self, err: StoreError);
+    /// Sends the outcome; called once the batch's commit ended (an answer promises durability:
+    /// the outcome of a request whose batch failed is the batch's error).
+    fn answer(self: Box<Self>);
     /// Whether the request is a plain append of events, which only reads before the batch's
     /// rows are inserted (see the module notes).
     fn appends_only(&self) -> bool {
@@ -62,7 +71,8 @@ pub(super) trait WriteOp: Send {
 pub(super) struct Request<A: Apply> {
     action: A,
     reply: oneshot::Sender<Result<A::Output>>,
-    /// Set by `apply`, sent by `finish` (only after the commit: an answer promises durability).
+    /// Set by `apply` (or `failed`), sent by `answer` (only after the commit: an answer promises
+    /// durability).
     outcome: Option<Result<A::Output>>,
 }
 
@@ -87,15 +97,16 @@ impl<A: Apply> WriteOp for Request<A> {
         Ok(())
     }
 
-    fn finish(self: Box<Self>) {
-        // `apply` always ran before `finish`; `Closed` only guards against a logic slip.
+    fn failed(&mut self, err: StoreError) {
+        self.outcome = Some(Err(err));
+    }
+
+    fn answer(self: Box<Self>) {
+        // `apply` or `failed` always ran before `answer`; `Closed` only guards against a logic
+        // slip.
         let outcome = self.outcome.unwrap_or(Err(StoreError::Closed));
         // The caller may have given up waiting; the write stands regardless.
         let _ = self.reply.send(outcome);
-    }
-
-    fn fail(self: Box<Self>, err: StoreError) {
-        let _ = self.reply.send(Err(err));
     }
 
     fn appends_only(&self) -> bool {
@@ -205,21 +216,46 @@ pub(super) async fn checkpoints(
     let _ = conn.close().await;
 }
 
+/// How the writer groups requests into commits (see the module notes).
+pub(super) struct Grouping {
+    /// Most requests in one commit.
+    pub max_batch: usize,
+    /// Under load, the least time from the start of one commit to the start of the next.
+    pub pace: Duration,
+    /// Counts the group commits made (successful or not), for [`super::SqliteStore::commits`].
+    pub commits: Arc<AtomicU64>,
+}
+
 /// Runs until every store handle is gone or a [`Msg::Close`] arrives, then stops the
 /// checkpoint task and releases the data directory.
 pub(super) async fn run(
     mut conn: SqliteConnection,
     mut inbox: mpsc::Receiver<Msg>,
-    max_batch: usize,
+    grouping: Grouping,
     checkpoints: (oneshot::Sender<()>, JoinHandle<()>),
     dir_lock: Option<File>,
 ) {
+    let max_batch = grouping.max_batch.max(1);
     let mut state = BatchState::default();
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
     let mut close_reply = None;
+    // When the previous commit began, if requests were queued by the time it ended.
+    let mut busy_since: Option<Instant> = None;
     while close_reply.is_none() {
-        let Some(first) = inbox.recv().await else {
-            break;
+        let mut first = None;
+        if let Some(began) = busy_since.take() {
+            let due = began + grouping.pace;
+            if inbox.len() < max_batch && Instant::now() < due {
+                tokio::time::sleep_until(due).await;
+            }
+            first = inbox.try_recv().ok();
+        }
+        let first = match first {
+            Some(msg) => msg,
+            None => match inbox.recv().await {
+                Some(msg) => msg,
+                None => break,
+            },
         };
         let mut next = Some(first);
         while let Some(msg) = next.take() {
@@ -235,7 +271,17 @@ pub(super) async fn run(
             }
         }
         if !batch.is_empty() {
+            let began = Instant::now();
             commit_batch(&mut conn, &mut state, &mut batch).await;
+            grouping.commits.fetch_add(1, Ordering::Relaxed);
+            // Checked before the answers go out: a caller waiting for one of them cannot have
+            // sent its next request yet, so a queue found empty here means the writer is idle.
+            if !inbox.is_empty() {
+                busy_since = Some(began);
+            }
+            for op in batch.drain(..) {
+                op.answer();
+            }
         }
     }
     // Requests still queued behind a close are refused: their senders see `Closed`.
@@ -250,11 +296,12 @@ pub(super) async fn run(
     }
 }
 
-/// Applies and commits one batch, then answers every request in it.
+/// Applies and commits one batch, leaving each request's outcome (or the batch's error) in it
+/// for [`WriteOp::answer`].
 async fn commit_batch(
     conn: &mut SqliteConnection,
     state: &mut BatchState,
-    batch: &mut Vec<Box<dyn WriteOp>>,
+    batch: &mut [Box<dyn WriteOp>],
 ) {
     let applied = if batch.iter().all(|op| op.appends_only()) {
         apply_appends(conn, state, batch).await
@@ -262,17 +309,12 @@ async fn commit_batch(
         apply_all(conn, state, batch).await
     };
     match applied {
-        Ok(()) => {
-            state.commit();
-            for op in batch.drain(..) {
-                op.finish();
-            }
-        }
+        Ok(()) => state.commit(),
         Err(err) => {
             state.rollback();
             let err = Arc::new(err);
-            for op in batch.drain(..) {
-                op.fail(StoreError::Database(Arc::clone(&err)));
+            for op in batch.iter_mut() {
+                op.failed(StoreError::Database(Arc::clone(&err)));
             }
         }
     }
