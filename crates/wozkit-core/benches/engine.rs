@@ -1,6 +1,7 @@
 //! Benchmark of the engine: latency of one `step` on the demo study (median, p99) and the
 //! throughput of `simulate` (sessions/s, steps/s). Prints figures; asserts nothing.
-//! Run: `cargo bench -p wozkit-core --bench engine`.
+//! Run: `cargo bench -p wozkit-core --bench engine [-- PART]`, PART one of `step`, `offered`,
+//! `view`, `simulate` (all by default).
 
 use std::time::Instant;
 
@@ -70,6 +71,11 @@ fn view_basis(study: &LoadedStudy, s: &Session) -> usize {
 }
 
 fn main() {
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let run = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
     let study = load_builtin("offshore-emergency").expect("demo study loads");
     let wizard = Actor::Participant {
         role: Role::Wizard,
@@ -79,7 +85,7 @@ fn main() {
 
     // Step latency: the wizard's decision step (offered options + say) along simulated sessions.
     let mut nanos = vec![];
-    for seed in 0..300 {
+    for seed in 0..if run("step") { 300 } else { 0 } {
         let mut s = Session::new(&study, "b");
         s = step(
             &study,
@@ -109,13 +115,15 @@ fn main() {
         }
     }
     nanos.sort_unstable();
-    println!(
-        "step: {} samples, median {:.1} µs, p99 {:.1} µs, max {:.1} µs",
-        nanos.len(),
-        percentile(&nanos, 0.5) as f64 / 1000.0,
-        percentile(&nanos, 0.99) as f64 / 1000.0,
-        *nanos.last().unwrap_or(&0) as f64 / 1000.0
-    );
+    if !nanos.is_empty() {
+        println!(
+            "step: {} samples, median {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+            nanos.len(),
+            percentile(&nanos, 0.5) as f64 / 1000.0,
+            percentile(&nanos, 0.99) as f64 / 1000.0,
+            *nanos.last().unwrap_or(&0) as f64 / 1000.0
+        );
+    }
 
     // Offered options alone (what the server computes for every view).
     let s = step(
@@ -130,34 +138,41 @@ fn main() {
     .session;
     let t = Instant::now();
     let n = 20_000;
-    for _ in 0..n {
-        std::hint::black_box(wozkit_core::engine::offered(&study, &s));
+    if run("offered") {
+        for _ in 0..n {
+            std::hint::black_box(wozkit_core::engine::offered(&study, &s));
+        }
+        println!(
+            "offered: {:.1} µs per call",
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
     }
-    println!(
-        "offered: {:.1} µs per call",
-        t.elapsed().as_secs_f64() * 1e6 / n as f64
-    );
 
     // What a view of a mid-session state builds: the condition variables, finishing, the goal,
     // the offered options (with their clock parts), the fixed options and the alarm.
-    let mid = mid_session(&study, &mut rng);
-    let n = 20_000;
-    let t = Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(view_basis(&study, &mid));
+    if run("view") {
+        let mid = mid_session(&study, &mut rng);
+        let n = 20_000;
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(view_basis(&study, &mid));
+        }
+        let per_view = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(engine::vars(&study, &mid));
+        }
+        println!(
+            "view basis (mid-session, {} offers): {per_view:.1} µs per view, of which vars {:.1} µs",
+            engine::offered(&study, &mid).len(),
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
     }
-    let per_view = t.elapsed().as_secs_f64() * 1e6 / n as f64;
-    let t = Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(engine::vars(&study, &mid));
-    }
-    println!(
-        "view basis (mid-session, {} offers): {per_view:.1} µs per view, of which vars {:.1} µs",
-        engine::offered(&study, &mid).len(),
-        t.elapsed().as_secs_f64() * 1e6 / n as f64
-    );
 
     // Simulation throughput.
+    if !run("simulate") {
+        return;
+    }
     let t = Instant::now();
     let sessions = 2000;
     let r = sim::simulate(&study, sessions, 7, WizardPolicy::Priors);

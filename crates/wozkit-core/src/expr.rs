@@ -7,6 +7,10 @@
 
 use std::sync::{Arc, LazyLock};
 
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString,
+};
+use cel::common::value::Val;
 use cel::{Context, Env, Program, Value};
 
 /// The standard CEL environment, built once.
@@ -118,6 +122,12 @@ impl Vars<'_> {
         self.0.add_variable_from_value(name, value);
     }
 
+    /// Binds `name` to a value already in CEL's evaluation form: what [`Vars::set`] converts
+    /// its [`Value`] to, built without the intermediate copy.
+    pub fn set_val(&mut self, name: &str, value: Box<dyn Val>) {
+        self.0.add_variable_as_val(name, value);
+    }
+
     /// A child scope that adds variables (e.g. `robot`, `target`) on top of these.
     pub fn scope(&self) -> Vars<'_> {
         Vars(self.0.new_inner_scope())
@@ -143,6 +153,43 @@ pub fn json_to_cel(value: &serde_json::Value) -> Value {
                 .map(|(k, v)| (k.clone(), json_to_cel(v)))
                 .collect();
             Value::Map(m.into())
+        }
+    }
+}
+
+/// A string in CEL's evaluation form.
+pub fn val_str(s: &str) -> Box<dyn Val> {
+    Box::new(CelString::from(s.to_string()))
+}
+
+/// A list in CEL's evaluation form.
+pub fn val_list(items: Vec<Box<dyn Val>>) -> Box<dyn Val> {
+    Box::new(CelList::from(items))
+}
+
+/// A map with string keys in CEL's evaluation form.
+pub fn val_map(pairs: impl IntoIterator<Item = (String, Box<dyn Val>)>) -> Box<dyn Val> {
+    let m: std::collections::HashMap<CelMapKey<'static>, Box<dyn Val>> = pairs
+        .into_iter()
+        .map(|(k, v)| (CelMapKey::from(k), v))
+        .collect();
+    Box::new(CelMap::from(m))
+}
+
+/// [`json_to_cel`] straight to CEL's evaluation form: the value [`Vars::set`] would bind for
+/// `json_to_cel(value)`.
+pub fn json_to_val(value: &serde_json::Value) -> Box<dyn Val> {
+    match value {
+        serde_json::Value::Null => Box::new(CelNull),
+        serde_json::Value::Bool(b) => Box::new(CelBool::from(*b)),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Box::new(CelInt::from(i)),
+            None => Box::new(CelDouble::from(n.as_f64().unwrap_or(0.0))),
+        },
+        serde_json::Value::String(s) => val_str(s),
+        serde_json::Value::Array(items) => val_list(items.iter().map(json_to_val).collect()),
+        serde_json::Value::Object(map) => {
+            val_map(map.iter().map(|(k, v)| (k.clone(), json_to_val(v))))
         }
     }
 }

@@ -1,14 +1,15 @@
 //! What each role may do now: offered dialogue options, allowed robot actions, finishing — and the
 //! condition variables and slot values these are computed from.
 
-use std::sync::Arc;
-
 use cel::Value;
 use serde::Serialize;
 
 use super::{Refusal, Session};
 use crate::event::RobotSnapshot;
-use crate::expr::{Vars, json_to_cel};
+use cel::common::types::{CelBool, CelDouble};
+use cel::common::value::Val;
+
+use crate::expr::{Vars, json_to_val, val_list, val_map, val_str};
 use crate::load::LoadedStudy;
 use crate::model::ActType;
 
@@ -33,16 +34,6 @@ pub struct Offer {
     pub kind: OfferKind,
 }
 
-fn cel_str(s: &str) -> Value {
-    Value::String(Arc::new(s.to_string()))
-}
-
-fn cel_map(pairs: Vec<(&str, Value)>) -> Value {
-    let m: std::collections::HashMap<String, Value> =
-        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-    Value::Map(m.into())
-}
-
 /// The variables every condition of the study sees: the world variables and the built-in ones
 /// (`subtask`, `state`, `messages`, `elapsed`, `time_left`, `milestones`, `busy_robots`,
 /// `robots`, `db`). Only those the study's compiled conditions can read are built
@@ -56,19 +47,19 @@ pub fn vars(study: &LoadedStudy, s: &Session) -> Vars<'static> {
 }
 
 /// The variables of [`vars`] that `wanted` accepts, set in the same order (a built-in variable
-/// overrides a world variable of the same name).
+/// overrides a world variable of the same name), built straight in CEL's evaluation form.
 fn build_vars(study: &LoadedStudy, s: &Session, wanted: impl Fn(&str) -> bool) -> Vars<'static> {
     let mut v = Vars::default();
     for (k, val) in &s.world {
         if wanted(k) {
-            v.set(k, json_to_cel(val));
+            v.set_val(k, json_to_val(val));
         }
     }
     if wanted("subtask") {
-        v.set("subtask", cel_str(s.subtask.as_deref().unwrap_or("")));
+        v.set_val("subtask", val_str(s.subtask.as_deref().unwrap_or("")));
     }
     if wanted("state") {
-        v.set("state", cel_str(&study.study.states[s.current].id));
+        v.set_val("state", val_str(&study.study.states[s.current].id));
     }
     if wanted("messages") {
         v.set("messages", Value::Int(i64::from(s.messages)));
@@ -84,27 +75,26 @@ fn build_vars(study: &LoadedStudy, s: &Session, wanted: impl Fn(&str) -> bool) -
         );
     }
     if wanted("milestones") {
-        v.set(
+        v.set_val(
             "milestones",
-            Value::List(Arc::new(s.milestones.iter().map(|m| cel_str(m)).collect())),
+            val_list(s.milestones.iter().map(|m| val_str(m)).collect()),
         );
     }
     if wanted("busy_robots") {
         v.set("busy_robots", Value::Int(s.busy_robots() as i64));
     }
     if wanted("robots") {
-        let robots: std::collections::HashMap<String, Value> = study
+        let robots = study
             .study
             .world
             .robots
             .iter()
             .zip(&s.robots)
-            .map(|(def, r)| (def.id.clone(), robot_value(def, r)))
-            .collect();
-        v.set("robots", Value::Map(robots.into()));
+            .map(|(def, r)| (def.id.clone(), robot_value(def, r)));
+        v.set_val("robots", val_map(robots));
     }
     if (study.database.is_some() || !s.db_selected.is_empty()) && wanted("db") {
-        v.set("db", db_value(s));
+        v.set_val("db", db_value(s));
     }
     v
 }
@@ -112,34 +102,26 @@ fn build_vars(study: &LoadedStudy, s: &Session, wanted: impl Fn(&str) -> bool) -
 /// `db`: the row the wizard selected last in each table, by table (`db.restaurant.price`); a
 /// table with no selection yet is absent, so `has(db.restaurant)` tells whether there is one.
 /// Read from the session, which folds the logged rows: replay needs no database.
-fn db_value(s: &Session) -> Value {
-    let tables: std::collections::HashMap<String, Value> = s
-        .db_selected
-        .iter()
-        .map(|(table, row)| {
-            let m: std::collections::HashMap<String, Value> = row
-                .iter()
-                .map(|(k, v)| (k.clone(), json_to_cel(v)))
-                .collect();
-            (table.clone(), Value::Map(m.into()))
-        })
-        .collect();
-    Value::Map(tables.into())
+fn db_value(s: &Session) -> Box<dyn Val> {
+    val_map(s.db_selected.iter().map(|(table, row)| {
+        let row = val_map(row.iter().map(|(k, v)| (k.clone(), json_to_val(v))));
+        (table.clone(), row)
+    }))
 }
 
-fn robot_value(def: &crate::model::Robot, r: &super::RobotState) -> Value {
-    cel_map(vec![
-        ("id", cel_str(&def.id)),
-        ("kind", cel_str(&def.kind)),
-        ("location", cel_str(&r.location)),
-        ("busy", Value::Bool(r.activity.is_some())),
-        ("in_service", Value::Bool(r.in_service)),
-        ("battery", Value::Float(r.battery)),
-        (
+/// A robot as a condition sees it (`robot`, each entry of `robots`).
+fn robot_value(def: &crate::model::Robot, r: &super::RobotState) -> Box<dyn Val> {
+    let field = |k: &str, v: Box<dyn Val>| (k.to_string(), v);
+    val_map([
+        field("id", val_str(&def.id)),
+        field("kind", val_str(&def.kind)),
+        field("location", val_str(&r.location)),
+        field("busy", Box::new(CelBool::from(r.activity.is_some()))),
+        field("in_service", Box::new(CelBool::from(r.in_service))),
+        field("battery", Box::new(CelDouble::from(r.battery))),
+        field(
             "capabilities",
-            Value::List(Arc::new(
-                def.capabilities.iter().map(|c| cel_str(c)).collect(),
-            )),
+            val_list(def.capabilities.iter().map(|c| val_str(c)).collect()),
         ),
     ])
 }
@@ -410,7 +392,7 @@ pub fn action_check(
 /// `target` added on top).
 fn robot_scope<'b>(study: &LoadedStudy, s: &Session, base: &'b Vars<'_>, ri: usize) -> Vars<'b> {
     let mut v = base.scope();
-    v.set(
+    v.set_val(
         "robot",
         robot_value(&study.study.world.robots[ri], &s.robots[ri]),
     );
@@ -492,7 +474,7 @@ fn action_check_with(
             }
         };
         let mut v = rv.scope();
-        v.set("target", cel_str(target));
+        v.set_val("target", val_str(target));
         if !g.holds(&v) {
             return Err(Refusal::GuardFailed {
                 action: a.label.clone(),
@@ -747,7 +729,11 @@ mod key_tests {
 
 #[cfg(test)]
 mod pruned_vars_tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
     use super::*;
+    use crate::expr::json_to_cel;
     use crate::sim::{WizardPolicy, play};
 
     /// `study` as loaded before its conditions' reads and templates were analysed: every
@@ -759,10 +745,160 @@ mod pruned_vars_tests {
         old
     }
 
+    fn cel_str(s: &str) -> Value {
+        Value::String(Arc::new(s.to_string()))
+    }
+
+    fn robot_cel(def: &crate::model::Robot, r: &crate::engine::RobotState) -> Value {
+        let m: HashMap<String, Value> = [
+            ("id", cel_str(&def.id)),
+            ("kind", cel_str(&def.kind)),
+            ("location", cel_str(&r.location)),
+            ("busy", Value::Bool(r.activity.is_some())),
+            ("in_service", Value::Bool(r.in_service)),
+            ("battery", Value::Float(r.battery)),
+            (
+                "capabilities",
+                Value::List(Arc::new(
+                    def.capabilities.iter().map(|c| cel_str(c)).collect(),
+                )),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        Value::Map(m.into())
+    }
+
+    /// Every variable, each converted through a [`Value`] as bound before the variables were
+    /// built straight in CEL's evaluation form and pruned: the reference.
+    fn reference_vars(study: &LoadedStudy, s: &Session) -> Vars<'static> {
+        let mut v = Vars::default();
+        for (k, val) in &s.world {
+            v.set(k, json_to_cel(val));
+        }
+        v.set("subtask", cel_str(s.subtask.as_deref().unwrap_or("")));
+        v.set("state", cel_str(&study.study.states[s.current].id));
+        v.set("messages", Value::Int(i64::from(s.messages)));
+        let elapsed = s.now_ms.saturating_sub(s.started_at_ms) / 1000;
+        v.set("elapsed", Value::Int(elapsed as i64));
+        v.set(
+            "time_left",
+            Value::Int(s.time_left_s(study).unwrap_or(0) as i64),
+        );
+        v.set(
+            "milestones",
+            Value::List(Arc::new(s.milestones.iter().map(|m| cel_str(m)).collect())),
+        );
+        v.set("busy_robots", Value::Int(s.busy_robots() as i64));
+        let robots: HashMap<String, Value> = study
+            .study
+            .world
+            .robots
+            .iter()
+            .zip(&s.robots)
+            .map(|(def, r)| (def.id.clone(), robot_cel(def, r)))
+            .collect();
+        v.set("robots", Value::Map(robots.into()));
+        if study.database.is_some() || !s.db_selected.is_empty() {
+            let tables: HashMap<String, Value> = s
+                .db_selected
+                .iter()
+                .map(|(table, row)| {
+                    let m: HashMap<String, Value> = row
+                        .iter()
+                        .map(|(k, v)| (k.clone(), json_to_cel(v)))
+                        .collect();
+                    (table.clone(), Value::Map(m.into()))
+                })
+                .collect();
+            v.set("db", Value::Map(tables.into()));
+        }
+        v
+    }
+
+    /// Every action guard evaluated as [`action_table`] does, with the reference variables.
+    fn reference_guards(study: &LoadedStudy, s: &Session) -> Vec<bool> {
+        let base = reference_vars(study, s);
+        let st = &study.study;
+        let mut out = vec![];
+        for g in study.compiled.action_guard.iter().flatten() {
+            for (def, r) in st.world.robots.iter().zip(&s.robots) {
+                let mut rv = base.scope();
+                rv.set("robot", robot_cel(def, r));
+                for t in st.world.locations.iter().map(|l| l.id.as_str()).chain([""]) {
+                    let mut v = rv.scope();
+                    v.set("target", cel_str(t));
+                    out.push(g.holds(&v));
+                }
+            }
+        }
+        out
+    }
+
+    /// [`reference_guards`] with the engine's variables.
+    fn guards(study: &LoadedStudy, s: &Session) -> Vec<bool> {
+        let base = vars(study, s);
+        let mut out = vec![];
+        for g in study.compiled.action_guard.iter().flatten() {
+            for ri in 0..study.study.world.robots.len() {
+                let rv = robot_scope(study, s, &base, ri);
+                let targets = study.study.world.locations.iter().map(|l| l.id.as_str());
+                for t in targets.chain([""]) {
+                    let mut v = rv.scope();
+                    v.set_val("target", val_str(t));
+                    out.push(g.holds(&v));
+                }
+            }
+        }
+        out
+    }
+
+    /// Expressions that read every variable, field by field, as plain values.
+    fn probes(study: &LoadedStudy, s: &Session) -> Vec<String> {
+        let mut p: Vec<String> = [
+            "subtask",
+            "state",
+            "messages",
+            "elapsed",
+            "time_left",
+            "milestones",
+            "busy_robots",
+            "size(robots)",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+        p.extend(s.world.keys().map(|k| format!("[{k}]")));
+        for r in &study.study.world.robots {
+            for f in [
+                "id",
+                "kind",
+                "location",
+                "busy",
+                "in_service",
+                "battery",
+                "capabilities",
+            ] {
+                p.push(format!("robots['{}'].{f}", r.id));
+            }
+        }
+        for (table, row) in &s.db_selected {
+            p.push(format!("size(db['{table}'])"));
+            p.extend(row.keys().map(|c| format!("[db['{table}']['{c}']]")));
+        }
+        p
+    }
+
     /// Everything the engine derives from the condition variables and the templates, for `s`.
     fn compare(study: &LoadedStudy, old: &LoadedStudy, s: &Session, at: &str) -> usize {
-        let (new_vars, old_vars) = (vars(study, s), vars(old, s));
+        let (new_vars, old_vars) = (vars(study, s), reference_vars(old, s));
         let mut checked = 0;
+        let (all, reference) = (build_vars(study, s, |_| true), reference_vars(old, s));
+        for src in probes(study, s) {
+            let c = crate::expr::Condition::compile(&src).expect("a probe compiles");
+            assert_eq!(c.evaluate(&all), c.evaluate(&reference), "{at}: `{src}`");
+        }
         for c in study.compiled.conditions() {
             assert_eq!(
                 c.evaluate(&new_vars),
@@ -772,6 +908,7 @@ mod pruned_vars_tests {
             );
             checked += 1;
         }
+        assert_eq!(guards(study, s), reference_guards(old, s), "{at}");
         assert_eq!(offered(study, s), offered(old, s), "{at}");
         assert_eq!(
             offered_with(study, s, &new_vars),
@@ -782,6 +919,26 @@ mod pruned_vars_tests {
         assert_eq!(finish_allowed(study, s), finish_allowed(old, s), "{at}");
         assert_eq!(goal_reached(study, s), goal_reached(old, s), "{at}");
         assert_eq!(alarm(study, s), alarm(old, s), "{at}");
+        assert_eq!(
+            finish_allowed_with(study, s, &new_vars),
+            finish_allowed_with(old, s, &old_vars),
+            "{at}"
+        );
+        assert_eq!(
+            goal_reached_with(study, &new_vars),
+            goal_reached_with(old, &old_vars),
+            "{at}"
+        );
+        assert_eq!(
+            alarm_with(study, s, &new_vars),
+            alarm_with(old, s, &old_vars),
+            "{at}"
+        );
+        assert_eq!(
+            action_table_with(study, s, &new_vars),
+            action_table_with(old, s, &old_vars),
+            "{at}"
+        );
         let st = &study.study;
         let texts = st
             .states
