@@ -84,13 +84,13 @@ impl Condition {
 /// variable whose name has dots is kept whenever its first segment is read.
 #[derive(Clone, Debug, Default)]
 pub struct Reads {
-    roots: std::collections::HashSet<String>,
+    roots: std::collections::HashSet<String, crate::slots::FnvBuild>,
 }
 
 impl Reads {
     /// The variables `conditions` read.
     pub fn of<'a>(conditions: impl IntoIterator<Item = &'a Condition>) -> Reads {
-        let mut roots = std::collections::HashSet::new();
+        let mut roots = std::collections::HashSet::default();
         for c in conditions {
             for r in c.roots() {
                 let first = r.split('.').next().unwrap_or(&r);

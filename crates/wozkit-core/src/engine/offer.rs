@@ -321,10 +321,13 @@ pub fn offered_with(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<Of
     let c = &study.compiled;
     let state_ok = |i: usize| c.state_when[i].as_ref().is_none_or(|w| w.holds(vars));
     let mut out: Vec<Offer> = vec![];
-    let push = |i: usize, prior: f64, kind: OfferKind, out: &mut Vec<Offer>| {
-        if out.iter().any(|o| o.state == st.states[i].id) || st.states[i].initial {
+    // The states offered so far, as indices (state ids are unique).
+    let mut offered: Vec<usize> = vec![];
+    let mut push = |i: usize, prior: f64, kind: OfferKind, out: &mut Vec<Offer>| {
+        if offered.contains(&i) || st.states[i].initial {
             return;
         }
+        offered.push(i);
         let (template, text) = render_state(study, s, i);
         out.push(Offer {
             state: st.states[i].id.clone(),
@@ -336,8 +339,13 @@ pub fn offered_with(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<Of
             kind,
         });
     };
+    let targets = c.transition_to.get(s.current);
     for (j, t) in st.states[s.current].transitions.iter().enumerate() {
-        let Some(i) = study.state_idx(t.to()) else {
+        let to = match targets.and_then(|v| v.get(j)) {
+            Some(to) => *to,
+            None => study.state_idx(t.to()),
+        };
+        let Some(i) = to else {
             continue;
         };
         let t_ok = c.transition_when[s.current][j]
@@ -736,12 +744,13 @@ mod pruned_vars_tests {
     use crate::expr::json_to_cel;
     use crate::sim::{WizardPolicy, play};
 
-    /// `study` as loaded before its conditions' reads and templates were analysed: every
-    /// variable built, every template parsed when rendered.
+    /// `study` as loaded before its conditions' reads, templates and transitions were analysed:
+    /// every variable built, every template parsed when rendered, every target looked up.
     fn unanalysed(study: &LoadedStudy) -> LoadedStudy {
         let mut old = study.clone();
         old.compiled.reads = None;
         old.compiled.templates = crate::slots::Templates::default();
+        old.compiled.transition_to = vec![];
         old
     }
 

@@ -112,6 +112,9 @@ pub struct Compiled {
     pub reads: Option<crate::expr::Reads>,
     /// The study's templates parsed once (states, lock prompts, fixed options).
     pub templates: crate::slots::Templates,
+    /// The index of the state each transition leads to, by state and transition (`None`: no
+    /// such state); empty when not computed, and the engine then looks the ids up.
+    pub transition_to: Vec<Vec<Option<usize>>>,
 }
 
 impl Compiled {
@@ -273,6 +276,16 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     if problems.is_empty() {
         compiled.reads = Some(crate::expr::Reads::of(compiled.conditions()));
         compiled.templates = crate::slots::Templates::of(&study);
+        compiled.transition_to = study
+            .states
+            .iter()
+            .map(|s| {
+                s.transitions
+                    .iter()
+                    .map(|t| compiled.state_index.get(t.to()).copied())
+                    .collect()
+            })
+            .collect();
         Ok(LoadedStudy {
             study,
             source,
