@@ -85,19 +85,120 @@ impl Condition {
 #[derive(Clone, Debug, Default)]
 pub struct Reads {
     roots: std::collections::HashSet<String, crate::slots::FnvBuild>,
+    /// The fields read of each entry of `robots` (`robots.ID.FIELD`); `None` when a condition
+    /// uses `robots` any other way (the whole map, an entry, an index).
+    robots_fields: Option<Vec<String>>,
+    /// The fields read of `robot` (`robot.FIELD`); `None` when a condition uses it otherwise.
+    robot_fields: Option<Vec<String>>,
+}
+
+/// The fields selected on `root` through `depth` selections of any name, in `e`: `root.F`
+/// (depth 0), `root.X.F` (depth 1), ...; `whole` is set when `root` is used any other way.
+fn selected_fields(
+    e: &cel::IdedExpr,
+    root: &str,
+    depth: usize,
+    fields: &mut std::collections::BTreeSet<String>,
+    whole: &mut bool,
+) {
+    use cel::common::ast::{EntryExpr, Expr};
+    fn is_chain(e: &cel::IdedExpr, root: &str, depth: usize) -> bool {
+        match &e.expr {
+            Expr::Ident(name) => depth == 0 && name.strip_prefix('.').unwrap_or(name) == root,
+            Expr::Select(s) => depth > 0 && is_chain(&s.operand, root, depth - 1),
+            _ => false,
+        }
+    }
+    let mut walk = |x: &cel::IdedExpr| selected_fields(x, root, depth, fields, whole);
+    match &e.expr {
+        Expr::Select(s) if is_chain(&s.operand, root, depth) => {
+            fields.insert(s.field.clone());
+        }
+        Expr::Select(s) => walk(&s.operand),
+        Expr::Ident(name) => {
+            if name.strip_prefix('.').unwrap_or(name) == root {
+                *whole = true;
+            }
+        }
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                walk(t);
+            }
+            c.args.iter().for_each(walk);
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                walk(x);
+            }
+        }
+        Expr::List(l) => l.elements.iter().for_each(walk),
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                match &entry.expr {
+                    EntryExpr::StructField(f) => walk(&f.value),
+                    EntryExpr::MapEntry(me) => {
+                        walk(&me.key);
+                        walk(&me.value);
+                    }
+                }
+            }
+        }
+        Expr::Struct(st) => {
+            for entry in &st.entries {
+                match &entry.expr {
+                    EntryExpr::StructField(f) => walk(&f.value),
+                    EntryExpr::MapEntry(me) => {
+                        walk(&me.key);
+                        walk(&me.value);
+                    }
+                }
+            }
+        }
+        // Anything else (a literal, or a form the walk does not know) reads no field of
+        // `root` unless it holds it: a form not walked counts as using `root` whole.
+        Expr::Literal(_) => {}
+        _ => *whole = true,
+    }
 }
 
 impl Reads {
     /// The variables `conditions` read.
     pub fn of<'a>(conditions: impl IntoIterator<Item = &'a Condition>) -> Reads {
         let mut roots = std::collections::HashSet::default();
+        let (mut robots, mut robots_whole) = (std::collections::BTreeSet::new(), false);
+        let (mut robot, mut robot_whole) = (std::collections::BTreeSet::new(), false);
         for c in conditions {
             for r in c.roots() {
                 let first = r.split('.').next().unwrap_or(&r);
                 roots.insert(first.to_string());
             }
+            let e = c.program.expression();
+            selected_fields(e, "robots", 1, &mut robots, &mut robots_whole);
+            selected_fields(e, "robot", 0, &mut robot, &mut robot_whole);
         }
-        Reads { roots }
+        Reads {
+            roots,
+            robots_fields: (!robots_whole).then(|| robots.into_iter().collect()),
+            robot_fields: (!robot_whole).then(|| robot.into_iter().collect()),
+        }
+    }
+
+    /// The fields of each entry of `robots` the conditions read (`robots.ID.FIELD`); `None`
+    /// when they may read more (the whole map or entry): every field is needed.
+    pub fn robots_fields(&self) -> Option<&[String]> {
+        self.robots_fields.as_deref()
+    }
+
+    /// The fields of `robot` the conditions read (`robot.FIELD`); `None` when they may read
+    /// more: every field is needed.
+    pub fn robot_fields(&self) -> Option<&[String]> {
+        self.robot_fields.as_deref()
     }
 
     /// Whether a variable named `name` may be read.

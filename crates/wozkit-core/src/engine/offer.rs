@@ -41,14 +41,20 @@ pub struct Offer {
 /// every variable bound.
 pub fn vars(study: &LoadedStudy, s: &Session) -> Vars<'static> {
     match &study.compiled.reads {
-        Some(reads) => build_vars(study, s, |name| reads.reads(name)),
-        None => build_vars(study, s, |_| true),
+        Some(reads) => build_vars(study, s, |name| reads.reads(name), reads.robots_fields()),
+        None => build_vars(study, s, |_| true, None),
     }
 }
 
 /// The variables of [`vars`] that `wanted` accepts, set in the same order (a built-in variable
-/// overrides a world variable of the same name), built straight in CEL's evaluation form.
-fn build_vars(study: &LoadedStudy, s: &Session, wanted: impl Fn(&str) -> bool) -> Vars<'static> {
+/// overrides a world variable of the same name), built straight in CEL's evaluation form; each
+/// robot of `robots` with only `robot_fields` when given.
+fn build_vars(
+    study: &LoadedStudy,
+    s: &Session,
+    wanted: impl Fn(&str) -> bool,
+    robot_fields: Option<&[String]>,
+) -> Vars<'static> {
     let mut v = Vars::default();
     for (k, val) in &s.world {
         if wanted(k) {
@@ -90,7 +96,7 @@ fn build_vars(study: &LoadedStudy, s: &Session, wanted: impl Fn(&str) -> bool) -
             .robots
             .iter()
             .zip(&s.robots)
-            .map(|(def, r)| (def.id.clone(), robot_value(def, r)));
+            .map(|(def, r)| (def.id.clone(), robot_value(def, r, robot_fields)));
         v.set_val("robots", val_map(robots));
     }
     if (study.database.is_some() || !s.db_selected.is_empty()) && wanted("db") {
@@ -109,21 +115,41 @@ fn db_value(s: &Session) -> Box<dyn Val> {
     }))
 }
 
-/// A robot as a condition sees it (`robot`, each entry of `robots`).
-fn robot_value(def: &crate::model::Robot, r: &super::RobotState) -> Box<dyn Val> {
-    let field = |k: &str, v: Box<dyn Val>| (k.to_string(), v);
-    val_map([
-        field("id", val_str(&def.id)),
-        field("kind", val_str(&def.kind)),
-        field("location", val_str(&r.location)),
-        field("busy", Box::new(CelBool::from(r.activity.is_some()))),
-        field("in_service", Box::new(CelBool::from(r.in_service))),
-        field("battery", Box::new(CelDouble::from(r.battery))),
-        field(
-            "capabilities",
-            val_list(def.capabilities.iter().map(|c| val_str(c)).collect()),
-        ),
-    ])
+/// The fields of a robot as a condition sees it, in order.
+const ROBOT_FIELDS: [&str; 7] = [
+    "id",
+    "kind",
+    "location",
+    "busy",
+    "in_service",
+    "battery",
+    "capabilities",
+];
+
+/// A robot as a condition sees it (`robot`, each entry of `robots`): every field, or only
+/// `only` (the fields the study's conditions read, [`crate::expr::Reads`]).
+fn robot_value(
+    def: &crate::model::Robot,
+    r: &super::RobotState,
+    only: Option<&[String]>,
+) -> Box<dyn Val> {
+    let value = |k: &str| -> Box<dyn Val> {
+        match k {
+            "id" => val_str(&def.id),
+            "kind" => val_str(&def.kind),
+            "location" => val_str(&r.location),
+            "busy" => Box::new(CelBool::from(r.activity.is_some())),
+            "in_service" => Box::new(CelBool::from(r.in_service)),
+            "battery" => Box::new(CelDouble::from(r.battery)),
+            _ => val_list(def.capabilities.iter().map(|c| val_str(c)).collect()),
+        }
+    };
+    val_map(
+        ROBOT_FIELDS
+            .iter()
+            .filter(|k| only.is_none_or(|o| o.iter().any(|x| x == *k)))
+            .map(|k| (k.to_string(), value(k))),
+    )
 }
 
 /// Template of `state` while the current state lasts: FNV-1a of the seed and the id, so the pick
@@ -400,9 +426,10 @@ pub fn action_check(
 /// `target` added on top).
 fn robot_scope<'b>(study: &LoadedStudy, s: &Session, base: &'b Vars<'_>, ri: usize) -> Vars<'b> {
     let mut v = base.scope();
+    let fields = study.compiled.reads.as_ref().and_then(|r| r.robot_fields());
     v.set_val(
         "robot",
-        robot_value(&study.study.world.robots[ri], &s.robots[ri]),
+        robot_value(&study.study.world.robots[ri], &s.robots[ri], fields),
     );
     v
 }
@@ -903,7 +930,7 @@ mod pruned_vars_tests {
     fn compare(study: &LoadedStudy, old: &LoadedStudy, s: &Session, at: &str) -> usize {
         let (new_vars, old_vars) = (vars(study, s), reference_vars(old, s));
         let mut checked = 0;
-        let (all, reference) = (build_vars(study, s, |_| true), reference_vars(old, s));
+        let (all, reference) = (build_vars(study, s, |_| true, None), reference_vars(old, s));
         for src in probes(study, s) {
             let c = crate::expr::Condition::compile(&src).expect("a probe compiles");
             assert_eq!(c.evaluate(&all), c.evaluate(&reference), "{at}: `{src}`");
@@ -1035,5 +1062,56 @@ mod pruned_vars_tests {
         for name in ["b", "c", "restaurant", "busy", "messages", "ab"] {
             assert!(!reads.reads(name), "{name}");
         }
+    }
+
+    fn reads_of(sources: &[&str]) -> crate::expr::Reads {
+        let conds: Vec<crate::expr::Condition> = sources
+            .iter()
+            .map(|s| crate::expr::Condition::compile(s).expect("compiles"))
+            .collect();
+        crate::expr::Reads::of(&conds)
+    }
+
+    #[test]
+    fn robot_fields_are_pruned_only_when_every_use_selects_a_field() {
+        let r = reads_of(&[
+            "robots.hsk1.busy && robots.hsk2.location == 'x'",
+            "has(robots.qdc1.in_service) && robot.capabilities.exists(c, c == 'cam')",
+            "robot.battery > 3.0",
+        ]);
+        let owned = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            r.robots_fields(),
+            Some(&owned(&["busy", "in_service", "location"])[..])
+        );
+        assert_eq!(
+            r.robot_fields(),
+            Some(&owned(&["battery", "capabilities"])[..])
+        );
+        assert_eq!(reads_of(&["messages > 1"]).robots_fields(), Some(&[][..]));
+        for whole in [
+            "size(robots) > 0",
+            "has(robots.hsk1)",
+            "robots.exists(r, robots[r].busy)",
+            "robots.hsk1 == robots.hsk2",
+            "robots['hsk1'].busy",
+            ".robots.hsk1 != null",
+        ] {
+            assert_eq!(reads_of(&[whole]).robots_fields(), None, "{whole}");
+        }
+        for whole in ["robot == null", "robot['battery'] > 1.0", "size(robot) > 0"] {
+            assert_eq!(reads_of(&[whole]).robot_fields(), None, "{whole}");
+        }
+        // The demo study reads two fields of its robots: the others are not built.
+        let study = crate::load::load_builtin("offshore-emergency").expect("loads");
+        let fields = study
+            .compiled
+            .reads
+            .as_ref()
+            .and_then(|r| r.robots_fields());
+        assert!(
+            fields.is_some_and(|f| f.len() < ROBOT_FIELDS.len()),
+            "{fields:?}"
+        );
     }
 }
