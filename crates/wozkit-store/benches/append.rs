@@ -155,7 +155,7 @@ fn sqlite_threads() -> Vec<(String, Duration)> {
             Duration::from_millis((ticks(11) + ticks(12)) * 10),
         ));
     }
-    threads.sort_by(|a, b| b.1.cmp(&a.1));
+    threads.sort_by_key(|t| std::cmp::Reverse(t.1));
     threads
 }
 
@@ -171,7 +171,7 @@ fn thread_report(before: &[(String, Duration)], events: u64) -> String {
             (name, now.saturating_sub(was))
         })
         .collect();
-    used.sort_by(|a, b| b.1.cmp(&a.1));
+    used.sort_by_key(|t| std::cmp::Reverse(t.1));
     let per = |d: Duration| d.as_secs_f64() * 1e6 / events.max(1) as f64;
     let total: Duration = used.iter().map(|(_, d)| *d).sum();
     let writer = used.first().map_or(0.0, |(_, d)| per(*d));

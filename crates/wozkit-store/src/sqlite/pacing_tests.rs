@@ -16,6 +16,9 @@ use crate::error::Result;
 use crate::model::{NewEvent, NewSession};
 use crate::store::Store;
 
+/// One append in flight.
+type Append<'a> = Pin<Box<dyn Future<Output = Result<Vec<Event>>> + Send + 'a>>;
+
 /// Long enough that any pacing wait would outlast the test's bound by far.
 const HOUR: Duration = Duration::from_secs(3600);
 /// How long a write may take before the test calls it held back (a hang guard, not a speed
@@ -100,12 +103,11 @@ async fn a_queued_burst_is_committed_in_full_batches_without_waiting() {
     let shared = &store;
     // Every append of the burst is sent in one poll, on this single-threaded runtime, so all
     // are queued before the writer takes the first one.
-    let mut pending: Vec<Pin<Box<dyn Future<Output = Result<Vec<Event>>> + Send + '_>>> = (0
-        ..MAX_BATCH * BATCHES)
+    let mut pending: Vec<Append<'_>> = (0..MAX_BATCH * BATCHES)
         .map(|n| {
             let session = format!("s{}", n % MAX_BATCH);
             Box::pin(async move { shared.append(&session, vec![message(n as u64)]).await })
-                as Pin<Box<dyn Future<Output = Result<Vec<Event>>> + Send + '_>>
+                as Append<'_>
         })
         .collect();
     let burst = poll_fn(|cx| {
