@@ -211,8 +211,7 @@ pub(crate) fn decide(
             if tx.s.lock.is_some() {
                 return Err(Refusal::Locked);
             }
-            let offers = offer::offered(study, &tx.s);
-            let Some(o) = offers.into_iter().find(|o| o.state == state) else {
+            let Some(o) = offer::offer_of(study, &tx.s, &state) else {
                 return Err(Refusal::NotOffered { state });
             };
             let idx = study
@@ -390,7 +389,8 @@ pub(crate) fn decide(
             if tx.s.lock.is_some() {
                 return Err(Refusal::Locked);
             }
-            let offers = offer::offered(study, &tx.s);
+            // Only the picked state is needed, not the offers' texts.
+            let offers = offer::offered_states_with(study, &tx.s, &offer::vars(study, &tx.s));
             let total: f64 = offers.iter().map(|o| o.prior.max(0.0)).sum();
             if offers.is_empty() {
                 return Err(Refusal::NoHint);
@@ -410,7 +410,7 @@ pub(crate) fn decide(
             tx.emit(
                 actor.clone(),
                 EventKind::HintGiven {
-                    state: pick.state.clone(),
+                    state: study.study.states[pick.state].id.clone(),
                 },
             );
         }

@@ -340,30 +340,68 @@ pub fn offered(study: &LoadedStudy, s: &Session) -> Vec<Offer> {
 /// [`offered`] with the condition variables already built ([`vars`] of the same session), so
 /// one context serves every evaluation of a view.
 pub fn offered_with(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<Offer> {
+    offered_states_with(study, s, vars)
+        .into_iter()
+        .map(|o| o.render(study, s))
+        .collect()
+}
+
+/// The offer of `state` now, if it is offered ([`offered`] filtered to it, rendering only its
+/// text): what the engine checks a wizard's `say` against.
+pub fn offer_of(study: &LoadedStudy, s: &Session, state: &str) -> Option<Offer> {
+    if s.lock.is_some() || s.ended.is_some() || !s.started {
+        return None;
+    }
+    let i = study.state_idx(state)?;
+    offered_states_with(study, s, &vars(study, s))
+        .into_iter()
+        .find(|o| o.state == i)
+        .map(|o| o.render(study, s))
+}
+
+/// A state offered now, before its text is rendered ([`OfferedState::render`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OfferedState {
+    /// Index in the study's states.
+    pub state: usize,
+    pub prior: f64,
+    pub kind: OfferKind,
+}
+
+impl OfferedState {
+    /// The [`Offer`]: the state's label and act type and its template rendered now.
+    pub fn render(self, study: &LoadedStudy, s: &Session) -> Offer {
+        let def = &study.study.states[self.state];
+        let (template, text) = render_state(study, s, self.state);
+        Offer {
+            state: def.id.clone(),
+            label: def.label().to_string(),
+            act_type: def.act_type,
+            text,
+            template,
+            prior: self.prior,
+            kind: self.kind,
+        }
+    }
+}
+
+/// The states [`offered_with`] offers, in the same order (transitions of the current state,
+/// then unlocked states, then global ones; each state once, the first way it is offered),
+/// without rendering their texts.
+pub fn offered_states_with(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<OfferedState> {
     if s.lock.is_some() || s.ended.is_some() || !s.started {
         return vec![];
     }
     let st = &study.study;
     let c = &study.compiled;
     let state_ok = |i: usize| c.state_when[i].as_ref().is_none_or(|w| w.holds(vars));
-    let mut out: Vec<Offer> = vec![];
-    // The states offered so far, as indices (state ids are unique).
-    let mut offered: Vec<usize> = vec![];
-    let mut push = |i: usize, prior: f64, kind: OfferKind, out: &mut Vec<Offer>| {
-        if offered.contains(&i) || st.states[i].initial {
+    let mut out: Vec<OfferedState> = vec![];
+    let mut push = |state: usize, prior: f64, kind: OfferKind| {
+        // State ids are unique, so indices tell offered states apart.
+        if out.iter().any(|o| o.state == state) || st.states[state].initial {
             return;
         }
-        offered.push(i);
-        let (template, text) = render_state(study, s, i);
-        out.push(Offer {
-            state: st.states[i].id.clone(),
-            label: st.states[i].label().to_string(),
-            act_type: st.states[i].act_type,
-            text,
-            template,
-            prior,
-            kind,
-        });
+        out.push(OfferedState { state, prior, kind });
     };
     let targets = c.transition_to.get(s.current);
     for (j, t) in st.states[s.current].transitions.iter().enumerate() {
@@ -378,17 +416,17 @@ pub fn offered_with(study: &LoadedStudy, s: &Session, vars: &Vars<'_>) -> Vec<Of
             .as_ref()
             .is_none_or(|w| w.holds(vars));
         if t_ok && state_ok(i) {
-            push(i, t.prior(), OfferKind::Transition, &mut out);
+            push(i, t.prior(), OfferKind::Transition);
         }
     }
     for &i in &s.unlocked {
         if state_ok(i) {
-            push(i, 1.0, OfferKind::Unlocked, &mut out);
+            push(i, 1.0, OfferKind::Unlocked);
         }
     }
     for (i, def) in st.states.iter().enumerate() {
         if def.global && state_ok(i) {
-            push(i, 1.0, OfferKind::Global, &mut out);
+            push(i, 1.0, OfferKind::Global);
         }
     }
     out
@@ -1043,6 +1081,43 @@ mod pruned_vars_tests {
         assert!(checked > 1000, "{checked}");
         // The built-in studies have world variables no condition reads: the pruning is real.
         assert!(pruned > 0);
+    }
+
+    /// `offer_of` (what a `say` is checked against) is `offered` filtered to one state, for
+    /// every state of every built-in study after every event of random sessions.
+    #[test]
+    fn the_offer_of_a_state_is_that_state_among_the_offers() {
+        let mut offered_seen = 0;
+        for name in crate::load::builtin_names() {
+            let study = match crate::load::load_builtin(&name) {
+                Ok(s) => s,
+                Err(e) => panic!("{name}: {e:?}"),
+            };
+            if study.study.states.is_empty() {
+                // An evaluation study: no dialogue to play.
+                continue;
+            }
+            for seed in 0..3 {
+                let played = play(&study, seed, WizardPolicy::Uniform);
+                let mut s = Session::new(&study, &played.session.id);
+                for (i, (actor, kind, now)) in played.events.iter().enumerate() {
+                    super::super::apply(&study, &mut s, actor, kind, *now);
+                    let all = offered(&study, &s);
+                    offered_seen += all.len();
+                    for def in &study.study.states {
+                        let expected = all.iter().find(|o| o.state == def.id);
+                        assert_eq!(
+                            offer_of(&study, &s, &def.id).as_ref(),
+                            expected,
+                            "{name} seed {seed} event {i} state {}",
+                            def.id
+                        );
+                    }
+                    assert_eq!(offer_of(&study, &s, "no-such-state"), None);
+                }
+            }
+        }
+        assert!(offered_seen > 100, "{offered_seen}");
     }
 
     #[test]
