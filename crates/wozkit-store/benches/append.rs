@@ -9,7 +9,7 @@
 //!
 //! `cargo bench -p wozkit-store --bench append -- [--sessions 5000] [--appends 20]
 //!  [--seconds 10] [--rate 1.0] [--events 1] [--sync full|normal] [--pace-us 2000]
-//!  [--cache-kib 65536] [--pg postgres://…]`
+//!  [--cache-kib 65536] [--page-size 4096] [--checkpoint-ms 500] [--pg postgres://…]`
 //!
 //! `--events` is the events per append request (a room's command appends one to a few);
 //! `--pace-us` and `--cache-kib` set [`SqliteOptions::commit_pace`] and
@@ -40,6 +40,8 @@ struct Args {
     sync: Synchronous,
     pace: Option<Duration>,
     cache_kib: Option<u32>,
+    page_size: Option<u32>,
+    checkpoint_ms: Option<u64>,
     pg: Option<String>,
 }
 
@@ -53,6 +55,8 @@ fn parse_args() -> Result<Args, String> {
         sync: Synchronous::Full,
         pace: None,
         cache_kib: None,
+        page_size: None,
+        checkpoint_ms: None,
         pg: None,
     };
     let mut it = std::env::args().skip(1);
@@ -74,6 +78,10 @@ fn parse_args() -> Result<Args, String> {
                 ))
             }
             "--cache-kib" => args.cache_kib = Some(value.parse().map_err(|_| bad.clone())?),
+            "--page-size" => args.page_size = Some(value.parse().map_err(|_| bad.clone())?),
+            "--checkpoint-ms" => {
+                args.checkpoint_ms = Some(value.parse().map_err(|_| bad.clone())?);
+            }
             "--sync" => {
                 args.sync = match value.as_str() {
                     "full" => Synchronous::Full,
@@ -240,12 +248,17 @@ async fn run(args: Args) {
                 synchronous: args.sync,
                 commit_pace: args.pace.unwrap_or(defaults.commit_pace),
                 cache_kib: args.cache_kib.unwrap_or(defaults.cache_kib),
+                page_size: args.page_size.unwrap_or(defaults.page_size),
+                checkpoint_every: args
+                    .checkpoint_ms
+                    .map_or(defaults.checkpoint_every, Duration::from_millis),
                 ..defaults
             };
             println!(
-                "sqlite commit pace {} µs, cache {} KiB",
+                "sqlite commit pace {} µs, cache {} KiB, page size {}",
                 options.commit_pace.as_micros(),
-                options.cache_kib
+                options.cache_kib,
+                options.page_size
             );
             let opened = Arc::new(SqliteStore::open_with(path, options).await.expect("open"));
             sqlite = Some(Arc::clone(&opened));

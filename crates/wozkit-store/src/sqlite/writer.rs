@@ -196,20 +196,34 @@ impl BatchState {
 
 /// Copies committed WAL frames into the database file every `period` until `stop` fires. On
 /// its own connection so the copying (and its fsync of the database file) stays off the
-/// writer's path: PASSIVE checkpoints never block the writer or the readers. A failed
-/// checkpoint is simply tried again on the next tick.
+/// writer's path: PASSIVE checkpoints never block the writer or the readers. A tick is skipped
+/// while `commits` (the writer's count) has not moved since a checkpoint that copied every
+/// frame; a failed or partial checkpoint (a reader still on old frames) is tried again on the
+/// next tick.
 pub(super) async fn checkpoints(
     mut conn: SqliteConnection,
     period: Duration,
+    commits: Arc<AtomicU64>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // The commit count when a checkpoint last copied everything; `None` before the first.
+    let mut copied_at: Option<u64> = None;
     loop {
         tokio::select! {
             _ = &mut stop => break,
             _ = ticks.tick() => {
-                let _ = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&mut conn).await;
+                let now = commits.load(Ordering::Relaxed);
+                if copied_at == Some(now) {
+                    continue;
+                }
+                // (busy, frames in the WAL, frames copied): all copied when not busy and equal.
+                let done = sqlx::query_as::<_, (i64, i64, i64)>("PRAGMA wal_checkpoint(PASSIVE)")
+                    .fetch_one(&mut conn)
+                    .await
+                    .is_ok_and(|(busy, log, copied)| busy == 0 && log == copied);
+                copied_at = done.then_some(now);
             }
         }
     }
