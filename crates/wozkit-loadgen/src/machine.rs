@@ -156,7 +156,7 @@ pub struct MachineFigures {
     pub steal_percent: f64,
     /// Iowait as a share of all the machine's CPU time, percent.
     pub iowait_percent: f64,
-    /// True when foreign CPU and steal stayed under their limits.
+    /// True when foreign CPU was measured and it and steal stayed under their limits.
     pub quiet: bool,
     /// Why the machine was not quiet (empty when it was).
     pub warnings: Vec<String>,
@@ -186,6 +186,13 @@ pub fn figures(start: &Snapshot, end: &Snapshot) -> Option<MachineFigures> {
         warnings.push(format!(
             "other processes used {f:.0}% of a core on average (limit {FOREIGN_LIMIT_PERCENT:.0}%)"
         ));
+    }
+    if foreign.is_none() {
+        // Unknown is not quiet: the servers' CPU cannot be told from other processes' CPU.
+        warnings.push(
+            "other processes' CPU was not measured: the server's process is unknown (with several URLs, or without --server-pid)"
+                .to_string(),
+        );
     }
     if steal > STEAL_LIMIT_PERCENT {
         warnings.push(format!(
@@ -289,9 +296,11 @@ procs_running 2\n";
         stop.server_ticks = None;
         let f = figures(&start, &stop).unwrap();
         assert_eq!(f.foreign_cpu_percent, None);
-        // Steal alone still decides.
+        // Not knowing is not quiet; steal is still checked.
         assert!(!f.quiet);
-        assert_eq!(f.warnings.len(), 1);
+        assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
+        assert!(f.warnings[0].contains("not measured"), "{:?}", f.warnings);
+        assert!(f.warnings[1].contains("stole"), "{:?}", f.warnings);
     }
 
     #[test]
