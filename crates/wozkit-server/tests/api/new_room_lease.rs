@@ -1,293 +1,56 @@
 //! A new room is leased before anyone is seated in it (`pairing.rs`): between the pairing and
 //! the start of the room's task no other instance can rebuild the room, since a participant's
-//! record names the session only once its lease is held. Checked through a store that notes the
-//! room's lease at each seating.
-
-use std::sync::{Arc, Mutex};
-
-use async_trait::async_trait;
-use wozkit_core::event::{EndReason, Event};
-use wozkit_store::store::RoomLease;
-use wozkit_store::store::{JoinedLobby, NewWaiter, Waiter};
-use wozkit_store::{
-    Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LiveLogin,
-    NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
-    Platform, Result, SessionFilter, SessionRecord, Store, SubmitOutcome,
-};
+//! record names the session only once its lease is held. Checked with a trigger in the store's
+//! SQLite file that notes, as each participant's record gets its session, who holds that
+//! session's room lease at that moment (in the same transaction as the seating).
 
 use crate::cluster::{Pair, instance, owner, pair_on, stop};
 use crate::helpers::Tiny;
 
-/// (participant, session, the session's room lease when the participant was seated in it)
-type Seating = (String, String, Option<RoomLease>);
-
-/// A store that notes, whenever a participant is placed in a session, who held that session's
-/// room lease at that moment. Everything else goes straight through.
-struct Watched {
-    inner: Arc<dyn Store>,
-    seated: Mutex<Vec<Seating>>,
+/// Installs the trigger: every write that puts a participant in a session adds a row to
+/// `seat_watch` with the participant, the session and the lease holder then (NULL for none).
+fn watch_seatings(db: &std::path::Path) {
+    let conn = rusqlite::Connection::open(db).expect("the store's file opens");
+    conn.execute_batch(
+        "CREATE TABLE seat_watch (participant TEXT, session TEXT, holder TEXT);
+         CREATE TRIGGER seat_watch AFTER UPDATE OF session_id ON participants
+         WHEN NEW.session_id IS NOT NULL AND NEW.session_id IS NOT OLD.session_id
+         BEGIN
+           INSERT INTO seat_watch VALUES (NEW.id, NEW.session_id,
+             (SELECT instance_id FROM room_leases WHERE session_id = NEW.session_id));
+         END;",
+    )
+    .expect("the trigger is installed");
 }
 
-#[async_trait]
-impl Store for Watched {
-    async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
-        self.inner.create_session(new).await
-    }
-    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
-        self.inner.session(id).await
-    }
-    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
-        self.inner.list_sessions(filter).await
-    }
-    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
-        self.inner.count_sessions(filter).await
-    }
-    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
-        self.inner.end_session(id, reason, at_ms).await
-    }
-    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
-        self.inner.append(session, events).await
-    }
-    async fn append_once(
-        &self,
-        session: &str,
-        key: &str,
-        events: Vec<NewEvent>,
-    ) -> Result<Option<Vec<Event>>> {
-        self.inner.append_once(session, key, events).await
-    }
-    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
-        self.inner.events(session, after_seq).await
-    }
-    async fn events_page(
-        &self,
-        study_id: Option<&str>,
-        after: Option<&EventCursor>,
-        limit: u32,
-    ) -> Result<Vec<Event>> {
-        self.inner.events_page(study_id, after, limit).await
-    }
-    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
-        self.inner.create_participant(new).await
-    }
-    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
-        self.inner.participant(id).await
-    }
-    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
-        self.inner.participant_by_token_hash(token_hash).await
-    }
-    async fn participant_by_worker(
-        &self,
-        study_id: &str,
-        platform: Platform,
-        worker_id: &str,
-    ) -> Result<Option<Participant>> {
-        self.inner
-            .participant_by_worker(study_id, platform, worker_id)
-            .await
-    }
-    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
-        self.inner.participants_in_session(session_id).await
-    }
-    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
-        self.inner.list_participants(study_id).await
-    }
-    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
-        if let Some(Some(session)) = &patch.session_id {
-            let lease = self.inner.room_owner(session).await?;
-            self.seated
-                .lock()
-                .expect("seatings")
-                .push((id.to_owned(), session.clone(), lease));
-        }
-        self.inner.update_participant(id, patch).await
-    }
-    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
-        self.inner.open_participant_log(new).await
-    }
-    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
-        self.inner.register_items(study_id, items).await
-    }
-    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
-        self.inner.claim(req).await
-    }
-    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
-        self.inner.lease(lease_id).await
-    }
-    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
-        self.inner.open_lease(study_id, worker).await
-    }
-    async fn submit(
-        &self,
-        lease_id: &str,
-        now_ms: u64,
-        session: &str,
-        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
-    ) -> Result<(SubmitOutcome, Vec<Event>)> {
-        self.inner.submit(lease_id, now_ms, session, events).await
-    }
-    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
-        self.inner.return_lease(lease_id, now_ms).await
-    }
-    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
-        self.inner.leases(study_id).await
-    }
-    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
-        self.inner.item_counts(study_id, now_ms).await
-    }
-    async fn create_account(&self, new: NewAccount) -> Result<Account> {
-        self.inner.create_account(new).await
-    }
-    async fn account(&self, id: &str) -> Result<Option<Account>> {
-        self.inner.account(id).await
-    }
-    async fn account_by_name(&self, name: &str) -> Result<Option<Account>> {
-        self.inner.account_by_name(name).await
-    }
-    async fn accounts(&self) -> Result<Vec<Account>> {
-        self.inner.accounts().await
-    }
-    async fn set_account_password(&self, id: &str, password_hash: &str) -> Result<bool> {
-        self.inner.set_account_password(id, password_hash).await
-    }
-    async fn remove_account(&self, id: &str, at_ms: u64) -> Result<bool> {
-        self.inner.remove_account(id, at_ms).await
-    }
-    async fn create_login(&self, login: NewLogin) -> Result<()> {
-        self.inner.create_login(login).await
-    }
-    async fn login(&self, token_hash: &str, now_ms: u64) -> Result<Option<LiveLogin>> {
-        self.inner.login(token_hash, now_ms).await
-    }
-    async fn end_login(&self, token_hash: &str) -> Result<bool> {
-        self.inner.end_login(token_hash).await
-    }
-    async fn end_logins(&self, account_id: &str) -> Result<u64> {
-        self.inner.end_logins(account_id).await
-    }
-    async fn record_failed_login(
-        &self,
-        address: &str,
-        name: &str,
-        at_ms: u64,
-        forget_before_ms: u64,
-    ) -> Result<()> {
-        self.inner
-            .record_failed_login(address, name, at_ms, forget_before_ms)
-            .await
-    }
-    async fn failed_logins(
-        &self,
-        address: &str,
-        name: &str,
-        since_ms: u64,
-    ) -> Result<FailedLogins> {
-        self.inner.failed_logins(address, name, since_ms).await
-    }
-    async fn clear_failed_logins(&self, name: &str) -> Result<()> {
-        self.inner.clear_failed_logins(name).await
-    }
-    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
-        self.inner.join_lobby(entry, live_since_ms).await
-    }
-    async fn lobby_heard(
-        &self,
-        participant: &str,
-        instance: &str,
-        conn: u64,
-        at_ms: u64,
-    ) -> Result<bool> {
-        self.inner
-            .lobby_heard(participant, instance, conn, at_ms)
-            .await
-    }
-    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
-        self.inner.leave_lobby(participant, instance, conn).await
-    }
-    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
-        self.inner.waiters(study_id).await
-    }
-    async fn notify_lobby(&self, notice: &str) -> Result<bool> {
-        self.inner.notify_lobby(notice).await
-    }
-    async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
-        self.inner.listen_lobby().await
-    }
-    async fn acquire_room(
-        &self,
-        session: &str,
-        instance: &str,
-        address: &str,
-        now_ms: u64,
-        expires_at_ms: u64,
-    ) -> Result<bool> {
-        self.inner
-            .acquire_room(session, instance, address, now_ms, expires_at_ms)
-            .await
-    }
-    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
-        self.inner.renew_rooms(instance, expires_at_ms).await
-    }
-    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
-        self.inner.release_room(session, instance).await
-    }
-    async fn room_owner(&self, session: &str) -> Result<Option<RoomLease>> {
-        self.inner.room_owner(session).await
-    }
-    async fn claim_orphan_rooms(
-        &self,
-        instance: &str,
-        address: &str,
-        now_ms: u64,
-        unowned_before_ms: u64,
-        expires_at_ms: u64,
-        limit: u32,
-    ) -> Result<Vec<String>> {
-        self.inner
-            .claim_orphan_rooms(
-                instance,
-                address,
-                now_ms,
-                unowned_before_ms,
-                expires_at_ms,
-                limit,
-            )
-            .await
-    }
-    async fn meta(&self, key: &str) -> Result<Option<String>> {
-        self.inner.meta(key).await
-    }
-    async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        self.inner.set_meta(key, value).await
-    }
-    async fn meta_increment(&self, key: &str) -> Result<i64> {
-        self.inner.meta_increment(key).await
-    }
-    async fn close(&self) {
-        self.inner.close().await
-    }
+/// The seatings the trigger saw: (participant, session, lease holder), by participant.
+fn seatings(db: &std::path::Path) -> Vec<(String, String, Option<String>)> {
+    let conn = rusqlite::Connection::open(db).expect("the store's file opens");
+    let mut stmt = conn
+        .prepare("SELECT participant, session, holder FROM seat_watch ORDER BY participant")
+        .expect("query");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("seatings")
 }
 
 #[tokio::test]
 async fn a_new_room_is_leased_before_its_participants_are_seated() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let inner = wozkit_store::open(dir.path().to_str().expect("utf-8 path"))
+    let store = wozkit_store::open(dir.path().to_str().expect("utf-8 path"))
         .await
         .expect("store opens");
-    let watched = Arc::new(Watched {
-        inner: inner.clone(),
-        seated: Mutex::new(Vec::new()),
-    });
-    let a = instance("A", watched.clone(), &Tiny::default(), None).await;
+    let db = dir.path().join(wozkit_store::sqlite::DB_FILE);
+    watch_seatings(&db);
+    let a = instance("A", store.clone(), &Tiny::default(), None).await;
     let Pair {
         session,
         waiting: _waiting,
         ..
     } = pair_on(a.addr, "alice", "bob").await;
-    let seated = watched.seated.lock().expect("seatings").clone();
-    let mut who: Vec<&str> = seated.iter().map(|(p, _, _)| p.as_str()).collect();
-    who.sort_unstable();
-    let mut expected: Vec<String> = inner
+    let seated = seatings(&db);
+    let mut expected: Vec<String> = store
         .participants_in_session(&session)
         .await
         .expect("participants")
@@ -296,15 +59,16 @@ async fn a_new_room_is_leased_before_its_participants_are_seated() {
         .collect();
     expected.sort_unstable();
     assert_eq!(expected.len(), 2, "{expected:?}");
+    let who: Vec<String> = seated.iter().map(|(p, _, _)| p.clone()).collect();
     assert_eq!(who, expected, "both participants were seated: {seated:#?}");
-    for (participant, in_session, lease) in &seated {
+    for (participant, in_session, holder) in &seated {
         assert_eq!(in_session, &session);
         assert_eq!(
-            lease.as_ref().map(|l| l.instance_id.as_str()),
+            holder.as_deref(),
             Some("A"),
             "{participant} was seated in a room nobody held"
         );
     }
-    assert_eq!(owner(inner.as_ref(), &session).await.as_deref(), Some("A"));
+    assert_eq!(owner(store.as_ref(), &session).await.as_deref(), Some("A"));
     stop(a).await;
 }
