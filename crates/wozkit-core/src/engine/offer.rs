@@ -1043,19 +1043,40 @@ mod pruned_vars_tests {
         checked
     }
 
+    /// Every built-in study with a dialogue (evaluation studies have none to play).
+    fn dialogue_studies() -> Vec<(String, LoadedStudy)> {
+        crate::load::builtin_names()
+            .into_iter()
+            .map(|name| match crate::load::load_builtin(&name) {
+                Ok(s) => (name, s),
+                Err(e) => panic!("{name}: {e:?}"),
+            })
+            .filter(|(_, s)| !s.study.states.is_empty())
+            .collect()
+    }
+
+    /// Plays a random session of `study` and calls `each` with the session before its first
+    /// event (`None`) and after every event (its index).
+    fn each_state(
+        study: &LoadedStudy,
+        seed: u64,
+        policy: WizardPolicy,
+        mut each: impl FnMut(Option<usize>, &Session),
+    ) {
+        let played = play(study, seed, policy);
+        let mut s = Session::new(study, &played.session.id);
+        each(None, &s);
+        for (i, (actor, kind, now)) in played.events.iter().enumerate() {
+            super::super::apply(study, &mut s, actor, kind, *now);
+            each(Some(i), &s);
+        }
+    }
+
     #[test]
     fn pruned_variables_and_parsed_templates_give_what_the_full_ones_give() {
         let mut checked = 0;
         let mut pruned = 0;
-        for name in crate::load::builtin_names() {
-            let study = match crate::load::load_builtin(&name) {
-                Ok(s) => s,
-                Err(e) => panic!("{name}: {e:?}"),
-            };
-            if study.study.states.is_empty() {
-                // An evaluation study: no dialogue to play.
-                continue;
-            }
+        for (name, study) in dialogue_studies() {
             let old = unanalysed(&study);
             let reads = study.compiled.reads.as_ref().expect("the loader analyses");
             pruned += study
@@ -1069,13 +1090,13 @@ mod pruned_vars_tests {
                 let p = [WizardPolicy::Priors, WizardPolicy::Uniform][i as usize % 2];
                 (i, p)
             }) {
-                let played = play(&study, seed, policy);
-                let mut s = Session::new(&study, &played.session.id);
-                checked += compare(&study, &old, &s, &format!("{name} seed {seed} start"));
-                for (i, (actor, kind, now)) in played.events.iter().enumerate() {
-                    super::super::apply(&study, &mut s, actor, kind, *now);
-                    checked += compare(&study, &old, &s, &format!("{name} seed {seed} event {i}"));
-                }
+                each_state(&study, seed, policy, |i, s| {
+                    let at = match i {
+                        None => format!("{name} seed {seed} start"),
+                        Some(i) => format!("{name} seed {seed} event {i}"),
+                    };
+                    checked += compare(&study, &old, s, &at);
+                });
             }
         }
         assert!(checked > 1000, "{checked}");
@@ -1088,33 +1109,23 @@ mod pruned_vars_tests {
     #[test]
     fn the_offer_of_a_state_is_that_state_among_the_offers() {
         let mut offered_seen = 0;
-        for name in crate::load::builtin_names() {
-            let study = match crate::load::load_builtin(&name) {
-                Ok(s) => s,
-                Err(e) => panic!("{name}: {e:?}"),
-            };
-            if study.study.states.is_empty() {
-                // An evaluation study: no dialogue to play.
-                continue;
-            }
+        for (name, study) in dialogue_studies() {
             for seed in 0..3 {
-                let played = play(&study, seed, WizardPolicy::Uniform);
-                let mut s = Session::new(&study, &played.session.id);
-                for (i, (actor, kind, now)) in played.events.iter().enumerate() {
-                    super::super::apply(&study, &mut s, actor, kind, *now);
-                    let all = offered(&study, &s);
+                each_state(&study, seed, WizardPolicy::Uniform, |i, s| {
+                    let Some(i) = i else { return };
+                    let all = offered(&study, s);
                     offered_seen += all.len();
                     for def in &study.study.states {
                         let expected = all.iter().find(|o| o.state == def.id);
                         assert_eq!(
-                            offer_of(&study, &s, &def.id).as_ref(),
+                            offer_of(&study, s, &def.id).as_ref(),
                             expected,
                             "{name} seed {seed} event {i} state {}",
                             def.id
                         );
                     }
-                    assert_eq!(offer_of(&study, &s, "no-such-state"), None);
-                }
+                    assert_eq!(offer_of(&study, s, "no-such-state"), None);
+                });
             }
         }
         assert!(offered_seen > 100, "{offered_seen}");
