@@ -39,6 +39,19 @@ else
   echo "full-corpus tests: SKIPPED (no ../shared/corpora beside the checkout; fixtures only)"
 fi
 
+# A clean clone builds every test binary from scratch, where incremental compilation only costs
+# disk (several GB) and time; CARGO_INCREMENTAL=1 in the environment keeps it.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# The build needs roughly 12 GB (about 80 test binaries, each linking every dependency); a full
+# disk shows up as a linker crash ("Bus error"), so say how much there is before starting.
+build_dir="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$build_dir"
+free_gb=$(df -Pk "$build_dir" | awk 'NR==2 { printf "%d", $4 / 1048576 }')
+echo "disk: ${free_gb} GB free where the build goes ($build_dir)"
+if [ "$free_gb" -lt 12 ]; then
+  echo "warning: under 12 GB free; the build may fail with a linker error when the disk fills" >&2
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
