@@ -84,7 +84,7 @@ impl Condition {
 /// variable whose name has dots is kept whenever its first segment is read.
 #[derive(Clone, Debug, Default)]
 pub struct Reads {
-    roots: std::collections::HashSet<String, crate::slots::FnvBuild>,
+    roots: std::collections::HashSet<String, crate::slots::FastHash>,
     /// The fields read of each entry of `robots` (`robots.ID.FIELD`); `None` when a condition
     /// uses `robots` any other way (the whole map, an entry, an index).
     robots_fields: Option<Vec<String>>,

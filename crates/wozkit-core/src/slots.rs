@@ -143,37 +143,16 @@ pub fn render_parsed(
     out
 }
 
-/// FNV-1a, a hasher for the engine's load-time tables (template texts, variable names): their
-/// keys come from the study, and hashing them must cost little next to what a lookup saves.
-#[derive(Clone, Copy, Debug)]
-pub struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-/// Builds [`Fnv`] hashers.
-pub type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
+/// The hasher of the engine's load-time tables (template texts, variable names), looked up on
+/// every view: their keys come from the study, not from participants, and `foldhash` hashes a
+/// ~100-byte text several times faster than the standard library's SipHash.
+pub type FastHash = foldhash::fast::RandomState;
 
 /// Templates parsed once, by their text: rendering looks a template up here instead of parsing
-/// it again, and parses only a text it does not hold.
+/// it again, and parses only a text it does not hold (every offer and fixed option of every
+/// view is looked up: [`FastHash`]).
 #[derive(Clone, Debug, Default)]
-pub struct Templates(std::collections::HashMap<String, Option<Vec<Part>>>);
+pub struct Templates(std::collections::HashMap<String, Option<Vec<Part>>, FastHash>);
 
 impl Templates {
     /// Parses and keeps `template` (a template that does not parse is kept as such).

@@ -1,5 +1,7 @@
 //! The fold: how each event changes a session. Used by live steps and by replay alike.
 
+use std::sync::Arc;
+
 use super::{ActiveLock, Activity, Session, after_secs};
 use crate::event::{Actor, Event, EventKind, MessageSource, Role};
 use crate::load::LoadedStudy;
@@ -19,8 +21,9 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             out_of_service,
             ..
         } => {
+            let vars = Arc::make_mut(&mut s.world);
             for (k, v) in world {
-                s.world.insert(k.clone(), v.clone());
+                vars.insert(k.clone(), v.clone());
             }
             for (def, r) in study.study.world.robots.iter().zip(s.robots.iter_mut()) {
                 r.in_service = !out_of_service.contains(&def.id);
@@ -58,8 +61,9 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         }
         EventKind::SubtaskEntered { subtask } => s.subtask = Some(subtask.clone()),
         EventKind::WorldSet { values } => {
+            let vars = Arc::make_mut(&mut s.world);
             for (k, v) in values {
-                s.world.insert(k.clone(), v.clone());
+                vars.insert(k.clone(), v.clone());
             }
         }
         EventKind::ActionStarted {

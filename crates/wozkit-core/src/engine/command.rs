@@ -357,7 +357,7 @@ pub(crate) fn decide(
                     robot: r.id.clone(),
                     target,
                     ends_at_ms: ends,
-                    world: tx.s.world.clone(),
+                    world: (*tx.s.world).clone(),
                     robots,
                 },
             );

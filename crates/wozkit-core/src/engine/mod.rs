@@ -20,6 +20,8 @@ pub use offer::{
     render_clock_parts, render_state, robot_snapshots, valid_actions, vars,
 };
 
+use std::sync::Arc;
+
 use indexmap::IndexMap;
 use rand::{Rng, RngExt};
 use serde::Serialize;
@@ -74,7 +76,9 @@ pub struct Session {
     pub current: usize,
     /// Picks the templates of the options offered from the current state.
     pub template_seed: u64,
-    pub world: IndexMap<String, serde_json::Value>,
+    /// Shared with the copies [`step`] makes of the session (most steps set no variable) and
+    /// copied on the first write ([`Arc::make_mut`]).
+    pub world: Arc<IndexMap<String, serde_json::Value>>,
     /// Same order as the study's robots.
     pub robots: Vec<RobotState>,
     /// States offered until said (indices).
@@ -114,7 +118,7 @@ impl Session {
             started_at_ms: 0,
             current: study.compiled.initial,
             template_seed: 0,
-            world: s.world.variables.clone(),
+            world: Arc::new(s.world.variables.clone()),
             robots: s
                 .world
                 .robots

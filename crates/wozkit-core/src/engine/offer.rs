@@ -56,7 +56,7 @@ fn build_vars(
     robot_fields: Option<&[String]>,
 ) -> Vars<'static> {
     let mut v = Vars::default();
-    for (k, val) in &s.world {
+    for (k, val) in s.world.iter() {
         if wanted(k) {
             v.set_val(k, json_to_val(val));
         }
@@ -750,6 +750,7 @@ pub fn alarm_with<'a>(
 #[cfg(test)]
 mod key_tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn the_action_table_key_follows_what_the_guards_read_and_nothing_else() {
@@ -760,8 +761,7 @@ mod key_tests {
         let names = action_guard_variables(&study);
         assert!(names.iter().any(|n| n == "fire_inspected"), "{names:?}");
         let mut s = Session::new(&study, "t");
-        s.world
-            .insert("fire_inspected".into(), serde_json::Value::Bool(false));
+        Arc::make_mut(&mut s.world).insert("fire_inspected".into(), serde_json::Value::Bool(false));
         let key = |s: &Session| action_table_key(&study, s, &names);
         let start = key(&s);
         assert!(start.is_some());
@@ -769,15 +769,13 @@ mod key_tests {
         // What no guard reads leaves the key (and so a kept table) as it is.
         let mut chatted = s.clone();
         chatted.messages += 3;
-        chatted
-            .world
+        Arc::make_mut(&mut chatted.world)
             .insert("unread_by_guards".into(), serde_json::Value::Bool(true));
         assert_eq!(key(&chatted), start);
 
         // A variable a guard reads, a robot's place or battery, and the start change it.
         let mut inspected = s.clone();
-        inspected
-            .world
+        Arc::make_mut(&mut inspected.world)
             .insert("fire_inspected".into(), serde_json::Value::Bool(true));
         assert_ne!(key(&inspected), start);
         let mut moved = s.clone();
@@ -848,7 +846,7 @@ mod pruned_vars_tests {
     /// built straight in CEL's evaluation form and pruned: the reference.
     fn reference_vars(study: &LoadedStudy, s: &Session) -> Vars<'static> {
         let mut v = Vars::default();
-        for (k, val) in &s.world {
+        for (k, val) in s.world.iter() {
             v.set(k, json_to_cel(val));
         }
         v.set("subtask", cel_str(s.subtask.as_deref().unwrap_or("")));

@@ -1010,7 +1010,7 @@ mod tests {
         s.milestones = vec!["inspect".into()];
         s.ended = Some((wozkit_core::event::EndReason::TimeLimit, false));
         assert_eq!(alarm(&s)["cleared"], false);
-        s.world.insert("fire_out".into(), json!(true));
+        std::sync::Arc::make_mut(&mut s.world).insert("fire_out".into(), json!(true));
         assert_eq!(alarm(&s)["cleared"], true);
     }
 
