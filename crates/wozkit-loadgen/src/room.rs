@@ -184,7 +184,7 @@ impl Play<'_> {
                     return None;
                 };
                 if let Some(sent) = self.pending.remove(&ack.id) {
-                    stats.count_in_window(|s| &s.acked, now);
+                    stats.count_in_window(|s| &s.acked, sent);
                     self.correlate(sent, ack.seq, now);
                 }
             }

@@ -86,7 +86,9 @@ pub struct Stats {
     window_end: OnceLock<Instant>,
     /// Microseconds, 3 significant digits.
     latency: Mutex<Histogram<u64>>,
-    /// Commands sent / acknowledged inside the window.
+    /// Commands sent inside the window, and those of them acknowledged (counted by the instant
+    /// the command was sent, like the latency samples, so a command sent before the window and
+    /// acknowledged in it counts in neither: `acked` never exceeds `sent`).
     pub sent: AtomicU64,
     pub acked: AtomicU64,
     /// Acks whose command could not be matched to an event (a command that stored nothing).

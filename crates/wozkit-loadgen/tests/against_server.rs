@@ -61,6 +61,11 @@ async fn pairs_play_and_latency_is_measured() {
     assert_eq!(report.per_url.len(), 1);
     assert_eq!(report.per_url[0].reached_room, 6);
     assert!(report.commands_acked > 0, "{}", report.text());
+    assert!(
+        report.commands_acked <= report.commands_sent,
+        "{}",
+        report.text()
+    );
     assert!(report.latency.samples > 0, "{}", report.text());
     assert!(report.latency.p50_ms <= report.latency.max_ms);
     for code in [
@@ -131,6 +136,7 @@ async fn pairs_are_spread_over_two_servers_and_reported_per_url() {
     assert_eq!((a.sessions, b.sessions), (2, 1), "{text}");
     assert!(a.commands_acked > 0 && b.commands_acked > 0, "{text}");
     assert_eq!(a.commands_acked + b.commands_acked, report.commands_acked);
+    assert!(report.commands_acked <= report.commands_sent, "{text}");
     assert!(a.latency.samples > 0 && b.latency.samples > 0, "{text}");
     assert_eq!(
         a.latency.samples + b.latency.samples,
