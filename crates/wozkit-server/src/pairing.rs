@@ -36,8 +36,7 @@ async fn create_session(app: &AppState, study: &LoadedStudy) -> Result<(String, 
 
 /// Leases the room of a session just created, before anyone is seated in it: from then on no
 /// other instance can rebuild it (a participant's socket reaching another instance finds the
-/// lease and is relayed here), and its task, started once the participants are seated, only
-/// renews the lease.
+/// lease and is relayed here), and its task only renews the lease.
 async fn lease_new_room(app: &AppState, session: &str) -> Result<(), StoreError> {
     if room::lease::acquire(app, session).await? {
         Ok(())
@@ -46,18 +45,6 @@ async fn lease_new_room(app: &AppState, session: &str) -> Result<(), StoreError>
             what: "room lease of a new session",
             key: session.to_owned(),
         })
-    }
-}
-
-/// Gives back the lease of a new room whose participants could not be seated, so that the
-/// session is taken over (and ended for lack of its participants) like any room nobody runs.
-async fn give_back(app: &AppState, session: &str) {
-    if let Err(e) = app
-        .store
-        .release_room(session, &app.tunables.instance_id)
-        .await
-    {
-        tracing::warn!(session, "cannot give back the new room's lease: {e}");
     }
 }
 
@@ -96,19 +83,17 @@ pub async fn pair(
 ) -> Result<String, StoreError> {
     let (id, seed) = create_session(app, study).await?;
     lease_new_room(app, &id).await?;
-    let seated = async {
-        seat(app, study, a, &id).await?;
-        seat(app, study, b, &id).await
-    };
-    if let Err(e) = seated.await {
-        give_back(app, &id).await;
-        return Err(e);
-    }
+    // The room is in memory before anyone is seated, so a participant's socket arriving as
+    // soon as its seat is stored finds it; it never rebuilds the room from the participants
+    // seated so far. If a seat cannot be stored, the room ends the session at its join
+    // deadline (nobody, or only one participant, joins), like a pair one of whom never comes.
     let humans = vec![
         (a.role, a.participant.clone()),
         (b.role, b.participant.clone()),
     ];
     room::start_new(app, study.clone(), &id, seed, humans, vec![]);
+    seat(app, study, a, &id).await?;
+    seat(app, study, b, &id).await?;
     tracing::info!(session = id, study = study.study.id, "paired");
     Ok(id)
 }
@@ -121,12 +106,10 @@ pub async fn with_bot(
 ) -> Result<String, StoreError> {
     let (id, seed) = create_session(app, study).await?;
     lease_new_room(app, &id).await?;
-    if let Err(e) = seat(app, study, me, &id).await {
-        give_back(app, &id).await;
-        return Err(e);
-    }
+    // In memory before the seat, as in `pair`.
     let humans = vec![(me.role, me.participant.clone())];
     room::start_new(app, study.clone(), &id, seed, humans, vec![me.role.other()]);
+    seat(app, study, me, &id).await?;
     tracing::info!(session = id, study = study.study.id, "paired with a bot");
     Ok(id)
 }
