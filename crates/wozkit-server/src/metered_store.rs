@@ -274,6 +274,9 @@ impl Store for MeteredStore {
     async fn meta_increment(&self, key: &str) -> Result<i64> {
         self.inner.meta_increment(key).await
     }
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+        self.inner.meta_swap(key, expected, new).await
+    }
     async fn close(&self) {
         self.inner.close().await
     }

@@ -378,6 +378,12 @@ pub struct RoomLease {
 
 impl EventCursor {
     /// The position just after `event`.
+    /// Sets the `meta` value under `key` to `new` only if it is `expected` now (`None`: the key
+    /// is absent), in one atomic step; answers whether it did. Of concurrent calls expecting
+    /// the same value, from this process or other instances on the same database, exactly one
+    /// succeeds: a claim on a record (e.g. a payment being sent) that two cannot both win.
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool>;
+
     pub fn after(event: &Event) -> EventCursor {
         EventCursor {
             session: event.session.clone(),
@@ -650,6 +656,9 @@ pub struct NewWaiter {
 
 /// A place in the lobby.
 #[derive(Clone, Debug, PartialEq, Eq)]
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+        (**self).meta_swap(key, expected, new).await
+    }
 pub struct Waiter {
     pub participant: String,
     pub study_id: String,

@@ -844,6 +844,14 @@ impl Store for Scoped {
     async fn meta_increment(&self, key: &str) -> wozkit_store::Result<i64> {
         self.inner.meta_increment(key).await
     }
+    async fn meta_swap(
+        &self,
+        key: &str,
+        expected: Option<&str>,
+        new: &str,
+    ) -> wozkit_store::Result<bool> {
+        self.inner.meta_swap(key, expected, new).await
+    }
     async fn close(&self) {
         self.inner.close().await
     }

@@ -777,4 +777,28 @@ impl Store for PgStore {
         }
         self.pool.close().await;
     }
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+        // One statement each: the insert's unique key, or the update's row lock and its
+        // re-checked condition, let exactly one of concurrent swaps from any instance win.
+        let done =
+            match expected {
+                None => sqlx::query(
+                    "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+                )
+                .bind(key)
+                .bind(new)
+                .execute(&self.pool)
+                .await?,
+                Some(old) => {
+                    sqlx::query("UPDATE meta SET value = $2 WHERE key = $1 AND value = $3")
+                        .bind(key)
+                        .bind(new)
+                        .bind(old)
+                        .execute(&self.pool)
+                        .await?
+                }
+            };
+        Ok(done.rows_affected() == 1)
+    }
+
 }

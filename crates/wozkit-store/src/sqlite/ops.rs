@@ -334,6 +334,44 @@ impl Apply for SetMeta {
     }
 }
 
+/// Set a `meta` value only if it is the expected one (`None`: absent). Atomic because the
+/// single writer runs it.
+pub(super) struct SwapMeta {
+    pub key: String,
+    pub expected: Option<String>,
+    pub new: String,
+}
+
+#[async_trait]
+impl Apply for SwapMeta {
+    type Output = bool;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<bool>, sqlx::Error> {
+        let done =
+            match &self.expected {
+                None => sqlx::query(
+                    "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+                )
+                .bind(self.key.as_str())
+                .bind(self.new.as_str())
+                .execute(&mut *conn)
+                .await?,
+                Some(old) => {
+                    sqlx::query("UPDATE meta SET value = ?2 WHERE key = ?1 AND value = ?3")
+                        .bind(self.key.as_str())
+                        .bind(self.new.as_str())
+                        .bind(old.as_str())
+                        .execute(&mut *conn)
+                        .await?
+                }
+            };
+        Ok(Ok(done.rows_affected() == 1))
+    }
+}
+
 /// Add one to an integer `meta` value (a missing key counts as 0) and return the new value.
 /// Atomic because the single writer runs it: no other write comes between the read and the
 /// write.

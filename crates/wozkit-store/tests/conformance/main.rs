@@ -32,6 +32,7 @@ conformance!(
     events_page_walks_every_event,
     meta_values,
     meta_increments_are_atomic,
+    meta_swaps_have_one_winner,
     exact_n_with_many_workers,
     two_workers_race_for_the_last_claim,
     late_submits_double_submits_and_their_events,

@@ -405,3 +405,63 @@ pub async fn participants_listed_in_bulk(backend: &Backend) {
     );
     store.close().await;
 }
+
+/// Concurrent swaps expecting the same value, through two opened stores where the backend
+/// allows two: exactly one wins; a swap expecting another value, or absence of a present key,
+/// changes nothing.
+pub async fn meta_swaps_have_one_winner(backend: &Backend) {
+    const N: usize = 32;
+    let first = backend.open().await;
+    let second = match backend {
+        Backend::Postgres(_) => backend.open().await,
+        Backend::Sqlite(_) => first.clone(),
+    };
+    for expected in [None, Some("open")] {
+        let mut tasks = Vec::new();
+        for i in 0..N {
+            let store = if i % 2 == 0 {
+                first.clone()
+            } else {
+                second.clone()
+            };
+            let expected = expected.map(str::to_string);
+            tasks.push(tokio::spawn(async move {
+                let new = match &expected {
+                    None => "open".to_string(),
+                    Some(_) => format!("claimed by {i}"),
+                };
+                store
+                    .meta_swap("claim", expected.as_deref(), &new)
+                    .await
+                    .expect("swap")
+            }));
+        }
+        let mut won = 0;
+        for task in tasks {
+            won += usize::from(task.await.expect("task"));
+        }
+        assert_eq!(won, 1, "exactly one swap from {expected:?} wins");
+    }
+    let now = first.meta("claim").await.expect("get").expect("set");
+    assert!(now.starts_with("claimed by "), "{now}");
+    assert!(
+        !first
+            .meta_swap("claim", Some("open"), "again")
+            .await
+            .expect("swap")
+    );
+    assert!(!first.meta_swap("claim", None, "again").await.expect("swap"));
+    assert_eq!(first.meta("claim").await.expect("get"), Some(now.clone()));
+    assert!(
+        first
+            .meta_swap("claim", Some(&now), "released")
+            .await
+            .expect("swap")
+    );
+    assert_eq!(
+        first.meta("claim").await.expect("get").as_deref(),
+        Some("released")
+    );
+    eprintln!("meta swaps ok on {}", backend.name());
+    first.close().await;
+}
