@@ -14,6 +14,7 @@ pub mod goals;
 pub mod graph;
 pub mod load;
 pub mod model;
+pub mod platforms;
 pub mod priors;
 pub mod questions;
 pub mod scenario;

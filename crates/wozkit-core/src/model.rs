@@ -103,6 +103,10 @@ pub struct Study {
     /// *User goals*).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goals: Option<crate::goals::GoalRules>,
+    /// What the crowd platforms need from the study: the completion codes of its Prolific
+    /// study, by ending (`docs/platforms.md`).
+    #[serde(default, skip_serializing_if = "crate::platforms::Platforms::is_empty")]
+    pub platforms: crate::platforms::Platforms,
 }
 
 impl Study {
@@ -240,10 +244,21 @@ pub struct Pairing {
     pub wait_limit_s: u32,
     #[serde(default)]
     pub on_timeout: OnNoPartner,
+    /// Seconds a participant who entered (or was switched to the other role) counts as on
+    /// their way to the waiting room: newcomers' roles balance over the participants present,
+    /// and a waiter of a role in surplus switches roles only once no partner can still be on
+    /// their way. Keep it below `wait_limit_s`, so a surplus is resolved before waits run out.
+    #[serde(default = "default_arrival")]
+    #[schemars(range(max = MAX_SECONDS))]
+    pub arrival_s: u32,
 }
 
 fn default_wait() -> u32 {
     180
+}
+
+fn default_arrival() -> u32 {
+    120
 }
 
 impl Default for Pairing {
@@ -251,6 +266,7 @@ impl Default for Pairing {
         Self {
             wait_limit_s: default_wait(),
             on_timeout: OnNoPartner::default(),
+            arrival_s: default_arrival(),
         }
     }
 }
@@ -770,9 +786,44 @@ pub struct Flow {
     pub wizard: Vec<Page>,
     /// Prolific completion redirect, e.g. `https://app.prolific.com/submissions/complete?cc={code}`:
     /// the completion page links to it and goes there after a few seconds, for participants
-    /// who came from Prolific only.
+    /// who came from Prolific only. `{code}` is the Prolific study's code for the ending reached
+    /// (`platforms.prolific.completion_codes`); with codes declared and no URL, Prolific's own
+    /// address is used.
     #[serde(default)]
     pub completion_url: Option<String>,
+}
+
+/// Prolific's completion redirect, for a study that declares Prolific codes and no
+/// `flow.completion_url`.
+pub const PROLIFIC_COMPLETION_URL: &str = "https://app.prolific.com/submissions/complete?cc={code}";
+
+impl Study {
+    /// Where a Prolific participant who reached `ending` is sent, with the Prolific study's code
+    /// for it; `None` when the study has no code for that ending (and the URL needs one), or no
+    /// web address to send to.
+    pub fn prolific_redirect(&self, ending: crate::platforms::EndingKind) -> Option<String> {
+        let code = self.prolific_code(ending);
+        let url = match (&self.flow.completion_url, code) {
+            (Some(url), _) => url.as_str(),
+            (None, Some(_)) => PROLIFIC_COMPLETION_URL,
+            (None, None) => return None,
+        };
+        let url = if url.contains("{code}") {
+            url.replace("{code}", code?)
+        } else {
+            url.to_string()
+        };
+        // Only web addresses: a study file cannot turn the page into a `javascript:` link.
+        (url.starts_with("https://") || url.starts_with("http://")).then_some(url)
+    }
+
+    /// The Prolific study's code for an ending, if the study declares one.
+    pub fn prolific_code(&self, ending: crate::platforms::EndingKind) -> Option<&str> {
+        self.platforms
+            .prolific
+            .as_ref()
+            .and_then(|p| p.completion_codes.code(ending))
+    }
 }
 
 impl Default for Flow {

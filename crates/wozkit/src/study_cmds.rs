@@ -124,6 +124,9 @@ pub fn studies(action: Option<StudiesCmd>) -> Result<ExitCode> {
 pub fn validate(arg: &str, priors: Option<&std::path::Path>) -> Result<ExitCode> {
     match load::resolve_with_priors(arg, priors) {
         Ok(s) => {
+            for w in &s.compiled.warnings {
+                eprintln!("warning: {w}");
+            }
             println!("{}: valid ({})", s.study.id, summary(&s));
             Ok(ExitCode::SUCCESS)
         }

@@ -115,6 +115,9 @@ pub struct Compiled {
     /// The index of the state each transition leads to, by state and transition (`None`: no
     /// such state); empty when not computed, and the engine then looks the ids up.
     pub transition_to: Vec<Vec<Option<usize>>>,
+    /// What `wozkit validate` points out without refusing the study (a study sending
+    /// Prolific participants back without a Prolific code for an ending they can reach).
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Compiled {

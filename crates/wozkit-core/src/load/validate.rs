@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 mod flow;
+mod platforms;
 mod scenario;
 
 pub use flow::{FLOW_VARS, PageConditions, kind_name};
@@ -690,6 +691,7 @@ pub fn check(
 
     compiled.page_when = c.flow();
     c.scenario();
+    compiled.warnings = c.platforms();
 
     (compiled, c.problems)
 }
