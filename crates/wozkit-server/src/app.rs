@@ -75,6 +75,15 @@ pub struct Tunables {
     /// (`--cluster-secret`): a participant reaching an instance that does not run their room
     /// is relayed to the one that does. `None`: no relaying either way.
     pub cluster_secret: Option<crate::ws::relay::ClusterSecret>,
+    /// The reverse proxies whose `Forwarded`, `X-Forwarded-For` and `X-Forwarded-Proto`
+    /// headers are believed (`--trusted-proxy`): the client address that keys the rate limits
+    /// and whether the site is reached over HTTPS. From any other peer those headers are
+    /// ignored. Empty: the socket's peer is the client.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Sites other than MTurk's worker sites that may show participant pages in a frame
+    /// (`--frame-ancestors`, e.g. `https://survey.example.org`). Researcher pages are never
+    /// framed by another site.
+    pub frame_ancestors: Vec<String>,
 }
 
 /// Crowd platform clients by (study id, platform name as entry links record it: `prolific`,
@@ -123,6 +132,8 @@ impl Default for Tunables {
             room_lease_ms: 10_000,
             sole_instance: true,
             cluster_secret: None,
+            trusted_proxies: Vec::new(),
+            frame_ancestors: Vec::new(),
         }
     }
 }

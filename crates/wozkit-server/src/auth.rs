@@ -8,8 +8,13 @@
 //! - Its CSRF token is derived from the cookie token, so it is never stored either.
 //! - Changing an account's password, removing it, or "log out everywhere" ends its logins.
 //! - After [`FAILED_LOGIN_LIMIT`] failed logins within [`FAILED_LOGIN_WINDOW_MS`] from one
-//!   client address, or against one account name, further attempts are refused (429) until the
-//!   oldest of them leaves the window.
+//!   client (its address as the trusted proxies report it), that client is refused (429) until
+//!   the oldest of them leaves the window: failures slow down whoever made them.
+//! - The same number against one account name, from anywhere, refuses that name only to
+//!   browsers the account has not logged in from: a successful login leaves a device cookie
+//!   ([`DEVICE_COOKIE`]), and a browser holding the account's device cookie is counted on its
+//!   own (by the cookie, not its address or the name), so nobody can lock a researcher out of
+//!   their account from outside, while guessing from many addresses still stops.
 //! - The first start without accounts creates the owner account [`ADMIN`]: from the old single
 //!   password's hash when there is one, else with `WOZKIT_RESEARCHER_PASSWORD`, else with a
 //!   generated password printed once.
@@ -36,6 +41,13 @@ pub const LOGIN_TTL_MS: u64 = 12 * 3600 * 1000;
 pub const FAILED_LOGIN_LIMIT: usize = 5;
 /// The window the failed logins are counted in.
 pub const FAILED_LOGIN_WINDOW_MS: u64 = 15 * 60 * 1000;
+/// Cookie naming a browser that has logged in to an account before (see the module notes).
+pub const DEVICE_COOKIE: &str = "wozkit_device";
+/// How long a device cookie lasts.
+pub const DEVICE_TTL_S: u64 = 180 * 24 * 3600;
+/// Meta key prefix of a device cookie's hash; the value is the account id.
+const DEVICE_PREFIX: &str = "researcher_device/";
+
 /// The owner account created on first start (and whose password `WOZKIT_RESEARCHER_PASSWORD`
 /// sets).
 pub const ADMIN: &str = "admin";
@@ -271,8 +283,12 @@ async fn decoy_hash() -> &'static str {
 /// What a login attempt came to.
 #[derive(Debug)]
 pub enum LoginOutcome {
-    /// Logged in: the cookie token to set.
-    LoggedIn(String),
+    /// Logged in: the cookie token to set, and a new device cookie when the browser had none
+    /// for this account.
+    LoggedIn {
+        token: String,
+        device: Option<String>,
+    },
     /// Wrong name or password (recorded against the address and the name).
     Wrong,
     /// Too many failed logins from this address or against this name; retry after so many
@@ -280,11 +296,13 @@ pub enum LoginOutcome {
     Limited { retry_after_s: u64 },
 }
 
-/// Tries to log in with `name` and `password` from client `address`.
+/// Tries to log in with `name` and `password` from client `address`, in a browser holding the
+/// device cookie `device` (if any).
 pub async fn log_in(
     store: &dyn Store,
     sessions: &ResearcherSessions,
     address: &str,
+    device: Option<&str>,
     name: &str,
     password: &str,
 ) -> Result<LoginOutcome, StoreError> {
@@ -292,8 +310,29 @@ pub async fn log_in(
     // Bounded, so a long name cannot bloat the failed-logins table.
     let name: String = name.chars().take(64).collect();
     let since = now.saturating_sub(FAILED_LOGIN_WINDOW_MS);
-    let failed = store.failed_logins(address, &name, since).await?;
-    let retry_at = [&failed.by_address, &failed.by_name]
+    let account = store.account_by_name(&name).await?;
+    // A browser this account logged in from is counted by its device cookie alone.
+    let device_hash = device.filter(|d| d.len() <= 256).map(hash_token);
+    let known = match (&device_hash, &account) {
+        (Some(hash), Some(a)) => {
+            store
+                .meta(&format!("{DEVICE_PREFIX}{hash}"))
+                .await?
+                .as_deref()
+                == Some(&a.id)
+        }
+        _ => false,
+    };
+    let client = match (&device_hash, known) {
+        (Some(hash), true) => format!("device:{}", &hash[..32]),
+        _ => address.to_owned(),
+    };
+    let failed = store.failed_logins(&client, &name, since).await?;
+    let mut counted = vec![&failed.by_address];
+    if !known {
+        counted.push(&failed.by_name);
+    }
+    let retry_at = counted
         .iter()
         .filter(|times| times.len() >= FAILED_LOGIN_LIMIT)
         .map(|times| times[times.len() - FAILED_LOGIN_LIMIT] + FAILED_LOGIN_WINDOW_MS)
@@ -303,7 +342,6 @@ pub async fn log_in(
             retry_after_s: at.saturating_sub(now).div_ceil(1000).max(1),
         });
     }
-    let account = store.account_by_name(&name).await?;
     let access = account.as_ref().and_then(|a| Access::parse(&a.access));
     let ok = match (&account, access) {
         (Some(a), Some(_)) if password.len() <= MAX_PASSWORD_LEN => {
@@ -316,14 +354,24 @@ pub async fn log_in(
     };
     let Some(account) = account.filter(|_| ok) else {
         store
-            .record_failed_login(address, &name, now, since)
+            .record_failed_login(&client, &name, now, since)
             .await?;
         return Ok(LoginOutcome::Wrong);
     };
     store.clear_failed_logins(&name).await?;
-    Ok(LoginOutcome::LoggedIn(
-        sessions.create(store, &account.id).await?,
-    ))
+    let device = if known {
+        None
+    } else {
+        let (token, hash) = new_token();
+        store
+            .set_meta(&format!("{DEVICE_PREFIX}{hash}"), &account.id)
+            .await?;
+        Some(token)
+    };
+    Ok(LoginOutcome::LoggedIn {
+        token: sessions.create(store, &account.id).await?,
+        device,
+    })
 }
 
 /// What a researcher account may do, from least to most. Ordered, so `access >= need` asks

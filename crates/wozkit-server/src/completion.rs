@@ -22,7 +22,9 @@ pub const CODE_LEN: usize = 8;
 pub struct CodeKey([u8; 32]);
 
 impl CodeKey {
-    /// Reads the key from the store, creating it on first start.
+    /// Reads the key from the store, creating it on first start. Instances started together on
+    /// a new database all end up with the key that was stored first
+    /// ([`Store::meta_swap`] from absent), so a code issued by one verifies on every other.
     pub async fn load_or_create(store: &dyn Store) -> Result<CodeKey> {
         if let Some(hex) = store.meta(META_KEY).await?
             && let Some(key) = from_hex(&hex)
@@ -31,8 +33,19 @@ impl CodeKey {
         }
         let mut key = [0u8; 32];
         rand::fill(&mut key[..]);
-        store.set_meta(META_KEY, &to_hex(&key)).await?;
-        Ok(CodeKey(key))
+        let mine = to_hex(&key);
+        let current = store.meta(META_KEY).await?;
+        if store.meta_swap(META_KEY, current.as_deref(), &mine).await? {
+            return Ok(CodeKey(key));
+        }
+        // Another instance stored its key first: everyone uses that one.
+        match store.meta(META_KEY).await?.and_then(|h| from_hex(&h)) {
+            Some(key) => Ok(CodeKey(key)),
+            None => Err(wozkit_store::StoreError::Conflict {
+                what: "completion code key",
+                key: META_KEY.to_owned(),
+            }),
+        }
     }
 
     /// Reads the key if the data directory has one.
@@ -44,14 +57,20 @@ impl CodeKey {
             .map(CodeKey))
     }
 
-    /// The completion code of a participant.
-    pub fn code(&self, participant_id: &str) -> String {
+    /// 40 bits of the HMAC of `parts` (NUL between them) under `domain`, as 8 Crockford
+    /// base-32 characters.
+    fn mac(&self, domain: &[u8], parts: &[&str]) -> String {
         let Ok(mut mac) = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0) else {
             // HMAC takes keys of any length; this branch cannot run.
             return String::new();
         };
-        mac.update(b"wozkit completion code v1\0");
-        mac.update(participant_id.as_bytes());
+        mac.update(domain);
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                mac.update(b"\0");
+            }
+            mac.update(part.as_bytes());
+        }
         let digest = mac.finalize().into_bytes();
         // 40 bits → 8 characters of 5 bits.
         let mut bits: u64 = 0;
@@ -62,6 +81,18 @@ impl CodeKey {
             .rev()
             .map(|i| char::from(ALPHABET[((bits >> (i * 5)) & 31) as usize]))
             .collect()
+    }
+
+    /// The completion code of a participant.
+    pub fn code(&self, participant_id: &str) -> String {
+        self.mac(b"wozkit completion code v1\0", &[participant_id])
+    }
+
+    /// The signature of a lab link for participant `name` of `study` (`&sig=` of the link): with
+    /// it, the link resumes that participant in any browser; without it, only the browser that
+    /// holds the participant's cookie or token does.
+    pub fn lab_signature(&self, study: &str, name: &str) -> String {
+        self.mac(b"wozkit lab link v1\0", &[study, name])
     }
 
     /// Whether `code` is this participant's code (case and Crockford look-alikes forgiven).
@@ -114,6 +145,12 @@ mod tests {
         assert!(key.verify("p1", &a.to_lowercase()));
         assert!(!key.verify("p2", &a));
         assert_ne!(a, CodeKey([8u8; 32]).code("p1"));
+        // Lab signatures are another function of the key: a code is not a signature.
+        let sig = key.lab_signature("s", "p1");
+        assert_eq!(sig.len(), CODE_LEN);
+        assert_ne!(sig, a);
+        assert_ne!(sig, key.lab_signature("s", "p2"));
+        assert_ne!(sig, key.lab_signature("t", "p1"));
     }
 
     #[test]

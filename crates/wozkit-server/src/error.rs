@@ -38,6 +38,9 @@ pub enum HttpError {
     Forbidden(&'static str),
     #[error("{0}")]
     BadRequest(String),
+    /// The request cannot be done as things stand (a seat held by someone else).
+    #[error("{0}")]
+    Conflict(&'static str),
     /// Too many entry links from one address; try again after this many seconds.
     #[error("too many requests; retry after {retry_after_s} s")]
     TooManyRequests { retry_after_s: u64 },
@@ -55,6 +58,7 @@ impl IntoResponse for HttpError {
             HttpError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, (*m).to_string()),
             HttpError::Forbidden(m) => (StatusCode::FORBIDDEN, (*m).to_string()),
             HttpError::BadRequest(m) => (StatusCode::BAD_REQUEST, m.clone()),
+            HttpError::Conflict(m) => (StatusCode::CONFLICT, (*m).to_string()),
             HttpError::TooManyRequests { retry_after_s } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 format!(

@@ -1,15 +1,160 @@
-//! Small security pieces shared by the HTTP and WebSocket sides: cookies, the Origin check,
-//! "seats" (several participants in one browser, for `/try`), a token-bucket rate limiter and
-//! the same bucket per client address (for entry links).
+//! Small security pieces shared by the HTTP and WebSocket sides: who the client is behind a
+//! trusted proxy, cookies, the Origin check, "seats" (several participants in one browser, for
+//! `/try`, or a participant named by its own token in the URL, for pages in another site's
+//! frame), a token-bucket rate limiter and the same bucket per client address (for entry
+//! links).
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Mutex;
 
 use tokio::time::Instant;
 
-use axum::http::HeaderMap;
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use ipnet::IpNet;
+
+use crate::app::AppState;
+
+/// The client at the other end of a request: its address (what rate limits key on) and whether
+/// it reached the site over HTTPS. Behind a trusted reverse proxy these come from the proxy's
+/// `Forwarded` or `X-Forwarded-For` and `X-Forwarded-Proto` headers; from any other peer those
+/// headers are ignored, so a client cannot choose its own address. [`client_layer`] works it
+/// out once per request; handlers take it as an extractor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Client {
+    pub addr: IpAddr,
+    pub https: bool,
+}
+
+const FORWARDED: HeaderName = HeaderName::from_static("forwarded");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+
+/// An address as a `Forwarded` `for=` or an `X-Forwarded-For` element writes it: bare, quoted,
+/// with a port, IPv6 in brackets. `unknown` and obfuscated names give `None`.
+fn forwarded_addr(raw: &str) -> Option<IpAddr> {
+    let v = raw.trim().trim_matches('"');
+    if let Some(rest) = v.strip_prefix('[') {
+        return rest.split(']').next()?.parse().ok();
+    }
+    if let Ok(ip) = v.parse() {
+        return Some(ip);
+    }
+    // `192.0.2.43:47011`: one colon, so not a bare IPv6 address.
+    v.parse::<SocketAddr>().ok().map(|s| s.ip())
+}
+
+/// The chain of addresses and the scheme the proxies report, nearest proxy last.
+fn forwarded_chain(headers: &HeaderMap) -> (Vec<Option<IpAddr>>, Option<String>) {
+    let values = |name: &HeaderName| -> Vec<String> {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let forwarded = values(&FORWARDED);
+    if !forwarded.is_empty() {
+        let mut chain = vec![];
+        let mut proto = None;
+        for element in &forwarded {
+            for pair in element.split(';') {
+                let Some((k, v)) = pair.trim().split_once('=') else {
+                    continue;
+                };
+                if k.eq_ignore_ascii_case("for") {
+                    chain.push(forwarded_addr(v));
+                } else if k.eq_ignore_ascii_case("proto") {
+                    proto = Some(v.trim_matches('"').to_ascii_lowercase());
+                }
+            }
+        }
+        return (chain, proto);
+    }
+    let chain = values(&X_FORWARDED_FOR)
+        .iter()
+        .map(|v| forwarded_addr(v))
+        .collect();
+    let proto = values(&X_FORWARDED_PROTO)
+        .last()
+        .map(|p| p.to_ascii_lowercase());
+    (chain, proto)
+}
+
+/// Who the client is, given the socket's peer and the proxies trusted: from a trusted peer, the
+/// nearest address in the forwarded chain that is not itself a trusted proxy (a client cannot
+/// push another address in front of its own, as the proxy appends the one it saw).
+pub fn resolve_client(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> Client {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return Client {
+            addr: peer,
+            https: false,
+        };
+    }
+    let (chain, proto) = forwarded_chain(headers);
+    let mut addr = peer;
+    for hop in chain.iter().rev() {
+        match hop {
+            Some(ip) if is_trusted(ip) => addr = *ip,
+            Some(ip) => {
+                addr = *ip;
+                break;
+            }
+            // An obfuscated or unknown hop: the proxy that wrote it is the last one known.
+            None => break,
+        }
+    }
+    Client {
+        addr,
+        https: proto.as_deref() == Some("https"),
+    }
+}
+
+/// Works out the request's [`Client`] and puts it into the request's extensions. Forwarding
+/// headers are then removed, and `X-Forwarded-Proto: https` put back only when a trusted proxy
+/// said so, so nothing later can read an untrusted one.
+pub async fn client_layer(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    let client = resolve_client(peer, req.headers(), &app.tunables.trusted_proxies);
+    let headers = req.headers_mut();
+    headers.remove(FORWARDED);
+    headers.remove(X_FORWARDED_FOR);
+    headers.remove(X_FORWARDED_PROTO);
+    if client.https {
+        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static("https"));
+    }
+    req.extensions_mut().insert(client);
+    next.run(req).await
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Client {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Client, Infallible> {
+        if let Some(c) = parts.extensions.get::<Client>() {
+            return Ok(*c);
+        }
+        // Outside the router's layers (never for public routes): the socket's peer.
+        let addr = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+        Ok(Client { addr, https: false })
+    }
+}
 
 /// Cookie of a participant (the seat, if any, is appended: `wozkit_token_<seat>`).
 pub const PARTICIPANT_COOKIE: &str = "wozkit_token";
@@ -29,7 +174,8 @@ pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, for the whole site; `Secure` behind HTTPS.
+/// A `Set-Cookie` value: HttpOnly, SameSite=Lax, for the whole site; `Secure` behind HTTPS (as
+/// a trusted proxy says: [`client_layer`] leaves `X-Forwarded-Proto` only from one).
 pub fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age_s: u64) -> String {
     let secure = headers
         .get("x-forwarded-proto")
@@ -74,9 +220,22 @@ pub fn origin_ok(headers: &HeaderMap, allow_missing: bool) -> bool {
     !origin_host.is_empty() && origin_host.eq_ignore_ascii_case(host)
 }
 
-/// A seat lets one browser hold several participants (the two frames of `/try`): each seat has
-/// its own cookie. 1–12 lowercase letters or digits.
+/// A seat says which participant a participant URL means. A named seat lets one browser hold
+/// several participants (the two frames of `/try`), each with its own cookie: 1–12 lowercase
+/// letters or digits. A key seat (`k.` and the participant's token) names the participant by
+/// its own token, for pages shown in another site's frame (MTurk's ExternalQuestion), where
+/// browsers do not send this site's cookies: every link, form and socket of such a page carries
+/// it on (see "Participants in a frame" in docs/platforms.md).
 pub fn parse_seat(s: &str) -> Option<String> {
+    if let Some(token) = s.strip_prefix(KEY_SEAT) {
+        let ok = token.len() == 64 && token.bytes().all(|b| b.is_ascii_hexdigit());
+        return ok.then(|| s.to_ascii_lowercase());
+    }
+    parse_named_seat(s)
+}
+
+/// A named seat only (1–12 lowercase letters or digits): what an entry link may ask for.
+pub fn parse_named_seat(s: &str) -> Option<String> {
     let ok = !s.is_empty()
         && s.len() <= 12
         && s.bytes()
@@ -84,9 +243,22 @@ pub fn parse_seat(s: &str) -> Option<String> {
     ok.then(|| s.to_string())
 }
 
-/// The participant cookie's name for a seat.
+/// The prefix of a key seat.
+const KEY_SEAT: &str = "k.";
+
+/// The key seat of a participant token.
+pub fn key_seat(token: &str) -> String {
+    format!("{KEY_SEAT}{token}")
+}
+
+/// The participant token a key seat carries.
+pub fn seat_token(seat: Option<&str>) -> Option<&str> {
+    seat.and_then(|s| s.strip_prefix(KEY_SEAT))
+}
+
+/// The participant cookie's name for a named seat (a key seat has no cookie of its own).
 pub fn participant_cookie(seat: Option<&str>) -> String {
-    match seat {
+    match seat.filter(|s| !s.starts_with(KEY_SEAT)) {
         Some(s) => format!("{PARTICIPANT_COOKIE}_{s}"),
         None => PARTICIPANT_COOKIE.to_string(),
     }
@@ -252,6 +424,85 @@ mod tests {
         assert_eq!(parse_seat("U1"), None);
         assert_eq!(parse_seat("a;b"), None);
         assert_eq!(parse_seat(""), None);
+    }
+
+    #[test]
+    fn key_seats_carry_a_whole_token_and_no_cookie() {
+        let token = "ab".repeat(32);
+        let seat = parse_seat(&key_seat(&token)).expect("a key seat");
+        assert_eq!(seat_token(Some(&seat)), Some(token.as_str()));
+        assert_eq!(participant_cookie(Some(&seat)), PARTICIPANT_COOKIE);
+        assert_eq!(seat_query(Some(&seat)), format!("?seat=k.{token}"));
+        // Short, long or not hex: not a key; and never a named seat at the entry link.
+        assert_eq!(parse_seat("k.abc"), None);
+        assert_eq!(parse_seat(&format!("k.{}", "zz".repeat(32))), None);
+        assert_eq!(parse_named_seat(&key_seat(&token)), None);
+        assert_eq!(seat_token(Some("u")), None);
+    }
+
+    fn nets(list: &[&str]) -> Vec<IpNet> {
+        list.iter().map(|n| n.parse().expect("a CIDR")).collect()
+    }
+
+    #[test]
+    fn forwarded_headers_count_only_from_trusted_proxies() {
+        let h = headers(&[
+            ("x-forwarded-for", "203.0.113.9"),
+            ("x-forwarded-proto", "https"),
+        ]);
+        let proxy: IpAddr = [10, 0, 0, 2].into();
+        // Not trusted: the socket's peer, plain HTTP, whatever the headers say.
+        assert_eq!(
+            resolve_client(proxy, &h, &[]),
+            Client {
+                addr: proxy,
+                https: false
+            }
+        );
+        let trusted = nets(&["10.0.0.0/8", "127.0.0.1/32"]);
+        assert_eq!(
+            resolve_client(proxy, &h, &trusted),
+            Client {
+                addr: [203, 0, 113, 9].into(),
+                https: true
+            }
+        );
+        // A client that sends its own X-Forwarded-For: the proxy appends the address it saw,
+        // which is the one taken.
+        let spoofed = headers(&[("x-forwarded-for", "198.51.100.1, 203.0.113.9")]);
+        assert_eq!(
+            resolve_client(proxy, &spoofed, &trusted).addr,
+            IpAddr::from([203, 0, 113, 9])
+        );
+        // Two proxies: the nearest untrusted hop.
+        let chain = headers(&[("x-forwarded-for", "203.0.113.9, 10.1.2.3")]);
+        assert_eq!(
+            resolve_client(proxy, &chain, &trusted).addr,
+            IpAddr::from([203, 0, 113, 9])
+        );
+    }
+
+    #[test]
+    fn the_forwarded_header_is_read_as_rfc_7239_writes_it() {
+        let trusted = nets(&["127.0.0.1/32"]);
+        let h = headers(&[(
+            "forwarded",
+            "for=\"[2001:db8:cafe::17]:4711\";proto=https, for=192.0.2.60;proto=https",
+        )]);
+        let c = resolve_client([127, 0, 0, 1].into(), &h, &trusted);
+        assert_eq!(c.addr, IpAddr::from([192, 0, 2, 60]));
+        assert!(c.https);
+        let v6 = headers(&[("forwarded", "for=\"[2001:db8:cafe::17]:4711\"")]);
+        assert_eq!(
+            resolve_client([127, 0, 0, 1].into(), &v6, &trusted).addr,
+            "2001:db8:cafe::17".parse::<IpAddr>().expect("v6")
+        );
+        // An obfuscated hop: the proxy itself is the client as far as anyone knows.
+        let hidden = headers(&[("forwarded", "for=_hidden")]);
+        assert_eq!(
+            resolve_client([127, 0, 0, 1].into(), &hidden, &trusted).addr,
+            IpAddr::from([127, 0, 0, 1])
+        );
     }
 
     #[tokio::test(start_paused = true)]

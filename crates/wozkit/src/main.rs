@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod crowd_cmd;
 mod data_cmds;
+mod lab_cmd;
 #[cfg(feature = "mturk")]
 mod mturk_cmd;
 mod priors_cmd;
@@ -67,6 +68,9 @@ enum Cmd {
     Researchers(researchers_cmd::ResearchersArgs),
     /// Payment table (CSV) of the participants, or check a completion code with --verify.
     Payments(serve_cmd::PaymentsArgs),
+    /// Signed entry links for named lab participants (each resumes its participant in any
+    /// browser; an unsigned lab link only in the browser that started it).
+    LabLinks(lab_cmd::LabLinksArgs),
     /// Prolific through its API (token in PROLIFIC_TOKEN): submissions with their codes checked,
     /// approvals and bonuses from the payment table.
     Prolific {
@@ -105,6 +109,7 @@ fn main() -> ExitCode {
         }
         Cmd::Researchers(args) => researchers_cmd::researchers(args),
         Cmd::Payments(args) => serve_cmd::payments(args),
+        Cmd::LabLinks(args) => lab_cmd::lab_links(args),
         Cmd::Prolific { action } => prolific_cmd::prolific(action),
         #[cfg(feature = "mturk")]
         Cmd::Mturk { action } => mturk_cmd::mturk(action),

@@ -35,7 +35,8 @@ pub struct ServeArgs {
     data: String,
     /// Entry links (/join) one client address may open per minute, in bursts of as many; the
     /// rest get a 429 page. 0 turns the limit off (e.g. for `wozkit bench`, whose participants
-    /// all come from 127.0.0.1). Behind a reverse proxy everyone has the proxy's address.
+    /// all come from 127.0.0.1). Behind a reverse proxy, give the proxy's address with
+    /// `--trusted-proxy` so the limit keys on each real client.
     #[arg(
         long,
         env = "WOZKIT_JOIN_LIMIT",
@@ -43,6 +44,29 @@ pub struct ServeArgs {
         default_value_t = Tunables::default().join_per_minute
     )]
     join_limit: u32,
+    /// A reverse proxy in front of wozkit (an address or a CIDR range, e.g. 127.0.0.1 or
+    /// 10.0.0.0/8): only from these peers are `Forwarded`, `X-Forwarded-For` and
+    /// `X-Forwarded-Proto` believed, so rate limits key on the real client and cookies are
+    /// `Secure` behind HTTPS. Repeatable; comma-separated in the environment variable.
+    #[arg(
+        long = "trusted-proxy",
+        env = "WOZKIT_TRUSTED_PROXIES",
+        value_name = "CIDR",
+        value_delimiter = ',',
+        value_parser = parse_cidr
+    )]
+    trusted_proxies: Vec<ipnet::IpNet>,
+    /// A site besides MTurk's worker sites that may show participant pages in a frame, as an
+    /// origin (`https://survey.example.org`); it may also receive the pages' forms. Researcher
+    /// pages are never framed by other sites. Repeatable.
+    #[arg(
+        long = "frame-ancestors",
+        env = "WOZKIT_FRAME_ANCESTORS",
+        value_name = "ORIGIN",
+        value_delimiter = ',',
+        value_parser = parse_origin
+    )]
+    frame_ancestors: Vec<String>,
     /// A file of worker ids (one per line; `#` starts a comment) refused at entry to every
     /// study; each study may list more under `evaluation.blocklist`.
     #[arg(long, env = "WOZKIT_BLOCKLIST", value_name = "FILE")]
@@ -101,6 +125,34 @@ pub struct ServeArgs {
     /// command at 10,000 participants than a thread per core (docs/performance.md).
     #[arg(long, env = "WOZKIT_WORKERS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     workers: Option<u16>,
+}
+
+/// Parses `--trusted-proxy`: a CIDR range, or one address.
+fn parse_cidr(arg: &str) -> std::result::Result<ipnet::IpNet, String> {
+    let arg = arg.trim();
+    arg.parse::<ipnet::IpNet>()
+        .or_else(|_| arg.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("`{arg}`: write an address or a range, e.g. 127.0.0.1 or 10.0.0.0/8"))
+}
+
+/// Parses `--frame-ancestors`: an http(s) origin, scheme and host (and port) only.
+fn parse_origin(arg: &str) -> std::result::Result<String, String> {
+    let arg = arg.trim().trim_end_matches('/');
+    let rest = arg
+        .strip_prefix("https://")
+        .or_else(|| arg.strip_prefix("http://"));
+    let ok = rest.is_some_and(|r| {
+        !r.is_empty()
+            && r.chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-:[]*".contains(c))
+    });
+    if ok {
+        Ok(arg.to_string())
+    } else {
+        Err(format!(
+            "`{arg}`: write an origin such as https://survey.example.org (no path, no spaces)"
+        ))
+    }
 }
 
 /// Parses `--system NAME=URL[#MODEL]`.
@@ -308,6 +360,8 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
                     .and_then(wozkit_server::ClusterSecret::new),
                 // One process holds a SQLite data directory; PostgreSQL may be shared.
                 sole_instance: !is_postgres(&args.data),
+                trusted_proxies: args.trusted_proxies.clone(),
+                frame_ancestors: args.frame_ancestors.clone(),
                 ..Tunables::default()
             },
         };

@@ -161,3 +161,64 @@ fn unknown_study_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn lab_links_are_signed_with_the_data_directorys_key() {
+    let dir = temp_dir("lab-links");
+    let data = dir.to_str().unwrap();
+    let args = [
+        "lab-links",
+        "--data",
+        data,
+        "--study",
+        "tiny",
+        "--url",
+        "https://study.example.org/",
+        "--role",
+        "wizard",
+        "ann",
+        "bo b",
+    ];
+    // No key before the server has run once on the data.
+    let (code, _, err) = wozkit(&args);
+    assert_ne!(code, 0);
+    assert!(err.contains("no signing key yet"), "{err}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let key = rt.block_on(async {
+        let store = wozkit_store::SqliteStore::open_dir(&dir).await.unwrap();
+        let key = wozkit_server::completion::CodeKey::load_or_create(&store)
+            .await
+            .unwrap();
+        store.close().await;
+        key
+    });
+    let (code, out, err) = wozkit(&args);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "https://study.example.org/join?study=tiny&participant=ann&role=wizard&sig={}",
+                key.lab_signature("tiny", "ann")
+            ),
+            format!(
+                "https://study.example.org/join?study=tiny&participant=bo%20b&role=wizard&sig={}",
+                key.lab_signature("tiny", "bo b")
+            ),
+        ]
+    );
+    let (code, _, err) = wozkit(&[
+        "lab-links",
+        "--data",
+        data,
+        "--study",
+        "tiny",
+        "--role",
+        "boss",
+        "x",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("`user` or `wizard`"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

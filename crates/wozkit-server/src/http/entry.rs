@@ -5,18 +5,27 @@
 //! `SESSION_ID`), MTurk (`workerId`, `assignmentId`, `hitId`, `turkSubmitTo`) and lab links
 //! (`participant`, optional; `role`, `pair` and `test=1` are honoured for lab links only, so a
 //! crowd worker cannot choose a role or mark itself as a test). In a study without a room,
-//! `role=wizard` is honoured only when the wizard flow has a `desk` page (`human` systems). A worker who comes back resumes
-//! where they were: with the old cookie directly, without it through a new token stored as an
-//! alias in the meta table.
+//! `role=wizard` is honoured only when the wizard flow has a `desk` page (`human` systems).
+//!
+//! A seat belongs to whoever started it. A worker who comes back resumes where they were with
+//! their cookie (or the token in their page's URL); without either, only with what the platform
+//! tells that worker alone: MTurk's `assignmentId`, Prolific's `SESSION_ID`, or a lab link's
+//! signature (`sig`, [`CodeKey::lab_signature`](crate::completion::CodeKey::lab_signature)).
+//! A worker id alone (semi-public on MTurk, guessable in a lab) gets neither the seat nor its
+//! code. A resumed participant gets a new token, stored as an alias in the meta table.
+//!
+//! Pages in another site's frame (MTurk's ExternalQuestion, or a request saying
+//! `Sec-Fetch-Dest: iframe`) do not get this site's cookies, so an MTurk worker's pages carry
+//! the participant's token in their URLs instead (a key seat, see
+//! [`parse_seat`](crate::security::parse_seat)).
 //!
 //! Each client address may open only so many entry links a minute (`Tunables::join_per_minute`),
 //! so a script cannot create participants without bound; the rest get a 429 page saying when to
 //! try again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{Query, State};
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -32,7 +41,10 @@ use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::flow;
 use crate::pairing::role_or;
-use crate::security::{cookie, parse_seat, participant_cookie, seat_query, set_cookie};
+use crate::security::{
+    Client, cookie, key_seat, parse_named_seat, participant_cookie, seat_query, seat_token,
+    set_cookie,
+};
 use crate::ws::waiting::PAIR_KEY;
 
 /// Meta key prefix of extra tokens issued to returning workers.
@@ -48,7 +60,11 @@ pub async fn current_participant(
     headers: &HeaderMap,
     seat: Option<&str>,
 ) -> Result<Option<Participant>, StoreError> {
-    let Some(token) = cookie(headers, &participant_cookie(seat)) else {
+    let token = match seat_token(seat) {
+        Some(token) => Some(token.to_owned()),
+        None => cookie(headers, &participant_cookie(seat)),
+    };
+    let Some(token) = token else {
         return Ok(None);
     };
     if token.len() > 256 {
@@ -166,10 +182,25 @@ fn identify(q: &HashMap<String, String>) -> Result<Identity, HttpError> {
     })
 }
 
-fn redirect_with_cookie(headers: &HeaderMap, seat: Option<&str>, token: Option<&str>) -> Response {
+/// 303 to the participant's page, setting the cookie of a new token. In a frame the page's URL
+/// carries the token (a key seat) as well, since the frame's requests will not carry the cookie.
+fn redirect_with_cookie(
+    headers: &HeaderMap,
+    seat: Option<&str>,
+    token: Option<&str>,
+    framed: bool,
+) -> Response {
+    let key;
+    let url_seat = match token {
+        Some(t) if framed => {
+            key = key_seat(t);
+            Some(key.as_str())
+        }
+        _ => seat,
+    };
     let mut res = (
         StatusCode::SEE_OTHER,
-        [(LOCATION, format!("/p{}", seat_query(seat)))],
+        [(LOCATION, format!("/p{}", seat_query(url_seat)))],
     )
         .into_response();
     if let Some(token) = token
@@ -183,13 +214,13 @@ fn redirect_with_cookie(headers: &HeaderMap, seat: Option<&str>, token: Option<&
 /// `GET /join`: creates or resumes the participant and sends it to its current page.
 pub async fn join(
     State(app): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    client: Client,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, HttpError> {
     // Before anything else: every entry link may create a participant row.
     app.joins
-        .check(peer.ip())
+        .check(client.addr)
         .map_err(|retry_after_s| HttpError::TooManyRequests { retry_after_s })?;
     let study = app
         .study(q.get("study").map(String::as_str))
@@ -214,12 +245,17 @@ pub async fn join(
         return Ok(Html(layout(&study.study.title, &body, &[])).into_response());
     }
     let seat = match q.get("seat") {
-        Some(s) => Some(parse_seat(s).ok_or_else(|| {
+        Some(s) => Some(parse_named_seat(s).ok_or_else(|| {
             HttpError::BadRequest("`seat` must be 1–12 lowercase letters or digits".into())
         })?),
         None => None,
     };
     let id = identify(&q)?;
+    // In a frame, this site's cookies are not sent: the pages carry the token instead.
+    let framed = id.platform == Platform::Mturk
+        || headers
+            .get("sec-fetch-dest")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"iframe"));
     let study_id = study.study.id.clone();
     if crate::evaluation::blocked(&app, &study, id.worker.as_deref()) {
         tracing::info!(
@@ -234,7 +270,12 @@ pub async fn join(
         && p.study_id == study_id
         && (id.worker.is_none() || (p.worker_id == id.worker && p.platform == id.platform))
     {
-        return Ok(redirect_with_cookie(&headers, seat.as_deref(), None));
+        if framed {
+            // The cookie came (a first-party visit) but the frame's later requests will not
+            // carry it: a fresh token for the URLs.
+            return Ok(resume(&app, &headers, seat.as_deref(), &p, framed).await?);
+        }
+        return Ok(redirect_with_cookie(&headers, seat.as_deref(), None, false));
     }
     if let Some(worker) = &id.worker
         && let Some(p) = app
@@ -242,7 +283,15 @@ pub async fn join(
             .participant_by_worker(&study_id, id.platform, worker)
             .await?
     {
-        return Ok(resume(&app, &headers, seat.as_deref(), &p).await?);
+        if !may_resume(&app, &p, &id, &q) {
+            tracing::info!(
+                participant = p.id,
+                study = study_id,
+                "an entry link named a started participant without its platform pair or signature"
+            );
+            return Err(HttpError::Conflict(SEAT_TAKEN));
+        }
+        return Ok(resume(&app, &headers, seat.as_deref(), &p, framed).await?);
     }
     let role = match (id.platform, q.get("role")) {
         (Platform::Lab, Some(r)) => Some(
@@ -274,7 +323,7 @@ pub async fn join(
         study_id: study_id.clone(),
         platform: id.platform,
         worker_id: id.worker.clone(),
-        external_ids: id.external,
+        external_ids: id.external.clone(),
         flow_step: flow::encode(&study.study, role, 0),
         created_at_ms: now_ms(),
     };
@@ -288,7 +337,10 @@ pub async fn join(
                 .participant_by_worker(&study_id, id.platform, worker)
                 .await?
             {
-                Some(p) => return Ok(resume(&app, &headers, seat.as_deref(), &p).await?),
+                Some(p) if may_resume(&app, &p, &id, &q) => {
+                    return Ok(resume(&app, &headers, seat.as_deref(), &p, framed).await?);
+                }
+                Some(_) => return Err(HttpError::Conflict(SEAT_TAKEN)),
                 None => return Err(HttpError::BadRequest("please open the link again".into())),
             }
         }
@@ -310,7 +362,34 @@ pub async fn join(
         &headers,
         seat.as_deref(),
         Some(&token),
+        framed,
     ))
+}
+
+/// What a second browser naming a started participant is told.
+const SEAT_TAKEN: &str = "This worker id has already started this study in another browser or \
+     assignment. Please continue in the browser and from the link you started with; if that is \
+     not possible, contact the researcher.";
+
+/// Whether an entry link without the participant's cookie or token may resume participant `p`:
+/// only with what the platform tells that worker alone (MTurk's assignment id, Prolific's
+/// session id, both recorded at entry), or a lab link signed by this server.
+fn may_resume(app: &AppState, p: &Participant, id: &Identity, q: &HashMap<String, String>) -> bool {
+    let same = |key: &str| match (p.external_ids.get(key), id.external.get(key)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
+    match id.platform {
+        Platform::Mturk => same("assignmentId"),
+        Platform::Prolific => same("SESSION_ID"),
+        // Researchers do not come through entry links; a lab link otherwise.
+        Platform::Lab | Platform::Researcher => {
+            let name = p.worker_id.as_deref().unwrap_or_default();
+            q.get("sig").is_some_and(|sig| {
+                crate::completion::normalize(sig) == app.code_key.lab_signature(&p.study_id, name)
+            })
+        }
+    }
 }
 
 /// A returning worker without the cookie: a fresh token for the same participant.
@@ -319,10 +398,11 @@ async fn resume(
     headers: &HeaderMap,
     seat: Option<&str>,
     p: &Participant,
+    framed: bool,
 ) -> Result<Response, StoreError> {
     let (token, hash) = new_token();
     app.store
         .set_meta(&format!("{ALIAS_PREFIX}{hash}"), &p.id)
         .await?;
-    Ok(redirect_with_cookie(headers, seat, Some(&token)))
+    Ok(redirect_with_cookie(headers, seat, Some(&token), framed))
 }

@@ -1,6 +1,7 @@
 //! The HTTP routes. Each module owns its handlers; this one assembles the router and the
 //! response headers every page gets (a Content-Security-Policy without inline scripts, no
-//! sniffing, frames only from this site).
+//! sniffing, no referrer to other sites, and frames: participant pages may be shown in MTurk's
+//! worker sites and the `--frame-ancestors` sites, every other page only in this site).
 //!
 //! | route | module |
 //! |---|---|
@@ -48,11 +49,12 @@ pub mod turn_acts;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::extract::{Request, State};
 use axum::http::HeaderValue;
 use axum::http::header::{
     CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
 };
-use axum::middleware::map_response;
+use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
@@ -65,13 +67,62 @@ const MAX_BODY: usize = 64 * 1024;
 const CSP: &str = "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; \
                    connect-src 'self'; frame-ancestors 'self'; form-action 'self' https:; base-uri 'none'; object-src 'none'";
 
-async fn headers(mut res: Response) -> Response {
+/// The sites MTurk shows an ExternalQuestion in (production and sandbox worker sites).
+pub const MTURK_FRAMERS: [&str; 2] = [
+    "https://worker.mturk.com",
+    "https://workersandbox.mturk.com",
+];
+
+/// Whether `path` is a participant's page (or what such a page loads), which a crowd platform
+/// may show in its frame.
+fn participant_path(path: &str) -> bool {
+    path == "/join"
+        || path == "/p"
+        || path.starts_with("/p/")
+        || path.starts_with("/assets/")
+        || path.starts_with("/study/")
+}
+
+/// The Content-Security-Policy of participant pages: framed by MTurk and the configured sites,
+/// which may also receive the page's forms (MTurk's externalSubmit is on `https:` already).
+pub fn participant_csp(frame_ancestors: &[String]) -> String {
+    let framers: Vec<&str> = MTURK_FRAMERS
+        .iter()
+        .copied()
+        .chain(frame_ancestors.iter().map(String::as_str))
+        .collect();
+    let extra: Vec<&str> = frame_ancestors.iter().map(String::as_str).collect();
+    format!(
+        "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; \
+         connect-src 'self'; frame-ancestors 'self' {}; form-action 'self' https:{}{}; \
+         base-uri 'none'; object-src 'none'",
+        framers.join(" "),
+        if extra.is_empty() { "" } else { " " },
+        extra.join(" ")
+    )
+}
+
+/// The security headers of every response. Participant pages may be framed by the crowd
+/// platforms (CSP `frame-ancestors`; no `X-Frame-Options`, which cannot name other sites);
+/// every other page only by this site. The referrer never leaves the site, so a participant
+/// URL carrying its token (a page in a frame) is not sent to anyone else.
+async fn headers(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let participant = participant_path(req.uri().path());
+    let mut res = next.run(req).await;
     let h = res.headers_mut();
     if !h.contains_key(CONTENT_SECURITY_POLICY) {
-        h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+        let csp = if participant {
+            HeaderValue::from_str(&participant_csp(&app.tunables.frame_ancestors))
+                .unwrap_or(HeaderValue::from_static(CSP))
+        } else {
+            HeaderValue::from_static(CSP)
+        };
+        h.insert(CONTENT_SECURITY_POLICY, csp);
     }
     h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
+    if !participant {
+        h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
+    }
     h.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     res
 }
@@ -122,10 +173,15 @@ pub fn router(app: AppState) -> Router {
         // which stays outside them: a merged router would otherwise answer them unlayered.
         .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(map_response(headers))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), headers))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             crate::metrics::count_responses,
+        ))
+        // Outermost: who the client is, before anything reads an address or a scheme.
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            crate::security::client_layer,
         ))
         .with_state(app)
 }

@@ -1,11 +1,10 @@
 //! Researcher pages: login, the list of sessions (live and finished, with the waiting queues) and
 //! a read-only live view of one session's events. Server-rendered, refreshed by the browser.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Form;
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::header::{LOCATION, RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -160,7 +159,7 @@ pub struct LoginForm {
 /// client address and the name); too many of those a 429 with `Retry-After`.
 pub async fn login(
     State(app): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    client: crate::security::Client,
     headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, HttpError> {
@@ -173,17 +172,19 @@ pub async fn login(
     // What was typed, shown again after a failed login (empty when the form had no name).
     let typed = form.name.as_deref().map(str::trim).unwrap_or("");
     let name = Some(typed).filter(|n| !n.is_empty()).unwrap_or(ADMIN);
-    let address = peer.ip().to_string();
+    let address = client.addr.to_string();
+    let device = crate::security::cookie(&headers, crate::auth::DEVICE_COOKIE);
     let outcome = log_in(
         app.store.as_ref(),
         &app.researchers,
         &address,
+        device.as_deref(),
         name,
         &form.password,
     )
     .await?;
     let token = match outcome {
-        LoginOutcome::LoggedIn(token) => token,
+        LoginOutcome::LoggedIn { token, device } => (token, device),
         LoginOutcome::Wrong => {
             // Slows down guessing; argon2 itself already costs tens of milliseconds.
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -200,7 +201,7 @@ pub async fn login(
         LoginOutcome::Limited { retry_after_s } => {
             let minutes = retry_after_s.div_ceil(60);
             let msg = format!(
-                "Too many failed logins from here or for this account: try again in {minutes} minute(s)."
+                "Too many failed logins from here or for this account from a browser it has not logged in from: try again in {minutes} minute(s)."
             );
             return Ok((
                 StatusCode::TOO_MANY_REQUESTS,
@@ -210,8 +211,20 @@ pub async fn login(
                 .into_response());
         }
     };
+    let (token, device) = token;
     let mut res = (StatusCode::SEE_OTHER, [(LOCATION, next)]).into_response();
     set_login_cookie(&mut res, &headers, &token);
+    if let Some(device) = device
+        && let Ok(v) = set_cookie(
+            &headers,
+            crate::auth::DEVICE_COOKIE,
+            &device,
+            crate::auth::DEVICE_TTL_S,
+        )
+        .parse()
+    {
+        res.headers_mut().append(SET_COOKIE, v);
+    }
     Ok(res)
 }
 

@@ -33,6 +33,21 @@ use tokio::time::Instant;
 /// Key of the private pair in a participant's external ids (lab links and `/try`).
 pub const PAIR_KEY: &str = "pair";
 
+/// The queue of test participants (`test=1`) whose link names no pair: they are paired among
+/// themselves, never with the crowd, whose sessions would otherwise be lost from payments and
+/// exports along with theirs. No link can name it (ids from links have no control characters).
+pub const TEST_QUEUE: &str = "\u{1}test";
+
+/// The queue a participant waits in: their link's private pair, the test queue for a test
+/// participant without one, or the study's public queue (`None`).
+pub fn queue_of(p: &Participant) -> Option<String> {
+    match p.external_ids.get(PAIR_KEY) {
+        Some(pair) => Some(pair.clone()),
+        None if p.is_test() => Some(TEST_QUEUE.to_owned()),
+        None => None,
+    }
+}
+
 /// How long a finished waiting connection waits for the client's answer to its close frame.
 const CLOSE_LINGER: Duration = Duration::from_secs(5);
 
@@ -99,7 +114,7 @@ async fn serve(
 ) -> End {
     let key = QueueKey {
         study: study.study.id.clone(),
-        pair: p.external_ids.get(PAIR_KEY).cloned(),
+        pair: queue_of(&p),
     };
     let ticket = Ticket {
         participant: p.id.clone(),

@@ -18,6 +18,7 @@ mod goals;
 mod hostile;
 mod human;
 mod instances;
+mod launch;
 mod lobby;
 mod metrics;
 mod mturk;

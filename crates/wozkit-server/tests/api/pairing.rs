@@ -69,8 +69,9 @@ async fn a_worker_is_never_paired_with_itself() {
     let mut app = spawn_app(Tiny::default()).await;
     let first = app.join("PROLIFIC_PID=same&STUDY_ID=s&SESSION_ID=1").await;
     first.accept_pages().await;
-    // The same worker again from another browser: the same participant, already waiting.
-    let again = app.join("PROLIFIC_PID=same&STUDY_ID=s&SESSION_ID=2").await;
+    // The same worker again from another browser (the same Prolific submission): the same
+    // participant, already waiting.
+    let again = app.join("PROLIFIC_PID=same&STUDY_ID=s&SESSION_ID=1").await;
     assert_ne!(first.cookie, again.cookie);
     assert!(again.page().await.body.contains("data-page=\"waiting\""));
 
