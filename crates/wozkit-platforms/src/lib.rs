@@ -4,6 +4,7 @@
 //! is what the researcher console and the command line use; both are tested against local mock
 //! servers that follow the providers' documented requests and responses.
 
+pub mod once;
 pub mod prolific;
 
 #[cfg(feature = "mturk")]
@@ -21,6 +22,15 @@ pub enum PlatformError {
     /// The platform could not be reached (connection, timeout).
     #[error("{platform}: {what}: cannot reach the platform: {detail}")]
     Unreachable {
+        platform: &'static str,
+        what: String,
+        detail: String,
+    },
+    /// The request went out and no answer says what became of it (a timeout or a connection
+    /// lost after sending): it may have been carried out. Only asking the platform tells; a
+    /// payment is never sent again before that (see [`once`]).
+    #[error("{platform}: {what}: no answer, the request may have been carried out: {detail}")]
+    Uncertain {
         platform: &'static str,
         what: String,
         detail: String,
@@ -55,6 +65,17 @@ impl PlatformError {
     /// again).
     pub fn is_unsupported(&self) -> bool {
         matches!(self, PlatformError::Unsupported { .. })
+    }
+
+    /// Whether the request may have been carried out although no success came back: no
+    /// answer after sending ([`PlatformError::Uncertain`]), or a server error (5xx), after
+    /// which the platform may have done the work.
+    pub fn is_uncertain(&self) -> bool {
+        match self {
+            PlatformError::Uncertain { .. } => true,
+            PlatformError::Refused { status, .. } => *status >= 500,
+            _ => false,
+        }
     }
 }
 
@@ -99,6 +120,32 @@ pub trait Payer: Send + Sync {
     /// one by one (MTurk) tells which were paid when some fail; one that pays them in one
     /// all-or-nothing request (Prolific) gives that request's result for each.
     async fn bonus(&self, bonuses: &[Bonus]) -> Vec<Result<(), PlatformError>>;
+    /// The first step of paying `bonuses` where the platform has one that pays nothing
+    /// (Prolific sets up a bulk bonus payment): the id to record before paying, so that a
+    /// retry pays that one instead of setting up another. `None` where there is no such step.
+    async fn prepare_bonus(&self, _bonuses: &[Bonus]) -> Result<Option<String>, PlatformError> {
+        Ok(None)
+    }
+    /// Pays `bonuses`, prepared as `prepared` by [`Payer::prepare_bonus`]; one result per
+    /// bonus, as [`Payer::bonus`].
+    async fn pay_prepared(
+        &self,
+        _prepared: Option<&str>,
+        bonuses: &[Bonus],
+    ) -> Vec<Result<(), PlatformError>> {
+        self.bonus(bonuses).await
+    }
+    /// For each bonus, how many bonus payments of exactly its amount the platform has made on
+    /// its submission so far: asked before paying and again after an uncertain outcome, this
+    /// tells whether the payment happened. [`PlatformError::Unsupported`] where the platform
+    /// cannot tell.
+    async fn bonuses_paid(&self, _bonuses: &[Bonus]) -> Result<Vec<u64>, PlatformError> {
+        Err(PlatformError::Unsupported {
+            platform: "this platform client",
+            what: "look-up of bonus payments".into(),
+            instead: "check the platform's own records".into(),
+        })
+    }
     /// Keeps a worker out of this researcher's future studies.
     async fn block(&self, worker_id: &str, reason: &str) -> Result<(), PlatformError>;
 }

@@ -350,6 +350,24 @@ impl MTurk {
         )
     }
 
+    /// The same client with each request attempt given up after `timeout` (none unless set):
+    /// a request that changes something and gets no answer in time is
+    /// [`PlatformError::Uncertain`].
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> MTurk {
+        let config = self
+            .client
+            .config()
+            .to_builder()
+            .timeout_config(
+                aws_sdk_mturk::config::timeout::TimeoutConfig::builder()
+                    .operation_attempt_timeout(timeout)
+                    .build(),
+            )
+            .build();
+        self.client = aws_sdk_mturk::Client::from_conf(config);
+        self
+    }
+
     /// The same client over these HITs (what the [`Payer`] lists and decides).
     pub fn with_hits(mut self, hits: Vec<String>) -> MTurk {
         self.hits = hits;
@@ -525,21 +543,96 @@ impl MTurk {
     }
 
     /// Approves a `Submitted` assignment (the worker is paid the HIT's reward), with an
-    /// optional message to the worker.
+    /// optional message to the worker. An assignment found approved already (an earlier
+    /// request that got no answer, a second press) counts as approved now.
     pub async fn approve(
         &self,
         assignment_id: &str,
         feedback: Option<&str>,
     ) -> Result<(), PlatformError> {
         let what = format!("ApproveAssignment ({assignment_id})");
-        self.client
+        let sent = self
+            .client
             .approve_assignment()
             .assignment_id(assignment_id)
             .set_requester_feedback(feedback.map(str::to_string))
             .send()
             .await
-            .map_err(|e| sdk_error(&what, e))
-            .map(drop)
+            .map_err(|e| sdk_error(&what, e));
+        self.already(assignment_id, "Approved", sent.map(drop))
+            .await
+    }
+
+    /// The status of an assignment (`GetAssignment`).
+    pub async fn assignment_status(&self, assignment_id: &str) -> Result<String, PlatformError> {
+        let what = format!("GetAssignment ({assignment_id})");
+        let out = self
+            .client
+            .get_assignment()
+            .assignment_id(assignment_id)
+            .send()
+            .await
+            .map_err(|e| sdk_error(&what, e))?;
+        out.assignment
+            .and_then(|a| a.assignment_status)
+            .map(|s| s.as_str().to_string())
+            .ok_or_else(|| bad(&what, "the answer has no assignment status"))
+    }
+
+    /// A decision's result, where a failure is looked into: if the assignment has the status
+    /// the decision gives (`Approved`, `Rejected`), it was taken (now or before).
+    async fn already(
+        &self,
+        assignment_id: &str,
+        status: &str,
+        sent: Result<(), PlatformError>,
+    ) -> Result<(), PlatformError> {
+        match sent {
+            Err(e @ (PlatformError::Refused { .. } | PlatformError::Uncertain { .. })) => {
+                match self.assignment_status(assignment_id).await {
+                    Ok(s) if s == status => Ok(()),
+                    _ => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The bonuses paid on an assignment (`ListBonusPayments`, every page): worker, cents and
+    /// reason of each.
+    pub async fn list_bonus_payments(
+        &self,
+        assignment_id: &str,
+    ) -> Result<Vec<(String, u64, String)>, PlatformError> {
+        let what = format!("ListBonusPayments ({assignment_id})");
+        let mut out = vec![];
+        let mut next: Option<String> = None;
+        for _ in 0..10_000 {
+            let page = self
+                .client
+                .list_bonus_payments()
+                .assignment_id(assignment_id)
+                .max_results(PAGE_SIZE)
+                .set_next_token(next.take())
+                .send()
+                .await
+                .map_err(|e| sdk_error(&what, e))?;
+            for b in page.bonus_payments.unwrap_or_default() {
+                let amount = b.bonus_amount.unwrap_or_default();
+                let cents = cents_of(&amount)
+                    .ok_or_else(|| bad(&what, &format!("a bonus of `{amount}`")))?;
+                out.push((
+                    b.worker_id.unwrap_or_default(),
+                    cents,
+                    b.reason.unwrap_or_default(),
+                ));
+            }
+            match page.next_token.filter(|t| !t.is_empty()) {
+                Some(t) if page.num_results.unwrap_or(1) > 0 => next = Some(t),
+                _ => return Ok(out),
+            }
+        }
+        Err(bad(&what, "the pages never end (NextToken loops)"))
     }
 
     /// Rejects a `Submitted` assignment with the feedback the worker reads.
@@ -551,14 +644,16 @@ impl MTurk {
                 "not sent: MTurk needs feedback that tells the worker why",
             ));
         }
-        self.client
+        let sent = self
+            .client
             .reject_assignment()
             .assignment_id(assignment_id)
             .requester_feedback(feedback.trim())
             .send()
             .await
             .map_err(|e| sdk_error(&what, e))
-            .map(drop)
+            .map(drop);
+        self.already(assignment_id, "Rejected", sent).await
     }
 
     /// Pays a bonus of `cents` to a worker for an assignment. The UniqueRequestToken is
@@ -667,7 +762,9 @@ impl Payer for MTurk {
                 .send_bonus(&b.worker_id, &b.submission_id, b.cents, &b.reason)
                 .await
                 .map(drop);
-            if let Err(e @ PlatformError::Unreachable { .. }) = &result {
+            if let Err(e @ (PlatformError::Unreachable { .. } | PlatformError::Uncertain { .. })) =
+                &result
+            {
                 unreachable = Some(e.to_string());
             }
             out.push(result);
@@ -677,6 +774,16 @@ impl Payer for MTurk {
 
     async fn block(&self, worker_id: &str, reason: &str) -> Result<(), PlatformError> {
         MTurk::block(self, worker_id, reason).await
+    }
+
+    /// `ListBonusPayments` of each bonus's assignment: the payments of its amount.
+    async fn bonuses_paid(&self, bonuses: &[Bonus]) -> Result<Vec<u64>, PlatformError> {
+        let mut out = Vec::with_capacity(bonuses.len());
+        for b in bonuses {
+            let paid = self.list_bonus_payments(&b.submission_id).await?;
+            out.push(paid.iter().filter(|(_, c, _)| *c == b.cents).count() as u64);
+        }
+        Ok(out)
     }
 }
 
@@ -830,15 +937,20 @@ where
             PlatformError::Refused {
                 platform: PLATFORM,
                 what: what.to_string(),
-                status: 400,
+                // MTurk's own failure (ServiceFault, a 5xx) may have done the work.
+                status: if code == "ServiceFault" { 500 } else { 400 },
                 message: format!("{code}: {message}"),
             }
         }
-        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => PlatformError::Unreachable {
-            platform: PLATFORM,
-            what: what.to_string(),
-            detail: DisplayErrorContext(&e).to_string(),
-        },
+        // Sent, or maybe sent (the SDK does not tell a refused connection from one lost after
+        // sending), and no answer read: MTurk may have done it.
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_) => {
+            PlatformError::Uncertain {
+                platform: PLATFORM,
+                what: what.to_string(),
+                detail: DisplayErrorContext(&e).to_string(),
+            }
+        }
         _ => bad(what, &DisplayErrorContext(&e).to_string()),
     }
 }

@@ -270,6 +270,22 @@ impl Prolific {
         Prolific::new(&base, &token, study)
     }
 
+    /// The same client with requests given up after `timeout` (60 s unless set): a request
+    /// that changes something and gets no answer in time is [`PlatformError::Uncertain`].
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<Prolific, PlatformError> {
+        self.http = reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .timeout(timeout)
+            .build()
+            .map_err(|e| {
+                PlatformError::NotConfigured(format!(
+                    "Prolific: cannot build the HTTP client: {}",
+                    chain(&e)
+                ))
+            })?;
+        Ok(self)
+    }
+
     /// The Prolific study this client works on.
     pub fn study(&self) -> &str {
         &self.study
@@ -414,6 +430,28 @@ impl Prolific {
         Ok(Some(bulk))
     }
 
+    /// One submission with the bonus payments Prolific has paid on it, in cents
+    /// (`GET /api/v1/submissions/{id}/`, its `bonus_payments`): the look-up that tells whether
+    /// a bulk bonus payment whose pay request got no certain answer was paid.
+    pub async fn submission_bonuses(&self, submission: &str) -> Result<Vec<u64>, PlatformError> {
+        let what = format!("GET /api/v1/submissions/{submission}/");
+        let url = format!("{}/api/v1/submissions/{submission}/", self.base);
+        let answer = self.get(&what, &url).await?;
+        let list = match answer.get("bonus_payments") {
+            None | Some(Value::Null) => return Ok(vec![]),
+            Some(Value::Array(a)) => a,
+            Some(other) => return Err(bad(&what, &format!("bonus_payments is {other}"))),
+        };
+        list.iter()
+            .map(|v| {
+                v.as_f64()
+                    .filter(|c| c.is_finite() && *c >= 0.0)
+                    .map(|c| c.round() as u64)
+                    .ok_or_else(|| bad(&what, &format!("a bonus payment of {v}")))
+            })
+            .collect()
+    }
+
     /// A GET, retried on network failures and 5xx answers.
     async fn get(&self, what: &str, url: &str) -> Result<Value, PlatformError> {
         let mut attempt = 0;
@@ -471,11 +509,23 @@ impl Prolific {
         serde_json::from_str(&text).or_else(|_| Ok(Value::String(text)))
     }
 
+    /// A request that failed without an answer: [`PlatformError::Unreachable`] when it never
+    /// went out (no connection), else [`PlatformError::Uncertain`] (a timeout, or the
+    /// connection lost after sending: Prolific may have done it).
     fn unreachable(&self, what: &str, e: &reqwest::Error) -> PlatformError {
-        PlatformError::Unreachable {
-            platform: PLATFORM,
-            what: what.to_string(),
-            detail: self.redact(&chain(e)),
+        let detail = self.redact(&chain(e));
+        if e.is_connect() {
+            PlatformError::Unreachable {
+                platform: PLATFORM,
+                what: what.to_string(),
+                detail,
+            }
+        } else {
+            PlatformError::Uncertain {
+                platform: PLATFORM,
+                what: what.to_string(),
+                detail,
+            }
         }
     }
 
@@ -487,7 +537,7 @@ impl Prolific {
 /// Whether a failed read is worth another attempt.
 fn transient(e: &PlatformError) -> bool {
     match e {
-        PlatformError::Unreachable { .. } => true,
+        PlatformError::Unreachable { .. } | PlatformError::Uncertain { .. } => true,
         PlatformError::Refused { status, .. } => *status >= 500,
         _ => false,
     }
@@ -585,6 +635,48 @@ impl Payer for Prolific {
             .collect();
         let result = self.pay_bonus_amounts(&lines).await.map(drop);
         vec![result; bonuses.len()]
+    }
+
+    /// Sets up one bulk bonus payment of these bonuses, by submission id (the amounts of one
+    /// submission added up): its id, recorded before [`Payer::pay_prepared`] pays it.
+    async fn prepare_bonus(&self, bonuses: &[Bonus]) -> Result<Option<String>, PlatformError> {
+        let mut sums: BTreeMap<String, u64> = BTreeMap::new();
+        for b in bonuses {
+            *sums.entry(b.submission_id.clone()).or_default() += b.cents;
+        }
+        let lines: Vec<(String, u64)> = sums.into_iter().filter(|(_, c)| *c > 0).collect();
+        if lines.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.setup_bonuses(&lines).await?.id))
+    }
+
+    /// Pays the bulk bonus payment set up as `prepared` (all or nothing: every bonus gets its
+    /// result); without one, sets one up and pays it.
+    async fn pay_prepared(
+        &self,
+        prepared: Option<&str>,
+        bonuses: &[Bonus],
+    ) -> Vec<Result<(), PlatformError>> {
+        match prepared {
+            Some(id) => vec![self.pay_bonuses(id).await; bonuses.len()],
+            None => self.bonus(bonuses).await,
+        }
+    }
+
+    /// The submissions' `bonus_payments` of each bonus's amount.
+    async fn bonuses_paid(&self, bonuses: &[Bonus]) -> Result<Vec<u64>, PlatformError> {
+        let mut seen: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        let mut out = Vec::with_capacity(bonuses.len());
+        for b in bonuses {
+            if !seen.contains_key(b.submission_id.as_str()) {
+                let paid = self.submission_bonuses(&b.submission_id).await?;
+                seen.insert(&b.submission_id, paid);
+            }
+            let paid = &seen[b.submission_id.as_str()];
+            out.push(paid.iter().filter(|c| **c == b.cents).count() as u64);
+        }
+        Ok(out)
     }
 
     /// Prolific's API has no call that blocks a participant: answers

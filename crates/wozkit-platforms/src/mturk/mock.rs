@@ -15,8 +15,10 @@
 //! - an ExternalQuestion's `ExternalURL` is an `https://` address;
 //! - `ListAssignmentsForHIT` pages by `MaxResults` (at most 100) and `NextToken`.
 //!
-//! It records every call (operation and body) and the bonuses paid, per worker in cents, and
-//! refuses a chosen request when a test asks ([`MockMTurk::fail_when`]).
+//! It records every call (operation and body) and the bonuses paid, per worker in cents, lists
+//! them (`ListBonusPayments` by assignment or HIT) and answers `GetAssignment`; it refuses a
+//! chosen request when a test asks ([`MockMTurk::fail_when`]), and does a chosen request then
+//! answers it late or drops the connection ([`MockMTurk::after_commit`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -30,6 +32,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::cents_of;
+pub use crate::prolific::mock::Fault;
 
 /// The target prefix of every operation.
 pub const TARGET_PREFIX: &str = "MTurkRequesterServiceV20170117.";
@@ -95,6 +98,8 @@ struct Mock {
     calls: Vec<Call>,
     /// Requests to refuse once: operation, body field, its value, the RequestError message.
     fail_when: Vec<(String, String, String, String)>,
+    /// Requests to do and then answer late or not at all, once: operation and fault.
+    after_commit: Vec<(String, Fault)>,
 }
 
 impl Mock {
@@ -140,6 +145,12 @@ impl MockMTurk {
         self.state()
             .fail_when
             .push((operation.into(), field.into(), value.into(), message.into()));
+    }
+
+    /// Does the next `operation` request, then answers it with `fault` (late, or by dropping
+    /// the connection): the client gets no answer although MTurk did it.
+    pub fn after_commit(&self, operation: &str, fault: Fault) {
+        self.state().after_commit.push((operation.into(), fault));
     }
 
     /// The endpoint to give the client (`WOZKIT_MTURK_ENDPOINT`).
@@ -291,6 +302,45 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.strip_prefix(TARGET_PREFIX))
+        .unwrap_or_default()
+        .to_string();
+    let (answer, fault) = {
+        let fault = {
+            let mut m = state.lock().unwrap_or_else(|e| e.into_inner());
+            let i = m.after_commit.iter().position(|(op, _)| *op == target);
+            i.map(|i| m.after_commit.remove(i).1)
+        };
+        (respond(&state, method, uri, headers, body), fault)
+    };
+    match fault {
+        None => answer,
+        Some(Fault::Delay(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        Some(Fault::Disconnect) => {
+            let broken = futures_util::stream::once(async {
+                Err::<Bytes, std::io::Error>(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "the mock dropped the connection",
+                ))
+            });
+            (answer.status(), axum::body::Body::from_stream(broken)).into_response()
+        }
+    }
+}
+
+fn respond(
+    state: &Arc<Mutex<Mock>>,
+    method: Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     if method != Method::POST || uri.path() != "/" {
         return error("UnknownOperationException", "MTurk takes POST / only");
     }
@@ -354,6 +404,8 @@ async fn handle(
         "ApproveAssignment" => decide(&mut m, &body, true),
         "RejectAssignment" => decide(&mut m, &body, false),
         "SendBonus" => send_bonus(&mut m, &body),
+        "ListBonusPayments" => list_bonuses(&m, &body),
+        "GetAssignment" => get_assignment(&m, &body),
         "CreateWorkerBlock" => block(&mut m, &body),
         other => {
             return error(
@@ -617,6 +669,61 @@ fn send_bonus(m: &mut Mock, body: &Value) -> Result<Value, Fail> {
         token,
     });
     Ok(json!({}))
+}
+
+fn list_bonuses(m: &Mock, body: &Value) -> Result<Value, Fail> {
+    let assignment = s(body, "AssignmentId");
+    let hit = s(body, "HITId");
+    if assignment.is_none() == hit.is_none() {
+        return Err(fail("Either the HITId or the AssignmentId must be given"));
+    }
+    let max = body.get("MaxResults").and_then(Value::as_i64).unwrap_or(10);
+    if !(1..=100).contains(&max) {
+        return Err(fail("MaxResults must be between 1 and 100"));
+    }
+    let of_hit = |a: &str| {
+        m.assignments
+            .iter()
+            .any(|x| x.id == a && Some(x.hit_id.as_str()) == hit)
+    };
+    let all: Vec<Value> = m
+        .bonuses
+        .iter()
+        .filter(|b| Some(b.assignment_id.as_str()) == assignment || of_hit(&b.assignment_id))
+        .map(|b| {
+            json!({
+                "WorkerId": b.worker_id,
+                "BonusAmount": super::amount(b.cents),
+                "AssignmentId": b.assignment_id,
+                "Reason": b.reason,
+                "GrantTime": 1_700_000_000,
+            })
+        })
+        .collect();
+    let start = match s(body, "NextToken") {
+        Some(t) => t
+            .strip_prefix("page:")
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| fail("The NextToken is not valid"))?,
+        None => 0,
+    };
+    let page: Vec<Value> = all.iter().skip(start).take(max as usize).cloned().collect();
+    let end = start + page.len();
+    let mut out = json!({"NumResults": page.len(), "BonusPayments": page});
+    if end < all.len() {
+        out["NextToken"] = json!(format!("page:{end}"));
+    }
+    Ok(out)
+}
+
+fn get_assignment(m: &Mock, body: &Value) -> Result<Value, Fail> {
+    let id = required(body, "AssignmentId")?;
+    let a = m
+        .assignments
+        .iter()
+        .find(|a| a.id == id)
+        .ok_or_else(|| fail(&format!("Assignment {id} does not exist")))?;
+    Ok(json!({"Assignment": assignment_json(a)}))
 }
 
 fn block(m: &mut Mock, body: &Value) -> Result<Value, Fail> {

@@ -17,8 +17,12 @@
 //!   the mock makes such a mistake visible);
 //! - records every request (method, path with query, body) and the cents paid to each
 //!   participant;
+//! - answers a single submission (`GET /api/v1/submissions/{id}/`) with its `bonus_payments`,
+//!   the cents of each bonus paid on it;
 //! - answers the next request (or the next one to a path, [`MockProlific::fail_when`]) with a
-//!   given status when the test asks ([`MockProlific::fail_next`]).
+//!   given status when the test asks ([`MockProlific::fail_next`]);
+//! - does the next request to a path and then answers late or drops the connection
+//!   ([`MockProlific::after_commit`]): the client sees no answer although the work was done.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -43,8 +47,18 @@ pub struct Recorded {
     pub body: String,
 }
 
+/// What the mock does to its answer after doing the work (see [`MockProlific::after_commit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Answers only after this long (past the client's timeout).
+    Delay(std::time::Duration),
+    /// Sends the status line and drops the connection before the body.
+    Disconnect,
+}
+
 struct Bulk {
-    lines: Vec<(String, u64)>,
+    /// Participant, submission, cents.
+    lines: Vec<(String, String, u64)>,
     paid: bool,
 }
 
@@ -60,6 +74,9 @@ struct Mock {
     requests: Vec<Recorded>,
     fail_next: Option<u16>,
     fail_when: Option<(String, u16)>,
+    after_commit: Option<(String, Fault)>,
+    /// Cents of each bonus paid, per submission.
+    bonus_payments: BTreeMap<String, Vec<u64>>,
 }
 
 /// The running mock; the server stops when this is dropped.
@@ -97,6 +114,8 @@ impl MockProlific {
             requests: vec![],
             fail_next: None,
             fail_when: None,
+            after_commit: None,
+            bonus_payments: BTreeMap::new(),
         }));
         let app = Router::new().fallback(handle).with_state(state.clone());
         let task = tokio::spawn(async move {
@@ -123,6 +142,17 @@ impl MockProlific {
     /// Answers the next request whose path contains `fragment` (e.g. `/pay/`) with `status`.
     pub fn fail_when(&self, fragment: &str, status: u16) {
         self.lock().fail_when = Some((fragment.to_string(), status));
+    }
+
+    /// Does the next request whose path contains `fragment` (e.g. `/pay/`), then answers it
+    /// with `fault`: late, or not at all.
+    pub fn after_commit(&self, fragment: &str, fault: Fault) {
+        self.lock().after_commit = Some((fragment.to_string(), fault));
+    }
+
+    /// The cents of each bonus paid on each submission.
+    pub fn bonus_payments(&self) -> BTreeMap<String, Vec<u64>> {
+        self.lock().bonus_payments.clone()
     }
 
     /// Adds a submission.
@@ -180,7 +210,36 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let mut m = state.lock().unwrap_or_else(|p| p.into_inner());
+    let (answer, fault) = {
+        let mut m = state.lock().unwrap_or_else(|p| p.into_inner());
+        let fault = match &m.after_commit {
+            Some((fragment, fault)) if uri.path().contains(fragment.as_str()) => Some(*fault),
+            _ => None,
+        };
+        if fault.is_some() {
+            m.after_commit = None;
+        }
+        (respond(&mut m, method, uri, headers, body), fault)
+    };
+    match fault {
+        None => answer,
+        Some(Fault::Delay(d)) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        Some(Fault::Disconnect) => {
+            let broken = futures_util::stream::once(async {
+                Err::<Bytes, std::io::Error>(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "the mock dropped the connection",
+                ))
+            });
+            (answer.status(), axum::body::Body::from_stream(broken)).into_response()
+        }
+    }
+}
+
+fn respond(m: &mut Mock, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let body_text = String::from_utf8_lossy(&body).into_owned();
     m.requests.push(Recorded {
         method: method.to_string(),
@@ -234,12 +293,13 @@ async fn handle(
                 .and_then(|p| p.parse::<usize>().ok())
                 .unwrap_or(1)
                 .max(1);
-            list(&m, study, page)
+            list(m, study, page)
         }
-        ("POST", ["api", "v1", "submissions", "bulk-approve"]) => bulk_approve(&mut m, &body),
-        ("POST", ["api", "v1", "submissions", "bonus-payments"]) => setup_bonus(&mut m, &body),
-        ("POST", ["api", "v1", "submissions", id, "transition"]) => transition(&mut m, id, &body),
-        ("POST", ["api", "v1", "bulk-bonus-payments", id, "pay"]) => pay(&mut m, id),
+        ("GET", ["api", "v1", "submissions", id]) => one_submission(m, id),
+        ("POST", ["api", "v1", "submissions", "bulk-approve"]) => bulk_approve(m, &body),
+        ("POST", ["api", "v1", "submissions", "bonus-payments"]) => setup_bonus(m, &body),
+        ("POST", ["api", "v1", "submissions", id, "transition"]) => transition(m, id, &body),
+        ("POST", ["api", "v1", "bulk-bonus-payments", id, "pay"]) => pay(m, id),
         _ => error(
             StatusCode::NOT_FOUND,
             "Not found",
@@ -447,14 +507,15 @@ fn setup_bonus(m: &mut Mock, body: &Value) -> Response {
             continue;
         };
         let id = id.trim();
-        // A submission id stands for its participant.
+        // A submission id stands for its participant; a participant id for their submission.
         let who = m
             .submissions
             .iter()
-            .find(|s| s.participant_id == id || s.id == id)
-            .map(|s| s.participant_id.clone());
+            .find(|s| s.id == id)
+            .or_else(|| m.submissions.iter().find(|s| s.participant_id == id))
+            .map(|s| (s.participant_id.clone(), s.id.clone()));
         match (who, parse_cents(amount)) {
-            (Some(who), Some(c)) if c > 0 => lines.push((who, c)),
+            (Some((who, sub)), Some(c)) if c > 0 => lines.push((who, sub, c)),
             (None, _) => wrong.push(format!("{id}: did not take part in the study")),
             (_, _) => wrong.push(format!("{id}: bad amount `{}`", amount.trim())),
         }
@@ -473,7 +534,7 @@ fn setup_bonus(m: &mut Mock, body: &Value) -> Response {
     }
     let id = format!("bulk{:06}", m.next_bulk);
     m.next_bulk += 1;
-    let total: u64 = lines.iter().map(|(_, c)| c).sum();
+    let total: u64 = lines.iter().map(|(_, _, c)| c).sum();
     m.bulks.insert(id.clone(), Bulk { lines, paid: false });
     (
         StatusCode::CREATED,
@@ -506,8 +567,36 @@ fn pay(m: &mut Mock, id: &str) -> Response {
     }
     bulk.paid = true;
     let lines = bulk.lines.clone();
-    for (who, c) in lines {
+    for (who, sub, c) in lines {
         *m.paid.entry(who).or_default() += c;
+        m.bonus_payments.entry(sub).or_default().push(c);
     }
     StatusCode::ACCEPTED.into_response()
+}
+
+/// A single submission as Prolific answers it, with the bonuses paid on it.
+fn one_submission(m: &Mock, id: &str) -> Response {
+    let Some(s) = m.submissions.iter().find(|s| s.id == id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            json!(format!("no submission {id}")),
+        );
+    };
+    let paid: Vec<f64> = m
+        .bonus_payments
+        .get(id)
+        .map(|v| v.iter().map(|c| *c as f64).collect())
+        .unwrap_or_default();
+    axum::Json(json!({
+        "id": s.id,
+        "study_id": m.study,
+        "participant": s.participant_id,
+        "status": s.status,
+        "entered_code": s.study_code,
+        "started_at": s.started_at,
+        "completed_at": s.completed_at,
+        "bonus_payments": paid,
+    }))
+    .into_response()
 }

@@ -1,0 +1,498 @@
+//! Paying once: a bonus payment recorded before and after every request that moves money, so
+//! that timeouts, retries, restarts and two researchers pressing Send at once never pay a
+//! worker twice.
+//!
+//! A payment is a [`PaymentRecord`] under one key of a [`Ledger`] (the store's meta table in
+//! wozkit). It goes through these stages, each written with an atomic compare-and-set, so of
+//! two callers only one moves it on:
+//!
+//! - `claimed`: someone ([`PaymentRecord::claimant`]) took it; nothing was sent yet.
+//! - `set_up`: the platform's first step that pays nothing is done and its id recorded
+//!   (Prolific's bulk bonus payment id); a retry pays that one instead of setting up another.
+//! - `sending`: the pay request is about to go out; recorded first, with what the platform
+//!   showed of each bonus before ([`RecordedBonus::before`]).
+//! - `sent`: settled; each bonus says whether it was paid. `refused`: the platform refused
+//!   the payment for certain and paid nothing.
+//!
+//! An uncertain answer (a timeout or a lost connection after sending, a 5xx) leaves the record
+//! `sending`, and is resolved by asking the platform ([`Payer::bonuses_paid`]): a bonus whose
+//! count of payments of its amount grew since `before` was paid. Nothing is sent again while
+//! the platform does not show it and [`Policy::settle_ms`] has not passed since the request
+//! (a claimant may still be waiting for its answer; Prolific pays bulk bonuses in the
+//! background, in the minutes after the request). After that, a payment of which nothing
+//! shows is sent again (the same set-up payment); one that shows partly is settled as it
+//! shows, and the caller pays what is still owed under a new record.
+//!
+//! A claim that is neither `sending` nor settled and older than `settle_ms` was abandoned (its
+//! claimant died before sending) and may be taken over.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::{Bonus, Payer};
+
+/// Where payment records are kept: string values under keys, with an atomic compare-and-set.
+#[async_trait]
+pub trait Ledger: Send + Sync {
+    /// The value under `key`.
+    async fn get(&self, key: &str) -> Result<Option<String>, String>;
+    /// Sets `key` to `new` only if it holds `expected` now (`None`: absent); whether it did.
+    async fn swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, String>;
+}
+
+/// Where a payment stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Claimed,
+    SetUp,
+    Sending,
+    Sent,
+    Refused,
+}
+
+impl Stage {
+    /// Whether the payment is over (nothing of it can still happen).
+    pub fn settled(self) -> bool {
+        matches!(self, Stage::Sent | Stage::Refused)
+    }
+}
+
+/// One bonus of a payment and what is known of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedBonus {
+    pub worker_id: String,
+    pub submission_id: String,
+    pub cents: u64,
+    pub reason: String,
+    /// Payments of exactly `cents` the platform showed on the submission before sending.
+    #[serde(default)]
+    pub before: Option<u64>,
+    /// Paid (`true`), not paid (`false`), or not known yet.
+    #[serde(default)]
+    pub paid: Option<bool>,
+}
+
+impl RecordedBonus {
+    fn bonus(&self) -> Bonus {
+        Bonus {
+            worker_id: self.worker_id.clone(),
+            submission_id: self.submission_id.clone(),
+            cents: self.cents,
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+/// A payment as the ledger holds it (JSON).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PaymentRecord {
+    /// The platform (`prolific`, `mturk`).
+    pub platform: String,
+    pub stage: Stage,
+    pub bonuses: Vec<RecordedBonus>,
+    /// The id of the platform's first step (Prolific's bulk bonus payment).
+    #[serde(default)]
+    pub prepared: Option<String>,
+    /// Who moved it to its stage (a researcher, a command run), and when (ms since the epoch).
+    pub claimant: String,
+    pub since_ms: u64,
+    /// The caller's own words about it (what it pays for).
+    #[serde(default)]
+    pub tag: String,
+    /// The platform's last answer that was not a success.
+    #[serde(default)]
+    pub note: String,
+}
+
+impl PaymentRecord {
+    /// Cents of the bonuses known paid.
+    pub fn paid_cents(&self) -> u64 {
+        self.bonuses
+            .iter()
+            .filter(|b| b.paid == Some(true))
+            .map(|b| b.cents)
+            .sum()
+    }
+
+    /// Cents of the bonuses that are paid or may be (not known to be unpaid).
+    pub fn maybe_paid_cents(&self) -> u64 {
+        self.bonuses
+            .iter()
+            .filter(|b| b.paid != Some(false) && self.stage != Stage::Refused)
+            .map(|b| b.cents)
+            .sum()
+    }
+
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// How long a claim or an unresolved send is left to its claimant.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    /// Milliseconds after a claim or a pay request during which nobody else moves the payment
+    /// on, and an unresolved send is not sent again: longer than a request may take (the
+    /// clients time out after a minute) and than the platform takes to show a payment.
+    pub settle_ms: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            settle_ms: 15 * 60 * 1000,
+        }
+    }
+}
+
+/// What [`pay_once`] came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// The payment is settled (`sent` or `refused`): the record says what was paid.
+    Settled(PaymentRecord),
+    /// Nothing was sent now: the payment is another claimant's, or its last send is not
+    /// resolved yet. `why` says which.
+    Pending { record: PaymentRecord, why: String },
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Reads the record under `key`.
+pub async fn read(ledger: &dyn Ledger, key: &str) -> Result<Option<PaymentRecord>, String> {
+    match ledger.get(key).await? {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str(&raw)
+            .map(Some)
+            .map_err(|e| format!("payment record {key}: {e}")),
+    }
+}
+
+/// A payment to start under a key (see [`pay_once`]).
+#[derive(Clone, Copy, Debug)]
+pub struct NewPayment<'a> {
+    pub bonuses: &'a [Bonus],
+    /// The caller's words about it, kept in the record (what it pays for).
+    pub tag: &'a str,
+    /// The settled record the caller read under the key and computed this payment after
+    /// (`None`: the key was free). The new payment replaces it only if it is still there, so a
+    /// payment settled meanwhile by someone else is never paid again on stale reckoning.
+    pub replaces: Option<&'a PaymentRecord>,
+}
+
+/// Pays once under `key`: carries on the payment recorded there if it is not settled, else
+/// starts `new` (when given, and the key holds what `new.replaces` says). `claimant` names who
+/// is paying (it must differ between concurrent callers). Ledger failures are errors; platform
+/// failures are in the record's `note`.
+pub async fn pay_once(
+    payer: &dyn Payer,
+    ledger: &dyn Ledger,
+    key: &str,
+    new: Option<NewPayment<'_>>,
+    claimant: &str,
+    policy: Policy,
+) -> Result<Outcome, String> {
+    let mut new = new.filter(|n| !n.bonuses.is_empty());
+    // Every pass moves the record one stage on (or finds it moved by someone else); bounded
+    // so that a ledger that never keeps a swap cannot loop forever.
+    for _ in 0..16 {
+        let raw = ledger.get(key).await?;
+        let rec: Option<PaymentRecord> = match &raw {
+            None => None,
+            Some(r) => {
+                Some(serde_json::from_str(r).map_err(|e| format!("payment record {key}: {e}"))?)
+            }
+        };
+        let now = now_ms();
+        let fresh = |r: &PaymentRecord| now.saturating_sub(r.since_ms) < policy.settle_ms;
+        let start = match (&rec, &new) {
+            (None, Some(n)) => n.replaces.is_none(),
+            (Some(r), Some(n)) => r.stage.settled() && n.replaces == Some(r),
+            _ => false,
+        };
+        if let (true, Some(n)) = (start, new.take()) {
+            let record = PaymentRecord {
+                platform: payer.platform().to_string(),
+                stage: Stage::Claimed,
+                bonuses: n
+                    .bonuses
+                    .iter()
+                    .map(|b| RecordedBonus {
+                        worker_id: b.worker_id.clone(),
+                        submission_id: b.submission_id.clone(),
+                        cents: b.cents,
+                        reason: b.reason.clone(),
+                        before: None,
+                        paid: None,
+                    })
+                    .collect(),
+                prepared: None,
+                claimant: claimant.to_string(),
+                since_ms: now,
+                tag: n.tag.to_string(),
+                note: String::new(),
+            };
+            ledger.swap(key, raw.as_deref(), &record.to_json()).await?;
+            continue;
+        }
+        let Some(rec) = rec else {
+            return Err(format!("no payment record {key}"));
+        };
+        let raw = raw.unwrap_or_default();
+        let mine = rec.claimant == claimant;
+        match rec.stage {
+            Stage::Sent | Stage::Refused => return Ok(Outcome::Settled(rec)),
+            Stage::Claimed | Stage::SetUp if !mine && fresh(&rec) => {
+                return Ok(Outcome::Pending {
+                    why: format!("{} is paying it", rec.claimant),
+                    record: rec,
+                });
+            }
+            Stage::Claimed | Stage::SetUp if !mine => {
+                // Abandoned before anything was paid: take it over.
+                let mut next = rec.clone();
+                next.claimant = claimant.to_string();
+                next.since_ms = now;
+                ledger.swap(key, Some(&raw), &next.to_json()).await?;
+            }
+            Stage::Claimed => {
+                let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
+                let mut next = rec.clone();
+                match payer.prepare_bonus(&all).await {
+                    Ok(prepared) => {
+                        next.prepared = prepared;
+                        next.stage = Stage::SetUp;
+                    }
+                    // A set-up that may have happened pays nothing: it is left unused.
+                    Err(e) if e.is_uncertain() => {
+                        return Ok(Outcome::Pending {
+                            why: e.to_string(),
+                            record: rec,
+                        });
+                    }
+                    Err(e) => {
+                        next.stage = Stage::Refused;
+                        next.note = e.to_string();
+                        for b in &mut next.bonuses {
+                            b.paid = Some(false);
+                        }
+                    }
+                }
+                ledger.swap(key, Some(&raw), &next.to_json()).await?;
+            }
+            Stage::SetUp => {
+                let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
+                let before = match payer.bonuses_paid(&all).await {
+                    Ok(counts) if counts.len() == all.len() => {
+                        counts.into_iter().map(Some).collect()
+                    }
+                    Ok(_) => vec![None; all.len()],
+                    Err(e) if e.is_unsupported() => vec![None; all.len()],
+                    Err(e) => {
+                        return Ok(Outcome::Pending {
+                            why: format!(
+                                "not sent: the platform's record of bonuses could not be read first: {e}"
+                            ),
+                            record: rec,
+                        });
+                    }
+                };
+                let mut sending = rec.clone();
+                sending.stage = Stage::Sending;
+                sending.since_ms = now;
+                for (b, n) in sending.bonuses.iter_mut().zip(before) {
+                    b.before = n;
+                    b.paid = None;
+                }
+                let sending_raw = sending.to_json();
+                if !ledger.swap(key, Some(&raw), &sending_raw).await? {
+                    continue;
+                }
+                let results = payer.pay_prepared(sending.prepared.as_deref(), &all).await;
+                let mut done = sending.clone();
+                let mut notes = vec![];
+                for (i, b) in done.bonuses.iter_mut().enumerate() {
+                    match results.get(i) {
+                        Some(Ok(())) => b.paid = Some(true),
+                        Some(Err(e)) if !e.is_uncertain() => {
+                            b.paid = Some(false);
+                            notes.push(e.to_string());
+                        }
+                        Some(Err(e)) => notes.push(e.to_string()),
+                        None => notes.push("no answer for this bonus".into()),
+                    }
+                }
+                notes.dedup();
+                done.note = notes.join("; ");
+                if done.bonuses.iter().all(|b| b.paid.is_some()) {
+                    done.stage = if done.bonuses.iter().any(|b| b.paid == Some(true)) {
+                        Stage::Sent
+                    } else {
+                        Stage::Refused
+                    };
+                }
+                ledger
+                    .swap(key, Some(&sending_raw), &done.to_json())
+                    .await?;
+                if !done.stage.settled() {
+                    // Uncertain: ask the platform at once (the next pass), but never re-send
+                    // in this call.
+                    return Ok(resolve(payer, ledger, key, done, policy, true)
+                        .await?
+                        .unwrap_or_else(|| unreachable_pending(key)));
+                }
+            }
+            Stage::Sending => {
+                if let Some(outcome) = resolve(payer, ledger, key, rec, policy, false).await? {
+                    return Ok(outcome);
+                }
+            }
+        }
+    }
+    Err(format!(
+        "payment record {key} keeps changing under this caller"
+    ))
+}
+
+fn unreachable_pending(key: &str) -> Outcome {
+    Outcome::Pending {
+        why: format!("payment record {key}: the send just made is not resolved"),
+        record: PaymentRecord {
+            platform: String::new(),
+            stage: Stage::Sending,
+            bonuses: vec![],
+            prepared: None,
+            claimant: String::new(),
+            since_ms: 0,
+            tag: String::new(),
+            note: String::new(),
+        },
+    }
+}
+
+/// Asks the platform what became of a payment left `sending`, and records what it shows.
+/// Sends nothing itself: a payment of which nothing shows after [`Policy::settle_ms`] goes back
+/// to `set_up` and `None` is answered, for [`pay_once`] to send it again (never when
+/// `just_sent`).
+async fn resolve(
+    payer: &dyn Payer,
+    ledger: &dyn Ledger,
+    key: &str,
+    rec: PaymentRecord,
+    policy: Policy,
+    just_sent: bool,
+) -> Result<Option<Outcome>, String> {
+    let raw = rec.to_json();
+    let stored = ledger.get(key).await?;
+    if stored.as_deref() != Some(raw.as_str()) {
+        // Re-read what is there instead of guessing.
+        let now = read(ledger, key).await?;
+        return match now {
+            Some(r) if r.stage.settled() => Ok(Some(Outcome::Settled(r))),
+            Some(r) => Ok(Some(Outcome::Pending {
+                why: "the payment record changed while it was being resolved".into(),
+                record: r,
+            })),
+            None => Err(format!("payment record {key} vanished")),
+        };
+    }
+    let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
+    let mut next = rec.clone();
+    match payer.bonuses_paid(&all).await {
+        Ok(counts) if counts.len() == all.len() => {
+            for (b, n) in next.bonuses.iter_mut().zip(counts) {
+                if b.paid.is_none()
+                    && let Some(before) = b.before
+                    && n > before
+                {
+                    b.paid = Some(true);
+                }
+            }
+        }
+        Ok(_) => {}
+        Err(e) => {
+            return Ok(Some(Outcome::Pending {
+                why: format!(
+                    "the last send had no certain answer and the platform could not be asked: {e}"
+                ),
+                record: rec,
+            }));
+        }
+    }
+    let unknown = next.bonuses.iter().filter(|b| b.paid.is_none()).count();
+    let elapsed = now_ms().saturating_sub(rec.since_ms);
+    if unknown == 0 {
+        next.stage = if next.bonuses.iter().any(|b| b.paid == Some(true)) {
+            Stage::Sent
+        } else {
+            Stage::Refused
+        };
+    } else if just_sent
+        || elapsed < policy.settle_ms
+        || next.bonuses.iter().any(|b| b.before.is_none())
+    {
+        if next != rec {
+            ledger.swap(key, Some(&raw), &next.to_json()).await?;
+        }
+        return Ok(Some(Outcome::Pending {
+            why: format!(
+                "the platform does not show {unknown} bonus(es) of the last send yet ({}); \
+                 it is asked again on the next send and nothing is sent again before it shows \
+                 or {} min have passed",
+                if rec.note.is_empty() {
+                    "no certain answer"
+                } else {
+                    rec.note.as_str()
+                },
+                policy.settle_ms / 60_000
+            ),
+            record: next,
+        }));
+    } else if unknown == next.bonuses.len() {
+        // Nothing of it shows long after: it was not paid; send the same one again.
+        next.stage = Stage::SetUp;
+        next.since_ms = now_ms();
+        for b in &mut next.bonuses {
+            b.before = None;
+        }
+    } else {
+        // Part shows: settle as shown; the caller pays the rest under a new record.
+        for b in &mut next.bonuses {
+            b.paid.get_or_insert(false);
+        }
+        next.stage = Stage::Sent;
+    }
+    ledger.swap(key, Some(&raw), &next.to_json()).await?;
+    match read(ledger, key).await? {
+        Some(r) if r.stage.settled() => Ok(Some(Outcome::Settled(r))),
+        // Back to `set_up` (by this call or another): the caller's next pass carries on.
+        Some(_) => Ok(None),
+        None => Err(format!("payment record {key} vanished")),
+    }
+}
+
+/// A [`Ledger`] in memory, for tests and dry runs.
+#[derive(Default)]
+pub struct MemoryLedger {
+    values: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+}
+
+#[async_trait]
+impl Ledger for MemoryLedger {
+    async fn get(&self, key: &str) -> Result<Option<String>, String> {
+        let v = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(v.get(key).cloned())
+    }
+    async fn swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, String> {
+        let mut v = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        if v.get(key).map(String::as_str) != expected {
+            return Ok(false);
+        }
+        v.insert(key.to_string(), new.to_string());
+        Ok(true)
+    }
+}
