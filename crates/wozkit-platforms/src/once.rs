@@ -26,7 +26,8 @@
 //! A claim that is neither `sending` nor settled and older than `settle_ms` was abandoned (its
 //! claimant died before sending) and may be taken over.
 
-use async_trait::async_trait;
+/// For implementing [`Ledger`] without depending on `async-trait` directly.
+pub use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::{Bonus, Payer};

@@ -4,8 +4,10 @@
 //! table's bonuses in one bulk bonus payment, without paying anything twice.
 //!
 //! What was sent is recorded in the store's meta table (keys `prolific:<prolific
-//! study>:approved:<submission>` and `prolific:<prolific study>:bonus:<participant id>`, the
-//! cents paid so far), so a second run sends only what is new.
+//! study>:approved:<submission>`, and a payment record per bonus run,
+//! `prolific:<prolific study>:bonus-run:<n>`, see `wozkit_platforms::once`), so a second run
+//! sends only what is new and an uncertain payment is settled by asking Prolific, never by
+//! paying again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
@@ -15,8 +17,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
-use wozkit_platforms::Submission;
+use wozkit_platforms::once::{self, Ledger, NewPayment, Outcome, Policy, Stage};
 use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
+use wozkit_platforms::{Bonus, Submission};
 use wozkit_server::completion::{CodeKey, normalize};
 use wozkit_server::records::payments::{self, PaymentRow};
 use wozkit_store::Store;
@@ -274,8 +277,30 @@ fn approved_key(pstudy: &str, submission: &str) -> String {
     format!("prolific:{pstudy}:approved:{submission}")
 }
 
+/// The cents paid in bonuses to a worker by versions of `pay` before bonus runs were recorded.
 fn bonus_key(pstudy: &str, worker: &str) -> String {
     format!("prolific:{pstudy}:bonus:{worker}")
+}
+
+/// The payment record of bonus run `n` (see [`wozkit_platforms::once`]).
+fn run_key(pstudy: &str, n: u64) -> String {
+    format!("prolific:{pstudy}:bonus-run:{n}")
+}
+
+/// The store's meta table as the ledger of payment records.
+struct StoreLedger<'a>(&'a dyn Store);
+
+#[once::async_trait]
+impl Ledger for StoreLedger<'_> {
+    async fn get(&self, key: &str) -> Result<Option<String>, String> {
+        self.0.meta(key).await.map_err(|e| e.to_string())
+    }
+    async fn swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, String> {
+        self.0
+            .meta_swap(key, expected, new)
+            .await
+            .map_err(|e| e.to_string())
+    }
 }
 
 fn pay(args: PayArgs) -> Result<ExitCode> {
@@ -383,9 +408,66 @@ async fn pay_with(
         }
     }
 
-    // 2. Bonuses of the approved workers: the table's amount minus what was paid before.
-    let mut lines: Vec<(String, u64)> = vec![];
-    let mut before: Vec<(String, Option<String>)> = vec![];
+    // 2. Bonuses of the approved workers: the table's amount minus what was paid before, which
+    // is the older per-worker record plus the bonuses of every recorded bonus run. A run left
+    // unsettled (no certain answer, an interrupted command) is carried on first, by asking
+    // Prolific what became of it; nothing new is paid while one is unsettled.
+    let ledger = StoreLedger(store);
+    let runs_key = format!("prolific:{pstudy}:bonus-runs");
+    let runs_text = store.meta(&runs_key).await?;
+    let runs: u64 = runs_text
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let claimant = format!(
+        "wozkit prolific pay (process {}, {})",
+        std::process::id(),
+        wozkit_server::now_ms()
+    );
+    let mut in_runs: BTreeMap<String, u64> = BTreeMap::new();
+    for n in 1..=runs {
+        let key = run_key(pstudy, n);
+        let Some(mut rec) = once::read(&ledger, &key)
+            .await
+            .map_err(anyhow::Error::msg)?
+        else {
+            continue;
+        };
+        if !rec.stage.settled() && !args.dry_run {
+            match once::pay_once(client, &ledger, &key, None, &claimant, Policy::default())
+                .await
+                .map_err(anyhow::Error::msg)?
+            {
+                Outcome::Settled(r) => {
+                    println!(
+                        "bonus run {n} ({}) settled: {} paid",
+                        r.prepared.as_deref().unwrap_or("-"),
+                        prolific::amount(r.paid_cents())
+                    );
+                    rec = r;
+                }
+                Outcome::Pending { why, .. } => {
+                    println!("bonus run {n} is not settled, nothing new is paid: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        for b in &rec.bonuses {
+            let counted = if rec.stage.settled() {
+                b.paid == Some(true)
+            } else {
+                b.paid != Some(false)
+            };
+            if counted {
+                *in_runs.entry(b.worker_id.clone()).or_default() += b.cents;
+            }
+        }
+    }
+    let submission_of: HashMap<&str, &str> = subs
+        .iter()
+        .map(|s| (s.worker_id.as_str(), s.id.as_str()))
+        .collect();
+    let mut lines: Vec<Bonus> = vec![];
     approved_workers.sort_unstable();
     approved_workers.dedup();
     for worker in approved_workers {
@@ -396,12 +478,13 @@ async fn pay_with(
         for (_, j) in rs {
             owed += row_bonus(j, args.bonus_from)?;
         }
-        let key = bonus_key(pstudy, worker);
-        let recorded = store.meta(&key).await?;
-        let paid: u64 = recorded
+        let legacy: u64 = store
+            .meta(&bonus_key(pstudy, worker))
+            .await?
             .as_deref()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
+        let paid = legacy + in_runs.get(worker).copied().unwrap_or(0);
         if owed > paid {
             println!(
                 "{prefix}pay a bonus of {} {} to {worker} (owed {}, paid before {})",
@@ -410,8 +493,16 @@ async fn pay_with(
                 prolific::amount(owed),
                 prolific::amount(paid)
             );
-            lines.push((worker.to_string(), owed - paid));
-            before.push((key, recorded));
+            lines.push(Bonus {
+                worker_id: worker.to_string(),
+                submission_id: submission_of
+                    .get(worker)
+                    .copied()
+                    .unwrap_or(worker)
+                    .to_string(),
+                cents: owed - paid,
+                reason: String::new(),
+            });
         } else if owed < paid {
             println!(
                 "note: {worker} was paid {} in bonuses, more than the {} owed now",
@@ -420,29 +511,51 @@ async fn pay_with(
             );
         }
     }
-    let total: u64 = lines.iter().map(|(_, c)| c).sum();
+    let total: u64 = lines.iter().map(|b| b.cents).sum();
     if !args.dry_run && !lines.is_empty() {
-        let bulk = client.setup_bonuses(&lines).await?;
-        // Recorded before paying: a failure after the payment must not lead to paying again.
-        for ((worker, cents), (key, recorded)) in lines.iter().zip(&before) {
-            let paid: u64 = recorded
-                .as_deref()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            store
-                .set_meta(&bonus_key(pstudy, worker), &(paid + cents).to_string())
-                .await?;
-            debug_assert_eq!(key, &bonus_key(pstudy, worker));
+        // The next run's number is claimed atomically: of two commands at once, one pays.
+        let n = runs + 1;
+        if !store
+            .meta_swap(&runs_key, runs_text.as_deref(), &n.to_string())
+            .await?
+        {
+            anyhow::bail!(
+                "another `wozkit prolific pay` started a bonus run meanwhile: nothing was paid; run again"
+            );
         }
-        if let Err(e) = client.pay_bonuses(&bulk.id).await {
-            for (key, recorded) in &before {
-                store
-                    .set_meta(key, recorded.as_deref().unwrap_or("0"))
-                    .await?;
+        let key = run_key(pstudy, n);
+        let new = NewPayment {
+            bonuses: &lines,
+            tag: "prolific pay",
+            replaces: None,
+        };
+        match once::pay_once(
+            client,
+            &ledger,
+            &key,
+            Some(new),
+            &claimant,
+            Policy::default(),
+        )
+        .await
+        .map_err(anyhow::Error::msg)?
+        {
+            Outcome::Settled(r) if r.stage == Stage::Sent => {
+                println!(
+                    "bulk bonus payment {} paid",
+                    r.prepared.as_deref().unwrap_or("-")
+                );
             }
-            return Err(e.into());
+            Outcome::Settled(r) => {
+                anyhow::bail!("Prolific refused the bonuses, nothing was paid: {}", r.note)
+            }
+            Outcome::Pending { why, .. } => {
+                println!(
+                    "bonus run {n} is not settled: {why}; run `wozkit prolific pay` again to settle it (nothing is paid twice)"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
         }
-        println!("bulk bonus payment {} paid", bulk.id);
     }
     println!(
         "{}{} submission(s) approved, {} bonus(es) of {} in all{}",
