@@ -30,6 +30,8 @@
 
 #[cfg(feature = "mock")]
 pub mod mock;
+#[cfg(feature = "mock")]
+pub mod app_mock;
 
 use std::collections::BTreeMap;
 use std::error::Error as _;

@@ -271,6 +271,10 @@ async fn play(
         p.answers.insert(role, answers);
         p.codes.insert(role, code);
     }
+    p.prolific_code = study
+        .study
+        .prolific_code(wozkit_core::platforms::EndingKind::Completed)
+        .map(str::to_string);
     p.workers = vec![
         (Platform::Prolific, PROLIFIC_PID.to_string()),
         (Platform::Lab, LAB_ID.to_string()),

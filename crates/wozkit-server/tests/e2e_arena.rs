@@ -327,9 +327,18 @@ async fn messages(server: &TestServer, session: &str) -> Result<(Vec<String>, Ve
     Ok((user, system))
 }
 
-fn code_issued(log: &[Event], code: &str) -> bool {
-    log.iter()
-        .any(|e| matches!(&e.kind, EventKind::CompletionIssued { code: c, .. } if c == code))
+/// Whether the log issued the code a Prolific participant of `study` was shown: wozkit's own
+/// code is logged, and the page shows the study's Prolific code for a completed part.
+fn code_issued(log: &[Event], study: &str, code: &str) -> bool {
+    let prolific = wozkit_core::load::load_builtin(study).ok().and_then(|s| {
+        s.study
+            .prolific_code(wozkit_core::platforms::EndingKind::Completed)
+            .map(str::to_string)
+    });
+    log.iter().any(|e| {
+        matches!(&e.kind, EventKind::CompletionIssued { code: c, .. }
+            if c == code || prolific.as_deref() == Some(code))
+    })
 }
 
 /// A's log and the battle's two sessions against what the browser showed.
@@ -358,7 +367,7 @@ async fn check_battle(server: &TestServer, b: &Battle) -> Result<()> {
         "A: the judgment should hold the reason and be counted, not void: {j:?}"
     );
     ensure!(
-        code_issued(&log, &b.code),
+        code_issued(&log, ARENA, &b.code),
         "A: the log issued no completion code {:?}",
         b.code
     );
@@ -510,7 +519,7 @@ async fn check_chat(server: &TestServer, chat: &Chat) -> Result<()> {
         system.len()
     );
     ensure!(
-        code_issued(&log, &chat.code),
+        code_issued(&log, CHAT, &chat.code),
         "C: the log issued no completion code {:?}",
         chat.code
     );

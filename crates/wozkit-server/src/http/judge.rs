@@ -21,11 +21,13 @@ use wozkit_core::evaluation::{
 use wozkit_core::event::{EventKind, ItemPool, Judgment, Role, ScreenReason, TurnLabel};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
+use wozkit_core::platforms::EndingKind;
 use wozkit_core::questions::{self, Problem, Question, seed_of};
 use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
 
-use super::html::{esc, layout, markdown};
+use super::html::{esc, layout, layout_with_head, markdown};
 use super::pages::{SeatQuery, advance, ensure_code, to_page, who};
+use super::platform_return::{self, Return};
 use super::questions::fieldsets;
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
@@ -578,12 +580,13 @@ pub async fn judge_or_move_on(
             } else {
                 None
             };
+            let back = platform_return::of(st, p, EndingKind::NoItems, code.as_deref());
             Ok(Some(ending_page(
                 study,
                 &ev.no_items,
                 "no-items",
                 "Nothing left to judge",
-                code.as_deref(),
+                &back,
             )))
         }
         None => Ok(None),
@@ -997,33 +1000,27 @@ pub async fn skip(
 
 // ----- endings -----
 
-/// A page that ends the participant's part early (no item left, screened out), with a code
-/// when the study gives one.
+/// A page that ends the participant's part early (no item left, screened out), with what the
+/// participant hands in there (a code when the study gives one, the way back to Prolific).
 pub fn ending_page(
     study: &LoadedStudy,
     ending: &Ending,
     testid: &str,
     default_title: &str,
-    code: Option<&str>,
+    back: &Return,
 ) -> String {
-    let code = code
-        .map(|c| {
-            format!(
-                "<p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>",
-                esc(c)
-            )
-        })
-        .unwrap_or_default();
     let body = format!(
-        "<main class=\"narrow\" data-page=\"{testid}\" data-testid=\"{testid}\"><h1>{}</h1>{}{code}</main>",
+        "<main class=\"narrow\" data-page=\"{testid}\" data-testid=\"{testid}\"><h1>{}</h1>{}{}{}</main>",
         esc(ending.title.as_deref().unwrap_or(default_title)),
         ending
             .text
             .as_deref()
             .map(markdown)
             .unwrap_or_else(|| "<p>Thank you for your time.</p>".into()),
+        back.body(),
+        back.link(),
     );
-    layout(&study.study.title, &body, &[])
+    layout_with_head(&study.study.title, &back.head(), &body, &[])
 }
 
 /// The page of a screened-out participant.
@@ -1046,11 +1043,11 @@ pub async fn screened_page(
     } else {
         None
     };
-    Ok(ending_page(
-        study,
-        ending,
-        "screened",
-        "Thank you",
-        code.as_deref(),
-    ))
+    let kind = match reason {
+        ScreenReason::Onboarding => EndingKind::ScreenedOnboarding,
+        ScreenReason::Gold => EndingKind::ScreenedGold,
+        ScreenReason::Blocklist => EndingKind::ScreenedBlocklist,
+    };
+    let back = platform_return::of(&study.study, p, kind, code.as_deref());
+    Ok(ending_page(study, ending, "screened", "Thank you", &back))
 }

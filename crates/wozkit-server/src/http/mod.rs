@@ -36,6 +36,7 @@ pub mod judge;
 pub mod leaderboard;
 pub mod observe;
 pub mod pages;
+pub mod platform_return;
 pub mod questions;
 pub mod replay;
 pub mod researcher;

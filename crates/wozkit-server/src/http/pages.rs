@@ -11,10 +11,12 @@ use serde::Deserialize;
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
+use wozkit_core::platforms::EndingKind;
 use wozkit_store::{NewEvent, Participant, ParticipantPatch, Platform};
 
 use super::entry::{current_participant, submit_url_ok};
 use super::html::{button_form, esc, layout, layout_with_head, paragraphs};
+use super::platform_return::{self, Return};
 use super::{judge, room_page, survey};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
@@ -220,15 +222,13 @@ pub async fn current(
                     .is_some_and(|e| e.reason == EndReason::NoPartner),
                 None => false,
             };
-            let back_to_prolific = p.platform == Platform::Prolific;
-            completion(
-                &study,
-                page,
-                &code,
-                no_partner,
-                back_to_prolific,
-                &mturk_submit(&p, &code),
-            )
+            let ending = if no_partner {
+                EndingKind::NoPartner
+            } else {
+                EndingKind::Completed
+            };
+            let back = platform_return::of(&study.study, &p, ending, Some(&code));
+            completion(&study, page, no_partner, &back, &mturk_submit(&p, &code))
         }
     };
     Ok(Html(html).into_response())
@@ -352,9 +352,6 @@ pub(crate) async fn ensure_code(
     Ok(code)
 }
 
-/// Seconds before the completion page sends the participant back to the crowd platform.
-const REDIRECT_S: u32 = 5;
-
 /// MTurk's externalSubmit: a form posting the assignment id and the code back to the
 /// `turkSubmitTo` the worker came with (checked to be a web address at entry, and again here),
 /// so the assignment is submitted without the worker pasting anything.
@@ -381,39 +378,17 @@ fn mturk_submit(p: &Participant, code: &str) -> String {
 fn completion(
     study: &LoadedStudy,
     page: Option<&Page>,
-    code: &str,
     no_partner: bool,
-    back_to_prolific: bool,
+    back: &Return,
     mturk: &str,
 ) -> String {
     let st = &study.study;
-    // Only Prolific's workers are sent back (a lab or `/try` participant, or a researcher, has
-    // no submission there); only web addresses: a study file cannot turn the page into a
-    // `javascript:` link.
-    let url = st
-        .flow
-        .completion_url
-        .as_ref()
-        .filter(|_| back_to_prolific)
-        .map(|url| url.replace("{code}", code))
-        .filter(|u| u.starts_with("https://") || u.starts_with("http://"));
-    let link = url.as_ref().map(|href| {
-        format!(
-            "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\">\
-             Return to the study platform</a> <span class=\"muted\">(automatically in {REDIRECT_S} seconds)</span></p>",
-            esc(href)
-        )
-    });
-    let head = url
-        .as_ref()
-        .filter(|_| mturk.is_empty())
-        .map(|href| {
-            format!(
-                "<meta http-equiv=\"refresh\" content=\"{REDIRECT_S};url={}\">",
-                esc(href)
-            )
-        })
-        .unwrap_or_default();
+    // An MTurk worker submits with the form; a redirect would leave the page first.
+    let (head, link) = if mturk.is_empty() {
+        (back.head(), back.link())
+    } else {
+        (String::new(), String::new())
+    };
     let sorry = if no_partner {
         "<p id=\"no-partner\" data-testid=\"no-partner\">No partner could be found in time. \
          You are paid for waiting: please submit the code below.</p>"
@@ -421,17 +396,10 @@ fn completion(
         ""
     };
     let body = format!(
-        "<main class=\"narrow\" data-page=\"completion\"><h1>{}</h1>{sorry}{}\
-         <p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" data-testid=\"completion-code\">{}</output></p>{mturk}{}</main>",
+        "<main class=\"narrow\" data-page=\"completion\"><h1>{}</h1>{sorry}{}{}{mturk}{link}</main>",
         esc(page.and_then(|p| p.title.as_deref()).unwrap_or("Thank you")),
         page_text(page),
-        esc(code),
-        // An MTurk worker submits with the form; a study's redirect would leave the page first.
-        if mturk.is_empty() {
-            link.unwrap_or_default()
-        } else {
-            String::new()
-        },
+        back.body(),
     );
     layout_with_head(&st.title, &head, &body, &[])
 }

@@ -27,6 +27,7 @@ mod observe;
 mod pairing;
 mod participant_text;
 mod payments;
+mod prolific_return;
 mod questions;
 mod reconnect;
 mod relay;

@@ -33,6 +33,9 @@ pub struct Played {
     pub answers: BTreeMap<Role, BTreeMap<String, Value>>,
     /// Completion codes read from the browsers.
     pub codes: BTreeMap<Role, String>,
+    /// The study's Prolific code for a completed part: what a Prolific participant is shown
+    /// (wozkit's own code is still issued and logged for them).
+    pub prolific_code: Option<String>,
     /// How each participant joined (platform, worker id).
     pub workers: Vec<(Platform, String)>,
 }
@@ -235,7 +238,8 @@ pub async fn check(server: &TestServer, study: &LoadedStudy, p: &Played) -> Resu
         }
         let code = p.codes.get(&role).cloned().unwrap_or_default();
         let issued = events.iter().any(|e| {
-            matches!(&e.kind, EventKind::CompletionIssued { role: r, code: c, no_partner: false } if *r == role && *c == code)
+            matches!(&e.kind, EventKind::CompletionIssued { role: r, code: c, no_partner: false }
+                if *r == role && (*c == code || p.prolific_code.as_deref() == Some(code.as_str())))
         });
         need(
             issued,

@@ -1,0 +1,100 @@
+//! What an ending page gives a participant to hand in, and where it sends them: a Prolific
+//! participant goes back to Prolific with the Prolific study's code for the ending they reached
+//! (`platforms.prolific.completion_codes`), the only codes Prolific accepts; everyone else (MTurk,
+//! lab, `/try`) sees wozkit's own per-participant code. wozkit's code is issued and logged
+//! either way (the payment table is built from it); this module only decides what is shown.
+
+use wozkit_core::model::Study;
+use wozkit_core::platforms::EndingKind;
+use wozkit_store::{Participant, Platform};
+
+use super::html::esc;
+
+/// Seconds before an ending page sends the participant back to the crowd platform.
+pub const REDIRECT_S: u32 = 5;
+
+/// What an ending page shows and does for one participant.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Return {
+    /// The code shown on the page (the one to type into the platform), if any.
+    pub code: Option<String>,
+    /// Where the page links and goes after [`REDIRECT_S`] seconds.
+    pub url: Option<String>,
+    /// A Prolific participant whose ending has no Prolific code: the page says to message the
+    /// researcher with wozkit's code instead.
+    pub no_prolific_code: bool,
+}
+
+/// The return of `p` at `ending`, whose own code (when the ending gives one) is `own_code`.
+pub fn of(study: &Study, p: &Participant, ending: EndingKind, own_code: Option<&str>) -> Return {
+    if p.platform != Platform::Prolific {
+        return Return {
+            code: own_code.map(str::to_string),
+            ..Return::default()
+        };
+    }
+    match study.prolific_code(ending) {
+        Some(code) => Return {
+            code: Some(code.to_string()),
+            url: study.prolific_redirect(ending),
+            no_prolific_code: false,
+        },
+        // A `completion_url` without `{code}` (a study without per-ending codes) still sends
+        // the participant back; nobody is sent with a code Prolific cannot know.
+        None => Return {
+            code: own_code.map(str::to_string),
+            url: study.prolific_redirect(ending),
+            no_prolific_code: own_code.is_some(),
+        },
+    }
+}
+
+impl Return {
+    /// The `<head>` markup of the timed redirect (none for an MTurk form, which submits itself).
+    pub fn head(&self) -> String {
+        self.url
+            .as_ref()
+            .map(|href| {
+                format!(
+                    "<meta http-equiv=\"refresh\" content=\"{REDIRECT_S};url={}\">",
+                    esc(href)
+                )
+            })
+            .unwrap_or_default()
+    }
+
+    /// The code, the note of a missing Prolific code, and the link back, as page markup.
+    pub fn body(&self) -> String {
+        let mut out = String::new();
+        if self.no_prolific_code {
+            out.push_str(
+                "<p id=\"no-prolific-code\" data-testid=\"no-prolific-code\">This study has no \
+                 Prolific completion code for how your part ended. Please send the code below to \
+                 the researcher through Prolific's messages; you will be paid as the study \
+                 says.</p>",
+            );
+        }
+        if let Some(code) = &self.code {
+            out.push_str(&format!(
+                "<p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" \
+                 data-testid=\"completion-code\">{}</output></p>",
+                esc(code)
+            ));
+        }
+        out
+    }
+
+    /// The link back to the platform.
+    pub fn link(&self) -> String {
+        self.url
+            .as_ref()
+            .map(|href| {
+                format!(
+                    "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\">\
+                     Return to the study platform</a> <span class=\"muted\">(automatically in {REDIRECT_S} seconds)</span></p>",
+                    esc(href)
+                )
+            })
+            .unwrap_or_default()
+    }
+}
