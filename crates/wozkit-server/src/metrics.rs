@@ -279,7 +279,12 @@ pub struct Metrics {
     systems: HashMap<String, SystemSeries>,
     /// Studies served, in order: each has its waiting series even while nobody waits.
     studies: Vec<String>,
+    /// Panics caught in a room's task or the lease sweep, by where.
+    panics: [Counter; PANIC_SITES.len()],
 }
+
+/// Where a caught panic happened (`wozkit_task_panics{task=…}`).
+pub const PANIC_SITES: [&str; 2] = ["room", "lease_sweep"];
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -288,6 +293,13 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
+    /// Counts a panic caught in a task of kind `site` (one of [`PANIC_SITES`]).
+    pub fn panicked(&self, site: &str) {
+        if let Some(i) = PANIC_SITES.iter().position(|s| *s == site) {
+            self.panics[i].inc();
+        }
+    }
+
     /// Registers every series of a server serving `studies` (their systems get their own
     /// series).
     pub fn new(studies: &[LoadedStudy]) -> Metrics {
@@ -368,7 +380,16 @@ impl Metrics {
             "Replies a dialogue system under test failed to give, by kind of error",
             error_family,
         );
+        let panic_family = Family::<Labels, Counter>::default();
+        let panics =
+            PANIC_SITES.map(|t| panic_family.get_or_create_owned(&vec![("task", t.into())]));
+        registry.register(
+            "wozkit_task_panics",
+            "Panics caught in a task (task: room, lease_sweep); the task ends, other rooms and the process go on",
+            panic_family,
+        );
         Metrics {
+            panics,
             registry,
             events_appended,
             append,

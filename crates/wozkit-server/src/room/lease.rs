@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use wozkit_store::StoreError;
 use wozkit_store::store::RoomLease;
 
@@ -115,8 +116,22 @@ async fn take_over(app: &AppState, start: bool) -> Result<(), StoreError> {
         if *app.shutdown.borrow() {
             break;
         }
-        if let Err(e) = super::open(app, &id).await {
-            tracing::error!(session = id, "cannot resume session: {e}");
+        // One session that cannot be rebuilt (a panic included) does not keep the sweep from
+        // the others.
+        let opened = std::panic::AssertUnwindSafe(super::open(app, &id))
+            .catch_unwind()
+            .await;
+        match opened {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!(session = id, "cannot resume session: {e}"),
+            Err(panic) => {
+                app.metrics.panicked("lease_sweep");
+                tracing::error!(
+                    session = id,
+                    "rebuilding the session panicked: {}",
+                    super::panic_message(&panic)
+                );
+            }
         }
     }
     Ok(())

@@ -20,9 +20,10 @@ pub mod view;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use futures_util::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 use wozkit_core::engine::{Command, Session, replay};
-use wozkit_core::event::{EventKind, Role};
+use wozkit_core::event::{Event, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::OnNoPartner;
 use wozkit_store::StoreError;
@@ -166,6 +167,14 @@ impl Rooms {
         }
     }
 
+    /// Forgets a room whose task ended without closing (it panicked).
+    fn remove(&self, id: &str) {
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+
     /// Stops a room's task at once, storing nothing more (its lease went to another instance).
     fn stop(&self, id: &str) {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
@@ -236,16 +245,45 @@ fn spawn(app: &AppState, id: &str, actor: RoomActor, origin: Origin) -> mpsc::Se
                 }
             }
         }
+        // A panic in the room's code ends this room's task only: it is logged and counted,
+        // the room leaves the registry (its log is intact: a participant's next connection
+        // rebuilds it), and every other room goes on.
+        let run = std::panic::AssertUnwindSafe(actor.run(rx, origin)).catch_unwind();
         tokio::select! {
-            () = actor.run(rx, origin) => lease::release_if_ended(&app, &id).await,
+            ran = run => match ran {
+                Ok(()) => lease::release_if_ended(&app, &id).await,
+                Err(panic) => {
+                    app.metrics.panicked("room");
+                    tracing::error!(session = id, "the room's task panicked: {}", panic_message(&panic));
+                    app.rooms.remove(&id);
+                }
+            },
             Ok(()) = stopped => app.rooms.remove_closed(&id),
         }
     });
     tx
 }
 
+/// The message of a caught panic, when it is a string.
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
 /// The room of a session, rebuilding it from the log if it is not in memory. `None` when the
 /// session does not exist or its study is not served by this server.
+/// Whether a session of `study` with these events is a dialogue room: the study has one, and
+/// the log is empty (killed before the room stored anything) or starts as a room starts.
+fn is_room(study: &LoadedStudy, events: &[Event]) -> bool {
+    study.study.has_room()
+        && events
+            .first()
+            .is_none_or(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
+}
+
 pub(crate) async fn open(
     app: &AppState,
     session_id: &str,
@@ -277,6 +315,17 @@ pub(crate) async fn open(
         return Ok(None);
     }
     let events = app.store.events(session_id, 0).await?;
+    // Sessions of the store that are not rooms (a conversation with a system under test, a
+    // self-dialog) are live too, and the lease sweep claims them like any orphan: they are
+    // never rebuilt as rooms (a chat study has no dialogue states to replay). The lease stays
+    // with this instance, so the sweep does not claim them again.
+    if !is_room(&study, &events) {
+        tracing::debug!(
+            session = session_id,
+            "not a dialogue room; nothing to rebuild"
+        );
+        return Ok(None);
+    }
     let session = replay(&study, session_id, &events);
     let last_seq = events.last().map_or(0, |e| e.seq);
     let mut bots: Vec<Role> = events

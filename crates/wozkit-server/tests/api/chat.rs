@@ -1372,3 +1372,88 @@ async fn participant_of(app: &TestApp, session: &str) -> String {
         other => panic!("no chat_started in {session}: {other:?}"),
     }
 }
+
+/// The value of the sample `series` (name and labels, as written) in a `/metrics` text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+#[tokio::test]
+async fn the_lease_sweep_after_a_restart_does_not_rebuild_conversations_as_rooms() {
+    let mock = MockOpenAi::start().await;
+    let systems = system(&mock, "sw-a", false, LIMITS) + &system(&mock, "sw-b", false, LIMITS);
+    let yaml = arena_yaml("sweep", &systems, &["sw-a", "sw-b"], 1, (2, 2));
+    let (mut app, tmp) = spawn(&yaml).await;
+    let w = join(&app, "w-sweep").await;
+    let s = shown(&w).await;
+    assert_eq!(send(&w, &s, "hello there").await.status, 303);
+    let sessions = [
+        format!("chat-{}-left", s.lease),
+        format!("chat-{}-right", s.lease),
+    ];
+    for session in &sessions {
+        started(&app, session).await;
+    }
+    app.stop().await;
+
+    // The only instance on its store takes every live session at start, conversations
+    // included: they are claimed, never replayed as dialogue rooms (whose replay panicked on a
+    // study without states), and nothing panics.
+    let token = "sweep-token";
+    let mut again = crate::helpers::spawn_app_in_tuned(
+        tmp.path().to_path_buf(),
+        load(&yaml),
+        wozkit_server::Tunables {
+            metrics_token: wozkit_server::MetricsToken::new(token),
+            ..crate::helpers::fast()
+        },
+    )
+    .await;
+    for session in &sessions {
+        let mut claimed = false;
+        for _ in 0..400 {
+            if again
+                .store
+                .room_owner(session)
+                .await
+                .expect("store")
+                .is_some()
+            {
+                claimed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(claimed, "the sweep reached {session}");
+    }
+    let auth = format!("Bearer {token}");
+    let res = http(
+        again.addr,
+        "GET",
+        "/metrics",
+        &[("Authorization", &auth)],
+        "",
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    for task in ["lease_sweep", "room"] {
+        assert_eq!(
+            sample(
+                &res.body,
+                &format!("wozkit_task_panics_total{{task=\"{task}\"}}")
+            ),
+            Some(0.0),
+            "{task}:\n{}",
+            res.body
+        );
+    }
+    // The conversation goes on where it was.
+    let w = Client {
+        addr: again.addr,
+        ..w
+    };
+    let s = shown(&w).await;
+    assert_eq!(send(&w, &s, "still there?").await.status, 303);
+    again.stop().await;
+}
