@@ -24,6 +24,7 @@
 //! - [`machine`]: whether the machine was quiet during the window (foreign CPU, steal).
 //! - [`report`]: the figures, as text or JSON.
 //! - [`crowd`]: a crowd of evaluation workers walking a judging study's forms.
+//! - [`launch`]: a live study's launch: a burst of arrivals, reading times, leavers, pairing.
 //! - `crowd_chat`: the crowd's workers on `chat` and `arena` pages (messages, retries, votes).
 //! - [`mock_system`]: an OpenAI-compatible stand-in for a system under test, on 127.0.0.1.
 //! - [`chat_bench`]: the latency wozkit adds to chats with a system (`wozkit bench --chats`).
@@ -37,6 +38,7 @@ pub mod error;
 mod frames;
 mod http;
 mod journey;
+pub mod launch;
 pub mod machine;
 pub mod mock_system;
 mod pages;

@@ -1,6 +1,6 @@
 // Waiting room: keeps a WebSocket open so that the lobby holds this participant's place, shows
 // the waiting time, and moves on when the server says so (`paired` → the room, `ended` → the
-// completion page). Reconnects by itself; the wait limit counts from the first connection.
+// completion page, `reassigned` → the other role's instructions). Reconnects by itself; the wait limit counts from the first connection.
 
 const main = document.querySelector('main[data-page="waiting"]');
 const seat = main ? main.dataset.seat : '';
@@ -34,6 +34,11 @@ function connect() {
     } else if (f.type === 'paired' || f.type === 'ended') {
       status.textContent = f.type === 'paired' ? 'Partner found. Starting…' : 'No partner was found.';
       go(f.next);
+    } else if (f.type === 'reassigned') {
+      // Too many people arrived for this role: the other role's instructions, then the queue.
+      status.textContent = f.message || 'You now take the other role.';
+      done = true;
+      setTimeout(() => go(f.next), 4000);
     } else if (f.type === 'error') {
       status.textContent = f.message;
       if (f.code === 'replaced') done = true;

@@ -62,6 +62,20 @@ pub fn room_step(study: &Study, role: Role, from: usize) -> usize {
     find_from(study, role, PageKind::Room, from).unwrap_or(from)
 }
 
+/// Where a waiter moved to `role` by the lobby goes: that role's first instructions page
+/// before its waiting room, else the waiting room itself (a waiting page, or a room page
+/// reached without a session); `None` when the role has no waiting room.
+pub fn after_switch(study: &Study, role: Role) -> Option<usize> {
+    let lobby = find_from(study, role, PageKind::Waiting, 0)
+        .or_else(|| find_from(study, role, PageKind::Room, 0))?;
+    Some(
+        pages(study, role)[..lobby]
+            .iter()
+            .position(|p| p.kind == PageKind::Instructions)
+            .unwrap_or(lobby),
+    )
+}
+
 /// Whether step `i` is the lobby for a participant with or without a session.
 pub fn in_lobby(study: &Study, role: Role, i: usize, has_session: bool) -> bool {
     match kind_at(study, role, i) {
@@ -116,5 +130,8 @@ mod tests {
         assert_eq!(room_step(&s, Role::Wizard, 2), 3);
         assert_eq!(after_no_partner(&s, Role::User, 2), 5);
         assert_eq!(kind_at(&s, Role::User, 99), PageKind::Completion);
+        // A waiter switched to the wizard role reads the wizard's instructions (after consent).
+        assert_eq!(after_switch(&s, Role::Wizard), Some(1));
+        assert_eq!(kind_at(&s, Role::Wizard, 1), PageKind::Instructions);
     }
 }

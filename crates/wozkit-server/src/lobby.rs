@@ -11,6 +11,13 @@
 //! from it), and two entries of the same crowd worker never match. Pairing is one atomic store call
 //! ([`Store::join_lobby`]): take the partner, or queue.
 //!
+//! The queue is ordered by waiting time (front places first, then the time the participant
+//! first queued, then arrival), and a reload keeps that time for the grace period, so a waiter
+//! who reloads keeps their place. Roles are balanced twice: at entry over everyone present
+//! ([`Lobby::assign_role`]), and in the waiting room, where the last waiter of a role in lasting
+//! surplus (nobody of the other role can still come for them) is moved to the other role
+//! ([`Lobby::switch_role`]) to read its instructions and queue again, first.
+//!
 //! The participant who takes a partner creates the session and tells the partner through
 //! [`Lobby::tell`]: in this process directly when the partner's connection is here, otherwise as
 //! a lobby notice through the store (PostgreSQL `NOTIFY`), which the instance holding that
@@ -35,7 +42,7 @@ use std::time::Duration;
 use tokio::sync::{OnceCell, oneshot};
 use tokio::time::Instant;
 use wozkit_core::event::Role;
-use wozkit_store::store::{Joined, NewWaiter, Waiter};
+use wozkit_store::store::{Joined, NewWaiter, RoleSwitch, Waiter};
 use wozkit_store::{Store, StoreError};
 
 use crate::app::AppState;
@@ -101,6 +108,17 @@ pub struct QueueCount {
     pub key: QueueKey,
     pub users: usize,
     pub wizards: usize,
+}
+
+/// Where a waiter stands in their queue (see [`Lobby::standing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Standing {
+    /// 1-based place among the live waiters of their role in their queue.
+    pub position: usize,
+    /// The public queue holds at least two live waiters of their role, none of the other, and
+    /// they are the last: the one a lasting surplus moves to the other role (the store decides,
+    /// counting who else is on their way: [`Lobby::switch_role`]).
+    pub may_switch: bool,
 }
 
 /// When a participant started waiting.
@@ -537,6 +555,7 @@ impl Lobby {
     /// instance, counting only places heard from within `stale_after` (besides the
     /// participant's own). Places silent for twice that long belong to connections that are
     /// gone without giving them up (their instance was killed): they are removed.
+    #[cfg(test)]
     pub async fn position(
         &self,
         store: &dyn Store,
@@ -545,6 +564,23 @@ impl Lobby {
         now_ms: u64,
         stale_after: Duration,
     ) -> Result<Option<usize>, StoreError> {
+        Ok(self
+            .standing(store, key, participant, now_ms, stale_after)
+            .await?
+            .map(|s| s.position))
+    }
+
+    /// Where `participant` stands in their queue ([`position`](Lobby::position)), and whether
+    /// they may be the one to switch roles ([`Standing::may_switch`]), from one read of the
+    /// table.
+    pub async fn standing(
+        &self,
+        store: &dyn Store,
+        key: &QueueKey,
+        participant: &str,
+        now_ms: u64,
+        stale_after: Duration,
+    ) -> Result<Option<Standing>, StoreError> {
         let waiters = store.waiters(Some(&key.study)).await?;
         let stale_ms = stale_after.as_millis() as u64;
         let live_since = now_ms.saturating_sub(stale_ms);
@@ -562,12 +598,78 @@ impl Lobby {
         let Some(me) = waiters.iter().find(|w| w.participant == participant) else {
             return Ok(None);
         };
-        Ok(waiters
+        let live = |w: &&Waiter| w.participant == participant || w.heard_at_ms >= live_since;
+        let mine: Vec<&Waiter> = waiters
             .iter()
             .filter(|w| w.pair_key == key.pair && w.role == me.role)
-            .filter(|w| w.participant == participant || w.heard_at_ms >= live_since)
-            .position(|w| w.participant == participant)
-            .map(|p| p + 1))
+            .filter(live)
+            .collect();
+        let Some(position) = mine.iter().position(|w| w.participant == participant) else {
+            return Ok(None);
+        };
+        let others = waiters
+            .iter()
+            .filter(|w| w.pair_key == key.pair && w.role == me.role.other())
+            .filter(live)
+            .count();
+        Ok(Some(Standing {
+            position: position + 1,
+            may_switch: key.pair.is_none()
+                && others == 0
+                && mine.len() >= 2
+                && position + 1 == mine.len(),
+        }))
+    }
+
+    /// Moves the waiting connection `ticket.conn` of `ticket.participant` to the other role
+    /// if its role is in lasting surplus ([`Store::switch_lobby_role`]): it is the last of at
+    /// least two more waiters of its role than participants of the other role present
+    /// (waiting, or entered within `arrival`). Then its place is gone, the participant's
+    /// record has the other role and `flow_step` (that role's instructions), and when they
+    /// queue again before `until` they are queued first, with a fresh wait limit. `false`
+    /// when no switch is due (or the place is gone).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn switch_role(
+        &self,
+        store: &dyn Store,
+        key: &QueueKey,
+        ticket: &Ticket,
+        flow_step: String,
+        now_ms: u64,
+        stale_after: Duration,
+        arrival: Duration,
+        until: Instant,
+    ) -> Result<bool, StoreError> {
+        if key.pair.is_some() {
+            return Ok(false);
+        }
+        let switched = store
+            .switch_lobby_role(RoleSwitch {
+                participant: ticket.participant.clone(),
+                study_id: key.study.clone(),
+                instance: self.instance.clone(),
+                conn: ticket.conn,
+                from: ticket.role,
+                flow_step,
+                at_ms: now_ms,
+                live_since_ms: now_ms.saturating_sub(stale_after.as_millis() as u64),
+                arrived_since_ms: now_ms.saturating_sub(arrival.as_millis() as u64),
+            })
+            .await?;
+        if switched {
+            self.with(|inner| {
+                if inner
+                    .local
+                    .get(&ticket.participant)
+                    .is_some_and(|l| l.conn == ticket.conn)
+                {
+                    inner.local.remove(&ticket.participant);
+                }
+                inner.since.remove(&ticket.participant);
+                inner.first.insert(ticket.participant.clone(), until);
+            });
+        }
+        Ok(switched)
     }
 
     /// Everyone waiting for a partner on every instance (in `study`, or in every study), per
@@ -598,31 +700,32 @@ impl Lobby {
         ))
     }
 
-    /// The role for a newcomer to `study`: the one whose public queue is shorter, counting the
-    /// live places of every instance ([`waiting`](Lobby::waiting)); on a tie, alternating (the
-    /// first is the wizard, whose instructions take longer to read) by a count of tie-broken
-    /// roles kept in the store (meta key `lobby/ties/STUDY`), so instances sharing a database
-    /// alternate together. The count is bumped in one atomic step
-    /// ([`Store::meta_increment`]), so two newcomers breaking a tie at the same moment, on one
-    /// instance or two, get different roles.
+    /// The role for a newcomer to `study`: the one with fewer participants present across
+    /// every instance ([`Store::lobby_presence`]: those with a live place in the lobby, and
+    /// those who entered, or were switched to a role, within `arrival` and are not yet in a
+    /// session — still reading consent and instructions), so a burst of arrivals is split
+    /// evenly before anyone reaches the waiting room. On a tie, alternating (the first is the
+    /// wizard, whose instructions take longer to read) by a count of tie-broken roles kept in
+    /// the store (meta key `lobby/ties/STUDY`), so instances sharing a database alternate
+    /// together. The count is bumped in one atomic step ([`Store::meta_increment`]), so two
+    /// newcomers breaking a tie at the same moment, on one instance or two, get different
+    /// roles. Newcomers counted at the same moment may still unbalance the roles by a few, as
+    /// may people who leave before the waiting room: the waiting room resolves a lasting
+    /// surplus ([`switch_role`](Lobby::switch_role)).
     pub async fn assign_role(
         &self,
         store: &dyn Store,
         study: &str,
         now_ms: u64,
         stale_after: Duration,
+        arrival: Duration,
     ) -> Result<Role, StoreError> {
-        let (mut users, mut wizards) = (0, 0);
-        for q in self
-            .waiting(store, Some(study), now_ms, stale_after)
-            .await?
-            .iter()
-            .filter(|q| q.key.study == study && q.key.pair.is_none())
-        {
-            users += q.users;
-            wizards += q.wizards;
-        }
-        Ok(match users.cmp(&wizards) {
+        let live_since = now_ms.saturating_sub(stale_after.as_millis() as u64);
+        let arrived_since = now_ms.saturating_sub(arrival.as_millis() as u64);
+        let present = store
+            .lobby_presence(study, arrived_since, live_since)
+            .await?;
+        Ok(match present.users.cmp(&present.wizards) {
             std::cmp::Ordering::Greater => Role::Wizard,
             std::cmp::Ordering::Less => Role::User,
             std::cmp::Ordering::Equal => {
@@ -874,26 +977,149 @@ mod tests {
         }
     }
 
+    /// How long a newcomer counts as on their way, in these tests.
+    const ARRIVAL: Duration = Duration::from_secs(60);
+
     async fn role(lobby: &Lobby, store: &SqliteStore, now_ms: u64) -> Role {
         lobby
-            .assign_role(store, "s", now_ms, STALE)
+            .assign_role(store, "s", now_ms, STALE, ARRIVAL)
             .await
             .expect("assign a role")
     }
 
+    /// A participant of study `s` who entered at `at_ms` with `role`.
+    async fn arrive(store: &SqliteStore, id: &str, role: Role, at_ms: u64) {
+        store
+            .create_participant(wozkit_store::NewParticipant {
+                id: id.into(),
+                token_hash: format!("hash-{id}"),
+                study_id: "s".into(),
+                platform: wozkit_store::Platform::Prolific,
+                worker_id: Some(id.into()),
+                external_ids: Default::default(),
+                flow_step: "0:consent".into(),
+                created_at_ms: at_ms,
+            })
+            .await
+            .expect("participant");
+        let patch = wozkit_store::ParticipantPatch {
+            role: Some(Some(role)),
+            ..Default::default()
+        };
+        store.update_participant(id, patch).await.expect("role");
+    }
+
     #[tokio::test]
-    async fn roles_fill_what_the_queue_lacks() {
+    async fn roles_balance_over_everyone_on_their_way() {
         let (lobby, store, _dir) = setup().await;
         let s = store.as_ref();
         assert_eq!(role(&lobby, s, 0).await, Role::Wizard);
         assert_eq!(role(&lobby, s, 0).await, Role::User);
-        let _ = enqueue(&lobby, s, ticket("u", None, Role::User, 1), 0).await;
+        // A user still reading the consent page counts, as does a user waiting.
+        arrive(s, "u", Role::User, 0).await;
         assert_eq!(role(&lobby, s, 0).await, Role::Wizard);
+        arrive(s, "w", Role::Wizard, 0).await;
+        arrive(s, "u2", Role::User, 0).await;
+        let _ = enqueue(&lobby, s, ticket("u2", None, Role::User, 1), 0).await;
         assert_eq!(role(&lobby, s, 0).await, Role::Wizard);
-        // A silent place is not counted: a tie again, which goes on alternating.
-        let later = STALE.as_millis() as u64 + 1;
+        // Past the arrival window only the live place counts...
+        let later = ARRIVAL.as_millis() as u64 + 1;
+        assert!(
+            lobby
+                .heard(s, "u2", 1, later, Duration::ZERO)
+                .await
+                .expect("heard")
+        );
         assert_eq!(role(&lobby, s, later).await, Role::Wizard);
-        assert_eq!(role(&lobby, s, later).await, Role::User);
+        assert_eq!(role(&lobby, s, later).await, Role::Wizard);
+        // ...and once it is silent too, nobody: a tie again, which goes on alternating.
+        let silent = later + STALE.as_millis() as u64 + 1;
+        assert_eq!(role(&lobby, s, silent).await, Role::Wizard);
+        assert_eq!(role(&lobby, s, silent).await, Role::User);
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_newcomers_is_split_evenly() {
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let mut wizards = 0;
+        for i in 0..41 {
+            let r = role(&lobby, s, 1_000).await;
+            arrive(s, &format!("p{i}"), r, 1_000).await;
+            wizards += usize::from(r == Role::Wizard);
+        }
+        assert_eq!(wizards, 21);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_in_lasting_surplus_switches_and_is_queued_first() {
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        for (i, u) in ["u1", "u2", "u3"].into_iter().enumerate() {
+            arrive(s, u, Role::User, 0).await;
+            let _ = enqueue(&lobby, s, ticket(u, None, Role::User, i as u64), 1_000).await;
+        }
+        // A wizard entered and may still come: not yet.
+        arrive(s, "w", Role::Wizard, 500).await;
+        let standing = |p: &'static str, now_ms: u64| {
+            let (lobby, s) = (&lobby, s);
+            async move {
+                lobby
+                    .standing(s, &key(), p, now_ms, STALE)
+                    .await
+                    .expect("standing")
+                    .expect("queued")
+            }
+        };
+        assert!(!standing("u2", 1_000).await.may_switch);
+        assert!(standing("u3", 1_000).await.may_switch);
+        let until = Instant::now() + Duration::from_secs(30);
+        let u3 = ticket("u3", None, Role::User, 2);
+        let switch = |now_ms: u64| {
+            let (lobby, s, u3) = (&lobby, s, u3.clone());
+            async move {
+                lobby
+                    .switch_role(
+                        s,
+                        &key(),
+                        &u3,
+                        "1:instructions".into(),
+                        now_ms,
+                        STALE,
+                        ARRIVAL,
+                        until,
+                    )
+                    .await
+                    .expect("switch")
+            }
+        };
+        // Three users, one wizard on the way: two would be left, so the last one switches.
+        assert!(switch(2_000).await);
+        assert_eq!(lobby.counts()[0].users, 2);
+        let p = s.participant("u3").await.expect("read").expect("u3");
+        assert_eq!(
+            (p.role, p.flow_step.as_str()),
+            (Some(Role::Wizard), "1:instructions")
+        );
+        // Back from the instructions as a wizard: takes the first user.
+        let back = enqueue(&lobby, s, ticket("u3", None, Role::Wizard, 9), 3_000).await;
+        assert_eq!(partner(back).as_deref(), Some("u1"));
+        // u2 is left with the wizard on the way: no switch until the wizard is overdue.
+        assert!(!standing("u2", 3_000).await.may_switch);
+    }
+
+    #[tokio::test]
+    async fn a_reload_keeps_the_place() {
+        let (lobby, store, _dir) = setup().await;
+        let s = store.as_ref();
+        let _ = enqueue(&lobby, s, ticket("a", None, Role::User, 1), 100).await;
+        let _ = enqueue(&lobby, s, ticket("b", None, Role::User, 2), 200).await;
+        assert!(lobby.leave(s, "a", 1).await.expect("leave"));
+        lobby.gone("a", 1, Instant::now() + Duration::from_secs(30));
+        assert_eq!(position(&lobby, s, "b").await, Some(1));
+        let _ = enqueue(&lobby, s, ticket("a", None, Role::User, 3), 900).await;
+        assert_eq!(position(&lobby, s, "a").await, Some(1));
+        assert_eq!(position(&lobby, s, "b").await, Some(2));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -928,6 +1154,7 @@ mod tests {
         assert_eq!(role(&b, s, 0).await, Role::User);
         assert_eq!(role(&a, s, 0).await, Role::Wizard);
         // A user waiting on b: a newcomer on a becomes a wizard, and both count it.
+        arrive(s, "u", Role::User, 0).await;
         let _ = enqueue(&b, s, ticket("u", None, Role::User, 1), 0).await;
         assert_eq!(role(&a, s, 0).await, Role::Wizard);
         let _ = a

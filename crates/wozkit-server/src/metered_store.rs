@@ -218,6 +218,19 @@ impl Store for MeteredStore {
     async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
         self.inner.waiters(study_id).await
     }
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> Result<wozkit_store::store::RoleCounts> {
+        self.inner
+            .lobby_presence(study_id, arrived_since_ms, live_since_ms)
+            .await
+    }
+    async fn switch_lobby_role(&self, req: wozkit_store::store::RoleSwitch) -> Result<bool> {
+        self.inner.switch_lobby_role(req).await
+    }
     async fn notify_lobby(&self, notice: &str) -> Result<bool> {
         self.inner.notify_lobby(notice).await
     }

@@ -218,15 +218,19 @@ pub async fn requeue_stranded(
     Ok(())
 }
 
-/// The role a participant without one gets (lab links may name it): the one the lobby's
-/// public queue lacks across every instance ([`Lobby::assign_role`](crate::lobby::Lobby::assign_role)).
+/// The role a participant without one gets (lab links may name it): the one with fewer
+/// participants present across every instance
+/// ([`Lobby::assign_role`](crate::lobby::Lobby::assign_role)).
 pub async fn role_or(role: Option<Role>, app: &AppState, study: &str) -> Result<Role, StoreError> {
     match role {
         Some(role) => Ok(role),
         None => {
             let stale = Duration::from_millis(app.tunables.stale_after_ms);
+            let arrival = app.study(Some(study)).map_or(Duration::ZERO, |s| {
+                Duration::from_secs(u64::from(s.study.pairing.arrival_s))
+            });
             app.lobby
-                .assign_role(app.store.as_ref(), study, now_ms(), stale)
+                .assign_role(app.store.as_ref(), study, now_ms(), stale, arrival)
                 .await
         }
     }

@@ -41,6 +41,11 @@ const SQLITE: &[Source] = &[
         "waiting",
         include_str!("../migrations/sqlite/0006_waiting.sql"),
     ),
+    (
+        7,
+        "lobby roles",
+        include_str!("../migrations/sqlite/0007_lobby_roles.sql"),
+    ),
 ];
 
 const POSTGRES: &[Source] = &[
@@ -73,6 +78,11 @@ const POSTGRES: &[Source] = &[
         6,
         "waiting",
         include_str!("../migrations/postgres/0006_waiting.sql"),
+    ),
+    (
+        7,
+        "lobby roles",
+        include_str!("../migrations/postgres/0007_lobby_roles.sql"),
     ),
 ];
 

@@ -330,6 +330,29 @@ pub trait Store: Send + Sync + 'static {
     /// of arrival.
     async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>>;
 
+    /// How many participants of `study_id` are present, per role: given a role, not seated in a
+    /// session, without a completion code, and either entered (or switched role by
+    /// [`switch_lobby_role`](Store::switch_lobby_role)) at or after `arrived_since_ms`, or
+    /// holding a place in the study's lobby heard from at or after `live_since_ms`. Each
+    /// participant counts once. The lobby balances newcomers' roles over these.
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> Result<RoleCounts>;
+
+    /// Moves a waiter of the public queue to the other role when its role is in lasting
+    /// surplus, atomically with the queue's joins: the place held by `req.instance`/`req.conn`
+    /// for `req.participant`, of role `req.from` in the study's public queue, is the last of the
+    /// live places of that role (front first, then waiting time, then order of arrival; live as
+    /// in [`join_lobby`](Store::join_lobby)), and those places outnumber the participants of
+    /// the other role present ([`lobby_presence`](Store::lobby_presence)) by at least two (see
+    /// [`switch_is_due`]). Then the place is removed and the participant gets the other role,
+    /// `req.flow_step` and a role change at `req.at_ms` (present again from then); `true`.
+    /// Otherwise nothing changes; `false`.
+    async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool>;
+
     /// Sends a short notice (at most [`LOBBY_NOTICE_MAX`] bytes) to every instance listening on
     /// this database through [`listen_lobby`](Store::listen_lobby) (PostgreSQL `NOTIFY`).
     /// `false` when the backend has no such channel (SQLite, one process): the caller delivers
@@ -348,7 +371,6 @@ pub trait Store: Send + Sync + 'static {
 
     /// Sets (or replaces) a `meta` value.
     async fn set_meta(&self, key: &str, value: &str) -> Result<()>;
-
     /// Adds one to the integer `meta` value under `key` (a missing key counts as 0) in one
     /// atomic step, and returns the new value: concurrent calls, from this process or from
     /// other instances on the same database, each get a different number. A value that is not
@@ -605,6 +627,19 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
         (**self).waiters(study_id).await
     }
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> Result<RoleCounts> {
+        (**self)
+            .lobby_presence(study_id, arrived_since_ms, live_since_ms)
+            .await
+    }
+    async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool> {
+        (**self).switch_lobby_role(req).await
+    }
     async fn notify_lobby(&self, notice: &str) -> Result<bool> {
         (**self).notify_lobby(notice).await
     }
@@ -691,4 +726,57 @@ pub enum Joined {
     Taken(Waiter),
     /// Nobody fits yet: the joiner's place, as stored.
     Queued(Waiter),
+}
+
+/// Participants per role (see [`Store::lobby_presence`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoleCounts {
+    pub users: u64,
+    pub wizards: u64,
+}
+
+impl RoleCounts {
+    /// The count of `role`.
+    pub fn of(&self, role: Role) -> u64 {
+        match role {
+            Role::User => self.users,
+            Role::Wizard => self.wizards,
+        }
+    }
+
+    /// Adds `n` to the count of `role`.
+    pub fn add(&mut self, role: Role, n: u64) {
+        match role {
+            Role::User => self.users += n,
+            Role::Wizard => self.wizards += n,
+        }
+    }
+}
+
+/// A waiter the lobby may move to the other role (see [`Store::switch_lobby_role`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleSwitch {
+    pub participant: String,
+    pub study_id: String,
+    /// The instance and connection holding the place.
+    pub instance: String,
+    pub conn: u64,
+    /// The role the place waits in; the participant gets the other one.
+    pub from: Role,
+    /// The participant's place in the page flow of the other role (its instructions).
+    pub flow_step: String,
+    /// Now: when the role changes.
+    pub at_ms: u64,
+    /// Places heard from at or after this are live.
+    pub live_since_ms: u64,
+    /// Participants who entered or changed role at or after this are present.
+    pub arrived_since_ms: u64,
+}
+
+/// Whether the last of `waiting` live places of one role in a queue moves to the other role,
+/// with `other_present` participants of that role present: only when, even if every one of
+/// them paired with a waiter, two waiters would be left — the switch makes them a pair. A
+/// waiter whose partner may still come (one of the other role on their way) is left waiting.
+pub fn switch_is_due(waiting: u64, other_present: u64) -> bool {
+    waiting >= other_present + 2
 }

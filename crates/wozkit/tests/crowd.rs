@@ -3,6 +3,10 @@
 //! crowds after the leases expired until no item needs a judgment. In the end every item has
 //! exactly `judgments_per_item` counted judgments, each from a different worker, and the
 //! crowd's own figures agree with the store's leases.
+//!
+//! And a live study's launch (`wozkit crowd --launch`): 300 workers arriving within 20 s, each
+//! page before the waiting room read for 0.2 to 10 s, 10% leaving before the waiting room: all
+//! but at most one of those who stay are paired.
 
 mod common;
 
@@ -210,4 +214,84 @@ fn a_crowd_with_abandoners_leaves_exactly_n_judgments_per_item() {
     assert_eq!(total("skipped_items"), state_count(LeaseState::Returned));
     assert_eq!(total("abandoned_leases"), state_count(LeaseState::Leased));
     assert_eq!(total("claims"), leases.len() as u64);
+}
+
+/// The built-in `offshore-emergency` study, exported to `dir`, with generous limits: a wait of
+/// 15 minutes (nobody is sent away while the lobby balances the roles) and newcomers counted as
+/// on their way for 45 s (longer than anyone here reads).
+fn launch_study(dir: &std::path::Path) -> std::path::PathBuf {
+    let out = dir.join("launch-study");
+    let (code, stdout, stderr) = wozkit(&[
+        "studies",
+        "export",
+        "offshore-emergency",
+        &out.to_string_lossy(),
+    ]);
+    assert_eq!(code, 0, "export failed:\n{stdout}\n{stderr}");
+    let file = out.join("study.yaml");
+    let yaml = std::fs::read_to_string(&file).expect("study.yaml");
+    let limits = "pairing:\n  wait_limit_s: 180\n";
+    assert!(yaml.contains(limits), "the study's pairing section moved");
+    let yaml = yaml.replace(limits, "pairing:\n  wait_limit_s: 900\n  arrival_s: 45\n");
+    std::fs::write(&file, yaml).expect("study.yaml written");
+    out
+}
+
+#[test]
+fn a_launch_burst_pairs_everyone_but_at_most_one() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let study = launch_study(tmp.path());
+    let mut server = Server::in_dir(study, tmp.path());
+    start_server(&mut server);
+    let url = format!("http://{}", server.addr);
+    let (code, out, err) = wozkit(&[
+        "crowd",
+        "--url",
+        &url,
+        "--study",
+        "offshore-emergency",
+        "--workers",
+        "300",
+        "--launch",
+        "20",
+        "--leave",
+        "0.1",
+        "--read-ms",
+        "200-10000",
+        "--seed",
+        "7",
+        "--give-up",
+        "600",
+        "--json",
+    ]);
+    assert!(server.stop(), "the server did not stop cleanly");
+    assert_eq!(code, 0, "wozkit crowd --launch failed:\n{out}\n{err}");
+    let r: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    eprintln!(
+        "launch: {} arrivals, {} left, {} stayed, {} paired, {} unpaired ({} still waiting), \
+         {} roles switched, {:.1} s",
+        num(&r, "arrivals"),
+        num(&r, "left"),
+        num(&r, "stayed"),
+        num(&r, "paired"),
+        num(&r, "unpaired"),
+        num(&r, "still_waiting"),
+        num(&r, "roles_switched"),
+        r["duration_s"].as_f64().unwrap_or(0.0),
+    );
+    assert_eq!(num(&r, "arrivals"), 300, "{r}");
+    assert_eq!(num(&r, "failed"), 0, "{r}");
+    assert_eq!(num(&r, "left") + num(&r, "stayed"), 300, "{r}");
+    // About 30 leave; none at all would mean nobody left.
+    assert!(num(&r, "left") > 0, "{r}");
+    assert!(
+        num(&r, "unpaired") <= 1,
+        "more than the odd one out unpaired: {r}"
+    );
+    assert_eq!(num(&r, "paired"), 2 * num(&r, "sessions"), "{r}");
+    assert_eq!(
+        num(&r, "stayed") - num(&r, "paired"),
+        num(&r, "unpaired"),
+        "{r}"
+    );
 }

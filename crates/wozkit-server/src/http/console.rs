@@ -827,6 +827,22 @@ impl Store for Scoped {
     ) -> wozkit_store::Result<Vec<wozkit_store::store::Waiter>> {
         self.inner.waiters(study_id).await
     }
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> wozkit_store::Result<wozkit_store::store::RoleCounts> {
+        self.inner
+            .lobby_presence(study_id, arrived_since_ms, live_since_ms)
+            .await
+    }
+    async fn switch_lobby_role(
+        &self,
+        req: wozkit_store::store::RoleSwitch,
+    ) -> wozkit_store::Result<bool> {
+        self.inner.switch_lobby_role(req).await
+    }
     async fn notify_lobby(&self, notice: &str) -> wozkit_store::Result<bool> {
         self.inner.notify_lobby(notice).await
     }

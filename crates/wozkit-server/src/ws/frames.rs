@@ -192,6 +192,13 @@ pub enum ServerFrame<'a> {
         partner: &'static str,
         next: &'a str,
     },
+    /// The lobby moved the waiter to the other role: read its instructions at `next`, then
+    /// wait again.
+    Reassigned {
+        role: Role,
+        message: &'a str,
+        next: &'a str,
+    },
     Event {
         event: &'a wozkit_core::event::Event,
     },

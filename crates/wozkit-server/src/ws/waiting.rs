@@ -1,6 +1,7 @@
 //! A waiting-room connection: holds the participant's place in the lobby while it is open, sends
-//! `waiting` updates, and ends with `paired` (go to the room) or `ended` (no partner: go to the
-//! completion page). The wait limit counts from the first time the participant was queued.
+//! `waiting` updates, and ends with `paired` (go to the room), `ended` (no partner: go to the
+//! completion page) or `reassigned` (the lobby moved this waiter to the other role: go read its
+//! instructions; see [`Lobby::switch_role`](crate::lobby::Lobby::switch_role)). The wait limit counts from the first time the participant was queued.
 //!
 //! Heartbeat: the connection is pinged every `heartbeat_ms` (browsers answer WebSocket pings by
 //! themselves). Whatever the client sends counts as a sign of life and is passed on to the
@@ -20,14 +21,14 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::OnNoPartner;
-use wozkit_store::Participant;
+use wozkit_store::{Participant, Platform};
 
 use super::frames::{self, ClientFrame, ServerFrame, error_frame};
 use super::{incoming, send};
 use crate::app::{AppState, now_ms, sleep_until_ms};
 use crate::lobby::{self, Enqueued, QueueKey, Ticket, Told};
-use crate::pairing;
 use crate::security::RateLimiter;
+use crate::{flow, pairing};
 use tokio::time::Instant;
 
 /// Key of the private pair in a participant's external ids (lab links and `/try`).
@@ -143,6 +144,9 @@ async fn serve(
         }
         app.lobby.gone(&p.id, ticket.conn, Instant::now() + grace);
     };
+    // Only the public queue's crowd participants change roles: a lab link may have named
+    // the role, and a private pair has its two people.
+    let switchable = key.pair.is_none() && p.platform != Platform::Lab;
     lobby::listen(app).await;
     let mut last_heard = Instant::now();
     'enqueue: loop {
@@ -274,13 +278,26 @@ async fn serve(
                     }
                 }
                 _ = ticker.tick() => {
-                    let position = match app.lobby.position(app.store.as_ref(), &key, &p.id, now_ms(), stale_after).await {
-                        Ok(position) => position.unwrap_or(1),
+                    let standing = match app.lobby.standing(app.store.as_ref(), &key, &p.id, now_ms(), stale_after).await {
+                        Ok(standing) => standing,
                         Err(e) => {
                             tracing::warn!(participant = p.id, "lobby: cannot read the queue: {e}");
-                            1
+                            None
                         }
                     };
+                    if standing.is_some_and(|s| s.may_switch) && switchable
+                        && let Some(next_role) = switch(app, &study, &key, &ticket, grace).await
+                    {
+                        let frame = ServerFrame::Reassigned {
+                            role: next_role,
+                            message: "Too many people arrived for your role, so you now take the other one: \
+                                      please read its instructions, then you will be paired at once.",
+                            next: &next,
+                        };
+                        let _ = send(socket, &frame.text()).await;
+                        return End::Done;
+                    }
+                    let position = standing.map_or(1, |s| s.position);
                     let waited_s = now_ms().saturating_sub(since_ms) / 1000;
                     let frame = ServerFrame::Waiting { position, waited_s, limit_s };
                     if send(socket, &frame.text()).await.is_err() {
@@ -367,6 +384,49 @@ async fn serve(
                     return End::Gone;
                 }
             }
+        }
+    }
+}
+
+/// Moves this waiter to the other role if its role is in lasting surplus
+/// ([`Lobby::switch_role`](crate::lobby::Lobby::switch_role)): the new role, or `None` when
+/// no switch is due (or the store cannot be asked; the next update asks again).
+async fn switch(
+    app: &AppState,
+    study: &LoadedStudy,
+    key: &QueueKey,
+    ticket: &Ticket,
+    grace: Duration,
+) -> Option<Role> {
+    let to = ticket.role.other();
+    let step = flow::after_switch(&study.study, to)?;
+    let arrival = Duration::from_secs(u64::from(study.study.pairing.arrival_s));
+    let switched = app
+        .lobby
+        .switch_role(
+            app.store.as_ref(),
+            key,
+            ticket,
+            flow::encode(&study.study, to, step),
+            now_ms(),
+            Duration::from_millis(app.tunables.stale_after_ms),
+            arrival,
+            // Queued first when back from the instructions, as long as a reconnect is.
+            Instant::now() + grace.max(arrival),
+        )
+        .await;
+    match switched {
+        Ok(true) => {
+            tracing::info!(participant = ticket.participant, role = %to.as_str(), "lobby: a waiter in surplus switched roles");
+            Some(to)
+        }
+        Ok(false) => None,
+        Err(e) => {
+            tracing::warn!(
+                participant = ticket.participant,
+                "lobby: cannot switch a waiter's role: {e}"
+            );
+            None
         }
     }
 }

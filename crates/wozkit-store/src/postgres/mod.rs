@@ -31,7 +31,7 @@ use crate::model::{
     NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
     Platform, SessionFilter, SessionKind, SessionRecord, SubmitOutcome,
 };
-use crate::store::{JoinedLobby, NewWaiter, Store, Waiter};
+use crate::store::{JoinedLobby, NewWaiter, RoleCounts, RoleSwitch, Store, Waiter};
 
 /// Tuning for [`PgStore::connect_with`].
 #[derive(Clone, Debug)]
@@ -717,6 +717,20 @@ impl Store for PgStore {
 
     async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
         waiting::waiters(&self.pool, study_id).await
+    }
+
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> Result<RoleCounts> {
+        let mut conn = self.pool.acquire().await?;
+        waiting::presence(&mut conn, study_id, arrived_since_ms, live_since_ms).await
+    }
+
+    async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool> {
+        waiting::switch(&self.pool, &req).await
     }
 
     async fn notify_lobby(&self, notice: &str) -> Result<bool> {

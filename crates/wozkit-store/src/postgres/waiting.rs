@@ -6,19 +6,22 @@
 //! (each would otherwise miss the other's uncommitted row). The partner is picked with
 //! `FOR UPDATE SKIP LOCKED` and deleted in the same statement, so a waiter is taken at most once
 //! even by a statement that does not hold the queue lock (a participant's own other tab, which
-//! deletes by participant id).
+//! deletes by participant id). A role switch ([`switch`]) takes the same lock, so it reads the
+//! queue and the presence and changes them as one step against every join.
 //!
 //! Notices: [`notify`] is `pg_notify` on the channel [`CHANNEL`]; [`listen`] holds a
 //! `PgListener` (its own connection, reconnecting after a loss) and forwards every payload.
 
-use sqlx::postgres::{PgListener, PgPool, PgRow};
+use sqlx::postgres::{PgConnection, PgListener, PgPool, PgRow};
 use sqlx::{AssertSqlSafe, Row};
 use tokio::sync::mpsc;
 use wozkit_core::event::Role;
 
 use crate::codec::to_i64;
 use crate::error::{Result, StoreError};
-use crate::store::{Joined, JoinedLobby, LOBBY_NOTICE_MAX, NewWaiter, Waiter};
+use crate::store::{
+    Joined, JoinedLobby, LOBBY_NOTICE_MAX, NewWaiter, RoleCounts, RoleSwitch, Waiter, switch_is_due,
+};
 
 /// The `LISTEN/NOTIFY` channel of lobby notices.
 pub const CHANNEL: &str = "wozkit_lobby";
@@ -59,6 +62,16 @@ fn waiter_from_row(row: &PgRow) -> Result<Waiter> {
     })
 }
 
+/// Takes the transaction-scoped advisory lock of one queue (study and pair key).
+async fn lock_queue(tx: &mut PgConnection, study_id: &str, pair: &str) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('lobby:' || $1 || ':' || $2, 0))")
+        .bind(study_id)
+        .bind(pair)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
 /// See [`Store::join_lobby`](crate::Store::join_lobby).
 pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
     let conn_id = to_i64("waiting conn", e.conn)?;
@@ -67,11 +80,7 @@ pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Re
     let live = to_i64("lobby live cut-off", live_since_ms)?;
     let pair = e.pair_key.as_deref().unwrap_or("");
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('lobby:' || $1 || ':' || $2, 0))")
-        .bind(e.study_id.as_str())
-        .bind(pair)
-        .execute(&mut *tx)
-        .await?;
+    lock_queue(&mut tx, &e.study_id, pair).await?;
     // Another tab of the same participant gives up its place to this one.
     let sql = format!("DELETE FROM waiting WHERE participant = $1 RETURNING {COLUMNS}");
     let replaced = sqlx::query(AssertSqlSafe(sql))
@@ -91,7 +100,7 @@ pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Re
            SELECT participant FROM waiting \
            WHERE study_id = $1 AND pair_key = $2 AND role = $3 AND participant <> $4 \
              AND (worker IS NULL OR $5::text IS NULL OR worker <> $5) AND heard_at_ms >= $6 \
-           ORDER BY front DESC, ord LIMIT 1 FOR UPDATE SKIP LOCKED) \
+           ORDER BY front DESC, since_ms, ord LIMIT 1 FOR UPDATE SKIP LOCKED) \
          RETURNING {COLUMNS}"
     );
     let taken = sqlx::query(AssertSqlSafe(sql))
@@ -178,13 +187,107 @@ pub(super) async fn touch(
 pub(super) async fn waiters(pool: &PgPool, study_id: Option<&str>) -> Result<Vec<Waiter>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM waiting WHERE ($1::text IS NULL OR study_id = $1) \
-         ORDER BY study_id, pair_key, front DESC, ord"
+         ORDER BY study_id, pair_key, front DESC, since_ms, ord"
     );
     let rows = sqlx::query(AssertSqlSafe(sql))
         .bind(study_id)
         .fetch_all(pool)
         .await?;
     rows.iter().map(waiter_from_row).collect()
+}
+
+/// Participants present per role (see [`Store::lobby_presence`](crate::Store::lobby_presence)):
+/// those who entered or changed role recently, and those holding a live place, each once.
+const PRESENCE: &str = "SELECT role, COUNT(*) AS n FROM ( \
+       SELECT id, role FROM participants WHERE study_id = $1 AND created_at_ms >= $2 \
+         AND role IS NOT NULL AND session_id IS NULL AND completion_code IS NULL \
+       UNION \
+       SELECT id, role FROM participants WHERE study_id = $1 AND role_at_ms >= $2 \
+         AND role IS NOT NULL AND session_id IS NULL AND completion_code IS NULL \
+       UNION \
+       SELECT p.id, p.role FROM waiting w JOIN participants p ON p.id = w.participant \
+       WHERE w.study_id = $1 AND w.heard_at_ms >= $3 \
+         AND p.role IS NOT NULL AND p.session_id IS NULL AND p.completion_code IS NULL \
+     ) AS present GROUP BY role";
+
+/// See [`Store::lobby_presence`](crate::Store::lobby_presence).
+pub(super) async fn presence(
+    conn: &mut PgConnection,
+    study_id: &str,
+    arrived_since_ms: u64,
+    live_since_ms: u64,
+) -> Result<RoleCounts> {
+    let rows: Vec<(String, i64)> = sqlx::query_as(PRESENCE)
+        .bind(study_id)
+        .bind(to_i64("lobby arrival cut-off", arrived_since_ms)?)
+        .bind(to_i64("lobby live cut-off", live_since_ms)?)
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut counts = RoleCounts::default();
+    for (role, n) in rows {
+        let role = Role::parse(&role).ok_or_else(|| corrupt("participant role", role))?;
+        counts.add(role, unsigned("presence count", n)?);
+    }
+    Ok(counts)
+}
+
+/// See [`Store::switch_lobby_role`](crate::Store::switch_lobby_role): under the public queue's
+/// lock, so no join of that queue runs between the reads and the change.
+pub(super) async fn switch(pool: &PgPool, r: &RoleSwitch) -> Result<bool> {
+    let conn_id = to_i64("waiting conn", r.conn)?;
+    let live = to_i64("lobby live cut-off", r.live_since_ms)?;
+    let at = to_i64("role change time", r.at_ms)?;
+    let mut tx = pool.begin().await?;
+    lock_queue(&mut tx, &r.study_id, "").await?;
+    let sql = format!(
+        "SELECT {COLUMNS} FROM waiting \
+         WHERE study_id = $1 AND pair_key = '' AND role = $2 AND heard_at_ms >= $3 \
+         ORDER BY front DESC, since_ms, ord"
+    );
+    let places = sqlx::query(AssertSqlSafe(sql))
+        .bind(r.study_id.as_str())
+        .bind(r.from.as_str())
+        .bind(live)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(waiter_from_row)
+        .collect::<Result<Vec<_>>>()?;
+    let last = places.last().is_some_and(|w| {
+        w.participant == r.participant && w.instance == r.instance && w.conn == r.conn
+    });
+    if !last {
+        return Ok(false);
+    }
+    let present = presence(&mut tx, &r.study_id, r.arrived_since_ms, r.live_since_ms).await?;
+    if !switch_is_due(places.len() as u64, present.of(r.from.other())) {
+        return Ok(false);
+    }
+    let removed =
+        sqlx::query("DELETE FROM waiting WHERE participant = $1 AND instance = $2 AND conn = $3")
+            .bind(r.participant.as_str())
+            .bind(r.instance.as_str())
+            .bind(conn_id)
+            .execute(&mut *tx)
+            .await?;
+    if removed.rows_affected() == 0 {
+        // Taken by a statement without the queue lock (the participant's other tab).
+        return Ok(false);
+    }
+    let changed = sqlx::query(
+        "UPDATE participants SET role = $2, flow_step = $3, role_at_ms = $4 WHERE id = $1",
+    )
+    .bind(r.participant.as_str())
+    .bind(r.from.other().as_str())
+    .bind(r.flow_step.as_str())
+    .bind(at)
+    .execute(&mut *tx)
+    .await?;
+    if changed.rows_affected() == 0 {
+        return Ok(false);
+    }
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// See [`Store::notify_lobby`](crate::Store::notify_lobby).

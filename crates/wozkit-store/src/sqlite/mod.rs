@@ -57,7 +57,7 @@ use crate::model::{
     NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
     Platform, SessionFilter, SessionKind, SessionRecord, SubmitOutcome,
 };
-use crate::store::{JoinedLobby, NewWaiter, Store, Waiter};
+use crate::store::{JoinedLobby, NewWaiter, RoleCounts, RoleSwitch, Store, Waiter};
 
 /// The database file's name inside a data directory.
 pub const DB_FILE: &str = "wozkit.sqlite3";
@@ -936,7 +936,7 @@ impl Store for SqliteStore {
     async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
         let sql = format!(
             "SELECT {} FROM waiting WHERE (?1 IS NULL OR study_id = ?1) \
-             ORDER BY study_id, pair_key, front DESC, ord",
+             ORDER BY study_id, pair_key, front DESC, since_ms, ord",
             waiting::COLUMNS
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
@@ -944,6 +944,20 @@ impl Store for SqliteStore {
             .fetch_all(&self.reads)
             .await?;
         rows.iter().map(waiting::waiter_from_row).collect()
+    }
+
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> Result<RoleCounts> {
+        let mut conn = self.reads.acquire().await?;
+        waiting::presence(&mut conn, study_id, arrived_since_ms, live_since_ms).await?
+    }
+
+    async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool> {
+        self.write(waiting::Switch { req }).await
     }
 
     async fn notify_lobby(&self, _notice: &str) -> Result<bool> {

@@ -2,6 +2,8 @@
 //! single writer, one request at a time inside its transaction, so "take a partner or queue
 //! myself" is atomic without further locking. SQLite serves one process, so lobby notices stay
 //! in that process ([`Store::notify_lobby`](crate::Store::notify_lobby) answers `false`).
+//! A role switch reads the queue and the presence and changes them in one writer transaction,
+//! so it is exact against concurrent joins in the same way.
 
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
@@ -12,7 +14,7 @@ use super::ops::Apply;
 use super::writer::BatchState;
 use crate::codec::to_i64;
 use crate::error::{Result, StoreError};
-use crate::store::{Joined, JoinedLobby, NewWaiter, Waiter};
+use crate::store::{Joined, JoinedLobby, NewWaiter, RoleCounts, RoleSwitch, Waiter, switch_is_due};
 
 /// The columns of a [`Waiter`], in the order [`waiter_from_row`] reads them.
 pub(super) const COLUMNS: &str = "participant, study_id, pair_key, role, worker, instance, conn, \
@@ -99,7 +101,7 @@ impl Apply for Join {
             "SELECT {COLUMNS} FROM waiting \
              WHERE study_id = ?1 AND pair_key = ?2 AND role = ?3 AND participant <> ?4 \
                AND (worker IS NULL OR ?5 IS NULL OR worker <> ?5) AND heard_at_ms >= ?6 \
-             ORDER BY front DESC, ord LIMIT 1"
+             ORDER BY front DESC, since_ms, ord LIMIT 1"
         );
         let partner = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(e.study_id.as_str())
@@ -208,5 +210,126 @@ impl Apply for Touch {
             .bind(conn_id),
         };
         Ok(Ok(query.execute(&mut *conn).await?.rows_affected() > 0))
+    }
+}
+
+/// Participants present per role (see [`Store::lobby_presence`](crate::Store::lobby_presence)):
+/// those who entered or changed role recently, and those holding a live place, each once.
+const PRESENCE: &str = "SELECT role, COUNT(*) AS n FROM ( \
+       SELECT id, role FROM participants WHERE study_id = ?1 AND created_at_ms >= ?2 \
+         AND role IS NOT NULL AND session_id IS NULL AND completion_code IS NULL \
+       UNION \
+       SELECT id, role FROM participants WHERE study_id = ?1 AND role_at_ms >= ?2 \
+         AND role IS NOT NULL AND session_id IS NULL AND completion_code IS NULL \
+       UNION \
+       SELECT p.id, p.role FROM waiting w JOIN participants p ON p.id = w.participant \
+       WHERE w.study_id = ?1 AND w.heard_at_ms >= ?3 \
+         AND p.role IS NOT NULL AND p.session_id IS NULL AND p.completion_code IS NULL \
+     ) AS present GROUP BY role";
+
+/// See [`Store::lobby_presence`](crate::Store::lobby_presence); on any connection (the
+/// reader pool, or the writer inside a switch). A database error is the outer error (it fails
+/// a writer's batch); a bad value is the inner one.
+pub(super) async fn presence(
+    conn: &mut SqliteConnection,
+    study_id: &str,
+    arrived_since_ms: u64,
+    live_since_ms: u64,
+) -> Result<Result<RoleCounts>, sqlx::Error> {
+    let (arrived, live) = match (
+        to_i64("lobby arrival cut-off", arrived_since_ms),
+        to_i64("lobby live cut-off", live_since_ms),
+    ) {
+        (Ok(a), Ok(l)) => (a, l),
+        (Err(e), _) | (_, Err(e)) => return Ok(Err(e)),
+    };
+    let rows: Vec<(String, i64)> = sqlx::query_as(PRESENCE)
+        .bind(study_id)
+        .bind(arrived)
+        .bind(live)
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut counts = RoleCounts::default();
+    for (role, n) in rows {
+        let Some(role) = Role::parse(&role) else {
+            return Ok(Err(corrupt("participant role", role)));
+        };
+        match unsigned("presence count", n) {
+            Ok(n) => counts.add(role, n),
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    Ok(Ok(counts))
+}
+
+/// Moves a waiter in surplus to the other role (see
+/// [`Store::switch_lobby_role`](crate::Store::switch_lobby_role)).
+pub(super) struct Switch {
+    pub req: RoleSwitch,
+}
+
+#[async_trait]
+impl Apply for Switch {
+    type Output = bool;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _: &mut BatchState,
+    ) -> Result<Result<bool>, sqlx::Error> {
+        let r = &self.req;
+        let numbers = (
+            to_i64("waiting conn", r.conn),
+            to_i64("lobby live cut-off", r.live_since_ms),
+            to_i64("role change time", r.at_ms),
+        );
+        let (conn_id, live, at) = match numbers {
+            (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Ok(Err(e)),
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM waiting \
+             WHERE study_id = ?1 AND pair_key = '' AND role = ?2 AND heard_at_ms >= ?3 \
+             ORDER BY front DESC, since_ms, ord"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(r.study_id.as_str())
+            .bind(r.from.as_str())
+            .bind(live)
+            .fetch_all(&mut *conn)
+            .await?;
+        let places = match rows.iter().map(waiter_from_row).collect::<Result<Vec<_>>>() {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e)),
+        };
+        let last = places.last().is_some_and(|w| {
+            w.participant == r.participant && w.instance == r.instance && w.conn == r.conn
+        });
+        if !last {
+            return Ok(Ok(false));
+        }
+        let present = match presence(conn, &r.study_id, r.arrived_since_ms, r.live_since_ms).await?
+        {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e)),
+        };
+        if !switch_is_due(places.len() as u64, present.of(r.from.other())) {
+            return Ok(Ok(false));
+        }
+        sqlx::query("DELETE FROM waiting WHERE participant = ?1 AND instance = ?2 AND conn = ?3")
+            .bind(r.participant.as_str())
+            .bind(r.instance.as_str())
+            .bind(conn_id)
+            .execute(&mut *conn)
+            .await?;
+        let changed = sqlx::query(
+            "UPDATE participants SET role = ?2, flow_step = ?3, role_at_ms = ?4 WHERE id = ?1",
+        )
+        .bind(r.participant.as_str())
+        .bind(r.from.other().as_str())
+        .bind(r.flow_step.as_str())
+        .bind(at)
+        .execute(&mut *conn)
+        .await?;
+        Ok(Ok(changed.rows_affected() > 0))
     }
 }

@@ -2,13 +2,16 @@
 //! first served (those put at the front first), never with themselves or the same crowd worker,
 //! never with a waiter not heard from lately; another tab replaces a place; only the connection
 //! holding a place refreshes or gives it up; and concurrent joiners never take the same waiter.
+//! A reconnect that keeps its waiting time keeps its place; the presence per role counts
+//! newcomers and live places once each; and a waiter in lasting surplus switches roles only
+//! when no partner can still come.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use wozkit_core::event::Role;
-use wozkit_store::Store;
-use wozkit_store::store::{Joined, NewWaiter};
+use wozkit_store::store::{Joined, NewWaiter, RoleCounts, RoleSwitch};
+use wozkit_store::{NewParticipant, ParticipantPatch, Platform, Store};
 
 use crate::harness::Backend;
 
@@ -134,11 +137,12 @@ pub async fn lobby_never_pairs_a_participant_or_worker_with_itself(backend: &Bac
         .into_iter()
         .map(|w| (w.participant, w.role, w.conn))
         .collect();
+    // The place is the first tab's too: `a` has waited longer than `b`.
     assert_eq!(
         roles,
         [
-            ("b".to_owned(), Role::Wizard, 1),
-            ("a".to_owned(), Role::Wizard, 2)
+            ("a".to_owned(), Role::Wizard, 2),
+            ("b".to_owned(), Role::Wizard, 1)
         ]
     );
     // Only the connection holding the place refreshes or gives it up.
@@ -153,11 +157,11 @@ pub async fn lobby_never_pairs_a_participant_or_worker_with_itself(backend: &Bac
         .expect("join");
     assert_eq!(joined.replaced, None);
     match joined.joined {
-        Joined::Taken(w) => assert_eq!(w.participant, "b"),
-        Joined::Queued(_) => panic!("c should take b"),
+        Joined::Taken(w) => assert_eq!(w.participant, "a"),
+        Joined::Queued(_) => panic!("c should take a"),
     }
-    assert!(s.leave_lobby("a", "i1", 2).await.expect("leave"));
-    assert!(!s.leave_lobby("a", "i1", 2).await.expect("left twice"));
+    assert!(s.leave_lobby("b", "i1", 1).await.expect("leave"));
+    assert!(!s.leave_lobby("b", "i1", 1).await.expect("left twice"));
     assert!(queue(s).await.is_empty());
     store.close().await;
 }
@@ -296,5 +300,186 @@ pub async fn lobby_notices_reach_every_instance(backend: &Backend) {
             other.close().await;
         }
     }
+    store.close().await;
+}
+
+pub async fn lobby_reconnect_keeps_its_place(backend: &Backend) {
+    let store = backend.open().await;
+    let s = store.as_ref();
+    assert_eq!(join(s, entry("a", Role::User, None, 10), 0).await, None);
+    assert_eq!(join(s, entry("b", Role::User, None, 11), 0).await, None);
+    // `a` reloads: its connection gives the place up, and the new one keeps its waiting time.
+    assert!(s.leave_lobby("a", "i1", 1).await.expect("leave"));
+    let mut back = entry("a", Role::User, None, 30);
+    back.since_ms = 10;
+    back.conn = 2;
+    assert_eq!(join(s, back, 0).await, None);
+    assert_eq!(queue(s).await, ["a", "b"]);
+    assert_eq!(
+        join(s, entry("w", Role::Wizard, None, 31), 0)
+            .await
+            .as_deref(),
+        Some("a")
+    );
+    store.close().await;
+}
+
+/// A participant of study `s` who entered at `at_ms` with `role`.
+async fn arrive(store: &dyn Store, id: &str, role: Role, at_ms: u64) {
+    store
+        .create_participant(NewParticipant {
+            id: id.to_owned(),
+            token_hash: format!("hash-{id}"),
+            study_id: "s".to_owned(),
+            platform: Platform::Prolific,
+            worker_id: Some(id.to_owned()),
+            external_ids: Default::default(),
+            flow_step: "0:consent".to_owned(),
+            created_at_ms: at_ms,
+        })
+        .await
+        .expect("participant");
+    let patch = ParticipantPatch {
+        role: Some(Some(role)),
+        ..ParticipantPatch::default()
+    };
+    store.update_participant(id, patch).await.expect("role");
+}
+
+fn counts(users: u64, wizards: u64) -> RoleCounts {
+    RoleCounts { users, wizards }
+}
+
+pub async fn lobby_presence_counts_newcomers_and_live_places_once(backend: &Backend) {
+    let store = backend.open().await;
+    let s = store.as_ref();
+    arrive(s, "u1", Role::User, 1_000).await;
+    arrive(s, "u2", Role::User, 2_000).await;
+    arrive(s, "w1", Role::Wizard, 3_000).await;
+    assert_eq!(
+        s.lobby_presence("s", 0, 0).await.expect("presence"),
+        counts(2, 1)
+    );
+    assert_eq!(
+        s.lobby_presence("t", 0, 0).await.expect("presence"),
+        counts(0, 0)
+    );
+    // Entered before the cut-off: not counted, unless holding a live place.
+    assert_eq!(
+        s.lobby_presence("s", 1_500, 0).await.expect("presence"),
+        counts(1, 1)
+    );
+    assert_eq!(join(s, entry("u1", Role::User, None, 5_000), 0).await, None);
+    assert_eq!(
+        s.lobby_presence("s", 1_500, 4_000).await.expect("presence"),
+        counts(2, 1)
+    );
+    assert_eq!(
+        s.lobby_presence("s", 0, 4_000).await.expect("presence"),
+        counts(2, 1),
+        "a newcomer with a live place counts once"
+    );
+    assert_eq!(
+        s.lobby_presence("s", 1_500, 6_000).await.expect("presence"),
+        counts(1, 1),
+        "a silent place does not count"
+    );
+    // Seated or finished: not present.
+    let seated = ParticipantPatch {
+        session_id: Some(Some("S".to_owned())),
+        ..ParticipantPatch::default()
+    };
+    s.update_participant("u2", seated).await.expect("seat");
+    let done = ParticipantPatch {
+        completion_code: Some(Some("C".to_owned())),
+        ..ParticipantPatch::default()
+    };
+    s.update_participant("w1", done).await.expect("code");
+    assert_eq!(
+        s.lobby_presence("s", 0, 0).await.expect("presence"),
+        counts(1, 0)
+    );
+    store.close().await;
+}
+
+fn switch(participant: &str, conn: u64, at_ms: u64, arrived_since_ms: u64) -> RoleSwitch {
+    RoleSwitch {
+        participant: participant.to_owned(),
+        study_id: "s".to_owned(),
+        instance: "i1".to_owned(),
+        conn,
+        from: Role::User,
+        flow_step: "1:instructions".to_owned(),
+        at_ms,
+        live_since_ms: at_ms - 1_000,
+        arrived_since_ms,
+    }
+}
+
+pub async fn lobby_switches_the_last_waiter_of_a_lasting_surplus(backend: &Backend) {
+    let store = backend.open().await;
+    let s = store.as_ref();
+    for (i, u) in ["u1", "u2"].into_iter().enumerate() {
+        arrive(s, u, Role::User, 100).await;
+        let mut e = entry(u, Role::User, None, 10_000);
+        e.since_ms = 1_000 + i as u64;
+        assert_eq!(join(s, e, 0).await, None);
+    }
+    // A wizard on their way (entered at 9 000) may still take one of the two users.
+    arrive(s, "w1", Role::Wizard, 9_000).await;
+    let now = 10_500;
+    assert!(
+        !s.switch_lobby_role(switch("u2", 1, now, 5_000))
+            .await
+            .expect("switch"),
+        "two users, a wizard on the way: no switch"
+    );
+    // Not the last waiter of the role, or another connection than the place's: never.
+    assert!(
+        !s.switch_lobby_role(switch("u1", 1, now, 9_500))
+            .await
+            .expect("switch")
+    );
+    assert!(
+        !s.switch_lobby_role(switch("u2", 7, now, 9_500))
+            .await
+            .expect("switch")
+    );
+    assert!(
+        s.switch_lobby_role(switch("u2", 1, now, 9_500))
+            .await
+            .expect("switch"),
+        "two users, no wizard expected any more: the last one switches"
+    );
+    assert_eq!(queue(s).await, ["u1"]);
+    let u2 = s.participant("u2").await.expect("read").expect("u2");
+    assert_eq!(
+        (u2.role, u2.flow_step.as_str()),
+        (Some(Role::Wizard), "1:instructions")
+    );
+    // The switched participant is on their way again (changed at 10 500).
+    assert_eq!(
+        s.lobby_presence("s", 9_500, 9_500).await.expect("presence"),
+        counts(1, 1)
+    );
+    assert!(
+        !s.switch_lobby_role(switch("u1", 1, now, 9_500))
+            .await
+            .expect("switch"),
+        "one user: no switch"
+    );
+    // Three users and one wizard expected: two would be left, so the last one switches.
+    for (i, u) in ["u3", "u4"].into_iter().enumerate() {
+        arrive(s, u, Role::User, 100).await;
+        let mut e = entry(u, Role::User, None, 10_000);
+        e.since_ms = 2_000 + i as u64;
+        assert_eq!(join(s, e, 0).await, None);
+    }
+    assert!(
+        s.switch_lobby_role(switch("u4", 1, now, 9_500))
+            .await
+            .expect("switch")
+    );
+    assert_eq!(queue(s).await, ["u1", "u3"]);
     store.close().await;
 }
