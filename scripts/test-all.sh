@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of wozkit on a fresh machine: installs what is missing (Chromium, ChromeDriver,
-# PostgreSQL, Python 3) from Debian's packages, starts a throwaway PostgreSQL server, then runs formatting,
+# PostgreSQL, Python 3, nginx, OpenSSL) from Debian's packages, starts a throwaway PostgreSQL server, then runs formatting,
 # lints, the unit/property/integration tests on both stores, the end-to-end browser test, and the
 # study checks (validate + 10,000 simulated sessions of each built-in study).
 set -euo pipefail
@@ -13,6 +13,8 @@ command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+# The test behind nginx with TLS (crates/wozkit-server/tests/e2e_launch.rs) makes its certificate.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

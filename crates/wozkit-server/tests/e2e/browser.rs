@@ -82,6 +82,27 @@ pub fn find_tools() -> Result<(PathBuf, PathBuf), String> {
     }
 }
 
+/// How a browser is opened, beyond a fresh profile.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The page's size (width, height) in CSS pixels.
+    pub size: (u32, u32),
+    /// Chromium's preferences (`goog:chromeOptions.prefs`), e.g. blocking third-party cookies.
+    pub prefs: Option<Value>,
+    /// Whether pages with a certificate no authority signed (a test's own) are opened.
+    pub accept_insecure_certs: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            size: WINDOW,
+            prefs: None,
+            accept_insecure_certs: false,
+        }
+    }
+}
+
 /// A running `chromedriver`; killed when dropped.
 pub struct Driver {
     child: Child,
@@ -133,6 +154,20 @@ impl Driver {
     /// Opens a new headless browser with a fresh profile, its page `size` (width, height) in
     /// CSS pixels, e.g. a phone's.
     pub async fn browser_sized(&self, name: &str, size: (u32, u32)) -> Result<Browser> {
+        let options = Options {
+            size,
+            ..Options::default()
+        };
+        self.browser_with(name, options).await
+    }
+
+    /// Opens a new headless browser with a fresh profile and these [`Options`].
+    pub async fn browser_with(&self, name: &str, options: Options) -> Result<Browser> {
+        let Options {
+            size,
+            prefs,
+            accept_insecure_certs,
+        } = options;
         let profile = tempfile::tempdir().context("browser profile dir")?;
         let args = vec![
             "--headless".to_string(),
@@ -149,9 +184,14 @@ impl Driver {
             format!("--window-size={},{}", size.0, size.1),
             format!("--user-data-dir={}", profile.path().display()),
         ];
+        let mut chrome = json!({ "binary": self.chromium, "args": args });
+        if let Some(prefs) = prefs {
+            chrome["prefs"] = prefs;
+        }
         let caps = json!({
             "browserName": "chrome",
-            "goog:chromeOptions": { "binary": self.chromium, "args": args },
+            "acceptInsecureCerts": accept_insecure_certs,
+            "goog:chromeOptions": chrome,
         });
         let serde_json::Value::Object(caps) = caps else {
             bail!("capabilities are an object");
@@ -314,9 +354,13 @@ impl Browser {
 
     /// Clicks the element with this `data-testid` once it is there and enabled.
     pub async fn click(&self, id: &str) -> Result<()> {
-        let sel = testid(id);
+        self.click_css(&testid(id)).await
+    }
+
+    /// Clicks the element the CSS selector `sel` finds once it is there and enabled.
+    pub async fn click_css(&self, sel: &str) -> Result<()> {
         let r = until(&format!("an enabled {sel} to click"), WAIT, || async {
-            let el = match self.client.find(Locator::Css(&sel)).await {
+            let el = match self.client.find(Locator::Css(sel)).await {
                 Ok(el) => el,
                 Err(e) if transient(&e) => return Ok(None),
                 Err(e) => return Err(e.into()),
@@ -335,6 +379,35 @@ impl Browser {
         })
         .await;
         self.explain(r).await
+    }
+
+    /// Makes the frame that the CSS selector `sel` finds (an `<iframe>`) the one every later
+    /// command reads and acts in, once it is there; it stays so while the frame navigates.
+    pub async fn enter_frame(&self, sel: &str) -> Result<()> {
+        let r = until(&format!("the frame {sel}"), WAIT, || async {
+            match self.client.find(Locator::Css(sel)).await {
+                Ok(el) => match el.enter_frame().await {
+                    Ok(()) => Ok(Some(())),
+                    Err(e) if transient(&e) => Ok(None),
+                    Err(e) => Err(e.into()),
+                },
+                Err(e) if transient(&e) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await;
+        self.explain(r).await
+    }
+
+    /// The names of the cookies the browser keeps for the current document's (or frame's)
+    /// site, as WebDriver lists them: whether or not the page itself may read them.
+    pub async fn cookie_names(&self) -> Result<Vec<String>> {
+        let cookies = self
+            .client
+            .get_all_cookies()
+            .await
+            .with_context(|| format!("{}: reading the cookies", self.name))?;
+        Ok(cookies.iter().map(|c| c.name().to_string()).collect())
     }
 
     /// Types `text` into the field with this `data-testid` (once it is enabled).

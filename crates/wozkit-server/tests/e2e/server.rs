@@ -52,6 +52,22 @@ impl TestServer {
 
     /// The server with several studies (an entry link names one with `study=`).
     pub async fn start_all(studies: Vec<LoadedStudy>) -> Result<TestServer> {
+        TestServer::start_tuned(studies, TestServer::tunables()).await
+    }
+
+    /// The timings every browser test runs with: a waiting room that updates twice a second
+    /// and a room that lingers 2 s after its end.
+    pub fn tunables() -> Tunables {
+        Tunables {
+            waiting_update_ms: 500,
+            room_linger_ms: 2000,
+            ..Tunables::default()
+        }
+    }
+
+    /// The server with `studies` and `tunables` (e.g. [`TestServer::tunables`] with a trusted
+    /// proxy).
+    pub async fn start_tuned(studies: Vec<LoadedStudy>, tunables: Tunables) -> Result<TestServer> {
         let data = tempfile::tempdir().context("data dir")?;
         let location = data.path().to_str().context("utf-8 temp path")?;
         let store = wozkit_store::open(location)
@@ -60,14 +76,7 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let config = Config {
-            studies,
-            tunables: Tunables {
-                waiting_update_ms: 500,
-                room_linger_ms: 2000,
-                ..Tunables::default()
-            },
-        };
+        let config = Config { studies, tunables };
         let handle = tokio::spawn(launch_with_listener(
             config,
             store.clone(),
