@@ -1,7 +1,9 @@
 //! `wozkit prolific submissions` and `wozkit prolific pay`: a Prolific study's submissions next
-//! to wozkit's participants, their completion codes checked against the data directory's key;
-//! and the payment: approve the completed submissions with valid codes, then pay the payment
-//! table's bonuses in one bulk bonus payment, without paying anything twice.
+//! to wozkit's participants, each judged by wozkit's record of the participant with that
+//! `PROLIFIC_PID` and `SESSION_ID` (the ending reached), not by the typed code (Prolific's
+//! codes are the study's, the same for everyone); and the payment: approve the valid ones,
+//! then pay the payment table's bonuses in one bulk bonus payment, without paying anything
+//! twice.
 //!
 //! What was sent is recorded in the store's meta table (keys `prolific:<prolific
 //! study>:approved:<submission>`, and a payment record per bonus run,
@@ -20,7 +22,6 @@ use wozkit_core::load::{self, LoadedStudy};
 use wozkit_platforms::once::{self, Ledger, NewPayment, Outcome, Policy, Stage};
 use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
 use wozkit_platforms::{Bonus, Submission};
-use wozkit_server::completion::{CodeKey, normalize};
 use wozkit_server::records::payments::{self, PaymentRow};
 use wozkit_store::Store;
 
@@ -74,15 +75,19 @@ pub struct PayArgs {
     bonus_from: BonusFrom,
 }
 
-/// What a submission's completion code says, against wozkit's participants and key.
+/// What wozkit's own record says of a submission. Prolific takes any of the study's codes
+/// from anyone, so the typed code proves nothing: a submission is judged by the participant
+/// wozkit knows under its `PROLIFIC_PID` and `SESSION_ID` (the submission id), and the ending
+/// that participant reached.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CodeCheck {
-    /// The code is the one wozkit gave this worker (`participant`, wozkit's id).
-    Valid { participant: String },
-    /// The worker is known to wozkit but entered a code that is not theirs.
+    /// wozkit participant `participant` has this submission and reached `ending` with a code
+    /// (the payment table's status: `completed`, `no_partner`, `screened_gold`, …).
+    Valid { participant: String, ending: String },
+    /// The worker is known to wozkit under another submission (or none recorded).
     Wrong { detail: String },
-    /// The worker is known to wozkit and entered no code.
-    Missing,
+    /// The worker's participant for this submission has reached no ending with a code yet.
+    Missing { participant: String, status: String },
     /// No wozkit participant has this Prolific participant id.
     UnknownWorker,
 }
@@ -90,95 +95,72 @@ pub enum CodeCheck {
 impl CodeCheck {
     fn word(&self) -> String {
         match self {
-            CodeCheck::Valid { participant } => format!("valid ({participant})"),
+            CodeCheck::Valid {
+                participant,
+                ending,
+            } => format!("valid ({participant}, {ending})"),
             CodeCheck::Wrong { detail } => format!("wrong: {detail}"),
-            CodeCheck::Missing => "missing".into(),
+            CodeCheck::Missing {
+                participant,
+                status,
+            } => format!("no ending with a code ({participant}, {status})"),
             CodeCheck::UnknownWorker => "worker unknown to wozkit".into(),
         }
     }
 }
 
-/// Whose a code is, by the data directory's key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CodeOwner<'a> {
-    /// The code of this wozkit participant, who came with this Prolific participant id.
-    Participant { id: &'a str, worker: &'a str },
-    /// No participant's.
-    Nobody,
-    /// The data directory has no code key (no server ever ran on it).
-    NoKey,
+/// The `SESSION_ID` of a payment row's platform ids (`key=value` joined with `;`).
+fn session_id(row: &PaymentRow) -> Option<&str> {
+    row.crowd_ids
+        .split(';')
+        .find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == "SESSION_ID"))
+        .map(|(_, v)| v)
 }
 
-/// The check of one submission: `known` holds the workers wozkit knows (Prolific participant
-/// id → wozkit participant ids), `owner` whose the entered code is.
-pub fn classify(
-    sub: &Submission,
-    known: &HashMap<String, Vec<String>>,
-    owner: CodeOwner<'_>,
-) -> CodeCheck {
-    if !known.contains_key(&sub.worker_id) {
+/// The check of one submission against the Prolific rows of the payment table.
+pub fn classify(sub: &Submission, rows: &[&PaymentRow]) -> CodeCheck {
+    let mine: Vec<&&PaymentRow> = rows
+        .iter()
+        .filter(|r| r.worker_id == sub.worker_id)
+        .collect();
+    if mine.is_empty() {
         return CodeCheck::UnknownWorker;
     }
-    if sub.completion_code.as_deref().is_none_or(str::is_empty) {
-        return CodeCheck::Missing;
+    let Some(row) = mine.iter().find(|r| session_id(r) == Some(sub.id.as_str())) else {
+        let known: Vec<&str> = mine.iter().filter_map(|r| session_id(r)).collect();
+        let detail = if known.is_empty() {
+            "wozkit has no SESSION_ID for this worker".to_string()
+        } else {
+            format!(
+                "wozkit knows this worker under SESSION_ID {}, not {}",
+                known.join(", "),
+                sub.id
+            )
+        };
+        return CodeCheck::Wrong { detail };
+    };
+    if row.completion_code.is_empty() {
+        return CodeCheck::Missing {
+            participant: row.participant.clone(),
+            status: row.status.clone(),
+        };
     }
-    match owner {
-        CodeOwner::Participant { id, worker } if worker == sub.worker_id => CodeCheck::Valid {
-            participant: id.to_string(),
-        },
-        CodeOwner::Participant { id, worker } => CodeCheck::Wrong {
-            detail: format!("the code of another participant ({id}, worker {worker})"),
-        },
-        CodeOwner::NoKey => CodeCheck::Wrong {
-            detail: "the data directory has no completion-code key".into(),
-        },
-        CodeOwner::Nobody => CodeCheck::Wrong {
-            detail: "no participant has this code".into(),
-        },
+    CodeCheck::Valid {
+        participant: row.participant.clone(),
+        ending: row.status.clone(),
     }
 }
 
-/// Checks every submission's code against the participants of `rows` (the payment table):
-/// the workers wozkit knows are its Prolific rows, and a code is checked as
-/// `wozkit payments --verify` does (the data directory's key, case and look-alike letters
-/// forgiven), computing each participant's code once.
+/// Checks every submission against wozkit's record of its participant (the payment table's
+/// Prolific rows: `PROLIFIC_PID`, `SESSION_ID`, the ending and its code). The store is not read
+/// (the rows are the record).
 pub async fn check_codes(
-    store: &dyn Store,
+    _store: &dyn Store,
     rows: &[PaymentRow],
     subs: &[Submission],
 ) -> Result<Vec<CodeCheck>> {
-    let mut known: HashMap<String, Vec<String>> = HashMap::new();
-    for r in rows.iter().filter(|r| r.platform == "prolific") {
-        known
-            .entry(r.worker_id.clone())
-            .or_default()
-            .push(r.participant.clone());
-    }
-    let key = CodeKey::load(store)
-        .await
-        .context("cannot read the completion-code key")?;
-    let by_code: HashMap<String, &PaymentRow> = match &key {
-        Some(k) => rows.iter().map(|r| (k.code(&r.participant), r)).collect(),
-        None => HashMap::new(),
-    };
-    Ok(subs
-        .iter()
-        .map(|s| {
-            let owner = match (&key, &s.completion_code) {
-                (None, _) => CodeOwner::NoKey,
-                (Some(_), Some(code)) => {
-                    by_code
-                        .get(&normalize(code))
-                        .map_or(CodeOwner::Nobody, |r| CodeOwner::Participant {
-                            id: &r.participant,
-                            worker: &r.worker_id,
-                        })
-                }
-                (Some(_), None) => CodeOwner::Nobody,
-            };
-            classify(s, &known, owner)
-        })
-        .collect())
+    let prolific: Vec<&PaymentRow> = rows.iter().filter(|r| r.platform == "prolific").collect();
+    Ok(subs.iter().map(|s| classify(s, &prolific)).collect())
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -228,7 +210,7 @@ fn submissions(args: SubmissionsArgs) -> Result<ExitCode> {
             .filter(|c| matches!(c, CodeCheck::Valid { .. }))
             .count();
         println!(
-            "{} submission(s) of Prolific study {}, {valid} with a valid code",
+            "{} submission(s) of Prolific study {}, {valid} valid by wozkit's record",
             subs.len(),
             args.prolific_study
         );
@@ -585,42 +567,64 @@ mod tests {
         }
     }
 
+    fn row(participant: &str, worker: &str, session: &str, status: &str, code: &str) -> PaymentRow {
+        let mut r = PaymentRow {
+            participant: participant.into(),
+            platform: "prolific".into(),
+            crowd_ids: String::new(),
+            worker_id: worker.into(),
+            study: "s".into(),
+            session: "x".into(),
+            role: "user".into(),
+            status: status.into(),
+            completion_code: code.into(),
+            judgments: None,
+            surplus: None,
+            surplus_paid: None,
+            items_paid: None,
+            gold_accuracy: None,
+            currency: "GBP".into(),
+            base: 1.0,
+            minutes: 0.0,
+            bonus: 0.0,
+            total: 1.0,
+            decision: String::new(),
+            review_bonus: 0.0,
+            total_with_bonus: 1.0,
+        };
+        r.crowd_ids = format!("PROLIFIC_PID={worker};SESSION_ID={session};STUDY_ID=ps");
+        r
+    }
+
     #[test]
-    fn codes_are_valid_wrong_missing_or_of_an_unknown_worker() {
-        let known: HashMap<String, Vec<String>> =
-            [("w1".to_string(), vec!["p1".to_string()])].into();
-        let mine = CodeOwner::Participant {
-            id: "p1",
-            worker: "w1",
-        };
-        let theirs = CodeOwner::Participant {
-            id: "p2",
-            worker: "w2",
-        };
+    fn submissions_are_judged_by_wozkits_record_not_the_typed_code() {
+        let done = row("p1", "w1", "w1-s", "completed", "ABCD1234");
+        let waiting = row("p2", "w2", "w2-s", "incomplete", "");
+        let elsewhere = row("p3", "w3", "other", "completed", "EFGH5678");
+        let rows = [&done, &waiting, &elsewhere];
+        // Any typed code, or none: the record decides.
+        for typed in [Some("C1K8Q2ZD"), Some("WRONG"), None] {
+            assert_eq!(
+                classify(&sub("w1", typed), &rows),
+                CodeCheck::Valid {
+                    participant: "p1".into(),
+                    ending: "completed".into()
+                }
+            );
+        }
         assert_eq!(
-            classify(&sub("w1", Some("AAA")), &known, mine),
-            CodeCheck::Valid {
-                participant: "p1".into()
+            classify(&sub("w2", Some("C1K8Q2ZD")), &rows),
+            CodeCheck::Missing {
+                participant: "p2".into(),
+                status: "incomplete".into()
             }
         );
         assert!(matches!(
-            classify(&sub("w1", Some("BBB")), &known, theirs),
-            CodeCheck::Wrong { detail } if detail.contains("p2")
-        ));
-        assert!(matches!(
-            classify(&sub("w1", Some("CCC")), &known, CodeOwner::Nobody),
-            CodeCheck::Wrong { detail } if detail.contains("no participant")
-        ));
-        assert!(matches!(
-            classify(&sub("w1", Some("CCC")), &known, CodeOwner::NoKey),
-            CodeCheck::Wrong { detail } if detail.contains("no completion-code key")
+            classify(&sub("w3", Some("C1K8Q2ZD")), &rows),
+            CodeCheck::Wrong { detail } if detail.contains("SESSION_ID other, not w3-s")
         ));
         assert_eq!(
-            classify(&sub("w1", None), &known, CodeOwner::Nobody),
-            CodeCheck::Missing
-        );
-        assert_eq!(
-            classify(&sub("w9", Some("AAA")), &known, mine),
+            classify(&sub("w9", Some("C1K8Q2ZD")), &rows),
             CodeCheck::UnknownWorker
         );
     }

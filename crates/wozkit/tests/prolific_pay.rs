@@ -1,7 +1,8 @@
 //! `wozkit prolific pay` as a researcher runs it, against the local Prolific mock: simulated
 //! Prolific workers go through an evaluation study on the real `wozkit serve`; the mock holds
-//! their submissions with the codes they entered (one of them wrong, plus a worker wozkit never
-//! saw). After the payment the mock approved exactly the submissions with valid codes and paid
+//! their submissions with the codes they entered (one under a SESSION_ID wozkit did not record,
+//! plus a worker wozkit never saw). After the payment the mock approved exactly the submissions
+//! wozkit's record vouches for (whatever code was typed) and paid
 //! each of those workers, to the cent, what the payment table gives above the base; a second run
 //! sends nothing more.
 
@@ -85,14 +86,20 @@ fn prolific_pay_pays_the_payment_table_to_the_cent_once() {
             .find_map(|kv| kv.strip_prefix("SESSION_ID="))
             .expect("SESSION_ID among the crowd ids")
             .to_string();
+        // The first worker's submission is not the one wozkit recorded (another SESSION_ID),
+        // though they typed their own code: wozkit's record decides, not the code.
         subs.push(ProlificSubmission {
-            id: session,
+            id: if n == 0 {
+                "not-the-recorded-session".into()
+            } else {
+                session
+            },
             participant_id: r["worker_id"].clone(),
             status: "AWAITING REVIEW".into(),
             study_code: Some(if n == 0 {
-                "WRONGCODE".into()
-            } else {
                 r["completion_code"].clone()
+            } else {
+                "C1K8Q2ZD".into()
             }),
             started_at: None,
             completed_at: None,
@@ -137,7 +144,10 @@ fn prolific_pay_pays_the_payment_table_to_the_cent_once() {
             .unwrap_or_else(|| panic!("no line of {who}:\n{out}"))
             .to_string()
     };
-    assert!(line_of(&wrong_worker).contains("wrong"), "{out}");
+    assert!(
+        line_of(&wrong_worker).contains("wrong: wozkit knows this worker under SESSION_ID"),
+        "{out}"
+    );
     assert!(
         line_of("stranger").contains("worker unknown to wozkit"),
         "{out}"
