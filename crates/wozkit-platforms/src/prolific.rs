@@ -29,9 +29,9 @@
 //! hides it. With the `mock` feature, [`mock`] is a local stand-in of these endpoints.
 
 #[cfg(feature = "mock")]
-pub mod mock;
-#[cfg(feature = "mock")]
 pub mod app_mock;
+#[cfg(feature = "mock")]
+pub mod mock;
 
 use std::collections::BTreeMap;
 use std::error::Error as _;
