@@ -55,9 +55,25 @@ fn load(name: &str, yaml: &str) -> LoadedStudy {
 
 async fn app_with(study: LoadedStudy) -> (TestApp, tempfile::TempDir) {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    // The sessions these tests write straight into the store are figures, not rooms: a live one
+    // is leased to another (made-up) instance for the whole test, and this server respects
+    // leases it does not hold (not the store's only instance), so its lease sweep never
+    // rebuilds one as a room, whose clock, long past, would end it: how fast the machine is
+    // cannot change the figures.
+    let app = crate::helpers::spawn_app_in_tuned(
+        tmp.path().to_path_buf(),
+        study,
+        wozkit_server::Tunables {
+            sole_instance: false,
+            ..crate::helpers::fast()
+        },
+    )
+    .await;
     (app, tmp)
 }
+
+/// The made-up instance holding the leases of the live sessions the tests write.
+const ELSEWHERE: &str = "an-instance-elsewhere";
 
 /// Stores dialogue `id` of study `paid`, created 5 minutes before `T0`, started at `T0` (the
 /// clock too), ended at `T0 + end.1` minutes for `end.0`, with one participant per (role,
@@ -69,6 +85,15 @@ async fn session(
     people: &[(Role, Option<&str>)],
     test: bool,
 ) {
+    if end.is_none() {
+        // Leased before it exists, so no sweep can find it without a lease.
+        let now = wozkit_server::now_ms();
+        let leased = store
+            .acquire_room(id, ELSEWHERE, "http://192.0.2.1:9", now, now + 3_600_000)
+            .await
+            .expect("lease");
+        assert!(leased, "the live session {id} is leased elsewhere");
+    }
     store
         .create_session(NewSession {
             id: id.into(),
