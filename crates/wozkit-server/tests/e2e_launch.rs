@@ -41,7 +41,7 @@ use anyhow::{Context, Result, anyhow, bail, ensure};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use wozkit_core::event::Role;
+use wozkit_core::event::{EventKind, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 use wozkit_server::Tunables;
 use wozkit_store::Platform;
@@ -478,6 +478,20 @@ async fn play(server: &TestServer, site: &WorkerSite, a: &Browser, b: &Browser) 
         codes.push(code);
     }
 
+    let reached = server
+        .session_events("tiny", Platform::Mturk, WORKERS[0].0)
+        .await?
+        .iter()
+        .any(|e| {
+            matches!(
+                e.kind,
+                EventKind::SessionEnded {
+                    goal_reached: true,
+                    ..
+                }
+            )
+        });
+    ensure!(reached, "the session did not end with its goal reached");
     let submitted = site.submitted();
     ensure!(
         submitted.len() == 2,
