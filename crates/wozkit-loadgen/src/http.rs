@@ -31,6 +31,21 @@ pub struct Response {
     pub body: String,
 }
 
+/// Connections opened so far, to spread them over the target's source addresses in turn.
+static OPENED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// A TCP connection to the target, from the next of its loopback source addresses.
+async fn open(target: &Target) -> std::io::Result<TcpStream> {
+    if target.sources <= 1 {
+        return TcpStream::connect(target.addr()).await;
+    }
+    let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % u32::from(target.sources);
+    let source = std::net::Ipv4Addr::new(127, 0, 0, 1 + n as u8);
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(std::net::SocketAddr::from((source, 0)))?;
+    socket.connect(target.addr()).await
+}
+
 /// One kept-alive connection to the server.
 pub struct Conn {
     stream: TcpStream,
@@ -42,7 +57,7 @@ pub struct Conn {
 
 impl Conn {
     pub async fn connect(target: &Target) -> Result<Conn, Failure> {
-        let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(target.addr()))
+        let stream = tokio::time::timeout(REQUEST_TIMEOUT, open(target))
             .await
             .map_err(|_| Failure::new("timeout", "connecting took too long"))?
             .map_err(|e| Failure::new("connect", e.to_string()))?;
@@ -269,6 +284,30 @@ pub fn form_escape(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn connections_spread_over_the_loopback_source_addresses() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let target = Target {
+            host: "127.0.0.1".into(),
+            port,
+            sources: 3,
+        };
+        let mut peers = std::collections::BTreeSet::new();
+        let mut kept = vec![];
+        for _ in 0..6 {
+            let (stream, accepted) = tokio::join!(open(&target), listener.accept());
+            kept.push(stream.expect("connect"));
+            peers.insert(accepted.expect("accept").1.ip().to_string());
+        }
+        assert_eq!(
+            peers.into_iter().collect::<Vec<_>>(),
+            ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+        );
+    }
 
     #[test]
     fn heads_are_parsed_with_cookies_and_length() {

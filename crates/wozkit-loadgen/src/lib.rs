@@ -90,7 +90,14 @@ pub struct Config {
     pub ramp_timeout: Duration,
     /// Prints progress lines on standard error.
     pub progress: bool,
+    /// Loopback source addresses to connect from (127.0.0.1 up to 127.0.0.N); 0 chooses one per
+    /// [`PER_SOURCE`] participants, as one address's ephemeral ports allow.
+    pub source_addresses: u8,
 }
+
+/// Participants per loopback source address when the load generator chooses: well under the
+/// 28,232 ephemeral ports Linux gives one address by default.
+pub const PER_SOURCE: usize = 20_000;
 
 impl Config {
     /// The defaults for `participants` over `duration` against `url` (push more onto `urls`).
@@ -106,6 +113,7 @@ impl Config {
             ramp_timeout: Duration::from_secs(120)
                 + Duration::from_millis(30) * participants as u32,
             progress: false,
+            source_addresses: 0,
         }
     }
 }
@@ -182,7 +190,20 @@ fn check(config: &Config) -> Result<Vec<Target>, LoadgenError> {
             "several URLs need at least one pair of participants each",
         ));
     }
-    config.urls.iter().map(|u| Target::parse(u)).collect()
+    let sources = match config.source_addresses {
+        0 => u8::try_from(config.participants.div_ceil(PER_SOURCE).clamp(1, 250)).unwrap_or(250),
+        n => n.min(250),
+    };
+    config
+        .urls
+        .iter()
+        .map(|u| {
+            Target::parse(u).map(|mut t| {
+                t.sources = sources;
+                t
+            })
+        })
+        .collect()
 }
 
 async fn health(target: &Target) -> Result<(), LoadgenError> {
@@ -210,6 +231,17 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
     let needed = config.participants as u64 + SPARE_FDS;
     if limit < needed {
         return Err(LoadgenError::TooFewFds { needed, limit });
+    }
+    if config.progress {
+        let sources = targets.first().map_or(1, |t| t.sources);
+        eprintln!(
+            "bench: open-file limit {limit} (raised to the hard limit; {needed} needed); connecting from {sources} source address(es), 127.0.0.1{}",
+            if sources > 1 {
+                format!(" to 127.0.0.{sources}")
+            } else {
+                String::new()
+            }
+        );
     }
     for target in &targets {
         health(target).await?;
@@ -268,6 +300,7 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         t.stats.start_window(start);
     }
     let cpu_start = pid.and_then(server_proc::cpu_seconds);
+    let threads_start = pid.and_then(server_proc::thread_ticks);
     let own_cpu_start = server_proc::cpu_seconds(std::process::id());
     let machine_start = machine::Snapshot::read(pid);
     let mut rss_peak = rss_before;
@@ -292,6 +325,9 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
     let rss_end = pid.and_then(server_proc::rss_kib);
     let percent = |a: Option<f64>, b: Option<f64>| Some((b? - a?) / secs * 100.0);
     let cpu = percent(cpu_start, pid.and_then(server_proc::cpu_seconds));
+    let threads = threads_start
+        .zip(pid.and_then(server_proc::thread_ticks))
+        .and_then(|(a, b)| server_proc::thread_shares(&a, &b, secs));
     let own_cpu = percent(own_cpu_start, server_proc::cpu_seconds(std::process::id()));
     let machine = machine_start
         .zip(machine::Snapshot::read(pid))
@@ -318,6 +354,9 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         _ => None,
     };
     let acked = s.acked.load(Ordering::Relaxed);
+    let cpu_us_per_command = cpu
+        .filter(|_| acked > 0)
+        .map(|c| c / 100.0 * secs * 1e6 / acked as f64);
     let per_url = ctx
         .targets
         .iter()
@@ -368,6 +407,9 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
             rss_peak_kib: rss_peak,
             kib_per_participant: per_participant,
             cpu_percent: cpu,
+            cpu_us_per_command,
+            busiest_thread: threads.as_ref().map(|t| t.0.clone()),
+            threads: threads.map(|t| t.1).unwrap_or_default(),
         }),
         loadgen_cpu_percent: own_cpu,
         machine,

@@ -89,6 +89,13 @@ pub struct ServerFigures {
     pub kib_per_participant: Option<f64>,
     /// CPU used during the window (100 = one core).
     pub cpu_percent: Option<f64>,
+    /// Server CPU time per command acknowledged in the window, microseconds.
+    pub cpu_us_per_command: Option<f64>,
+    /// The server's busiest single thread during the window: a share near 100 % of one core,
+    /// or above a quarter of the server's CPU on a many-core machine, marks what serializes.
+    pub busiest_thread: Option<crate::server_proc::ThreadShare>,
+    /// The server's CPU by thread name (threads with at least 0.5 % of it), busiest first.
+    pub threads: Vec<crate::server_proc::ThreadShare>,
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -136,6 +143,32 @@ impl Report {
                 opt(srv.kib_per_participant.map(|k| format!("{k:.1}"))),
                 opt(srv.cpu_percent.map(|c| format!("{c:.0}"))),
             );
+            if let Some(us) = srv.cpu_us_per_command {
+                let _ = writeln!(
+                    s,
+                    "  server CPU         {us:.0} µs per command acknowledged"
+                );
+            }
+            if let Some(b) = &srv.busiest_thread {
+                let groups: Vec<String> = srv
+                    .threads
+                    .iter()
+                    .map(|g| {
+                        format!(
+                            "{} ×{} {:.0}% ({:.0}% of a core)",
+                            g.name, g.threads, g.share_percent, g.cpu_percent
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  server threads     busiest: {} with {:.0}% of the server's CPU ({:.0}% of a core); by name: {}",
+                    b.name,
+                    b.share_percent,
+                    b.cpu_percent,
+                    groups.join(", ")
+                );
+            }
         } else {
             let _ = writeln!(
                 s,

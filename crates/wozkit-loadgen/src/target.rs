@@ -13,6 +13,10 @@ pub struct Target {
     /// As written in the URL: `127.0.0.1` or `localhost`.
     pub host: String,
     pub port: u16,
+    /// Loopback source addresses the connections are spread over (127.0.0.1, 127.0.0.2, …):
+    /// each source address has only its ephemeral ports (about 28,000 on Linux) to connect
+    /// from, so 50,000 participants need at least two.
+    pub sources: u8,
 }
 
 impl Target {
@@ -48,7 +52,11 @@ impl Target {
                 "the load generator only targets a server on this machine (127.0.0.1 or localhost)",
             ));
         }
-        Ok(Target { host, port })
+        Ok(Target {
+            host,
+            port,
+            sources: 1,
+        })
     }
 
     /// The socket address to connect to (IPv4 loopback for both spellings).
@@ -78,7 +86,8 @@ mod tests {
             t,
             Some(Target {
                 host: "127.0.0.1".into(),
-                port: 8080
+                port: 8080,
+                sources: 1,
             })
         );
         let t = Target::parse("http://LocalHost:9/").ok();

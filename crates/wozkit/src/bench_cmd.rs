@@ -50,6 +50,10 @@ pub struct BenchArgs {
     /// several URLs it is not looked up).
     #[arg(long)]
     server_pid: Option<u32>,
+    /// Loopback source addresses to connect from (127.0.0.1 … 127.0.0.N), each with its own
+    /// ephemeral ports; default one per 20,000 participants.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=250))]
+    source_addresses: Option<u8>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -78,6 +82,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     config.urls = args.url;
     config.rate = args.rate;
     config.server_pid = args.server_pid;
+    config.source_addresses = args.source_addresses.unwrap_or(0);
     config.progress = true;
     let report = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
