@@ -104,9 +104,32 @@ pub struct PaymentRecord {
     /// The platform's last answer that was not a success.
     #[serde(default)]
     pub note: String,
+    /// Which payment under its key this is: 1 for the first, one more than the payment it
+    /// replaced for each later one. With the key, it names the payment (see [`PaymentRecord::id`]).
+    #[serde(default)]
+    pub number: u64,
+    /// Cents paid under the same key by the payments this one replaced (each settled): with
+    /// [`PaymentRecord::paid_cents`], everything ever paid under the key.
+    #[serde(default)]
+    pub paid_before: u64,
 }
 
 impl PaymentRecord {
+    /// The payment's name: its key and number (`<key>#<number>`), unique under the key.
+    pub fn id(&self, key: &str) -> String {
+        format!("{key}#{}", self.number)
+    }
+
+    /// Cents paid under the key in all, this payment included as far as it is known paid.
+    pub fn total_paid_cents(&self) -> u64 {
+        self.paid_before + self.paid_cents()
+    }
+
+    /// Cents paid under the key in all, counting this payment's bonuses that may be paid.
+    pub fn total_maybe_paid_cents(&self) -> u64 {
+        self.paid_before + self.maybe_paid_cents()
+    }
+
     /// Cents of the bonuses known paid.
     pub fn paid_cents(&self) -> u64 {
         self.bonuses
@@ -236,6 +259,8 @@ pub async fn pay_once(
                 since_ms: now,
                 tag: n.tag.to_string(),
                 note: String::new(),
+                number: n.replaces.map_or(1, |r| r.number + 1),
+                paid_before: n.replaces.map_or(0, PaymentRecord::total_paid_cents),
             };
             ledger.swap(key, raw.as_deref(), &record.to_json()).await?;
             continue;
@@ -371,6 +396,8 @@ fn unreachable_pending(key: &str) -> Outcome {
             since_ms: 0,
             tag: String::new(),
             note: String::new(),
+            number: 0,
+            paid_before: 0,
         },
     }
 }
@@ -474,6 +501,217 @@ async fn resolve(
         Some(_) => Ok(None),
         None => Err(format!("payment record {key} vanished")),
     }
+}
+
+/// A decision on a submission (approve, reject) as the ledger holds it (JSON): the same
+/// stages as a payment without `set_up` (`claimed`, `sending`, then `sent` or `refused`).
+/// Approving pays the study's reward, so a decision is sent by one caller at a time and an
+/// uncertain answer is settled by reading the submission's status before it is sent again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    pub platform: String,
+    pub submission_id: String,
+    /// `approve` or `reject`.
+    pub action: String,
+    /// The reason sent with a rejection.
+    #[serde(default)]
+    pub reason: String,
+    pub stage: Stage,
+    pub claimant: String,
+    pub since_ms: u64,
+    /// The platform's last answer that was not a success; on a `sending` record, that its
+    /// sender is done with it (the answer was uncertain), so anyone may settle it at once.
+    #[serde(default)]
+    pub note: String,
+    /// Which decision under its key this is (1, then one more than the one it replaced).
+    #[serde(default)]
+    pub number: u64,
+}
+
+impl DecisionRecord {
+    /// The decision's name: its key and number (`<key>#<number>`).
+    pub fn id(&self, key: &str) -> String {
+        format!("{key}#{}", self.number)
+    }
+
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A decision to start under a key (see [`decide_once`]).
+#[derive(Clone, Copy, Debug)]
+pub struct NewDecision<'a> {
+    pub submission_id: &'a str,
+    /// `approve` or `reject`.
+    pub action: &'a str,
+    pub reason: &'a str,
+    /// The settled record read under the key (`None`: the key was free); replaced only if it
+    /// is still there.
+    pub replaces: Option<&'a DecisionRecord>,
+}
+
+/// What [`decide_once`] came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decided {
+    Settled(DecisionRecord),
+    Pending { record: DecisionRecord, why: String },
+}
+
+/// Reads the decision record under `key`.
+pub async fn read_decision(
+    ledger: &dyn Ledger,
+    key: &str,
+) -> Result<Option<DecisionRecord>, String> {
+    match ledger.get(key).await? {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str(&raw)
+            .map(Some)
+            .map_err(|e| format!("decision record {key}: {e}")),
+    }
+}
+
+/// Whether a platform's status word says the submission is decided as `action`.
+fn status_is(status: &str, action: &str) -> bool {
+    let s = status.to_ascii_lowercase();
+    match action {
+        "approve" => s.contains("approved"),
+        _ => s.contains("rejected"),
+    }
+}
+
+/// Sends a decision once under `key`: carries on the one recorded there if it is not settled,
+/// else starts `new` (when the key holds what `new.replaces` says). A `sending` record whose
+/// sender got no certain answer is settled by the submission's status on the platform: decided
+/// as wanted is `sent`, still undecided is sent again (platforms take the same decision twice
+/// as one), decided otherwise is `refused`.
+pub async fn decide_once(
+    payer: &dyn Payer,
+    ledger: &dyn Ledger,
+    key: &str,
+    new: Option<NewDecision<'_>>,
+    claimant: &str,
+    policy: Policy,
+) -> Result<Decided, String> {
+    let mut new = new;
+    for _ in 0..16 {
+        let raw = ledger.get(key).await?;
+        let rec: Option<DecisionRecord> = match &raw {
+            None => None,
+            Some(r) => {
+                Some(serde_json::from_str(r).map_err(|e| format!("decision record {key}: {e}"))?)
+            }
+        };
+        let now = now_ms();
+        let start = match (&rec, &new) {
+            (None, Some(n)) => n.replaces.is_none(),
+            (Some(r), Some(n)) => r.stage.settled() && n.replaces == Some(r),
+            _ => false,
+        };
+        if let (true, Some(n)) = (start, new.take()) {
+            let record = DecisionRecord {
+                platform: payer.platform().to_string(),
+                submission_id: n.submission_id.to_string(),
+                action: n.action.to_string(),
+                reason: n.reason.to_string(),
+                stage: Stage::Claimed,
+                claimant: claimant.to_string(),
+                since_ms: now,
+                note: String::new(),
+                number: n.replaces.map_or(1, |r| r.number + 1),
+            };
+            ledger.swap(key, raw.as_deref(), &record.to_json()).await?;
+            continue;
+        }
+        let Some(rec) = rec else {
+            return Err(format!("no decision record {key}"));
+        };
+        let raw = raw.unwrap_or_default();
+        let busy = rec.claimant != claimant
+            && now.saturating_sub(rec.since_ms) < policy.settle_ms
+            && (rec.stage == Stage::Claimed || rec.note.is_empty());
+        match rec.stage {
+            Stage::Sent | Stage::Refused => return Ok(Decided::Settled(rec)),
+            _ if busy => {
+                return Ok(Decided::Pending {
+                    why: format!("{} is sending it", rec.claimant),
+                    record: rec,
+                });
+            }
+            Stage::Sending => {
+                // Its sender is done with it or gone: ask the platform what became of it.
+                let subs = match payer.submissions().await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return Ok(Decided::Pending {
+                            why: format!(
+                                "the last send had no certain answer and the platform could not be asked: {e}"
+                            ),
+                            record: rec,
+                        });
+                    }
+                };
+                let status = subs
+                    .iter()
+                    .find(|s| s.id == rec.submission_id)
+                    .map(|s| s.status.clone());
+                let mut next = rec.clone();
+                next.claimant = claimant.to_string();
+                next.since_ms = now;
+                match status {
+                    Some(s) if status_is(&s, &rec.action) => next.stage = Stage::Sent,
+                    Some(s) if status_is(&s, "approve") || status_is(&s, "reject") => {
+                        next.stage = Stage::Refused;
+                        next.note = format!("the submission is {s} on the platform already");
+                    }
+                    // Undecided (or not listed): send it again.
+                    _ => {
+                        next.stage = Stage::Claimed;
+                        next.note = String::new();
+                    }
+                }
+                ledger.swap(key, Some(&raw), &next.to_json()).await?;
+            }
+            Stage::Claimed | Stage::SetUp => {
+                let mut sending = rec.clone();
+                sending.stage = Stage::Sending;
+                sending.claimant = claimant.to_string();
+                sending.since_ms = now;
+                sending.note = String::new();
+                let sending_raw = sending.to_json();
+                if !ledger.swap(key, Some(&raw), &sending_raw).await? {
+                    continue;
+                }
+                let result = match rec.action.as_str() {
+                    "approve" => payer.approve(&rec.submission_id).await,
+                    _ => payer.reject(&rec.submission_id, &rec.reason).await,
+                };
+                let mut done = sending.clone();
+                match result {
+                    Ok(()) => done.stage = Stage::Sent,
+                    Err(e) if e.is_uncertain() => done.note = e.to_string(),
+                    Err(e) => {
+                        done.stage = Stage::Refused;
+                        done.note = e.to_string();
+                    }
+                }
+                ledger
+                    .swap(key, Some(&sending_raw), &done.to_json())
+                    .await?;
+                return Ok(if done.stage.settled() {
+                    Decided::Settled(done)
+                } else {
+                    Decided::Pending {
+                        why: done.note.clone(),
+                        record: done,
+                    }
+                });
+            }
+        }
+    }
+    Err(format!(
+        "decision record {key} keeps changing under this caller"
+    ))
 }
 
 /// A [`Ledger`] in memory, for tests and dry runs.

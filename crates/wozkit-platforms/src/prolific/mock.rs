@@ -22,7 +22,9 @@
 //! - answers the next request (or the next one to a path, [`MockProlific::fail_when`]) with a
 //!   given status when the test asks ([`MockProlific::fail_next`]);
 //! - does the next request to a path and then answers late or drops the connection
-//!   ([`MockProlific::after_commit`]): the client sees no answer although the work was done.
+//!   ([`MockProlific::after_commit`]): the client sees no answer although the work was done;
+//! - pays in the background when asked ([`MockProlific::pay_in_background`]): a paid bonus
+//!   shows on its submission only later.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -77,6 +79,8 @@ struct Mock {
     after_commit: Option<(String, Fault)>,
     /// Cents of each bonus paid, per submission.
     bonus_payments: BTreeMap<String, Vec<u64>>,
+    /// Paying in the background: bonuses paid but not shown on their submissions yet.
+    background: Option<Vec<(String, u64)>>,
 }
 
 /// The running mock; the server stops when this is dropped.
@@ -116,6 +120,7 @@ impl MockProlific {
             fail_when: None,
             after_commit: None,
             bonus_payments: BTreeMap::new(),
+            background: None,
         }));
         let app = Router::new().fallback(handle).with_state(state.clone());
         let task = tokio::spawn(async move {
@@ -153,6 +158,21 @@ impl MockProlific {
     /// The cents of each bonus paid on each submission.
     pub fn bonus_payments(&self) -> BTreeMap<String, Vec<u64>> {
         self.lock().bonus_payments.clone()
+    }
+
+    /// Pays bulk bonuses from now on as Prolific does, in the background: the money moves
+    /// ([`MockProlific::paid_cents`]) but the submissions do not list the bonuses until
+    /// [`MockProlific::show_background_payments`].
+    pub fn pay_in_background(&self) {
+        self.lock().background.get_or_insert_with(Vec::new);
+    }
+
+    /// Lists the bonuses paid in the background on their submissions, and pays at once again.
+    pub fn show_background_payments(&self) {
+        let mut m = self.lock();
+        for (sub, c) in m.background.take().unwrap_or_default() {
+            m.bonus_payments.entry(sub).or_default().push(c);
+        }
     }
 
     /// Adds a submission.
@@ -569,7 +589,10 @@ fn pay(m: &mut Mock, id: &str) -> Response {
     let lines = bulk.lines.clone();
     for (who, sub, c) in lines {
         *m.paid.entry(who).or_default() += c;
-        m.bonus_payments.entry(sub).or_default().push(c);
+        match &mut m.background {
+            Some(later) => later.push((sub, c)),
+            None => m.bonus_payments.entry(sub).or_default().push(c),
+        }
     }
     StatusCode::ACCEPTED.into_response()
 }
