@@ -479,6 +479,11 @@ pub struct ReviewDecision {
     /// decision sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub of_seq: Option<u64>,
+    /// `Sent` and `SendFailed`: the payment or decision record the outcome is of
+    /// (`<key>#<number>`, see `wozkit_platforms::once`). A record's outcome may be logged twice
+    /// (two instances settling it at once); it counts once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment: Option<String>,
 }
 
 /// Why a participant was screened out.

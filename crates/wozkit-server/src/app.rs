@@ -84,6 +84,10 @@ pub struct Tunables {
     /// (`--frame-ancestors`, e.g. `https://survey.example.org`). Researcher pages are never
     /// framed by another site.
     pub frame_ancestors: Vec<String>,
+    /// How long the review's Send leaves a payment or decision to the caller that claimed or
+    /// sent it before another carries it on, and waits before paying again a payment of which
+    /// the platform shows nothing ([`wozkit_platforms::once::Policy`]; 15 minutes).
+    pub pay_policy: wozkit_platforms::once::Policy,
 }
 
 /// Crowd platform clients by (study id, platform name as entry links record it: `prolific`,
@@ -128,6 +132,7 @@ impl Default for Tunables {
             payers: Payers::default(),
             metrics_token: None,
             instance_id: wozkit_store::new_id(),
+            pay_policy: wozkit_platforms::once::Policy::default(),
             advertise_url: String::new(),
             room_lease_ms: 10_000,
             sole_instance: true,

@@ -38,6 +38,7 @@ mod evaluation;
 mod flow;
 mod http;
 mod human;
+pub mod ledger;
 mod lobby;
 mod metered_store;
 pub mod metrics;

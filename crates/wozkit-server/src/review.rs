@@ -18,14 +18,15 @@
 //! **Sending** ([`send`]). For each participant with a crowd platform client for their study
 //! and platform: the decision, if none was sent yet (a platform takes one decision per
 //! submission, so a decision changed after sending is not sent again); the part of the bonus
-//! not sent yet (so what the platform paid in all equals the payment table's `review_bonus`, to
-//! the cent; a raise is sent with its reason followed by what it was raised from and to), in
-//! one bulk request per platform, each bonus logged with its own outcome (a batch that fails
-//! part-way logs the bonuses paid as sent); the block, once. Each outcome is logged as a
-//! `sent` or `send_failed` event naming the decision's sequence number, so nothing is sent
-//! twice and a failure is sent again on the next press. A decision the platform's API cannot
-//! take at all (a block on Prolific) is logged once as `not_sendable`, with where the
-//! researcher does it instead, and never sent again.
+//! not paid yet (so what the platform paid in all equals the payment table's `review_bonus`, to
+//! the cent; a raise is sent with its reason followed by what it was raised from and to), one
+//! payment per participant; the block, once. Decisions and bonuses go through payment records
+//! (see [`send`]'s module): each is sent by one caller at a time and an uncertain answer is
+//! settled by asking the platform before anything is sent again. Each outcome is logged as a
+//! `sent` or `send_failed` event naming the decision's sequence number (and the record), so
+//! nothing is sent twice and a failure is sent again on the next press. A decision the
+//! platform's API cannot take at all (a block on Prolific) is logged once as `not_sendable`,
+//! with where the researcher does it instead, and never sent again.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -33,7 +34,6 @@ use std::sync::{Arc, RwLock};
 
 use wozkit_core::event::{Actor, Event, EventKind, ReviewAction, ReviewDecision, Role};
 use wozkit_core::load::LoadedStudy;
-use wozkit_platforms::{Bonus, Payer};
 use wozkit_store::{NewEvent, NewSession, SessionFilter, SessionKind, Store, StoreError};
 
 use crate::app::{AppState, now_ms};
@@ -71,6 +71,12 @@ pub struct Reviewed {
     /// Decisions the platform's API cannot take (their sequence numbers), with what the
     /// researcher does instead; never sent.
     pub not_sendable: Vec<(u64, String)>,
+    /// Cents of [`Reviewed::bonus_sent_cents`] paid through payment records (the `sent` events
+    /// that name one); the rest was paid before there were records.
+    pub record_sent_cents: u64,
+    /// The records (`<key>#<number>`) whose success is logged, and those whose refusal is.
+    pub logged_sent: HashSet<String>,
+    pub logged_failed: HashSet<String>,
 }
 
 impl Reviewed {
@@ -115,11 +121,22 @@ pub fn fold(events: &[Event]) -> HashMap<String, Reviewed> {
             ReviewAction::Note => r.notes.push(d.reason.clone()),
             ReviewAction::Sent => {
                 r.last_failure = None;
+                // A record's outcome logged again (by two instances at once) counts once.
+                if let Some(id) = &d.payment
+                    && !r.logged_sent.insert(id.clone())
+                {
+                    continue;
+                }
                 match d.of_seq.and_then(|s| by_seq.get(&s)) {
                     Some((a @ (ReviewAction::Approve | ReviewAction::Reject), _)) => {
                         r.sent_decision = Some(*a)
                     }
-                    Some((ReviewAction::Bonus, _)) => r.bonus_sent_cents += d.cents.unwrap_or(0),
+                    Some((ReviewAction::Bonus, _)) => {
+                        r.bonus_sent_cents += d.cents.unwrap_or(0);
+                        if d.payment.is_some() {
+                            r.record_sent_cents += d.cents.unwrap_or(0);
+                        }
+                    }
                     Some((ReviewAction::Block, _)) => r.block_sent = true,
                     _ => {}
                 }
@@ -127,6 +144,9 @@ pub fn fold(events: &[Event]) -> HashMap<String, Reviewed> {
             ReviewAction::SendFailed => {
                 r.last_failure = Some(d.reason.clone());
                 failed_of.insert(d.participant.clone(), d.of_seq);
+                if let Some(id) = &d.payment {
+                    r.logged_failed.insert(id.clone());
+                }
             }
             ReviewAction::NotSendable => {
                 if let Some(of) = d.of_seq {
@@ -728,239 +748,9 @@ impl Filter {
     }
 }
 
-/// What one press of "send decisions" did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SendReport {
-    pub sent: u32,
-    pub failed: u32,
-    /// Decisions the platform's API cannot take, logged `not_sendable` this time.
-    pub not_sendable: u32,
-}
+pub mod send;
 
-/// The platform's id of a participant's submission: from the entry link (Prolific's
-/// `SESSION_ID`, MTurk's `assignmentId`), else from the platform's list of submissions by the
-/// worker id.
-async fn submission_id(
-    store: &dyn Store,
-    payer: &dyn Payer,
-    listed: &mut Option<Vec<wozkit_platforms::Submission>>,
-    participant: &str,
-    worker: Option<&str>,
-) -> Result<String, String> {
-    if let Ok(Some(p)) = store.participant(participant).await
-        && let Some(id) = p
-            .external_ids
-            .get("SESSION_ID")
-            .or(p.external_ids.get("assignmentId"))
-    {
-        return Ok(id.clone());
-    }
-    let worker = worker.ok_or_else(|| "the participant has no worker id".to_string())?;
-    if listed.is_none() {
-        *listed = Some(payer.submissions().await.map_err(|e| e.to_string())?);
-    }
-    listed
-        .iter()
-        .flatten()
-        .find(|s| s.worker_id == worker)
-        .map(|s| s.id.clone())
-        .ok_or_else(|| {
-            format!(
-                "{}: no submission of worker {worker} in this study",
-                payer.platform()
-            )
-        })
-}
-
-/// Sends every decision, bonus and block of the study not sent yet to the participants'
-/// platforms (see the module's documentation), logging each outcome as done by `by`.
-pub async fn send(
-    app: &AppState,
-    study: &Arc<LoadedStudy>,
-    by: &crate::auth::Researcher,
-) -> Result<SendReport, StoreError> {
-    let _one_at_a_time = app.review.lock.lock().await;
-    let store = app.store.as_ref();
-    let study_id = &study.study.id;
-    let reviews = read(store, study_id).await?;
-    let mut participants: Vec<&String> = reviews.keys().collect();
-    participants.sort();
-    let outcome = |head: &ReviewDecision, of: u64, ok: Result<(), Unsent>, cents: Option<u64>| {
-        let (action, reason) = match ok {
-            Ok(()) => (ReviewAction::Sent, String::new()),
-            Err(Unsent::Failed(why)) => (ReviewAction::SendFailed, why),
-            Err(Unsent::NotSendable(why)) => (ReviewAction::NotSendable, why),
-        };
-        ReviewDecision {
-            participant: head.participant.clone(),
-            worker: head.worker.clone(),
-            platform: head.platform.clone(),
-            action,
-            reason,
-            cents,
-            researcher: by.id.clone(),
-            researcher_name: by.name.clone(),
-            of_seq: Some(of),
-        }
-    };
-    let mut log = vec![];
-    let mut listed: HashMap<String, Option<Vec<wozkit_platforms::Submission>>> = HashMap::new();
-    // Bonuses per platform, paid in bulk: (participant, bonus seq, bonus).
-    let mut bonuses: HashMap<String, Vec<(&ReviewDecision, u64, Bonus)>> = HashMap::new();
-    for id in participants {
-        let r = &reviews[id];
-        let Some(EventKind::Reviewed(head)) = r.history.first().map(|e| &e.kind) else {
-            continue;
-        };
-        let Some(payer) = app.tunables.payers.get(study_id, &head.platform) else {
-            continue;
-        };
-        let worker = head.worker.as_deref();
-        let list = listed.entry(head.platform.clone()).or_default();
-        let pending_decision = r
-            .decision
-            .filter(|(_, seq)| r.sent_decision.is_none() && !r.is_not_sendable(*seq));
-        let pending_bonus = r
-            .bonus
-            .filter(|(c, seq)| *c > r.bonus_sent_cents && !r.is_not_sendable(*seq))
-            .map(|(c, seq)| (c - r.bonus_sent_cents, seq));
-        let needs_submission = pending_decision.is_some() || pending_bonus.is_some();
-        let submission = if needs_submission {
-            submission_id(store, payer.as_ref(), list, id, worker)
-                .await
-                .map_err(Unsent::Failed)
-        } else {
-            Err(Unsent::Failed(String::new()))
-        };
-        if let Some((action, seq)) = pending_decision {
-            let result = match &submission {
-                Err(e) => Err(e.clone()),
-                Ok(sub) => match action {
-                    ReviewAction::Approve => payer.approve(sub).await,
-                    _ => {
-                        let reason = reason_of(r, seq);
-                        payer.reject(sub, &reason).await
-                    }
-                }
-                .map_err(Unsent::from),
-            };
-            log.push(outcome(head, seq, result, None));
-        }
-        if let Some((cents, seq)) = pending_bonus {
-            match &submission {
-                Err(e) => log.push(outcome(head, seq, Err(e.clone()), Some(cents))),
-                Ok(sub) => bonuses.entry(head.platform.clone()).or_default().push((
-                    head,
-                    seq,
-                    Bonus {
-                        worker_id: worker.unwrap_or_default().to_string(),
-                        submission_id: sub.clone(),
-                        cents,
-                        reason: bonus_reason(r, seq),
-                    },
-                )),
-            }
-        }
-        if let Some((reason, seq)) = &r.blocked
-            && !r.block_sent
-            && !r.is_not_sendable(*seq)
-        {
-            let result = match worker {
-                None => Err(Unsent::Failed(
-                    "the participant has no worker id".to_string(),
-                )),
-                Some(w) => payer.block(w, reason).await.map_err(Unsent::from),
-            };
-            log.push(outcome(head, *seq, result, None));
-        }
-    }
-    for (platform, batch) in bonuses {
-        let Some(payer) = app.tunables.payers.get(study_id, &platform) else {
-            continue;
-        };
-        let all: Vec<Bonus> = batch.iter().map(|(_, _, b)| b.clone()).collect();
-        // One result per bonus: those paid are logged sent even when others failed.
-        let results = payer.bonus(&all).await;
-        let given = results.len();
-        let mut results = results.into_iter();
-        for (head, seq, b) in batch {
-            let result = match results.next() {
-                Some(r) => r.map_err(Unsent::from),
-                None => Err(Unsent::Failed(format!(
-                    "{platform}: no result for this bonus (the platform client answered {given} \
-                     result(s) for {} bonus(es))",
-                    all.len()
-                ))),
-            };
-            log.push(outcome(head, seq, result, Some(b.cents)));
-        }
-    }
-    let report = SendReport {
-        sent: log
-            .iter()
-            .filter(|d| d.action == ReviewAction::Sent)
-            .count() as u32,
-        failed: log
-            .iter()
-            .filter(|d| d.action == ReviewAction::SendFailed)
-            .count() as u32,
-        not_sendable: log
-            .iter()
-            .filter(|d| d.action == ReviewAction::NotSendable)
-            .count() as u32,
-    };
-    append(app, study, log).await?;
-    Ok(report)
-}
-
-/// Why a decision was not sent.
-#[derive(Clone, Debug)]
-enum Unsent {
-    /// The send failed (sent again on the next press); the message says why.
-    Failed(String),
-    /// The platform's API has no such request (never sent); the message says what to do.
-    NotSendable(String),
-}
-
-impl From<wozkit_platforms::PlatformError> for Unsent {
-    fn from(e: wozkit_platforms::PlatformError) -> Unsent {
-        if e.is_unsupported() {
-            Unsent::NotSendable(e.to_string())
-        } else {
-            Unsent::Failed(e.to_string())
-        }
-    }
-}
-
-/// The reason sent with the bonus at `seq`: the researcher's; for the difference of a raised
-/// bonus, followed by what it was raised from and to. A platform that tells bonuses apart by
-/// their worker, amount and reason (MTurk's UniqueRequestToken) would otherwise take a raise by
-/// the amount already paid, with the same reason, for that earlier payment and pay nothing; a
-/// failed raise sent again keeps its text, so it is still recognised if it was paid after all.
-fn bonus_reason(r: &Reviewed, seq: u64) -> String {
-    let reason = reason_of(r, seq);
-    if r.bonus_sent_cents == 0 {
-        return reason;
-    }
-    let money = |c: u64| format!("{}.{:02}", c / 100, c % 100);
-    format!(
-        "{reason} (bonus raised from {} to {})",
-        money(r.bonus_sent_cents),
-        money(r.bonus_cents())
-    )
-}
-
-/// The reason given with the decision at `seq`.
-fn reason_of(r: &Reviewed, seq: u64) -> String {
-    r.history
-        .iter()
-        .find(|e| e.seq == seq)
-        .and_then(|e| match &e.kind {
-            EventKind::Reviewed(d) => Some(d.reason.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
-}
+pub use send::{SendReport, send};
 
 #[cfg(test)]
 mod tests {
@@ -1096,6 +886,7 @@ mod tests {
                 researcher: "acc".into(),
                 researcher_name: "admin".into(),
                 of_seq,
+                payment: None,
             })),
         }
     }

@@ -19,9 +19,10 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
-use wozkit_platforms::once::{self, Ledger, NewPayment, Outcome, Policy, Stage};
+use wozkit_platforms::once::{self, NewPayment, Outcome, Policy, Stage};
 use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
 use wozkit_platforms::{Bonus, Submission};
+use wozkit_server::ledger::StoreLedger;
 use wozkit_server::records::payments::{self, PaymentRow};
 use wozkit_store::Store;
 
@@ -267,22 +268,6 @@ fn bonus_key(pstudy: &str, worker: &str) -> String {
 /// The payment record of bonus run `n` (see [`wozkit_platforms::once`]).
 fn run_key(pstudy: &str, n: u64) -> String {
     format!("prolific:{pstudy}:bonus-run:{n}")
-}
-
-/// The store's meta table as the ledger of payment records.
-struct StoreLedger<'a>(&'a dyn Store);
-
-#[once::async_trait]
-impl Ledger for StoreLedger<'_> {
-    async fn get(&self, key: &str) -> Result<Option<String>, String> {
-        self.0.meta(key).await.map_err(|e| e.to_string())
-    }
-    async fn swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, String> {
-        self.0
-            .meta_swap(key, expected, new)
-            .await
-            .map_err(|e| e.to_string())
-    }
 }
 
 fn pay(args: PayArgs) -> Result<ExitCode> {

@@ -739,6 +739,7 @@ async fn decide(
             researcher: me.id.clone(),
             researcher_name: me.name.clone(),
             of_seq: None,
+            payment: None,
         })
         .collect();
     let n = decisions.len();

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use wozkit_core::event::{Actor, EndReason, EventKind, MessageSource, ReviewAction, Role};
 use wozkit_platforms::mturk::mock::{MockAssignment, MockMTurk};
 use wozkit_platforms::mturk::{Endpoint, MTurk};
+use wozkit_platforms::once::Policy;
 use wozkit_platforms::prolific::mock::{MockProlific, ProlificSubmission};
 use wozkit_platforms::prolific::{AWAITING_REVIEW, Prolific};
 use wozkit_server::records::payments::{PaymentRow, payments};
@@ -165,9 +166,23 @@ fn participants(tags: &[&str]) -> Vec<String> {
 }
 
 async fn app_with(tmp: &tempfile::TempDir, payer: Arc<dyn wozkit_platforms::Payer>) -> TestApp {
+    app_with_policy(tmp, payer, Policy::default()).await
+}
+
+/// The app with `policy` for its payment records (`settle_ms: 0`: as if the time an unsettled
+/// payment is left alone had passed).
+async fn app_with_policy(
+    tmp: &tempfile::TempDir,
+    payer: Arc<dyn wozkit_platforms::Payer>,
+    policy: Policy,
+) -> TestApp {
     let mut payers = Payers::default();
     payers.insert(STUDY, payer);
-    let tunables = wozkit_server::Tunables { payers, ..fast() };
+    let tunables = wozkit_server::Tunables {
+        payers,
+        pay_policy: policy,
+        ..fast()
+    };
     spawn_app_in_tuned(tmp.path().to_path_buf(), Tiny::default().study(), tunables).await
 }
 
@@ -425,14 +440,14 @@ async fn prolific_holds_what_the_payment_table_says_after_one_send() {
     let body: serde_json::Value = serde_json::from_str(&reject.body).expect("json");
     assert_eq!(body["action"], "REJECT");
     assert_eq!(body["message"], LONG_REASON);
-    // The bonuses went in one bulk payment: set up once, paid once.
+    // Each participant's bonus is one payment of its own: set up once, paid once.
     let bonus_paths: Vec<String> = mock
         .requests()
         .into_iter()
         .filter(|r| r.path.contains("bonus"))
         .map(|r| r.path)
         .collect();
-    assert_eq!(bonus_paths.len(), 2, "{bonus_paths:?}");
+    assert_eq!(bonus_paths.len(), 4, "{bonus_paths:?}");
 
     // The review log has a `sent` event for each.
     let log = review_log(&app).await;
@@ -479,30 +494,28 @@ async fn a_prolific_failure_is_shown_logged_and_sent_again() {
     .await
     .expect("mock");
     let client = Prolific::new(&mock.url(), TOKEN, PROLIFIC_STUDY).expect("client");
-    let app = app_with(&tmp, Arc::new(client)).await;
+    // As if the time an unsettled payment is left alone had passed at each press.
+    let app = app_with_policy(&tmp, Arc::new(client), Policy { settle_ms: 0 }).await;
     for tag in ["a", "b", "c"] {
         seed(app.store.as_ref(), tag, Crowd::Prolific).await;
     }
     let cookie = login(&app).await;
     decide_all(&app, &cookie).await;
 
-    // Paying the bulk bonus fails: the bonus is set up but not paid.
+    // Paying a-u's bonus fails with a 5xx: it is set up but not paid (and Prolific may have
+    // paid it: not sent again in this press). b-w's is paid.
     mock.fail_when("/pay/", 503);
-    assert_eq!(send(&app, &cookie).await, (5, 2));
-    assert!(mock.paid_cents().is_empty(), "{:?}", mock.paid_cents());
+    assert_eq!(send(&app, &cookie).await, (6, 1));
+    assert_eq!(
+        mock.paid_cents(),
+        BTreeMap::from([("W-b-w".to_string(), 105)])
+    );
     let log = review_log(&app).await;
-    let mut failed: Vec<(String, Option<u64>)> = of_action(&log, ReviewAction::SendFailed)
+    let failed: Vec<(String, Option<u64>)> = of_action(&log, ReviewAction::SendFailed)
         .into_iter()
         .map(|d| (d.participant.clone(), d.cents))
         .collect();
-    failed.sort();
-    assert_eq!(
-        failed,
-        vec![
-            ("a-u".to_string(), Some(15)),
-            ("b-w".to_string(), Some(105))
-        ]
-    );
+    assert_eq!(failed, vec![("a-u".to_string(), Some(15))]);
     assert!(
         of_action(&log, ReviewAction::SendFailed)
             .iter()
@@ -510,22 +523,33 @@ async fn a_prolific_failure_is_shown_logged_and_sent_again() {
         "{log:?}"
     );
     let body = get_page(&app, &cookie).await;
-    for p in ["a-u", "b-w"] {
-        assert!(row(&body, p).contains("send failed"), "{}", row(&body, p));
-        assert!(!row(&body, p).contains("bonus sent"), "{}", row(&body, p));
-    }
+    assert!(
+        row(&body, "a-u").contains("send failed"),
+        "{}",
+        row(&body, "a-u")
+    );
+    assert!(
+        !row(&body, "a-u").contains("bonus sent"),
+        "{}",
+        row(&body, "a-u")
+    );
     assert!(!row(&body, "a-w").contains("send failed"));
 
-    // The next press pays the bonuses (and only them), once.
+    // The next press asks Prolific, sees nothing paid, and pays the payment set up before
+    // (not a new one), once.
     let writes = prolific_writes(&mock);
-    assert_eq!(send(&app, &cookie).await, (2, 0));
+    assert_eq!(send(&app, &cookie).await, (1, 0));
     let want = expected(&table(&app).await);
     assert_eq!(mock.paid_cents(), want.bonus_cents);
     assert_eq!(
         want.bonus_cents,
         BTreeMap::from([("W-a-u".to_string(), 15), ("W-b-w".to_string(), 105)])
     );
-    assert_eq!(prolific_writes(&mock), writes + 2, "set up and pay");
+    assert_eq!(
+        prolific_writes(&mock),
+        writes + 1,
+        "the recorded set-up paid"
+    );
     assert_eq!(prolific_decided(&mock, "APPROVED"), want.approved);
     assert_eq!(prolific_decided(&mock, "REJECTED"), want.rejected);
     let body = get_page(&app, &cookie).await;
@@ -844,4 +868,167 @@ async fn an_mturk_bonus_failing_mid_batch_logs_each_bonus_and_pays_once() {
     assert_eq!(want.bonus_cents.get("W-a-w"), Some(&40));
     assert_eq!(mock.bonuses().len(), 3, "each bonus paid once");
     assert_eq!(send(&app, &cookie).await, (0, 0));
+}
+
+/// Pay requests sent to Prolific (each pays a set-up bulk bonus payment).
+fn prolific_pays(mock: &MockProlific) -> usize {
+    mock.requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/pay/"))
+        .count()
+}
+
+/// The cents of the `sent` events of bonuses, per participant.
+fn bonus_sent(log: &[(u64, wozkit_core::event::ReviewDecision)]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (p, action, cents) in sent_events(log) {
+        if action == ReviewAction::Bonus {
+            *out.entry(p).or_default() += cents.unwrap_or(0);
+        }
+    }
+    out
+}
+
+/// Prolific pays the bonus and the connection drops before its answer: the press asks
+/// Prolific, finds it paid and logs it; the next press pays nothing. Paid exactly once.
+#[tokio::test]
+async fn a_prolific_bonus_paid_without_an_answer_is_paid_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mock = MockProlific::start(TOKEN, PROLIFIC_STUDY, prolific_submissions(&["a"]))
+        .await
+        .expect("mock");
+    let client = Prolific::new(&mock.url(), TOKEN, PROLIFIC_STUDY).expect("client");
+    let app = app_with_policy(&tmp, Arc::new(client), Policy { settle_ms: 0 }).await;
+    seed(app.store.as_ref(), "a", Crowd::Prolific).await;
+    let cookie = login(&app).await;
+    decide(
+        &app,
+        &cookie,
+        "action=bonus&amount=0.15&reason=thorough&p=a-u",
+    )
+    .await;
+    mock.after_commit("/pay/", wozkit_platforms::prolific::mock::Fault::Disconnect);
+    assert_eq!(send(&app, &cookie).await, (1, 0));
+    assert_eq!(send(&app, &cookie).await, (0, 0));
+    assert_eq!(
+        mock.paid_cents(),
+        BTreeMap::from([("W-a-u".to_string(), 15)])
+    );
+    assert_eq!(prolific_pays(&mock), 1);
+    assert_eq!(
+        bonus_sent(&review_log(&app).await),
+        BTreeMap::from([("a-u".to_string(), 15)])
+    );
+}
+
+/// Prolific pays in the background: after the dropped answer its submission shows nothing yet.
+/// Presses before it shows send nothing again; the server restarts; once Prolific shows the
+/// payment, the next press logs it. Paid exactly once, and the log says so once.
+#[tokio::test]
+async fn a_restart_between_an_uncertain_bonus_and_the_retry_pays_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mock = MockProlific::start(TOKEN, PROLIFIC_STUDY, prolific_submissions(&["a"]))
+        .await
+        .expect("mock");
+    let client = Arc::new(Prolific::new(&mock.url(), TOKEN, PROLIFIC_STUDY).expect("client"));
+    let mut app = app_with(&tmp, client.clone()).await;
+    seed(app.store.as_ref(), "a", Crowd::Prolific).await;
+    let cookie = login(&app).await;
+    decide(
+        &app,
+        &cookie,
+        "action=bonus&amount=1.05&reason=helpful&p=a-w",
+    )
+    .await;
+    mock.pay_in_background();
+    mock.after_commit("/pay/", wozkit_platforms::prolific::mock::Fault::Disconnect);
+    assert_eq!(send(&app, &cookie).await, (0, 1));
+    assert_eq!(send(&app, &cookie).await, (0, 1));
+    assert_eq!(
+        prolific_pays(&mock),
+        1,
+        "nothing sent again while unsettled"
+    );
+    let log = review_log(&app).await;
+    assert!(
+        of_action(&log, ReviewAction::SendFailed)
+            .iter()
+            .all(|d| d.reason.contains("not settled")),
+        "{log:?}"
+    );
+    assert!(row(&get_page(&app, &cookie).await, "a-w").contains("not settled"));
+
+    app.stop().await;
+    mock.show_background_payments();
+    let app = app_with(&tmp, client).await;
+    let cookie = login(&app).await;
+    assert_eq!(send(&app, &cookie).await, (1, 0));
+    assert_eq!(send(&app, &cookie).await, (0, 0));
+    assert_eq!(
+        mock.paid_cents(),
+        BTreeMap::from([("W-a-w".to_string(), 105)])
+    );
+    assert_eq!(prolific_pays(&mock), 1);
+    assert_eq!(
+        bonus_sent(&review_log(&app).await),
+        BTreeMap::from([("a-w".to_string(), 105)])
+    );
+    assert!(row(&get_page(&app, &cookie).await, "a-w").contains("bonus sent: 1.05"));
+}
+
+/// Two researchers press Send at the same moment, while another payer (another instance, the
+/// command line) pays the same review bonus through its record: one payment.
+#[tokio::test]
+async fn two_sends_at_once_and_another_payer_pay_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mock = MockProlific::start(TOKEN, PROLIFIC_STUDY, prolific_submissions(&["a"]))
+        .await
+        .expect("mock");
+    let client = Arc::new(Prolific::new(&mock.url(), TOKEN, PROLIFIC_STUDY).expect("client"));
+    let app = app_with(&tmp, client.clone()).await;
+    seed(app.store.as_ref(), "a", Crowd::Prolific).await;
+    let alice = login(&app).await;
+    let bob = crate::helpers::login_as(&app, wozkit_server::auth::Access::Researcher).await;
+    decide(
+        &app,
+        &alice,
+        "action=bonus&amount=0.40&reason=patient&p=a-u",
+    )
+    .await;
+    let bonuses = [wozkit_platforms::Bonus {
+        worker_id: worker("a-u"),
+        submission_id: submission("a-u"),
+        cents: 40,
+        reason: String::new(),
+    }];
+    let key = wozkit_server::review::send::bonus_key(STUDY, "a-u");
+    let ledger = wozkit_server::ledger::StoreLedger(app.store.as_ref());
+    let other = wozkit_platforms::once::pay_once(
+        client.as_ref(),
+        &ledger,
+        &key,
+        Some(wozkit_platforms::once::NewPayment {
+            bonuses: &bonuses,
+            tag: "another payer",
+            replaces: None,
+        }),
+        "another payer",
+        Policy::default(),
+    );
+    let (a, b, other) = tokio::join!(send(&app, &alice), send(&app, &bob), other);
+    other.expect("the other payer's ledger works");
+    let (sent, _) = (a.0 + b.0, a.1 + b.1);
+    assert!(sent <= 1, "{a:?} {b:?}");
+    // Whatever the order, a later press settles and logs it, and pays nothing more.
+    send(&app, &alice).await;
+    assert_eq!(send(&app, &bob).await, (0, 0));
+    assert_eq!(
+        mock.paid_cents(),
+        BTreeMap::from([("W-a-u".to_string(), 40)])
+    );
+    assert_eq!(prolific_pays(&mock), 1);
+    assert_eq!(
+        bonus_sent(&review_log(&app).await),
+        BTreeMap::from([("a-u".to_string(), 40)])
+    );
 }
