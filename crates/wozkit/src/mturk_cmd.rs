@@ -4,9 +4,14 @@
 //!
 //! The HITs created for a study are recorded in the store's meta table under
 //! `mturk_hits:<study>` (a JSON list of [`RecordedHit`]); `assignments`, `pay` and the console's
-//! [`payer_for_study`] work over them. Bonuses paid are recorded under
-//! `mturk:<study>:bonus:<assignment>` (cents paid so far), so a second `pay` sends only what is
-//! new; each bonus also carries a UniqueRequestToken, so a retried request never pays twice.
+//! [`payer_for_study`] work over them. Each bonus is a payment record of
+//! [`wozkit_platforms::once`] in the meta table: the payment table's part beyond the reward under
+//! `pay:mturk:<study>:bonus:<assignment>`, the review bonus under the console's own record of
+//! the participant ([`wozkit_server::review::send::bonus_key`]), so that the console and `pay`
+//! never both pay it. A SendBonus without a certain answer is looked up with ListBonusPayments
+//! before anything is sent again, also after MTurk's 24 hours of keeping UniqueRequestTokens.
+//! What versions before the records paid (`mturk:<study>:<bonus|review>:<assignment>`, cents)
+//! counts as paid.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -16,11 +21,14 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
-use wozkit_platforms::Payer;
 use wozkit_platforms::mturk::{
     self, Assignment, Endpoint, HitSpec, MTurk, RecordedHit, Requirement, SUBMITTED,
 };
+use wozkit_platforms::once::{self, NewPayment, Outcome, Policy, Stage};
+use wozkit_platforms::{Bonus, Payer};
+use wozkit_server::ledger::StoreLedger;
 use wozkit_server::records::payments::{self, PaymentRow};
+use wozkit_server::review::{self, send::review_bonus_paid};
 use wozkit_store::Store;
 
 use crate::data_cmds::{Access, open_store};
@@ -392,8 +400,24 @@ fn same_code(a: &str, b: &str) -> bool {
     a.trim().eq_ignore_ascii_case(b.trim())
 }
 
-fn bonus_key(study: &str, assignment: &str, kind: &str) -> String {
+/// What versions before payment records paid (cents).
+fn legacy_key(study: &str, assignment: &str, kind: &str) -> String {
     format!("mturk:{study}:{kind}:{assignment}")
+}
+
+/// The payment record of the payment table's bonus beyond the reward.
+fn record_key(study: &str, assignment: &str) -> String {
+    format!("pay:mturk:{study}:bonus:{assignment}")
+}
+
+/// The client's time for one request (`WOZKIT_MTURK_TIMEOUT_MS`, a minute by default): a
+/// request that changes something and gets no answer in time is looked up before any retry.
+fn request_timeout() -> std::time::Duration {
+    let ms = std::env::var("WOZKIT_MTURK_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(60_000);
+    std::time::Duration::from_millis(ms)
 }
 
 async fn pay(args: PayArgs) -> Result<ExitCode> {
@@ -419,7 +443,15 @@ async fn pay_with(args: &PayArgs, study: &Arc<LoadedStudy>, store: &dyn Store) -
         );
     }
     let sandbox = args.common.sandbox || hits.iter().all(|h| h.sandbox);
-    let client = MTurk::from_env(sandbox)?;
+    let client = MTurk::from_env(sandbox)?.with_timeout(request_timeout());
+    let ledger = StoreLedger(store);
+    let reviews = review::read(store, &id).await?;
+    let claimant = format!(
+        "wozkit mturk pay (process {}, {})",
+        std::process::id(),
+        now_ms()
+    );
+    let mut unsettled = 0;
     let study_of = |sid: &str| (sid == id).then(|| study.clone());
     let rows: Vec<PaymentRow> = payments::payments(store, Some(&id), &study_of, false)
         .await?
@@ -540,12 +572,49 @@ async fn pay_with(args: &PayArgs, study: &Arc<LoadedStudy>, store: &dyn Store) -
                     format!("{title}: a bonus from the research team"),
                 ),
             ] {
-                let key = bonus_key(&id, &a.id, kind);
-                let paid: u64 = store
-                    .meta(&key)
+                let legacy: u64 = store
+                    .meta(&legacy_key(&id, &a.id, kind))
                     .await?
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
+                if owed <= legacy {
+                    continue;
+                }
+                let key = if kind == "review" {
+                    review::send::bonus_key(&id, &row.participant)
+                } else {
+                    record_key(&id, &a.id)
+                };
+                let mut record = once::read(&ledger, &key)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                // A payment left unsettled is settled first, by asking MTurk.
+                if record.as_ref().is_some_and(|r| !r.stage.settled()) && !args.dry_run {
+                    match once::pay_once(&client, &ledger, &key, None, &claimant, Policy::default())
+                        .await
+                        .map_err(anyhow::Error::msg)?
+                    {
+                        Outcome::Settled(r) => record = Some(r),
+                        Outcome::Pending { why, .. } => {
+                            println!(
+                                "the {kind} of {} is not settled, nothing new is paid: {why}",
+                                a.id
+                            );
+                            unsettled += 1;
+                            continue;
+                        }
+                    }
+                }
+                let paid = legacy
+                    + match (kind, &record) {
+                        ("review", r) => review_bonus_paid(
+                            reviews.get(&row.participant).unwrap_or(&Default::default()),
+                            r.as_ref(),
+                        ),
+                        (_, Some(r)) if r.stage.settled() => r.total_paid_cents(),
+                        (_, Some(r)) => r.total_maybe_paid_cents(),
+                        (_, None) => 0,
+                    };
                 if owed <= paid {
                     continue;
                 }
@@ -557,13 +626,45 @@ async fn pay_with(args: &PayArgs, study: &Arc<LoadedStudy>, store: &dyn Store) -
                     mturk::amount(owed),
                     mturk::amount(paid)
                 );
-                if !args.dry_run {
-                    client
-                        .send_bonus(&a.worker_id, &a.id, owed - paid, &reason)
-                        .await?;
-                    store.set_meta(&key, &owed.to_string()).await?;
+                if args.dry_run {
+                    bonuses += owed - paid;
+                    continue;
                 }
-                bonuses += owed - paid;
+                let lines = [Bonus {
+                    worker_id: a.worker_id.clone(),
+                    submission_id: a.id.clone(),
+                    cents: owed - paid,
+                    reason,
+                }];
+                let tag = format!("wozkit mturk pay: {kind} of {}", row.participant);
+                let new = NewPayment {
+                    bonuses: &lines,
+                    tag: &tag,
+                    replaces: record.as_ref().filter(|r| r.stage.settled()),
+                };
+                match once::pay_once(
+                    &client,
+                    &ledger,
+                    &key,
+                    Some(new),
+                    &claimant,
+                    Policy::default(),
+                )
+                .await
+                .map_err(anyhow::Error::msg)?
+                {
+                    Outcome::Settled(r) if r.stage == Stage::Sent => bonuses += r.paid_cents(),
+                    Outcome::Settled(r) => bail!(
+                        "MTurk refused the {kind} of {} for {}, nothing was paid: {}",
+                        mturk::amount(owed - paid),
+                        a.id,
+                        r.note
+                    ),
+                    Outcome::Pending { why, .. } => {
+                        println!("the {kind} of {} is not settled: {why}", a.id);
+                        unsettled += 1;
+                    }
+                }
             }
         }
     }
@@ -571,6 +672,12 @@ async fn pay_with(args: &PayArgs, study: &Arc<LoadedStudy>, store: &dyn Store) -
         "{prefix}approve {approved} assignment(s) and pay {} in bonuses; {left} left for review",
         mturk::amount(bonuses)
     );
+    if unsettled > 0 {
+        println!(
+            "{unsettled} bonus(es) not settled: run `wozkit mturk pay` again later to settle them (nothing is paid twice)"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use common::{cents, payment_table as table};
 use wozkit_core::event::{Actor, EventKind, Role};
-use wozkit_platforms::mturk::mock::{MockAssignment, MockMTurk, answer_document};
+use wozkit_platforms::mturk::mock::{Fault, MockAssignment, MockMTurk, answer_document};
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform};
 
 const STUDY: &str = "mturk-compare";
@@ -30,9 +30,15 @@ fn study_yaml() -> String {
 }
 
 fn mturk(args: &[&str], endpoint: &str) -> (i32, String, String) {
+    mturk_env(args, endpoint, &[])
+}
+
+/// `wozkit mturk` with more environment variables.
+fn mturk_env(args: &[&str], endpoint: &str, env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_wozkit"))
         .arg("mturk")
         .args(args)
+        .envs(env.iter().copied())
         .env_remove("WOZKIT_DATA")
         .env_remove("WOZKIT_MTURK_SANDBOX")
         .env_remove("AWS_SESSION_TOKEN")
@@ -276,4 +282,84 @@ fn mturk_pay_pays_the_payment_table_to_the_cent_once() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("ASSIGN3") && out.contains("Approved"), "{out}");
     assert!(out.contains("5 assignment(s) of 1 HIT(s)"), "{out}");
+}
+
+/// MTurk pays a bonus and answers only after the client gave up: `pay` looks the assignment's
+/// bonuses up (ListBonusPayments), finds it paid and records it so; later runs send no
+/// SendBonus at all, so MTurk's 24 hours of keeping UniqueRequestTokens play no part.
+#[test]
+fn mturk_pay_answered_late_is_looked_up_and_paid_once() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let study = tmp.path().join("study.yaml");
+    std::fs::write(&study, study_yaml()).expect("study written");
+    let study_arg = study.to_string_lossy().into_owned();
+    let data = tmp.path().join("data").to_string_lossy().into_owned();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mock = rt.block_on(MockMTurk::start(KEY)).expect("mock starts");
+    let endpoint = mock.url();
+    let (code, out, err) = mturk(
+        &[
+            "create-hit",
+            "--study",
+            &study_arg,
+            "--url",
+            "https://woz.example.org",
+            "--data",
+            &data,
+        ],
+        &endpoint,
+    );
+    assert_eq!(code, 0, "create-hit failed:\n{out}\n{err}");
+    let hit = mock.hits()[0].id.clone();
+    rt.block_on(finished_workers(
+        &data,
+        &hit,
+        &[("W1", "ASSIGN1", "CODEW1", 12)],
+    ));
+    mock.add_assignment(MockAssignment {
+        id: "ASSIGN1".into(),
+        hit_id: hit.clone(),
+        worker_id: "W1".into(),
+        status: "Submitted".into(),
+        answer: answer_document(&[("assignmentId", "ASSIGN1"), ("completionCode", "CODEW1")]),
+        feedback: None,
+        submit_time: 1_700_000_000,
+    });
+    // The client gives up after 2 s; MTurk answers after 20 s (having paid at once).
+    let late = [("WOZKIT_MTURK_TIMEOUT_MS", "2000")];
+    mock.after_commit(
+        "SendBonus",
+        Fault::Delay(std::time::Duration::from_secs(20)),
+    );
+    let sends = |m: &MockMTurk| m.operations().iter().filter(|o| *o == "SendBonus").count();
+
+    let (code, out, err) = mturk_env(
+        &["pay", "--study", &study_arg, "--data", &data],
+        &endpoint,
+        &late,
+    );
+    assert_eq!(code, 0, "pay failed:\n{out}\n{err}");
+    let total = cents(&table(&study_arg, &data)[0]["total"]);
+    let paid = |m: &MockMTurk| {
+        m.reward_cents().get("W1").copied().unwrap_or(0)
+            + m.bonus_cents().get("W1").copied().unwrap_or(0)
+    };
+    assert_eq!(paid(&mock), total, "{out}");
+    assert_eq!(mock.bonuses().len(), 1, "one bonus paid: {out}");
+    let sent = sends(&mock);
+
+    // Again (another day): nothing sent, nothing paid.
+    let (code, out, err) = mturk_env(
+        &["pay", "--study", &study_arg, "--data", &data],
+        &endpoint,
+        &late,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(sends(&mock), sent, "no SendBonus again: {out}");
+    assert_eq!(paid(&mock), total);
+    assert!(out.contains("pay 0.00 in bonuses"), "{out}");
 }
