@@ -10,6 +10,7 @@ pub mod engine;
 pub mod evaluation;
 pub mod event;
 pub mod expr;
+pub mod goal_score;
 pub mod goals;
 pub mod graph;
 pub mod load;
