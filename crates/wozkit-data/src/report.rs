@@ -16,10 +16,13 @@
 //!   the ACUTE-Eval win-rate grid, agreement, workers, onboarding (only the `study` filter applies
 //!   to them; the section is absent when the store holds no judgment);
 //! - [`scenario`]: the scenario each session drew, its filter and the per-variant breakdown;
+//! - [`goal_scores`]: goal-based scores of the sessions with a user goal, per system (success,
+//!   inform precision/recall/F1, turns to success, pass^k);
 //! - [`html`]: the page and its charts.
 
 pub mod evaluation;
 pub mod features;
+pub mod goal_scores;
 pub mod html;
 pub mod judgments;
 pub mod questionnaire;
@@ -168,6 +171,9 @@ pub struct Report {
     /// Evaluation studies' judgments; absent when the store has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judgments: Option<JudgmentsReport>,
+    /// Goal-based scores per system; absent when no finished session has a user goal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goal_scores: Option<goal_scores::GoalScores>,
 }
 
 /// Why a report could not be made.
@@ -242,6 +248,8 @@ struct Collected {
     ratings: BTreeMap<(String, String), Vec<f64>>,
     /// What scoring the questionnaires did.
     scales: ScaleNotes,
+    /// The goal-based scores of the sessions with a user goal.
+    goal_scores: goal_scores::Collector,
 }
 
 impl Collected {
@@ -276,6 +284,7 @@ impl Collected {
                 self.ratings.entry((item, target)).or_default().push(number);
             }
         }
+        self.goal_scores.add(&session.events, &f);
         self.sessions.push(f);
         self.variants.push(scenario::variant(&session.events));
         Ok(())
@@ -348,6 +357,9 @@ impl Collected {
             satisfaction: satisfaction(&judged),
             scenarios,
             judgments: None,
+            goal_scores: self
+                .goal_scores
+                .report(options.ranking.bootstrap, options.ranking.seed),
         }
     }
 }

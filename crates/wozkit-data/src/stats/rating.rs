@@ -172,7 +172,7 @@ pub fn bradley_terry_intervals(
 }
 
 /// The q-quantile of sorted values, interpolating linearly between order statistics.
-fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     let last = sorted.len().checked_sub(1)?;
     let position = q.clamp(0.0, 1.0) * last as f64;
     let below = position.floor() as usize;
