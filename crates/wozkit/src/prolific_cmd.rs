@@ -24,6 +24,7 @@ use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
 use wozkit_platforms::{Bonus, Submission};
 use wozkit_server::ledger::StoreLedger;
 use wozkit_server::records::payments::{self, PaymentRow};
+use wozkit_server::review::{self, send::review_bonus_paid};
 use wozkit_store::Store;
 
 use crate::data_cmds::{Access, open_store};
@@ -233,6 +234,19 @@ fn column(row: &Value, key: &str) -> Option<String> {
 /// The cents to pay as a bonus for one row: the review's `review_bonus` when the researcher
 /// reviewed the participant (a decision, or a review bonus above 0), else the amount `from`
 /// names.
+/// Whether the review decided on a row (a decision or a review bonus): its bonus is the review
+/// bonus, which the console pays too.
+fn row_reviewed(row: &Value) -> Result<bool> {
+    let participant = column(row, "participant").unwrap_or_default();
+    let bonus: f64 = match column(row, "review_bonus") {
+        None => 0.0,
+        Some(text) => text.parse().with_context(|| {
+            format!("participant {participant}: review_bonus `{text}` is not an amount")
+        })?,
+    };
+    Ok(column(row, "decision").is_some() || bonus > 0.0)
+}
+
 fn row_bonus(row: &Value, from: BonusFrom) -> Result<u64> {
     let participant = column(row, "participant").unwrap_or_default();
     let amount = |key: &str| -> Result<f64> {
@@ -380,6 +394,7 @@ async fn pay_with(
     // unsettled (no certain answer, an interrupted command) is carried on first, by asking
     // Prolific what became of it; nothing new is paid while one is unsettled.
     let ledger = StoreLedger(store);
+    let reviews = review::read(store, &id).await?;
     let runs_key = format!("prolific:{pstudy}:bonus-runs");
     let runs_text = store.meta(&runs_key).await?;
     let runs: u64 = runs_text
@@ -441,9 +456,16 @@ async fn pay_with(
         let Some(rs) = by_worker.get(worker) else {
             continue;
         };
+        // Review bonuses are paid on the console's record of each participant (below), so that
+        // the console's Send and `pay` meet on one record; the rest in this command's runs.
         let mut owed = 0;
-        for (_, j) in rs {
-            owed += row_bonus(j, args.bonus_from)?;
+        let mut review_owed: Vec<(&str, u64)> = vec![];
+        for (r, j) in rs {
+            if row_reviewed(j)? {
+                review_owed.push((&r.participant, row_bonus(j, args.bonus_from)?));
+            } else {
+                owed += row_bonus(j, args.bonus_from)?;
+            }
         }
         let legacy: u64 = store
             .meta(&bonus_key(pstudy, worker))
@@ -451,7 +473,90 @@ async fn pay_with(
             .as_deref()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        let paid = legacy + in_runs.get(worker).copied().unwrap_or(0);
+        let mut paid = legacy + in_runs.get(worker).copied().unwrap_or(0);
+        // What runs paid beyond the rest was review bonuses paid before the records.
+        let mut runs_surplus = paid.saturating_sub(owed);
+        paid = paid.min(owed);
+        for (participant, cents) in review_owed {
+            let key = review::send::bonus_key(&id, participant);
+            let mut record = once::read(&ledger, &key)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            if record.as_ref().is_some_and(|r| !r.stage.settled()) && !args.dry_run {
+                match once::pay_once(client, &ledger, &key, None, &claimant, Policy::default())
+                    .await
+                    .map_err(anyhow::Error::msg)?
+                {
+                    Outcome::Settled(r) => record = Some(r),
+                    Outcome::Pending { why, .. } => {
+                        println!(
+                            "the review bonus of {participant} is not settled, nothing new is paid: {why}"
+                        );
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
+            }
+            let none = Default::default();
+            let done =
+                review_bonus_paid(reviews.get(participant).unwrap_or(&none), record.as_ref());
+            let from_runs = runs_surplus.min(cents.saturating_sub(done));
+            runs_surplus -= from_runs;
+            let due = cents.saturating_sub(done + from_runs);
+            if due == 0 {
+                continue;
+            }
+            println!(
+                "{prefix}pay the review bonus of {participant}, {} {} to {worker} (owed {}, paid before {})",
+                prolific::amount(due),
+                rs[0].0.currency,
+                prolific::amount(cents),
+                prolific::amount(done + from_runs)
+            );
+            if args.dry_run {
+                continue;
+            }
+            let one = [Bonus {
+                worker_id: worker.to_string(),
+                submission_id: submission_of
+                    .get(worker)
+                    .copied()
+                    .unwrap_or(worker)
+                    .to_string(),
+                cents: due,
+                reason: String::new(),
+            }];
+            let tag = format!("wozkit prolific pay: review bonus of {participant}");
+            let new = NewPayment {
+                bonuses: &one,
+                tag: &tag,
+                replaces: record.as_ref().filter(|r| r.stage.settled()),
+            };
+            match once::pay_once(
+                client,
+                &ledger,
+                &key,
+                Some(new),
+                &claimant,
+                Policy::default(),
+            )
+            .await
+            .map_err(anyhow::Error::msg)?
+            {
+                Outcome::Settled(r) if r.stage == Stage::Sent => {
+                    println!("review bonus of {participant} paid");
+                }
+                Outcome::Settled(r) => anyhow::bail!(
+                    "Prolific refused the review bonus of {participant}, nothing was paid: {}",
+                    r.note
+                ),
+                Outcome::Pending { why, .. } => {
+                    println!(
+                        "the review bonus of {participant} is not settled: {why}; run `wozkit prolific pay` again to settle it (nothing is paid twice)"
+                    );
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
         if owed > paid {
             println!(
                 "{prefix}pay a bonus of {} {} to {worker} (owed {}, paid before {})",
