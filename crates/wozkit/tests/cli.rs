@@ -179,10 +179,13 @@ fn lab_links_are_signed_with_the_data_directorys_key() {
         "ann",
         "bo b",
     ];
-    // No key before the server has run once on the data.
+    // Nothing to sign with before the server has run once on the data.
     let (code, _, err) = wozkit(&args);
     assert_ne!(code, 0);
-    assert!(err.contains("no signing key yet"), "{err}");
+    assert!(
+        err.contains("nothing was stored in this data directory yet"),
+        "{err}"
+    );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let key = rt.block_on(async {
         use wozkit_store::Store;
