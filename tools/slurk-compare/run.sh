@@ -28,7 +28,21 @@ if [ ! -d "$WORK/slurk" ]; then
     # class attributes: reach the error schema's `errors` field through _declared_fields.
     sed -i "s/self.ERROR_SCHEMA.errors.allow_none = True/self.ERROR_SCHEMA._declared_fields['errors'].allow_none = True/" \
         "$WORK/slurk/slurk/extensions/api.py"
+    # The pinned commit ("Apply black", 0a3e73e) dropped the two imports that register Slurk's
+    # Socket.IO handlers, so clients connect and never join a room; upstream put them back two
+    # and three days later (819bac6 "Reintroduce import statement", login events; 89f3cc7
+    # "Import chat events again", chat events). Put the same two lines back here.
+    grep -q '^from .events import \*' "$WORK/slurk/slurk/views/login/__init__.py" ||
+        sed -i '1i from .events import *  # NOQA' "$WORK/slurk/slurk/views/login/__init__.py"
+    grep -q '^import slurk.views.chat.events' "$WORK/slurk/slurk/views/chat/__init__.py" ||
+        sed -i '1i import slurk.views.chat.events  # NOQA' "$WORK/slurk/slurk/views/chat/__init__.py"
 fi
+# A checkout made before the two imports were restored above measures nothing: check them.
+grep -q '^from .events import \*' "$WORK/slurk/slurk/views/login/__init__.py" &&
+    grep -q '^import slurk.views.chat.events' "$WORK/slurk/slurk/views/chat/__init__.py" || {
+    echo "$WORK/slurk lacks the imports that register Slurk's chat handlers; remove it and run again" >&2
+    exit 1
+}
 if [ ! -x "$WORK/server-venv/bin/gunicorn" ]; then
     python3 -m venv "$WORK/server-venv"
     "$WORK/server-venv/bin/pip" install -q -r "$HERE/server-requirements.txt"
