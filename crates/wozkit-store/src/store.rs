@@ -371,11 +371,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// Sets (or replaces) a `meta` value.
     async fn set_meta(&self, key: &str, value: &str) -> Result<()>;
+
     /// Adds one to the integer `meta` value under `key` (a missing key counts as 0) in one
     /// atomic step, and returns the new value: concurrent calls, from this process or from
     /// other instances on the same database, each get a different number. A value that is not
     /// an integer is an error and is left as it is.
     async fn meta_increment(&self, key: &str) -> Result<i64>;
+
+    /// Sets the `meta` value under `key` to `new` only if it is `expected` now (`None`: the key
+    /// is absent), in one atomic step; answers whether it did. Of concurrent calls expecting
+    /// the same value, from this process or other instances on the same database, exactly one
+    /// succeeds: a claim on a record (e.g. a payment being sent) that two cannot both win.
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool>;
 
     // ----- lifecycle -----
 
@@ -400,12 +407,6 @@ pub struct RoomLease {
 
 impl EventCursor {
     /// The position just after `event`.
-    /// Sets the `meta` value under `key` to `new` only if it is `expected` now (`None`: the key
-    /// is absent), in one atomic step; answers whether it did. Of concurrent calls expecting
-    /// the same value, from this process or other instances on the same database, exactly one
-    /// succeeds: a claim on a record (e.g. a payment being sent) that two cannot both win.
-    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool>;
-
     pub fn after(event: &Event) -> EventCursor {
         EventCursor {
             session: event.session.clone(),
@@ -655,6 +656,9 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     async fn meta_increment(&self, key: &str) -> Result<i64> {
         (**self).meta_increment(key).await
     }
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+        (**self).meta_swap(key, expected, new).await
+    }
     async fn close(&self) {
         (**self).close().await
     }
@@ -691,9 +695,6 @@ pub struct NewWaiter {
 
 /// A place in the lobby.
 #[derive(Clone, Debug, PartialEq, Eq)]
-    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
-        (**self).meta_swap(key, expected, new).await
-    }
 pub struct Waiter {
     pub participant: String,
     pub study_id: String,

@@ -777,20 +777,6 @@ impl Store for PgStore {
         })
     }
 
-    async fn close(&self) {
-        {
-            let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
-            if *closed {
-                return;
-            }
-            *closed = true;
-        }
-        let (reply, done) = oneshot::channel();
-        if self.appends.send(Msg::Close(reply)).await.is_ok() {
-            let _ = done.await;
-        }
-        self.pool.close().await;
-    }
     async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
         // One statement each: the insert's unique key, or the update's row lock and its
         // re-checked condition, let exactly one of concurrent swaps from any instance win.
@@ -815,4 +801,18 @@ impl Store for PgStore {
         Ok(done.rows_affected() == 1)
     }
 
+    async fn close(&self) {
+        {
+            let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            if *closed {
+                return;
+            }
+            *closed = true;
+        }
+        let (reply, done) = oneshot::channel();
+        if self.appends.send(Msg::Close(reply)).await.is_ok() {
+            let _ = done.await;
+        }
+        self.pool.close().await;
+    }
 }

@@ -990,6 +990,15 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+        self.write(ops::SwapMeta {
+            key: key.to_owned(),
+            expected: expected.map(str::to_owned),
+            new: new.to_owned(),
+        })
+        .await
+    }
+
     async fn close(&self) {
         {
             let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
@@ -1004,15 +1013,6 @@ impl Store for SqliteStore {
                 let _ = done.await;
             }
         }
-    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
-        self.write(ops::SwapMeta {
-            key: key.to_owned(),
-            expected: expected.map(str::to_owned),
-            new: new.to_owned(),
-        })
-        .await
-    }
-
         self.reads.close().await;
     }
 }
