@@ -15,7 +15,7 @@
 //! code. A resumed participant gets a new token, stored as an alias in the meta table.
 //!
 //! Pages in another site's frame (MTurk's ExternalQuestion, or a request saying
-//! `Sec-Fetch-Dest: iframe`) do not get this site's cookies, so an MTurk worker's pages carry
+//! `Sec-Fetch-Dest: iframe` from another site) do not get this site's cookies, so an MTurk worker's pages carry
 //! the participant's token in their URLs instead (a key seat, see
 //! [`parse_seat`](crate::security::parse_seat)).
 //!
@@ -251,11 +251,15 @@ pub async fn join(
         None => None,
     };
     let id = identify(&q)?;
-    // In a frame, this site's cookies are not sent: the pages carry the token instead.
+    // In another site's frame, this site's cookies are not sent: the pages carry the token
+    // instead. (`/try` frames its two seats on this site, where cookies work.)
+    let header = |name: &str, value: &[u8]| {
+        headers
+            .get(name)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(value))
+    };
     let framed = id.platform == Platform::Mturk
-        || headers
-            .get("sec-fetch-dest")
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"iframe"));
+        || (header("sec-fetch-dest", b"iframe") && !header("sec-fetch-site", b"same-origin"));
     let study_id = study.study.id.clone();
     if crate::evaluation::blocked(&app, &study, id.worker.as_deref()) {
         tracing::info!(

@@ -95,6 +95,19 @@ async fn an_mturk_worker_in_a_frame_goes_through_the_study_without_cookies() {
         .expect("the page's URL carries the participant's key")
         .to_string();
     assert!(seat.starts_with("k.") && seat.len() == 66, "{location}");
+    // A frame of this site (`/try`) gets cookies: no key in its URLs.
+    let same_site = app
+        .http(
+            "GET",
+            "/join?participant=tried&seat=u",
+            &[
+                ("Sec-Fetch-Dest", "iframe"),
+                ("Sec-Fetch-Site", "same-origin"),
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(same_site.header("location").as_deref(), Some("/p?seat=u"));
     // A browser that sends no cookie to a framed site: the key alone carries the participant
     // through the pages, the socket and the completion page.
     let framed = Client {
