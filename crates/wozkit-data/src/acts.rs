@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use wozkit_core::evaluation::{ActLabel, ActPair, parse_turn_item};
-use wozkit_core::event::{Actor, EventKind, ItemPool, Judgment, Role};
+use wozkit_core::event::{Actor, EventKind, ItemPool, Judgment};
 
 use crate::error::ExportError;
 use crate::formats;
@@ -163,9 +163,22 @@ impl TurnActs {
         let Some((turns_key, text_key, speaker_key, act_key)) = layout(format) else {
             return Ok(false);
         };
-        let Some(record) = formats::record(format, &session.dataset_view(), 0)? else {
+        let view = session.dataset_view();
+        let Some(record) = formats::record(format, &view, 0)? else {
             return Ok(false);
         };
+        // The written turn of each message (its turn position; none when the shape left it out).
+        let mut positions: Vec<Option<usize>> = vec![None; view.messages().count()];
+        if let Some(layout) = formats::layout(format) {
+            for (p, (_, turn)) in formats::shaped(layout, &view).iter().enumerate() {
+                for m in turn.iter().flat_map(|t| &t.messages) {
+                    if let Some(slot) = positions.get_mut(*m) {
+                        *slot = Some(p);
+                    }
+                }
+            }
+        }
+        drop(view);
         let written: Vec<Value> = record
             .get(turns_key)
             .and_then(Value::as_array)
@@ -174,7 +187,6 @@ impl TurnActs {
         let turn_key = format.turn_key();
         let mut events = Vec::with_capacity(session.events.len() + turns.len());
         let mut message: Option<usize> = None;
-        let mut position = 0usize;
         // The fields to write after the current message, until its annotation is met.
         let mut pending: Option<Map<String, Value>> = None;
         let flush = |events: &mut Vec<wozkit_core::event::Event>,
@@ -191,22 +203,13 @@ impl TurnActs {
         };
         for event in session.events.drain(..) {
             match &event.kind {
-                EventKind::Message { role, .. } => {
+                EventKind::Message { .. } => {
                     flush(&mut events, &mut pending);
                     let n = message.map_or(0, |m| m + 1);
                     message = Some(n);
-                    // MultiWOZ makes speakers alternate: an empty turn fills each gap.
-                    if speaker_key.is_none() {
-                        let expected = if position.is_multiple_of(2) {
-                            Role::User
-                        } else {
-                            Role::Wizard
-                        };
-                        if *role != expected {
-                            position += 1;
-                        }
-                    }
-                    if let Some(acts) = turns.get(&n) {
+                    if let (Some(acts), Some(position)) =
+                        (turns.get(&n), positions.get(n).copied().flatten())
+                    {
                         let mut fields = match written.get(position) {
                             Some(Value::Object(f)) => f.clone(),
                             _ => Map::new(),
@@ -218,7 +221,6 @@ impl TurnActs {
                         fields.insert(act_key.to_string(), acts_value(format, acts));
                         pending = Some(fields);
                     }
-                    position += 1;
                     events.push(event);
                 }
                 EventKind::Annotation { key, .. } if key == turn_key && pending.is_some() => {

@@ -17,8 +17,10 @@ pub mod crwiz_labels;
 mod goal_state;
 pub mod multiwoz;
 mod record;
+pub(crate) use record::{Layout, Shape, shaped};
 pub mod scenario;
 pub mod taskmaster1;
+pub(crate) mod vocab;
 
 /// Imports `input` as `format`.
 pub fn import(format: Format, input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
@@ -47,6 +49,19 @@ pub fn export(
         Format::CrsArena => crsarena::export_crsarena(sessions, out),
         Format::CrsArenaEval => crsarena::export_crsarena_eval(sessions, out),
         Format::Crwiz => crwiz::export_crwiz(sessions, out),
+    }
+}
+
+/// The record layout of a format whose records are a turn list (all but CRWIZ).
+pub(crate) fn layout(format: Format) -> Option<&'static Layout> {
+    match format {
+        Format::Taskmaster1 => Some(&taskmaster1::LAYOUT),
+        Format::CrossWoz => Some(&crosswoz::LAYOUT),
+        Format::MultiWoz21 => Some(&multiwoz::LAYOUT),
+        Format::ConvLab3 => Some(&convlab3::LAYOUT),
+        Format::CrsArena => Some(&crsarena::DIAL),
+        Format::CrsArenaEval => Some(&crsarena::EVAL),
+        Format::Crwiz => None,
     }
 }
 
@@ -83,6 +98,17 @@ pub(crate) fn record(
     session: &ImportedSession,
     index: usize,
 ) -> Result<Option<serde_json::Value>, ExportError> {
+    record_in_part(format, session, index, None)
+}
+
+/// As [`record`], for the part `part` of a split export (the formats that name their split in
+/// the record, ConvLab-3, use it).
+pub(crate) fn record_in_part(
+    format: Format,
+    session: &ImportedSession,
+    index: usize,
+    part: Option<&str>,
+) -> Result<Option<serde_json::Value>, ExportError> {
     if !session.is_dialogue_for(format) {
         return Ok(None);
     }
@@ -90,7 +116,7 @@ pub(crate) fn record(
         Format::Taskmaster1 => taskmaster1::record(session, index)?,
         Format::CrossWoz => crosswoz::record(session, index)?,
         Format::MultiWoz21 => multiwoz::record(session, index)?,
-        Format::ConvLab3 => convlab3::record(session, index)?,
+        Format::ConvLab3 => convlab3::record_in(session, index, part)?,
         Format::CrsArena => crsarena::dial_record(session, index)?,
         Format::CrsArenaEval => crsarena::eval_record(session, index)?,
         Format::Crwiz => return Ok(None),

@@ -11,6 +11,8 @@
 //!   the speaker and the text, in file order.
 //! - `"vote"`: a pairwise vote, with the columns of the votes CSV (see [`crate::votes`](mod@crate::votes)).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use wozkit_core::event::{Actor, EVENT_SCHEMA_VERSION, Event, EventKind, MessageSource, Role};
@@ -43,9 +45,11 @@ impl ImportedSession {
             match &event.kind {
                 EventKind::Message { role, text, source } => turns.push(Turn {
                     role: *role,
-                    text,
+                    text: Cow::Borrowed(text),
                     source,
                     notes: Vec::new(),
+                    messages: vec![turns.len()],
+                    joins: Vec::new(),
                 }),
                 EventKind::Annotation { key, value } => {
                     if let Some(turn) = turns.last_mut() {
@@ -69,18 +73,55 @@ impl ImportedSession {
     }
 }
 
-/// One message and the annotations placed right after it.
+/// One message and the annotations placed right after it, or several consecutive messages of
+/// one speaker merged into one turn (see [`Turn::merge`]).
 pub(crate) struct Turn<'a> {
     pub role: Role,
-    pub text: &'a str,
+    pub text: Cow<'a, str>,
+    /// The source of the turn's last message (the one whose state the turn ends in).
     pub source: &'a MessageSource,
     notes: Vec<(&'a str, &'a Value)>,
+    /// The positions among the session's messages of the messages this turn holds.
+    pub messages: Vec<usize>,
+    /// What joins each message's text to the one before it in `text`.
+    pub joins: Vec<&'static str>,
 }
 
 impl<'a> Turn<'a> {
+    /// The last annotation with this key placed after the turn's messages.
     pub fn note(&self, key: &str) -> Option<&'a Value> {
-        self.notes.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+        self.notes
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
     }
+
+    /// Appends `next` (the same speaker's following message) to this turn: the texts joined by
+    /// `join` (a space joins nothing where either side is Chinese or Japanese text, which runs
+    /// on), the notes and messages of both, the source of `next`. Returns the join used.
+    pub fn merge(&mut self, next: Turn<'a>, join: &'static str) -> &'static str {
+        let mut text = std::mem::take(&mut self.text).into_owned();
+        let cjk = |c: Option<char>| c.is_some_and(is_cjk);
+        let join = if join == " " && (cjk(text.chars().last()) || cjk(next.text.chars().next())) {
+            ""
+        } else {
+            join
+        };
+        text.push_str(join);
+        text.push_str(&next.text);
+        self.text = Cow::Owned(text);
+        self.source = next.source;
+        self.notes.extend(next.notes);
+        self.messages.extend(next.messages);
+        self.joins.push(join);
+        join
+    }
+}
+
+/// Whether `c` is a CJK character or punctuation mark (text written without spaces).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32, 0x3000..=0x303f | 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xff00..=0xffef)
 }
 
 /// The dataset formats wozkit imports and exports.

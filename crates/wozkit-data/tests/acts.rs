@@ -81,7 +81,7 @@ fn message(seq: u64, role: Role, text: &str) -> Event {
 }
 
 #[test]
-fn acts_land_on_their_turn_when_the_format_inserts_empty_turns() {
+fn acts_land_on_their_turn_when_the_format_merges_messages() {
     let mut session = StoredSession {
         store_id: "s".into(),
         origin: None,
@@ -111,17 +111,17 @@ fn acts_land_on_their_turn_when_the_format_inserts_empty_turns() {
         .collect();
     assert_eq!(
         texts,
-        ["Hi.", "", "Thai food?", "Sure."],
-        "an empty system turn is inserted"
+        ["Hi. Thai food?", "Sure."],
+        "the user's two messages are one turn"
     );
-    assert_eq!(log[0]["dialog_act"], json!({}));
-    assert_eq!(log[1]["dialog_act"], json!({}));
     assert_eq!(
-        log[2]["dialog_act"],
+        log[0]["dialog_act"],
         json!({"Restaurant-Inform": [["food", "thai"]]})
     );
+    assert_eq!(log[1]["dialog_act"], json!({}));
     assert_eq!(
-        log[2]["metadata"], log[0]["metadata"],
+        log[0]["metadata"],
+        json!({}),
         "the other fields as the format writes them"
     );
     assert!(

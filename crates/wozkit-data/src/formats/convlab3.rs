@@ -20,21 +20,29 @@ use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
 use super::goal_state;
-use super::record::{
-    Defaults, Fields, Layout, export_list, export_record, import_list, wizard_label,
-};
+use super::record::{Defaults, Fields, Layout, Shape, export_record, exported, import_list};
 use super::scenario::{self, SCENARIO_KEY};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
+use crate::output::JsonStream;
 use crate::session::{Format, ImportedSession, Turn};
 
-const LAYOUT: Layout = Layout {
+pub(crate) const LAYOUT: Layout = Layout {
     format: Format::ConvLab3,
     turns_key: "turns",
     speaker: Some(("speaker", "user", "system")),
     text_key: "utterance",
     head: &["speaker", "utterance", "utt_idx"],
+    shape: Shape::UserFirst {
+        join: " ",
+        even: false,
+    },
 };
+
+pub mod ontology;
+
+/// The `dataset` name of the dialogues of live sessions.
+pub const DATASET: &str = "wozkit";
 
 /// Reads a unified-format dialogue list.
 pub fn import_convlab3(input: &Input) -> Result<Vec<ImportedSession>, ImportError> {
@@ -43,22 +51,113 @@ pub fn import_convlab3(input: &Input) -> Result<Vec<ImportedSession>, ImportErro
 
 /// Writes a unified-format dialogue list (indent 2, the layout of the released files).
 pub fn export_convlab3(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    export_list(&LAYOUT, sessions, out, 2, &ConvLabDefaults)
+    let mut stream = JsonStream::array(out, 2)?;
+    for (index, session) in exported(Format::ConvLab3, sessions) {
+        stream.item(&Value::Object(record_in(session, index, None)?))?;
+    }
+    stream.finish()?;
+    Ok(())
 }
 
-/// One dialogue of the list, the `index`-th exported.
-pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
-    export_record(&LAYOUT, session, index, &ConvLabDefaults)
+/// One dialogue of the part `split` of a split export (`train` without one), the `index`-th
+/// exported in that part.
+pub(crate) fn record_in(
+    session: &ImportedSession,
+    index: usize,
+    split: Option<&str>,
+) -> Result<Fields, ExportError> {
+    let split = data_split(split.unwrap_or("train"));
+    let defaults = ConvLabDefaults { split: &split };
+    let mut record = export_record(&LAYOUT, session, index, &defaults)?;
+    if session.dialogue_note(Format::ConvLab3).is_none() {
+        add_spans_and_domains(&mut record);
+    }
+    Ok(record)
 }
 
-struct ConvLabDefaults;
+/// The `data_split` of a part: ConvLab-3's `validation` for `dev`, `val` and `valid`, any other
+/// name with `-` made `_` (the dialogue id is split at `-`).
+pub fn data_split(part: &str) -> String {
+    match part {
+        "dev" | "val" | "valid" => "validation".into(),
+        other => other.replace('-', "_"),
+    }
+}
 
-impl Defaults for ConvLabDefaults {
+/// Gives each non-categorical act whose value occurs exactly once in its utterance the span of
+/// that occurrence (`start`, exclusive `end`, in characters), and adds the domain of every act
+/// to `domains` (the format's checker wants both).
+fn add_spans_and_domains(record: &mut Fields) {
+    let mut used: Vec<String> = vec![];
+    if let Some(Value::Array(turns)) = record.get_mut("turns") {
+        for turn in turns.iter_mut().filter_map(Value::as_object_mut) {
+            let utterance = turn
+                .get("utterance")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let Some(Value::Object(acts)) = turn.get_mut("dialogue_acts") else {
+                continue;
+            };
+            for (kind, list) in acts.iter_mut() {
+                for act in list.as_array_mut().into_iter().flatten() {
+                    let Some(act) = act.as_object_mut() else {
+                        continue;
+                    };
+                    if let Some(d) = act.get("domain").and_then(Value::as_str)
+                        && !used.iter().any(|u| u == d)
+                    {
+                        used.push(d.to_string());
+                    }
+                    if kind != "non-categorical" || act.contains_key("start") {
+                        continue;
+                    }
+                    let value = act.get("value").and_then(Value::as_str).unwrap_or_default();
+                    if let Some((start, end)) = only_span(&utterance, value) {
+                        act.insert("start".into(), start.into());
+                        act.insert("end".into(), end.into());
+                    }
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(domains)) = record.get_mut("domains") {
+        for d in used {
+            if !domains.iter().any(|x| x.as_str() == Some(&d)) {
+                domains.push(d.into());
+            }
+        }
+    }
+}
+
+/// The character span of `value` in `text` when it occurs there exactly once.
+fn only_span(text: &str, value: &str) -> Option<(usize, usize)> {
+    if value.is_empty() {
+        return None;
+    }
+    let mut found = text.match_indices(value);
+    let (byte, _) = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    let start = text[..byte].chars().count();
+    Some((start, start + value.chars().count()))
+}
+
+struct ConvLabDefaults<'a> {
+    split: &'a str,
+}
+
+impl Defaults for ConvLabDefaults<'_> {
     fn record(&self, session: &ImportedSession, index: usize) -> Fields {
+        let split = self.split;
         let mut record = Fields::new();
-        record.insert("dataset".into(), json!("wozkit"));
-        record.insert("data_split".into(), json!("train"));
-        record.insert("dialogue_id".into(), json!(format!("wozkit-train-{index}")));
+        record.insert("dataset".into(), json!(DATASET));
+        record.insert("data_split".into(), json!(split));
+        record.insert(
+            "dialogue_id".into(),
+            json!(format!("{DATASET}-{split}-{index}")),
+        );
         record.insert("original_id".into(), json!(session.id));
         record.insert("domains".into(), json!([]));
         let drawn = scenario::logged(session);
@@ -83,11 +182,7 @@ impl Defaults for ConvLabDefaults {
         role: Role,
         turn: Option<&Turn<'_>>,
     ) -> Fields {
-        let binary: Vec<Value> = wizard_label(turn)
-            .map(|label| json!({"intent": label, "domain": "general", "slot": ""}))
-            .into_iter()
-            .collect();
-        let acts = json!({"binary": binary, "categorical": [], "non-categorical": []});
+        let acts = json!({"binary": [], "categorical": [], "non-categorical": []});
         let mut fields = Fields::new();
         fields.insert("utt_idx".into(), position.into());
         fields.insert("dialogue_acts".into(), acts);

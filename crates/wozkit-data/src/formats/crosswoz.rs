@@ -3,9 +3,13 @@
 //! `dialog_act`, `user_state` or `sys_state`/`sys_state_init` in `crosswoz.turn`.
 //!
 //! Sessions from elsewhere are keyed by session id, with `sys-usr` `[0, 0]` (no integer worker
-//! aliases are known), empty goals, a labelled wizard message as the general act
-//! `["General", label, "none", "none"]`, and the empty five-domain state on wizard turns. Speakers
-//! are written as they come, not forced to alternate. A session that drew a scenario gets one
+//! aliases are known), empty goals and the empty five-domain state on wizard turns, in
+//! CrossWOZ's turn shape: the user first, then alternating (the wizard's messages before the
+//! user's first are left out, consecutive messages of one speaker are one turn joined with
+//! nothing between them, as Chinese text runs on, and an empty system turn closes a dialogue
+//! that ends with the user; the sidecar keeps the messages and the joins). A wizard's state label
+//! is not a CrossWOZ act and is not written as one; system states hold CrossWOZ's five domains
+//! and their slots only. A session that drew a scenario gets one
 //! `task description` line per drawn or computed world variable and the extra key `scenario`
 //! after `type` (see [`super::scenario`]). A session with a user goal gets its goal, final goal,
 //! goal type, per-turn user and system states and the derived `Inform`, `Recommend`, `NoOffer`
@@ -17,21 +21,23 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::goal_state;
-use super::record::{
-    Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
-};
+use super::record::{Defaults, Fields, Layout, Shape, export_keyed, export_record, import_keyed};
 use super::scenario::{self, SCENARIO_KEY};
+use super::{goal_state, vocab};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
 
-const LAYOUT: Layout = Layout {
+pub(crate) const LAYOUT: Layout = Layout {
     format: Format::CrossWoz,
     turns_key: "messages",
     speaker: Some(("role", "usr", "sys")),
     text_key: "content",
     head: &["content", "role"],
+    shape: Shape::UserFirst {
+        join: "",
+        even: true,
+    },
 };
 
 /// Reads CrossWOZ JSON, zipped or not.
@@ -79,12 +85,8 @@ impl Defaults for CrossWozDefaults {
         role: Role,
         turn: Option<&Turn<'_>>,
     ) -> Fields {
-        let acts: Vec<Value> = wizard_label(turn)
-            .map(|label| json!(["General", label, "none", "none"]))
-            .into_iter()
-            .collect();
         let mut fields = Fields::new();
-        fields.insert("dialog_act".into(), Value::Array(acts));
+        fields.insert("dialog_act".into(), json!([]));
         match role {
             Role::User => {
                 fields.insert("user_state".into(), json!([]));
@@ -101,49 +103,8 @@ impl Defaults for CrossWozDefaults {
 
 /// The wizard's DB state before any query: all five domains, every slot unconstrained.
 fn empty_sys_state() -> Value {
-    const DOMAINS: [(&str, &[&str]); 5] = [
-        (
-            "景点",
-            &[
-                "名称",
-                "门票",
-                "游玩时间",
-                "评分",
-                "周边景点",
-                "周边餐馆",
-                "周边酒店",
-            ],
-        ),
-        (
-            "餐馆",
-            &[
-                "名称",
-                "推荐菜",
-                "人均消费",
-                "评分",
-                "周边景点",
-                "周边餐馆",
-                "周边酒店",
-            ],
-        ),
-        (
-            "酒店",
-            &[
-                "名称",
-                "酒店类型",
-                "酒店设施",
-                "价格",
-                "评分",
-                "周边景点",
-                "周边餐馆",
-                "周边酒店",
-            ],
-        ),
-        ("地铁", &["出发地", "目的地"]),
-        ("出租", &["出发地", "目的地"]),
-    ];
     let mut state = Fields::new();
-    for (domain, slots) in DOMAINS {
+    for (domain, slots) in vocab::CROSSWOZ_DOMAINS {
         let mut fields: Fields = slots.iter().map(|s| (s.to_string(), json!(""))).collect();
         fields.insert("selectedResults".into(), json!([]));
         state.insert(domain.into(), Value::Object(fields));

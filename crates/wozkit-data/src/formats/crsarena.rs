@@ -28,25 +28,27 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::{Actor, EventKind, Role};
 
-use super::record::{Defaults, Fields, Layout, export_list, export_record, import_list};
+use super::record::{Defaults, Fields, Layout, Shape, export_list, export_record, import_list};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
 
-const DIAL: Layout = Layout {
+pub(crate) const DIAL: Layout = Layout {
     format: Format::CrsArena,
     turns_key: "conversation",
     speaker: Some(("participant", "USER", "AGENT")),
     text_key: "utterance",
     head: &["participant", "utterance", "utterance ID"],
+    shape: Shape::AsSpoken,
 };
 
-const EVAL: Layout = Layout {
+pub(crate) const EVAL: Layout = Layout {
     format: Format::CrsArenaEval,
     turns_key: "dialogue",
     speaker: Some(("role", "USER", "ASST")),
     text_key: "utterance",
     head: &["turn_ind", "role", "utterance"],
+    shape: Shape::AsSpoken,
 };
 
 /// Reads CRSArena-Dial dialogues (plain or vote-merged).

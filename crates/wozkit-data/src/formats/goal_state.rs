@@ -36,6 +36,7 @@ use wozkit_core::event::{EventKind, MessageSource, Role};
 use wozkit_core::goals::{Belief, EntryKind, Goal, GoalEntry};
 
 use super::record::{Fields, wizard_label};
+use super::vocab;
 use crate::session::{ImportedSession, Turn};
 
 /// The session's goal and its sentences, from its `goal_generated` event.
@@ -203,6 +204,36 @@ pub(crate) struct TurnActs {
     pub acts: Vec<Act>,
 }
 
+/// The acts of a turn that may hold several messages (see `Shape` in `record.rs`): each
+/// message's derived acts (its label act and its other acts, in message order), over the state
+/// before and after that message; a turn of one message gets [`turn_acts`] with `now` and
+/// `before`.
+fn merged_turn_acts(
+    session: &ImportedSession,
+    role: Role,
+    turn: &Turn<'_>,
+    now: &[GoalEntry],
+    before: Option<&[GoalEntry]>,
+) -> TurnActs {
+    if turn.messages.len() < 2 {
+        return turn_acts(session, role, turn, now, before);
+    }
+    let all = session.turns();
+    let mut out = TurnActs::default();
+    for m in &turn.messages {
+        let Some(single) = all.get(*m) else {
+            continue;
+        };
+        let Some((now, before)) = around(session, Some(single)) else {
+            continue;
+        };
+        let derived = turn_acts(session, role, single, now.user_state, before);
+        out.acts.extend(derived.label);
+        out.acts.extend(derived.acts);
+    }
+    out
+}
+
 /// The acts of a turn derived from the session's goal states (`now` after the turn, `before`
 /// after the previous message), selections and searches (see [`TurnActs`]): the one
 /// derivation the three exports write, each in its shape.
@@ -231,7 +262,7 @@ fn turn_acts(
     match role {
         Role::Wizard => out.label = labelled_act(session, turn),
         // A user message never informs a request, so the state after it tells what was open.
-        Role::User => out.acts.extend(user_requests(turn.text, now)),
+        Role::User => out.acts.extend(user_requests(&turn.text, now)),
     }
     out
 }
@@ -252,14 +283,15 @@ pub(crate) fn crosswoz_turn(
     if let Some(turn) = turn
         && let Some(Value::Array(acts)) = fields.get_mut("dialog_act")
     {
-        let derived = turn_acts(session, role, turn, now.user_state, before);
-        if let (Some(act), Some(label)) = (&derived.label, wizard_label(Some(turn))) {
-            let general = json!(["General", label, "none", "none"]);
-            for a in acts.iter_mut().filter(|a| **a == general) {
-                *a = crosswoz_act(act);
-            }
-        }
-        acts.extend(derived.acts.iter().map(crosswoz_act));
+        let derived = merged_turn_acts(session, role, turn, now.user_state, before);
+        acts.extend(
+            derived
+                .label
+                .iter()
+                .chain(&derived.acts)
+                .filter(|a| vocab::is_crosswoz_act(crosswoz_intent(a), &a.domain))
+                .map(crosswoz_act),
+        );
     }
     match role {
         Role::User => {
@@ -272,6 +304,16 @@ pub(crate) fn crosswoz_turn(
                 crosswoz_belief(now.sys_state_init, empty),
             );
         }
+    }
+}
+
+/// The intent an act has in CrossWOZ.
+fn crosswoz_intent(a: &Act) -> &'static str {
+    match a.intent {
+        Intent::Inform => "Inform",
+        Intent::Recommend => "Recommend",
+        Intent::NoOffer => "NoOffer",
+        Intent::Request => "Request",
     }
 }
 
@@ -378,13 +420,17 @@ fn labelled_act(session: &ImportedSession, turn: &Turn<'_>) -> Option<Act> {
 fn crosswoz_belief(belief: &Belief, empty: &Value) -> Value {
     let mut state = empty.as_object().cloned().unwrap_or_default();
     for (domain, b) in belief {
-        let mut slots = match state.get(domain) {
-            Some(Value::Object(o)) => o.clone(),
-            _ => Fields::new(),
+        let (Some(Value::Object(o)), Some(known)) =
+            (state.get(domain), vocab::crosswoz_slots(domain))
+        else {
+            continue;
         };
+        let mut slots = o.clone();
         slots.shift_remove("selectedResults");
         for (slot, value) in &b.constraints {
-            slots.insert(slot.clone(), json!(value));
+            if known.contains(&slot.as_str()) {
+                slots.insert(slot.clone(), json!(value));
+            }
         }
         slots.insert("selectedResults".into(), json!(b.selected_results));
         state.insert(domain.clone(), Value::Object(slots));
@@ -398,7 +444,11 @@ pub(crate) fn multiwoz_goal(session: &ImportedSession, goal_fields: &mut Fields)
     let Some((goal, _)) = logged_goal(session) else {
         return;
     };
-    for sg in &goal.subgoals {
+    for sg in goal.subgoals.iter().filter(|sg| {
+        vocab::MULTIWOZ_DOMAINS
+            .iter()
+            .any(|(d, _, _)| *d == sg.domain)
+    }) {
         let info: Fields = sg
             .constraints
             .iter()
@@ -423,38 +473,26 @@ pub(crate) fn multiwoz_turn(
     if let Some(turn) = turn
         && let Some(Value::Object(acts)) = fields.get_mut("dialog_act")
     {
-        let derived = turn_acts(session, role, turn, now.user_state, before);
-        if let (Some(act), Some(label)) = (&derived.label, wizard_label(Some(turn))) {
-            // The derived act takes the general act's place.
-            let general = format!("general-{label}");
+        let derived = merged_turn_acts(session, role, turn, now.user_state, before);
+        for act in derived.label.iter().chain(&derived.acts) {
             let (name, pair) = multiwoz_act(act);
-            *acts = std::mem::take(acts)
-                .into_iter()
-                .map(|(k, v)| {
-                    if k == general {
-                        (name.clone(), json!([pair]))
-                    } else {
-                        (k, v)
-                    }
-                })
-                .collect();
-        }
-        for act in &derived.acts {
-            let (name, pair) = multiwoz_act(act);
+            let slot = pair.get(0).and_then(Value::as_str).unwrap_or_default();
+            if !vocab::is_multiwoz_act(&name, slot) {
+                continue;
+            }
             if let Value::Array(pairs) = acts.entry(name).or_insert_with(|| json!([])) {
                 pairs.push(pair);
             }
         }
     }
     if role == Role::Wizard {
-        let mut meta = Fields::new();
-        for (domain, b) in now.sys_state {
-            meta.insert(
-                domain.clone(),
-                json!({"book": {"booked": []}, "semi": b.constraints}),
-            );
-        }
-        fields.insert("metadata".into(), Value::Object(meta));
+        let meta = vocab::multiwoz_metadata(|domain, part, slot| {
+            let b = now.sys_state.get(domain)?;
+            (part == "semi")
+                .then(|| b.constraints.get(slot).cloned())
+                .flatten()
+        });
+        fields.insert("metadata".into(), meta);
     }
 }
 
@@ -513,7 +551,7 @@ pub(crate) fn convlab3_turn(
     if let Some(turn) = turn
         && let Some(Value::Object(acts)) = fields.get_mut("dialogue_acts")
     {
-        let derived = turn_acts(session, role, turn, now.user_state, before);
+        let derived = merged_turn_acts(session, role, turn, now.user_state, before);
         if let (Some(_), Some(label)) = (&derived.label, wizard_label(Some(turn)))
             && let Some(Value::Array(binary)) = acts.get_mut("binary")
         {

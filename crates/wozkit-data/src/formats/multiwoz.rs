@@ -2,10 +2,13 @@
 //! where even log turns are the user's and odd ones the system's (zipped or not). Each turn's
 //! `metadata`, `dialog_act` and `span_info` ride in `multiwoz21.turn`.
 //!
-//! Sessions from elsewhere get an empty goal, turns forced to alternate (an empty turn is
-//! inserted between two messages of the same speaker, and an empty system turn closes an
-//! odd-length dialogue; these come back as empty messages on import), empty belief states, and a
-//! labelled wizard message as the general act `{"general-<label>": [["none", "none"]]}`. A
+//! Sessions from elsewhere get an empty goal and turns in MultiWOZ's shape: the user first, then
+//! alternating (the wizard's messages before the user's first are left out, consecutive messages
+//! of one speaker are one turn joined by a space, an empty system turn closes a dialogue that
+//! ends with the user; the sidecar keeps the messages and the joins). System turns carry the
+//! `metadata` of the released files: all seven domains with their `book` and `semi` slots, `""`
+//! where the session has no value. A wizard's state label is not a MultiWOZ act and is not
+//! written as one. A
 //! session that drew a scenario gets one `goal.message` line per drawn or computed world variable
 //! (the value in the corpus's emphasis markup) and the extra key `scenario` after `log` (see
 //! [`super::scenario`]). A session with a user goal gets it in `goal`, the wizard's belief state
@@ -18,21 +21,23 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::goal_state;
-use super::record::{
-    Defaults, Fields, Layout, export_keyed, export_record, import_keyed, wizard_label,
-};
+use super::record::{Defaults, Fields, Layout, Shape, export_keyed, export_record, import_keyed};
 use super::scenario::{self, SCENARIO_KEY};
+use super::{goal_state, vocab};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::session::{Format, ImportedSession, Turn};
 
-const LAYOUT: Layout = Layout {
+pub(crate) const LAYOUT: Layout = Layout {
     format: Format::MultiWoz21,
     turns_key: "log",
     speaker: None,
     text_key: "text",
     head: &["text"],
+    shape: Shape::UserFirst {
+        join: " ",
+        even: true,
+    },
 };
 
 /// Reads MultiWOZ 2.1 `data.json` (or a split of it), zipped or not.
@@ -82,15 +87,13 @@ impl Defaults for MultiWozDefaults {
         role: Role,
         turn: Option<&Turn<'_>>,
     ) -> Fields {
-        let mut acts = Fields::new();
-        if role == Role::Wizard
-            && let Some(label) = wizard_label(turn)
-        {
-            acts.insert(format!("general-{label}"), json!([["none", "none"]]));
-        }
         let mut fields = Fields::new();
-        fields.insert("metadata".into(), json!({}));
-        fields.insert("dialog_act".into(), Value::Object(acts));
+        let metadata = match role {
+            Role::User => json!({}),
+            Role::Wizard => vocab::multiwoz_metadata(|_, _, _| None),
+        };
+        fields.insert("metadata".into(), metadata);
+        fields.insert("dialog_act".into(), json!({}));
         fields.insert("span_info".into(), json!([]));
         goal_state::multiwoz_turn(session, role, turn, &mut fields);
         fields

@@ -28,6 +28,22 @@ pub(crate) struct Layout {
     pub text_key: &'static str,
     /// Turn fields written first, in this order; the other stored fields follow in stored order.
     pub head: &'static [&'static str],
+    /// The turn shape the format expects of a session from elsewhere.
+    pub shape: Shape,
+}
+
+/// The turn shape of a format, applied to sessions not read from that format (a record read
+/// from the format keeps its turns as they were read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// Every message is a turn, in the order spoken (Taskmaster-1, whose dialogues let a speaker
+    /// talk twice in a row).
+    AsSpoken,
+    /// The user first, then strictly alternating: the wizard's messages before the user's first
+    /// are left out (the sidecar keeps them), consecutive messages of one speaker are one turn
+    /// with their texts joined by `join` (the sidecar records the join), and with `even` an empty
+    /// system turn closes a dialogue that ends with the user.
+    UserFirst { join: &'static str, even: bool },
 }
 
 impl Layout {
@@ -130,7 +146,7 @@ pub(crate) fn export_record(
         None => defaults.record(session, index),
     };
     let mut turns = Vec::new();
-    for (role, turn) in arranged(layout, session.turns()) {
+    for (role, turn) in shaped(layout, session) {
         let position = turns.len();
         let extras = match turn.as_ref().and_then(|t| t.note(layout.format.turn_key())) {
             Some(Value::Object(fields)) => fields.clone(),
@@ -146,7 +162,7 @@ pub(crate) fn export_record(
             None if imported && turn.is_some() => Fields::new(),
             None => defaults.turn(session, position, role, turn.as_ref()),
         };
-        let text = turn.as_ref().map_or("", |t| t.text);
+        let text = turn.as_ref().map_or("", |t| &t.text);
         turns.push(Value::Object(turn_fields(layout, role, text, extras)));
     }
     // `insert` keeps the position of an existing key, so the turn list lands where it was read.
@@ -154,13 +170,44 @@ pub(crate) fn export_record(
     Ok(record)
 }
 
-/// The turns in order; where speakers must alternate, empty turns fill the gaps and an empty
-/// wizard turn closes an odd-length dialogue.
-fn arranged<'a>(layout: &Layout, turns: Vec<Turn<'a>>) -> Vec<(Role, Option<Turn<'a>>)> {
+/// One turn of an exported record: its speaker and the message(s) it holds (`None` for an
+/// empty turn inserted to keep speakers alternating).
+pub(crate) type Shaped<'a> = (Role, Option<Turn<'a>>);
+
+/// The turns of `session` as an export to `layout`'s format writes them: a record read from the
+/// format as it was read (MultiWOZ's turns alternate by position), any other in the format's
+/// [`Shape`].
+pub(crate) fn shaped<'a>(layout: &Layout, session: &'a ImportedSession) -> Vec<Shaped<'a>> {
+    let turns = session.turns();
+    if session.dialogue_note(layout.format).is_some() || layout.shape == Shape::AsSpoken {
+        return arranged(layout, turns);
+    }
+    let Shape::UserFirst { join, even } = layout.shape else {
+        return arranged(layout, turns);
+    };
+    let mut out: Vec<Shaped<'a>> = Vec::new();
+    for turn in turns.into_iter().skip_while(|t| t.role != Role::User) {
+        match out.last_mut() {
+            Some((role, Some(last))) if *role == turn.role => {
+                last.merge(turn, join);
+            }
+            _ => out.push((turn.role, Some(turn))),
+        }
+    }
+    if even && out.len() % 2 == 1 {
+        out.push((Role::Wizard, None));
+    }
+    out
+}
+
+/// The turns of a record read from its format (or of a format that writes them as spoken):
+/// where the format has no speaker field, empty turns fill any gap in the alternation and an
+/// empty wizard turn closes an odd-length dialogue.
+fn arranged<'a>(layout: &Layout, turns: Vec<Turn<'a>>) -> Vec<Shaped<'a>> {
     if layout.speaker.is_some() {
         return turns.into_iter().map(|t| (t.role, Some(t))).collect();
     }
-    let mut out: Vec<(Role, Option<Turn<'a>>)> = Vec::new();
+    let mut out: Vec<Shaped<'a>> = Vec::new();
     let expected = |n: usize| {
         if n.is_multiple_of(2) {
             Role::User

@@ -12,18 +12,19 @@ use serde_json::Value;
 use wozkit_core::evaluation::{Span, segments_of};
 use wozkit_core::event::{Actor, Event, EventKind, Judgment, Role};
 
-use super::record::{Defaults, Fields, Layout, export_list, export_record, import_list};
+use super::record::{Defaults, Fields, Layout, Shape, export_list, export_record, import_list};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::output::pretty;
 use crate::session::{Format, ImportedSession, Turn};
 
-const LAYOUT: Layout = Layout {
+pub(crate) const LAYOUT: Layout = Layout {
     format: Format::Taskmaster1,
     turns_key: "utterances",
     speaker: Some(("speaker", "USER", "ASSISTANT")),
     text_key: "text",
     head: &["index", "speaker", "text"],
+    shape: Shape::AsSpoken,
 };
 
 /// Reads a Taskmaster-1 file: an array of conversations or a single conversation object.

@@ -7,6 +7,9 @@
 //! The judgments formats read the participants' logs instead of the dialogues
 //! ([`export_judgments`], columns in [`crate::judgments`]).
 //!
+//! A `votes-csv` export writes the votes of imported sessions and then those of the live arena
+//! battles (the participants' logs), so both are in one file.
+//!
 //! A CRSArena-Dial export also writes the votes of the arena battles in the participants' logs
 //! (counted, not void; see [`crate::leaderboard`]), in cast order, as a votes CSV beside the
 //! dialogues: [`votes_path`] (`crs_arena_dial_open.json` → `votes_open.csv`, as in the release;
@@ -173,13 +176,17 @@ pub async fn export_store_annotated(
     };
     let mut ids = visible_session_ids(store, options.study.as_deref()).await?;
     ids.retain(|id| !skip.contains(id));
+    let ontology = sinks::SharedOntology::default();
     let (mut parts, assignment): (Vec<Box<dyn Sink>>, _) = match &options.split {
         None => (vec![sinks::open(options.format, &options.out)?], None),
         Some(spec) => {
             let parts = spec
                 .parts
                 .iter()
-                .map(|(name, _)| sinks::open(options.format, &part_path(&options.out, name)))
+                .map(|(name, _)| {
+                    let path = part_path(&options.out, name);
+                    sinks::open_part(options.format, &path, Some(name), &ontology)
+                })
                 .collect::<Result<_, _>>()?;
             (parts, Some(spec.assign(&ids)))
         }
@@ -211,6 +218,14 @@ pub async fn export_store_annotated(
     }
     progress.finish();
     summary.events_read = stream.events_read;
+    if options.format == ExportFormat::VotesCsv {
+        // The live arena's votes are in the participants' logs, not in dialogue sessions; with
+        // `--split` they go to the first part.
+        let rows = study_rows(store, options.study.as_deref(), options.include_test).await?;
+        if let Some(first) = parts.first_mut() {
+            first.add_votes(&votes_from_rows(&rows))?;
+        }
+    }
     for sink in parts {
         summary.files.extend(sink.finish()?);
     }

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use zip::write::{SimpleFileOptions, StreamWriter};
 
@@ -13,10 +14,11 @@ use super::StoredSession;
 use super::export::{ExportFormat, StoreExportError};
 use crate::error::ExportError;
 use crate::export_crwiz;
+use crate::formats::convlab3::ontology::Ontology;
 use crate::formats::{self, Container};
 use crate::output::{JsonStream, pretty};
 use crate::session::Format;
-use crate::sidecar::{SidecarLine, lost_events, sidecar_path};
+use crate::sidecar::{SidecarLine, lost_events, shaped_turns, sidecar_path};
 use crate::survey::SurveyWriter;
 use crate::votes::VotesWriter;
 
@@ -33,18 +35,58 @@ pub(crate) trait Sink {
     fn add(&mut self, session: &StoredSession) -> Result<Added, StoreExportError>;
     /// Finishes the files; returns their paths.
     fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError>;
+    /// Adds votes that are in no dialogue session (the live arena's, kept in participant
+    /// logs); returns how many were written. Only the votes CSV writes them.
+    fn add_votes(&mut self, _votes: &[crate::votes::Vote]) -> Result<usize, StoreExportError> {
+        Ok(0)
+    }
 }
+
+/// The ontology shared by the parts of one ConvLab-3 dataset export: each part adds its
+/// dialogues, and every part writes the whole (the parts are finished after every session is
+/// added), so the parts union into one dataset.
+pub(crate) type SharedOntology = Arc<Mutex<Ontology>>;
 
 /// The sink of `format` writing to `out`.
 pub(crate) fn open(format: ExportFormat, out: &Path) -> Result<Box<dyn Sink>, StoreExportError> {
+    open_part(format, out, None, &SharedOntology::default())
+}
+
+/// Whether a ConvLab-3 export to `out` writes the dataset folder (`data.zip` with
+/// `data/ontology.json` and `data/dialogues.json`, and `dummy_data.json`): any path not ending
+/// in `.json` or `.zip`, which get the dialogue list alone.
+pub(crate) fn is_convlab3_folder(out: &Path) -> bool {
+    let name = out.to_string_lossy();
+    !(name.ends_with(".json") || name.ends_with(".zip"))
+}
+
+/// The sink of the part `part` of a split export (`None`: no split); the ConvLab-3 parts of one
+/// export share `ontology`.
+pub(crate) fn open_part(
+    format: ExportFormat,
+    out: &Path,
+    part: Option<&str>,
+    ontology: &SharedOntology,
+) -> Result<Box<dyn Sink>, StoreExportError> {
     Ok(match format {
+        ExportFormat::Dataset(Format::Crwiz) => Box::new(PerDialogue::create(out)?),
+        ExportFormat::Dataset(Format::ConvLab3) if is_convlab3_folder(out) => {
+            let mut doc = Document::new(Format::ConvLab3, out);
+            doc.part = part.map(str::to_string);
+            doc.dataset = Some(ontology.clone());
+            doc.sidecar = Sidecar::new(Format::ConvLab3, &out.join("data.zip"));
+            Box::new(doc)
+        }
+        ExportFormat::Dataset(format) => {
+            let mut doc = Document::new(format, out);
+            doc.part = part.map(str::to_string);
+            Box::new(doc)
+        }
         ExportFormat::Jsonl => Box::new(Lines::Jsonl(OutFile::create(out)?)),
         ExportFormat::VotesCsv => Box::new(Lines::Votes(VotesWriter::new(OutFile::create(out)?)?)),
         ExportFormat::SurveyCsv => {
             Box::new(Lines::Survey(SurveyWriter::new(OutFile::create(out)?)?))
         }
-        ExportFormat::Dataset(Format::Crwiz) => Box::new(PerDialogue::create(out)?),
-        ExportFormat::Dataset(format) => Box::new(Document::new(format, out)),
         ExportFormat::JudgmentsJsonl | ExportFormat::JudgmentsCsv => {
             return Err(StoreExportError::Options(
                 "judgments are read from participant logs by export_judgments".into(),
@@ -143,6 +185,16 @@ impl Sink for Lines {
         })
     }
 
+    fn add_votes(&mut self, votes: &[crate::votes::Vote]) -> Result<usize, StoreExportError> {
+        let Lines::Votes(writer) = self else {
+            return Ok(0);
+        };
+        for vote in votes {
+            writer.vote(vote)?;
+        }
+        Ok(votes.len())
+    }
+
     fn finish(self: Box<Self>) -> Result<Vec<PathBuf>, StoreExportError> {
         let out = match *self {
             Lines::Jsonl(out) => out,
@@ -179,6 +231,7 @@ impl Sidecar {
             format: self.format.name().to_string(),
             session: session.id.clone(),
             events: events.into_iter().cloned().collect(),
+            turns: shaped_turns(self.format, session),
         };
         let file = match &mut self.file {
             Some(file) => file,
@@ -227,6 +280,12 @@ struct Document {
     keys: HashSet<String>,
     spool: Spool,
     sidecar: Sidecar,
+    /// The part of a split export this document holds.
+    part: Option<String>,
+    /// A ConvLab-3 dataset folder: the ontology of the whole export.
+    dataset: Option<SharedOntology>,
+    /// The first dialogues of a dataset folder, for `dummy_data.json`.
+    dummy: Vec<serde_json::Value>,
 }
 
 impl Document {
@@ -244,17 +303,32 @@ impl Document {
                 len: 0,
             },
             sidecar: Sidecar::new(format, out),
+            part: None,
+            dataset: None,
+            dummy: Vec::new(),
         }
     }
 }
+
+/// How many dialogues `dummy_data.json` holds (as ConvLab-3's datasets do).
+const DUMMY_DIALOGUES: usize = 10;
 
 impl Sink for Document {
     fn add(&mut self, session: &StoredSession) -> Result<Added, StoreExportError> {
         let view = session.dataset_view();
         let (container, indent) = self.format.container();
-        let record = formats::record(self.format, &view, self.records.len())?;
+        let part = self.part.as_deref();
+        let record = formats::record_in_part(self.format, &view, self.records.len(), part)?;
         let written = record.is_some();
         if let Some(record) = record {
+            if let (Some(ontology), Some(dialogue)) = (&self.dataset, record.as_object()) {
+                if let Ok(mut o) = ontology.lock() {
+                    o.add_dialogue(dialogue);
+                }
+                if self.dummy.len() < DUMMY_DIALOGUES {
+                    self.dummy.push(record.clone());
+                }
+            }
             if container == Container::Object && !self.keys.insert(view.id.clone()) {
                 let problem = "two sessions have this id, and the file is keyed by id; export \
                                one study at a time (--study import:<format>)";
@@ -273,6 +347,9 @@ impl Sink for Document {
         self.records.sort_by(|a, b| a.0.cmp(&b.0));
         let (container, indent) = self.format.container();
         let mut spool = self.spool.reopen()?;
+        if let Some(ontology) = self.dataset.take() {
+            return self.finish_dataset(&ontology, spool);
+        }
         let mut file = OutFile::create(&self.out)?;
         let mut stream = match container {
             Container::Object => JsonStream::object(&mut file, indent)?,
@@ -294,6 +371,58 @@ impl Sink for Document {
         }
         stream.finish()?;
         let mut files = vec![file.finish()?];
+        let Document { sidecar, .. } = *self;
+        files.extend(sidecar.finish()?);
+        Ok(files)
+    }
+}
+
+impl Document {
+    /// Writes a ConvLab-3 dataset folder: `data.zip` (`data/ontology.json`,
+    /// `data/dialogues.json`) and `dummy_data.json`.
+    fn finish_dataset(
+        mut self: Box<Self>,
+        ontology: &SharedOntology,
+        mut spool: Option<File>,
+    ) -> Result<Vec<PathBuf>, StoreExportError> {
+        let dir = self.out.clone();
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let zip_path = dir.join("data.zip");
+        let file = BufWriter::new(File::create(&zip_path).map_err(io_err(&zip_path))?);
+        let mut zip = zip::ZipWriter::new_stream(file);
+        let options =
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        let ontology = ontology
+            .lock()
+            .map(|o| o.to_value())
+            .unwrap_or(serde_json::Value::Null);
+        zip.start_file("data/ontology.json", options)
+            .map_err(ExportError::from)?;
+        zip.write_all(&pretty(&ontology, 2)?)
+            .map_err(ExportError::from)?;
+        zip.start_file("data/dialogues.json", options)
+            .map_err(ExportError::from)?;
+        {
+            let mut stream = JsonStream::array(&mut zip, 2)?;
+            let mut text = Vec::new();
+            for (_, _, offset, len) in &self.records {
+                text.resize(*len, 0);
+                if let Some(spool) = spool.as_mut() {
+                    spool
+                        .seek(SeekFrom::Start(*offset))
+                        .map_err(ExportError::from)?;
+                    spool.read_exact(&mut text).map_err(ExportError::from)?;
+                }
+                stream.item_text(&text)?;
+            }
+            stream.finish()?;
+        }
+        let mut file = zip.finish().map_err(ExportError::from)?.into_inner();
+        file.flush().map_err(io_err(&zip_path))?;
+        let dummy_path = dir.join("dummy_data.json");
+        let dummy = serde_json::Value::Array(std::mem::take(&mut self.dummy));
+        std::fs::write(&dummy_path, pretty(&dummy, 2)?).map_err(io_err(&dummy_path))?;
+        let mut files = vec![zip_path, dummy_path];
         let Document { sidecar, .. } = *self;
         files.extend(sidecar.finish()?);
         Ok(files)
