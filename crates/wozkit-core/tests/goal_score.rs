@@ -277,3 +277,93 @@ fn the_fingerprint_names_the_task_not_what_was_told() {
     assert_ne!(fingerprint(&goal()), fingerprint(&other));
     assert_eq!(fingerprint(&goal()).len(), 16);
 }
+
+/// Sessions played by the engine on the goals fixture study: the user says every constraint, the
+/// wizard selects each sub-goal's drawn row and tells its requested values. Every such session
+/// succeeds, and the score's counts agree with the engine's last `turn_state`.
+#[test]
+fn engine_played_sessions_that_follow_the_goal_succeed() {
+    use rand::SeedableRng;
+    use wozkit_core::database::value_text;
+    use wozkit_core::engine::{Command, Session, step};
+    use wozkit_core::load::load_path;
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/goals-study");
+    let study = load_path(&dir).expect("the goals study loads");
+    let db = study.database.as_deref().expect("a database");
+    let mut referring = 0;
+    for seed in 0..40 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut session = Session::new(&study, "g");
+        let mut log: Vec<Event> = vec![];
+        let mut run = |s: &mut Session, actor: Actor, cmd: Command| {
+            let now = 1_000 + log.len() as u64;
+            let st = step(&study, s, &actor, cmd, now, &mut rng).expect("accepted");
+            for (actor, kind) in st.events {
+                let seq = log.len() as u64 + 1;
+                log.push(Event {
+                    v: 1,
+                    session: "g".into(),
+                    seq,
+                    at_ms: now,
+                    actor,
+                    kind,
+                });
+            }
+            *s = st.session;
+        };
+        let person = |role| Actor::Participant {
+            role,
+            participant: None,
+        };
+        run(&mut session, Actor::System, Command::Start { seed });
+        let goal = session.goal.as_ref().expect("a goal").goal.clone();
+        let refers = |sg: &&SubGoal| sg.constraints.iter().any(|c| c.reference.is_some());
+        referring += goal.subgoals.iter().filter(refers).count();
+        let said: Vec<String> = goal
+            .subgoals
+            .iter()
+            .flat_map(|sg| &sg.constraints)
+            .filter(|c| c.reference.is_none())
+            .map(|c| c.value.clone())
+            .collect();
+        let text = format!("I want {}.", said.join(" and "));
+        run(&mut session, person(Role::User), Command::Text { text });
+        for sg in &goal.subgoals {
+            let key = sg.row.clone();
+            let table = sg.table.clone();
+            let row = db.select(&table, &key).expect("the drawn row");
+            run(
+                &mut session,
+                person(Role::Wizard),
+                Command::Select { table, key },
+            );
+            let told: Vec<String> = sg
+                .requests
+                .iter()
+                .map(|r| value_text(&row[&r.slot]))
+                .collect();
+            let text = format!("Here: {}.", told.join("; "));
+            run(&mut session, person(Role::Wizard), Command::Text { text });
+        }
+        let s = score(&log).expect("a goal");
+        assert!(s.success, "seed {seed}: {s:?}");
+        assert_eq!(s.inform_recall, Some(1.0), "seed {seed}");
+        assert_eq!(s.turns_to_success, Some(s.turns), "seed {seed}");
+        let last = log
+            .iter()
+            .rev()
+            .find_map(|e| match &e.kind {
+                EventKind::TurnState { user_state, .. } => Some(user_state.clone()),
+                _ => None,
+            })
+            .expect("turn states");
+        assert!(last.iter().all(|e| e.satisfied), "seed {seed}: {last:?}");
+        assert_eq!(
+            (s.constraints + s.requests) as usize,
+            last.len(),
+            "seed {seed}"
+        );
+    }
+    assert!(referring > 0, "some goal refers to an earlier sub-goal");
+}
