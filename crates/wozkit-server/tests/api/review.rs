@@ -718,7 +718,9 @@ async fn decisions_are_sent_to_the_platform_once_and_failures_again() {
         vec![
             "approve SUB-a-u".to_string(),
             "block W-b-w bot".into(),
-            "bonus W-a-u/SUB-a-u=125,W-b-w/SUB-b-w=50".into(),
+            // One payment per participant.
+            "bonus W-a-u/SUB-a-u=125".into(),
+            "bonus W-b-w/SUB-b-w=50".into(),
             "reject SUB-a-w empty chat".into(),
         ]
     );
@@ -737,10 +739,14 @@ async fn decisions_are_sent_to_the_platform_once_and_failures_again() {
     let body = get_page(&app, &cookie, "").await;
     assert!(row(&body, "b-u").contains("send failed"));
 
-    // The second press sends only the failed approval; the third nothing.
+    // The second press asks the platform what became of the failed approval (a 503: it may
+    // have been done), finds it undecided and sends it again; the third sends nothing.
     let location = send(&app, &cookie).await;
     assert!(location.contains("sent=1&failed=0"), "{location}");
-    assert_eq!(payer.take(), vec!["approve SUB-b-u".to_string()]);
+    assert_eq!(
+        payer.take(),
+        vec!["approve SUB-b-u".to_string(), "submissions".into()]
+    );
     let location = send(&app, &cookie).await;
     assert!(location.contains("sent=0&failed=0"), "{location}");
     assert!(payer.take().is_empty());
