@@ -106,7 +106,7 @@ pub struct ReportArgs {
     elo_k: f64,
     #[arg(long, default_value_t = 1000.0)]
     elo_start: f64,
-    /// Bootstrap resamples for the Bradley-Terry intervals.
+    /// Bootstrap resamples for the Bradley-Terry and goal-score intervals.
     #[arg(long, default_value_t = 1000)]
     bootstrap: usize,
     /// Seed of the bootstrap.
