@@ -152,14 +152,22 @@ fn every_format_reads_back_a_live_session_and_the_sidecar_keeps_the_rest() {
         assert_eq!(back.len(), 1, "{format:?}");
         let back = texts(&back[0]);
         match format {
-            // Alternation: an empty user turn between the two wizard pairs, and none else.
-            Format::MultiWoz21 => {
-                let non_empty: Vec<_> = back
-                    .iter()
-                    .filter(|(_, t)| !t.is_empty())
-                    .cloned()
-                    .collect();
-                assert_eq!(non_empty, original, "{format:?}");
+            // The user first, consecutive messages of a speaker merged with a space.
+            Format::MultiWoz21 | Format::CrossWoz | Format::ConvLab3 => {
+                let mut shaped: Vec<(Role, String)> = vec![];
+                for (role, text) in original.iter().skip_while(|(r, _)| *r != Role::User) {
+                    match shaped.last_mut() {
+                        Some((r, t)) if r == role => {
+                            t.push(' ');
+                            t.push_str(text);
+                        }
+                        _ => shaped.push((*role, text.clone())),
+                    }
+                }
+                if format != Format::ConvLab3 && shaped.len() % 2 == 1 {
+                    shaped.push((Role::Wizard, String::new()));
+                }
+                assert_eq!(back, shaped, "{format:?}");
             }
             // No entry before the first wizard message; operator text re-split on ". ".
             Format::Crwiz => {
@@ -241,7 +249,7 @@ fn a_crwiz_export_keeps_labels_world_and_time() {
 }
 
 #[test]
-fn labelled_wizard_turns_become_general_acts() {
+fn wizard_state_labels_are_not_written_as_dataset_acts() {
     let session = live_session();
     let export = |format| {
         let mut out = Vec::new();
@@ -252,23 +260,18 @@ fn labelled_wizard_turns_become_general_acts() {
     let turn = &crosswoz[&session.id]["messages"][1];
     assert_eq!(
         turn["dialog_act"],
-        json!([["General", "intro_hello", "none", "none"]])
+        json!([]),
+        "a state label is no CrossWOZ act"
     );
     assert_eq!(turn["sys_state"]["酒店"]["selectedResults"], json!([]));
     let convlab = export(Format::ConvLab3);
     assert_eq!(convlab[0]["original_id"], json!(session.id));
     let acts = &convlab[0]["turns"][1]["dialogue_acts"]["binary"];
-    assert_eq!(
-        acts,
-        &json!([{"intent": "intro_hello", "domain": "general", "slot": ""}])
-    );
+    assert_eq!(acts, &json!([]));
     let multiwoz = export(Format::MultiWoz21);
     let log = multiwoz[&session.id]["log"].as_array().expect("log");
     assert_eq!(log.len() % 2, 0);
-    assert_eq!(
-        log[1]["dialog_act"],
-        json!({"general-intro_hello": [["none", "none"]]})
-    );
+    assert_eq!(log[1]["dialog_act"], json!({}), "no made-up general act");
     let arena = export(Format::CrsArena);
     assert_eq!(arena[0]["metadata"], json!({"sentiment": "satisfied"}));
     assert_eq!(

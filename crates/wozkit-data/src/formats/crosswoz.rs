@@ -5,8 +5,8 @@
 //! Sessions from elsewhere are keyed by session id, with `sys-usr` `[0, 0]` (no integer worker
 //! aliases are known), empty goals and the empty five-domain state on wizard turns, in
 //! CrossWOZ's turn shape: the user first, then alternating (the wizard's messages before the
-//! user's first are left out, consecutive messages of one speaker are one turn joined with
-//! nothing between them, as Chinese text runs on, and an empty system turn closes a dialogue
+//! user's first are left out, consecutive messages of one speaker are one turn joined by
+//! a space, or by nothing where the text is Chinese, and an empty system turn closes a dialogue
 //! that ends with the user; the sidecar keeps the messages and the joins). A wizard's state label
 //! is not a CrossWOZ act and is not written as one; system states hold CrossWOZ's five domains
 //! and their slots only. A session that drew a scenario gets one
@@ -35,7 +35,7 @@ pub(crate) const LAYOUT: Layout = Layout {
     text_key: "content",
     head: &["content", "role"],
     shape: Shape::UserFirst {
-        join: "",
+        join: " ",
         even: true,
     },
 };
