@@ -65,6 +65,8 @@ pub fn score(events: &[Event]) -> Option<GoalScore> {
                 fold.track.on_query(table, filters, &fold.selected);
             }
             EventKind::DbSelected { table, key, row } => {
+                // A message is scored against the rows selected when it was said.
+                fold.flush();
                 fold.selected.insert(table.clone(), row.clone());
                 fold.keys.insert(table.clone(), key.clone());
                 fold.track.on_select(table, key, row, &fold.selected);
@@ -72,8 +74,9 @@ pub fn score(events: &[Event]) -> Option<GoalScore> {
             EventKind::Message { role, text, .. } => {
                 fold.track.on_message(*role, text, &fold.selected);
                 fold.turns += 1;
+                fold.flush();
                 if *role == Role::Wizard {
-                    fold.informs(text);
+                    fold.pending = Some(text.clone());
                 }
                 fold.check();
             }
@@ -84,11 +87,13 @@ pub fn score(events: &[Event]) -> Option<GoalScore> {
             } => {
                 fold.logged = Some(user_state.clone());
                 fold.names = sys_state.clone();
+                fold.flush();
                 fold.check();
             }
             _ => {}
         }
     }
+    fold.flush();
     Some(fold.finish())
 }
 
@@ -126,6 +131,9 @@ struct Fold {
     keys: IndexMap<String, String>,
     /// (sub-goal id, column) the wizard told that the sub-goal neither requests nor constrains.
     unrequested: BTreeSet<(u32, String)>,
+    /// The last wizard message, until its `turn_state` (whose belief names the results the
+    /// message may name) or the next message.
+    pending: Option<String>,
     turns: u32,
     /// The turn count from which the goal has been met, while it is.
     since: Option<u32>,
@@ -140,6 +148,7 @@ impl Fold {
             selected: IndexMap::new(),
             keys: IndexMap::new(),
             unrequested: BTreeSet::new(),
+            pending: None,
             turns: 0,
             since: None,
         }
@@ -154,6 +163,13 @@ impl Fold {
             .and_then(|l| l.get(i))
             .is_some_and(|e| e.satisfied);
         fold || logged
+    }
+
+    /// Counts the informs of the pending wizard message.
+    fn flush(&mut self) {
+        if let Some(text) = self.pending.take() {
+            self.informs(&text);
+        }
     }
 
     /// Records the slots of each sub-goal's selected row a wizard message tells (its text

@@ -259,6 +259,45 @@ fn success_counts_from_the_turn_after_which_it_held_to_the_end() {
 }
 
 #[test]
+fn naming_the_selected_result_is_no_unrequested_inform() {
+    // A goal that does not ask for the name: the wizard names the result anyway. The logged
+    // belief state says that `Da Mario` is the selected result's name, so it is not counted;
+    // without turn_state events only the key is known, and the name counts.
+    let mut g = goal();
+    g.subgoals[0].requests.remove(0);
+    let turn_state = |turn: u32| {
+        let belief = json!({"restaurant": {"constraints": {}, "selected_results": ["Da Mario"]}});
+        EventKind::TurnState {
+            turn,
+            role: Role::Wizard,
+            user_state: vec![],
+            sys_state: serde_json::from_value(belief).expect("a belief"),
+            sys_state_init: Default::default(),
+        }
+    };
+    let mut log = Log::new(Some(g.clone()));
+    log.say(
+        Role::User,
+        "An italian place in the centre, under 30 please.",
+    )
+    .select("r1")
+    .say(Role::Wizard, "Da Mario: 0123 456.")
+    .push(Actor::System, turn_state(1));
+    let s = score(&log.end()).expect("a goal");
+    assert_eq!((s.unrequested_informs, s.inform_precision), (0, Some(1.0)));
+    assert!(s.success);
+    let mut log = Log::new(Some(g));
+    log.say(
+        Role::User,
+        "An italian place in the centre, under 30 please.",
+    )
+    .select("r1")
+    .say(Role::Wizard, "Da Mario: 0123 456.");
+    let s = score(&log.end()).expect("a goal");
+    assert_eq!((s.unrequested_informs, s.inform_precision), (1, Some(0.5)));
+}
+
+#[test]
 fn a_session_without_a_goal_has_no_score() {
     let events = Log::new(None)
         .say(Role::User, "Hello.")
