@@ -201,6 +201,77 @@ pub fn bonus_csv(bonuses: &[(String, u64)]) -> String {
         .collect()
 }
 
+/// A study to create on Prolific as a draft (not published): the body of
+/// `POST /api/v1/studies/`. Participants arrive with their ids as URL parameters
+/// (`prolific_id_option: url_parameters`) and finish with one of `completion_codes`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StudyDraft {
+    /// Shown to participants.
+    pub name: String,
+    /// Seen by the researcher only.
+    pub internal_name: String,
+    /// Shown to participants.
+    pub description: String,
+    /// The entry link with Prolific's placeholders for `PROLIFIC_PID`, `STUDY_ID`, `SESSION_ID`.
+    pub external_study_url: String,
+    pub prolific_id_option: String,
+    pub completion_codes: Vec<DraftCode>,
+    pub total_available_places: u32,
+    /// Minutes.
+    pub estimated_completion_time: u32,
+    /// Cents (pence) of the study's currency.
+    pub reward: u64,
+    /// `desktop`, `tablet`, `mobile`.
+    pub device_compatibility: Vec<String>,
+}
+
+/// One completion code of a draft: the code, its type and what Prolific does on it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DraftCode {
+    pub code: String,
+    /// `COMPLETED`, `FAILED_ATTENTION_CHECK`, `OTHER`, … (Prolific's code types).
+    pub code_type: String,
+    pub actions: Vec<DraftAction>,
+}
+
+/// What Prolific does when a participant returns with a code.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DraftAction {
+    /// `MANUALLY_REVIEW` (the submission waits in `AWAITING REVIEW` for wozkit's own record to
+    /// decide), `AUTOMATICALLY_APPROVE`, `REQUEST_RETURN`, ….
+    pub action: String,
+}
+
+/// Prolific's placeholders for the entry link's ids.
+pub const URL_PARAMETERS: &str =
+    "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}";
+
+/// Creates `draft` on Prolific (unpublished) through the API at `base_url` with `token`;
+/// returns the new study's id (the `STUDY_ID` its participants will bring).
+pub async fn create_study(
+    base_url: &str,
+    token: &str,
+    draft: &StudyDraft,
+) -> Result<String, PlatformError> {
+    // No study exists yet; the client's study id is not used by this call.
+    let client = Prolific::new(base_url, token, "(new study)")?;
+    let what = "POST /api/v1/studies/ (create a draft study)";
+    let url = format!("{}/api/v1/studies/", client.base);
+    let body =
+        serde_json::to_value(draft).map_err(|e| PlatformError::NotConfigured(e.to_string()))?;
+    let answer = client.post(what, &url, &body).await?;
+    answer
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| PlatformError::Refused {
+            platform: PLATFORM,
+            what: what.to_string(),
+            status: 0,
+            message: "the answer has no study id".into(),
+        })
+}
+
 /// A client of Prolific's API for one Prolific study.
 #[derive(Clone)]
 pub struct Prolific {

@@ -9,6 +9,7 @@ mod lab_cmd;
 mod mturk_cmd;
 mod priors_cmd;
 mod prolific_cmd;
+mod prolific_create;
 mod researchers_cmd;
 mod serve_cmd;
 mod study_cmds;

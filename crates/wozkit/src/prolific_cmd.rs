@@ -35,6 +35,9 @@ pub enum ProlificCmd {
     Submissions(SubmissionsArgs),
     /// Approve the completed submissions with valid codes and pay the payment table's bonuses.
     Pay(PayArgs),
+    /// Create the Prolific study (a draft) with the entry link and the study's completion
+    /// codes, one per ending.
+    CreateStudy(crate::prolific_create::CreateStudyArgs),
 }
 
 #[derive(Args)]
@@ -176,6 +179,7 @@ pub fn prolific(cmd: ProlificCmd) -> Result<ExitCode> {
     match cmd {
         ProlificCmd::Submissions(args) => submissions(args),
         ProlificCmd::Pay(args) => pay(args),
+        ProlificCmd::CreateStudy(args) => crate::prolific_create::create_study(args),
     }
 }
 

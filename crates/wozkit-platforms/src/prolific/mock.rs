@@ -81,6 +81,8 @@ struct Mock {
     bonus_payments: BTreeMap<String, Vec<u64>>,
     /// Paying in the background: bonuses paid but not shown on their submissions yet.
     background: Option<Vec<(String, u64)>>,
+    /// Studies created through `POST /api/v1/studies/`, as sent, with the id given.
+    created: Vec<(String, Value)>,
 }
 
 /// The running mock; the server stops when this is dropped.
@@ -121,6 +123,7 @@ impl MockProlific {
             after_commit: None,
             bonus_payments: BTreeMap::new(),
             background: None,
+            created: vec![],
         }));
         let app = Router::new().fallback(handle).with_state(state.clone());
         let task = tokio::spawn(async move {
@@ -173,6 +176,11 @@ impl MockProlific {
         for (sub, c) in m.background.take().unwrap_or_default() {
             m.bonus_payments.entry(sub).or_default().push(c);
         }
+    }
+
+    /// The studies created so far: their ids and the bodies sent.
+    pub fn created_studies(&self) -> Vec<(String, Value)> {
+        self.lock().created.clone()
     }
 
     /// Adds a submission.
@@ -316,6 +324,7 @@ fn respond(m: &mut Mock, method: Method, uri: Uri, headers: HeaderMap, body: Byt
             list(m, study, page)
         }
         ("GET", ["api", "v1", "submissions", id]) => one_submission(m, id),
+        ("POST", ["api", "v1", "studies"]) => create_study(m, &body),
         ("POST", ["api", "v1", "submissions", "bulk-approve"]) => bulk_approve(m, &body),
         ("POST", ["api", "v1", "submissions", "bonus-payments"]) => setup_bonus(m, &body),
         ("POST", ["api", "v1", "submissions", id, "transition"]) => transition(m, id, &body),
@@ -622,4 +631,91 @@ fn one_submission(m: &Mock, id: &str) -> Response {
         "bonus_payments": paid,
     }))
     .into_response()
+}
+
+/// Prolific's completion code types and actions (the ones a study may name).
+const CODE_TYPES: &[&str] = &[
+    "COMPLETED",
+    "FAILED_ATTENTION_CHECK",
+    "FOLLOW_UP_STUDY",
+    "GIVE_BONUS",
+    "INCOMPATIBLE_DEVICE",
+    "NO_CONSENT",
+    "OTHER",
+    "FIXED_SCREENOUT",
+];
+const CODE_ACTIONS: &[&str] = &[
+    "AUTOMATICALLY_APPROVE",
+    "MANUALLY_REVIEW",
+    "REQUEST_RETURN",
+    "ADD_TO_PARTICIPANT_GROUP",
+    "REMOVE_FROM_PARTICIPANT_GROUP",
+    "DYNAMIC_PAYMENT",
+    "FIXED_SCREEN_OUT_PAYMENT",
+];
+
+/// `POST /api/v1/studies/`: a draft study, checked as Prolific checks what wozkit sends.
+fn create_study(m: &mut Mock, body: &Value) -> Response {
+    let bad = |detail: String| error(StatusCode::BAD_REQUEST, "Bad request", json!(detail));
+    for field in ["name", "internal_name", "description", "external_study_url"] {
+        if body[field].as_str().is_none_or(|v| v.trim().is_empty()) {
+            return bad(format!("{field}: this field is required"));
+        }
+    }
+    let url = body["external_study_url"].as_str().unwrap_or_default();
+    if !url.starts_with("https://") {
+        return bad("external_study_url: enter a valid https URL".into());
+    }
+    if body["prolific_id_option"] == "url_parameters"
+        && !["{{%PROLIFIC_PID%}}", "{{%STUDY_ID%}}", "{{%SESSION_ID%}}"]
+            .iter()
+            .all(|p| url.contains(p))
+    {
+        return bad("external_study_url: the URL parameters are missing".into());
+    }
+    for field in [
+        "total_available_places",
+        "estimated_completion_time",
+        "reward",
+    ] {
+        if body[field].as_u64().is_none_or(|n| n == 0) {
+            return bad(format!("{field}: a positive integer is required"));
+        }
+    }
+    let Some(codes) = body["completion_codes"]
+        .as_array()
+        .filter(|c| !c.is_empty())
+    else {
+        return bad("completion_codes: at least one completion code is required".into());
+    };
+    let mut seen = std::collections::HashSet::new();
+    for c in codes {
+        let code = c["code"].as_str().unwrap_or_default();
+        if code.is_empty() || !seen.insert(code.to_string()) {
+            return bad(format!(
+                "completion_codes: `{code}` is empty or given twice"
+            ));
+        }
+        let ty = c["code_type"].as_str().unwrap_or_default();
+        if !CODE_TYPES.contains(&ty) {
+            return bad(format!("completion_codes: unknown code_type `{ty}`"));
+        }
+        let actions = c["actions"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if actions.is_empty()
+            || actions
+                .iter()
+                .any(|a| !CODE_ACTIONS.contains(&a["action"].as_str().unwrap_or_default()))
+        {
+            return bad(format!("completion_codes: `{code}` needs known actions"));
+        }
+    }
+    let id = format!("mockstudy{:04}", m.created.len() + 1);
+    m.created.push((id.clone(), body.clone()));
+    let mut answer = body.clone();
+    answer["id"] = json!(id);
+    answer["status"] = json!("UNPUBLISHED");
+    (StatusCode::CREATED, axum::Json(answer)).into_response()
 }
