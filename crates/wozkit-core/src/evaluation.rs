@@ -145,6 +145,10 @@ pub struct Evaluation {
     /// Dialogue-act annotation (`task: turn_acts`): the act set, the slots and which turns.
     #[serde(default)]
     pub acts: Option<ActAnnotation>,
+    /// Model judges asked the same questions, calibrated against the people's judgments
+    /// (`wozkit judge`); their answers never count towards `judgments_per_item`.
+    #[serde(default)]
+    pub judges: Vec<crate::judges::ModelJudge>,
     /// Set by the loader when `systems` was left out and filled with every declared system
     /// (so systems added by `serve --system` join too).
     #[serde(skip)]

@@ -287,6 +287,18 @@ pub enum EventKind {
     /// A judgment of one item. `counted` is false for a surplus judgment (submitted after its
     /// lease expired, when the item had all its judgments already) and for gold items.
     Judged(Box<Judgment>),
+    /// The first event of a model judge's log (`judge-<study>-<judge>`, a session of kind
+    /// `participant`): the judge's answers are logged there, apart from every person's.
+    JudgeLogStarted {
+        judge: String,
+        study: String,
+        /// The model asked, and the endpoint's base URL.
+        model: String,
+        url: String,
+    },
+    /// A model judge's answer to one question about one item (or its failure to give one).
+    /// Never counted towards the item's judgments, never paid.
+    ModelJudged(Box<ModelJudgment>),
     /// The onboarding test was taken.
     OnboardingDone {
         passed: bool,
@@ -496,6 +508,34 @@ pub enum ScreenReason {
     Gold,
     /// The worker id is on the study's or the global blocklist.
     Blocklist,
+}
+
+/// A model judge's answer to one question about one item.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelJudgment {
+    pub judge: String,
+    pub item: String,
+    pub question: String,
+    /// The item's dialogues in the order the prompt showed them (swapped when `swapped`).
+    pub dialogues: Vec<String>,
+    /// The system behind each of `dialogues`, in the same order.
+    pub systems: Vec<String>,
+    /// Asked with the two dialogues of a comparison swapped (`swap: true`).
+    #[serde(default)]
+    pub swapped: bool,
+    /// The answer as a person's would be stored (a scale point, an option, the id of the
+    /// dialogue chosen); `None` when the reply named no option or the judge failed.
+    #[serde(default)]
+    pub answer: Option<serde_json::Value>,
+    /// The judge's reply as received (empty when the call failed).
+    #[serde(default)]
+    pub reply: String,
+    /// Why there is no answer: the reply named no option, or the call failed.
+    #[serde(default)]
+    pub failure: Option<String>,
+    /// Tokens the call used (prompt and reply), as the endpoint reported them.
+    #[serde(default)]
+    pub tokens: u64,
 }
 
 /// One judgment of an evaluation item (rating one dialogue, or comparing two).

@@ -13,6 +13,7 @@ pub mod expr;
 pub mod goal_score;
 pub mod goals;
 pub mod graph;
+pub mod judges;
 pub mod load;
 pub mod model;
 pub mod platforms;

@@ -190,6 +190,8 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
         | EventKind::ItemClaimed { .. }
         | EventKind::ItemReturned { .. }
         | EventKind::Judged(_)
+        | EventKind::JudgeLogStarted { .. }
+        | EventKind::ModelJudged(_)
         | EventKind::OnboardingDone { .. }
         | EventKind::ScreenedOut { .. }
         // A researcher's review of a participant: kept in the study's review log only.

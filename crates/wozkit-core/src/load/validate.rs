@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 mod flow;
+mod judges;
 mod platforms;
 mod scenario;
 
@@ -691,6 +692,7 @@ pub fn check(
 
     compiled.page_when = c.flow();
     c.scenario();
+    c.judges();
     compiled.warnings = c.platforms();
 
     (compiled, c.problems)

@@ -1,0 +1,154 @@
+//! The checks of `evaluation.judges`: unique names, an endpoint (a declared `openai` system, or
+//! a URL with a model) or none (then `wozkit judge --judge` gives it), questions a judge can
+//! answer, a prompt whose placeholders are known and show the item, and `swap` only for
+//! comparisons.
+
+use std::collections::HashSet;
+
+use super::{Checker, did_you_mean};
+use crate::evaluation::EvalTask;
+use crate::judges::{CHOICE, PLACEHOLDERS, question_options, unknown_placeholders};
+use crate::systems::SystemSpec;
+
+impl Checker<'_> {
+    pub(super) fn judges(&mut self) {
+        let study = self.study;
+        let Some(ev) = &study.evaluation else {
+            return;
+        };
+        let mut names = HashSet::new();
+        for (i, judge) in ev.judges.iter().enumerate() {
+            let base = format!("/evaluation/judges/{i}");
+            let name_ok = !judge.name.is_empty()
+                && judge
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !name_ok {
+                self.err(
+                    &format!("{base}/name"),
+                    format!("judge name `{}` is not a name", judge.name),
+                    Some("use letters, digits, `_` and `-`".into()),
+                );
+            }
+            if !names.insert(judge.name.as_str()) {
+                self.err(
+                    &format!("{base}/name"),
+                    format!("duplicate judge name `{}`", judge.name),
+                    Some("judge names must be unique".into()),
+                );
+            }
+            match (&judge.system, &judge.url) {
+                (Some(_), Some(_)) => self.err(
+                    &format!("{base}/url"),
+                    "a judge names a `system` or a `url`, not both".into(),
+                    Some("remove one of them".into()),
+                ),
+                (Some(system), None) => match study.systems.get(system) {
+                    Some(SystemSpec::Openai(_)) => {}
+                    Some(_) => self.err(
+                        &format!("{base}/system"),
+                        format!("system `{system}` is not of kind `openai`"),
+                        Some("a judge is asked through an OpenAI-compatible endpoint".into()),
+                    ),
+                    None => {
+                        let hint = did_you_mean(system, study.systems.keys().map(String::as_str))
+                            .or_else(|| Some("declare it under `systems:`, or give `url`".into()));
+                        self.err(
+                            &format!("{base}/system"),
+                            format!("unknown system `{system}`"),
+                            hint,
+                        );
+                    }
+                },
+                (None, Some(url)) => {
+                    if !(url.starts_with("http://") || url.starts_with("https://")) {
+                        self.err(
+                            &format!("{base}/url"),
+                            format!("`{url}` is not an http(s) URL"),
+                            Some(
+                                "write the endpoint's base, e.g. `http://127.0.0.1:8000/v1`".into(),
+                            ),
+                        );
+                    }
+                    if judge.model.is_none() {
+                        self.err(
+                            &format!("{base}/url"),
+                            "a judge with a `url` needs a `model`".into(),
+                            Some("add `model:`, the name the endpoint serves".into()),
+                        );
+                    }
+                }
+                (None, None) => {}
+            }
+            if judge.questions.is_empty() {
+                self.err(
+                    &format!("{base}/questions"),
+                    "a judge answers at least one question".into(),
+                    Some("list question ids of `evaluation.questions`, or `choice`".into()),
+                );
+            }
+            for (k, q) in judge.questions.iter().enumerate() {
+                if question_options(ev, q).is_none() {
+                    let mut known: Vec<&str> = ev.questions.iter().map(|q| q.id.as_str()).collect();
+                    if ev.task == EvalTask::Compare {
+                        known.push(CHOICE);
+                    }
+                    let hint = did_you_mean(q, known.iter().copied()).or_else(|| {
+                        Some(
+                            "a judge answers `likert` and `choice` questions of \
+                             `evaluation.questions`, and `choice` (the side preferred) in a \
+                             comparison"
+                                .into(),
+                        )
+                    });
+                    self.err(
+                        &format!("{base}/questions/{k}"),
+                        format!("judge `{}` cannot answer question `{q}`", judge.name),
+                        hint,
+                    );
+                }
+            }
+            let unknown = unknown_placeholders(&judge.prompt);
+            if !unknown.is_empty() {
+                self.err(
+                    &format!("{base}/prompt"),
+                    format!("unknown placeholder `{{{}}}` in the prompt", unknown[0]),
+                    Some(format!(
+                        "known ones: {}",
+                        PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                    )),
+                );
+            }
+            let needed: &[&str] = if ev.task == EvalTask::Compare {
+                &["{conversation_a}", "{conversation_b}"]
+            } else {
+                &["{conversation}"]
+            };
+            for n in needed {
+                if !judge.prompt.contains(n) {
+                    self.err(
+                        &format!("{base}/prompt"),
+                        format!("the prompt does not show the item: it has no `{n}`"),
+                        Some(format!("write `{n}` where the conversation goes")),
+                    );
+                }
+            }
+            if judge.swap && ev.task != EvalTask::Compare {
+                self.err(
+                    &format!("{base}/swap"),
+                    "`swap` is for comparisons: a rating has no sides".into(),
+                    Some("remove `swap: true`".into()),
+                );
+            }
+            if !matches!(ev.task, EvalTask::Rate | EvalTask::Compare) {
+                self.err(
+                    &base,
+                    "model judges judge written dialogues: `task` must be `rate` or `compare`"
+                        .into(),
+                    None,
+                );
+            }
+        }
+    }
+}
