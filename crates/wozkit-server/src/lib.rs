@@ -68,6 +68,7 @@ pub use ws::relay::ClusterSecret;
 /// How long stopping waits for rooms and connections to finish.
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 pub use error::StartError;
+pub use evaluation::load_stored_dialogues;
 
 /// Serves `config` on `listener` until `shutdown` resolves, then stops every room and connection
 /// and closes the store. Events are written as they happen, so stopping (or being killed) at any

@@ -36,6 +36,7 @@
 pub mod builtin;
 pub mod client;
 pub mod error;
+pub mod judge;
 pub mod openai;
 mod transport;
 pub mod webhook;

@@ -375,7 +375,7 @@ fn warn_unknown_questionnaires(studies: &[String]) {
 }
 
 /// Runs `work` on the store at `location` in a fresh runtime and closes the store afterwards.
-fn with_store<T>(
+pub(crate) fn with_store<T>(
     location: &str,
     access: Access,
     work: impl AsyncFnOnce(&dyn Store) -> Result<T>,

@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod crowd_cmd;
 mod data_cmds;
+mod judge_cmd;
 mod lab_cmd;
 #[cfg(feature = "mturk")]
 mod mturk_cmd;
@@ -57,6 +58,8 @@ enum Cmd {
     Graph(study_cmds::GraphArgs),
     /// Print the JSON Schema of the study format.
     Schema,
+    /// Ask a study's model judges about every item; their answers are stored apart from people's.
+    Judge(judge_cmd::JudgeArgs),
     /// Import dataset files into the store as sessions.
     Import(data_cmds::ImportArgs),
     /// Export the store's sessions in a dataset format, optionally split.
@@ -101,6 +104,7 @@ fn main() -> ExitCode {
         Cmd::Priors { action } => priors_cmd::priors(action),
         Cmd::Graph(args) => study_cmds::graph(args),
         Cmd::Schema => study_cmds::schema(),
+        Cmd::Judge(args) => judge_cmd::judge(args),
         Cmd::Import(args) => data_cmds::import(args),
         Cmd::Export(args) => data_cmds::export(args),
         Cmd::Report(args) => data_cmds::report(args),
