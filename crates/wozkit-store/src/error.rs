@@ -66,6 +66,25 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether the database refused the write for want of room: SQLite's `SQLITE_FULL` (the
+    /// disk is full, or the database reached its page cap) or PostgreSQL's `disk_full`
+    /// (SQLSTATE 53100). Nothing of such a write was stored; it succeeds once space returns.
+    pub fn is_storage_full(&self) -> bool {
+        const SQLITE_FULL: &str = "13";
+        const PG_DISK_FULL: &str = "53100";
+        match self {
+            StoreError::Database(err) => match err.as_ref() {
+                sqlx::Error::Database(db) => {
+                    matches!(db.code().as_deref(), Some(SQLITE_FULL | PG_DISK_FULL))
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(err: sqlx::Error) -> Self {
         StoreError::Database(Arc::new(err))

@@ -216,3 +216,96 @@ async fn accounts_are_managed_beside_a_running_writer() {
         .expect("writes everything");
     alone.close().await;
 }
+
+/// A disk that fills up, made by capping the database's pages: every write past the cap fails
+/// with a clear "full" error (each request of a failed group commit gets it; none hangs), every
+/// append that was answered with its events is in the log, and once the cap is lifted (space
+/// returns) the same store writes again, numbering on from the last stored event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_each_write_clearly_and_writing_resumes_when_space_returns() {
+    use harness::{message, new_session, text_of};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store = Arc::new(
+        SqliteStore::open_with(dir.path().join(DB_FILE), SqliteOptions::default())
+            .await
+            .expect("open"),
+    );
+    let sessions: Vec<String> = (0..6).map(|i| format!("full-{i}")).collect();
+    for s in &sessions {
+        store
+            .create_session(new_session(s, "study", 1))
+            .await
+            .expect("create");
+    }
+    store.cap_pages(Some(4)).await.expect("cap");
+
+    // Six writers append concurrently (so group commits hold several of them) until each has
+    // been refused a few times; each keeps the events it was answered with.
+    let filler = "x".repeat(600);
+    let writers = sessions.iter().map(|s| {
+        let (store, s, filler) = (Arc::clone(&store), s.clone(), filler.clone());
+        tokio::spawn(async move {
+            let (mut stored, mut refusals) = (vec![], vec![]);
+            for i in 0..2_000 {
+                let text = format!("{s} {i} {filler}");
+                match store.append(&s, vec![message(&text, 2)]).await {
+                    Ok(events) => stored.extend(events),
+                    Err(e) => {
+                        refusals.push(e);
+                        if refusals.len() == 3 {
+                            break;
+                        }
+                    }
+                }
+            }
+            (s, stored, refusals)
+        })
+    });
+    let mut acknowledged = vec![];
+    for w in writers {
+        let w = tokio::time::timeout(Duration::from_secs(120), w)
+            .await
+            .expect("every write is answered, none hangs")
+            .expect("writer task");
+        acknowledged.push(w);
+    }
+    for (s, stored, refusals) in &acknowledged {
+        assert_eq!(refusals.len(), 3, "{s} never filled the capped database");
+        for e in refusals {
+            assert!(e.is_storage_full(), "not a full-disk error: {e:?}");
+            assert!(e.to_string().contains("full"), "unclear message: {e}");
+        }
+        let log = store.events(s, 0).await.expect("events");
+        assert_eq!(
+            &log, stored,
+            "{s}: the log is not exactly the acknowledged appends"
+        );
+    }
+    assert!(
+        store
+            .set_meta("while-full", &filler.repeat(20))
+            .await
+            .is_err(),
+        "a write that needs new pages fails while full"
+    );
+
+    // Space returns: every session takes appends again, numbered on without a gap.
+    store.cap_pages(None).await.expect("lift the cap");
+    for (s, stored, _) in &acknowledged {
+        let again = store
+            .append(s, vec![message("after", 3)])
+            .await
+            .expect("appends once space returns");
+        assert_eq!(again[0].seq, stored.len() as u64 + 1);
+        let log = store.events(s, 0).await.expect("events");
+        assert_eq!(log.len(), stored.len() + 1);
+        assert_eq!(text_of(&log[stored.len()].kind), "after");
+    }
+    store
+        .set_meta("after", &filler.repeat(20))
+        .await
+        .expect("other writes work again");
+    store.close().await;
+}

@@ -30,6 +30,12 @@ use crate::ws::frames::{ServerFrame, error_frame, refusal_frame};
 /// Pause before timers are fired again after a failed tick.
 const TIMER_RETRY_MS: u64 = 1000;
 
+/// What a participant is told when their command could not be stored (the `not_saved` error
+/// of docs/protocol.md): nothing of it happened, and it may be sent again.
+const NOT_SAVED: &str = "Your last action could not be saved, so it did not happen: the \
+                         server cannot store anything right now. Please wait a moment and try \
+                         again.";
+
 /// How the room came to be.
 pub enum Origin {
     /// Just paired: start the session and seat the bots.
@@ -320,12 +326,8 @@ impl RoomActor {
                     Ok(seq) => ServerFrame::Ack { id: &id, seq }.text(),
                     Err(StepError::Refused(r)) => refusal_frame(&id, &r),
                     Err(StepError::Store(e)) => {
-                        tracing::error!(session = self.session.id, "append failed: {e}");
-                        error_frame(
-                            Some(&id),
-                            "internal",
-                            "the server could not save this; please try again",
-                        )
+                        self.log_unsaved(role, &e);
+                        error_frame(Some(&id), "not_saved", NOT_SAVED)
                     }
                 };
                 self.send_to(conn, reply.into());
@@ -363,6 +365,26 @@ impl RoomActor {
                 let _ = reply.send(result);
                 self.send_seats();
             }
+        }
+    }
+
+    /// Says in the server's log that a participant's command was refused for want of storage,
+    /// and why, so the operator sees the cause (a full disk, the database unreachable).
+    fn log_unsaved(&self, role: Role, e: &StoreError) {
+        if e.is_storage_full() {
+            tracing::error!(
+                session = self.session.id,
+                ?role,
+                "a participant's command was not saved: the database's disk is full ({e}); \
+                 nothing more is stored until space is freed, and participants are told to \
+                 try again"
+            );
+        } else {
+            tracing::error!(
+                session = self.session.id,
+                ?role,
+                "a participant's command was not saved: {e}; they were told to try again"
+            );
         }
     }
 

@@ -160,6 +160,15 @@ async fn start(dir: PathBuf, study: LoadedStudy, tunables: Tunables) -> TestApp 
 /// The app serving `study` from the store at `location` (a folder or a PostgreSQL URL).
 pub async fn spawn_app_on(location: &str, study: LoadedStudy, tunables: Tunables) -> TestApp {
     let store = wozkit_store::open(location).await.expect("store opens");
+    spawn_app_with(store, study, tunables).await
+}
+
+/// The app serving `study` from `store`, opened by the test (to keep a handle of its own).
+pub async fn spawn_app_with(
+    store: Arc<dyn Store>,
+    study: LoadedStudy,
+    tunables: Tunables,
+) -> TestApp {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = oneshot::channel::<()>();

@@ -14,6 +14,7 @@ mod database;
 mod endings;
 mod evaluation;
 mod evaluation_from_store;
+mod full_disk;
 mod goals;
 mod hostile;
 mod human;

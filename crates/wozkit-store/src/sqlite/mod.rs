@@ -339,6 +339,15 @@ impl SqliteStore {
         self.commits.load(Ordering::Relaxed)
     }
 
+    /// Lets the database file grow by at most `headroom` more pages (`None`: as far as the disk
+    /// allows again); returns the cap now in force, in pages. Past it every write fails as on a
+    /// full disk (SQLite's `SQLITE_FULL`, "database or disk is full"), which is how the tests
+    /// make a disk fill up without a small filesystem to fill. The cap belongs to this open
+    /// store (it is a setting of the writer's connection), not to the file.
+    pub async fn cap_pages(&self, headroom: Option<u64>) -> Result<u64> {
+        self.write(ops::CapPages { headroom }).await
+    }
+
     /// Sends a write request to the writer and waits for its commit.
     async fn write<A: Apply>(&self, action: A) -> Result<A::Output> {
         let writes = self.writes.as_ref().ok_or(StoreError::ReadOnly)?;

@@ -424,3 +424,41 @@ impl Apply for IncrementMeta {
         Ok(Ok(next))
     }
 }
+
+/// Caps how large the database file may grow (SQLite's `max_page_count`, a setting of the
+/// writer's connection): what a full disk does to a write, for tests that need one without a
+/// small filesystem to fill. The output is the cap now in force, in pages.
+pub(super) struct CapPages {
+    /// Pages the database may still grow by; `None` lifts the cap.
+    pub headroom: Option<u64>,
+}
+
+/// SQLite's own largest `max_page_count`: no cap.
+const NO_PAGE_CAP: i64 = 4_294_967_294;
+
+#[async_trait]
+impl Apply for CapPages {
+    type Output = u64;
+    async fn apply(
+        &mut self,
+        conn: &mut SqliteConnection,
+        _state: &mut BatchState,
+    ) -> Result<Result<u64>, sqlx::Error> {
+        let cap = match self.headroom {
+            Some(headroom) => {
+                let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count")
+                    .fetch_one(&mut *conn)
+                    .await?;
+                pages.saturating_add(i64::try_from(headroom).unwrap_or(NO_PAGE_CAP))
+            }
+            None => NO_PAGE_CAP,
+        }
+        .min(NO_PAGE_CAP);
+        // A pragma takes no parameters; `cap` is a number this function computed.
+        let sql = format!("PRAGMA max_page_count = {cap}");
+        let (now,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(Ok(u64::try_from(now).unwrap_or(0)))
+    }
+}

@@ -340,19 +340,31 @@ async fn apply_all(
     batch: &mut [Box<dyn WriteOp>],
 ) -> Result<(), sqlx::Error> {
     // IMMEDIATE takes the write lock up front, so the batch never fails half-way on a lock
-    // upgrade.
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    for op in batch.iter_mut() {
-        if let Err(err) = op.apply(&mut tx, state).await {
-            let _ = tx.rollback().await;
-            return Err(err);
+    // upgrade. Plain statements rather than sqlx's `Transaction`: after some errors (a full
+    // disk, an I/O error) SQLite has already rolled the transaction back itself, so the
+    // ROLLBACK that follows fails; sqlx would then count the transaction as still open and
+    // refuse every later `BEGIN` on this connection, poisoning the writer.
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    let applied = async {
+        for op in batch.iter_mut() {
+            op.apply(conn, state).await?;
         }
+        flush_rows(conn, &mut state.rows, Wrap::Inside).await?;
+        sqlx::query("COMMIT").execute(&mut *conn).await?;
+        Ok(())
     }
-    if let Err(err) = flush_rows(&mut tx, &mut state.rows, Wrap::Inside).await {
-        let _ = tx.rollback().await;
-        return Err(err);
+    .await;
+    if applied.is_err() {
+        abandon(conn).await;
     }
-    tx.commit().await
+    applied
+}
+
+/// Rolls back whatever the failed batch left open. The transaction may be gone already (SQLite
+/// rolls back by itself on a full disk, an I/O error or a lost lock); the ROLLBACK then fails
+/// harmlessly, and the next batch begins on a clean connection either way.
+async fn abandon(conn: &mut SqliteConnection) {
+    let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
 }
 
 /// A batch of event appends only: the requests run outside any transaction (they at most read
@@ -371,9 +383,9 @@ async fn apply_appends(
         return Ok(());
     }
     if let Err(err) = flush_rows(conn, &mut state.rows, Wrap::Transaction).await {
-        // The transaction is open if the failure came after `BEGIN`; when none is open the
-        // rollback fails harmlessly.
-        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+        // The transaction is open if the failure came after `BEGIN` (and SQLite did not roll
+        // it back itself).
+        abandon(conn).await;
         return Err(err);
     }
     Ok(())
