@@ -231,11 +231,15 @@ pub async fn log_worker(
     Ok((worker, known.is_some_and(|p| p.is_test())))
 }
 
-/// Whether a log whose events start with `events` is a participant's own log.
+/// Whether a log whose events start with `events` is a participant's own log (or a model
+/// judge's, which is no dialogue either).
 fn is_participant_log(events: &[Event]) -> bool {
-    events
-        .first()
-        .is_some_and(|e| matches!(e.kind, EventKind::ParticipantLogStarted { .. }))
+    events.first().is_some_and(|e| {
+        matches!(
+            e.kind,
+            EventKind::ParticipantLogStarted { .. } | EventKind::JudgeLogStarted { .. }
+        )
+    })
 }
 
 /// Ids of the sessions of unfinished imports: live sessions of an `import:` study.
