@@ -191,6 +191,40 @@ fn export(format: Format, session: &ImportedSession) -> Vec<u8> {
     out
 }
 
+/// The session's messages from the user's first on: the turns of an export that starts with
+/// the user, where no speaker talks twice in a row (the wizard's opening goes to the sidecar).
+fn from_the_user_on(session: &ImportedSession) -> Vec<(Role, &str)> {
+    let all: Vec<(Role, &str)> = session.messages().collect();
+    assert_eq!(all[0].0, Role::Wizard, "the play opens with the wizard");
+    all.into_iter()
+        .skip_while(|(role, _)| *role != Role::User)
+        .collect()
+}
+
+/// The speakers and texts of CrossWOZ messages.
+fn written(msgs: &[Value]) -> Vec<(Role, &str)> {
+    msgs.iter()
+        .map(|m| {
+            let role = if m["role"] == "usr" {
+                Role::User
+            } else {
+                Role::Wizard
+            };
+            (role, m["content"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// The study with each goal domain named by its table (`attraction`, `hotel`: MultiWOZ
+/// domains) instead of CrossWOZ's `景点` and `酒店`.
+fn multiwoz_labelled(study: &LoadedStudy) -> LoadedStudy {
+    let mut study = study.clone();
+    for d in &mut study.study.goals.as_mut().expect("goals").domains {
+        d.label = Some(d.table.clone());
+    }
+    study
+}
+
 #[test]
 fn crosswoz_export_matches_the_dataset_schema_and_the_database() {
     let study = study();
@@ -236,7 +270,7 @@ fn crosswoz_export_matches_the_dataset_schema_and_the_database() {
 
     // Messages: per role the same keys in the same order as the dataset's, the same types.
     let msgs = ours["messages"].as_array().unwrap();
-    assert_eq!(msgs.len(), session.messages().count());
+    assert_eq!(written(msgs), from_the_user_on(&session));
     let mut selected_seen = 0;
     let mut informs = 0;
     let mut last_state = None;
@@ -286,43 +320,125 @@ fn crosswoz_export_matches_the_dataset_schema_and_the_database() {
     assert_eq!(last_state.unwrap().as_array().unwrap(), final_goal);
 }
 
+/// MultiWOZ 2.1 writes the goal, belief state and acts of MultiWOZ's own domains and slots
+/// only; ConvLab-3 writes those of every domain.
 #[test]
 fn multiwoz_and_convlab3_get_the_goal_states_and_acts() {
     let study = study();
     let (session, goal) = live_session(&study);
+    // The fixture's domains are CrossWOZ's (景点, 酒店): none reaches MultiWOZ's goal, belief
+    // state or acts, though CrossWOZ has Inform acts for them.
     let file: Value = serde_json::from_slice(&export(Format::MultiWoz21, &session)).unwrap();
     let rec = &file[ID];
     for sg in &goal.subgoals {
-        let g = &rec["goal"][&sg.domain];
-        assert_eq!(g["reqt"].as_array().unwrap().len(), sg.requests.len());
+        assert!(rec["goal"].get(&sg.domain).is_none(), "{}", rec["goal"]);
+    }
+    let log = rec["log"].as_array().unwrap();
+    let cw: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
+    let msgs = cw[ID]["messages"].as_array().unwrap();
+    assert_eq!(log.len(), msgs.len());
+    assert!(
+        msgs.iter()
+            .any(|m| !m["dialog_act"].as_array().unwrap().is_empty())
+    );
+    for (i, t) in log.iter().enumerate() {
+        assert_eq!(
+            t["dialog_act"],
+            json!({}),
+            "turn {i}: no act off MultiWOZ's domains"
+        );
+        if i % 2 == 1 {
+            for (domain, parts) in t["metadata"].as_object().unwrap() {
+                for (slot, v) in parts["semi"].as_object().unwrap() {
+                    assert_eq!(*v, json!(""), "turn {i}: {domain}.{slot}");
+                }
+            }
+        }
+    }
+
+    // The same goal on MultiWOZ's domains (`attraction`, `hotel`), with the wizard also
+    // searching the attraction by name: the goal, `metadata.attraction.semi.name`, and the
+    // acts whose slot is one of MultiWOZ's (`Fee`, `Name`, `Price`, `Phone`); the others
+    // (`rating`, `duration`, `kind`, `address`) are not MultiWOZ act slots and are not written.
+    let study_en = multiwoz_labelled(&study);
+    let db = study_en.database.as_deref().unwrap();
+    let seed = referring_seed(&study_en);
+    let mut p = Play::start(&study_en, seed);
+    let g = p.goal();
+    let first = &g.subgoals[0];
+    assert_eq!(first.domain, "attraction");
+    let name = value_text(&db.select(&first.table, &first.row).unwrap()["name"]);
+    p.text(Role::Wizard, "Hello, where would you like to go?");
+    p.text(Role::User, format!("A sight with {}.", plain_values(&g, 0)));
+    let Command::Query { table, mut filters } = search(&g, 0) else {
+        unreachable!("a search")
+    };
+    filters.push(Filter {
+        column: "name".into(),
+        op: FilterOp::Equals { value: json!(name) },
+    });
+    p.by(Role::Wizard, Command::Query { table, filters });
+    p.by(
+        Role::Wizard,
+        Command::Select {
+            table: first.table.clone(),
+            key: first.row.clone(),
+        },
+    );
+    p.by(
+        Role::Wizard,
+        Command::Say {
+            state: first.table.clone(),
+        },
+    );
+    let en = p.session();
+    let file: Value = serde_json::from_slice(&export(Format::MultiWoz21, &en)).unwrap();
+    let rec = &file[ID];
+    for sg in &g.subgoals {
+        let goal = &rec["goal"][&sg.domain];
+        let reqt: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+        assert_eq!(goal["reqt"], json!(reqt), "{}", sg.domain);
         for c in &sg.constraints {
-            assert_eq!(g["info"][&c.slot], json!(c.value));
+            assert_eq!(goal["info"][&c.slot], json!(c.value));
         }
     }
     let log = rec["log"].as_array().unwrap();
-    // The wizard turn after the first search: the belief state's constraints.
-    let first = &goal.subgoals[0];
-    let sys = log
-        .iter()
-        .skip(1)
-        .step_by(2)
-        .find(|t| t["metadata"].get(&first.domain).is_some())
-        .expect("a system turn with a belief state");
-    for c in first.constraints.iter().filter(|c| c.reference.is_none()) {
-        assert_eq!(
-            sys["metadata"][&first.domain]["semi"][&c.slot],
-            json!(c.value)
-        );
+    assert_eq!(log.len(), 2, "the user's turn and the wizard's");
+    let semi = &log[1]["metadata"]["attraction"]["semi"];
+    assert_eq!(semi["name"], json!(name), "{semi}");
+    assert_eq!(
+        semi.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["type", "name", "area"],
+        "the searched fee is no MultiWOZ slot"
+    );
+    let cl: Value = serde_json::from_slice(&export(Format::ConvLab3, &en)).unwrap();
+    let turns = cl[0]["turns"].as_array().unwrap();
+    let mut written = 0;
+    for (t, l) in turns.iter().zip(log) {
+        for a in t["dialogue_acts"]["non-categorical"].as_array().unwrap() {
+            let slot = upper_first(a["slot"].as_str().unwrap());
+            let pair = json!([slot, a["value"]]);
+            let listed = l["dialog_act"]["Attraction-Inform"]
+                .as_array()
+                .is_some_and(|p| p.contains(&pair));
+            let multiwoz = ["Fee", "Name", "Phone", "Price"].contains(&slot.as_str());
+            assert_eq!(listed, multiwoz, "{pair} in {}", l["dialog_act"]);
+            written += usize::from(listed);
+        }
     }
+    assert!(written >= 2, "the user's and the wizard's Inform acts");
     assert!(
-        log.iter().any(|t| t["dialog_act"]
-            .get(format!("{}-Inform", first.domain))
-            .is_some()),
-        "an Inform act"
+        log[1]["dialog_act"]["Attraction-Inform"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(["Name", name])),
+        "{}",
+        log[1]["dialog_act"]
     );
 
     let file: Value = serde_json::from_slice(&export(Format::ConvLab3, &session)).unwrap();
     let d = &file[0];
+    let first = &goal.subgoals[0];
     let domains: Vec<&str> = goal.subgoals.iter().map(|s| s.domain.as_str()).collect();
     assert_eq!(d["domains"], json!(domains));
     assert_eq!(
@@ -371,9 +487,9 @@ fn each_export_reimports_and_writes_the_same_file_again() {
         let back =
             formats::import(format, &Input::new("goals.json", first.clone())).expect("reimport");
         assert_eq!(back.len(), 1, "{format:?}");
-        // (MultiWOZ adds an empty user turn before the wizard's greeting.)
-        let texts: Vec<(Role, &str)> = back[0].messages().filter(|(_, t)| !t.is_empty()).collect();
-        assert_eq!(texts, session.messages().collect::<Vec<_>>(), "{format:?}");
+        // The file starts with the user; the wizard's greeting before it is in the sidecar.
+        let texts: Vec<(Role, &str)> = back[0].messages().collect();
+        assert_eq!(texts, from_the_user_on(&session), "{format:?}");
         // The events are gone; the record and turn annotations keep the goal and states.
         assert!(!back[0].events.iter().any(|e| matches!(
             e.kind,
@@ -399,9 +515,11 @@ fn a_session_without_a_goal_is_written_as_before() {
     assert_ne!(with, serde_json::to_vec(&file).unwrap());
     assert_eq!(file[ID]["goal"], json!([]));
     assert_eq!(file[ID]["type"], "");
-    let m = &file[ID]["messages"][0];
+    assert_eq!(file[ID]["messages"][0]["role"], "usr");
+    let m = &file[ID]["messages"][1];
     assert_eq!(m["role"], "sys");
     assert_eq!(m["sys_state"]["景点"]["selectedResults"], json!([]));
+    assert_eq!(m["dialog_act"], json!([]), "no derived acts without a goal");
 }
 
 #[test]
@@ -493,8 +611,11 @@ fn a_user_asking_for_requested_slots_gets_request_acts() {
             .cloned()
             .collect()
     };
-    assert_eq!(requests(&msgs[1]), Vec::<Value>::new(), "no slot named");
-    let got = requests(&msgs[3]);
+    // The wizard's "Hello!" is left out: the user's messages are turns 0 and 2.
+    assert_eq!(msgs[0]["content"], "Hi, I am looking around.");
+    assert_eq!(requests(&msgs[0]), Vec::<Value>::new(), "no slot named");
+    assert_eq!(msgs[2]["role"], "usr");
+    let got = requests(&msgs[2]);
     for slot in &asked {
         // The first sub-goal still open with that slot is this one (nothing was informed).
         assert!(
@@ -584,7 +705,8 @@ fn upper_first(s: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A CrossWOZ act as the MultiWOZ 2.1 dataset writes it: its `Domain-Intent` key and pair.
+/// A derived act (CrossWOZ's `[intent, domain, slot, value]`) as MultiWOZ 2.1 writes it: its
+/// `Domain-Intent` key and pair.
 fn multiwoz_form(act: &Value) -> (String, Value) {
     let a: Vec<&str> = act
         .as_array()
@@ -593,7 +715,6 @@ fn multiwoz_form(act: &Value) -> (String, Value) {
         .map(|v| v.as_str().unwrap())
         .collect();
     match a[0] {
-        "General" => (format!("general-{}", a[1]), json!(["none", "none"])),
         "NoOffer" => (
             format!("{}-NoOffer", upper_first(a[1])),
             json!(["none", "none"]),
@@ -609,37 +730,65 @@ fn multiwoz_form(act: &Value) -> (String, Value) {
     }
 }
 
-/// A CrossWOZ act as ConvLab-3's unified format writes it: its list and entry.
-fn convlab3_form(act: &Value) -> (&'static str, Value) {
-    let a: Vec<&str> = act
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    match a[0] {
-        "General" => (
-            "binary",
-            json!({"intent": a[1], "domain": "general", "slot": ""}),
-        ),
-        "NoOffer" => (
-            "binary",
-            json!({"intent": "nooffer", "domain": a[1], "slot": ""}),
-        ),
-        "Request" => (
-            "binary",
-            json!({"intent": "request", "domain": a[1], "slot": a[2]}),
-        ),
-        intent => (
-            "non-categorical",
-            json!({"intent": intent.to_lowercase(), "domain": a[1], "slot": a[2], "value": a[3]}),
-        ),
-    }
+/// Whether a MultiWOZ key and pair is an act of the released MultiWOZ 2.1: one of its domains
+/// and one of its act slots.
+fn is_multiwoz_act(key: &str, pair: &Value) -> bool {
+    const DOMAINS: [&str; 8] = [
+        "Attraction",
+        "Booking",
+        "Hospital",
+        "Hotel",
+        "Police",
+        "Restaurant",
+        "Taxi",
+        "Train",
+    ];
+    const SLOTS: [&str; 26] = [
+        "Addr", "Area", "Arrive", "Car", "Choice", "Day", "Depart", "Dest", "Fee", "Food", "Id",
+        "Internet", "Leave", "Name", "Parking", "People", "Phone", "Post", "Price", "Ref", "Stars",
+        "Stay", "Ticket", "Time", "Type", "none",
+    ];
+    let domain = key.split_once('-').map_or("", |(d, _)| d);
+    DOMAINS.contains(&domain) && pair[0].as_str().is_some_and(|s| SLOTS.contains(&s))
 }
 
-/// Checks that the MultiWOZ and ConvLab-3 exports of `session` have, on each turn, the acts of
-/// the CrossWOZ export in their own shapes and nothing else; returns the CrossWOZ intents seen.
+/// The acts of a ConvLab-3 turn (the format that writes every derived act, whatever its
+/// domain) as CrossWOZ's `[intent, domain, slot, value]`.
+fn derived_acts(turn: &Value) -> Vec<Value> {
+    let acts = &turn["dialogue_acts"];
+    assert_eq!(acts["categorical"], json!([]));
+    let mut out = vec![];
+    for a in acts["non-categorical"].as_array().unwrap() {
+        let intent = match a["intent"].as_str().unwrap() {
+            "inform" => "Inform",
+            "recommend" => "Recommend",
+            other => panic!("no derived act is non-categorical {other}: {a}"),
+        };
+        out.push(json!([intent, a["domain"], a["slot"], a["value"]]));
+    }
+    for a in acts["binary"].as_array().unwrap() {
+        out.push(match a["intent"].as_str().unwrap() {
+            "nooffer" => json!(["NoOffer", a["domain"], "none", "none"]),
+            "request" => json!(["Request", a["domain"], a["slot"], ""]),
+            other => panic!("no derived act is binary {other}: {a}"),
+        });
+    }
+    out
+}
+
+/// Sorted texts of values, to compare lists as multisets.
+fn sorted(values: impl IntoIterator<Item = Value>) -> Vec<String> {
+    let mut out: Vec<String> = values.into_iter().map(|v| v.to_string()).collect();
+    out.sort();
+    out
+}
+
+/// Checks that the three exports of `session` have the same turns (ConvLab-3 without the empty
+/// turn closing a dialogue that ends with the user) and, on each, the acts ConvLab-3 writes:
+/// CrossWOZ those on its five domains, MultiWOZ those that are MultiWOZ acts, each in its own
+/// shape and nothing else. Returns the intents of all the acts.
 fn same_acts_in_each_format(session: &ImportedSession) -> Vec<String> {
+    const CROSSWOZ_DOMAINS: [&str; 5] = ["景点", "餐馆", "酒店", "地铁", "出租"];
     let id = &session.id;
     let cw: Value = serde_json::from_slice(&export(Format::CrossWoz, session)).unwrap();
     let mw: Value = serde_json::from_slice(&export(Format::MultiWoz21, session)).unwrap();
@@ -647,59 +796,53 @@ fn same_acts_in_each_format(session: &ImportedSession) -> Vec<String> {
     let messages = cw[id]["messages"].as_array().unwrap();
     let log = mw[id]["log"].as_array().unwrap();
     let turns = cl[0]["turns"].as_array().unwrap();
-    assert_eq!(turns.len(), messages.len());
+    assert_eq!(log.len(), messages.len(), "{id}");
+    let closed = turns.len() + 1 == messages.len();
+    assert!(closed || turns.len() == messages.len(), "{id}");
+    if closed {
+        let last = messages.last().unwrap();
+        assert_eq!(
+            (&last["role"], &last["content"]),
+            (&json!("sys"), &json!(""))
+        );
+        assert_eq!(last["dialog_act"], json!([]));
+        assert_eq!(log.last().unwrap()["dialog_act"], json!({}));
+    }
     let mut intents = vec![];
-    // MultiWOZ alternates speakers: an empty turn fills each gap.
-    let mut position = 0usize;
-    for (m, t) in messages.iter().zip(turns) {
-        let expected = if position.is_multiple_of(2) {
-            "usr"
-        } else {
-            "sys"
-        };
-        if m["role"] != expected {
-            position += 1;
-        }
-        let l = &log[position];
-        position += 1;
-        assert_eq!(l["text"], m["content"]);
-        assert_eq!(t["utterance"], m["content"]);
-        let acts = m["dialog_act"].as_array().unwrap();
-        let mut pairs = 0;
-        for act in acts {
-            intents.push(act[0].as_str().unwrap().to_string());
-            let (key, pair) = multiwoz_form(act);
-            let listed = l["dialog_act"][&key].as_array();
-            assert!(
-                listed.is_some_and(|p| p.contains(&pair)),
-                "{id}: MultiWOZ lacks {key} {pair} for {act}: {}",
-                l["dialog_act"]
-            );
-            let (kind, entry) = convlab3_form(act);
-            assert!(
-                t["dialogue_acts"][kind]
-                    .as_array()
-                    .unwrap()
-                    .contains(&entry),
-                "{id}: ConvLab-3 lacks {entry} in {kind} for {act}: {}",
-                t["dialogue_acts"]
-            );
-            pairs += 1;
-        }
-        let mw_pairs: usize = l["dialog_act"]
+    for (i, ((m, l), t)) in messages.iter().zip(log).zip(turns).enumerate() {
+        assert_eq!(l["text"], m["content"], "{id}:{i}");
+        assert_eq!(t["utterance"], m["content"], "{id}:{i}");
+        let speaker = if m["role"] == "usr" { "user" } else { "system" };
+        assert_eq!(t["speaker"], speaker, "{id}:{i}");
+        let acts = derived_acts(t);
+        intents.extend(acts.iter().map(|a| a[0].as_str().unwrap().to_string()));
+        let crosswoz = acts
+            .iter()
+            .filter(|a| CROSSWOZ_DOMAINS.contains(&a[1].as_str().unwrap()))
+            .cloned();
+        assert_eq!(
+            sorted(m["dialog_act"].as_array().unwrap().iter().cloned()),
+            sorted(crosswoz),
+            "{id}:{i}: CrossWOZ acts against ConvLab-3's {}",
+            t["dialogue_acts"]
+        );
+        let multiwoz = acts
+            .iter()
+            .map(multiwoz_form)
+            .filter(|(key, pair)| is_multiwoz_act(key, pair))
+            .map(|(key, pair)| json!([key, pair]));
+        let listed = l["dialog_act"]
             .as_object()
             .unwrap()
-            .values()
-            .map(|p| p.as_array().unwrap().len())
-            .sum();
-        assert_eq!(mw_pairs, pairs, "{id}: MultiWOZ acts {}", l["dialog_act"]);
-        let cl_acts: usize = ["binary", "categorical", "non-categorical"]
             .iter()
-            .map(|k| t["dialogue_acts"][k].as_array().unwrap().len())
-            .sum();
+            .flat_map(|(key, pairs)| {
+                let pairs = pairs.as_array().unwrap().clone();
+                pairs.into_iter().map(move |p| json!([key, p]))
+            });
         assert_eq!(
-            cl_acts, pairs,
-            "{id}: ConvLab-3 acts {}",
+            sorted(listed),
+            sorted(multiwoz),
+            "{id}:{i}: MultiWOZ acts against ConvLab-3's {}",
             t["dialogue_acts"]
         );
     }
@@ -786,50 +929,100 @@ fn recommend_and_no_offer_acts_in_each_format() {
     assert!(round_trips >= 6);
 }
 
-/// The user's Request acts in MultiWOZ 2.1 (`Domain-Request: [[Slot, "?"]]`) and ConvLab-3
-/// (binary `request`), for the same turn as in CrossWOZ.
+/// The user's Request acts in CrossWOZ (`["Request", domain, slot, ""]`), MultiWOZ 2.1
+/// (`Domain-Request: [[Slot, "?"]]`) and ConvLab-3 (binary `request`) for the same turn, each
+/// where the domain and slot are the format's: the fixture's 景点 in CrossWOZ and ConvLab-3, the
+/// same goal on MultiWOZ's `attraction` in MultiWOZ and ConvLab-3.
 #[test]
 fn request_acts_in_each_format() {
-    let study = study();
-    let seed = referring_seed(&study);
-    let mut p = Play::start(&study, seed);
-    let g = p.goal();
-    let sg = &g.subgoals[0];
-    let asked: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
-    p.text(Role::Wizard, "Hello!");
-    p.text(
-        Role::User,
-        format!("Tell me its {} please.", asked.join(" and ")),
-    );
-    let session = p.session();
-    let intents = same_acts_in_each_format(&session);
-    assert_eq!(
-        intents.iter().filter(|i| *i == "Request").count(),
-        asked.len(),
-        "{intents:?}"
-    );
-    // The shape spelled out once: MultiWOZ's key and pair of the first requested slot.
-    let mw: Value = serde_json::from_slice(&export(Format::MultiWoz21, &session)).unwrap();
-    let user = &mw[ID]["log"][2];
-    assert_eq!(
-        user["text"],
-        format!("Tell me its {} please.", asked.join(" and "))
-    );
-    let key = format!("{}-Request", upper_first(&sg.domain));
-    assert!(
-        user["dialog_act"][&key]
+    let fixture = study();
+    for study in [fixture.clone(), multiwoz_labelled(&fixture)] {
+        let seed = referring_seed(&study);
+        let mut p = Play::start(&study, seed);
+        let g = p.goal();
+        let sg = &g.subgoals[0];
+        let asked: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
+        assert!(asked.contains(&"name"), "the name is always requested");
+        p.text(Role::Wizard, "Hello!");
+        p.text(
+            Role::User,
+            format!("Tell me its {} please.", asked.join(" and ")),
+        );
+        let session = p.session();
+        let intents = same_acts_in_each_format(&session);
+        assert_eq!(
+            intents.iter().filter(|i| *i == "Request").count(),
+            asked.len(),
+            "{intents:?}"
+        );
+        // The shape spelled out once: the requested name in the user's turn, the first.
+        let cw: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
+        let mw: Value = serde_json::from_slice(&export(Format::MultiWoz21, &session)).unwrap();
+        let user = &mw[ID]["log"][0];
+        assert_eq!(
+            user["text"],
+            format!("Tell me its {} please.", asked.join(" and "))
+        );
+        let key = format!("{}-Request", upper_first(&sg.domain));
+        let cw_acts = &cw[ID]["messages"][0]["dialog_act"];
+        let in_crosswoz = cw_acts
             .as_array()
             .unwrap()
-            .contains(&json!([upper_first(asked[0]), "?"])),
-        "{}",
-        user["dialog_act"]
-    );
-    for format in [Format::MultiWoz21, Format::ConvLab3] {
-        let first = export(format, &session);
-        let back =
-            formats::import(format, &Input::new("req.json", first.clone())).expect("reimport");
-        assert_eq!(first, export(format, &back[0]), "{format:?}");
+            .contains(&json!(["Request", sg.domain, "name", ""]));
+        let in_multiwoz = user["dialog_act"][&key]
+            .as_array()
+            .is_some_and(|p| p.contains(&json!(["Name", "?"])));
+        match sg.domain.as_str() {
+            "景点" => assert!(
+                in_crosswoz && !in_multiwoz,
+                "{cw_acts} {}",
+                user["dialog_act"]
+            ),
+            "attraction" => {
+                assert!(
+                    !in_crosswoz && in_multiwoz,
+                    "{cw_acts} {}",
+                    user["dialog_act"]
+                )
+            }
+            other => panic!("unexpected domain {other}"),
+        }
+        for format in [Format::CrossWoz, Format::MultiWoz21, Format::ConvLab3] {
+            let first = export(format, &session);
+            let back =
+                formats::import(format, &Input::new("req.json", first.clone())).expect("reimport");
+            assert_eq!(first, export(format, &back[0]), "{format:?}");
+        }
     }
+}
+
+/// The index among the session's messages of the last message of the CrossWOZ export's turn
+/// `turn` (a simulated wizard's consecutive messages are one turn).
+fn last_message_of(session: &ImportedSession, turn: usize) -> usize {
+    let seqs: Vec<u64> = session
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Message { .. }))
+        .map(|e| e.seq)
+        .collect();
+    let merged = wozkit_data::sidecar::shaped_turns(Format::CrossWoz, session);
+    let seq = match merged.iter().find(|t| t.turn == turn) {
+        Some(t) => *t.messages.last().unwrap(),
+        None => {
+            // A turn of one message: the turns before it hold one message each or are merged.
+            let skipped = session
+                .messages()
+                .take_while(|(role, _)| *role != Role::User)
+                .count();
+            let extra: usize = merged
+                .iter()
+                .filter(|t| t.turn < turn)
+                .map(|t| t.messages.len() - 1)
+                .sum();
+            seqs[skipped + turn + extra]
+        }
+    };
+    seqs.iter().position(|&s| s == seq).unwrap()
 }
 
 /// Adjudicated acts of an annotation study replace the derived ones on their turn, in each
@@ -840,7 +1033,7 @@ fn adjudicated_acts_win_over_derived_ones() {
     use wozkit_data::acts::{TurnActs, adjudicate_acts};
     use wozkit_data::stored::StoredSession;
     let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
-    let (id, session, turn) = (0..30u64)
+    let (id, session, turn, message) = (0..30u64)
         .find_map(|seed| {
             let (id, session) = sim_session(&study, seed);
             let cw: Value = serde_json::from_slice(&export(Format::CrossWoz, &session)).unwrap();
@@ -854,7 +1047,10 @@ fn adjudicated_acts_win_over_derived_ones() {
             };
             // A session with two recommending turns: one is labelled, the other is not.
             let at: Vec<usize> = (0..msgs.len()).filter(|&i| recommends(&msgs[i])).collect();
-            (at.len() >= 2).then(|| (id, session, at[0]))
+            (at.len() >= 2).then(|| {
+                let message = last_message_of(&session, at[0]);
+                (id, session, at[0], message)
+            })
         })
         .expect("a simulated session recommends twice");
     let label = ActLabel {
@@ -869,7 +1065,7 @@ fn adjudicated_acts_win_over_derived_ones() {
     acts.sessions
         .entry(id.clone())
         .or_default()
-        .insert(turn, adjudicate_acts(&[label]));
+        .insert(message, adjudicate_acts(&[label]));
     let expected = [
         (
             Format::CrossWoz,
@@ -895,28 +1091,36 @@ fn adjudicated_acts_win_over_derived_ones() {
         };
         assert!(acts.apply(format, &mut stored).expect("apply"));
         let file: Value = serde_json::from_slice(&export(format, &stored.dataset_view())).unwrap();
-        let (turns, act_key) = match format {
-            Format::CrossWoz => (file[&id]["messages"].clone(), "dialog_act"),
-            Format::MultiWoz21 => {
-                // The exported log without the empty turns MultiWOZ inserts.
-                let log: Vec<Value> = file[&id]["log"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|t| t["text"] != "")
-                    .cloned()
-                    .collect();
-                (Value::Array(log), "dialog_act")
-            }
-            _ => (file[0]["turns"].clone(), "dialogue_acts"),
+        let plain: Value = serde_json::from_slice(&export(format, &session)).unwrap();
+        // The three formats have the same turn positions (ConvLab-3 lacks a closing turn).
+        let (turns, before, act_key) = match format {
+            Format::CrossWoz => (
+                &file[&id]["messages"],
+                &plain[&id]["messages"],
+                "dialog_act",
+            ),
+            Format::MultiWoz21 => (&file[&id]["log"], &plain[&id]["log"], "dialog_act"),
+            _ => (&file[0]["turns"], &plain[0]["turns"], "dialogue_acts"),
         };
-        let turns = turns.as_array().unwrap();
+        let (turns, before) = (turns.as_array().unwrap(), before.as_array().unwrap());
+        assert_eq!(turns.len(), before.len(), "{format:?}");
         assert_eq!(turns[turn][act_key], want, "{format:?}");
-        // Another recommending turn keeps its derived act.
-        let text = turns.iter().skip(turn + 1).any(|t| {
+        // Every other turn keeps its derived acts.
+        for (i, (t, b)) in turns.iter().zip(before).enumerate() {
+            if i != turn {
+                assert_eq!(t[act_key], b[act_key], "{format:?}: turn {i}");
+            }
+        }
+        // Another recommending turn keeps its Recommend where the format has the act (MultiWOZ
+        // has no act on CrossWOZ's domains).
+        let other = turns.iter().enumerate().any(|(i, t)| {
             let a = t[act_key].to_string();
-            a.contains("Recommend") || a.contains("\"recommend\"")
+            i != turn && (a.contains("Recommend") || a.contains("\"recommend\""))
         });
-        assert!(text, "{format:?}: a later turn keeps its Recommend");
+        assert_eq!(
+            other,
+            format != Format::MultiWoz21,
+            "{format:?}: another Recommend"
+        );
     }
 }
