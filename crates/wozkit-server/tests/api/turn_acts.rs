@@ -17,7 +17,7 @@ use wozkit_data::stored::{
 };
 use wozkit_data::{
     Format, ImportedSession, Input, SpanSegments, import_convlab3, import_crosswoz,
-    import_multiwoz21,
+    import_multiwoz21, read_sidecar, sidecar_path,
 };
 use wozkit_store::{ClaimRequest, LeaseState, NewEvent, NewSession, SessionFilter, Store};
 
@@ -478,10 +478,23 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
         json!({}),
         "the turn's other fields stay"
     );
-    assert_eq!(
-        log[1]["dialog_act"],
-        json!({"general-ask_area": [["none", "none"]]})
-    );
+    // The wizard's state label `ask_area` is no MultiWOZ act: the turn has none, and the
+    // sidecar keeps the message with its label.
+    assert_eq!(log[1]["text"], "Which area?");
+    assert_eq!(log[1]["dialog_act"], json!({}), "no act from a state label");
+    let sidecar = read_sidecar(&Input::read(sidecar_path(&path)).expect("the sidecar"))
+        .expect("sidecar lines");
+    let kept = sidecar
+        .iter()
+        .filter(|l| l.format == Format::MultiWoz21.name() && l.session == "pilot-1")
+        .flat_map(|l| &l.events)
+        .any(|e| match &e.kind {
+            EventKind::Message { text, source, .. } => {
+                text == "Which area?" && source.act().is_some_and(|(label, _)| label == "ask_area")
+            }
+            _ => false,
+        });
+    assert!(kept, "the sidecar keeps the labelled message: {sidecar:?}");
     assert_eq!(
         log[2]["dialog_act"],
         json!({"Restaurant-Inform": [["area", "centre"]]})
@@ -510,8 +523,10 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
     assert_eq!(
         turn["dialogue_acts"],
         json!({"categorical": [], "non-categorical": [
-            {"intent": "Inform", "domain": "Restaurant", "slot": "food", "value": "italian"}
-        ], "binary": []})
+            {"intent": "Inform", "domain": "Restaurant", "slot": "food", "value": "italian",
+             "start": 10, "end": 17}
+        ], "binary": []}),
+        "the value's span in the utterance, as the format's checker asks"
     );
     assert_eq!(turn["utt_idx"], 0);
     let back = import_convlab3(&Input::read(&path).expect("input")).expect("re-import");
@@ -600,14 +615,9 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
         .find(|(n, _)| n == "wizard-pilot.multiwoz21.json")
         .and_then(|(_, b)| serde_json::from_slice(b).ok())
         .expect("the MultiWOZ file");
-    // The guest turns (even places) are the labelled ones; the wizard's template turn keeps
-    // the act of its template.
-    for turn in plain["pilot-1"]["log"]
-        .as_array()
-        .expect("log")
-        .iter()
-        .step_by(2)
-    {
+    // Without adjudicated acts no turn has any: the guest turns are the labelled ones, and the
+    // wizard's state label is no act.
+    for turn in plain["pilot-1"]["log"].as_array().expect("log") {
         assert_eq!(
             turn["dialog_act"],
             json!({}),
