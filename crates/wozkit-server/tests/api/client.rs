@@ -205,6 +205,14 @@ impl Ws {
             .expect("send");
     }
 
+    /// Sends a frame; false when the connection is gone (for players that reconnect).
+    pub async fn try_send(&mut self, v: Value) -> bool {
+        self.stream
+            .send(Message::Text(v.to_string().into()))
+            .await
+            .is_ok()
+    }
+
     pub async fn hello(&mut self, last_seq: u64) {
         self.send(json!({"type": "hello", "last_seq": last_seq}))
             .await;
@@ -229,6 +237,22 @@ impl Ws {
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
                 Some(Ok(_)) => continue,
+            }
+        }
+    }
+
+    /// The next frame within `wait`; `None` when the connection closed or nothing came in
+    /// time (for players that reconnect instead of failing, e.g. through a database outage).
+    pub async fn next_within(&mut self, wait: Duration) -> Option<Value> {
+        loop {
+            match tokio::time::timeout(wait, self.stream.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    let v: Value = serde_json::from_str(&t).expect("server sends JSON");
+                    self.seen.push(v.clone());
+                    return Some(v);
+                }
+                Ok(Some(Ok(Message::Close(_))) | None | Some(Err(_))) | Err(_) => return None,
+                Ok(Some(Ok(_))) => continue,
             }
         }
     }

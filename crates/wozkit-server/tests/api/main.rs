@@ -28,6 +28,7 @@ mod observe;
 mod pairing;
 mod participant_text;
 mod payments;
+mod pg_restart;
 mod prolific_return;
 mod questions;
 mod reconnect;
