@@ -11,7 +11,7 @@
 //! Everything else is lost: session and state events, surveys, votes, other formats'
 //! annotations, timestamps, bots, dialogue-act labels outside CRWIZ, and whole sessions without
 //! messages (which dialogue exports skip). Per format, the module docs of [`crate::formats`] say
-//! which of these the file still shows in its own way (a label as a general act, say); the
+//! which of these the file still shows in its own way (merged turns, derived acts, say); the
 //! sidecar keeps the event all the same.
 
 use std::collections::HashSet;

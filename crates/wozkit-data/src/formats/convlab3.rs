@@ -3,11 +3,13 @@
 //! turn's `utt_idx`, `dialogue_acts`, `state`, `db_results` and extras in `convlab3.turn`. The
 //! session id is the `dialogue_id`.
 //!
-//! Sessions from elsewhere become `dataset` `"wozkit"`, `data_split` `"train"`, `dialogue_id`
-//! `wozkit-train-<n>` with `original_id` = the session id, an empty goal, an empty `state` on user
-//! turns and empty `db_results` on system turns. A labelled wizard message becomes the binary act
-//! `{intent: label, domain: "general", slot: ""}`. Speakers are written as they come (the format
-//! wants them alternating). A session that drew a scenario gets its drawn and computed world
+//! Sessions from elsewhere become `dataset` `"wozkit"`, `dialogue_id` `wozkit-<split>-<n>` with
+//! `data_split` set per part of a split export (`train` without one) and `original_id` = the
+//! session id, an empty goal, an empty `state` on user turns and empty `db_results` on system
+//! turns. Turns start with the user and alternate: consecutive messages of one speaker are
+//! merged (the join, the wizard's opening and the exact messages go to the sidecar; see
+//! docs/datasets.md). A wizard's state-machine label is not an act of the format: it stays in the
+//! sidecar, never becomes a made-up `general` act. A session that drew a scenario gets its drawn and computed world
 //! variables as sentences in `goal.description` and the extra dialogue key `scenario` between
 //! `goal` and `turns` (see [`super::scenario`]). A session with a user goal gets it in `goal` and
 //! `domains`, per-turn states, `db_results` and the derived `inform`, `recommend`, `nooffer`
