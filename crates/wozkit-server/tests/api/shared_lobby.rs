@@ -99,8 +99,9 @@ async fn the_same_worker_on_both_instances_is_never_paired_with_itself() {
     };
     let first = a.join("PROLIFIC_PID=same&STUDY_ID=s&SESSION_ID=1").await;
     let mut w1 = waiting(&first).await;
-    // The same worker from another browser, reaching the other instance: the same participant.
-    let again = b.join("PROLIFIC_PID=same&STUDY_ID=s&SESSION_ID=2").await;
+    // The same worker from another browser (the same Prolific submission), reaching the other
+    // instance: the same participant.
+    let again = b.join("PROLIFIC_PID=same&STUDY_ID=s&SESSION_ID=1").await;
     assert_ne!(first.cookie, again.cookie);
     let mut w2 = waiting(&again).await;
     // The first tab, on the other instance, is told at once that it was replaced.
@@ -189,14 +190,17 @@ async fn newcomers_on_alternate_instances_get_the_role_the_shared_queue_lacks() 
     let Some((db, a, b)) = two("shared_lobby_roles").await else {
         return;
     };
-    // Nobody waits: ties alternate across the two instances, the wizard first.
+    // Nobody waits: roles balance over everyone present on either instance (still on their
+    // pages), and a tie is broken by the count both instances share, the wizard first: n0 ties
+    // (wizard), n1 fills the missing user, n2 ties again (the second tie: user), n3 fills the
+    // missing wizard.
     let mut got = vec![];
     for (i, instance) in [&a, &b, &a, &b].into_iter().enumerate() {
         let pid = format!("n{i}");
         instance.join(&crowd(&pid)).await;
         got.push(role_of(a.store.as_ref(), &pid).await);
     }
-    assert_eq!(got, ["wizard", "user", "wizard", "user"]);
+    assert_eq!(got, ["wizard", "user", "user", "wizard"]);
     // A wizard waits on a: newcomers on b become users while that queue lacks them.
     let w = a.join(&crowd("n4")).await;
     assert_eq!(role_of(b.store.as_ref(), "n4").await, "wizard");
