@@ -120,14 +120,18 @@ pub fn resolve_client(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> C
     }
 }
 
+/// The socket's peer address (unspecified when the server was not given connection info).
+fn socket_peer(extensions: &axum::http::Extensions) -> IpAddr {
+    extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+}
+
 /// Works out the request's [`Client`] and puts it into the request's extensions. Forwarding
 /// headers are then removed, and `X-Forwarded-Proto: https` put back only when a trusted proxy
 /// said so, so nothing later can read an untrusted one.
 pub async fn client_layer(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+    let peer = socket_peer(req.extensions());
     let client = resolve_client(peer, req.headers(), &app.tunables.trusted_proxies);
     let headers = req.headers_mut();
     headers.remove(FORWARDED);
@@ -148,11 +152,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Client {
             return Ok(*c);
         }
         // Outside the router's layers (never for public routes): the socket's peer.
-        let addr = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
-        Ok(Client { addr, https: false })
+        Ok(Client {
+            addr: socket_peer(&parts.extensions),
+            https: false,
+        })
     }
 }
 

@@ -33,8 +33,8 @@ pub struct LabLinksArgs {
     names: Vec<String>,
 }
 
-/// Percent-encodes a query value.
-fn q(s: &str) -> String {
+/// Percent-encodes a query value (RFC 3986 unreserved characters kept).
+pub(crate) fn q(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

@@ -101,16 +101,7 @@ fn draft(args: &CreateStudyArgs) -> Result<StudyDraft> {
     if args.places == 0 || args.minutes == 0 || args.reward_cents == 0 {
         bail!("--places, --minutes and --reward-cents must be at least 1");
     }
-    let study_q: String = st
-        .id
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
+    let study_q = crate::lab_cmd::q(&st.id);
     Ok(StudyDraft {
         name: args.name.clone().unwrap_or_else(|| st.title.clone()),
         internal_name: format!("wozkit: {}", st.id),
