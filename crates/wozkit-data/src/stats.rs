@@ -7,12 +7,14 @@
 //! - descriptive (here): [`mean`], sample [`sd`], [`median`], [`mode`], average [`ranks`], the
 //!   Student-t confidence interval of a mean [`mean_ci`];
 //! - [`hypothesis`]: Mann-Whitney U (normal approximation), two-sided binomial test;
-//! - [`correlation`]: Pearson and Spearman with two-sided p-values;
+//! - [`correlation`]: Pearson and Spearman with two-sided p-values, Kendall's tau-b;
 //! - [`rating`]: Elo and Bradley-Terry (with seeded bootstrap intervals) over pairwise outcomes;
 //! - [`agreement`]: Krippendorff's alpha (nominal, interval) and Fleiss' kappa, overall and per
-//!   category, and the majority (adjudicated) label of a unit.
+//!   category, Cohen's kappa, and the majority (adjudicated) label of a unit;
+//! - [`bootstrap`]: seeded percentile bootstrap intervals over units.
 
 pub mod agreement;
+pub mod bootstrap;
 pub mod correlation;
 pub mod hypothesis;
 pub mod rating;

@@ -1,6 +1,7 @@
 //! Inter-annotator agreement: Krippendorff's alpha (any number of annotators per unit, missing
 //! ratings allowed) and Fleiss' kappa (a fixed number of annotators per unit), overall and per
-//! category, and the adjudicated (majority) label of a unit.
+//! category, Cohen's kappa of two raters (and of every pair of annotators of the same unit), and
+//! the adjudicated (majority) label of a unit.
 //!
 //! Where a statistic is undefined the functions answer `None`:
 //! - no unit rated by two annotators (one annotator only): nothing can be compared;
@@ -127,6 +128,68 @@ pub fn fleiss_category_kappas(table: &[Vec<u64>]) -> Option<Vec<Option<f64>>> {
         })
         .collect();
     Some(kappas)
+}
+
+/// Cohen's kappa of two raters who labelled the same units, one `(first, second)` pair per unit:
+/// κ = (p_o − p_e) / (1 − p_e), p_o the share of units labelled alike and p_e = Σ_k p₁(k) p₂(k)
+/// the agreement expected from each rater's own label shares. `None` for no units or when chance
+/// agreement is already perfect (p_e = 1: both raters gave one and the same label throughout).
+pub fn cohen_kappa<S: AsRef<str>>(pairs: &[(S, S)]) -> Option<f64> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let n = pairs.len() as f64;
+    let mut first: HashMap<&str, f64> = HashMap::new();
+    let mut second: HashMap<&str, f64> = HashMap::new();
+    let mut alike = 0.0;
+    for (a, b) in pairs {
+        let (a, b) = (a.as_ref(), b.as_ref());
+        *first.entry(a).or_default() += 1.0;
+        *second.entry(b).or_default() += 1.0;
+        if a == b {
+            alike += 1.0;
+        }
+    }
+    let observed = alike / n;
+    let chance: f64 = first
+        .iter()
+        .map(|(k, c)| c / n * second.get(k).copied().unwrap_or(0.0) / n)
+        .sum();
+    if chance >= 1.0 {
+        return None;
+    }
+    Some((observed - chance) / (1.0 - chance))
+}
+
+/// Every pair of labels given to the same unit, each unordered pair of annotators once in each
+/// order (so neither annotator of a pair is "first"): what [`cohen_kappa`] reads for the
+/// agreement between two people of the same pool, and whose share of alike pairs is the raw
+/// pairwise agreement.
+pub fn label_pairs<'a, S: AsRef<str> + 'a>(
+    units: impl IntoIterator<Item = &'a [S]>,
+) -> Vec<(&'a str, &'a str)> {
+    let mut pairs = Vec::new();
+    for unit in units {
+        for (i, a) in unit.iter().enumerate() {
+            for b in &unit[i + 1..] {
+                pairs.push((a.as_ref(), b.as_ref()));
+                pairs.push((b.as_ref(), a.as_ref()));
+            }
+        }
+    }
+    pairs
+}
+
+/// The share of `(first, second)` pairs whose labels are the same; `None` for no pairs.
+pub fn raw_agreement<S: AsRef<str>>(pairs: &[(S, S)]) -> Option<f64> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let alike = pairs
+        .iter()
+        .filter(|(a, b)| a.as_ref() == b.as_ref())
+        .count();
+    Some(alike as f64 / pairs.len() as f64)
 }
 
 /// Agreement on labels (nominal values) over units, overall and per label.
@@ -262,5 +325,42 @@ mod tests {
         assert_eq!(krippendorff_alpha(&[vec![1.0, 1.0]], Level::Nominal), None);
         assert_eq!(fleiss_kappa(&[vec![2, 0], vec![0, 2]]), Some(1.0));
         assert_eq!(fleiss_kappa(&[vec![2, 0], vec![1, 2]]), None);
+    }
+
+    /// A 2×2 table of 50 units: both yes 20, first yes and second no 5, first no and second yes
+    /// 10, both no 15. p_o = 35/50 = 0.7; the first says yes 25 times (0.5), the second 30
+    /// (0.6), so p_e = 0.5·0.6 + 0.5·0.4 = 0.5 and κ = (0.7 − 0.5) / (1 − 0.5) = 0.4.
+    #[test]
+    fn cohen_kappa_of_a_known_two_by_two_table() {
+        let mut pairs = Vec::new();
+        for (a, b, n) in [
+            ("yes", "yes", 20),
+            ("yes", "no", 5),
+            ("no", "yes", 10),
+            ("no", "no", 15),
+        ] {
+            pairs.extend(std::iter::repeat_n((a, b), n));
+        }
+        let kappa = cohen_kappa(&pairs).expect("defined");
+        assert!((kappa - 0.4).abs() < 1e-12, "{kappa}");
+        assert_eq!(raw_agreement(&pairs), Some(0.7));
+        // Perfect agreement on varied labels is 1; one label throughout is undefined; a rater
+        // who always says the same thing while the other varies is at chance, 0.
+        assert_eq!(cohen_kappa(&[("a", "a"), ("b", "b")]), Some(1.0));
+        assert_eq!(cohen_kappa(&[("a", "a"), ("a", "a")]), None);
+        assert_eq!(cohen_kappa(&[("t", "a"), ("t", "b")]), Some(0.0));
+        assert_eq!(cohen_kappa::<&str>(&[]), None);
+    }
+
+    /// Units x x, x y, y y: the pairs in both orders are (x,x) twice, (x,y), (y,x), (y,y)
+    /// twice; p_o = 4/6, each side says x half the time, p_e = 0.5, κ = (2/3 − 1/2) / (1/2) = 1/3.
+    #[test]
+    fn label_pairs_count_each_pair_of_annotators_in_both_orders() {
+        let units = vec![vec!["x", "x"], vec!["x", "y"], vec!["y", "y"], vec!["z"]];
+        let pairs = label_pairs(units.iter().map(Vec::as_slice));
+        assert_eq!(pairs.len(), 6);
+        let kappa = cohen_kappa(&pairs).expect("defined");
+        assert!((kappa - 1.0 / 3.0).abs() < 1e-12, "{kappa}");
+        assert_eq!(label_pairs([["a", "b", "c"].as_slice()]).len(), 6);
     }
 }
