@@ -2,7 +2,10 @@
 //! JSON object per line) and `--format judgments-csv`. The rows come from the participants' own
 //! logs (sessions of kind `participant`), never from dialogues: one row per
 //! [`Judged`](EventKind::Judged) event, and one per answer of an
-//! [`OnboardingDone`](EventKind::OnboardingDone) event.
+//! [`OnboardingDone`](EventKind::OnboardingDone) event. A model judge's log (first event
+//! [`JudgeLogStarted`](EventKind::JudgeLogStarted), written by `wozkit judge`) gives one row per
+//! answered [`ModelJudged`](EventKind::ModelJudged) event, with `kind` `model`: such a row is
+//! never counted, so it enters no human number (adjudication, agreement, ratings, leaderboard).
 //!
 //! Columns (JSON field names; the CSV uses the same names in this order):
 //!
@@ -10,8 +13,11 @@
 //! | --- | --- |
 //! | `study` | the study of the participant's log |
 //! | `log` | the store id of the participant's log |
-//! | `participant` | the participant id (the worker, one per worker and study) |
+//! | `participant` | the participant id (the worker, one per worker and study); empty for a model judge |
 //! | `worker_id` | the platform's worker id, when the store has the participant and it has one |
+//! | `kind` | `human` (a person's judgment or onboarding answer) or `model` (a model judge's answer) |
+//! | `judge` | a model judge's name (`evaluation.judges`); empty for a person |
+//! | `swapped` | a model judge's comparison asked with the two dialogues swapped (`swap: true`); `left` and `right` are then the swapped order the judge saw |
 //! | `page` | the flow page of the judgment (empty for onboarding rows) |
 //! | `item` | the item id; for an onboarding row, the answer key |
 //! | `pool` | `item` or `gold` (empty for onboarding rows) |
@@ -36,6 +42,12 @@
 //! a flag is `true` or `false`. Test participants (`/try`, links with `test=1`) are left out
 //! unless `--include-test` is given.
 //!
+//! A model row has the judge's log as `log`, the item and the dialogues as the prompt showed them
+//! (`left`/`right` for a comparison, `dialogue` for a rating), the answer of its one question
+//! (`choice` and `choice_system` for a comparison's `choice` question, else `answers` holding that
+//! one answer), `pool` `item`, `counted` false, the event's time as `submitted_at_ms` and no
+//! lease. Answers that failed (a reply naming no option) are left out.
+//!
 //! Adjudication ([`adjudicated_answers`]): for each question answered with text or yes/no (a
 //! category; a question none of whose answers repeats is free text and gets none), an item's
 //! label is the answer most of its counted judgments gave (gold, surplus, void and onboarding
@@ -54,7 +66,8 @@ use std::io::Write;
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
-use wozkit_core::event::{Actor, Event, EventKind, ItemPool, Judgment, TurnLabel};
+use wozkit_core::event::{Actor, Event, EventKind, ItemPool, Judgment, ModelJudgment, TurnLabel};
+use wozkit_core::judges::CHOICE;
 
 use crate::error::ExportError;
 use crate::stats::agreement::{Adjudicated, adjudicate};
@@ -66,6 +79,12 @@ pub struct JudgmentRow {
     pub log: String,
     pub participant: Option<String>,
     pub worker_id: Option<String>,
+    /// `human` or `model` ([`HUMAN`], [`MODEL`]).
+    pub kind: &'static str,
+    /// A model judge's name.
+    pub judge: Option<String>,
+    /// A model judge's comparison asked with the sides swapped.
+    pub swapped: bool,
     pub page: Option<String>,
     pub item: String,
     pub pool: Option<&'static str>,
@@ -97,7 +116,17 @@ pub struct JudgmentRow {
     pub gold_correct: Option<bool>,
 }
 
+/// The `kind` of a person's row.
+pub const HUMAN: &str = "human";
+/// The `kind` of a model judge's row.
+pub const MODEL: &str = "model";
+
 impl JudgmentRow {
+    /// A model judge's answer rather than a person's judgment.
+    pub fn is_model(&self) -> bool {
+        self.kind == MODEL
+    }
+
     /// A comparison (two dialogues shown side by side) rather than a rating or onboarding answer.
     pub fn is_comparison(&self) -> bool {
         self.left.is_some()
@@ -123,9 +152,20 @@ pub fn log_owner(events: &[Event]) -> Option<(&str, &str)> {
     }
 }
 
-/// The rows of one participant log, in log order.
+/// The study and judge named by a model judge's log's first event, if it is one.
+pub fn judge_log_owner(events: &[Event]) -> Option<(&str, &str)> {
+    match &events.first()?.kind {
+        EventKind::JudgeLogStarted { judge, study, .. } => Some((study.as_str(), judge.as_str())),
+        _ => None,
+    }
+}
+
+/// The rows of one participant log (or model judge's log), in log order.
 pub fn log_rows(events: &[Event], worker: &Worker) -> Vec<JudgmentRow> {
-    let study = log_owner(events).map_or("", |(study, _)| study).to_string();
+    let study = log_owner(events)
+        .or_else(|| judge_log_owner(events))
+        .map_or("", |(study, _)| study)
+        .to_string();
     let mut rows = Vec::new();
     for event in events {
         let base = Base {
@@ -135,6 +175,7 @@ pub fn log_rows(events: &[Event], worker: &Worker) -> Vec<JudgmentRow> {
         };
         match &event.kind {
             EventKind::Judged(judgment) => rows.push(base.judgment(judgment)),
+            EventKind::ModelJudged(j) => rows.extend(base.model(j)),
             EventKind::OnboardingDone {
                 passed, answers, ..
             } => {
@@ -172,6 +213,9 @@ impl Base<'_> {
             log: self.event.session.clone(),
             participant: self.participant(),
             worker_id: self.worker.worker_id.clone(),
+            kind: HUMAN,
+            judge: None,
+            swapped: false,
             page: None,
             item,
             pool: None,
@@ -238,6 +282,39 @@ impl Base<'_> {
         }
     }
 
+    /// The row of a model judge's answer; none when the answer failed.
+    fn model(&self, j: &ModelJudgment) -> Option<JudgmentRow> {
+        let answer = j.answer.as_ref()?;
+        let mut row = self.row(j.item.clone());
+        row.participant = None;
+        row.worker_id = None;
+        row.kind = MODEL;
+        row.judge = Some(j.judge.clone());
+        row.swapped = j.swapped;
+        row.pool = Some(ItemPool::Item.as_str());
+        let system = |i: usize| j.systems.get(i).cloned();
+        if j.dialogues.len() >= 2 {
+            row.left = j.dialogues.first().cloned();
+            row.left_system = system(0);
+            row.right = j.dialogues.get(1).cloned();
+            row.right_system = system(1);
+        } else {
+            row.dialogue = j.dialogues.first().cloned();
+            row.system = system(0);
+        }
+        if j.question == CHOICE && row.is_comparison() {
+            let chosen = answer.as_str().map(str::to_string);
+            row.choice_system = chosen
+                .as_ref()
+                .and_then(|c| j.dialogues.iter().position(|d| d == c))
+                .and_then(system);
+            row.choice = chosen;
+        } else {
+            row.answers.insert(j.question.clone(), answer.clone());
+        }
+        Some(row)
+    }
+
     fn onboarding(&self, key: &str, value: &Value, passed: bool) -> JudgmentRow {
         let mut row = self.row(key.to_string());
         row.onboarding = true;
@@ -256,10 +333,10 @@ pub fn answer_category(value: &Value) -> Option<String> {
     }
 }
 
-/// A judgment that counts towards its item's numbers: counted, of the item pool, not surplus,
-/// void or onboarding.
+/// A judgment that counts towards its item's numbers: a person's, counted, of the item pool, not
+/// surplus, void or onboarding.
 pub fn counts_for_item(row: &JudgmentRow) -> bool {
-    row.counted && !row.gold && !row.surplus && !row.void && !row.onboarding
+    row.counted && !row.gold && !row.surplus && !row.void && !row.onboarding && !row.is_model()
 }
 
 /// The categorical answers of `rows` by question id, then item id: each item's labels in
@@ -410,11 +487,14 @@ impl<W: Write> JudgmentsJsonl<W> {
 }
 
 /// The fixed CSV columns before the answer columns.
-const CSV_HEAD: [&str; 21] = [
+const CSV_HEAD: [&str; 24] = [
     "study",
     "log",
     "participant",
     "worker_id",
+    "kind",
+    "judge",
+    "swapped",
     "page",
     "item",
     "pool",
@@ -514,6 +594,9 @@ fn csv_record(row: &JudgmentRow, keys: &BTreeSet<String>) -> Result<Vec<String>,
         row.log.clone(),
         text(&row.participant),
         text(&row.worker_id),
+        row.kind.to_string(),
+        text(&row.judge),
+        flag(row.swapped),
         text(&row.page),
         row.item.clone(),
         row.pool.unwrap_or_default().to_string(),

@@ -147,9 +147,11 @@ pub fn leaderboard(votes: &[Vote], options: RankingOptions) -> Leaderboard {
     }
 }
 
-/// Whether a judgment row is a battle of two systems from the item pool (counted or not).
+/// Whether a judgment row is a person's battle of two systems from the item pool (counted or
+/// not); a model judge's answers are in no leaderboard of people.
 fn is_battle(row: &JudgmentRow) -> bool {
     row.is_comparison()
+        && !row.is_model()
         && !row.onboarding
         && !row.gold
         && row.pool == Some("item")

@@ -15,6 +15,9 @@
 //! - [`judgments`](mod@judgments): evaluation studies, from the participants' own logs: ratings,
 //!   the ACUTE-Eval win-rate grid, agreement, workers, onboarding (only the `study` filter applies
 //!   to them; the section is absent when the store holds no judgment);
+//! - [`judge_agreement`]: model judges against the people's judgments (Cohen's kappa or
+//!   Krippendorff's alpha with bootstrap intervals, people against people, rank correlation of
+//!   the leaderboards, side bias); only the `study` filter applies;
 //! - [`scenario`]: the scenario each session drew, its filter and the per-variant breakdown;
 //! - [`goal_scores`]: goal-based scores of the sessions with a user goal, per system (success,
 //!   inform precision/recall/F1, turns to success, pass^k);
@@ -24,6 +27,7 @@ pub mod evaluation;
 pub mod features;
 pub mod goal_scores;
 pub mod html;
+pub mod judge_agreement;
 pub mod judgments;
 pub mod questionnaire;
 pub mod scenario;
@@ -42,6 +46,7 @@ use self::evaluation::{
     satisfaction, vote_agreement, win_rates,
 };
 use self::features::{Outcome, SessionFeatures, features};
+use self::judge_agreement::JudgeAgreement;
 use self::judgments::{JudgmentsCollector, JudgmentsReport};
 use self::questionnaire::{Questionnaires, ScaleNotes};
 use self::summary::{Interaction, OutcomeCorrelation, Question, Summary, summarise};
@@ -171,6 +176,9 @@ pub struct Report {
     /// Evaluation studies' judgments; absent when the store has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judgments: Option<JudgmentsReport>,
+    /// Model judges against the people's judgments; absent when no model judge answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_agreement: Option<JudgeAgreement>,
     /// Goal-based scores per system; absent when no finished session has a user goal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub goal_scores: Option<goal_scores::GoalScores>,
@@ -208,18 +216,20 @@ pub async fn build_report(
     while let Some(session) = stream.next().await? {
         collected.add(&session, options)?;
     }
-    let judgments = read_judgments(store, study, options).await?;
+    let (judgments, judges) = read_judgments(store, study, options).await?;
     let mut report = collected.report(options);
     report.judgments = judgments;
+    report.judge_agreement = judges;
     Ok(report)
 }
 
-/// The evaluation part, from the participant logs of `study` (or every study).
+/// The evaluation part and the model judges' agreement, from the participant logs (and model
+/// judges' logs) of `study` (or every study).
 async fn read_judgments(
     store: &dyn Store,
     study: Option<&str>,
     options: &ReportOptions,
-) -> Result<Option<JudgmentsReport>, ReportError> {
+) -> Result<(Option<JudgmentsReport>, Option<JudgeAgreement>), ReportError> {
     let mut collector = JudgmentsCollector::default();
     let mut logs = SessionStream::participant_logs(store, study).await?;
     while let Some(log) = logs.next().await? {
@@ -232,7 +242,8 @@ async fn read_judgments(
             crate::judgments::log_rows(&log.events, &worker),
         );
     }
-    Ok(collector.report(options.ranking))
+    let judges = collector.judge_agreement(options.ranking);
+    Ok((collector.report(options.ranking), judges))
 }
 
 /// What the report keeps of the sessions it has read.
@@ -357,6 +368,7 @@ impl Collected {
             satisfaction: satisfaction(&judged),
             scenarios,
             judgments: None,
+            judge_agreement: None,
             goal_scores: self
                 .goal_scores
                 .report(options.ranking.bootstrap, options.ranking.seed),

@@ -43,6 +43,9 @@ pub fn render_html(report: &Report) -> String {
     if let Some(j) = &report.judgments {
         judgments(&mut page, j);
     }
+    if let Some(a) = &report.judge_agreement {
+        super::judge_agreement::render(&mut page, a);
+    }
     if let Some(g) = &report.goal_scores {
         super::goal_scores::render(&mut page, g);
     }

@@ -44,6 +44,7 @@ use wozkit_core::evaluation::Span;
 use wozkit_core::event::{Event, EventKind};
 
 use super::evaluation::{Agreement, PairResult, RankingOptions, agreement, win_rates};
+use super::judge_agreement::{JudgeAgreement, judge_agreement};
 use crate::judgments::{JudgmentRow, categorical_answers};
 use crate::leaderboard::{Leaderboard, leaderboard_from_rows};
 use crate::stats::agreement::{CategoryAgreement, LabelAgreement, Level, label_agreement};
@@ -146,14 +147,22 @@ pub struct Onboarding {
 pub struct JudgmentsCollector {
     logs: usize,
     rows: Vec<JudgmentRow>,
+    /// Model judges' answers: in no number of this section (see [`super::judge_agreement`]).
+    model_rows: Vec<JudgmentRow>,
     onboarding: Onboarding,
     screened_out: BTreeMap<String, usize>,
     returned: usize,
 }
 
 impl JudgmentsCollector {
-    /// Adds one participant log: its rows (from [`crate::judgments::log_rows`]) and its events.
+    /// Adds one participant log (or model judge's log): its rows (from
+    /// [`crate::judgments::log_rows`]) and its events.
     pub fn add(&mut self, events: &[Event], rows: Vec<JudgmentRow>) {
+        if crate::judgments::judge_log_owner(events).is_some() {
+            self.model_rows
+                .extend(rows.into_iter().filter(|r| r.is_model()));
+            return;
+        }
         self.logs += 1;
         for event in events {
             match &event.kind {
@@ -172,7 +181,13 @@ impl JudgmentsCollector {
                 _ => {}
             }
         }
-        self.rows.extend(rows.into_iter().filter(|r| !r.onboarding));
+        self.rows
+            .extend(rows.into_iter().filter(|r| !r.onboarding && !r.is_model()));
+    }
+
+    /// The model judges' agreement with the people read so far; `None` without a judge's answer.
+    pub fn judge_agreement(&self, ranking: RankingOptions) -> Option<JudgeAgreement> {
+        judge_agreement(&self.rows, &self.model_rows, ranking)
     }
 
     /// The report part, rankings computed with `ranking`; `None` when no judgment was read.
@@ -512,6 +527,9 @@ mod tests {
             log: worker.into(),
             participant: Some(worker.into()),
             worker_id: None,
+            kind: crate::judgments::HUMAN,
+            judge: None,
+            swapped: false,
             page: Some("rate".into()),
             item: item.into(),
             pool: Some("item"),
