@@ -193,13 +193,107 @@ pub fn votes_from_judgments(events: &[Event]) -> Vec<Vote> {
 /// The votes of judgment rows in cast order: by the judgment's time, then the log's id, then the
 /// rows' order (log order within a log).
 pub fn votes_from_rows(rows: &[JudgmentRow]) -> Vec<Vote> {
+    timed_votes(rows).into_iter().map(|(_, v)| v).collect()
+}
+
+/// [`votes_from_rows`], each vote with the judgment's time.
+fn timed_votes(rows: &[JudgmentRow]) -> Vec<(u64, Vote)> {
     let mut keyed: Vec<(u64, &str, Vote)> = rows
         .iter()
         .filter_map(|r| Some((r.submitted_at_ms, r.log.as_str(), row_vote(r)?)))
         .collect();
     // Stable: rows of one log at the same millisecond keep their log order.
     keyed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    keyed.into_iter().map(|(_, _, v)| v).collect()
+    keyed.into_iter().map(|(at, _, v)| (at, v)).collect()
+}
+
+/// The source name of the battles in the participants' logs (arena battles and side-by-side
+/// comparisons collected live) in a [`SourcedLeaderboard`]; imported votes are `import:<format>`.
+pub const LIVE: &str = "live";
+
+/// The report's leaderboard: one ranking of every battle, live and imported, saying how many
+/// votes (and which systems' battles) came from each source.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourcedLeaderboard {
+    /// The ranking of all the votes together.
+    #[serde(flatten)]
+    pub board: Leaderboard,
+    /// One entry per source: imported ones (`import:<format>`) by name, then `live`.
+    pub sources: Vec<VoteSource>,
+}
+
+/// The votes of one source of a [`SourcedLeaderboard`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VoteSource {
+    /// `live` (the participants' logs) or `import:<format>` (votes of imported sessions).
+    pub source: String,
+    /// Counted votes from this source.
+    pub votes: usize,
+    /// Void battles from this source (live only).
+    pub void: usize,
+    /// Counted battles per system from this source, by system.
+    pub battles: BTreeMap<String, u64>,
+}
+
+/// One source's votes for [`sourced_leaderboard`]: each with its server time (the judgment's, or
+/// the import's), in the source's own cast order.
+pub struct SourceVotes {
+    pub source: String,
+    pub votes: Vec<(u64, Vote)>,
+    pub void: usize,
+}
+
+/// One leaderboard of several sources' votes; `None` when no source has a vote or a void battle.
+/// Elo is sequential: the votes are ordered by server time (the import time for imported votes),
+/// sources in the order given on the same time, and each source's own order within it, so a
+/// store with one source ranks exactly as that source alone.
+pub fn sourced_leaderboard(
+    sources: Vec<SourceVotes>,
+    options: RankingOptions,
+) -> Option<SourcedLeaderboard> {
+    if sources.iter().all(|s| s.votes.is_empty() && s.void == 0) {
+        return None;
+    }
+    let mut all: Vec<(u64, &Vote)> = sources
+        .iter()
+        .flat_map(|s| s.votes.iter().map(|(at, v)| (*at, v)))
+        .collect();
+    // Stable: equal times keep the sources' order and each source's cast order.
+    all.sort_by_key(|(at, _)| *at);
+    let votes: Vec<Vote> = all.into_iter().map(|(_, v)| v.clone()).collect();
+    let mut board = leaderboard(&votes, options);
+    board.void = sources.iter().map(|s| s.void).sum();
+    let sources = sources
+        .into_iter()
+        .map(|s| {
+            let mut battles: BTreeMap<String, u64> = BTreeMap::new();
+            for (_, v) in s.votes.iter().filter(|(_, v)| v.crs1 != v.crs2) {
+                *battles.entry(v.crs1.clone()).or_default() += 1;
+                *battles.entry(v.crs2.clone()).or_default() += 1;
+            }
+            VoteSource {
+                votes: s.votes.iter().filter(|(_, v)| v.crs1 != v.crs2).count(),
+                source: s.source,
+                void: s.void,
+                battles,
+            }
+        })
+        .collect();
+    Some(SourcedLeaderboard { board, sources })
+}
+
+/// The live votes of judgment rows with their times, in cast order (see [`votes_from_rows`]),
+/// and the number of void battles, as a source of a [`sourced_leaderboard`]; `None` when the
+/// rows hold no battle at all.
+pub fn live_source(rows: &[JudgmentRow]) -> Option<SourceVotes> {
+    if !rows.iter().any(is_battle) {
+        return None;
+    }
+    Some(SourceVotes {
+        source: LIVE.to_string(),
+        votes: timed_votes(rows),
+        void: rows.iter().filter(|r| is_battle(r) && r.void).count(),
+    })
 }
 
 /// The leaderboard of judgment rows (see [`votes_from_rows`]), with the void battles counted;

@@ -12,6 +12,9 @@
 //!   lists the study in [`Report::unknown_questionnaires`]);
 //! - [`summary`]: interaction, dialogue acts, questionnaire, correlations;
 //! - [`evaluation`]: votes (win rates, Elo, Bradley-Terry), agreement, satisfaction;
+//! - the leaderboard ([`crate::leaderboard::sourced_leaderboard`]): one ranking of every battle,
+//!   the votes of imported sessions (each source `import:<format>`) and the live arena battles and
+//!   comparisons of the participants' logs (`live`), as the server's live leaderboard computes it;
 //! - [`judgments`](mod@judgments): evaluation studies, from the participants' own logs: ratings,
 //!   the ACUTE-Eval win-rate grid, agreement, workers, onboarding (only the `study` filter applies
 //!   to them; the section is absent when the store holds no judgment);
@@ -42,8 +45,7 @@ use wozkit_core::event::{EventKind, Role};
 use wozkit_store::{Store, StoreError};
 
 use self::evaluation::{
-    Agreement, PairResult, RankingOptions, Satisfaction, Strength, agreement, rankings,
-    satisfaction, vote_agreement, win_rates,
+    Agreement, RankingOptions, Satisfaction, agreement, satisfaction, vote_agreement,
 };
 use self::features::{Outcome, SessionFeatures, features};
 use self::judge_agreement::JudgeAgreement;
@@ -51,6 +53,7 @@ use self::judgments::{JudgmentsCollector, JudgmentsReport};
 use self::questionnaire::{Questionnaires, ScaleNotes};
 use self::summary::{Interaction, OutcomeCorrelation, Question, Summary, summarise};
 use crate::error::ExportError;
+use crate::leaderboard::{SourceVotes, SourcedLeaderboard, live_source, sourced_leaderboard};
 use crate::stats::agreement::Level;
 use crate::stored::read::{log_worker, test_session_ids};
 use crate::stored::{SessionStream, StoredSession};
@@ -163,10 +166,12 @@ pub struct Report {
     /// their answers are used as stored, so a reverse-coded item of theirs is not reversed.
     pub unknown_questionnaires: Vec<String>,
     pub correlations: IndexMap<String, OutcomeCorrelation>,
+    /// Votes of imported sessions (their sources are in `leaderboard`).
     pub votes: usize,
-    pub win_rates: Vec<PairResult>,
-    pub elo: IndexMap<String, f64>,
-    pub bradley_terry: IndexMap<String, Strength>,
+    /// Every battle, imported and live, in one ranking, with the votes of each source; absent
+    /// without any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaderboard: Option<SourcedLeaderboard>,
     pub agreement: IndexMap<String, Agreement>,
     pub satisfaction: IndexMap<String, Satisfaction>,
     /// The main figures per scenario variant (sessions grouped by the non-numeric values they
@@ -216,20 +221,28 @@ pub async fn build_report(
     while let Some(session) = stream.next().await? {
         collected.add(&session, options)?;
     }
-    let (judgments, judges) = read_judgments(store, study, options).await?;
-    let mut report = collected.report(options);
+    let (judgments, judges, live) = read_judgments(store, study, options).await?;
+    let mut report = collected.report(options, live);
     report.judgments = judgments;
     report.judge_agreement = judges;
     Ok(report)
 }
 
-/// The evaluation part and the model judges' agreement, from the participant logs (and model
-/// judges' logs) of `study` (or every study).
+/// What the report reads from the participant logs: the evaluation part, the model judges'
+/// agreement and the live battles.
+type EvaluationParts = (
+    Option<JudgmentsReport>,
+    Option<JudgeAgreement>,
+    Option<SourceVotes>,
+);
+
+/// The evaluation part, the model judges' agreement and the live battles, from the participant
+/// logs (and model judges' logs) of `study` (or every study).
 async fn read_judgments(
     store: &dyn Store,
     study: Option<&str>,
     options: &ReportOptions,
-) -> Result<(Option<JudgmentsReport>, Option<JudgeAgreement>), ReportError> {
+) -> Result<EvaluationParts, ReportError> {
     let mut collector = JudgmentsCollector::default();
     let mut logs = SessionStream::participant_logs(store, study).await?;
     while let Some(log) = logs.next().await? {
@@ -243,7 +256,8 @@ async fn read_judgments(
         );
     }
     let judges = collector.judge_agreement(options.ranking);
-    Ok((collector.report(options.ranking), judges))
+    let live = live_source(collector.rows());
+    Ok((collector.report(), judges, live))
 }
 
 /// What the report keeps of the sessions it has read.
@@ -253,8 +267,9 @@ struct Collected {
     /// Each session's scenario variant (None: it drew none), in the order of `sessions`.
     variants: Vec<Option<IndexMap<String, String>>>,
     acts: HashMap<(Role, String), usize>,
-    /// Votes with their cast order key (server time, cast time text, store id, position).
-    votes: Vec<((u64, String, String, usize), Vote)>,
+    /// Votes with their cast order key (server time, cast time text, store id, position) and
+    /// their source (`import:<format>`).
+    votes: Vec<((u64, String, String, usize), String, Vote)>,
     /// Ratings per (item, target).
     ratings: BTreeMap<(String, String), Vec<f64>>,
     /// What scoring the questionnaires did.
@@ -283,9 +298,13 @@ impl Collected {
             .iter()
             .find(|e| matches!(&e.kind, EventKind::Annotation { key, .. } if key == crate::votes::VOTE_KEY))
             .map_or(0, |e| e.at_ms);
+        let source = session.origin.as_ref().map_or_else(
+            || "dialogues".to_string(),
+            |o| format!("import:{}", o.format),
+        );
         for (i, vote) in session_votes(&view)?.into_iter().enumerate() {
             let key = (at_ms, vote.session_id.clone(), session.store_id.clone(), i);
-            self.votes.push((key, vote));
+            self.votes.push((key, source.clone(), vote));
         }
         for value in view.annotations(RATING_KEY) {
             let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
@@ -301,7 +320,7 @@ impl Collected {
         Ok(())
     }
 
-    fn report(mut self, options: &ReportOptions) -> Report {
+    fn report(mut self, options: &ReportOptions, live: Option<SourceVotes>) -> Report {
         let scenarios = scenario::breakdown(&self.sessions, &self.variants, options.outcome);
         let Summary {
             sessions,
@@ -321,12 +340,24 @@ impl Collected {
             options.top,
         );
         self.votes.sort_by(|a, b| a.0.cmp(&b.0));
-        let votes: Vec<Vote> = self.votes.into_iter().map(|(_, v)| v).collect();
-        let (elo, bradley_terry) = if votes.is_empty() {
-            (IndexMap::new(), IndexMap::new())
-        } else {
-            rankings(&votes, options.ranking)
-        };
+        let mut sources: BTreeMap<String, Vec<(u64, Vote)>> = BTreeMap::new();
+        for ((at_ms, ..), source, vote) in &self.votes {
+            sources
+                .entry(source.clone())
+                .or_default()
+                .push((*at_ms, vote.clone()));
+        }
+        let mut sources: Vec<SourceVotes> = sources
+            .into_iter()
+            .map(|(source, votes)| SourceVotes {
+                source,
+                votes,
+                void: 0,
+            })
+            .collect();
+        sources.extend(live);
+        let leaderboard = sourced_leaderboard(sources, options.ranking);
+        let votes: Vec<Vote> = self.votes.into_iter().map(|(_, _, v)| v).collect();
         let mut agreements = IndexMap::new();
         if !votes.is_empty() {
             agreements.insert("votes".to_string(), vote_agreement(&votes));
@@ -361,9 +392,7 @@ impl Collected {
             unknown_questionnaires: self.scales.unknown_studies.into_iter().collect(),
             correlations,
             votes: votes.len(),
-            win_rates: win_rates(&votes),
-            elo,
-            bradley_terry,
+            leaderboard,
             agreement: agreements,
             satisfaction: satisfaction(&judged),
             scenarios,

@@ -351,8 +351,15 @@ async fn live_leaderboard_report_and_crsarena_round_trip_agree() {
         2 * (battles().len() - 1),
         "the test participant's chats are left out"
     );
-    let judgments = report.judgments.expect("judgments section");
-    assert_eq!(judgments.leaderboard.as_ref(), Some(&lb));
+    let judgments = report.judgments.clone().expect("judgments section");
+    let board = report.leaderboard.as_ref().expect("leaderboard");
+    assert_eq!(board.board, lb, "the report's leaderboard is the live one");
+    let sources: Vec<(&str, usize, usize)> = board
+        .sources
+        .iter()
+        .map(|s| (s.source.as_str(), s.votes, s.void))
+        .collect();
+    assert_eq!(sources, [("live", 9, 1)]);
     assert_eq!(judgments.void, 1);
     assert_eq!(
         judgments.win_rates, lb.grid,
@@ -365,7 +372,9 @@ async fn live_leaderboard_report_and_crsarena_round_trip_agree() {
         r.judgments = Some(judgments.clone());
         r
     });
+    assert!(html.contains("data-testid=\"report-leaderboard\""));
     assert!(html.contains("data-testid=\"leaderboard\""));
+    assert!(html.contains("data-source=\"live\""));
     assert!(html.contains("data-system=\"alpha\""));
 
     // Export as CRSArena-Dial: the dialogues plus the votes CSV.
@@ -475,19 +484,24 @@ async fn live_leaderboard_report_and_crsarena_round_trip_agree() {
         .await
         .expect("report of the import");
     assert_eq!(again.votes, lb.votes);
-    assert_eq!(again.win_rates, lb.grid);
-    for system in &lb.systems {
-        assert_eq!(again.elo[&system.name], system.elo, "{} Elo", system.name);
-        let bt = &again.bradley_terry[&system.name];
-        assert_eq!(Some(bt.strength), system.bt_strength, "{} BT", system.name);
-        assert_eq!(
-            (bt.ci_low, bt.ci_high),
-            (system.ci_low, system.ci_high),
-            "{} CI",
-            system.name
-        );
-    }
-    assert_eq!(again.elo.len(), lb.systems.len());
+    let imported = again
+        .leaderboard
+        .as_ref()
+        .expect("leaderboard of the import");
+    assert_eq!(imported.sources.len(), 1);
+    assert_eq!(imported.sources[0].source, "import:votes-csv");
+    assert_eq!(imported.sources[0].votes, lb.votes);
+    let battle_count: u64 = lb.systems.iter().map(|s| s.battles).sum();
+    assert_eq!(
+        imported.sources[0].battles.values().sum::<u64>(),
+        battle_count
+    );
+    assert_eq!(imported.board.grid, lb.grid);
+    assert_eq!(
+        imported.board.systems, lb.systems,
+        "Elo, Bradley-Terry with its interval, counts and ranks"
+    );
+    assert_eq!(imported.board.void, 0, "void battles are not exported");
     // The dialogues came back too, one session per side.
     assert_eq!(again.sessions, 2 * live);
     // The live feedback came back as each left side's sentiment.
@@ -503,4 +517,44 @@ async fn live_leaderboard_report_and_crsarena_round_trip_agree() {
         .map(|(system, s)| (system.clone(), (s.dialogues, s.satisfied)))
         .collect();
     assert_eq!(found, satisfied);
+
+    // The export imported into the live store: one leaderboard of both, each source named.
+    import_files(&*store, Format::CrsArena, &[out, votes_file], &NoProgress)
+        .await
+        .expect("import beside the live battles");
+    let both = build_report(&*store, &report_options(None))
+        .await
+        .expect("report of both");
+    let board = both.leaderboard.as_ref().expect("leaderboard");
+    let sources: Vec<(&str, usize, usize)> = board
+        .sources
+        .iter()
+        .map(|s| (s.source.as_str(), s.votes, s.void))
+        .collect();
+    assert_eq!(sources, [("import:votes-csv", 9, 0), ("live", 9, 1)]);
+    assert_eq!((board.board.votes, board.board.void), (18, 1));
+    for system in &lb.systems {
+        let row = board
+            .board
+            .systems
+            .iter()
+            .find(|s| s.name == system.name)
+            .expect("system in both");
+        assert_eq!(
+            (row.wins, row.losses, row.ties),
+            (2 * system.wins, 2 * system.losses, 2 * system.ties),
+            "{}: every battle twice",
+            system.name
+        );
+        for source in &board.sources {
+            assert_eq!(source.battles[&system.name], system.battles);
+        }
+    }
+    let json = serde_json::to_value(&both).expect("JSON");
+    assert_eq!(json["leaderboard"]["votes"], 18);
+    assert_eq!(json["leaderboard"]["sources"][1]["source"], "live");
+    assert!(json.get("elo").is_none() && json["judgments"].get("leaderboard").is_none());
+    let html = wozkit_data::report::html::render_html(&both);
+    assert!(html.contains("data-source=\"import:votes-csv\""));
+    assert!(html.contains("data-source=\"live\""));
 }

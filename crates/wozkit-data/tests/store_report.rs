@@ -251,24 +251,42 @@ async fn crsarena_report_matches_the_raw_votes_and_dialogues(corpus: &Corpus) {
             score,
         });
     }
-    assert_eq!(report.elo.len(), elo.len());
-    for (system, rating) in &elo {
-        close(report.elo.get(system).copied(), *rating, system);
+    // One leaderboard, every vote from the one imported source.
+    let board = report.leaderboard.as_ref().expect("leaderboard");
+    let sources: Vec<(&str, usize)> = board
+        .sources
+        .iter()
+        .map(|s| (s.source.as_str(), s.votes))
+        .collect();
+    assert_eq!(sources, [("import:votes-csv", rows.len())]);
+    let board = &board.board;
+    assert_eq!(board.votes, rows.len());
+    let system = |name: &str| {
+        board
+            .systems
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no row for {name}"))
+    };
+    assert_eq!(board.systems.len(), elo.len());
+    for (name, rating) in &elo {
+        close(Some(system(name).elo), *rating, name);
     }
-    let got: Vec<((String, String), [u64; 3])> = report
-        .win_rates
+    let got: Vec<((String, String), [u64; 3])> = board
+        .grid
         .iter()
         .map(|w| ((w.a.clone(), w.b.clone()), [w.a_wins, w.b_wins, w.ties]))
         .collect();
     assert_eq!(got, pairs.into_iter().collect::<Vec<_>>());
     let fit = bradley_terry(&outcomes).expect("fit");
-    for (system, strength) in &fit.strength {
-        let s = &report.bradley_terry[system];
-        close(Some(s.strength), *strength, system);
+    for (name, strength) in &fit.strength {
+        let s = system(name);
+        let value = s.bt_strength.expect("strength");
+        close(Some(value), *strength, name);
         let (lo, hi) = (s.ci_low.expect("low"), s.ci_high.expect("high"));
         assert!(
-            lo <= hi && lo <= s.strength + 1e-9 && s.strength <= hi + 1e-9,
-            "{system}"
+            lo <= hi && lo <= value + 1e-9 && value <= hi + 1e-9,
+            "{name}"
         );
     }
 

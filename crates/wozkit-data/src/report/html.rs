@@ -10,6 +10,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::Report;
 use super::judgments::JudgmentsReport;
 use super::summary::{Describe, MeanSd};
+use crate::leaderboard::SourcedLeaderboard;
 use crate::stats::agreement::{CategoryAgreement, LabelAgreement};
 
 /// One bar: its label, value and optional interval (error bar).
@@ -257,40 +258,8 @@ fn correlations(page: &mut String, report: &Report) {
 }
 
 fn evaluation(page: &mut String, report: &Report) {
-    if !report.win_rates.is_empty() {
-        page.push_str(
-            "<h2>Pairwise votes</h2><table><tr><th>A</th><th>B</th><th>A wins</th>\
-             <th>B wins</th><th>ties</th><th>A win rate</th><th>binomial p</th></tr>",
-        );
-        for w in &report.win_rates {
-            let _ = write!(
-                page,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&w.a),
-                esc(&w.b),
-                w.a_wins,
-                w.b_wins,
-                w.ties,
-                num(w.a_win_rate),
-                num(w.p)
-            );
-        }
-        page.push_str("</table><h3>Elo</h3>");
-        let mut elo: Vec<Bar> = report.elo.iter().map(|(s, r)| bar(s, *r)).collect();
-        elo.sort_by(|a, b| b.value.total_cmp(&a.value));
-        page.push_str(&rating_chart("Elo rating", &elo));
-        page.push_str("<h3>Bradley-Terry strength (95% bootstrap interval)</h3>");
-        let mut bt: Vec<Bar> = report
-            .bradley_terry
-            .iter()
-            .map(|(s, b)| Bar {
-                label: s.clone(),
-                value: b.strength,
-                interval: b.ci_low.zip(b.ci_high),
-            })
-            .collect();
-        bt.sort_by(|a, b| b.value.total_cmp(&a.value));
-        page.push_str(&chart("strength", &bt));
+    if let Some(lb) = &report.leaderboard {
+        leaderboard(page, lb);
     }
     if !report.agreement.is_empty() {
         page.push_str("<h2>Agreement</h2><table><tr><th>ratings</th><th>units</th><th>Krippendorff α</th><th>Fleiss κ</th></tr>");
@@ -320,6 +289,73 @@ fn evaluation(page: &mut String, report: &Report) {
         }
         page.push_str("</table>");
     }
+}
+
+/// The leaderboard of every battle, imported and live (`data-testid="report-leaderboard"`): where
+/// the votes came from, the ranking and win-rate grid, each pair's binomial test, and the Elo and
+/// Bradley-Terry charts.
+fn leaderboard(page: &mut String, lb: &SourcedLeaderboard) {
+    let sources: Vec<String> = lb
+        .sources
+        .iter()
+        .map(|s| {
+            let void = if s.void > 0 {
+                format!(", {} void", s.void)
+            } else {
+                String::new()
+            };
+            format!(
+                "<span data-source=\"{name}\"><code>{name}</code>: {} votes{void}</span>",
+                s.votes,
+                name = esc(&s.source)
+            )
+        })
+        .collect();
+    let _ = write!(
+        page,
+        "<h2>Leaderboard</h2><div data-testid=\"report-leaderboard\"><p>Every battle in one \
+         ranking: live arena battles and comparisons (<code>live</code>) and the votes of \
+         imported sessions (<code>import:FORMAT</code>). Sources: {}.</p>",
+        sources.join("; ")
+    );
+    page.push_str(&crate::leaderboard::html_tables(&lb.board));
+    let board = &lb.board;
+    if !board.grid.is_empty() {
+        page.push_str(
+            "<table><tr><th>A</th><th>B</th><th>A wins</th><th>B wins</th><th>ties</th>\
+             <th>A win rate</th><th>binomial p</th></tr>",
+        );
+        for w in &board.grid {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&w.a),
+                esc(&w.b),
+                w.a_wins,
+                w.b_wins,
+                w.ties,
+                num(w.a_win_rate),
+                num(w.p)
+            );
+        }
+        page.push_str("</table><h3>Elo</h3>");
+        let elo: Vec<Bar> = board.systems.iter().map(|s| bar(&s.name, s.elo)).collect();
+        page.push_str(&rating_chart("Elo rating", &elo));
+        page.push_str("<h3>Bradley-Terry strength (95% bootstrap interval)</h3>");
+        let bt: Vec<Bar> = board
+            .systems
+            .iter()
+            .filter_map(|s| {
+                Some(Bar {
+                    label: s.name.clone(),
+                    value: s.bt_strength?,
+                    interval: s.ci_low.zip(s.ci_high),
+                })
+            })
+            .collect();
+        page.push_str(&chart("strength", &bt));
+    }
+    page.push_str("</div>");
 }
 
 /// The evaluation-study section: ratings with intervals, the win-rate grid, agreement, workers
@@ -389,10 +425,6 @@ fn judgments(page: &mut String, j: &JudgmentsReport) {
             );
         }
         page.push_str("</table>");
-    }
-    if let Some(board) = &j.leaderboard {
-        page.push_str("<h3>Leaderboard (Elo, Bradley-Terry)</h3>");
-        page.push_str(&crate::leaderboard::html_tables(board));
     }
     let agreements = j
         .rating_agreement

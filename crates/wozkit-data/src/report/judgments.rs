@@ -30,9 +30,8 @@
 //!   (whitespace left out), each worker of the item labels it with the slot of the span covering it
 //!   or `(none)`; nominal agreement overall and per slot. Characters nobody marked are left out,
 //!   so the numbers measure agreement on what was marked, not on the unmarked rest of the text;
-//! - leaderboard: Elo and Bradley-Terry rankings of the comparisons and arena battles, computed
-//!   by [`crate::leaderboard`] exactly as the server's live leaderboard (votes in cast order);
-//!   void battles (a system failed a turn) are counted apart and enter no number;
+//! - the leaderboard of the comparisons and arena battles is not here but in the report's own
+//!   `leaderboard`, which ranks them with the imported votes ([`crate::leaderboard`]);
 //! - a worker is flagged as straight-lining when they made at least three rating judgments with
 //!   numeric answers and every one of those answers, on every question, is the same point.
 
@@ -46,7 +45,6 @@ use wozkit_core::event::{Event, EventKind};
 use super::evaluation::{Agreement, PairResult, RankingOptions, agreement, win_rates};
 use super::judge_agreement::{JudgeAgreement, judge_agreement};
 use crate::judgments::{JudgmentRow, categorical_answers};
-use crate::leaderboard::{Leaderboard, leaderboard_from_rows};
 use crate::stats::agreement::{CategoryAgreement, LabelAgreement, Level, label_agreement};
 use crate::stats::{mean, mean_ci, median, sd};
 use crate::votes::Vote;
@@ -82,9 +80,6 @@ pub struct JudgmentsReport {
     /// Agreement on the dialogue acts of turns (`task: turn_acts`, each labelled turn a unit):
     /// on the set of acts, and per act (ticked or not); `None` without act labels.
     pub act_agreement: Option<TurnLabelAgreement>,
-    /// Elo and Bradley-Terry rankings of the comparisons and battles, as the server's live
-    /// leaderboard computes them; `None` without comparisons.
-    pub leaderboard: Option<Leaderboard>,
     /// One entry per worker, by participant id.
     pub workers: Vec<WorkerSummary>,
     pub onboarding: Onboarding,
@@ -190,8 +185,13 @@ impl JudgmentsCollector {
         judge_agreement(&self.rows, &self.model_rows, ranking)
     }
 
-    /// The report part, rankings computed with `ranking`; `None` when no judgment was read.
-    pub fn report(self, ranking: RankingOptions) -> Option<JudgmentsReport> {
+    /// The people's judgment rows read so far (onboarding answers left out).
+    pub fn rows(&self) -> &[JudgmentRow] {
+        &self.rows
+    }
+
+    /// The report part; `None` when no judgment was read.
+    pub fn report(self) -> Option<JudgmentsReport> {
         if self.rows.is_empty() {
             return None;
         }
@@ -215,7 +215,6 @@ impl JudgmentsCollector {
             turn_label_agreement: turn_label_agreement(&counted),
             span_agreement: span_agreement(&counted),
             act_agreement: act_agreement(&counted),
-            leaderboard: leaderboard_from_rows(&self.rows, ranking),
             workers: workers(&self.rows),
             onboarding: self.onboarding,
             screened_out: self.screened_out,
