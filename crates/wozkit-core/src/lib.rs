@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod database;
+pub mod datasets;
 pub mod engine;
 pub mod evaluation;
 pub mod event;

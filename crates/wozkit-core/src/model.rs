@@ -107,6 +107,10 @@ pub struct Study {
     /// study, by ending (`docs/platforms.md`).
     #[serde(default, skip_serializing_if = "crate::platforms::Platforms::is_empty")]
     pub platforms: crate::platforms::Platforms,
+    /// How the study's domains, slots and wizard states map onto the public datasets'
+    /// vocabularies for the exports (`docs/datasets.md`).
+    #[serde(default, skip_serializing_if = "crate::datasets::Datasets::is_empty")]
+    pub datasets: crate::datasets::Datasets,
 }
 
 impl Study {

@@ -276,6 +276,13 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
             problems.push(diag(&ptr, msg, hint));
         }
     }
+    // Columns are looked up in the loaded database: a table that failed to load is reported
+    // already.
+    if database.is_some() || study.database.is_none() {
+        for (ptr, msg, hint) in crate::datasets::check(&study, database.as_deref()) {
+            problems.push(diag(&ptr, msg, hint));
+        }
+    }
     if problems.is_empty() {
         compiled.reads = Some(crate::expr::Reads::of(compiled.conditions()));
         compiled.templates = crate::slots::Templates::of(&study);
