@@ -7,6 +7,7 @@ use std::io::Write;
 
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
+use crate::mapping::Mappings;
 use crate::session::{Format, ImportedSession};
 
 pub mod convlab3;
@@ -35,17 +36,29 @@ pub fn import(format: Format, input: &Input) -> Result<Vec<ImportedSession>, Imp
     }
 }
 
-/// Exports `sessions` as `format` (the plain JSON; see [`crate::write_zipped`] for archives).
+/// Exports `sessions` as `format` (the plain JSON; see [`crate::write_zipped`] for archives),
+/// with the built-in studies' dataset mappings ([`Mappings::builtin`]).
 pub fn export(
     format: Format,
     sessions: &[ImportedSession],
     out: impl Write,
 ) -> Result<(), ExportError> {
+    export_mapped(format, sessions, Mappings::builtin(), out)
+}
+
+/// Exports `sessions` as `format`, each session of a study with a mapping in `mappings` written
+/// with the acts, domains and slots it maps to (see [`crate::mapping`]).
+pub fn export_mapped(
+    format: Format,
+    sessions: &[ImportedSession],
+    mappings: &Mappings,
+    out: impl Write,
+) -> Result<(), ExportError> {
     match format {
-        Format::Taskmaster1 => taskmaster1::export_taskmaster1(sessions, out),
-        Format::CrossWoz => crosswoz::export_crosswoz(sessions, out),
-        Format::MultiWoz21 => multiwoz::export_multiwoz21(sessions, out),
-        Format::ConvLab3 => convlab3::export_convlab3(sessions, out),
+        Format::Taskmaster1 => taskmaster1::export_with(sessions, mappings, out),
+        Format::CrossWoz => crosswoz::export_with(sessions, mappings, out),
+        Format::MultiWoz21 => multiwoz::export_with(sessions, mappings, out),
+        Format::ConvLab3 => convlab3::export_with(sessions, mappings, out),
         Format::CrsArena => crsarena::export_crsarena(sessions, out),
         Format::CrsArenaEval => crsarena::export_crsarena_eval(sessions, out),
         Format::Crwiz => crwiz::export_crwiz(sessions, out),
@@ -98,25 +111,26 @@ pub(crate) fn record(
     session: &ImportedSession,
     index: usize,
 ) -> Result<Option<serde_json::Value>, ExportError> {
-    record_in_part(format, session, index, None)
+    record_in_part(format, session, index, None, Mappings::builtin())
 }
 
 /// As [`record`], for the part `part` of a split export (the formats that name their split in
-/// the record, ConvLab-3, use it).
+/// the record, ConvLab-3, use it), with the dataset mappings `mappings`.
 pub(crate) fn record_in_part(
     format: Format,
     session: &ImportedSession,
     index: usize,
     part: Option<&str>,
+    mappings: &Mappings,
 ) -> Result<Option<serde_json::Value>, ExportError> {
     if !session.is_dialogue_for(format) {
         return Ok(None);
     }
     let fields = match format {
-        Format::Taskmaster1 => taskmaster1::record(session, index)?,
-        Format::CrossWoz => crosswoz::record(session, index)?,
-        Format::MultiWoz21 => multiwoz::record(session, index)?,
-        Format::ConvLab3 => convlab3::record_in(session, index, part)?,
+        Format::Taskmaster1 => taskmaster1::record(session, index, mappings)?,
+        Format::CrossWoz => crosswoz::record(session, index, mappings)?,
+        Format::MultiWoz21 => multiwoz::record(session, index, mappings)?,
+        Format::ConvLab3 => convlab3::record_in(session, index, part, mappings)?,
         Format::CrsArena => crsarena::dial_record(session, index)?,
         Format::CrsArenaEval => crsarena::eval_record(session, index)?,
         Format::Crwiz => return Ok(None),

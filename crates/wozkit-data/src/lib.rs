@@ -29,6 +29,7 @@ pub mod formats;
 pub mod input;
 pub mod judgments;
 pub mod leaderboard;
+pub mod mapping;
 pub mod native;
 pub mod output;
 pub mod report;

@@ -28,7 +28,7 @@ pub mod split;
 
 pub use export::{
     ExportFormat, ExportOptions, ExportSummary, StoreExportError, export_store,
-    export_store_annotated, export_store_with_segments, span_judgments,
+    export_store_annotated, export_store_mapped, export_store_with_segments, span_judgments,
 };
 pub use import::{ImportSummary, StoreImportError, import_files};
 pub use read::{SessionStream, StoredSession};

@@ -191,6 +191,16 @@ fn export(format: Format, session: &ImportedSession) -> Vec<u8> {
     out
 }
 
+/// An export without the studies' dataset mappings: the acts derived from the goal states and
+/// labels alone (`crosswoz-demo` maps its states onto CrossWOZ acts only; `live_exports.rs`
+/// checks those).
+fn export_unmapped(format: Format, session: &ImportedSession) -> Vec<u8> {
+    let mut out = Vec::new();
+    let none = wozkit_data::mapping::Mappings::none();
+    formats::export_mapped(format, std::slice::from_ref(session), none, &mut out).expect("export");
+    out
+}
+
 /// The session's messages from the user's first on: the turns of an export that starts with
 /// the user, where no speaker talks twice in a row (the wizard's opening goes to the sidecar).
 fn from_the_user_on(session: &ImportedSession) -> Vec<(Role, &str)> {
@@ -790,9 +800,9 @@ fn sorted(values: impl IntoIterator<Item = Value>) -> Vec<String> {
 fn same_acts_in_each_format(session: &ImportedSession) -> Vec<String> {
     const CROSSWOZ_DOMAINS: [&str; 5] = ["景点", "餐馆", "酒店", "地铁", "出租"];
     let id = &session.id;
-    let cw: Value = serde_json::from_slice(&export(Format::CrossWoz, session)).unwrap();
-    let mw: Value = serde_json::from_slice(&export(Format::MultiWoz21, session)).unwrap();
-    let cl: Value = serde_json::from_slice(&export(Format::ConvLab3, session)).unwrap();
+    let cw: Value = serde_json::from_slice(&export_unmapped(Format::CrossWoz, session)).unwrap();
+    let mw: Value = serde_json::from_slice(&export_unmapped(Format::MultiWoz21, session)).unwrap();
+    let cl: Value = serde_json::from_slice(&export_unmapped(Format::ConvLab3, session)).unwrap();
     let messages = cw[id]["messages"].as_array().unwrap();
     let log = mw[id]["log"].as_array().unwrap();
     let turns = cl[0]["turns"].as_array().unwrap();

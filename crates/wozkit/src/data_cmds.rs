@@ -11,6 +11,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use wozkit_data::acts::TurnActs;
+use wozkit_data::mapping::Mappings;
 use wozkit_data::report::evaluation::RankingOptions;
 use wozkit_data::report::features::Outcome;
 use wozkit_data::report::html::render_html;
@@ -18,7 +19,7 @@ use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::export::parse_dataset;
 use wozkit_data::stored::{
-    ExportFormat, ExportOptions, Progress, SplitSpec, export_store_annotated, import_files,
+    ExportFormat, ExportOptions, Progress, SplitSpec, export_store_mapped, import_files,
     span_judgments,
 };
 use wozkit_data::{Format, SpanSegments};
@@ -81,6 +82,12 @@ pub struct ExportArgs {
     /// become the turns' dialog_act / dialogue_acts; repeatable.
     #[arg(long = "acts-from", value_name = "STUDY")]
     acts_from: Vec<String>,
+    /// A study file, folder with study.yaml, or built-in name whose `datasets:` mapping writes
+    /// its sessions' wizard states as the format's acts (and names its domains, slots and
+    /// Taskmaster-1 scenario); repeatable. The built-in studies' mappings apply without it; a
+    /// study given replaces a built-in one with the same id.
+    #[arg(long = "mapping", value_name = "STUDY")]
+    mapping: Vec<String>,
 }
 
 #[derive(Args)]
@@ -187,6 +194,14 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
             args.format
         ));
     }
+    let mut studies = vec![];
+    for arg in &args.mapping {
+        let study = wozkit_core::load::resolve(arg)
+            .map_err(|d| anyhow!("{d}"))
+            .with_context(|| format!("--mapping {arg}: the study does not load"))?;
+        studies.push(study.study);
+    }
+    let mappings = Mappings::with_studies(&studies);
     let options = ExportOptions {
         format,
         out: args.out,
@@ -232,7 +247,8 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                 args.acts_from.join(", ")
             );
         }
-        Ok(export_store_annotated(store, &options, &segments, &acts, &Bar::default()).await?)
+        let bar = Bar::default();
+        Ok(export_store_mapped(store, &options, &segments, &acts, &mappings, &bar).await?)
     })?;
     if matches!(
         format,

@@ -26,6 +26,7 @@ use super::record::{Defaults, Fields, Layout, Shape, export_record, exported, im
 use super::scenario::{self, SCENARIO_KEY};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
+use crate::mapping::Mappings;
 use crate::output::JsonStream;
 use crate::session::{Format, ImportedSession, Turn};
 
@@ -51,11 +52,21 @@ pub fn import_convlab3(input: &Input) -> Result<Vec<ImportedSession>, ImportErro
     import_list(&LAYOUT, input, &["dialogue_id"], input.json()?)
 }
 
-/// Writes a unified-format dialogue list (indent 2, the layout of the released files).
+/// Writes a unified-format dialogue list (indent 2, the layout of the released files), with
+/// the built-in studies' dataset mappings.
 pub fn export_convlab3(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
+    export_with(sessions, Mappings::builtin(), out)
+}
+
+/// Writes a unified-format dialogue list with the dataset mappings `mappings`.
+pub(crate) fn export_with(
+    sessions: &[ImportedSession],
+    mappings: &Mappings,
+    out: impl Write,
+) -> Result<(), ExportError> {
     let mut stream = JsonStream::array(out, 2)?;
     for (index, session) in exported(Format::ConvLab3, sessions) {
-        stream.item(&Value::Object(record_in(session, index, None)?))?;
+        stream.item(&Value::Object(record_in(session, index, None, mappings)?))?;
     }
     stream.finish()?;
     Ok(())
@@ -67,9 +78,13 @@ pub(crate) fn record_in(
     session: &ImportedSession,
     index: usize,
     split: Option<&str>,
+    mappings: &Mappings,
 ) -> Result<Fields, ExportError> {
     let split = data_split(split.unwrap_or("train"));
-    let defaults = ConvLabDefaults { split: &split };
+    let defaults = ConvLabDefaults {
+        split: &split,
+        mappings,
+    };
     let mut record = export_record(&LAYOUT, session, index, &defaults)?;
     if session.dialogue_note(Format::ConvLab3).is_none() {
         add_spans_and_domains(&mut record);
@@ -148,6 +163,7 @@ fn only_span(text: &str, value: &str) -> Option<(usize, usize)> {
 
 struct ConvLabDefaults<'a> {
     split: &'a str,
+    mappings: &'a Mappings,
 }
 
 impl Defaults for ConvLabDefaults<'_> {
@@ -192,7 +208,11 @@ impl Defaults for ConvLabDefaults<'_> {
             Role::User => fields.insert("state".into(), json!({})),
             Role::Wizard => fields.insert("db_results".into(), json!({})),
         };
-        goal_state::convlab3_turn(session, role, turn, &mut fields);
+        let map = self.mappings.acts_for(session, Format::ConvLab3);
+        goal_state::convlab3_turn(session, role, turn, &mut fields, map);
+        if role == Role::Wizard {
+            goal_state::convlab3_mapped(session, turn, map, &mut fields);
+        }
         fields
     }
 }

@@ -26,6 +26,7 @@ use super::scenario::{self, SCENARIO_KEY};
 use super::{goal_state, vocab};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
+use crate::mapping::Mappings;
 use crate::session::{Format, ImportedSession, Turn};
 
 pub(crate) const LAYOUT: Layout = Layout {
@@ -45,20 +46,35 @@ pub fn import_crosswoz(input: &Input) -> Result<Vec<ImportedSession>, ImportErro
     import_keyed(&LAYOUT, input)
 }
 
-/// Writes CrossWOZ JSON (indent 4, the layout of the released files). Wrap it with
-/// [`crate::write_zipped`] for the `.json.zip` form.
+/// Writes CrossWOZ JSON (indent 4, the layout of the released files), with the built-in
+/// studies' dataset mappings. Wrap it with [`crate::write_zipped`] for the `.json.zip` form.
 pub fn export_crosswoz(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    export_keyed(&LAYOUT, sessions, out, 4, &CrossWozDefaults)
+    export_with(sessions, Mappings::builtin(), out)
+}
+
+/// Writes CrossWOZ JSON with the dataset mappings `mappings`.
+pub(crate) fn export_with(
+    sessions: &[ImportedSession],
+    mappings: &Mappings,
+    out: impl Write,
+) -> Result<(), ExportError> {
+    export_keyed(&LAYOUT, sessions, out, 4, &CrossWozDefaults { mappings })
 }
 
 /// One dialogue's record (the value under its id).
-pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
-    export_record(&LAYOUT, session, index, &CrossWozDefaults)
+pub(crate) fn record(
+    session: &ImportedSession,
+    index: usize,
+    mappings: &Mappings,
+) -> Result<Fields, ExportError> {
+    export_record(&LAYOUT, session, index, &CrossWozDefaults { mappings })
 }
 
-struct CrossWozDefaults;
+struct CrossWozDefaults<'a> {
+    mappings: &'a Mappings,
+}
 
-impl Defaults for CrossWozDefaults {
+impl Defaults for CrossWozDefaults<'_> {
     fn record(&self, session: &ImportedSession, _index: usize) -> Fields {
         let value = json!({
             "sys-usr": [0, 0],
@@ -96,7 +112,11 @@ impl Defaults for CrossWozDefaults {
                 fields.insert("sys_state_init".into(), empty_sys_state());
             }
         }
-        goal_state::crosswoz_turn(session, role, turn, &mut fields, &empty_sys_state());
+        let map = self.mappings.acts_for(session, Format::CrossWoz);
+        goal_state::crosswoz_turn(session, role, turn, &mut fields, &empty_sys_state(), map);
+        if role == Role::Wizard {
+            goal_state::crosswoz_mapped(session, turn, map, &mut fields);
+        }
         fields
     }
 }

@@ -32,11 +32,13 @@
 
 use indexmap::IndexMap;
 use serde_json::{Value, json};
+use wozkit_core::datasets::ActMapping;
 use wozkit_core::event::{EventKind, MessageSource, Role};
 use wozkit_core::goals::{Belief, EntryKind, Goal, GoalEntry};
 
 use super::record::{Fields, wizard_label};
 use super::vocab;
+use crate::mapping;
 use crate::session::{ImportedSession, Turn};
 
 /// The session's goal and its sentences, from its `goal_generated` event.
@@ -214,9 +216,10 @@ fn merged_turn_acts(
     turn: &Turn<'_>,
     now: &[GoalEntry],
     before: Option<&[GoalEntry]>,
+    map: Option<&ActMapping>,
 ) -> TurnActs {
     if turn.messages.len() < 2 {
-        return turn_acts(session, role, turn, now, before);
+        return turn_acts(session, role, turn, now, before, map);
     }
     let all = session.turns();
     let mut out = TurnActs::default();
@@ -227,7 +230,7 @@ fn merged_turn_acts(
         let Some((now, before)) = around(session, Some(single)) else {
             continue;
         };
-        let derived = turn_acts(session, role, single, now.user_state, before);
+        let derived = turn_acts(session, role, single, now.user_state, before, map);
         out.acts.extend(derived.label);
         out.acts.extend(derived.acts);
     }
@@ -236,13 +239,16 @@ fn merged_turn_acts(
 
 /// The acts of a turn derived from the session's goal states (`now` after the turn, `before`
 /// after the previous message), selections and searches (see [`TurnActs`]): the one
-/// derivation the three exports write, each in its shape.
+/// derivation the three exports write, each in its shape. Domains and slots are named as `map`
+/// maps them; a label the mapping maps gets its mapped acts (see [`crate::mapping`]) instead of
+/// a derived one.
 fn turn_acts(
     session: &ImportedSession,
     role: Role,
     turn: &Turn<'_>,
     now: &[GoalEntry],
     before: Option<&[GoalEntry]>,
+    map: Option<&ActMapping>,
 ) -> TurnActs {
     let mut out = TurnActs::default();
     for e in newly(now, before) {
@@ -260,11 +266,32 @@ fn turn_acts(
         }
     }
     match role {
+        Role::Wizard if map.is_some_and(|m| mapping::is_mapped(turn.source, m)) => {}
         Role::Wizard => out.label = labelled_act(session, turn),
         // A user message never informs a request, so the state after it tells what was open.
         Role::User => out.acts.extend(user_requests(&turn.text, now)),
     }
+    for a in out.label.iter_mut().chain(out.acts.iter_mut()) {
+        a.domain = mapping::domain(map, &a.domain).to_string();
+        a.slot = mapping::slot(map, &a.slot).to_string();
+    }
     out
+}
+
+/// A belief state with its domains and slots named as `map` maps them.
+fn mapped_belief(belief: &Belief, map: Option<&ActMapping>) -> Belief {
+    belief
+        .iter()
+        .map(|(d, b)| {
+            let mut b = b.clone();
+            b.constraints = b
+                .constraints
+                .iter()
+                .map(|(s, v)| (mapping::slot(map, s).to_string(), v.clone()))
+                .collect();
+            (mapping::domain(map, d).to_string(), b)
+        })
+        .collect()
 }
 
 /// Adds a turn's goal fields to its CrossWOZ fields: the derived acts (see [`TurnActs`]) as
@@ -276,6 +303,7 @@ pub(crate) fn crosswoz_turn(
     turn: Option<&Turn<'_>>,
     fields: &mut Fields,
     empty: &Value,
+    map: Option<&ActMapping>,
 ) {
     let Some((now, before)) = around(session, turn) else {
         return;
@@ -283,7 +311,7 @@ pub(crate) fn crosswoz_turn(
     if let Some(turn) = turn
         && let Some(Value::Array(acts)) = fields.get_mut("dialog_act")
     {
-        let derived = merged_turn_acts(session, role, turn, now.user_state, before);
+        let derived = merged_turn_acts(session, role, turn, now.user_state, before, map);
         acts.extend(
             derived
                 .label
@@ -298,11 +326,12 @@ pub(crate) fn crosswoz_turn(
             fields.insert("user_state".into(), tuples(now.user_state));
         }
         Role::Wizard => {
-            fields.insert("sys_state".into(), crosswoz_belief(now.sys_state, empty));
-            fields.insert(
-                "sys_state_init".into(),
-                crosswoz_belief(now.sys_state_init, empty),
+            let (sys, init) = (
+                mapped_belief(now.sys_state, map),
+                mapped_belief(now.sys_state_init, map),
             );
+            fields.insert("sys_state".into(), crosswoz_belief(&sys, empty));
+            fields.insert("sys_state_init".into(), crosswoz_belief(&init, empty));
         }
     }
 }
@@ -440,22 +469,30 @@ fn crosswoz_belief(belief: &Belief, empty: &Value) -> Value {
 
 /// The MultiWOZ goal domains of a session with a goal: `{info, reqt}` per sub-goal's domain
 /// (an `info` value is the constraint's value).
-pub(crate) fn multiwoz_goal(session: &ImportedSession, goal_fields: &mut Fields) {
+pub(crate) fn multiwoz_goal(
+    session: &ImportedSession,
+    goal_fields: &mut Fields,
+    map: Option<&ActMapping>,
+) {
     let Some((goal, _)) = logged_goal(session) else {
         return;
     };
-    for sg in goal.subgoals.iter().filter(|sg| {
-        vocab::MULTIWOZ_DOMAINS
-            .iter()
-            .any(|(d, _, _)| *d == sg.domain)
-    }) {
+    for sg in &goal.subgoals {
+        let domain = mapping::domain(map, &sg.domain);
+        if !vocab::MULTIWOZ_DOMAINS.iter().any(|(d, _, _)| *d == domain) {
+            continue;
+        }
         let info: Fields = sg
             .constraints
             .iter()
-            .map(|c| (c.slot.clone(), json!(c.value)))
+            .map(|c| (mapping::slot(map, &c.slot).to_string(), json!(c.value)))
             .collect();
-        let reqt: Vec<&str> = sg.requests.iter().map(|r| r.slot.as_str()).collect();
-        goal_fields.insert(sg.domain.clone(), json!({"info": info, "reqt": reqt}));
+        let reqt: Vec<&str> = sg
+            .requests
+            .iter()
+            .map(|r| mapping::slot(map, &r.slot))
+            .collect();
+        goal_fields.insert(domain.to_string(), json!({"info": info, "reqt": reqt}));
     }
 }
 
@@ -466,6 +503,7 @@ pub(crate) fn multiwoz_turn(
     role: Role,
     turn: Option<&Turn<'_>>,
     fields: &mut Fields,
+    map: Option<&ActMapping>,
 ) {
     let Some((now, before)) = around(session, turn) else {
         return;
@@ -473,7 +511,7 @@ pub(crate) fn multiwoz_turn(
     if let Some(turn) = turn
         && let Some(Value::Object(acts)) = fields.get_mut("dialog_act")
     {
-        let derived = merged_turn_acts(session, role, turn, now.user_state, before);
+        let derived = merged_turn_acts(session, role, turn, now.user_state, before, map);
         for act in derived.label.iter().chain(&derived.acts) {
             let (name, pair) = multiwoz_act(act);
             let slot = pair.get(0).and_then(Value::as_str).unwrap_or_default();
@@ -486,8 +524,9 @@ pub(crate) fn multiwoz_turn(
         }
     }
     if role == Role::Wizard {
+        let belief = mapped_belief(now.sys_state, map);
         let meta = vocab::multiwoz_metadata(|domain, part, slot| {
-            let b = now.sys_state.get(domain)?;
+            let b = belief.get(domain)?;
             (part == "semi")
                 .then(|| b.constraints.get(slot).cloned())
                 .flatten()
@@ -544,6 +583,7 @@ pub(crate) fn convlab3_turn(
     role: Role,
     turn: Option<&Turn<'_>>,
     fields: &mut Fields,
+    map: Option<&ActMapping>,
 ) {
     let Some((now, before)) = around(session, turn) else {
         return;
@@ -551,7 +591,7 @@ pub(crate) fn convlab3_turn(
     if let Some(turn) = turn
         && let Some(Value::Object(acts)) = fields.get_mut("dialogue_acts")
     {
-        let derived = merged_turn_acts(session, role, turn, now.user_state, before);
+        let derived = merged_turn_acts(session, role, turn, now.user_state, before, map);
         if let (Some(_), Some(label)) = (&derived.label, wizard_label(Some(turn)))
             && let Some(Value::Array(binary)) = acts.get_mut("binary")
         {
@@ -568,8 +608,7 @@ pub(crate) fn convlab3_turn(
     }
     match role {
         Role::User => {
-            let state: Fields = now
-                .sys_state
+            let state: Fields = mapped_belief(now.sys_state, map)
                 .iter()
                 .map(|(d, b)| (d.clone(), json!(b.constraints)))
                 .collect();
@@ -595,8 +634,7 @@ pub(crate) fn convlab3_turn(
             fields.insert("user_state".into(), json!(user));
         }
         Role::Wizard => {
-            let db: Fields = now
-                .sys_state
+            let db: Fields = mapped_belief(now.sys_state, map)
                 .iter()
                 .map(|(d, b)| (d.clone(), json!(b.selected_results)))
                 .collect();
@@ -644,5 +682,115 @@ fn convlab3_act(a: &Act) -> (&'static str, Value) {
             "binary",
             json!({"intent": "request", "domain": a.domain, "slot": a.slot}),
         ),
+    }
+}
+
+/// Adds the acts the study's mapping gives a turn's messages (see [`crate::mapping`]) to its
+/// MultiWOZ `dialog_act`: `{"Domain-Intent": [[Slot, value]]}`, `["none", "none"]` for an act
+/// without a slot, `?` for a request's value. Only MultiWOZ acts are written (the loader checks
+/// the mapping; an act outside the vocabulary is never written).
+pub(crate) fn multiwoz_mapped(
+    session: &ImportedSession,
+    turn: Option<&Turn<'_>>,
+    map: Option<&ActMapping>,
+    fields: &mut Fields,
+) {
+    let (Some(turn), Some(map)) = (turn, map) else {
+        return;
+    };
+    let Some(Value::Object(acts)) = fields.get_mut("dialog_act") else {
+        return;
+    };
+    for a in mapping::mapped_acts(session, &turn.messages, map) {
+        let name = format!("{}-{}", a.domain, a.intent);
+        let slot = a.slot.as_deref().unwrap_or("none");
+        let value = match (&a.value, a.slot.is_some(), a.intent.as_str()) {
+            (Some(v), _, _) => v.as_str(),
+            (None, true, "Request") => "?",
+            _ => "none",
+        };
+        if !vocab::is_multiwoz_act(&name, slot) {
+            continue;
+        }
+        let pair = json!([slot, value]);
+        if let Value::Array(pairs) = acts.entry(name).or_insert_with(|| json!([]))
+            && !pairs.contains(&pair)
+        {
+            pairs.push(pair);
+        }
+    }
+}
+
+/// Adds the mapped acts of a turn to its CrossWOZ `dialog_act`: `[intent, domain, slot,
+/// value]`, a general act `["General", act, "none", "none"]`, `"none"` for a missing slot or
+/// value (`""` for a request's), CrossWOZ's acts only.
+pub(crate) fn crosswoz_mapped(
+    session: &ImportedSession,
+    turn: Option<&Turn<'_>>,
+    map: Option<&ActMapping>,
+    fields: &mut Fields,
+) {
+    let (Some(turn), Some(map)) = (turn, map) else {
+        return;
+    };
+    let Some(Value::Array(acts)) = fields.get_mut("dialog_act") else {
+        return;
+    };
+    for a in mapping::mapped_acts(session, &turn.messages, map) {
+        let (intent, domain) = if a.domain == "general" {
+            ("General", a.intent.as_str())
+        } else {
+            (a.intent.as_str(), a.domain.as_str())
+        };
+        if !vocab::is_crosswoz_act(intent, domain) {
+            continue;
+        }
+        let slot = a.slot.as_deref().unwrap_or("none");
+        let value = match (&a.value, intent) {
+            (Some(v), _) => v.as_str(),
+            (None, "Request") => "",
+            _ => "none",
+        };
+        let act = json!([intent, domain, slot, value]);
+        if !acts.contains(&act) {
+            acts.push(act);
+        }
+    }
+}
+
+/// Adds the mapped acts of a turn to its ConvLab-3 `dialogue_acts`: non-categorical `{intent,
+/// domain, slot, value}` for an act with a slot and a value, binary `{intent, domain, slot}`
+/// (`slot` `""` without one) otherwise.
+pub(crate) fn convlab3_mapped(
+    session: &ImportedSession,
+    turn: Option<&Turn<'_>>,
+    map: Option<&ActMapping>,
+    fields: &mut Fields,
+) {
+    let (Some(turn), Some(map)) = (turn, map) else {
+        return;
+    };
+    let Some(Value::Object(acts)) = fields.get_mut("dialogue_acts") else {
+        return;
+    };
+    for a in mapping::mapped_acts(session, &turn.messages, map) {
+        if !wozkit_core::datasets::is_convlab3_act(&a.domain, &a.intent) {
+            continue;
+        }
+        let (kind, act) = match (&a.slot, &a.value) {
+            (Some(slot), Some(value)) => (
+                "non-categorical",
+                json!({"intent": a.intent, "domain": a.domain, "slot": slot, "value": value}),
+            ),
+            (slot, _) => (
+                "binary",
+                json!({"intent": a.intent, "domain": a.domain, "slot": slot.as_deref().unwrap_or("")}),
+            ),
+        };
+        if let Some(Value::Array(list)) = acts.get_mut(kind)
+            && !list.contains(&act)
+        {
+            list.push(act);
+        }
     }
 }

@@ -26,6 +26,7 @@ use super::scenario::{self, SCENARIO_KEY};
 use super::{goal_state, vocab};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
+use crate::mapping::Mappings;
 use crate::session::{Format, ImportedSession, Turn};
 
 pub(crate) const LAYOUT: Layout = Layout {
@@ -45,19 +46,35 @@ pub fn import_multiwoz21(input: &Input) -> Result<Vec<ImportedSession>, ImportEr
     import_keyed(&LAYOUT, input)
 }
 
-/// Writes the `data.json` layout (indent 2). Wrap it with [`crate::write_zipped`] for a zip.
+/// Writes the `data.json` layout (indent 2), with the built-in studies' dataset mappings. Wrap
+/// it with [`crate::write_zipped`] for a zip.
 pub fn export_multiwoz21(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    export_keyed(&LAYOUT, sessions, out, 2, &MultiWozDefaults)
+    export_with(sessions, Mappings::builtin(), out)
+}
+
+/// Writes the `data.json` layout with the dataset mappings `mappings`.
+pub(crate) fn export_with(
+    sessions: &[ImportedSession],
+    mappings: &Mappings,
+    out: impl Write,
+) -> Result<(), ExportError> {
+    export_keyed(&LAYOUT, sessions, out, 2, &MultiWozDefaults { mappings })
 }
 
 /// One dialogue's record (the value under its id).
-pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
-    export_record(&LAYOUT, session, index, &MultiWozDefaults)
+pub(crate) fn record(
+    session: &ImportedSession,
+    index: usize,
+    mappings: &Mappings,
+) -> Result<Fields, ExportError> {
+    export_record(&LAYOUT, session, index, &MultiWozDefaults { mappings })
 }
 
-struct MultiWozDefaults;
+struct MultiWozDefaults<'a> {
+    mappings: &'a Mappings,
+}
 
-impl Defaults for MultiWozDefaults {
+impl Defaults for MultiWozDefaults<'_> {
     fn record(&self, session: &ImportedSession, _index: usize) -> Fields {
         let drawn = scenario::logged(session);
         let mut goal = Fields::new();
@@ -70,7 +87,8 @@ impl Defaults for MultiWozDefaults {
             .unwrap_or_default();
         goal.insert("message".into(), json!(message));
         goal.insert("restaurant".into(), json!({}));
-        goal_state::multiwoz_goal(session, &mut goal);
+        let map = self.mappings.acts_for(session, Format::MultiWoz21);
+        goal_state::multiwoz_goal(session, &mut goal, map);
         let mut record = Fields::new();
         record.insert("goal".into(), Value::Object(goal));
         record.insert("log".into(), Value::Null);
@@ -95,7 +113,11 @@ impl Defaults for MultiWozDefaults {
         fields.insert("metadata".into(), metadata);
         fields.insert("dialog_act".into(), json!({}));
         fields.insert("span_info".into(), json!([]));
-        goal_state::multiwoz_turn(session, role, turn, &mut fields);
+        let map = self.mappings.acts_for(session, Format::MultiWoz21);
+        goal_state::multiwoz_turn(session, role, turn, &mut fields, map);
+        if role == Role::Wizard {
+            goal_state::multiwoz_mapped(session, turn, map, &mut fields);
+        }
         fields
     }
 }

@@ -2,9 +2,11 @@
 //! `sample.json`. Each utterance's `index` and `segments` ride in the `taskmaster1.turn`
 //! annotation.
 //!
-//! Sessions from elsewhere get `conversation_id` = `"dlg-" + session id`, `instruction_id` = the
-//! study id of `SessionStarted` (or `""`) and utterances without segments; Taskmaster-1 has no
-//! place for dialogue-act labels, timestamps or other events, which go to the sidecar.
+//! Sessions from elsewhere get `conversation_id` = `"dlg-" + session id`, `instruction_id` =
+//! `<domain>-<scenario>` of the study's `datasets.taskmaster1` mapping (`restaurant-table-1`, so a
+//! reader takes the Taskmaster-1 domain from its prefix), else the study id of `SessionStarted`
+//! (or `""`), and utterances without segments; Taskmaster-1 has no place for dialogue-act
+//! labels, timestamps or other events, which go to the sidecar.
 
 use std::io::Write;
 
@@ -15,6 +17,7 @@ use wozkit_core::event::{Actor, Event, EventKind, Judgment, Role};
 use super::record::{Defaults, Fields, Layout, Shape, export_list, export_record, import_list};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
+use crate::mapping::Mappings;
 use crate::output::pretty;
 use crate::session::{Format, ImportedSession, Turn};
 
@@ -36,17 +39,31 @@ pub fn import_taskmaster1(input: &Input) -> Result<Vec<ImportedSession>, ImportE
     import_list(&LAYOUT, input, &["conversation_id"], value)
 }
 
-/// Writes the dataset layout: a JSON array of conversations (indent 2).
+/// Writes the dataset layout: a JSON array of conversations (indent 2), with the built-in
+/// studies' dataset mappings.
 pub fn export_taskmaster1(
     sessions: &[ImportedSession],
     out: impl Write,
 ) -> Result<(), ExportError> {
-    export_list(&LAYOUT, sessions, out, 2, &TmDefaults)
+    export_with(sessions, Mappings::builtin(), out)
+}
+
+/// Writes the dataset layout with the dataset mappings `mappings`.
+pub(crate) fn export_with(
+    sessions: &[ImportedSession],
+    mappings: &Mappings,
+    out: impl Write,
+) -> Result<(), ExportError> {
+    export_list(&LAYOUT, sessions, out, 2, &TmDefaults { mappings })
 }
 
 /// One conversation of the dataset layout, the `index`-th exported.
-pub(crate) fn record(session: &ImportedSession, index: usize) -> Result<Fields, ExportError> {
-    export_record(&LAYOUT, session, index, &TmDefaults)
+pub(crate) fn record(
+    session: &ImportedSession,
+    index: usize,
+    mappings: &Mappings,
+) -> Result<Fields, ExportError> {
+    export_record(&LAYOUT, session, index, &TmDefaults { mappings })
 }
 
 /// Writes one conversation as a single object, the layout of `sample.json` (indent 4).
@@ -54,19 +71,28 @@ pub fn export_taskmaster1_conversation(
     session: &ImportedSession,
     mut out: impl Write,
 ) -> Result<(), ExportError> {
-    let record = export_record(&LAYOUT, session, 0, &TmDefaults)?;
+    let defaults = TmDefaults {
+        mappings: Mappings::builtin(),
+    };
+    let record = export_record(&LAYOUT, session, 0, &defaults)?;
     out.write_all(&pretty(&Value::Object(record), 4)?)?;
     Ok(())
 }
 
-struct TmDefaults;
+struct TmDefaults<'a> {
+    mappings: &'a Mappings,
+}
 
-impl Defaults for TmDefaults {
+impl Defaults for TmDefaults<'_> {
     fn record(&self, session: &ImportedSession, _index: usize) -> Fields {
-        let study = session.events.iter().find_map(|e| match &e.kind {
-            EventKind::SessionStarted { study, .. } => Some(study.clone()),
-            _ => None,
-        });
+        // The mapped scenario (`restaurant-table-1`), else the study id.
+        let study = match self.mappings.taskmaster1_for(session) {
+            Some(tm) => Some(tm.instruction_id()),
+            None => session.events.iter().find_map(|e| match &e.kind {
+                EventKind::SessionStarted { study, .. } => Some(study.clone()),
+                _ => None,
+            }),
+        };
         let mut record = Fields::new();
         record.insert(
             "conversation_id".into(),

@@ -33,6 +33,7 @@ use crate::error::ExportError;
 use crate::formats::taskmaster1::SpanSegments;
 use crate::judgments::{JudgmentsCsv, JudgmentsJsonl, log_rows};
 use crate::leaderboard::{study_rows, votes_from_rows};
+use crate::mapping::Mappings;
 use crate::session::Format;
 use crate::votes::VotesWriter;
 
@@ -155,12 +156,35 @@ pub async fn export_store_with_segments(
 
 /// As [`export_store_with_segments`], each session's turns also given their adjudicated
 /// dialogue acts ([`TurnActs::apply`], by store session id) in the formats with acts (MultiWOZ
-/// 2.1, ConvLab-3, CrossWOZ); `acts` is read with [`TurnActs::from_judgments`].
+/// 2.1, ConvLab-3, CrossWOZ); `acts` is read with [`TurnActs::from_judgments`]. The built-in
+/// studies' dataset mappings apply ([`Mappings::builtin`]).
 pub async fn export_store_annotated(
     store: &dyn Store,
     options: &ExportOptions,
     segments: &SpanSegments,
     acts: &TurnActs,
+    progress: &dyn Progress,
+) -> Result<ExportSummary, StoreExportError> {
+    export_store_mapped(
+        store,
+        options,
+        segments,
+        acts,
+        Mappings::builtin(),
+        progress,
+    )
+    .await
+}
+
+/// As [`export_store_annotated`], each session of a study with a dataset mapping in `mappings`
+/// written with the acts, domains and slots it maps to ([`crate::mapping`]; the store keeps no
+/// study definitions, so `mappings` holds the studies the caller knows).
+pub async fn export_store_mapped(
+    store: &dyn Store,
+    options: &ExportOptions,
+    segments: &SpanSegments,
+    acts: &TurnActs,
+    mappings: &Mappings,
     progress: &dyn Progress,
 ) -> Result<ExportSummary, StoreExportError> {
     if matches!(
@@ -178,14 +202,17 @@ pub async fn export_store_annotated(
     ids.retain(|id| !skip.contains(id));
     let ontology = sinks::SharedOntology::default();
     let (mut parts, assignment): (Vec<Box<dyn Sink>>, _) = match &options.split {
-        None => (vec![sinks::open(options.format, &options.out)?], None),
+        None => (
+            vec![sinks::open(options.format, &options.out, mappings)?],
+            None,
+        ),
         Some(spec) => {
             let parts = spec
                 .parts
                 .iter()
                 .map(|(name, _)| {
                     let path = part_path(&options.out, name);
-                    sinks::open_part(options.format, &path, Some(name), &ontology)
+                    sinks::open_part(options.format, &path, Some(name), &ontology, mappings)
                 })
                 .collect::<Result<_, _>>()?;
             (parts, Some(spec.assign(&ids)))

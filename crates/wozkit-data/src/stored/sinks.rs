@@ -16,6 +16,7 @@ use crate::error::ExportError;
 use crate::export_crwiz;
 use crate::formats::convlab3::ontology::Ontology;
 use crate::formats::{self, Container};
+use crate::mapping::Mappings;
 use crate::output::{JsonStream, pretty};
 use crate::session::Format;
 use crate::sidecar::{SidecarLine, lost_events, shaped_turns, sidecar_path};
@@ -47,9 +48,14 @@ pub(crate) trait Sink {
 /// added), so the parts union into one dataset.
 pub(crate) type SharedOntology = Arc<Mutex<Ontology>>;
 
-/// The sink of `format` writing to `out`.
-pub(crate) fn open(format: ExportFormat, out: &Path) -> Result<Box<dyn Sink>, StoreExportError> {
-    open_part(format, out, None, &SharedOntology::default())
+/// The sink of `format` writing to `out`, each session with its study's dataset mapping in
+/// `mappings`.
+pub(crate) fn open(
+    format: ExportFormat,
+    out: &Path,
+    mappings: &Mappings,
+) -> Result<Box<dyn Sink>, StoreExportError> {
+    open_part(format, out, None, &SharedOntology::default(), mappings)
 }
 
 /// Whether a ConvLab-3 export to `out` writes the dataset folder (`data.zip` with
@@ -67,11 +73,13 @@ pub(crate) fn open_part(
     out: &Path,
     part: Option<&str>,
     ontology: &SharedOntology,
+    mappings: &Mappings,
 ) -> Result<Box<dyn Sink>, StoreExportError> {
     Ok(match format {
         ExportFormat::Dataset(Format::Crwiz) => Box::new(PerDialogue::create(out)?),
         ExportFormat::Dataset(Format::ConvLab3) if is_convlab3_folder(out) => {
             let mut doc = Document::new(Format::ConvLab3, out);
+            doc.mappings = mappings.clone();
             doc.part = part.map(str::to_string);
             doc.dataset = Some(ontology.clone());
             doc.sidecar = Sidecar::new(Format::ConvLab3, &out.join("data.zip"));
@@ -79,6 +87,7 @@ pub(crate) fn open_part(
         }
         ExportFormat::Dataset(format) => {
             let mut doc = Document::new(format, out);
+            doc.mappings = mappings.clone();
             doc.part = part.map(str::to_string);
             Box::new(doc)
         }
@@ -286,6 +295,8 @@ struct Document {
     dataset: Option<SharedOntology>,
     /// The first dialogues of a dataset folder, for `dummy_data.json`.
     dummy: Vec<serde_json::Value>,
+    /// The studies' dataset mappings.
+    mappings: Mappings,
 }
 
 impl Document {
@@ -306,6 +317,7 @@ impl Document {
             part: None,
             dataset: None,
             dummy: Vec::new(),
+            mappings: Mappings::default(),
         }
     }
 }
@@ -318,7 +330,8 @@ impl Sink for Document {
         let view = session.dataset_view();
         let (container, indent) = self.format.container();
         let part = self.part.as_deref();
-        let record = formats::record_in_part(self.format, &view, self.records.len(), part)?;
+        let record =
+            formats::record_in_part(self.format, &view, self.records.len(), part, &self.mappings)?;
         let written = record.is_some();
         if let Some(record) = record {
             if let (Some(ontology), Some(dialogue)) = (&self.dataset, record.as_object()) {
