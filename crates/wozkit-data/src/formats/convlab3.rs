@@ -9,7 +9,8 @@
 //! turns. Turns start with the user and alternate: consecutive messages of one speaker are
 //! merged (the join, the wizard's opening and the exact messages go to the sidecar; see
 //! docs/datasets.md). A wizard's state-machine label is not an act of the format: it stays in the
-//! sidecar, never becomes a made-up `general` act. A session that drew a scenario gets its drawn and computed world
+//! sidecar, never becomes a made-up `general` act; the acts the study's `datasets.convlab3`
+//! mapping gives the state are written (see [`crate::mapping`]). A session that drew a scenario gets its drawn and computed world
 //! variables as sentences in `goal.description` and the extra dialogue key `scenario` between
 //! `goal` and `turns` (see [`super::scenario`]). A session with a user goal gets it in `goal` and
 //! `domains`, per-turn states, `db_results` and the derived `inform`, `recommend`, `nooffer`

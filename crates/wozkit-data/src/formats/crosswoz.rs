@@ -8,7 +8,8 @@
 //! user's first are left out, consecutive messages of one speaker are one turn joined by
 //! a space, or by nothing where the text is Chinese, and an empty system turn closes a dialogue
 //! that ends with the user; the sidecar keeps the messages and the joins). A wizard's state label
-//! is not a CrossWOZ act and is not written as one; system states hold CrossWOZ's five domains
+//! is not a CrossWOZ act and is not written as one (the acts the study's `datasets.crosswoz`
+//! mapping gives the state are, see [`crate::mapping`]); system states hold CrossWOZ's five domains
 //! and their slots only. A session that drew a scenario gets one
 //! `task description` line per drawn or computed world variable and the extra key `scenario`
 //! after `type` (see [`super::scenario`]). A session with a user goal gets its goal, final goal,

@@ -8,7 +8,8 @@
 //! ends with the user; the sidecar keeps the messages and the joins). System turns carry the
 //! `metadata` of the released files: all seven domains with their `book` and `semi` slots, `""`
 //! where the session has no value. A wizard's state label is not a MultiWOZ act and is not
-//! written as one. A
+//! written as one; the acts the study's `datasets.multiwoz` mapping gives the state are (see
+//! [`crate::mapping`]). A
 //! session that drew a scenario gets one `goal.message` line per drawn or computed world variable
 //! (the value in the corpus's emphasis markup) and the extra key `scenario` after `log` (see
 //! [`super::scenario`]). A session with a user goal gets it in `goal`, the wizard's belief state
