@@ -183,4 +183,60 @@ fn judges_answer_every_item_both_ways_and_a_rerun_asks_nothing_again() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("0 to ask, 8 answered before"), "{err}");
     assert_eq!(judgments(&data, "rule").len(), 8);
+
+    // The answers in the judgments export, as rows of kind `model`.
+    let out = dir.path().join("judgments.jsonl");
+    let (code, err) = wozkit(&[
+        "export",
+        "--format",
+        "judgments-jsonl",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 16);
+    assert!(
+        rows.iter()
+            .all(|r| r["kind"] == "model" && r["counted"] == false)
+    );
+    assert_eq!(rows.iter().filter(|r| r["judge"] == "biased").count(), 8);
+
+    // The report's side bias: the biased judge always picks A and so flips on every pair; the
+    // rule-following one never does. Without people there is nothing to agree with.
+    let report_path = dir.path().join("report.json");
+    let (code, err) = wozkit(&[
+        "report",
+        "--data",
+        data.to_str().unwrap(),
+        "--json",
+        report_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert!(report.get("judgments").is_none(), "no person judged");
+    let judges = report["judge_agreement"]["judges"].as_array().unwrap();
+    let judge = |name: &str| judges.iter().find(|j| j["judge"] == name).unwrap();
+    let biased = &judge("biased")["side_bias"];
+    assert_eq!(
+        (&biased["first"], &biased["answers"]),
+        (&json!(8), &json!(8))
+    );
+    assert_eq!(
+        (&biased["flips"], &biased["swapped_items"]),
+        (&json!(4), &json!(4))
+    );
+    let rule = &judge("rule")["side_bias"];
+    assert_eq!(
+        (&rule["flips"], &rule["flip_rate"]),
+        (&json!(0), &json!(0.0))
+    );
+    assert_eq!(judge("rule")["questions"][0]["model_vs_human"]["items"], 0);
 }
