@@ -260,6 +260,9 @@ async fn read_judgments(
     Ok((collector.report(), judges, live))
 }
 
+/// Where an imported vote goes in cast order: server time, cast time text, store id, position.
+type CastKey = (u64, String, String, usize);
+
 /// What the report keeps of the sessions it has read.
 #[derive(Default)]
 struct Collected {
@@ -267,9 +270,8 @@ struct Collected {
     /// Each session's scenario variant (None: it drew none), in the order of `sessions`.
     variants: Vec<Option<IndexMap<String, String>>>,
     acts: HashMap<(Role, String), usize>,
-    /// Votes with their cast order key (server time, cast time text, store id, position) and
-    /// their source (`import:<format>`).
-    votes: Vec<((u64, String, String, usize), String, Vote)>,
+    /// Votes with their cast order key and their source (`import:<format>`).
+    votes: Vec<(CastKey, String, Vote)>,
     /// Ratings per (item, target).
     ratings: BTreeMap<(String, String), Vec<f64>>,
     /// What scoring the questionnaires did.

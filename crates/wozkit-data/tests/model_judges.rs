@@ -10,6 +10,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 use wozkit_core::event::{Actor, EventKind, ItemPool, Judgment, ModelJudgment, Role};
+use wozkit_data::report::evaluation::RankingOptions;
 use wozkit_data::report::html::render_html;
 use wozkit_data::report::judge_agreement::{JudgeSummary, QuestionKind};
 use wozkit_data::report::{Filter, ReportOptions, build_report};
@@ -131,7 +132,7 @@ fn judge_log(judge: &str, swap: bool) -> Vec<(u64, Actor, EventKind)> {
     for (item, left, right) in ITEMS {
         let orders: &[bool] = if swap { &[false, true] } else { &[false] };
         for &swapped in orders {
-            let mut shown = vec![(dialogue(item, left), left), (dialogue(item, right), right)];
+            let mut shown = [(dialogue(item, left), left), (dialogue(item, right), right)];
             if swapped {
                 shown.reverse();
             }
@@ -192,11 +193,16 @@ async fn export(store: &dyn Store, format: &str) -> String {
 }
 
 fn options() -> ReportOptions {
-    let mut options = ReportOptions::default();
-    options.filters = vec![Filter::parse(&format!("study={STUDY}")).expect("filter")];
-    options.ranking.bootstrap = 300;
-    options.ranking.seed = 5;
-    options
+    let defaults = ReportOptions::default();
+    ReportOptions {
+        filters: vec![Filter::parse(&format!("study={STUDY}")).expect("filter")],
+        ranking: RankingOptions {
+            bootstrap: 300,
+            seed: 5,
+            ..defaults.ranking
+        },
+        ..defaults
+    }
 }
 
 #[tokio::test]

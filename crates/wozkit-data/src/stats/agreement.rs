@@ -356,7 +356,7 @@ mod tests {
     /// twice; p_o = 4/6, each side says x half the time, p_e = 0.5, κ = (2/3 − 1/2) / (1/2) = 1/3.
     #[test]
     fn label_pairs_count_each_pair_of_annotators_in_both_orders() {
-        let units = vec![vec!["x", "x"], vec!["x", "y"], vec!["y", "y"], vec!["z"]];
+        let units = [vec!["x", "x"], vec!["x", "y"], vec!["y", "y"], vec!["z"]];
         let pairs = label_pairs(units.iter().map(Vec::as_slice));
         assert_eq!(pairs.len(), 6);
         let kappa = cohen_kappa(&pairs).expect("defined");
