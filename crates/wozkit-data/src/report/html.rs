@@ -27,11 +27,12 @@ pub fn render_html(report: &Report) -> String {
     let _ = write!(
         page,
         "<h1>wozkit report</h1><p>{} dialogue sessions; outcome <code>{}</code>: {} of {} known \
-         reached; {} votes.{}</p>",
+         reached; {} votes ({} imported).{}</p>",
         report.sessions,
         esc(report.outcome),
         report.outcome_reached,
         report.outcome_known,
+        report.leaderboard.as_ref().map_or(0, |l| l.board.votes),
         report.votes,
         filters(report)
     );
