@@ -113,7 +113,7 @@ pub struct ReportArgs {
     elo_k: f64,
     #[arg(long, default_value_t = 1000.0)]
     elo_start: f64,
-    /// Bootstrap resamples for the Bradley-Terry and goal-score intervals.
+    /// Bootstrap resamples for the Bradley-Terry, goal-score and model-judge agreement intervals.
     #[arg(long, default_value_t = 1000)]
     bootstrap: usize,
     /// Seed of the bootstrap.
