@@ -4,7 +4,13 @@
 //! and claims again until no item is left for it. Every item needs `--needed` judgments.
 //!
 //! `cargo bench -p wozkit-store --bench claims -- [--workers 1000] [--items 2000]
-//!  [--needed 3] [--pg postgres://…]`
+//!  [--needed 3] [--think MIN-MAX] [--pg postgres://…]`
+//!
+//! Without `--think` every worker claims again the moment it has submitted: the worst case, all
+//! queueing. `--think 5-30` gives each worker a human's pace instead: it arrives at a random
+//! moment within the first MAX seconds and spends a random 5–30 s (uniform, seeded per worker)
+//! on each item between its claim and its submit, so claims arrive as they would from 1,000 people
+//! reading dialogues, and their latency is that of the store under that load.
 //!
 //! Runs on SQLite (synchronous=FULL, as a server runs it), then on PostgreSQL when `--pg` is
 //! given or `WOZKIT_TEST_PG_URL` is set (a fresh study in that database; tables are created if
@@ -15,6 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use wozkit_core::event::{Actor, EventKind, ItemPool, MessageSource, Role};
 use wozkit_store::{
     ClaimRequest, EvalItem, NewEvent, NewSession, PgOptions, PgStore, SqliteOptions, SqliteStore,
@@ -25,7 +33,16 @@ struct Args {
     workers: usize,
     items: usize,
     needed: u32,
+    /// Seconds a worker spends on an item (uniform in MIN..=MAX), `None` for none.
+    think: Option<(f64, f64)>,
     pg: Option<String>,
+}
+
+/// `MIN-MAX` seconds, e.g. `5-30`.
+fn parse_think(value: &str) -> Option<(f64, f64)> {
+    let (min, max) = value.split_once('-')?;
+    let (min, max): (f64, f64) = (min.trim().parse().ok()?, max.trim().parse().ok()?);
+    (min >= 0.0 && max >= min).then_some((min, max))
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -33,6 +50,7 @@ fn parse_args() -> Result<Args, String> {
         workers: 1000,
         items: 2000,
         needed: 3,
+        think: None,
         pg: std::env::var("WOZKIT_TEST_PG_URL").ok(),
     };
     let mut it = std::env::args().skip(1);
@@ -46,6 +64,7 @@ fn parse_args() -> Result<Args, String> {
             "--workers" => args.workers = value.parse().map_err(|_| bad.clone())?,
             "--items" => args.items = value.parse().map_err(|_| bad.clone())?,
             "--needed" => args.needed = value.parse().map_err(|_| bad.clone())?,
+            "--think" => args.think = Some(parse_think(&value).ok_or(bad.clone())?),
             "--pg" => args.pg = Some(value),
             _ => return Err(format!("unknown flag {flag}")),
         }
@@ -89,13 +108,23 @@ struct WorkerFigures {
     submits: Histogram<u64>,
 }
 
-async fn worker(store: Arc<dyn Store>, study: String, w: usize) -> WorkerFigures {
+async fn worker(
+    store: Arc<dyn Store>,
+    study: String,
+    w: usize,
+    think: Option<(f64, f64)>,
+) -> WorkerFigures {
     let log = format!("{study}-log-{w}");
     let mut figures = WorkerFigures {
         claims: histogram(),
         granted: 0,
         submits: histogram(),
     };
+    let mut rng = ChaCha8Rng::seed_from_u64(w as u64);
+    if let Some((_, max)) = think {
+        // Workers arrive over the first MAX seconds, not all at the same instant.
+        tokio::time::sleep(Duration::from_secs_f64(rng.random_range(0.0..=max))).await;
+    }
     for n in 0.. {
         let req = ClaimRequest {
             study_id: study.clone(),
@@ -114,6 +143,9 @@ async fn worker(store: Arc<dyn Store>, study: String, w: usize) -> WorkerFigures
             break;
         };
         figures.granted += 1;
+        if let Some((min, max)) = think {
+            tokio::time::sleep(Duration::from_secs_f64(rng.random_range(min..=max))).await;
+        }
         let t = Instant::now();
         store
             .submit(
@@ -158,7 +190,7 @@ async fn run(store: Arc<dyn Store>, backend: &str, args: &Args) {
     let start = Instant::now();
     let cpu_start = cpu_time();
     let tasks: Vec<_> = (0..args.workers)
-        .map(|w| tokio::spawn(worker(Arc::clone(&store), study.clone(), w)))
+        .map(|w| tokio::spawn(worker(Arc::clone(&store), study.clone(), w, args.think)))
         .collect();
     let (mut claims, mut submits, mut granted) = (histogram(), histogram(), 0);
     for task in tasks {
@@ -173,9 +205,12 @@ async fn run(store: Arc<dyn Store>, backend: &str, args: &Args) {
         .map(|(end, start)| end.saturating_sub(start));
     let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
     println!(
-        "{backend}: {} workers, {} items x {}: {granted} leases granted by {} claim calls in \
+        "{backend}: {} workers{}, {} items x {}: {granted} leases granted by {} claim calls in \
          {:.2} s = {:.0} claims/s ({:.0} granted/s, each followed by a submit)",
         args.workers,
+        args.think.map_or(String::new(), |(min, max)| format!(
+            " thinking {min}-{max} s per item"
+        )),
         args.items,
         args.needed,
         claims.len(),
