@@ -150,7 +150,7 @@ pub struct Evaluation {
     #[serde(default)]
     pub judges: Vec<crate::judges::ModelJudge>,
     /// Set by the loader when `systems` was left out and filled with every declared system
-    /// (so systems added by `serve --system` join too).
+    /// (so systems added by `serve --add-system` join too).
     #[serde(skip)]
     pub systems_defaulted: bool,
 }

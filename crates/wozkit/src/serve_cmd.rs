@@ -73,10 +73,15 @@ pub struct ServeArgs {
     blocklist: Option<PathBuf>,
     /// A dialogue system under test at an OpenAI-compatible base URL (e.g.
     /// `my-model=http://gpu-box:8000/v1`, or `NAME=URL#MODEL` when the endpoint's model name is
-    /// not NAME). Replaces the study's system of that name or adds one; a chat or arena that
-    /// does not list its systems tests the added ones too. Repeatable.
+    /// not NAME). The given systems replace the systems under test of every served chat or
+    /// arena: participants meet only them, and the study's own (e.g. built-in scripted ones)
+    /// are left out. Repeatable; an arena needs two.
     #[arg(long = "system", value_name = "NAME=URL[#MODEL]", value_parser = parse_system)]
     systems: Vec<(String, SystemSpec)>,
+    /// Like `--system`, but tested beside the study's own systems instead of replacing them (a
+    /// study system of the same name is replaced by it). Repeatable.
+    #[arg(long = "add-system", value_name = "NAME=URL[#MODEL]", value_parser = parse_system)]
+    add_systems: Vec<(String, SystemSpec)>,
     /// Also serve `GET /metrics` (Prometheus text) without a token on this address, e.g.
     /// 127.0.0.1:9100 (keep it away from the public network). On the main address `/metrics`
     /// needs `WOZKIT_METRICS_TOKEN` as a bearer token, and is absent without it.
@@ -175,31 +180,98 @@ fn parse_system(arg: &str) -> std::result::Result<(String, SystemSpec), String> 
     Ok((name.to_string(), spec))
 }
 
-/// Puts the `--system` endpoints into every served study with a chat or arena evaluation.
-fn apply_systems(studies: &mut [LoadedStudy], systems: &[(String, SystemSpec)]) -> Result<()> {
-    if systems.is_empty() {
+/// Puts the `--system` and `--add-system` endpoints into every served study with a chat or
+/// arena evaluation: `replace` become its only systems under test (the study's own are left
+/// out, unless a model judge asks one of them), `add` join those it has.
+fn apply_systems(
+    studies: &mut [LoadedStudy],
+    replace: &[(String, SystemSpec)],
+    add: &[(String, SystemSpec)],
+) -> Result<()> {
+    if replace.is_empty() && add.is_empty() {
         return Ok(());
     }
+    let flag = if replace.is_empty() {
+        "--add-system"
+    } else {
+        "--system"
+    };
     let mut used = false;
     for s in studies.iter_mut() {
-        if !s
-            .study
-            .evaluation
-            .as_ref()
-            .is_some_and(|e| e.task.is_live())
-        {
+        let study = &mut s.study;
+        let Some(ev) = study.evaluation.as_mut().filter(|e| e.task.is_live()) else {
             continue;
-        }
+        };
         used = true;
-        for (name, spec) in systems {
-            s.study.systems.insert(name.clone(), spec.clone());
+        if !replace.is_empty() {
+            let fewest = if ev.task == wozkit_core::evaluation::EvalTask::Arena {
+                2
+            } else {
+                1
+            };
+            let given = replace.len() + add.len();
+            if given < fewest {
+                anyhow::bail!(
+                    "--system: the arena of study `{}` needs at least two systems; give another \
+                     --system, or --add-system to battle beside the study's own",
+                    study.id
+                );
+            }
+            let judged: Vec<&str> = ev
+                .judges
+                .iter()
+                .filter_map(|j| j.system.as_deref())
+                .collect();
+            let dropped: Vec<String> = ev
+                .systems
+                .iter()
+                .filter(|n| !judged.contains(&n.as_str()))
+                .cloned()
+                .collect();
+            for name in dropped {
+                study.systems.shift_remove(&name);
+            }
+            ev.systems.clear();
+            ev.systems_defaulted = false;
         }
-        load::default_systems(&mut s.study);
+        for (name, spec) in replace.iter().chain(add) {
+            study.systems.insert(name.clone(), spec.clone());
+            if !ev.systems.contains(name) && !ev.systems_defaulted {
+                ev.systems.push(name.clone());
+            }
+        }
+        load::default_systems(study);
     }
     if !used {
-        anyhow::bail!("--system: no served study has a chat or arena evaluation to use it");
+        anyhow::bail!("{flag}: no served study has a chat or arena evaluation to use it");
     }
     Ok(())
+}
+
+/// One line per served chat or arena: the systems its participants meet.
+fn systems_in_play(studies: &[LoadedStudy]) -> Vec<String> {
+    studies
+        .iter()
+        .filter_map(|s| {
+            let ev = s.study.evaluation.as_ref().filter(|e| e.task.is_live())?;
+            let names: Vec<String> = ev
+                .systems
+                .iter()
+                .map(|n| match s.study.systems.get(n) {
+                    Some(SystemSpec::Openai(o)) => {
+                        format!("{n} ({}, model {})", o.base_url, o.model)
+                    }
+                    Some(SystemSpec::Builtin(_)) => format!("{n} (built-in scripted)"),
+                    _ => n.clone(),
+                })
+                .collect();
+            Some(format!(
+                "systems in play ({}): {}",
+                s.study.id,
+                names.join(", ")
+            ))
+        })
+        .collect()
 }
 
 /// How the payment table prices each row (shown by `wozkit payments --help`).
@@ -288,7 +360,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .iter()
         .map(|s| load_study(s))
         .collect::<Result<Vec<_>>>()?;
-    apply_systems(&mut studies, &args.systems)?;
+    apply_systems(&mut studies, &args.systems, &args.add_systems)?;
     crate::priors_cmd::apply_overlays(&mut studies, &args.priors)?;
     serve_runtime(args.workers)?.block_on(async move {
         let store = open_store(&args.data, Access::Write).await?;
@@ -304,6 +376,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         for s in &studies {
             println!("  participant entry link ({}): {base}/join?study={}", s.study.title, s.study.id);
             println!("    Prolific: …&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}");
+        }
+        for line in systems_in_play(&studies) {
+            println!("  {line}");
         }
         println!("  try both roles yourself: {base}/try");
         println!("  researcher pages:        {base}/researcher");
@@ -566,13 +641,59 @@ mod tests {
     }
 
     #[test]
-    fn systems_replace_or_join_the_arena() {
+    fn systems_replace_the_arena_s_own() {
         let mut studies = vec![arena()];
         let given = [
             parse_system("terse=http://127.0.0.1:1/v1").unwrap(),
             parse_system("mine=http://127.0.0.1:2/v1").unwrap(),
         ];
-        apply_systems(&mut studies, &given).unwrap();
+        apply_systems(&mut studies, &given, &[]).unwrap();
+        let study = &studies[0].study;
+        assert!(
+            matches!(study.systems["terse"], SystemSpec::Openai(_)),
+            "replaced"
+        );
+        assert!(
+            !study.systems.contains_key("chatty"),
+            "the demo bot is gone"
+        );
+        let ev = study.evaluation.as_ref().unwrap();
+        assert_eq!(ev.systems, ["terse", "mine"]);
+        assert_eq!(ev.items().len(), 1, "one pair of two systems");
+        let lines = systems_in_play(&studies);
+        assert_eq!(
+            lines,
+            [
+                "systems in play (arena-demo): terse (http://127.0.0.1:1/v1, model terse), \
+              mine (http://127.0.0.1:2/v1, model mine)"
+            ]
+        );
+    }
+
+    #[test]
+    fn one_system_is_no_arena() {
+        let mut studies = vec![arena()];
+        let given = [parse_system("mine=http://127.0.0.1:2/v1").unwrap()];
+        let err = apply_systems(&mut studies, &given, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at least two systems"), "{err}");
+        assert!(err.contains("--add-system"), "{err}");
+        let mine = [parse_system("mine=http://127.0.0.1:2/v1").unwrap()];
+        let other = [parse_system("other=http://127.0.0.1:3/v1").unwrap()];
+        apply_systems(&mut studies, &mine, &other).unwrap();
+        let ev = studies[0].study.evaluation.as_ref().unwrap();
+        assert_eq!(ev.systems, ["mine", "other"]);
+    }
+
+    #[test]
+    fn added_systems_join_the_arena_s_own() {
+        let mut studies = vec![arena()];
+        let given = [
+            parse_system("terse=http://127.0.0.1:1/v1").unwrap(),
+            parse_system("mine=http://127.0.0.1:2/v1").unwrap(),
+        ];
+        apply_systems(&mut studies, &[], &given).unwrap();
         let study = &studies[0].study;
         assert!(
             matches!(study.systems["terse"], SystemSpec::Openai(_)),
@@ -585,13 +706,17 @@ mod tests {
         let ev = study.evaluation.as_ref().unwrap();
         assert_eq!(ev.systems, ["terse", "chatty", "mine"]);
         assert_eq!(ev.items().len(), 3, "three pairs of three systems");
+        let line = &systems_in_play(&studies)[0];
+        assert!(line.contains("chatty (built-in scripted)"), "{line}");
     }
 
     #[test]
     fn systems_need_a_study_that_talks_to_them() {
         let mut studies = vec![load::load_builtin("acute-eval").unwrap()];
         let given = [parse_system("mine=http://127.0.0.1:2/v1").unwrap()];
-        let err = apply_systems(&mut studies, &given).unwrap_err().to_string();
+        let err = apply_systems(&mut studies, &given, &[])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no served study has a chat or arena"), "{err}");
     }
 }
