@@ -38,7 +38,8 @@ pub const TIE: &str = "tie";
 /// The leaderboard: systems in rank order and the win-rate grid.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Leaderboard {
-    /// Every system that took part in a counted battle, best first.
+    /// Every system that took part in a counted battle, best first (with
+    /// [`Leaderboard::for_systems`], also those that have not yet, last).
     pub systems: Vec<SystemRow>,
     /// Wins, losses and ties of each unordered pair of systems (alphabetical), with the first
     /// system's win rate among the decided battles and its binomial test.
@@ -49,6 +50,50 @@ pub struct Leaderboard {
     pub void: usize,
     /// How the ratings were computed.
     pub settings: RankingOptions,
+    /// Set by [`Leaderboard::for_systems`]: the fewest counted battles a system needs before
+    /// its interval is given; below it the interval is `null` (the page says "too few
+    /// battles").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_battles_for_interval: Option<u64>,
+}
+
+/// The fewest counted battles a system of a live leaderboard needs before its 95% bootstrap
+/// interval is shown: with fewer, resampling the few battles gives degenerate intervals (after
+/// one battle, "1.000 – 1.000").
+pub const MIN_BATTLES_FOR_INTERVAL: u64 = 10;
+
+impl Leaderboard {
+    /// The leaderboard of a study's systems under test: every one of `systems` has a row (those
+    /// without a counted battle yet last, with no strength), and a system's interval is given
+    /// only once it has at least `min_battles` counted battles.
+    pub fn for_systems(mut self, systems: &[String], min_battles: u64) -> Leaderboard {
+        for name in systems {
+            if !self.systems.iter().any(|r| &r.name == name) {
+                self.systems.push(SystemRow {
+                    rank: 0,
+                    name: name.clone(),
+                    elo: self.settings.elo_start,
+                    bt_strength: None,
+                    ci_low: None,
+                    ci_high: None,
+                    battles: 0,
+                    wins: 0,
+                    losses: 0,
+                    ties: 0,
+                    win_rate: None,
+                });
+            }
+        }
+        for (i, row) in self.systems.iter_mut().enumerate() {
+            row.rank = i + 1;
+            if row.battles < min_battles {
+                row.ci_low = None;
+                row.ci_high = None;
+            }
+        }
+        self.min_battles_for_interval = Some(min_battles);
+        self
+    }
 }
 
 /// One system of the leaderboard.
@@ -144,6 +189,7 @@ pub fn leaderboard(votes: &[Vote], options: RankingOptions) -> Leaderboard {
         votes: votes.len(),
         void: 0,
         settings: options,
+        min_battles_for_interval: None,
     }
 }
 
@@ -403,12 +449,16 @@ pub fn html_tables(lb: &Leaderboard) -> String {
     let _ = write!(
         out,
         "<p>{}. Elo: K = {}, start {}, in cast order; Bradley-Terry with a 95% \
-         bootstrap interval ({} resamples, seed {}).{void}</p>",
+         bootstrap interval over the battles ({} resamples, seed {}){min}.{void}</p>",
         plural(lb.votes, "counted battle", "counted battles"),
         lb.settings.elo_k,
         lb.settings.elo_start,
         lb.settings.bootstrap,
-        lb.settings.seed
+        lb.settings.seed,
+        min = match lb.min_battles_for_interval {
+            Some(n) => format!(", given once a system has {n} battles"),
+            None => String::new(),
+        },
     );
     out.push_str(
         "<table data-testid=\"leaderboard\"><thead><tr><th>rank</th><th>system</th><th>Elo</th>\
@@ -419,18 +469,24 @@ pub fn html_tables(lb: &Leaderboard) -> String {
         let _ = write!(
             out,
             "<tr data-system=\"{name}\"><td>{}</td><td>{name}</td><td>{:.1}</td><td>{}</td>\
-             <td>{} – {}</td><td>{}</td><td>{} / {} / {}</td><td>{}</td></tr>",
+             <td>{interval}</td><td>{}</td><td>{} / {} / {}</td><td>{}</td></tr>",
             s.rank,
             s.elo,
             num(s.bt_strength),
-            num(s.ci_low),
-            num(s.ci_high),
             s.battles,
             s.wins,
             s.losses,
             s.ties,
             num(s.win_rate),
             name = esc(&s.name),
+            interval = match lb.min_battles_for_interval {
+                Some(min) if s.battles < min => format!(
+                    "<span class=\"muted\" data-testid=\"too-few-battles\">too few battles \
+                     ({} of {min})</span>",
+                    s.battles
+                ),
+                _ => format!("{} – {}", num(s.ci_low), num(s.ci_high)),
+            },
         );
     }
     out.push_str("</tbody></table>");
@@ -639,6 +695,51 @@ mod tests {
         assert_eq!(pair_win_rate(&lb.grid, "b", "a"), Some(0.0));
         assert_eq!(pair_win_rate(&lb.grid, "a", "c"), Some(0.0));
         assert_eq!(pair_win_rate(&lb.grid, "b", "c"), None);
+    }
+
+    #[test]
+    fn a_study_board_lists_every_system_and_no_interval_of_few_battles() {
+        let one = log("p1", &[(10, "a", "b", "l")]);
+        let lb = leaderboard(&votes_from_judgments(&one), OPTIONS);
+        assert!(row(&lb, "a").ci_low.is_some(), "the report keeps it");
+        let names = ["a".to_string(), "b".to_string(), "c".to_string()];
+        let lb = lb.for_systems(&names, MIN_BATTLES_FOR_INTERVAL);
+        let order: Vec<&str> = lb.systems.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(order, ["a", "b", "c"]);
+        assert_eq!(
+            lb.systems.iter().map(|r| r.rank).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        let c = row(&lb, "c");
+        assert_eq!((c.battles, c.bt_strength, c.ci_low), (0, None, None));
+        assert!(
+            lb.systems
+                .iter()
+                .all(|r| r.ci_low.is_none() && r.ci_high.is_none())
+        );
+        let page = html_tables(&lb);
+        assert!(!page.contains("1.000 – 1.000"), "{page}");
+        assert_eq!(
+            page.matches("too few battles (1 of 10)").count(),
+            2,
+            "{page}"
+        );
+        assert!(page.contains("too few battles (0 of 10)"), "{page}");
+        assert!(
+            page.contains("given once a system has 10 battles"),
+            "{page}"
+        );
+        let json = serde_json::to_value(&lb).expect("json");
+        assert_eq!(json["min_battles_for_interval"], 10);
+
+        let many: Vec<(u64, &str, &str, &str)> = (0..12)
+            .map(|i| (i, "a", "b", if i % 3 == 0 { "r" } else { "l" }))
+            .collect();
+        let lb = leaderboard(&votes_from_judgments(&log("p1", &many)), OPTIONS)
+            .for_systems(&names, MIN_BATTLES_FOR_INTERVAL);
+        let a = row(&lb, "a");
+        assert!(a.ci_low.is_some() && a.ci_high.is_some(), "{a:?}");
+        assert!(row(&lb, "c").ci_low.is_none());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! every few seconds) and `GET /leaderboard/{study}/json`. The numbers are
 //! `wozkit_data::leaderboard::study_leaderboard` over the participants' logs, the same function
 //! `wozkit report` uses, with the study's `evaluation.leaderboard` settings. A study whose
-//! leaderboard is not `public` shows it to logged-in researchers only.
+//! leaderboard is not `public` shows it to logged-in researchers only. It lists every system
+//! under test, those without a battle too, and gives a system's bootstrap interval only once it
+//! has [`MIN_BATTLES_FOR_INTERVAL`] counted battles ("too few battles" before).
 //!
 //! A computed leaderboard is kept for [`FRESH`], or until the next battle is judged: the
 //! bootstrap of the Bradley-Terry intervals costs a few milliseconds per hundred votes, and many
@@ -18,7 +20,9 @@ use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Response};
 use wozkit_core::evaluation::EvalTask;
 use wozkit_core::load::LoadedStudy;
-use wozkit_data::leaderboard::{Leaderboard, html_tables, study_leaderboard};
+use wozkit_data::leaderboard::{
+    Leaderboard, MIN_BATTLES_FOR_INTERVAL, html_tables, study_leaderboard,
+};
 use wozkit_data::report::evaluation::RankingOptions;
 
 use super::html::{esc, layout};
@@ -86,7 +90,16 @@ pub(crate) async fn board(
         .map(|e| e.leaderboard.clone())
         .unwrap_or_default();
     let options = RankingOptions::from(&settings);
-    let lb = Arc::new(study_leaderboard(app.store.as_ref(), id, options).await?);
+    let systems = study
+        .study
+        .evaluation
+        .as_ref()
+        .map(|e| e.systems.clone())
+        .unwrap_or_default();
+    let lb = study_leaderboard(app.store.as_ref(), id, options)
+        .await?
+        .for_systems(&systems, MIN_BATTLES_FOR_INTERVAL);
+    let lb = Arc::new(lb);
     if let Ok(mut c) = app.leaderboards.0.lock() {
         c.insert(id.clone(), (Instant::now(), lb.clone()));
     }

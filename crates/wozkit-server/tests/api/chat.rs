@@ -764,6 +764,22 @@ async fn a_battle_with_a_failed_turn_is_void_and_its_pair_is_battled_again() {
         (Some(0), Some(1)),
         "{board}"
     );
+    let listed: Vec<(&str, u64)> = board["systems"]
+        .as_array()
+        .expect("systems")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or(""),
+                r["battles"].as_u64().unwrap_or(9),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [("vd-a", 0), ("vd-b", 0)],
+        "systems without a battle are listed: {board}"
+    );
 
     // Another worker gets the same pair and battles it without failure.
     let w2 = join(&app, "w-vd2").await;
@@ -805,6 +821,22 @@ async fn a_battle_with_a_failed_turn_is_void_and_its_pair_is_battled_again() {
         (Some(1), Some(1)),
         "{board}"
     );
+    // One battle gives no interval: the page says there are too few.
+    assert_eq!(board["min_battles_for_interval"], 10, "{board}");
+    for row in board["systems"].as_array().expect("systems") {
+        assert_eq!(row["battles"], 1, "{board}");
+        assert!(
+            row["ci_low"].is_null() && row["ci_high"].is_null(),
+            "{board}"
+        );
+    }
+    let page = app.http("GET", "/leaderboard/vd", &[], "").await.body;
+    assert_eq!(
+        page.matches("too few battles (1 of 10)").count(),
+        2,
+        "{page}"
+    );
+    assert!(!page.contains("1.000 – 1.000"), "{page}");
     app.stop().await;
 }
 
