@@ -9,6 +9,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
+use wozkit_core::database::{Filter, FilterOp};
 use wozkit_core::datasets::{ActMapping, MappedAct, MappedActs};
 use wozkit_core::engine::{Command, Session, step};
 use wozkit_core::event::{Actor, Event, Role};
@@ -100,8 +101,8 @@ fn export(format: Format, sessions: &[ImportedSession], mappings: &Mappings) -> 
     serde_json::from_slice(&out).expect("JSON")
 }
 
-/// A `restaurant-booking` session: the wizard asks for the cuisine and the area, searches,
-/// selects Trattoria Lanterna (`r01`) and presents it.
+/// A `restaurant-booking` session: the wizard asks for the cuisine and the area, searches
+/// Italian restaurants in the old town, selects Trattoria Lanterna (`r01`) and presents it.
 fn restaurant_session(study: &LoadedStudy) -> ImportedSession {
     let mut p = Play::start(study);
     p.say("greet");
@@ -112,6 +113,19 @@ fn restaurant_session(study: &LoadedStudy) -> ImportedSession {
     p.user("In the old town.");
     p.say("confirm_details");
     p.say("inform_searching");
+    let equals = |column: &str, value: &str| Filter {
+        column: column.into(),
+        op: FilterOp::Equals {
+            value: json!(value),
+        },
+    };
+    p.by(
+        Role::Wizard,
+        Command::Query {
+            table: "restaurant".into(),
+            filters: vec![equals("cuisine", "Italian"), equals("area", "old town")],
+        },
+    );
     p.select("restaurant", "r01");
     p.say("inform_results");
     p.user("Sounds good.");
@@ -164,6 +178,15 @@ fn restaurant_states_become_multiwoz_restaurant_acts_with_the_selected_row() {
         ]
     );
     assert_eq!(log[7]["dialog_act"], json!({}), "the closing empty turn");
+    // The search fills the mapped slots of MultiWOZ's `restaurant` (cuisine is `food`) from the
+    // turn it was made in.
+    let semi = |i: usize| log[i]["metadata"]["restaurant"]["semi"].clone();
+    let empty = json!({"food": "", "pricerange": "", "name": "", "area": ""});
+    assert_eq!(semi(1), empty);
+    assert_eq!(semi(3), empty);
+    let searched = json!({"food": "Italian", "pricerange": "", "name": "", "area": "old town"});
+    assert_eq!(semi(5), searched);
+    assert_eq!(semi(7), searched);
     for turn in log.iter().step_by(2) {
         assert_eq!(
             turn["dialog_act"],
@@ -181,6 +204,8 @@ fn restaurant_states_become_multiwoz_restaurant_acts_with_the_selected_row() {
     for turn in plain[ID]["log"].as_array().unwrap() {
         assert_eq!(turn["dialog_act"], json!({}), "no made-up act");
     }
+    let plain_semi = &plain[ID]["log"][5]["metadata"]["restaurant"]["semi"];
+    assert_eq!(plain_semi, &empty, "`cuisine` is no MultiWOZ slot");
 }
 
 #[test]

@@ -525,13 +525,7 @@ pub(crate) fn multiwoz_turn(
     }
     if role == Role::Wizard {
         let belief = mapped_belief(now.sys_state, map);
-        let meta = vocab::multiwoz_metadata(|domain, part, slot| {
-            let b = belief.get(domain)?;
-            (part == "semi")
-                .then(|| b.constraints.get(slot).cloned())
-                .flatten()
-        });
-        fields.insert("metadata".into(), meta);
+        fields.insert("metadata".into(), multiwoz_belief_metadata(&belief));
     }
 }
 
@@ -793,4 +787,53 @@ pub(crate) fn convlab3_mapped(
             list.push(act);
         }
     }
+}
+
+/// The wizard's searches up to a turn's last message (all of them for the empty turn closing a
+/// dialogue) as a belief state: per table searched, the `equals` filters of its last search
+/// (column → the value's text), named as `map` maps the table and columns. For the MultiWOZ
+/// `metadata` of a mapped study's session without a user goal (a goal session's `turn_state`
+/// replaces it).
+pub(crate) fn searched_belief(
+    session: &ImportedSession,
+    turn: Option<&Turn<'_>>,
+    map: &ActMapping,
+) -> Belief {
+    let mut belief = Belief::new();
+    let last = turn.and_then(|t| t.messages.last().copied());
+    let mut n = 0usize;
+    for e in &session.events {
+        match &e.kind {
+            EventKind::Message { .. } if Some(n) == last => break,
+            EventKind::Message { .. } => n += 1,
+            EventKind::DbQueried { table, filters, .. } => {
+                let b = belief
+                    .entry(mapping::domain(Some(map), table).to_string())
+                    .or_default();
+                b.constraints = filters
+                    .iter()
+                    .filter_map(|f| match &f.op {
+                        wozkit_core::database::FilterOp::Equals { value } => Some((
+                            mapping::slot(Some(map), &f.column).to_string(),
+                            wozkit_core::database::value_text(value),
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+    belief
+}
+
+/// The MultiWOZ `metadata` of a belief state named in MultiWOZ's domains and slots: its `semi`
+/// slots set, every other slot `""`.
+pub(crate) fn multiwoz_belief_metadata(belief: &Belief) -> Value {
+    vocab::multiwoz_metadata(|domain, part, slot| {
+        let b = belief.get(domain)?;
+        (part == "semi")
+            .then(|| b.constraints.get(slot).cloned())
+            .flatten()
+    })
 }

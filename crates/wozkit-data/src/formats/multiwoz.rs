@@ -107,14 +107,18 @@ impl Defaults for MultiWozDefaults<'_> {
         turn: Option<&Turn<'_>>,
     ) -> Fields {
         let mut fields = Fields::new();
-        let metadata = match role {
-            Role::User => json!({}),
-            Role::Wizard => vocab::multiwoz_metadata(|_, _, _| None),
+        let map = self.mappings.acts_for(session, Format::MultiWoz21);
+        let metadata = match (role, map) {
+            (Role::User, _) => json!({}),
+            // A mapped study's searches fill the mapped slots (a goal's states replace them).
+            (Role::Wizard, Some(map)) => goal_state::multiwoz_belief_metadata(
+                &goal_state::searched_belief(session, turn, map),
+            ),
+            (Role::Wizard, None) => vocab::multiwoz_metadata(|_, _, _| None),
         };
         fields.insert("metadata".into(), metadata);
         fields.insert("dialog_act".into(), json!({}));
         fields.insert("span_info".into(), json!([]));
-        let map = self.mappings.acts_for(session, Format::MultiWoz21);
         goal_state::multiwoz_turn(session, role, turn, &mut fields, map);
         if role == Role::Wizard {
             goal_state::multiwoz_mapped(session, turn, map, &mut fields);
