@@ -141,7 +141,7 @@ pub struct StudyFigures {
     pub screened_out: u64,
     /// Participants given a completion code.
     pub codes: u64,
-    /// The payment table's total.
+    /// The payment table's total with the review bonuses (its `total_with_bonus` column).
     pub spent: f64,
     pub currency: String,
     /// `payment.budget`.
@@ -487,10 +487,18 @@ async fn sum(
                 },
             }
         }
-        // In cents: each row's total is, so the sum is exact whatever the order.
+        // In cents: each row's total is, so the sum is exact whatever the order. The review
+        // bonuses are read afresh from the study's review log (a bonus changes no session, so
+        // the kept parts do not see it): the spend is the payment table's total_with_bonus.
+        let review = crate::review::read(app.store.as_ref(), id).await?;
         let mut spent_cents: i64 = 0;
         for (row, span_s) in by_study.get(id.as_str()).into_iter().flatten() {
-            spent_cents += cents(row.total);
+            let bonus = review
+                .get(&row.participant)
+                .map_or(0, |r| i64::try_from(r.bonus_cents()).unwrap_or(i64::MAX));
+            spent_cents = spent_cents
+                .saturating_add(cents(row.total))
+                .saturating_add(bonus);
             if !row.completion_code.is_empty() {
                 f.codes += 1;
             }

@@ -16,8 +16,8 @@ use wozkit_server::records::payments::payments;
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store};
 
 use crate::helpers::{
-    Client, TestApp, Tiny, get_raw, hidden, login, login_as, next_figures, open_live, page_kind,
-    paired_as, spawn_app_in,
+    Client, TestApp, Tiny, attr_after, get_raw, hidden, login, login_as, next_figures, open_live,
+    page_kind, paired_as, spawn_app_in, urlencoding,
 };
 
 /// What a study's download menu offers: every `wozkit export` format, the payment table and
@@ -318,6 +318,65 @@ async fn the_figures_match_the_sessions_and_the_spend_the_payment_table() {
     assert!(
         page.body.contains("/researcher/session/s-live"),
         "the sessions stay listed"
+    );
+
+    // A review bonus is spent too: 0.25 to a finished user brings it to 5.95, the payment
+    // table's total_with_bonus.
+    let review = app
+        .http(
+            "GET",
+            "/researcher/study/paid/review",
+            &[("Cookie", cookie.as_str())],
+            "",
+        )
+        .await;
+    assert_eq!(review.status, 200, "{}", review.body);
+    let token = attr_after(&review.body, "data-csrf=\"");
+    let origin = format!("http://{}", app.addr);
+    let res = app
+        .http(
+            "POST",
+            "/researcher/study/paid/review/decide",
+            &[
+                ("Cookie", cookie.as_str()),
+                ("Origin", origin.as_str()),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            &format!(
+                "csrf={}&action=bonus&amount=0.25&reason=thorough&p=s-terminal-user",
+                urlencoding(&token)
+            ),
+        )
+        .await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let rows = payments(
+        store,
+        Some("paid"),
+        &|_| Some(std::sync::Arc::new(load("paid.yaml", PAID))),
+        false,
+    )
+    .await
+    .expect("payments");
+    let with_bonus: f64 = rows.iter().map(|r| r.total_with_bonus).sum();
+    assert!((with_bonus - 5.95).abs() < 1e-9, "{with_bonus}");
+    let mut f = Value::Null;
+    for _ in 0..50 {
+        f = study_figures(&next_figures(&mut live).await, "paid").clone();
+        if f["spent"] != 5.70 {
+            break;
+        }
+    }
+    assert!(
+        (f["spent"].as_f64().unwrap_or(-1.0) - with_bonus).abs() < 1e-9,
+        "{f}"
+    );
+    let page = app
+        .http("GET", "/researcher", &[("Cookie", cookie.as_str())], "")
+        .await;
+    assert!(
+        page.body.contains("spent 5.95 EUR of 6.00 EUR (99.2 %)"),
+        "{}",
+        page.body
     );
     drop(live);
     app.stop().await;
