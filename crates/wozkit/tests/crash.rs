@@ -1,14 +1,14 @@
 //! The real `wozkit serve` killed with SIGKILL in the middle of live sessions, several times.
 //!
-//! Twenty pairs of scripted participants (`common/play.rs`) play a small study (short robot
-//! actions) over the WebSocket protocol and keep sending commands; the server is killed at
+//! Pairs of scripted participants (`common/play.rs`) play a small study (short robot actions)
+//! over the WebSocket protocol and keep sending commands; the server is killed at
 //! random moments and restarted, and the participants reconnect with the last `seq` they saw.
 //! After a clean stop the test opens the store and checks that nothing acknowledged was lost,
 //! nothing was stored twice, every log is gap-free, every event a client received is the stored
 //! event of that `seq`, and every session reached its end.
 //!
-//! Two variants: one server on a SQLite data directory, restarted on the same directory and
-//! port; and two instances on one PostgreSQL database (short room leases), killed in turn and
+//! Two variants: one server on a SQLite data directory with 500 live pairs (a command every 1–2
+//! s each, about 600 commands/s), restarted on the same directory and port; and two instances on one PostgreSQL database (short room leases), killed in turn and
 //! restarted with their instance id, some at once (the instance resumes its own rooms) and some
 //! after their leases ran out (the other instance takes their rooms over). The instances share a
 //! cluster secret, so a socket reaching the instance that does not run its room is relayed. A
@@ -27,27 +27,47 @@ use wozkit_store::testing::TestDatabase;
 use common::{Server, free_port};
 use play::{Kill, STUDY, Transcript, Via, check_killed, join, now_ms, participant_until};
 
-const PAIRS: usize = 20;
+/// Live pairs of the one-server run, and their pace (ms between two commands of one participant).
+const SQLITE_PAIRS: usize = 500;
+const SQLITE_PACE_MS: (u64, u64) = (1000, 2000);
+/// Pairs of the two-instance run (at the default pace, 150–300 ms).
+const PG_PAIRS: usize = 20;
 const KILLS: usize = 4;
-/// The whole run must be over by then.
-const RUN_LIMIT: Duration = Duration::from_secs(100);
+
+/// The whole run must be over by then: a generous bound (each participant's session is about 40
+/// commands, and a loaded machine is slow), for a run that does not end at all.
+fn run_limit(pairs: usize) -> Duration {
+    Duration::from_secs(100) + Duration::from_millis(600) * pairs as u32
+}
 /// Room lease of the two-instance run: short, so a room moves within the run.
 const LEASE_MS: u64 = 1500;
 
-/// Enters every participant (pair `i` through `via(i)`) and starts playing them, each until
-/// [`RUN_LIMIT`].
-async fn start_pairs(via: impl Fn(usize) -> Via) -> Vec<tokio::task::JoinHandle<Transcript>> {
-    let mut cookies = vec![];
-    for i in 0..PAIRS {
+/// Enters every participant of `pairs` pairs (pair `i` through `via(i)`, 32 entering at once)
+/// and starts playing them, each until [`run_limit`].
+async fn start_pairs(
+    pairs: usize,
+    via: impl Fn(usize) -> Via,
+) -> Vec<tokio::task::JoinHandle<Transcript>> {
+    let entering = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
+    let mut joins = vec![];
+    for i in 0..pairs {
         for role in ["user", "wizard"] {
             let name = format!("{role}{i}");
             let q = format!("participant={name}&role={role}&pair=crash{i}");
             let via = via(i);
-            let cookie = join(&via, &q).await;
-            cookies.push((via, name, role == "wizard", cookie));
+            let entering = std::sync::Arc::clone(&entering);
+            joins.push(tokio::spawn(async move {
+                let _turn = entering.acquire_owned().await.expect("semaphore");
+                let cookie = join(&via, &q).await;
+                (via, name, role == "wizard", cookie)
+            }));
         }
     }
-    let deadline = Instant::now() + RUN_LIMIT;
+    let mut cookies = vec![];
+    for j in joins {
+        cookies.push(j.await.expect("join task"));
+    }
+    let deadline = Instant::now() + run_limit(pairs);
     cookies
         .into_iter()
         .map(|(via, name, wizard, cookie)| {
@@ -61,6 +81,7 @@ async fn finish(
     clients: Vec<tokio::task::JoinHandle<Transcript>>,
     logs: impl Fn() -> String,
 ) -> Vec<Transcript> {
+    let pairs = clients.len() / 2;
     let mut transcripts = vec![];
     for c in clients {
         transcripts.push(c.await.expect("client task"));
@@ -83,9 +104,10 @@ async fn finish(
             })
             .collect();
         panic!(
-            "{} participants did not reach the end of their sessions in {RUN_LIMIT:?}:\n{what}\
+            "{} participants did not reach the end of their sessions in {:?}:\n{what}\
              server log:\n{}",
             late.len(),
+            run_limit(pairs),
             logs()
         );
     }
@@ -108,9 +130,10 @@ fn summary(what: &str, transcripts: &[Transcript], run: Duration, log: &str) {
     let elsewhere: u32 = transcripts.iter().map(|t| t.not_in_room).sum();
     let unavailable: u32 = transcripts.iter().map(|t| t.unavailable).sum();
     println!(
-        "{what}: {PAIRS} pairs, {KILLS} kills, {acks} acknowledged commands, {connections} \
+        "{what}: {} pairs, {KILLS} kills, {acks} acknowledged commands, {connections} \
          connections ({elsewhere} told not_in_room, {unavailable} unavailable, \
-         {unannounced} found seated without a notice) in {run:?}"
+         {unannounced} found seated without a notice) in {run:?}",
+        transcripts.len() / 2
     );
 }
 
@@ -126,9 +149,14 @@ async fn sigkill_loses_nothing_acknowledged() {
         log: tmp.path().join("server.log"),
         child: None,
     };
-    server.start();
+    // 1,000 participants enter from one address: no per-address entry limit.
+    let no_limit = ["--join-limit".to_string(), "0".to_string()];
+    server.start_with(&no_limit);
     let addr = server.addr;
-    let clients = start_pairs(|i| Via::new(vec![addr], 0, &format!("crash{i}"))).await;
+    let clients = start_pairs(SQLITE_PAIRS, |i| {
+        Via::new(vec![addr], 0, &format!("crash{i}")).paced(SQLITE_PACE_MS.0, SQLITE_PACE_MS.1)
+    })
+    .await;
     let started = Instant::now();
 
     // Kill at random moments while the sessions run, restarting at once on the same data.
@@ -145,7 +173,7 @@ async fn sigkill_loses_nothing_acknowledged() {
                 to_ms: now_ms(),
             });
             std::thread::sleep(Duration::from_millis(rng.random_range(0..300)));
-            server.start();
+            server.start_with(&no_limit);
         }
         (server, kills)
     })
@@ -209,7 +237,10 @@ async fn sigkill_of_either_of_two_instances_on_postgres_loses_nothing_acknowledg
             .map(|(s, _)| format!("--- {}\n{}", s.log.display(), s.log_text()))
             .collect()
     };
-    let clients = start_pairs(|i| Via::new(addrs.clone(), i % 2, &format!("crash{i}"))).await;
+    let clients = start_pairs(PG_PAIRS, |i| {
+        Via::new(addrs.clone(), i % 2, &format!("crash{i}"))
+    })
+    .await;
     let started = Instant::now();
 
     // Kill each instance in turn; some come back at once, some after their leases ran out.

@@ -169,6 +169,18 @@ impl RoomActor {
                     self.finalize().await;
                     return;
                 }
+                // Killed after the room stored `Start` but before either seat was stored: nobody
+                // was told of this session and nobody can come, so it ends now, as one never
+                // started does, instead of waiting out the join deadline as if a partner had left.
+                if self.humans.is_empty() && self.bots.is_empty() && self.session.joined.is_empty()
+                {
+                    let abort = Command::Abort {
+                        reason: EndReason::Aborted,
+                    };
+                    let _ = self.step(Actor::System, abort).await;
+                    self.finalize().await;
+                    return;
+                }
                 if engine::next_wakeup(&self.study, &self.session).is_some_and(|t| t <= now_ms()) {
                     let _ = self.step(Actor::System, Command::Tick).await;
                 }

@@ -182,6 +182,75 @@ async fn a_session_nobody_was_seated_in_does_not_stay_live() {
     app.stop().await;
 }
 
+/// The room stores `Start` before the seats are stored: a kill between the two leaves a started
+/// session nobody was seated in, and nobody told. After the restart it ends at once as aborted,
+/// not at its join deadline as if a partner had left (the grace here is ten minutes, longer than
+/// `wait_event` waits).
+#[tokio::test]
+async fn a_started_session_nobody_was_seated_in_is_aborted_after_a_restart() {
+    let tiny = Tiny {
+        grace_s: 600,
+        ..Tiny::default()
+    };
+    let mut app = spawn_app(tiny.clone()).await;
+    let user = app.join("participant=ann&role=user&pair=k").await;
+    let wizard = app.join("participant=ben&role=wizard&pair=k").await;
+    user.accept_pages().await;
+    wizard.accept_pages().await;
+    let mut wu = user.ws().await;
+    wu.hello(0).await;
+    let mut ww = wizard.ws().await;
+    ww.hello(0).await;
+    let session = wu.until_type("paired").await["session"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    ww.until_type("paired").await;
+    app.wait_event(&session, |e| {
+        matches!(e.kind, EventKind::SessionStarted { .. })
+    })
+    .await;
+    let tmp = app.take_dir().expect("temp dir");
+    app.stop().await;
+    // As if the kill came before the seats were stored.
+    let store = wozkit_store::open(tmp.path().to_str().expect("utf-8 path"))
+        .await
+        .expect("store");
+    for p in store
+        .participants_in_session(&session)
+        .await
+        .expect("participants")
+    {
+        let patch = ParticipantPatch {
+            session_id: Some(None),
+            ..ParticipantPatch::default()
+        };
+        store
+            .update_participant(&p.id, patch)
+            .await
+            .expect("unseat");
+    }
+    store.close().await;
+
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), tiny.study()).await;
+    let ended = app
+        .wait_event(&session, |e| {
+            matches!(e.kind, EventKind::SessionEnded { .. })
+        })
+        .await;
+    assert!(
+        matches!(
+            ended.kind,
+            EventKind::SessionEnded {
+                reason: EndReason::Aborted,
+                ..
+            }
+        ),
+        "{ended:?}"
+    );
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_lone_participant_of_a_study_with_bots_gets_its_bot_back() {
     let tiny = Tiny {

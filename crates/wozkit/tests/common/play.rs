@@ -39,6 +39,8 @@ pub struct Via {
     pub addrs: Vec<SocketAddr>,
     pub route: String,
     next: Arc<AtomicUsize>,
+    /// Milliseconds between two commands, drawn uniformly from this range.
+    pace_ms: (u64, u64),
 }
 
 impl Via {
@@ -48,7 +50,14 @@ impl Via {
             addrs,
             route: route.to_string(),
             next: Arc::new(AtomicUsize::new(first)),
+            pace_ms: (150, 300),
         }
+    }
+
+    /// The same, sending one command every `min`–`max` ms (150–300 by default).
+    pub fn paced(mut self, min: u64, max: u64) -> Via {
+        self.pace_ms = (min, max.max(min + 1));
+        self
     }
 
     /// The address to try now.
@@ -298,7 +307,10 @@ pub async fn participant_until(
             &mut view,
             &mut turns,
             &mut sent,
-            deadline,
+            Limits {
+                deadline,
+                pace_ms: via.pace_ms,
+            },
         )
         .await;
         let _ = ws.close(None).await;
@@ -353,6 +365,13 @@ pub async fn participant_until(
 }
 
 /// One connection: reads frames, sends a command whenever the previous one was answered and a
+/// When a participant gives up (`deadline`) and how long it pauses between commands.
+#[derive(Clone, Copy)]
+struct Limits {
+    deadline: Option<Instant>,
+    pace_ms: (u64, u64),
+}
+
 /// short pause has passed. Returns when the session ends or the connection drops.
 async fn room(
     ws: &mut Ws,
@@ -361,11 +380,12 @@ async fn room(
     view: &mut Value,
     turns: &mut u32,
     sent: &mut u32,
-    deadline: Option<Instant>,
+    Limits { deadline, pace_ms }: Limits,
 ) -> Outcome {
     let mut in_room = false;
     let mut entered = false;
     let mut pending: Option<String> = None;
+    let pause = || Duration::from_millis(rand::rng().random_range(pace_ms.0..pace_ms.1));
     let mut next_at = Instant::now() + pause();
     loop {
         let wait = next_at.saturating_duration_since(Instant::now());
@@ -449,11 +469,6 @@ async fn room(
             _ => {}
         }
     }
-}
-
-/// 150–300 ms between commands: below the rate limit of 10 frames per second.
-fn pause() -> Duration {
-    Duration::from_millis(rand::rng().random_range(150..300))
 }
 
 /// The next intent: the user chats; the wizard greets, chats, answers with a fixed option and
@@ -784,7 +799,28 @@ pub async fn check_killed(location: &str, transcripts: &[Transcript], kills: &[K
                 );
                 continue;
             }
-            assert_eq!(reason, Some(EndReason::Aborted), "orphan session {}", s.id);
+            if reason != Some(EndReason::Aborted) {
+                let seated = store
+                    .participants_in_session(&s.id)
+                    .await
+                    .expect("participants of a session");
+                let names: Vec<_> = seated.iter().map(|p| &p.external_ids).collect();
+                let theirs: Vec<_> = transcripts
+                    .iter()
+                    .filter(|t| {
+                        seated
+                            .iter()
+                            .any(|p| p.external_ids.values().any(|v| *v == t.name))
+                    })
+                    .map(|t| (&t.name, &t.session, &t.ended, t.conns.len()))
+                    .collect();
+                panic!(
+                    "orphan session {} ended {reason:?}, not aborted; seated {names:?}; their \
+                     transcripts {theirs:?}; its log {:?}",
+                    s.id,
+                    logs.get(&s.id)
+                );
+            }
         }
     }
     // Nothing was invented: every stored text was sent by a participant of that session.
