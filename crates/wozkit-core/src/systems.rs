@@ -64,8 +64,9 @@ pub struct WebsocketSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuiltinSpec {
-    /// Keyword rules, tried in order: the first with a keyword found (case-insensitive) in the
-    /// participant's last message gives the reply.
+    /// Keyword rules, tried in order: the first with a keyword found (case-insensitive, as
+    /// whole words: `hi` is not found in "hiking") in the participant's last message gives the
+    /// reply.
     #[serde(default)]
     pub replies: Vec<ScriptedReply>,
     /// Replies when no rule matches, taken in turn. At least one.
@@ -86,7 +87,7 @@ pub struct BuiltinSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedReply {
-    /// Keywords; any one found in the message matches.
+    /// Keywords (or phrases); any one found in the message as whole words matches.
     pub when: Vec<String>,
     pub say: String,
 }
@@ -99,7 +100,7 @@ impl BuiltinSpec {
         let rule = self.replies.iter().find(|r| {
             r.when
                 .iter()
-                .any(|k| !k.trim().is_empty() && lower.contains(&k.trim().to_lowercase()))
+                .any(|k| has_whole_word(&lower, &k.trim().to_lowercase()))
         });
         let (text, matched) = match rule {
             Some(r) => (r.say.as_str(), true),
@@ -112,6 +113,37 @@ impl BuiltinSpec {
         };
         (text.replace("{message}", message.trim()), matched)
     }
+}
+
+/// Whether `keyword` (lower case, not empty) occurs in `text` (lower case) as whole words: no
+/// letter or digit joins it on either side, so `hi` is not found in "hiking". Scripts written
+/// without spaces (Chinese, Japanese, Thai) have no word boundaries to check: next to such a
+/// character any occurrence counts.
+fn has_whole_word(text: &str, keyword: &str) -> bool {
+    let (Some(first), Some(last)) = (keyword.chars().next(), keyword.chars().next_back()) else {
+        return false;
+    };
+    let joins = |edge: char, next: Option<char>| {
+        next.is_some_and(|c| {
+            edge.is_alphanumeric() && c.is_alphanumeric() && !unspaced(edge) && !unspaced(c)
+        })
+    };
+    text.match_indices(keyword).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + keyword.len()..].chars().next();
+        !joins(first, before) && !joins(last, after)
+    })
+}
+
+/// Characters of scripts written without spaces between words.
+fn unspaced(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF // Thai, Lao
+        | 0x3040..=0x30FF // Hiragana, Katakana
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0x20000..=0x2FFFF) // CJK extensions B and later
 }
 
 /// An OpenAI-compatible chat completions endpoint.

@@ -55,6 +55,36 @@ async fn rules_match_case_insensitively_and_fill_in_the_message() {
 }
 
 #[tokio::test]
+async fn keywords_match_whole_words_only() {
+    let bot = BuiltinSystem::new(&spec(json!({
+        "replies": [
+            {"when": ["hi", "hello"], "say": "greeting"},
+            {"when": ["hike", "hiking"], "say": "mountains"},
+            {"when": ["thank you"], "say": "welcome"},
+            {"when": ["景点"], "say": "sights"},
+        ],
+    })));
+    let answer = |text: &str| bot.answer(&users(&[text]));
+    assert_eq!(
+        answer("I love hiking"),
+        "mountains",
+        "not the greeting of `hi`"
+    );
+    assert_eq!(answer("Hi!"), "greeting");
+    assert_eq!(answer("oh, hi, there"), "greeting");
+    assert_eq!(answer("Thank you."), "welcome");
+    assert_eq!(
+        answer("this is ethical"),
+        "Sorry?",
+        "`hi` inside words is no match"
+    );
+    assert_eq!(answer("thank youth"), "Sorry?");
+    assert_eq!(answer("hikers welcome"), "Sorry?");
+    // Chinese is written without spaces: the keyword counts inside a sentence.
+    assert_eq!(answer("推荐一个景点吧"), "sights");
+}
+
+#[tokio::test]
 async fn fallbacks_go_in_turn_counting_only_unmatched_user_messages() {
     let bot = BuiltinSystem::new(&spec(json!({})));
     let fallback = ["Sorry?", "Could you rephrase?", "I did not get that."];
