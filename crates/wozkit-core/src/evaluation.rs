@@ -555,11 +555,52 @@ pub struct TurnAnnotation {
     pub low: Option<String>,
     #[serde(default)]
     pub high: Option<String>,
+    /// Checkboxes: options that rule out every other, e.g. `None of these`; a turn with one of
+    /// them ticked beside another option is refused with a message next to the turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclusive: Vec<String>,
+    /// Every annotated turn needs an answer (a ticked option, or a point of the scale); a turn
+    /// left without one is refused with a message next to it. Default: false, a turn may be
+    /// left blank.
+    #[serde(default)]
+    pub required: bool,
 }
 
 impl TurnAnnotation {
     pub fn points(&self) -> u32 {
         self.points.unwrap_or(5)
+    }
+
+    /// What is wrong with the answer given to one turn (the ticked options, or the point of the
+    /// scale), as a sentence to show next to it; `None` when it may be stored.
+    pub fn turn_problem(&self, labels: &[String], score: Option<u32>) -> Option<String> {
+        match self.kind {
+            AnnotationKind::Checkboxes => {
+                if let Some(only) = self.exclusive.iter().find(|o| labels.contains(o))
+                    && labels.len() > 1
+                {
+                    let others: Vec<&str> = labels
+                        .iter()
+                        .filter(|l| *l != only)
+                        .map(String::as_str)
+                        .collect();
+                    return Some(format!(
+                        "\u{201c}{only}\u{201d} cannot be ticked together with \u{201c}{}\u{201d}: \
+                         untick one of them.",
+                        others.join("\u{201d}, \u{201c}")
+                    ));
+                }
+                (self.required && labels.is_empty()).then(|| match self.exclusive.first() {
+                    Some(none) => format!(
+                        "Tick at least one option for this message (\u{201c}{none}\u{201d} if \
+                         none applies)."
+                    ),
+                    None => "Tick at least one option for this message.".to_string(),
+                })
+            }
+            AnnotationKind::Scale => (self.required && score.is_none())
+                .then(|| "Choose a point of the scale for this message.".to_string()),
+        }
     }
 }
 

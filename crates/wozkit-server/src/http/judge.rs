@@ -87,6 +87,7 @@ fn transcript(
     heading: &str,
     annotate: Option<&wozkit_core::evaluation::TurnAnnotation>,
     fields: &[(String, String)],
+    problems: &[Problem],
 ) -> String {
     let context = d
         .context
@@ -100,7 +101,11 @@ fn transcript(
         .map(|(i, t)| {
             let controls = annotate
                 .filter(|a| a.speaker == t.speaker)
-                .map(|a| turn_controls(a, side, i, fields))
+                .map(|a| {
+                    let problem = find_problem(problems, &turn_field(side, i));
+                    turn_controls(a, side, i, fields)
+                        + &problem_html(&turn_field(side, i), problem)
+                })
                 .unwrap_or_default();
             format!(
                 "<li class=\"turn\" data-speaker=\"{speaker}\"><span class=\"speaker\">{speaker}</span> \
@@ -392,7 +397,7 @@ pub fn onboarding_page(
                     shown
                         .iter()
                         .enumerate()
-                        .map(|(s, d)| transcript(d, s, &format!("Conversation {}", SIDES[s]), None, fields))
+                        .map(|(s, d)| transcript(d, s, &format!("Conversation {}", SIDES[s]), None, fields, &[]))
                         .collect::<String>(),
                     side_choice(&format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
                 ),
@@ -400,7 +405,7 @@ pub fn onboarding_page(
                     "{}{}",
                     shown
                         .iter()
-                        .map(|d| transcript(d, 0, "Conversation", None, fields))
+                        .map(|d| transcript(d, 0, "Conversation", None, fields, &[]))
                         .collect::<String>(),
                     fieldsets(&onboarding_questions(ev, n, k), seed, fields, problems)
                 ),
@@ -627,7 +632,8 @@ fn item_page(
                         s,
                         &format!("Conversation {}", SIDES[s]),
                         annotate,
-                        fields
+                        fields,
+                        problems
                     ))
                     .collect::<String>()
             ),
@@ -652,7 +658,7 @@ fn item_page(
         | EvalTask::TurnActs => (
             shown
                 .iter()
-                .map(|d| transcript(d, 0, "The conversation", annotate, fields))
+                .map(|d| transcript(d, 0, "The conversation", annotate, fields, problems))
                 .collect(),
             String::new(),
         ),
@@ -831,6 +837,18 @@ pub async fn judge(
         }
         justification = check_justification(&ev.justification, &fields, &mut problems);
     }
+    let turns = turn_labels(ev, &shown, &fields);
+    if let Some(a) = &ev.annotate {
+        for t in &turns {
+            let side = shown.iter().position(|d| d.id == t.dialogue).unwrap_or(0);
+            if let Some(message) = a.turn_problem(&t.labels, t.score) {
+                problems.push(Problem {
+                    question: turn_field(side, t.turn as usize),
+                    message,
+                });
+            }
+        }
+    }
     if !problems.is_empty() {
         let f = eval::facts(&app, &p).await?;
         let page = flow::pages(st, role).get(i);
@@ -849,7 +867,6 @@ pub async fn judge(
         );
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
     }
-    let turns = turn_labels(ev, &shown, &fields);
     let gold_correct = match lease.pool {
         ItemPool::Gold => ev
             .gold_item(&lease.item_id)

@@ -372,3 +372,123 @@ async fn a_jump_skips_pages_and_the_item_and_its_sides_survive_a_server_restart(
     assert_eq!(done.len(), 1, "{leases:?}");
     assert_eq!(done[0].id, lease);
 }
+
+/// A rating of one dialogue whose bot turns are labelled, `None of these` exclusive and a label
+/// required on every turn.
+const LABELLED: &str = r#"id: labelled
+title: Label the replies
+flow:
+  user:
+    - {kind: rate}
+    - {kind: completion}
+evaluation:
+  task: rate
+  judgments_per_item: 1
+  items_per_worker: 1
+  questions:
+    - {id: overall, text: Overall?, kind: likert, points: 5}
+  annotate:
+    speaker: bot
+    kind: checkboxes
+    options: [Contradiction, Repetitive, None of these]
+    exclusive: [None of these]
+    required: true
+  no_items: {text: "Done.", code: true}
+  dialogues:
+    - {id: d1, system: A, turns: [{speaker: user, text: hi}, {speaker: bot, text: hello there}, {speaker: user, text: and?}, {speaker: bot, text: hello there}]}
+"#;
+
+#[tokio::test]
+async fn contradictory_or_missing_turn_labels_are_refused_next_to_the_turn() {
+    let study = match load_text("labelled.yaml", LABELLED, StudySource::Dir(".".into())) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    let c = app
+        .join("study=labelled&PROLIFIC_PID=w-lab&STUDY_ID=s&SESSION_ID=1")
+        .await;
+    let body = c.page().await.body;
+    assert_eq!(page_kind(&body), "rate", "{body}");
+    let lease = hidden(&body, "lease");
+    let post = |extra: String| {
+        let c = &c;
+        let lease = lease.clone();
+        async move {
+            let step = c.step().await;
+            c.post(
+                "/p/judge",
+                &format!("step={step}&lease={lease}&overall=4{extra}"),
+            )
+            .await
+        }
+    };
+
+    // Turn 1: "Contradiction" with "None of these"; turn 3: nothing ticked.
+    let res = post("&turn.0.1=Contradiction&turn.0.1=None+of+these".into()).await;
+    assert_eq!(res.status, 422, "{}", res.body);
+    let at = |turn: usize| {
+        let marker = format!("data-testid=\"problem-turn.0.{turn}\"");
+        let start = res
+            .body
+            .find(&marker)
+            .unwrap_or_else(|| panic!("no problem at turn {turn}: {}", res.body));
+        res.body[start..]
+            .split("</p>")
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    let contradiction = at(1);
+    assert!(
+        contradiction.contains("“None of these” cannot be ticked together with “Contradiction”"),
+        "{contradiction}"
+    );
+    assert!(at(3).contains("Tick at least one option"), "{}", at(3));
+    assert!(
+        res.body.contains("value=\"Contradiction\" checked"),
+        "the ticks are kept: {}",
+        res.body
+    );
+    for l in log_of(&app).await {
+        let kinds = log_kinds(&app, &l).await;
+        assert!(
+            !kinds.iter().any(|k| matches!(k, EventKind::Judged(_))),
+            "nothing stored: {kinds:?}"
+        );
+    }
+
+    // Consistent labels on every turn are stored.
+    let res = post("&turn.0.1=Contradiction&turn.0.3=None+of+these".into()).await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let mut labels = vec![];
+    for l in log_of(&app).await {
+        for k in log_kinds(&app, &l).await {
+            if let EventKind::Judged(j) = k {
+                labels.extend(j.turns.iter().map(|t| (t.turn, t.labels.clone())));
+            }
+        }
+    }
+    assert_eq!(
+        labels,
+        [
+            (1, vec!["Contradiction".to_string()]),
+            (3, vec!["None of these".to_string()])
+        ]
+    );
+    app.stop().await;
+}
+
+#[test]
+fn an_exclusive_option_must_be_one_of_the_options() {
+    let yaml = LABELLED.replace("exclusive: [None of these]", "exclusive: [None of thes]");
+    let err = match load_text("labelled.yaml", &yaml, StudySource::Dir(".".into())) {
+        Ok(_) => panic!("loads"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("`None of thes` is not one of the options"),
+        "{err}"
+    );
+}

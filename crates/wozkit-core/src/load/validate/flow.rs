@@ -521,6 +521,20 @@ impl Checker<'_> {
             ),
             _ => {}
         }
+        for (i, only) in a.exclusive.iter().enumerate() {
+            let ptr = format!("/evaluation/annotate/exclusive/{i}");
+            if a.kind != AnnotationKind::Checkboxes {
+                self.err(
+                    &ptr,
+                    "`exclusive` options are for checkbox annotation".into(),
+                    None,
+                );
+            } else if !a.options.contains(only) {
+                let hint = did_you_mean(only, a.options.iter().map(String::as_str))
+                    .or_else(|| Some("name one of `options`".into()));
+                self.err(&ptr, format!("`{only}` is not one of the options"), hint);
+            }
+        }
     }
 
     /// The study's `systems`: valid specs and names an item id can hold.
