@@ -2,7 +2,9 @@
 //! flags (failed gold, time outliers, idle partner or own silence, disconnects), payment and
 //! decision; approve, reject, bonus, block and note, one at a time or in bulk on a filter; each
 //! decision an event of the study's review log ([`crate::review`]); and sending the decisions to
-//! the crowd platforms.
+//! the crowd platforms. A decision that cannot be recorded (a negative or malformed bonus, a
+//! missing reason, nobody selected) answers 400 with the review page again and the reason, in
+//! words, above its forms.
 //!
 //! | route | access |
 //! |---|---|
@@ -181,7 +183,22 @@ async fn page(
         Err(res) => return Ok(res),
     };
     let study = study_of(&app, &study_id)?;
-    let all = review::rows(&app, &study, view.include_test, view.limits).await?;
+    let html = page_html(&app, &me, &study, &view, &q, None).await?;
+    Ok(Html(html).into_response())
+}
+
+/// The review page of `study` as `view` shows it, with the notices of `q` and, after a refused
+/// decision, `problem` above the forms.
+async fn page_html(
+    app: &AppState,
+    me: &Researcher,
+    study: &Arc<LoadedStudy>,
+    view: &View,
+    q: &HashMap<String, String>,
+    problem: Option<&str>,
+) -> Result<String, HttpError> {
+    let study_id = study.study.id.as_str();
+    let all = review::rows(app, study, view.include_test, view.limits).await?;
     let shown: Vec<&ReviewRow> = all.iter().filter(|r| view.filter.matches(r)).collect();
     let may_act = me.may(Access::Researcher);
     let mut body = String::new();
@@ -192,8 +209,16 @@ async fn page(
         esc(&me.csrf),
         esc(&study.study.title)
     );
-    body.push_str(&notice(&q));
-    body.push_str(&filter_form(&study_id, &view));
+    if let Some(m) = problem {
+        let _ = write!(
+            body,
+            "<p class=\"problem\" id=\"review-problem\" role=\"alert\" data-testid=\"review-problem\">\
+             Nothing was recorded: {}</p>",
+            esc(m)
+        );
+    }
+    body.push_str(&notice(q));
+    body.push_str(&filter_form(study_id, view));
     let _ = write!(
         body,
         "<p id=\"review-count\">{} of {} participant(s) match.</p>",
@@ -201,12 +226,12 @@ async fn page(
         all.len()
     );
     if may_act {
-        body.push_str(&send_form(&app, &me, &study_id));
-        body.push_str(&bulk_form(&me, &study_id, &view));
+        body.push_str(&send_form(app, me, study_id));
+        body.push_str(&bulk_form(me, study_id, view));
     }
-    body.push_str(&table(&me, &study_id, &view, &shown, may_act));
+    body.push_str(&table(me, study_id, view, &shown, may_act));
     body.push_str("</main>");
-    Ok(Html(layout("Review", &body, &["review.js"])).into_response())
+    Ok(layout("Review", &body, &["review.js"]))
 }
 
 fn notice(q: &HashMap<String, String>) -> String {
@@ -617,6 +642,27 @@ fn decision(me: &Researcher, study: &str, view: &View, r: &ReviewRow, may_act: b
     out
 }
 
+/// Why a bonus amount cannot be recorded, for the page.
+fn bonus_problem(amount: &str) -> String {
+    let amount = amount.trim();
+    let most = format!("{}.{:02}", MAX_BONUS_CENTS / 100, MAX_BONUS_CENTS % 100);
+    if amount.is_empty() {
+        format!("a bonus needs an amount: enter a sum such as 1.50 (at most {most}).")
+    } else if amount.starts_with('-') {
+        format!(
+            "a bonus cannot be negative (\u{201c}{amount}\u{201d}): enter a sum such as 1.50 \
+             (at most {most}); to withdraw a bonus, give 0."
+        )
+    } else if parse_cents(amount).is_some_and(|c| c > MAX_BONUS_CENTS) {
+        format!("a bonus of \u{201c}{amount}\u{201d} is more than the most allowed, {most}.")
+    } else {
+        format!(
+            "\u{201c}{amount}\u{201d} is not an amount: enter a sum such as 1.50, with at most \
+             two decimals (at most {most})."
+        )
+    }
+}
+
 /// Parses a bonus amount (`1`, `1.5`, `1.50`) into cents.
 fn parse_cents(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -655,6 +701,32 @@ async fn decide(
     let study = study_of(&app, &study_id)?;
     let map: HashMap<String, String> = fields.iter().cloned().collect();
     let view = View::of(&map);
+    match record(&app, &me, &study, &view, &fields).await {
+        // A decision that cannot be recorded: the page again, the reason above its forms.
+        Err(HttpError::BadRequest(message)) => {
+            let html = page_html(&app, &me, &study, &view, &HashMap::new(), Some(&message)).await?;
+            Ok((StatusCode::BAD_REQUEST, Html(html)).into_response())
+        }
+        other => other,
+    }
+}
+
+/// Records the decision `fields` ask for; a decision that cannot be recorded is a
+/// [`HttpError::BadRequest`] whose message says why, in words for the page.
+async fn record(
+    app: &AppState,
+    me: &Researcher,
+    study: &Arc<LoadedStudy>,
+    view: &View,
+    fields: &[(String, String)],
+) -> Result<Response, HttpError> {
+    let study_id = study.study.id.as_str();
+    let one = |k: &str| {
+        fields
+            .iter()
+            .find(|(name, _)| name == k)
+            .map(|(_, v)| v.as_str())
+    };
     let action = match one("action").unwrap_or("") {
         "approve" => ReviewAction::Approve,
         "reject" => ReviewAction::Reject,
@@ -663,14 +735,14 @@ async fn decide(
         "note" => ReviewAction::Note,
         other => {
             return Err(HttpError::BadRequest(format!(
-                "review of study `{study_id}`: unknown action {other:?}; use approve, reject, bonus, block or note"
+                "unknown action \u{201c}{other}\u{201d}; choose approve, reject, bonus, block or note."
             )));
         }
     };
     let reason = one("reason").unwrap_or("").trim().to_string();
     if reason.chars().count() > MAX_REASON {
         return Err(HttpError::BadRequest(format!(
-            "review of study `{study_id}`: the reason is longer than {MAX_REASON} characters"
+            "the reason is longer than {MAX_REASON} characters; shorten it."
         )));
     }
     let needs_reason = matches!(
@@ -679,7 +751,7 @@ async fn decide(
     );
     if needs_reason && reason.is_empty() {
         return Err(HttpError::BadRequest(format!(
-            "review of study `{study_id}`: {} needs a reason",
+            "a {} needs a reason: write one in the reason field.",
             action.as_str()
         )));
     }
@@ -687,19 +759,13 @@ async fn decide(
         let amount = one("amount").unwrap_or("");
         match parse_cents(amount) {
             Some(c) if c <= MAX_BONUS_CENTS => Some(c),
-            _ => {
-                return Err(HttpError::BadRequest(format!(
-                    "review of study `{study_id}`: bonus amount {amount:?} must be a sum like 1.50, at most {}.{:02}",
-                    MAX_BONUS_CENTS / 100,
-                    MAX_BONUS_CENTS % 100
-                )));
-            }
+            _ => return Err(HttpError::BadRequest(bonus_problem(amount))),
         }
     } else {
         None
     };
     let _one_at_a_time = app.review.lock.lock().await;
-    let rows = review::rows(&app, &study, true, view.limits).await?;
+    let rows = review::rows(app, study, true, view.limits).await?;
     let chosen: Vec<&ReviewRow> = if one("all_matching") == Some("1") {
         rows.iter()
             .filter(|r| view.include_test || !is_test_row(r))
@@ -716,16 +782,17 @@ async fn decide(
             .filter(|r| wanted.contains(r.pay.participant.as_str()))
             .collect();
         if found.len() != wanted.len() {
-            return Err(HttpError::BadRequest(format!(
-                "review of study `{study_id}`: some selected participants are not participants of this study"
-            )));
+            return Err(HttpError::BadRequest(
+                "some selected participants are not participants of this study.".into(),
+            ));
         }
         found
     };
     if chosen.is_empty() {
-        return Err(HttpError::BadRequest(format!(
-            "review of study `{study_id}`: no participant selected (tick some, or \"all matching the filter\")"
-        )));
+        return Err(HttpError::BadRequest(
+            "no participant selected: tick some, or \u{201c}all matching the filter\u{201d}."
+                .into(),
+        ));
     }
     let decisions: Vec<ReviewDecision> = chosen
         .iter()
@@ -743,13 +810,13 @@ async fn decide(
         })
         .collect();
     let n = decisions.len();
-    review::append(&app, &study, decisions).await?;
+    review::append(app, study, decisions).await?;
     let mut q = view.query();
     if !q.is_empty() {
         q.push('&');
     }
     q.push_str(&format!("done={n}"));
-    Ok(redirect(&review_url(&study_id, &q)))
+    Ok(redirect(&review_url(study_id, &q)))
 }
 
 /// Whether a row is a test participant's (a `test=1` crowd id).

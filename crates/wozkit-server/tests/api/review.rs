@@ -431,7 +431,34 @@ async fn bulk_actions_apply_to_the_selection_or_to_all_matching_the_filter() {
     ] {
         let res = post(&app, &cookie, "decide", &format!("csrf={token}&{form}")).await;
         assert_eq!(res.status, 400, "{form}: {}", res.body);
+        assert!(
+            res.body.contains("data-testid=\"review-problem\""),
+            "{form}: the review page again, with the reason: {}",
+            res.body
+        );
     }
+    // A negative bonus: the page says why, in words, and keeps its forms.
+    let res = post(
+        &app,
+        &cookie,
+        "decide",
+        &format!("csrf={token}&action=bonus&reason=x&amount=-1&p=a-u"),
+    )
+    .await;
+    assert_eq!(res.status, 400, "{}", res.body);
+    assert!(
+        res.body.contains(
+            "Nothing was recorded: a bonus cannot be negative (“-1”): enter a sum such as 1.50"
+        ),
+        "{}",
+        res.body
+    );
+    assert!(
+        res.body.contains("id=\"bulk\""),
+        "the forms are there: {}",
+        res.body
+    );
+    assert!(!res.body.contains("<h1>Bad Request</h1>"), "{}", res.body);
     assert_eq!(review_log(&app).await.len(), 12);
 }
 
