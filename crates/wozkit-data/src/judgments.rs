@@ -131,6 +131,32 @@ impl JudgmentRow {
     pub fn is_comparison(&self) -> bool {
         self.left.is_some()
     }
+
+    /// Sets the judged dialogues and their systems (`systems[i]` is the system of
+    /// `dialogues[i]`): `left` and `right` for a comparison of two, else `dialogue`.
+    fn shown(&mut self, dialogues: &[String], systems: &[String]) {
+        let system = |i: usize| systems.get(i).cloned();
+        if dialogues.len() >= 2 {
+            self.left = dialogues.first().cloned();
+            self.left_system = system(0);
+            self.right = dialogues.get(1).cloned();
+            self.right_system = system(1);
+        } else {
+            self.dialogue = dialogues.first().cloned();
+            self.system = system(0);
+        }
+    }
+}
+
+/// The system of the chosen dialogue `choice` among `dialogues` (`systems[i]` is the system of
+/// `dialogues[i]`).
+fn chosen_system(
+    choice: Option<&String>,
+    dialogues: &[String],
+    systems: &[String],
+) -> Option<String> {
+    let position = dialogues.iter().position(|d| Some(d) == choice)?;
+    systems.get(position).cloned()
 }
 
 /// The participant behind a log, as the store knows them.
@@ -247,21 +273,8 @@ impl Base<'_> {
 
     fn judgment(&self, j: &Judgment) -> JudgmentRow {
         let mut row = self.row(j.item.clone());
-        let system = |i: usize| j.systems.get(i).cloned();
-        if j.dialogues.len() >= 2 {
-            row.left = j.dialogues.first().cloned();
-            row.left_system = system(0);
-            row.right = j.dialogues.get(1).cloned();
-            row.right_system = system(1);
-        } else {
-            row.dialogue = j.dialogues.first().cloned();
-            row.system = system(0);
-        }
-        row.choice_system = j
-            .choice
-            .as_ref()
-            .and_then(|c| j.dialogues.iter().position(|d| d == c))
-            .and_then(system);
+        row.shown(&j.dialogues, &j.systems);
+        row.choice_system = chosen_system(j.choice.as_ref(), &j.dialogues, &j.systems);
         let seconds = self.event.at_ms.saturating_sub(j.claimed_at_ms) as f64 / 1000.0;
         JudgmentRow {
             page: Some(j.page.clone()),
@@ -292,22 +305,10 @@ impl Base<'_> {
         row.judge = Some(j.judge.clone());
         row.swapped = j.swapped;
         row.pool = Some(ItemPool::Item.as_str());
-        let system = |i: usize| j.systems.get(i).cloned();
-        if j.dialogues.len() >= 2 {
-            row.left = j.dialogues.first().cloned();
-            row.left_system = system(0);
-            row.right = j.dialogues.get(1).cloned();
-            row.right_system = system(1);
-        } else {
-            row.dialogue = j.dialogues.first().cloned();
-            row.system = system(0);
-        }
+        row.shown(&j.dialogues, &j.systems);
         if j.question == CHOICE && row.is_comparison() {
             let chosen = answer.as_str().map(str::to_string);
-            row.choice_system = chosen
-                .as_ref()
-                .and_then(|c| j.dialogues.iter().position(|d| d == c))
-                .and_then(system);
+            row.choice_system = chosen_system(chosen.as_ref(), &j.dialogues, &j.systems);
             row.choice = chosen;
         } else {
             row.answers.insert(j.question.clone(), answer.clone());
