@@ -8,6 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Report;
+use super::evaluation::PairResult;
 use super::judgments::JudgmentsReport;
 use super::summary::{Describe, MeanSd};
 use crate::leaderboard::SourcedLeaderboard;
@@ -322,24 +323,8 @@ fn leaderboard(page: &mut String, lb: &SourcedLeaderboard) {
     page.push_str(&crate::leaderboard::html_tables(&lb.board));
     let board = &lb.board;
     if !board.grid.is_empty() {
-        page.push_str(
-            "<table><tr><th>A</th><th>B</th><th>A wins</th><th>B wins</th><th>ties</th>\
-             <th>A win rate</th><th>binomial p</th></tr>",
-        );
-        for w in &board.grid {
-            let _ = write!(
-                page,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&w.a),
-                esc(&w.b),
-                w.a_wins,
-                w.b_wins,
-                w.ties,
-                num(w.a_win_rate),
-                num(w.p)
-            );
-        }
-        page.push_str("</table><h3>Elo</h3>");
+        win_rate_table(page, &board.grid);
+        page.push_str("<h3>Elo</h3>");
         let elo: Vec<Bar> = board.systems.iter().map(|s| bar(&s.name, s.elo)).collect();
         page.push_str(&rating_chart("Elo rating", &elo));
         page.push_str("<h3>Bradley-Terry strength (95% bootstrap interval)</h3>");
@@ -408,24 +393,8 @@ fn judgments(page: &mut String, j: &JudgmentsReport) {
         page.push_str(&chart("mean rating (95% CI)", &bars));
     }
     if !j.win_rates.is_empty() {
-        page.push_str(
-            "<h3>Pairwise comparisons (ACUTE-Eval)</h3><table><tr><th>A</th><th>B</th>\
-             <th>A wins</th><th>B wins</th><th>ties</th><th>A win rate</th><th>binomial p</th></tr>",
-        );
-        for w in &j.win_rates {
-            let _ = write!(
-                page,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&w.a),
-                esc(&w.b),
-                w.a_wins,
-                w.b_wins,
-                w.ties,
-                num(w.a_win_rate),
-                num(w.p)
-            );
-        }
-        page.push_str("</table>");
+        page.push_str("<h3>Pairwise comparisons (ACUTE-Eval)</h3>");
+        win_rate_table(page, &j.win_rates);
     }
     let agreements = j
         .rating_agreement
@@ -540,6 +509,28 @@ fn label_agreements(page: &mut String, j: &JudgmentsReport) {
                 num(c.fleiss_kappa)
             );
         }
+    }
+    page.push_str("</table>");
+}
+
+/// A table of pairwise win rates: per pair its wins, ties, A's win rate and binomial p.
+fn win_rate_table(page: &mut String, pairs: &[PairResult]) {
+    page.push_str(
+        "<table><tr><th>A</th><th>B</th><th>A wins</th><th>B wins</th><th>ties</th>\
+         <th>A win rate</th><th>binomial p</th></tr>",
+    );
+    for w in pairs {
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&w.a),
+            esc(&w.b),
+            w.a_wins,
+            w.b_wins,
+            w.ties,
+            num(w.a_win_rate),
+            num(w.p)
+        );
     }
     page.push_str("</table>");
 }
