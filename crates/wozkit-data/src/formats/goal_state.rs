@@ -38,7 +38,7 @@ use wozkit_core::goals::{Belief, EntryKind, Goal, GoalEntry};
 
 use super::record::{Fields, wizard_label};
 use super::vocab;
-use crate::mapping;
+use crate::mapping::{self, MappedAct};
 use crate::session::{ImportedSession, Turn};
 
 /// The session's goal and its sentences, from its `goal_generated` event.
@@ -679,6 +679,19 @@ fn convlab3_act(a: &Act) -> (&'static str, Value) {
     }
 }
 
+/// The acts the study's mapping `map` gives a turn's messages (see [`mapping::mapped_acts`]);
+/// none for an empty turn or a study without a mapping.
+fn turn_mapped_acts(
+    session: &ImportedSession,
+    turn: Option<&Turn<'_>>,
+    map: Option<&ActMapping>,
+) -> Vec<MappedAct> {
+    match (turn, map) {
+        (Some(turn), Some(map)) => mapping::mapped_acts(session, &turn.messages, map),
+        _ => Vec::new(),
+    }
+}
+
 /// Adds the acts the study's mapping gives a turn's messages (see [`crate::mapping`]) to its
 /// MultiWOZ `dialog_act`: `{"Domain-Intent": [[Slot, value]]}`, `["none", "none"]` for an act
 /// without a slot, `?` for a request's value. Only MultiWOZ acts are written (the loader checks
@@ -689,13 +702,10 @@ pub(crate) fn multiwoz_mapped(
     map: Option<&ActMapping>,
     fields: &mut Fields,
 ) {
-    let (Some(turn), Some(map)) = (turn, map) else {
-        return;
-    };
     let Some(Value::Object(acts)) = fields.get_mut("dialog_act") else {
         return;
     };
-    for a in mapping::mapped_acts(session, &turn.messages, map) {
+    for a in turn_mapped_acts(session, turn, map) {
         let name = format!("{}-{}", a.domain, a.intent);
         let slot = a.slot.as_deref().unwrap_or("none");
         let value = match (&a.value, a.slot.is_some(), a.intent.as_str()) {
@@ -724,13 +734,10 @@ pub(crate) fn crosswoz_mapped(
     map: Option<&ActMapping>,
     fields: &mut Fields,
 ) {
-    let (Some(turn), Some(map)) = (turn, map) else {
-        return;
-    };
     let Some(Value::Array(acts)) = fields.get_mut("dialog_act") else {
         return;
     };
-    for a in mapping::mapped_acts(session, &turn.messages, map) {
+    for a in turn_mapped_acts(session, turn, map) {
         let (intent, domain) = if a.domain == "general" {
             ("General", a.intent.as_str())
         } else {
@@ -761,13 +768,10 @@ pub(crate) fn convlab3_mapped(
     map: Option<&ActMapping>,
     fields: &mut Fields,
 ) {
-    let (Some(turn), Some(map)) = (turn, map) else {
-        return;
-    };
     let Some(Value::Object(acts)) = fields.get_mut("dialogue_acts") else {
         return;
     };
-    for a in mapping::mapped_acts(session, &turn.messages, map) {
+    for a in turn_mapped_acts(session, turn, map) {
         if !wozkit_core::datasets::is_convlab3_act(&a.domain, &a.intent) {
             continue;
         }
