@@ -55,9 +55,9 @@ pub fn export_mapped(
     out: impl Write,
 ) -> Result<(), ExportError> {
     match format {
-        Format::Taskmaster1 => taskmaster1::export_with(sessions, mappings, out),
-        Format::CrossWoz => crosswoz::export_with(sessions, mappings, out),
-        Format::MultiWoz21 => multiwoz::export_with(sessions, mappings, out),
+        Format::Taskmaster1 => taskmaster1::exporter(mappings).file(sessions, out),
+        Format::CrossWoz => crosswoz::exporter(mappings).file(sessions, out),
+        Format::MultiWoz21 => multiwoz::exporter(mappings).file(sessions, out),
         Format::ConvLab3 => convlab3::export_with(sessions, mappings, out),
         Format::CrsArena => crsarena::export_crsarena(sessions, out),
         Format::CrsArenaEval => crsarena::export_crsarena_eval(sessions, out),
@@ -127,9 +127,9 @@ pub(crate) fn record_in_part(
         return Ok(None);
     }
     let fields = match format {
-        Format::Taskmaster1 => taskmaster1::record(session, index, mappings)?,
-        Format::CrossWoz => crosswoz::record(session, index, mappings)?,
-        Format::MultiWoz21 => multiwoz::record(session, index, mappings)?,
+        Format::Taskmaster1 => taskmaster1::exporter(mappings).record(session, index)?,
+        Format::CrossWoz => crosswoz::exporter(mappings).record(session, index)?,
+        Format::MultiWoz21 => multiwoz::exporter(mappings).record(session, index)?,
         Format::ConvLab3 => convlab3::record_in(session, index, part, mappings)?,
         Format::CrsArena => crsarena::dial_record(session, index)?,
         Format::CrsArenaEval => crsarena::eval_record(session, index)?,

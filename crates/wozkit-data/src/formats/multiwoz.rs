@@ -22,7 +22,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 use wozkit_core::event::Role;
 
-use super::record::{Defaults, Fields, Layout, Shape, export_keyed, export_record, import_keyed};
+use super::record::{Defaults, Exporter, Fields, Layout, Shape, import_keyed};
 use super::scenario::{self, SCENARIO_KEY};
 use super::{goal_state, vocab};
 use crate::error::{ExportError, ImportError};
@@ -50,25 +50,12 @@ pub fn import_multiwoz21(input: &Input) -> Result<Vec<ImportedSession>, ImportEr
 /// Writes the `data.json` layout (indent 2), with the built-in studies' dataset mappings. Wrap
 /// it with [`crate::write_zipped`] for a zip.
 pub fn export_multiwoz21(sessions: &[ImportedSession], out: impl Write) -> Result<(), ExportError> {
-    export_with(sessions, Mappings::builtin(), out)
+    super::export(Format::MultiWoz21, sessions, out)
 }
 
-/// Writes the `data.json` layout with the dataset mappings `mappings`.
-pub(crate) fn export_with(
-    sessions: &[ImportedSession],
-    mappings: &Mappings,
-    out: impl Write,
-) -> Result<(), ExportError> {
-    export_keyed(&LAYOUT, sessions, out, 2, &MultiWozDefaults { mappings })
-}
-
-/// One dialogue's record (the value under its id).
-pub(crate) fn record(
-    session: &ImportedSession,
-    index: usize,
-    mappings: &Mappings,
-) -> Result<Fields, ExportError> {
-    export_record(&LAYOUT, session, index, &MultiWozDefaults { mappings })
+/// The format's exporter with the dataset mappings `mappings`.
+pub(crate) fn exporter(mappings: &Mappings) -> Exporter<impl Defaults + '_> {
+    Exporter::new(&LAYOUT, MultiWozDefaults { mappings })
 }
 
 struct MultiWozDefaults<'a> {

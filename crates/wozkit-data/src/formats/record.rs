@@ -9,6 +9,7 @@ use std::io::Write;
 use serde_json::{Map, Value};
 use wozkit_core::event::{MessageSource, Role};
 
+use super::Container;
 use crate::error::{ExportError, ImportError};
 use crate::input::{Ctx, Input, expected};
 use crate::output::JsonStream;
@@ -298,6 +299,53 @@ pub(crate) fn export_keyed(
     }
     stream.finish()?;
     Ok(())
+}
+
+/// A format's record layout with its defaults for sessions from elsewhere: writes its file or
+/// one record.
+pub(crate) struct Exporter<D> {
+    layout: &'static Layout,
+    defaults: D,
+}
+
+impl<D: Defaults> Exporter<D> {
+    pub(crate) fn new(layout: &'static Layout, defaults: D) -> Self {
+        Exporter { layout, defaults }
+    }
+
+    /// Writes the file of `sessions` (see [`export_file`]).
+    pub(crate) fn file(
+        &self,
+        sessions: &[ImportedSession],
+        out: impl Write,
+    ) -> Result<(), ExportError> {
+        export_file(self.layout, sessions, out, &self.defaults)
+    }
+
+    /// The record of `session`, the `index`-th exported (see [`export_record`]).
+    pub(crate) fn record(
+        &self,
+        session: &ImportedSession,
+        index: usize,
+    ) -> Result<Fields, ExportError> {
+        export_record(self.layout, session, index, &self.defaults)
+    }
+}
+
+/// Writes the records of `layout`'s format in the file layout of the released files: keyed by
+/// dialogue id or listed, at their indent (see [`Format::container`]).
+fn export_file(
+    layout: &Layout,
+    sessions: &[ImportedSession],
+    out: impl Write,
+    defaults: &impl Defaults,
+) -> Result<(), ExportError> {
+    match layout.format.container() {
+        (Container::Object, indent) => export_keyed(layout, sessions, out, indent, defaults),
+        (Container::Array | Container::FilePerDialogue, indent) => {
+            export_list(layout, sessions, out, indent, defaults)
+        }
+    }
 }
 
 /// Reads a JSON array of records, each named by the first of `id_keys` it has.

@@ -14,7 +14,7 @@ use serde_json::Value;
 use wozkit_core::evaluation::{Span, segments_of};
 use wozkit_core::event::{Actor, Event, EventKind, Judgment, Role};
 
-use super::record::{Defaults, Fields, Layout, Shape, export_list, export_record, import_list};
+use super::record::{Defaults, Exporter, Fields, Layout, Shape, import_list};
 use crate::error::{ExportError, ImportError};
 use crate::input::Input;
 use crate::mapping::Mappings;
@@ -45,25 +45,12 @@ pub fn export_taskmaster1(
     sessions: &[ImportedSession],
     out: impl Write,
 ) -> Result<(), ExportError> {
-    export_with(sessions, Mappings::builtin(), out)
+    super::export(Format::Taskmaster1, sessions, out)
 }
 
-/// Writes the dataset layout with the dataset mappings `mappings`.
-pub(crate) fn export_with(
-    sessions: &[ImportedSession],
-    mappings: &Mappings,
-    out: impl Write,
-) -> Result<(), ExportError> {
-    export_list(&LAYOUT, sessions, out, 2, &TmDefaults { mappings })
-}
-
-/// One conversation of the dataset layout, the `index`-th exported.
-pub(crate) fn record(
-    session: &ImportedSession,
-    index: usize,
-    mappings: &Mappings,
-) -> Result<Fields, ExportError> {
-    export_record(&LAYOUT, session, index, &TmDefaults { mappings })
+/// The format's exporter with the dataset mappings `mappings`.
+pub(crate) fn exporter(mappings: &Mappings) -> Exporter<impl Defaults + '_> {
+    Exporter::new(&LAYOUT, TmDefaults { mappings })
 }
 
 /// Writes one conversation as a single object, the layout of `sample.json` (indent 4).
@@ -71,10 +58,7 @@ pub fn export_taskmaster1_conversation(
     session: &ImportedSession,
     mut out: impl Write,
 ) -> Result<(), ExportError> {
-    let defaults = TmDefaults {
-        mappings: Mappings::builtin(),
-    };
-    let record = export_record(&LAYOUT, session, 0, &defaults)?;
+    let record = exporter(Mappings::builtin()).record(session, 0)?;
     out.write_all(&pretty(&Value::Object(record), 4)?)?;
     Ok(())
 }
