@@ -1,5 +1,5 @@
-//! Exports as downloads: [`export_store_annotated`] run into a private temporary folder whose files are
-//! read back into memory (then the folder is removed), and [`zip_files`] to send several files
+//! Exports as downloads: [`export_store_mapped`] run into a private temporary folder whose files
+//! are read back into memory (then the folder is removed), and [`zip_files`] to send several files
 //! as one archive. Used by the researcher console, which serves exports while the server runs.
 
 use std::io::{Cursor, Write};
@@ -12,11 +12,10 @@ use zip::write::SimpleFileOptions;
 use crate::acts::TurnActs;
 use crate::error::ExportError;
 use crate::formats::taskmaster1::SpanSegments;
+use crate::mapping::Mappings;
 use crate::session::Format;
 use crate::stored::NoProgress;
-use crate::stored::export::{
-    ExportFormat, ExportOptions, StoreExportError, export_store_annotated,
-};
+use crate::stored::export::{ExportFormat, ExportOptions, StoreExportError, export_store_mapped};
 
 /// One file of a download: its name (with `/` between folders) and its bytes.
 pub type NamedFile = (String, Vec<u8>);
@@ -71,8 +70,9 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> StoreExportError + '_ {
 
 /// Exports the sessions of `study` (every study when `None`; test sessions only when
 /// `include_test`) in `format`, named after `base`, and returns every file written (sidecars
-/// and votes included), sorted by name. The files pass through a temporary folder: this does
-/// blocking file work, so callers on an async server run it on a blocking thread.
+/// and votes included), sorted by name; the built-in studies' dataset mappings apply. The files
+/// pass through a temporary folder: this does blocking file work, so callers on an async server
+/// run it on a blocking thread.
 pub async fn export_into_memory(
     store: &dyn Store,
     format: ExportFormat,
@@ -87,12 +87,15 @@ pub async fn export_into_memory(
         include_test,
         base,
         &TurnActs::default(),
+        Mappings::builtin(),
     )
     .await
 }
 
 /// As [`export_into_memory`], each session's turns given their adjudicated dialogue acts in
-/// the formats with acts, by [`export_store_annotated`] as `wozkit export --acts-from` does.
+/// the formats with acts, as `wozkit export --acts-from` does, and written with the dataset
+/// mappings of `mappings` ([`export_store_mapped`]; a server passes those of the studies it
+/// serves, as `wozkit export --mapping` does).
 pub async fn export_into_memory_annotated(
     store: &dyn Store,
     format: ExportFormat,
@@ -100,6 +103,7 @@ pub async fn export_into_memory_annotated(
     include_test: bool,
     base: &str,
     acts: &TurnActs,
+    mappings: &Mappings,
 ) -> Result<Vec<NamedFile>, StoreExportError> {
     let dir = TempDir::new().map_err(io_err(&std::env::temp_dir()))?;
     let options = ExportOptions {
@@ -109,7 +113,15 @@ pub async fn export_into_memory_annotated(
         study: study.map(str::to_string),
         include_test,
     };
-    export_store_annotated(store, &options, &SpanSegments::default(), acts, &NoProgress).await?;
+    export_store_mapped(
+        store,
+        &options,
+        &SpanSegments::default(),
+        acts,
+        mappings,
+        &NoProgress,
+    )
+    .await?;
     let mut files = vec![];
     read_tree(&dir.0, "", &mut files)?;
     files.sort_by(|a, b| a.0.cmp(&b.0));

@@ -48,6 +48,7 @@ use wozkit_core::event::Event;
 use wozkit_core::load::LoadedStudy;
 use wozkit_data::acts::{TurnActs, label_of};
 use wozkit_data::download::{NamedFile, export_into_memory_annotated, zip_files};
+use wozkit_data::mapping::Mappings;
 use wozkit_data::report::html::render_html;
 use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
@@ -1389,6 +1390,9 @@ async fn build_download(
         }
         name => {
             let format = ExportFormat::parse(name).ok_or_else(|| err(&"unknown format"))?;
+            // The served study's own `datasets:` mapping, as `wozkit export --mapping` gives it.
+            let served = app.study(Some(&study));
+            let mappings = Mappings::with_studies(served.iter().map(|s| &s.study));
             let files: Vec<NamedFile> = export_into_memory_annotated(
                 store.as_ref(),
                 format,
@@ -1396,6 +1400,7 @@ async fn build_download(
                 include_test,
                 &base,
                 &acts,
+                &mappings,
             )
             .await
             .map_err(|e| err(&e))?;

@@ -58,9 +58,19 @@ async fn put_session(store: &dyn Store, id: &str, messages: &[(Role, &str, Messa
         })
         .await
         .expect("session created");
-    let events: Vec<NewEvent> = messages
-        .iter()
-        .map(|(role, text, source)| NewEvent {
+    // As a room starts it (a dataset mapping is found by the study it names).
+    let started = NewEvent {
+        actor: Actor::System,
+        kind: EventKind::SessionStarted {
+            study: "wizard-pilot".into(),
+            study_version: "1".into(),
+            seed: 1,
+            initial_state: "start".into(),
+        },
+        at_ms: 1000,
+    };
+    let events: Vec<NewEvent> = std::iter::once(started)
+        .chain(messages.iter().map(|(role, text, source)| NewEvent {
             actor: Actor::Participant {
                 role: *role,
                 participant: None,
@@ -71,7 +81,7 @@ async fn put_session(store: &dyn Store, id: &str, messages: &[(Role, &str, Messa
                 source: source.clone(),
             },
             at_ms: 1000,
-        })
+        }))
         .collect();
     store.append(id, events).await.expect("events appended");
     store
@@ -570,7 +580,6 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
     let res = app.http("GET", path, &[], "").await;
     assert_eq!(res.status, 303, "a visitor is sent to the login page");
     let cookie = crate::helpers::login(&app).await;
-    let get = async |path: &str| app.http("GET", path, &[("Cookie", &cookie)], "").await;
     for (what, format, file) in [
         ("multiwoz", Format::MultiWoz21, "multiwoz.json"),
         ("convlab3", Format::ConvLab3, "convlab3.json"),
@@ -624,6 +633,32 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
             "no acts without ?acts: {turn}"
         );
     }
+    // A served study's own `datasets:` mapping writes the acts of its wizard's options (the
+    // study is not built in, so only the server can know it).
+    app.stop().await;
+    let mut app = spawn_app_in(dir.clone(), study(MAPPED_SOURCE)).await;
+    let cookie = crate::helpers::login(&app).await;
+    let (status, files) = download(
+        app.addr,
+        "/researcher/study/wizard-pilot/download/multiwoz",
+        &cookie,
+    )
+    .await;
+    assert_eq!(status, 200, "{files:?}");
+    let mapped: Value = files
+        .iter()
+        .find(|(n, _)| n == "wizard-pilot.multiwoz21.json")
+        .and_then(|(_, b)| serde_json::from_slice(b).ok())
+        .expect("the MultiWOZ file");
+    let log = mapped["pilot-1"]["log"].as_array().expect("log");
+    assert_eq!(
+        log[1]["dialog_act"],
+        json!({"Restaurant-Request": [["Area", "?"]]}),
+        "the wizard's mapped option: {}",
+        log[1]
+    );
+    assert_eq!(log[0]["dialog_act"], json!({}), "{}", log[0]);
+    let get = async |path: &str| app.http("GET", path, &[("Cookie", &cookie)], "").await;
     // A served study that is not an act-annotation study, a study neither served nor holding
     // act labels, and a format without dialogue acts: 400, saying which.
     for (path, expected) in [
@@ -684,6 +719,23 @@ roles:
 states:
   - {id: start, type: interaction, initial: true, transitions: [bye]}
   - {id: bye, type: interaction, templates: ["Goodbye."], terminal: true}
+"#;
+
+/// [`SOURCE`] with its wizard's option mapped onto MultiWOZ.
+const MAPPED_SOURCE: &str = r#"id: wizard-pilot
+title: Wizard pilot
+roles:
+  user: {label: Guest}
+  wizard: {label: Clerk}
+states:
+  - {id: start, type: interaction, initial: true, transitions: [bye]}
+  - {id: bye, type: interaction, templates: ["Goodbye."], terminal: true}
+fixed_options:
+  - {id: ask-area, text: Which area?}
+datasets:
+  multiwoz:
+    acts:
+      ask-area: {act: Restaurant-Request, slot: Area}
 "#;
 
 /// The turn annotation `key` after message `n` of session `id`.
