@@ -156,6 +156,12 @@ pub struct Taskmaster1Mapping {
     #[serde(default = "one")]
     #[schemars(range(min = 1))]
     pub scenario: u32,
+    /// A span-annotation study's slot names → Taskmaster-1 annotation names
+    /// (`<api id>.<argument>`, e.g. `restaurant_reservation.num.guests`, optionally with
+    /// `.accept` or `.reject`): the names its segments get in a Taskmaster-1 export. Slot names
+    /// without an entry are written as they are.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub segments: IndexMap<String, String>,
 }
 
 fn one() -> u32 {
@@ -447,6 +453,108 @@ pub const TM1_DOMAINS: [(&str, &str); 6] = [
     ("coffee-ordering", "coffee_ordering"),
 ];
 
+/// Taskmaster-1's ontology (`ontology.json`): each api id with its arguments, required and
+/// optional.
+pub const TM1_ARGUMENTS: [(&str, &[&str]); 6] = [
+    (
+        "uber_lyft",
+        &[
+            "location.from",
+            "location.to",
+            "type.ride",
+            "num.people",
+            "price.estimate",
+            "duration.estimate",
+            "time.pickup",
+            "time.dropoff",
+        ],
+    ),
+    (
+        "movie_ticket",
+        &[
+            "name.movie",
+            "name.theater",
+            "num.tickets",
+            "time.start",
+            "location.theater",
+            "price.ticket",
+            "type.screening",
+            "time.end",
+            "time.duration",
+        ],
+    ),
+    (
+        "restaurant_reservation",
+        &[
+            "name.restaurant",
+            "name.reservation",
+            "num.guests",
+            "time.reservation",
+            "type.seating",
+            "location.restaurant",
+        ],
+    ),
+    (
+        "coffee_ordering",
+        &[
+            "location.store",
+            "name.drink",
+            "size.drink",
+            "num.drink",
+            "type.milk",
+            "preference",
+        ],
+    ),
+    (
+        "pizza_ordering",
+        &[
+            "name.store",
+            "name.pizza",
+            "size.pizza",
+            "type.topping",
+            "type.crust",
+            "preference",
+            "location.store",
+        ],
+    ),
+    (
+        "auto_repair",
+        &[
+            "name.store",
+            "name.customer",
+            "date.appt",
+            "time.appt",
+            "reason.appt",
+            "name.vehicle",
+            "year.vehicle",
+            "location.store",
+        ],
+    ),
+];
+
+/// Whether `name` is a Taskmaster-1 annotation name: `<api id>.<argument>` of its ontology,
+/// optionally followed by `.accept` or `.reject`.
+pub fn is_tm1_annotation(name: &str) -> bool {
+    let name = name
+        .strip_suffix(".accept")
+        .or_else(|| name.strip_suffix(".reject"))
+        .unwrap_or(name);
+    let Some((api, argument)) = name.split_once('.') else {
+        return false;
+    };
+    TM1_ARGUMENTS
+        .iter()
+        .any(|(id, args)| *id == api && args.contains(&argument))
+}
+
+/// Every Taskmaster-1 annotation name without `.accept`/`.reject`.
+fn tm1_annotations() -> Vec<String> {
+    TM1_ARGUMENTS
+        .iter()
+        .flat_map(|(api, args)| args.iter().map(move |a| format!("{api}.{a}")))
+        .collect()
+}
+
 // ------------------------------------------------------------------------------- checking
 
 /// The problems of `study.datasets` as `(pointer, message, hint)`: every mapped source (a
@@ -466,6 +574,9 @@ pub fn check(study: &Study, db: Option<&Database>) -> Vec<(String, String, Optio
     if let Some(m) = &d.convlab3 {
         check_mapping(&ctx, Format::ConvLab3, m, &mut out);
     }
+    if let Some(tm) = &d.taskmaster1 {
+        check_segments(study, tm, &mut out);
+    }
     if let Some(tm) = &d.taskmaster1
         && !TM1_DOMAINS.iter().any(|(name, _)| *name == tm.domain)
     {
@@ -480,6 +591,47 @@ pub fn check(study: &Study, db: Option<&Database>) -> Vec<(String, String, Optio
         ));
     }
     out
+}
+
+/// Every mapped segment name is a span slot of the study and maps onto a Taskmaster-1
+/// annotation name.
+fn check_segments(
+    study: &Study,
+    tm: &Taskmaster1Mapping,
+    out: &mut Vec<(String, String, Option<String>)>,
+) {
+    let slots: Vec<&str> = study
+        .evaluation
+        .as_ref()
+        .and_then(|e| e.spans.as_ref())
+        .map(|s| s.slots.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    let known = tm1_annotations();
+    for (slot, name) in &tm.segments {
+        let at = format!("/datasets/taskmaster1/segments/{}", escape(slot));
+        if !slots.contains(&slot.as_str()) {
+            out.push((
+                at.clone(),
+                format!("`{slot}` is not a span slot of this study"),
+                Some(if slots.is_empty() {
+                    "segments map the slot names of a span-annotation study (evaluation.spans.slots)"
+                        .into()
+                } else {
+                    format!("one of {}{}", names(slots.iter().copied()), did_you_mean(slot, slots.iter().copied()))
+                }),
+            ));
+        }
+        if !is_tm1_annotation(name) {
+            out.push((
+                at,
+                format!("`{name}` is not a Taskmaster-1 annotation name (`<api id>.<argument>`)"),
+                Some(format!(
+                    "an argument of Taskmaster-1's ontology, e.g. `restaurant_reservation.num.guests`{}",
+                    did_you_mean(name, known.iter().map(String::as_str))
+                )),
+            ));
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

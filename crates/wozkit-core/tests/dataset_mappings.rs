@@ -179,3 +179,57 @@ fn crosswoz_and_convlab3_mappings_are_checked_against_their_vocabularies() {
     ];
     assert_eq!(p, expected, "{p:#?}");
 }
+
+/// The built-in span study with its slot `restaurant_reservation.num.guests` renamed `guests`
+/// and `mapping` appended.
+fn spans_study_with(mapping: &str) -> (String, Result<wozkit_core::load::LoadedStudy, String>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/self-dialog-spans");
+    let text = std::fs::read_to_string(dir.join("study.yaml")).expect("study.yaml");
+    let slot = "      - restaurant_reservation.num.guests\n";
+    assert!(text.contains(slot), "the span study lists the slot");
+    let text = format!("{}{mapping}", text.replacen(slot, "      - guests\n", 1));
+    let loaded = load_text("study.yaml", &text, StudySource::Dir(dir)).map_err(|d| {
+        d.0.iter()
+            .map(|d| format!("{}:{}: {}", d.line, d.col, d.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    (text, loaded)
+}
+
+#[test]
+fn taskmaster1_segment_names_are_mapped_from_span_slots_and_checked() {
+    let good = "datasets:\n  taskmaster1:\n    domain: restaurant-table\n    segments:\n      guests: restaurant_reservation.num.guests\n";
+    let (_, loaded) = spans_study_with(good);
+    let study = loaded.unwrap_or_else(|e| panic!("{e}"));
+    let tm = study.study.datasets.taskmaster1.as_ref().expect("mapping");
+    assert_eq!(
+        tm.segments.get("guests").map(String::as_str),
+        Some("restaurant_reservation.num.guests")
+    );
+
+    let bad = "datasets:\n  taskmaster1:\n    domain: restaurant-table\n    segments:\n      guests: restaurant_reservation.num.people\n      tables: restaurant_reservation.type.seating\n";
+    let (text, loaded) = spans_study_with(bad);
+    let problems = loaded.expect_err("refused");
+    let expected = [
+        format!(
+            "{}: `restaurant_reservation.num.people` is not a Taskmaster-1 annotation name (`<api id>.<argument>`)",
+            at(
+                &text,
+                "      guests: restaurant_reservation.num.people",
+                "guests"
+            )
+        ),
+        format!(
+            "{}: `tables` is not a span slot of this study",
+            at(&text, "      tables: restaurant", "tables")
+        ),
+    ];
+    assert_eq!(problems, expected.join("\n"));
+    assert!(wozkit_core::datasets::is_tm1_annotation(
+        "pizza_ordering.type.topping.accept"
+    ));
+    assert!(!wozkit_core::datasets::is_tm1_annotation(
+        "pizza_ordering.type"
+    ));
+}
