@@ -222,6 +222,15 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                 );
             }
             segments = SpanSegments::from_judgments(&judgments);
+            // The span studies' slot names as their Taskmaster-1 mappings name them.
+            for study in &args.spans {
+                if let Some(tm) = mappings
+                    .of_study(study)
+                    .and_then(|d| d.taskmaster1.as_ref())
+                {
+                    segments.rename(&tm.segments);
+                }
+            }
             println!(
                 "merging the spans of {} judgments ({} dialogues) of {}",
                 judgments.len(),

@@ -253,3 +253,59 @@ async fn spans_become_segments_with_the_flag_and_none_without() {
         "taskmaster1",
     );
 }
+
+/// The span study's file: the built-in span study as `hotel-spans` with the slots these
+/// workers used, `name` and `date` mapped onto Taskmaster-1 annotation names.
+fn mapped_span_study(dir: &Path) -> std::path::PathBuf {
+    let builtin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../wozkit-core/studies/self-dialog-spans/study.yaml");
+    let text = std::fs::read_to_string(builtin).expect("the built-in span study");
+    let slots_start = text.find("    slots:\n").expect("slots");
+    let slots_end = slots_start + text[slots_start..].find("  no_items:").expect("no_items");
+    let text = format!(
+        "{}    slots: [location, city, date, name]\n{}\
+         datasets:\n  taskmaster1:\n    domain: restaurant-table\n    segments:\n      \
+         name: restaurant_reservation.name.restaurant\n      \
+         date: restaurant_reservation.time.reservation\n",
+        &text[..slots_start],
+        &text[slots_end..]
+    )
+    .replacen("id: self-dialog-spans", &format!("id: {SPANS}"), 1);
+    let file = dir.join("hotel-spans.yaml");
+    std::fs::write(&file, text).expect("study written");
+    file
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_span_study_mapping_gives_the_segments_taskmaster1_names() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    fill(&data).await;
+    let l1 = dialogues()[0].2[0];
+    let study = mapped_span_study(dir.path());
+    let study = study.to_str().expect("utf-8 path");
+    let with = export(
+        &data,
+        &dir.path().join("mapped.json"),
+        &["--spans", SPANS, "--mapping", study],
+    );
+    let names = |u: &Value| -> Vec<String> {
+        u.as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s["annotations"].as_array().cloned().unwrap_or_default())
+            .filter_map(|a| a["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let got: Vec<Vec<String>> = segments(&with, l1).iter().map(names).collect();
+    assert_eq!(
+        got,
+        vec![
+            vec!["location".to_string(), "city".into()],
+            vec![],
+            vec!["restaurant_reservation.time.reservation".into()],
+            vec!["restaurant_reservation.name.restaurant".into()],
+        ],
+        "mapped slots renamed, the others as marked"
+    );
+}

@@ -154,6 +154,16 @@ impl SpanSegments {
         SpanSegments { spans }
     }
 
+    /// Gives each span whose slot `names` maps (a span study's `datasets.taskmaster1.segments`)
+    /// the Taskmaster-1 annotation name it maps to; other slots keep their names.
+    pub fn rename(&mut self, names: &indexmap::IndexMap<String, String>) {
+        for span in self.spans.values_mut().flatten() {
+            if let Some(name) = names.get(&span.slot) {
+                span.slot.clone_from(name);
+            }
+        }
+    }
+
     /// How many dialogues have judgments (with spans or without).
     pub fn dialogues(&self) -> usize {
         self.spans.len()
