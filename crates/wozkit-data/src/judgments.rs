@@ -148,6 +148,52 @@ impl JudgmentRow {
     }
 }
 
+#[cfg(test)]
+impl JudgmentRow {
+    /// A person's counted judgment, submitted at 1 ms, of the item `item`: the single dialogue
+    /// `d-<item>` of `system`, given `answers`. The base of the report tests' rows.
+    pub(crate) fn rated(who: &str, item: &str, system: &str, answers: &[(&str, Value)]) -> Self {
+        JudgmentRow {
+            study: "s".into(),
+            log: who.into(),
+            participant: Some(who.into()),
+            worker_id: None,
+            kind: HUMAN,
+            judge: None,
+            swapped: false,
+            page: None,
+            item: item.into(),
+            pool: Some("item"),
+            gold: false,
+            onboarding: false,
+            surplus: false,
+            counted: true,
+            void: false,
+            dialogue: Some(format!("d-{item}")),
+            system: Some(system.into()),
+            left: None,
+            left_system: None,
+            right: None,
+            right_system: None,
+            choice: None,
+            choice_system: None,
+            justification: None,
+            answers: answers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            adjudicated: BTreeMap::new(),
+            adjudicated_turns: Vec::new(),
+            turns: Vec::new(),
+            lease: None,
+            claimed_at_ms: None,
+            submitted_at_ms: 1,
+            seconds: None,
+            gold_correct: None,
+        }
+    }
+}
+
 /// The system of the chosen dialogue `choice` among `dialogues` (`systems[i]` is the system of
 /// `dialogues[i]`).
 fn chosen_system(

@@ -801,7 +801,6 @@ fn row(page: &mut String, question: &str, systems: &str, model: &Paired, human: 
 mod tests {
     use super::*;
     use crate::judgments::{HUMAN, MODEL};
-    use indexmap::IndexMap;
     use serde_json::json;
 
     const RANKING: RankingOptions = RankingOptions {
@@ -819,42 +818,11 @@ mod tests {
     ) -> JudgmentRow {
         let model = who.starts_with("judge");
         JudgmentRow {
-            study: "s".into(),
-            log: who.into(),
             participant: (!model).then(|| who.to_string()),
-            worker_id: None,
             kind: if model { MODEL } else { HUMAN },
             judge: model.then(|| who.to_string()),
-            swapped: false,
-            page: None,
-            item: item.into(),
-            pool: Some("item"),
-            gold: false,
-            onboarding: false,
-            surplus: false,
             counted: !model,
-            void: false,
-            dialogue: Some(format!("d-{item}")),
-            system: Some(system.into()),
-            left: None,
-            left_system: None,
-            right: None,
-            right_system: None,
-            choice: None,
-            choice_system: None,
-            justification: None,
-            answers: answers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<IndexMap<_, _>>(),
-            adjudicated: BTreeMap::new(),
-            adjudicated_turns: Vec::new(),
-            turns: Vec::new(),
-            lease: None,
-            claimed_at_ms: None,
-            submitted_at_ms: 1,
-            seconds: None,
-            gold_correct: None,
+            ..JudgmentRow::rated(who, item, system, answers)
         }
     }
 

@@ -517,47 +517,15 @@ fn straight_lining(rows: &[&JudgmentRow]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use indexmap::IndexMap;
     use serde_json::json;
 
     fn rating(worker: &str, item: &str, answers: &[(&str, serde_json::Value)]) -> JudgmentRow {
         JudgmentRow {
-            study: "s".into(),
-            log: worker.into(),
-            participant: Some(worker.into()),
-            worker_id: None,
-            kind: crate::judgments::HUMAN,
-            judge: None,
-            swapped: false,
             page: Some("rate".into()),
-            item: item.into(),
-            pool: Some("item"),
-            gold: false,
-            onboarding: false,
-            surplus: false,
-            counted: true,
-            void: false,
-            dialogue: Some(format!("d-{item}")),
-            system: Some("sys".into()),
-            left: None,
-            left_system: None,
-            right: None,
-            right_system: None,
-            choice: None,
-            choice_system: None,
-            justification: None,
-            answers: answers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<IndexMap<_, _>>(),
-            adjudicated: BTreeMap::new(),
-            adjudicated_turns: Vec::new(),
-            turns: Vec::new(),
-            lease: None,
             claimed_at_ms: Some(0),
             submitted_at_ms: 1000,
             seconds: Some(1.0),
-            gold_correct: None,
+            ..JudgmentRow::rated(worker, item, "sys", answers)
         }
     }
 
