@@ -1105,6 +1105,7 @@ mod tests {
         let m = Taskmaster1Mapping {
             domain: "restaurant-table".into(),
             scenario: 2,
+            segments: IndexMap::new(),
         };
         assert_eq!(m.instruction_id(), "restaurant-table-2");
     }
