@@ -101,9 +101,11 @@ fn judgment(worker: usize, n: usize) -> NewEvent {
     }
 }
 
-/// What one worker measured: claim latencies, successful claims, and submit latencies.
+/// What one worker measured: claim latencies (all, and those that found nothing: its last),
+/// successful claims, and submit latencies.
 struct WorkerFigures {
     claims: Histogram<u64>,
+    empty: Histogram<u64>,
     granted: u64,
     submits: Histogram<u64>,
 }
@@ -117,6 +119,7 @@ async fn worker(
     let log = format!("{study}-log-{w}");
     let mut figures = WorkerFigures {
         claims: histogram(),
+        empty: histogram(),
         granted: 0,
         submits: histogram(),
     };
@@ -140,6 +143,7 @@ async fn worker(
         let lease = store.claim(req).await.expect("claim");
         let _ = figures.claims.record(t.elapsed().as_micros() as u64);
         let Some(lease) = lease else {
+            let _ = figures.empty.record(t.elapsed().as_micros() as u64);
             break;
         };
         figures.granted += 1;
@@ -192,10 +196,12 @@ async fn run(store: Arc<dyn Store>, backend: &str, args: &Args) {
     let tasks: Vec<_> = (0..args.workers)
         .map(|w| tokio::spawn(worker(Arc::clone(&store), study.clone(), w, args.think)))
         .collect();
-    let (mut claims, mut submits, mut granted) = (histogram(), histogram(), 0);
+    let (mut claims, mut empty, mut submits, mut granted) =
+        (histogram(), histogram(), histogram(), 0);
     for task in tasks {
         let figures = task.await.expect("worker task");
         let _ = claims.add(figures.claims);
+        let _ = empty.add(figures.empty);
         let _ = submits.add(figures.submits);
         granted += figures.granted;
     }
@@ -230,6 +236,18 @@ async fn run(store: Arc<dyn Store>, backend: &str, args: &Args) {
             "; CPU {:.0} µs per claim+submit",
             c.as_secs_f64() * 1e6 / claims.len().max(1) as f64
         )),
+    );
+    // The claims that found an item, apart from each worker's last (which found none and, to
+    // prove it, looked at every item).
+    let mut found = claims.clone();
+    let _ = found.subtract(&empty);
+    println!(
+        "{backend}: claims that found an item: p50 {:.2} ms, p99 {:.2} ms; those that found none \
+         (each worker's last): p50 {:.2} ms, p99 {:.2} ms",
+        ms(&found, 0.5),
+        ms(&found, 0.99),
+        ms(&empty, 0.5),
+        ms(&empty, 0.99),
     );
     let counts = store
         .item_counts(&study, 10_000_000)
