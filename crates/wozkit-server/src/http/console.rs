@@ -102,6 +102,23 @@ pub const DOWNLOADS: [&str; 16] = [
     "crwiz",
 ];
 
+/// The downloads of votes and judgments: a dialogue study has none, so its menu leaves them out
+/// (the links still answer, with empty files).
+const JUDGMENT_DOWNLOADS: [&str; 4] = [
+    "votes-csv",
+    "judgments-jsonl",
+    "judgments-csv",
+    "crsarena_eval",
+];
+
+/// The downloads a study card's menu offers for a study of `kind` (`dialogue`, `evaluation`,
+/// `arena`): [`DOWNLOADS`], less the vote and judgment formats for a dialogue study.
+fn menu(kind: &str) -> impl Iterator<Item = &'static str> {
+    DOWNLOADS
+        .into_iter()
+        .filter(move |d| kind != "dialogue" || !JUDGMENT_DOWNLOADS.contains(d))
+}
+
 /// The downloads that take `?acts=STUDY`: the formats with dialogue acts (MultiWOZ 2.1,
 /// ConvLab-3, CrossWOZ), as `wozkit export --acts-from`.
 pub const ACTS_DOWNLOADS: [&str; 3] = ["multiwoz", "convlab3", "crosswoz"];
@@ -1121,8 +1138,7 @@ fn card(f: &StudyFigures, join_form: &str, act_studies: &[String]) -> String {
     if f.kind == "arena" {
         let _ = write!(links, " <a href=\"/leaderboard/{id}\">leaderboard</a>");
     }
-    let downloads: String = DOWNLOADS
-        .iter()
+    let downloads: String = menu(f.kind)
         .map(|d| {
             format!("<li><a href=\"/researcher/study/{id}/download/{d}\" download>{d}</a></li>")
         })
@@ -1777,6 +1793,32 @@ payment: {currency: EUR, base: 1.00, per_minute: 0.15, max_minutes: 5, no_partne
     fn every_export_format_can_be_downloaded() {
         for name in ExportFormat::NAMES {
             assert!(DOWNLOADS.contains(&name), "{name} is not offered");
+        }
+    }
+
+    #[test]
+    fn a_dialogue_study_is_offered_no_vote_or_judgment_downloads() {
+        let dialogue: Vec<&str> = menu("dialogue").collect();
+        for d in JUDGMENT_DOWNLOADS {
+            assert!(DOWNLOADS.contains(&d), "{d} is a download");
+            assert!(!dialogue.contains(&d), "{d} offered for a dialogue study");
+        }
+        for d in [
+            "log",
+            "jsonl",
+            "multiwoz",
+            "convlab3",
+            "taskmaster1",
+            "payments",
+            "report",
+        ] {
+            assert!(
+                dialogue.contains(&d),
+                "{d} not offered for a dialogue study"
+            );
+        }
+        for kind in ["evaluation", "arena"] {
+            assert_eq!(menu(kind).collect::<Vec<_>>(), DOWNLOADS, "{kind}");
         }
     }
 
