@@ -24,6 +24,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::database::Database;
+use crate::load::pointer_escape;
 use crate::model::Study;
 
 // ------------------------------------------------------------------------------------ model
@@ -608,7 +609,7 @@ fn check_segments(
         .unwrap_or_default();
     let known = tm1_annotations();
     for (slot, name) in &tm.segments {
-        let at = format!("/datasets/taskmaster1/segments/{}", escape(slot));
+        let at = format!("/datasets/taskmaster1/segments/{}", pointer_escape(slot));
         if !slots.contains(&slot.as_str()) {
             out.push((
                 at.clone(),
@@ -715,20 +716,11 @@ fn names<'a>(list: impl IntoIterator<Item = &'a str>) -> String {
         .join(", ")
 }
 
+/// The loader's suggestion as the end of a hint (`; did you mean …?`), or nothing.
 fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    let mut best: Option<(f64, &str)> = None;
-    for c in candidates {
-        let score = strsim::jaro_winkler(word, c);
-        if score > 0.8 && best.is_none_or(|(b, _)| score > b) {
-            best = Some((score, c));
-        }
-    }
-    best.map(|(_, c)| format!("; did you mean `{c}`?"))
+    crate::load::did_you_mean(word, candidates)
+        .map(|h| format!("; {h}"))
         .unwrap_or_default()
-}
-
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 fn check_mapping(
@@ -745,7 +737,7 @@ fn check_mapping(
         Format::ConvLab3 => vec![],
     };
     for (ours, theirs) in &m.domains {
-        let ptr = format!("{base}/domains/{}", escape(ours));
+        let ptr = format!("{base}/domains/{}", pointer_escape(ours));
         if !ctx.domains.iter().any(|d| d == ours) {
             out.push((
                 ptr.clone(),
@@ -783,7 +775,7 @@ fn check_mapping(
         .filter(|d| format_domains.contains(d))
         .collect();
     for (ours, theirs) in &m.slots {
-        let ptr = format!("{base}/slots/{}", escape(ours));
+        let ptr = format!("{base}/slots/{}", pointer_escape(ours));
         let columns = ctx.column_names(None);
         if !columns.contains(&ours.as_str()) {
             out.push((
@@ -854,7 +846,7 @@ fn check_mapping(
     }
     // Acts: the study's states and options → the format's acts.
     for (said, acts) in &m.acts {
-        let key_ptr = format!("{base}/acts/{}", escape(said));
+        let key_ptr = format!("{base}/acts/{}", pointer_escape(said));
         if !ctx.said.contains(&said.as_str()) {
             out.push((
                 key_ptr.clone(),

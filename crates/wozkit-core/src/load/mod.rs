@@ -20,7 +20,9 @@ pub use builtin::{builtin_files, builtin_names};
 pub use overlay::{
     PriorsOverlay, apply_priors_file, apply_priors_text, parse_priors_overlay, resolve_with_priors,
 };
+pub(crate) use positions::pointer_escape;
 pub use positions::{Pos, Positions};
+pub(crate) use validate::did_you_mean;
 pub use validate::{FLOW_VARS, kind_name};
 
 use crate::expr::Condition;

@@ -20,7 +20,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-use super::{Diagnostic, Diagnostics, LoadedStudy, Positions};
+use super::{Diagnostic, Diagnostics, LoadedStudy, Positions, pointer_escape};
 use crate::model::{MAX_PRIOR, Transition, TransitionFull};
 
 /// The contents of a priors overlay file.
@@ -35,10 +35,6 @@ pub struct PriorsOverlay {
     /// State id → (target state id → prior).
     #[serde(default)]
     pub priors: IndexMap<String, IndexMap<String, f64>>,
-}
-
-fn ptr_escape(seg: &str) -> String {
-    seg.replace('~', "~0").replace('/', "~1")
 }
 
 /// Reads a priors overlay file and applies it to `study` (see the module documentation).
@@ -87,7 +83,7 @@ pub fn apply_priors_text(
     }
     let mut changes: Vec<(usize, usize, f64)> = vec![];
     for (state, targets) in &overlay.priors {
-        let at = format!("/priors/{}", ptr_escape(state));
+        let at = format!("/priors/{}", pointer_escape(state));
         let Some(i) = study.state_idx(state) else {
             problems.push(diag(
                 &at,
@@ -109,7 +105,7 @@ pub fn apply_priors_text(
         };
         let def = &study.study.states[i];
         for (to, prior) in targets {
-            let at = format!("{at}/{}", ptr_escape(to));
+            let at = format!("{at}/{}", pointer_escape(to));
             let matching: Vec<usize> = def
                 .transitions
                 .iter()

@@ -28,7 +28,8 @@ enum Frame {
     Seq { at: String, next: usize },
 }
 
-fn escape(seg: &str) -> String {
+/// A key as one segment of a JSON pointer (RFC 6901: `~` → `~0`, `/` → `~1`).
+pub(crate) fn pointer_escape(seg: &str) -> String {
     seg.replace('~', "~0").replace('/', "~1")
 }
 
@@ -55,7 +56,7 @@ impl Positions {
                         p
                     }
                     Some(Frame::Map { at, key }) => match key.take() {
-                        Some(k) => format!("{at}/{}", escape(&k)),
+                        Some(k) => format!("{at}/{}", pointer_escape(&k)),
                         None => String::new(),
                     },
                 }
@@ -65,7 +66,7 @@ impl Positions {
                     if let Some(Frame::Map { at, key }) = stack.last_mut()
                         && key.is_none()
                     {
-                        let p = format!("{at}/{}", escape(&value));
+                        let p = format!("{at}/{}", pointer_escape(&value));
                         map.entry(p).or_insert(pos);
                         *key = Some(value.to_string());
                         continue;

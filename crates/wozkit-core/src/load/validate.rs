@@ -105,7 +105,11 @@ fn comprehension_vars(src: &str) -> Vec<String> {
 
 type Diag<'a> = &'a dyn Fn(&str, String, Option<String>) -> Diagnostic;
 
-fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+/// `did you mean `X`?` for the candidate closest to `word` (Jaro-Winkler above 0.8), if any.
+pub(crate) fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let mut best: Option<(f64, &str)> = None;
     for c in candidates {
         let score = strsim::jaro_winkler(word, c);

@@ -545,8 +545,21 @@ fn majority(labels: &[String]) -> Option<String> {
     (!a.tie).then_some(a.label)
 }
 
-fn interval(bounds: Option<(f64, f64)>) -> (Option<f64>, Option<f64>) {
+/// The report's bootstrap interval ([`LEVEL`], `ranking`'s resamples and seed) of `statistic`
+/// over `units`, as its two bounds.
+fn interval<T>(
+    units: &[T],
+    ranking: RankingOptions,
+    statistic: impl Fn(&[&T]) -> Option<f64>,
+) -> (Option<f64>, Option<f64>) {
+    let bounds = percentile_interval(units, ranking.bootstrap, LEVEL, ranking.seed, statistic);
     (bounds.map(|b| b.0), bounds.map(|b| b.1))
+}
+
+/// Interval alpha of a resample of units (each unit the values given to one item).
+fn interval_alpha(sample: &[&Vec<f64>]) -> Option<f64> {
+    let units: Vec<Vec<f64>> = sample.iter().map(|u| (*u).clone()).collect();
+    krippendorff_alpha(&units, Level::Interval)
 }
 
 /// Cohen's kappa of the judge's label against the people's majority, over the items with both.
@@ -555,19 +568,13 @@ fn labels_vs_majority(units: &[&Unit<String>], ranking: RankingOptions) -> Paire
         .iter()
         .filter_map(|u| Some((u.model.clone()?, majority(&u.human)?)))
         .collect();
-    let (ci_low, ci_high) = interval(percentile_interval(
-        &pairs,
-        ranking.bootstrap,
-        LEVEL,
-        ranking.seed,
-        |sample| {
-            let sample: Vec<(&str, &str)> = sample
-                .iter()
-                .map(|(a, b)| (a.as_str(), b.as_str()))
-                .collect();
-            cohen_kappa(&sample)
-        },
-    ));
+    let (ci_low, ci_high) = interval(&pairs, ranking, |sample| {
+        let sample: Vec<(&str, &str)> = sample
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        cohen_kappa(&sample)
+    });
     Paired {
         items: pairs.len(),
         pairs: pairs.len(),
@@ -586,13 +593,9 @@ fn labels_between_people(units: &[&Unit<String>], ranking: RankingOptions) -> Pa
         .filter(|h| h.len() >= 2)
         .collect();
     let pairs = label_pairs(items.iter().copied());
-    let (ci_low, ci_high) = interval(percentile_interval(
-        &items,
-        ranking.bootstrap,
-        LEVEL,
-        ranking.seed,
-        |sample| cohen_kappa(&label_pairs(sample.iter().map(|s| **s))),
-    ));
+    let (ci_low, ci_high) = interval(&items, ranking, |sample| {
+        cohen_kappa(&label_pairs(sample.iter().map(|s| **s)))
+    });
     Paired {
         items: items.len(),
         pairs: pairs.len() / 2,
@@ -609,17 +612,7 @@ fn ratings_vs_mean(units: &[&Unit<f64>], ranking: RankingOptions) -> Paired {
         .iter()
         .filter_map(|u| Some(vec![u.model?, mean(&u.human)?]))
         .collect();
-    let alpha = |sample: &[&Vec<f64>]| {
-        let units: Vec<Vec<f64>> = sample.iter().map(|u| (*u).clone()).collect();
-        krippendorff_alpha(&units, Level::Interval)
-    };
-    let (ci_low, ci_high) = interval(percentile_interval(
-        &pairs,
-        ranking.bootstrap,
-        LEVEL,
-        ranking.seed,
-        alpha,
-    ));
+    let (ci_low, ci_high) = interval(&pairs, ranking, interval_alpha);
     Paired {
         items: pairs.len(),
         pairs: pairs.len(),
@@ -637,17 +630,7 @@ fn ratings_between_people(units: &[&Unit<f64>], ranking: RankingOptions) -> Pair
         .filter(|u| u.human.len() >= 2)
         .map(|u| u.human.clone())
         .collect();
-    let alpha = |sample: &[&Vec<f64>]| {
-        let units: Vec<Vec<f64>> = sample.iter().map(|u| (*u).clone()).collect();
-        krippendorff_alpha(&units, Level::Interval)
-    };
-    let (ci_low, ci_high) = interval(percentile_interval(
-        &items,
-        ranking.bootstrap,
-        LEVEL,
-        ranking.seed,
-        alpha,
-    ));
+    let (ci_low, ci_high) = interval(&items, ranking, interval_alpha);
     Paired {
         items: items.len(),
         pairs: items.iter().map(|u| u.len() * (u.len() - 1) / 2).sum(),

@@ -1,5 +1,7 @@
-//! Percentile bootstrap intervals over units (items, goals): the report's seeded resampling
-//! (`report --bootstrap N --seed S`), as its goal scores and Bradley-Terry intervals use it.
+//! Percentile bootstrap intervals over units (items): the report's seeded resampling
+//! (`report --bootstrap N --seed S`) for one statistic, as the model-judge agreement uses it.
+//! (The goal scores resample goals once for all their metrics, and the Bradley-Terry intervals
+//! resample battles, each in its own loop with the same generator and cut.)
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
