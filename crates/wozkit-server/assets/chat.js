@@ -93,6 +93,9 @@ async function post(action, body, showText) {
 
 if (main && form) {
   form.addEventListener('submit', (e) => {
+    // The end button posts this form elsewhere (with the labels and anything typed): the
+    // browser sends it as a plain form and the server answers with the next page.
+    if (e.submitter && e.submitter.hasAttribute('formaction')) return;
     e.preventDefault();
     const text = form.querySelector('textarea[name="text"]');
     if (!text || !text.value.trim()) return;

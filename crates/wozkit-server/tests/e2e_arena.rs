@@ -11,8 +11,9 @@
 //!   Continue leads to the completion code, which the log issued.
 //! - The leaderboard page lists both systems, the one A voted for first.
 //! - Worker C enters `bot-chat-demo`, ticks a label under the assistant's first reply before
-//!   writing again, ends the chat, answers the three scales and gets a code; the judgment's
-//!   `turns` holds the label on that reply.
+//!   writing again and one under the last reply before pressing "End the conversation", answers
+//!   the three scales and gets a code; the judgment's `turns` holds both labels on their replies
+//!   (the one ticked before the end is not lost with the page).
 //! - A phone-sized browser (390×844) opens a battle and sends a message, for the picture of the
 //!   arena on a phone.
 //!
@@ -420,8 +421,10 @@ async fn leaderboard(server: &TestServer, a: &Browser, b: &Battle) -> Result<()>
 /// What C did in the chat.
 #[derive(Debug, Default)]
 struct Chat {
-    /// `data-index` of the reply C labelled.
+    /// `data-index` of the reply C labelled before writing again.
     labelled: u64,
+    /// `data-index` of the last reply, labelled just before the end.
+    labelled_last: u64,
     code: String,
 }
 
@@ -442,21 +445,7 @@ async fn chat_with_labels(server: &TestServer, c: &Browser) -> Result<Chat> {
     for (n, message) in CHAT_MESSAGES.iter().enumerate() {
         if n == 1 {
             // Under the first reply, before the next message.
-            let v = c
-                .wait_js(
-                    "the label checkboxes under the first reply",
-                    "const box = document.querySelector(\
-                       `[data-testid=annotate-chat] input[type=checkbox][value='${arguments[0]}']`);\
-                     if (!box) return null;\
-                     box.scrollIntoView({block: 'center'}); box.click();\
-                     return box.checked ? box.closest('li.said').dataset.index : null",
-                    vec![json!(LABEL)],
-                )
-                .await?;
-            chat.labelled = v
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .context("C: the labelled reply has no data-index")?;
+            chat.labelled = tick_label(c, "the first reply").await?;
             shoot_settled(c, "chat-labels.png").await?;
         }
         c.js("window.__sent = true", vec![]).await?;
@@ -469,6 +458,8 @@ async fn chat_with_labels(server: &TestServer, c: &Browser) -> Result<Chat> {
         .await
         .with_context(|| format!("C: message {}", n + 1))?;
     }
+    // Under the last reply, then the end: the label goes with the end button's post.
+    chat.labelled_last = tick_label(c, "the last reply").await?;
     c.click("chat-end").await?;
     c.wait_js(
         "the questions after the chat",
@@ -486,7 +477,26 @@ async fn chat_with_labels(server: &TestServer, c: &Browser) -> Result<Chat> {
     Ok(chat)
 }
 
-/// C's judgment holds the label on the reply it was ticked under, and the scales.
+/// Ticks [`LABEL`] under the only reply offering labels (the last one not labelled yet) and
+/// returns that reply's `data-index`.
+async fn tick_label(c: &Browser, which: &str) -> Result<u64> {
+    let v = c
+        .wait_js(
+            &format!("the label checkboxes under {which}"),
+            "const box = document.querySelector(\
+               `[data-testid=annotate-chat] input[type=checkbox][value='${arguments[0]}']`);\
+             if (!box) return null;\
+             box.scrollIntoView({block: 'center'}); box.click();\
+             return box.checked ? box.closest('li.said').dataset.index : null",
+            vec![json!(LABEL)],
+        )
+        .await?;
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("C: the labelled reply ({which}) has no data-index"))
+}
+
+/// C's judgment holds the labels on the replies they were ticked under, and the scales.
 async fn check_chat(server: &TestServer, chat: &Chat) -> Result<()> {
     let log = log_of(server, CHAT, PID_C).await?;
     let j = judgment(&log, "C")?;
@@ -496,9 +506,15 @@ async fn check_chat(server: &TestServer, chat: &Chat) -> Result<()> {
         .map(|t| (t.turn as u64, t.labels.clone()))
         .collect();
     ensure!(
-        labelled == [(chat.labelled, vec![LABEL.to_string()])],
-        "C: labelled reply {} with {LABEL:?}, the judgment's turns are {:?}",
+        labelled
+            == [
+                (chat.labelled, vec![LABEL.to_string()]),
+                (chat.labelled_last, vec![LABEL.to_string()])
+            ],
+        "C: labelled replies {} and {} (the last, before the end) with {LABEL:?}, the \
+         judgment's turns are {:?}",
         chat.labelled,
+        chat.labelled_last,
         j.turns
     );
     ensure!(

@@ -219,7 +219,14 @@ pub async fn conversation_page(
 
 /// The labels of one reply: checkboxes or a scale (per-turn annotation) and the live feedback,
 /// as inputs of form `form` — or, for a reply already labelled, the labels given.
-fn reply_controls(ev: &Evaluation, side: &Side, said: &chat::Said, form: Option<&str>) -> String {
+fn reply_controls(
+    ev: &Evaluation,
+    side: &Side,
+    said: &chat::Said,
+    form: Option<&str>,
+    fields: &[(String, String)],
+    problems: &[Problem],
+) -> String {
     let annotate = ev.annotate.as_ref();
     let feedback = ev.conversation.feedback;
     if annotate.is_none() && !feedback {
@@ -238,6 +245,14 @@ fn reply_controls(ev: &Evaluation, side: &Side, said: &chat::Said, form: Option<
         );
     };
     let name = format!("ann.{}", side.name);
+    // What was posted with a refused form is ticked again, so nothing has to be redone.
+    let posted = |n: &str, v: &str| {
+        if fields.iter().any(|(fname, fv)| fname == n && fv == v) {
+            " checked"
+        } else {
+            ""
+        }
+    };
     let mut out = String::new();
     if let Some(a) = annotate {
         let inputs: String = match a.kind {
@@ -246,23 +261,26 @@ fn reply_controls(ev: &Evaluation, side: &Side, said: &chat::Said, form: Option<
                 .iter()
                 .map(|o| {
                     format!(
-                        "<label><input type=\"checkbox\" form=\"{form}\" name=\"{name}\" value=\"{v}\"> {v}</label>",
-                        v = esc(o)
+                        "<label><input type=\"checkbox\" form=\"{form}\" name=\"{name}\" value=\"{v}\"{c}> {v}</label>",
+                        v = esc(o),
+                        c = posted(&name, o),
                     )
                 })
                 .collect(),
             AnnotationKind::Scale => (1..=a.points())
                 .map(|p| {
                     format!(
-                        "<label><input type=\"radio\" form=\"{form}\" name=\"{name}\" value=\"{p}\"> {p}</label>"
+                        "<label><input type=\"radio\" form=\"{form}\" name=\"{name}\" value=\"{p}\"{c}> {p}</label>",
+                        c = posted(&name, &p.to_string()),
                     )
                 })
                 .collect(),
         };
         let prompt = a.prompt.as_deref().unwrap_or("How was this reply?");
         out.push_str(&format!(
-            "<fieldset class=\"turn-labels\" data-testid=\"annotate-{side}\"><legend>{}</legend>{inputs}</fieldset>",
+            "<fieldset class=\"turn-labels\" data-testid=\"annotate-{side}\"><legend>{}</legend>{inputs}{}</fieldset>",
             esc(prompt),
+            problem_html(&name, find_problem(problems, &name)),
             side = side.name
         ));
     }
@@ -271,8 +289,9 @@ fn reply_controls(ev: &Evaluation, side: &Side, said: &chat::Said, form: Option<
             .iter()
             .map(|(v, label)| {
                 format!(
-                    "<label><input type=\"radio\" form=\"{form}\" name=\"fb.{side}\" value=\"{v}\" data-testid=\"feedback-{side}-{v}\"> {label}</label>",
-                    side = side.name
+                    "<label><input type=\"radio\" form=\"{form}\" name=\"fb.{side}\" value=\"{v}\" data-testid=\"feedback-{side}-{v}\"{c}> {label}</label>",
+                    side = side.name,
+                    c = posted(&format!("fb.{}", side.name), v),
                 )
             })
             .collect();
@@ -311,7 +330,7 @@ fn render(
                     let who = if s.by_system { "system" } else { "user" };
                     let controls = if s.by_system {
                         let form = (Some(s.index) == last && s.labels.is_empty() && s.score.is_none() && s.feedback.is_none()).then_some(form_id);
-                        reply_controls(ev, side, s, form)
+                        reply_controls(ev, side, s, form, fields, problems)
                     } else {
                         String::new()
                     };
@@ -438,9 +457,10 @@ fn render(
             )
         };
         let end = if turns >= c.min_turns {
+            // The end button submits the send form (to another address), so the labels of the
+            // last reply and anything typed come with it instead of being lost with the page.
             format!(
-                "<form method=\"post\" action=\"/p/chat/end{}\" class=\"chat-end\">{hidden}\
-                 <button type=\"submit\" data-testid=\"chat-end\">{}</button></form>",
+                "<p class=\"chat-end\"><button type=\"submit\" form=\"chat-send\" formaction=\"/p/chat/end{}\" formnovalidate data-testid=\"chat-end\">{}</button></p>",
                 esc(&seatq),
                 if arena {
                     "Finish and vote"
@@ -576,17 +596,27 @@ async fn refuse(
     Ok((StatusCode::CONFLICT, Html(html)).into_response())
 }
 
-/// Stores the labels posted for the last reply of each side (once per reply).
-async fn store_labels(
-    app: &AppState,
-    ctx: &Ctx,
-    fields: &[(String, String)],
-) -> Result<(), HttpError> {
+/// The labels posted for the last reply of one side, which had none yet.
+struct Posted<'a> {
+    side: &'a Side,
+    turn: u32,
+    labels: Vec<String>,
+    score: Option<u32>,
+    feedback: Option<String>,
+}
+
+/// The labels posted for the last reply of each side that has not been labelled yet (the only
+/// reply the page offers labels for).
+fn posted_labels<'a>(ctx: &'a Ctx, fields: &[(String, String)]) -> Vec<Posted<'a>> {
     let ev = ctx.ev();
+    let mut out = vec![];
     for (side, convo) in ctx.sides.iter().zip(&ctx.convos) {
         let Some(last) = convo.last_reply() else {
             continue;
         };
+        if !last.labels.is_empty() || last.score.is_some() || last.feedback.is_some() {
+            continue;
+        }
         let name = format!("ann.{}", side.name);
         let values: Vec<&str> = fields
             .iter()
@@ -614,28 +644,85 @@ async fn store_labels(
         let feedback = field(fields, &format!("fb.{}", side.name))
             .filter(|v| ev.conversation.feedback && FEEDBACK.iter().any(|(f, _)| f == v))
             .map(str::to_string);
-        if labels.is_empty() && score.is_none() && feedback.is_none() {
+        out.push(Posted {
+            side,
+            turn: last.index,
+            labels,
+            score,
+            feedback,
+        });
+    }
+    out
+}
+
+/// What the study's label rules (`annotate.exclusive`, `annotate.required`) refuse in the
+/// posted labels, one problem per reply, shown next to it.
+fn label_problems(ev: &Evaluation, posted: &[Posted]) -> Vec<Problem> {
+    let Some(a) = &ev.annotate else {
+        return vec![];
+    };
+    posted
+        .iter()
+        .filter_map(|p| {
+            a.turn_problem(&p.labels, p.score).map(|message| Problem {
+                question: format!("ann.{}", p.side.name),
+                message,
+            })
+        })
+        .collect()
+}
+
+/// Stores the labels posted for the last reply of each side (once per reply).
+async fn store_labels(app: &AppState, ctx: &Ctx, posted: Vec<Posted<'_>>) -> Result<(), HttpError> {
+    for p in posted {
+        if p.labels.is_empty() && p.score.is_none() && p.feedback.is_none() {
             continue;
         }
         let event = NewEvent {
             actor: eval::actor(&ctx.p),
             kind: EventKind::TurnAnnotated {
-                turn: last.index,
-                labels,
-                score,
-                feedback,
+                turn: p.turn,
+                labels: p.labels,
+                score: p.score,
+                feedback: p.feedback,
             },
             at_ms: now_ms(),
         };
         app.store
-            .append_once(
-                &side.session,
-                &format!("labels/{}", last.index),
-                vec![event],
-            )
+            .append_once(&p.side.session, &format!("labels/{}", p.turn), vec![event])
             .await?;
     }
     Ok(())
+}
+
+/// Refuses a post whose labels break the study's rules: the page again, with what was posted
+/// and a message next to each reply concerned (or one line for a streamed post).
+async fn refuse_labels(
+    app: &AppState,
+    ctx: &Ctx,
+    seat: Option<&str>,
+    stream: bool,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> Result<Response, HttpError> {
+    if stream {
+        let message = problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        return refuse(app, ctx, seat, true, &message, fields).await;
+    }
+    let f = eval::facts(app, &ctx.p).await?;
+    let html = render(
+        ctx,
+        &f,
+        seat,
+        Some("Please check the labels of the last reply."),
+        problems,
+        fields,
+    );
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response())
 }
 
 /// `POST /p/chat/send`: the participant's turn, sent to every side.
@@ -678,7 +765,12 @@ pub async fn send(
     if let Some(message) = refusal {
         return refuse(&app, &ctx, seat.as_deref(), stream, &message, &fields).await;
     }
-    store_labels(&app, &ctx, &fields).await?;
+    let posted = posted_labels(&ctx, &fields);
+    let problems = label_problems(ctx.ev(), &posted);
+    if !problems.is_empty() {
+        return refuse_labels(&app, &ctx, seat.as_deref(), stream, &problems, &fields).await;
+    }
+    store_labels(&app, &ctx, posted).await?;
     let turn = ctx.turns();
     let at_ms = now_ms();
     // The systems are asked while the turn is being stored; their replies wait for it.
@@ -795,7 +887,24 @@ pub async fn end(
         )
         .await;
     }
-    store_labels(&app, &ctx, &fields).await?;
+    if field(&fields, "text").is_some_and(|t| !t.trim().is_empty()) {
+        return refuse(
+            &app,
+            &ctx,
+            seat.as_deref(),
+            false,
+            "Your message has not been sent: send it, or clear the box, before you end the \
+             conversation.",
+            &fields,
+        )
+        .await;
+    }
+    let posted = posted_labels(&ctx, &fields);
+    let problems = label_problems(ctx.ev(), &posted);
+    if !problems.is_empty() {
+        return refuse_labels(&app, &ctx, seat.as_deref(), false, &problems, &fields).await;
+    }
+    store_labels(&app, &ctx, posted).await?;
     end_all(&app, &ctx.sides, EndReason::Finished).await?;
     Ok(to_page(seat.as_deref()))
 }
@@ -844,12 +953,14 @@ pub async fn finish(
         }
         justification = check_justification(&ev.justification, &fields, &mut problems);
     }
+    let posted = posted_labels(&ctx, &fields);
+    problems.extend(label_problems(ev, &posted));
     if !problems.is_empty() {
         let f = eval::facts(&app, &ctx.p).await?;
         let html = render(&ctx, &f, seat.as_deref(), None, &problems, &fields);
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
     }
-    store_labels(&app, &ctx, &fields).await?;
+    store_labels(&app, &ctx, posted).await?;
     let convos = read_convos(&app, &ctx.sides).await?;
     let turns: Vec<TurnLabel> = ctx
         .sides

@@ -1059,6 +1059,116 @@ async fn a_chat_keeps_its_turn_limits_labels_feedback_and_questions() {
     app.stop().await;
 }
 
+/// The study's label rules hold on a live chat as on a rating page, and nothing ticked or typed
+/// is lost: a refused post shows the page again with the message next to the reply and what was
+/// ticked still ticked; the end button posts the send form (the labels come with it), and a
+/// message typed but not sent stops the end with a message instead of being dropped.
+#[tokio::test]
+async fn live_reply_labels_follow_the_rules_and_the_end_keeps_what_was_ticked_or_typed() {
+    let mock = MockOpenAi::start().await;
+    let yaml = chat_yaml("chat", &system(&mock, "lib", false, LIMITS), "lib", (1, 4)).replace(
+        "options: [On topic, Repetitive, Not sensible]",
+        "options: [On topic, Repetitive, None of these]\n    exclusive: [None of these]\n    required: true",
+    );
+    let (mut app, _tmp) = spawn(&yaml).await;
+    let w = join(&app, "w-rules").await;
+    let s = shown(&w).await;
+    let session = format!("chat-{}", s.lease);
+    assert_eq!(send(&w, &s, "a mystery novel?").await.status, 303);
+    wait_for(&app, &session, |e| messages(e).len() == 2).await;
+
+    let page = shown(&w).await;
+    assert!(
+        page.body.contains(
+            "<button type=\"submit\" form=\"chat-send\" formaction=\"/p/chat/end\" formnovalidate data-testid=\"chat-end\">"
+        ),
+        "the end button posts the send form: {}",
+        page.body
+    );
+    assert!(page.body.contains(
+        "<input type=\"checkbox\" form=\"chat-send\" name=\"ann.chat\" value=\"On topic\">"
+    ));
+
+    // Required: no label on the last reply, no next turn; the text stays in the box.
+    let res = send_with(&w, &s, "and a short one?", "").await;
+    assert_eq!(res.status, 422, "{}", res.body);
+    assert!(
+        res.body.contains(
+            "Tick at least one option for this message (\u{201c}None of these\u{201d} if none applies)."
+        ),
+        "{}",
+        res.body
+    );
+    assert!(res.body.contains(">and a short one?</textarea>"));
+    // Exclusive: "None of these" with a problem is refused; both stay ticked.
+    let res = send_with(
+        &w,
+        &s,
+        "and a short one?",
+        "&ann.chat=Repetitive&ann.chat=None+of+these",
+    )
+    .await;
+    assert_eq!(res.status, 422, "{}", res.body);
+    assert!(
+        res.body.contains(
+            "\u{201c}None of these\u{201d} cannot be ticked together with \u{201c}Repetitive\u{201d}: untick one of them."
+        ),
+        "{}",
+        res.body
+    );
+    for v in ["Repetitive", "None of these"] {
+        assert!(
+            res.body
+                .contains(&format!("name=\"ann.chat\" value=\"{v}\" checked>")),
+            "{v} still ticked: {}",
+            res.body
+        );
+    }
+    // Ending with a message typed and not sent: refused, nothing stored, the text kept.
+    let res = send_with(&w, &s, "one more thing", "&ann.chat=On+topic").await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    wait_for(&app, &session, |e| messages(e).len() == 4).await;
+    let res = form(
+        &w,
+        "/p/chat/end",
+        &s,
+        "&text=not+sent+yet&ann.chat=Repetitive",
+    )
+    .await;
+    assert_eq!(res.status, 409, "{}", res.body);
+    assert!(res.body.contains(
+        "Your message has not been sent: send it, or clear the box, before you end the conversation."
+    ));
+    assert!(res.body.contains(">not sent yet</textarea>"));
+    assert!(
+        res.body
+            .contains("name=\"ann.chat\" value=\"Repetitive\" checked>")
+    );
+    // Ending with the box empty stores the last reply's labels with the end.
+    let res = form(&w, "/p/chat/end", &s, "&text=&ann.chat=Repetitive").await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let events = app.events(&session).await;
+    let notes: Vec<(u32, Vec<String>)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnAnnotated { turn, labels, .. } => Some((*turn, labels.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notes,
+        vec![
+            (1, vec!["On topic".to_string()]),
+            (3, vec!["Repetitive".to_string()])
+        ]
+    );
+    assert!(
+        shown(&w).await.body.contains("data-testid=\"chat-ended\""),
+        "the conversation ended"
+    );
+    app.stop().await;
+}
+
 async fn send_with(c: &Client, s: &Shown, text: &str, extra: &str) -> Response {
     form(c, "/p/chat/send", s, &format!("&text={}{extra}", enc(text))).await
 }
