@@ -106,7 +106,8 @@ pub fn unknown_placeholders(template: &str) -> Vec<String> {
         .collect()
 }
 
-fn placeholders(template: &str) -> impl Iterator<Item = &str> {
+/// The `{name}` placeholders of `template`, in order (JSON braces are not placeholders).
+pub fn placeholders(template: &str) -> impl Iterator<Item = &str> {
     template.split('{').skip(1).filter_map(|rest| {
         let name = rest.split('}').next()?;
         (rest.contains('}') && !name.is_empty() && name.chars().all(is_name_char)).then_some(name)

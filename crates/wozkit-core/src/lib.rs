@@ -22,5 +22,6 @@ pub mod priors;
 pub mod questions;
 pub mod scenario;
 pub mod sim;
+pub mod simulated_users;
 pub mod slots;
 pub mod systems;

@@ -103,6 +103,10 @@ pub struct Study {
     /// *User goals*).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goals: Option<crate::goals::GoalRules>,
+    /// Language models that may play the user's seat, given the session's goal
+    /// (`docs/simulated-users.md`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub simulated_users: Vec<crate::simulated_users::SimulatedUser>,
     /// What the crowd platforms need from the study: the completion codes of its Prolific
     /// study, by ending (`docs/platforms.md`).
     #[serde(default, skip_serializing_if = "crate::platforms::Platforms::is_empty")]

@@ -8,6 +8,7 @@ mod flow;
 mod judges;
 mod platforms;
 mod scenario;
+mod simulated_users;
 
 pub use flow::{FLOW_VARS, PageConditions, kind_name};
 
@@ -697,6 +698,7 @@ pub fn check(
     compiled.page_when = c.flow();
     c.scenario();
     c.judges();
+    c.simulated_users();
     compiled.warnings = c.platforms();
 
     (compiled, c.problems)

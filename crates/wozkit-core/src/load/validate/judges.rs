@@ -38,49 +38,13 @@ impl Checker<'_> {
                     Some("judge names must be unique".into()),
                 );
             }
-            match (&judge.system, &judge.url) {
-                (Some(_), Some(_)) => self.err(
-                    &format!("{base}/url"),
-                    "a judge names a `system` or a `url`, not both".into(),
-                    Some("remove one of them".into()),
-                ),
-                (Some(system), None) => match study.systems.get(system) {
-                    Some(SystemSpec::Openai(_)) => {}
-                    Some(_) => self.err(
-                        &format!("{base}/system"),
-                        format!("system `{system}` is not of kind `openai`"),
-                        Some("a judge is asked through an OpenAI-compatible endpoint".into()),
-                    ),
-                    None => {
-                        let hint = did_you_mean(system, study.systems.keys().map(String::as_str))
-                            .or_else(|| Some("declare it under `systems:`, or give `url`".into()));
-                        self.err(
-                            &format!("{base}/system"),
-                            format!("unknown system `{system}`"),
-                            hint,
-                        );
-                    }
-                },
-                (None, Some(url)) => {
-                    if !(url.starts_with("http://") || url.starts_with("https://")) {
-                        self.err(
-                            &format!("{base}/url"),
-                            format!("`{url}` is not an http(s) URL"),
-                            Some(
-                                "write the endpoint's base, e.g. `http://127.0.0.1:8000/v1`".into(),
-                            ),
-                        );
-                    }
-                    if judge.model.is_none() {
-                        self.err(
-                            &format!("{base}/url"),
-                            "a judge with a `url` needs a `model`".into(),
-                            Some("add `model:`, the name the endpoint serves".into()),
-                        );
-                    }
-                }
-                (None, None) => {}
-            }
+            self.endpoint(
+                &base,
+                "a judge",
+                judge.system.as_deref(),
+                judge.url.as_deref(),
+                judge.model.is_some(),
+            );
             if judge.questions.is_empty() {
                 self.err(
                     &format!("{base}/questions"),
@@ -149,6 +113,60 @@ impl Checker<'_> {
                     None,
                 );
             }
+        }
+    }
+    /// The endpoint of a judge or simulated user at `base`: a declared `openai` system, or a URL
+    /// with a model, or none (the command line gives it then).
+    pub(super) fn endpoint(
+        &mut self,
+        base: &str,
+        what: &str,
+        system: Option<&str>,
+        url: Option<&str>,
+        has_model: bool,
+    ) {
+        match (system, url) {
+            (Some(_), Some(_)) => self.err(
+                &format!("{base}/url"),
+                format!("{what} names a `system` or a `url`, not both"),
+                Some("remove one of them".into()),
+            ),
+            (Some(system), None) => match self.study.systems.get(system) {
+                Some(SystemSpec::Openai(_)) => {}
+                Some(_) => self.err(
+                    &format!("{base}/system"),
+                    format!("system `{system}` is not of kind `openai`"),
+                    Some(format!(
+                        "{what} is asked through an OpenAI-compatible endpoint"
+                    )),
+                ),
+                None => {
+                    let hint = did_you_mean(system, self.study.systems.keys().map(String::as_str))
+                        .or_else(|| Some("declare it under `systems:`, or give `url`".into()));
+                    self.err(
+                        &format!("{base}/system"),
+                        format!("unknown system `{system}`"),
+                        hint,
+                    );
+                }
+            },
+            (None, Some(url)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    self.err(
+                        &format!("{base}/url"),
+                        format!("`{url}` is not an http(s) URL"),
+                        Some("write the endpoint's base, e.g. `http://127.0.0.1:8000/v1`".into()),
+                    );
+                }
+                if !has_model {
+                    self.err(
+                        &format!("{base}/url"),
+                        format!("{what} with a `url` needs a `model`"),
+                        Some("add `model:`, the name the endpoint serves".into()),
+                    );
+                }
+            }
+            (None, None) => {}
         }
     }
 }

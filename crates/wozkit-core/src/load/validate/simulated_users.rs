@@ -1,0 +1,84 @@
+//! The checks of `simulated_users:`: unique names, an endpoint (a declared `openai` system, or a
+//! URL with a model) or none (then `--user NAME=URL` gives it), a prompt whose placeholders are
+//! known and show the dialogue, a turn limit of at least one and a stop phrase.
+
+use std::collections::HashSet;
+
+use super::Checker;
+use crate::simulated_users::{PLACEHOLDERS, SimulatedUser};
+
+impl Checker<'_> {
+    pub(super) fn simulated_users(&mut self) {
+        let mut names = HashSet::new();
+        for (i, user) in self.study.simulated_users.iter().enumerate() {
+            self.simulated_user(&format!("/simulated_users/{i}"), user, &mut names);
+        }
+    }
+
+    fn simulated_user<'s>(
+        &mut self,
+        base: &str,
+        user: &'s SimulatedUser,
+        names: &mut HashSet<&'s str>,
+    ) {
+        let name_ok = !user.name.is_empty()
+            && user
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            self.err(
+                &format!("{base}/name"),
+                format!("simulated user name `{}` is not a name", user.name),
+                Some("use letters, digits, `_` and `-`".into()),
+            );
+        }
+        if !names.insert(user.name.as_str()) {
+            self.err(
+                &format!("{base}/name"),
+                format!("duplicate simulated user name `{}`", user.name),
+                Some("simulated user names must be unique".into()),
+            );
+        }
+        self.endpoint(
+            base,
+            "a simulated user",
+            user.system.as_deref(),
+            user.url.as_deref(),
+            user.model.is_some(),
+        );
+        let known = |p: &&str| PLACEHOLDERS.contains(p);
+        let unknown = crate::judges::placeholders(&user.prompt).find(|p| !known(p));
+        if let Some(p) = unknown {
+            self.err(
+                &format!("{base}/prompt"),
+                format!("unknown placeholder `{{{p}}}` in the prompt"),
+                Some(format!(
+                    "known ones: {}",
+                    PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                )),
+            );
+        }
+        if !user.prompt.contains("{conversation}") {
+            self.err(
+                &format!("{base}/prompt"),
+                "the prompt does not show the dialogue: it has no `{conversation}`".into(),
+                Some("write `{conversation}` where the dialogue so far goes".into()),
+            );
+        }
+        if user.max_turns == 0 {
+            self.err(
+                &format!("{base}/max_turns"),
+                "`max_turns` must be at least 1".into(),
+                Some("the user's messages at most, e.g. `max_turns: 10`".into()),
+            );
+        }
+        if user.stop.trim().is_empty() {
+            self.err(
+                &format!("{base}/stop"),
+                "the stop phrase is empty".into(),
+                Some("write the phrase that ends the dialogue, e.g. `stop: \"[END]\"`".into()),
+            );
+        }
+    }
+}
