@@ -15,6 +15,7 @@ pub mod goal_score;
 pub mod goals;
 pub mod graph;
 pub mod judges;
+pub mod language;
 pub mod load;
 pub mod model;
 pub mod platforms;

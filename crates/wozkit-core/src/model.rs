@@ -40,6 +40,10 @@ pub struct Study {
     /// One paragraph for the researcher (not shown to participants).
     #[serde(default)]
     pub description: String,
+    /// The language of the participants' pages (a BCP-47 tag: `en`, the default, or `zh-Hans`):
+    /// which catalogue of interface strings they use and the pages' `lang` attribute.
+    #[serde(default, skip_serializing_if = "crate::language::Language::is_default")]
+    pub language: crate::language::Language,
     /// Version of the study file; logged with every session.
     #[serde(default = "default_version")]
     pub version: String,

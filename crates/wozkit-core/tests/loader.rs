@@ -391,7 +391,7 @@ fn a_misspelt_question_kind_is_not_one_of_the_kinds() {
     let p = survey("    - {id: a, text: A, kind: likret}\n");
     assert_eq!(p.len(), 1, "{p:#?}");
     assert!(
-        p[0].starts_with("45:24: \"likret\" is not one of \"likert\", \"choice\" or 6 other"),
+        p[0].starts_with("45:24: \"likret\" is not one of \"likert\", \"choice\", "),
         "{p:#?}"
     );
 }
@@ -414,4 +414,16 @@ fn a_map_alarm_must_name_a_place_and_a_valid_condition() {
     );
     let p = with("{at: east, cleared_when: fire_gone}");
     assert!(p.iter().any(|x| x.contains("fire_gone")), "{p:?}");
+}
+
+#[test]
+fn language_is_a_supported_tag_or_a_problem_naming_the_supported_ones() {
+    assert!(problems(&replace("title:", "language: zh-Hans\ntitle:")).is_empty());
+    assert!(problems(&replace("title:", "language: zh-CN\ntitle:")).is_empty());
+    let p = problems(&replace("title:", "language: fr\ntitle:"));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(
+        p[0],
+        "2:1: \"fr\" is not one of \"en\", \"en-US\", \"en-GB\", \"zh-Hans\", \"zh-CN\", \"zh\""
+    );
 }

@@ -419,6 +419,19 @@ fn shape_problem(
                 ));
             }
         }
+        // The schema validator names two values and counts the rest; a study author needs
+        // them all (question kinds, page languages).
+        Kind::Enum { options } => {
+            let listed: Vec<String> = options
+                .as_array()
+                .map(|a| a.iter().map(ToString::to_string).collect())
+                .unwrap_or_default();
+            problems.push(diag(
+                &ptr,
+                format!("{} is not one of {}", err.instance(), listed.join(", ")),
+                None,
+            ));
+        }
         Kind::Maximum { limit } => {
             problems.push(out_of_range(diag, &ptr, err.instance(), "at most", limit));
         }
