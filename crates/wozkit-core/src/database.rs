@@ -809,8 +809,8 @@ pub fn check_conditions(
         }
     }
     for (i, a) in study.actions.iter().enumerate() {
-        if let Some(g) = &a.guard {
-            sources.push((format!("/actions/{i}/guard"), g));
+        for (ptr, src) in a.guard.iter().flat_map(|g| g.conditions()) {
+            sources.push((format!("/actions/{i}/guard{ptr}"), src));
         }
     }
     if let Some(g) = &study.goal {

@@ -675,6 +675,67 @@ fn interaction() -> ActType {
     ActType::Interaction
 }
 
+/// An action's guard: one CEL condition, or a list of parts that must all hold, each with the
+/// sentence the wizard sees when it does not (so a refusal says why, in the study's words):
+///
+/// ```yaml
+/// guard:
+///   - if: "target == fire_location"
+///     else: "Robots go to the alarm area: {target} is not it."
+///   - if: "robot.location != target"
+///     else: "{robot} is already at {target}."
+/// ```
+///
+/// `{robot}`, `{target}` and `{action}` in a reason become the robot's name, the target
+/// location's name and the action's label.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Guard {
+    /// One condition; a refusal then says only that the action is not possible now.
+    Expr(String),
+    /// Parts, checked in order; the first that does not hold gives the reason.
+    Parts(Vec<GuardPart>),
+}
+
+/// One part of a [`Guard`].
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GuardPart {
+    /// CEL condition that must hold.
+    #[serde(rename = "if")]
+    pub when: String,
+    /// Shown to the wizard when it does not hold.
+    #[serde(rename = "else")]
+    pub reason: String,
+}
+
+impl Guard {
+    /// Each part's condition (one for [`Guard::Expr`]), with its JSON pointer suffix under the
+    /// guard (`""` or `/N/if`).
+    pub fn conditions(&self) -> Vec<(String, &str)> {
+        match self {
+            Guard::Expr(e) => vec![(String::new(), e.as_str())],
+            Guard::Parts(parts) => parts
+                .iter()
+                .enumerate()
+                .map(|(k, p)| (format!("/{k}/if"), p.when.as_str()))
+                .collect(),
+        }
+    }
+
+    /// The whole guard as one CEL condition: the parts joined with `&&`.
+    pub fn expression(&self) -> String {
+        match self {
+            Guard::Expr(e) => e.clone(),
+            Guard::Parts(parts) => parts
+                .iter()
+                .map(|p| format!("({})", p.when))
+                .collect::<Vec<_>>()
+                .join(" && "),
+        }
+    }
+}
+
 /// A non-verbal action of the wizard, done by a robot.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -694,9 +755,11 @@ pub struct Action {
     /// Capability the robot must have.
     #[serde(default)]
     pub requires: Option<String>,
-    /// CEL condition; `robot` (id, kind, location, capabilities, battery) and `target` are bound.
+    /// When the action may start: one CEL condition, or parts that must all hold, each with
+    /// the reason the wizard is given when it does not; `robot` (id, kind, location,
+    /// capabilities, battery) and `target` are bound.
     #[serde(default)]
-    pub guard: Option<String>,
+    pub guard: Option<Guard>,
     /// No other robot may be busy.
     #[serde(default)]
     pub exclusive: bool,

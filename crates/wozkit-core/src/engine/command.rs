@@ -98,8 +98,15 @@ pub enum Refusal {
     OutOfService { robot: String },
     #[error("{robot} is busy")]
     RobotBusy { robot: String },
-    #[error("{robot} is active; only one robot may be active at a time")]
-    OtherRobotActive { robot: String },
+    /// `robot` is the robot still at work, `selected` the one the wizard chose.
+    #[error(
+        "{selected} cannot start “{action}” yet: {robot} is still at work, and only one robot may work at a time"
+    )]
+    OtherRobotActive {
+        robot: String,
+        selected: String,
+        action: String,
+    },
     /// `action` is the action's label; `capability` the id the study's `requires` names.
     #[error("{robot} cannot do “{action}”")]
     LacksCapability {
@@ -107,8 +114,14 @@ pub enum Refusal {
         action: String,
         capability: String,
     },
-    #[error("“{action}” is not possible now")]
-    GuardFailed { action: String },
+    /// `reason` is the study's sentence for the part of the guard that does not hold (with the
+    /// names filled in), when the guard has parts.
+    #[error("{}", reason.clone().unwrap_or_else(|| format!("“{action}” is not possible now")))]
+    GuardFailed {
+        action: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     #[error("waiting for the user's answer")]
     Locked,
     #[error("there is nothing to approve or deny")]

@@ -535,6 +535,8 @@ fn action_check_with(
     {
         return Err(Refusal::OtherRobotActive {
             robot: st.world.robots[j].name.clone(),
+            selected: def.name.clone(),
+            action: a.label.clone(),
         });
     }
     if let Some(g) = &study.compiled.action_guard[ai] {
@@ -549,8 +551,24 @@ fn action_check_with(
         let mut v = rv.scope();
         v.set_val("target", val_str(target));
         if !g.holds(&v) {
+            // The first part that does not hold says why, in the study's words.
+            let reason = study.compiled.action_guard_parts[ai]
+                .iter()
+                .find(|(part, _)| !part.holds(&v))
+                .map(|(_, why)| {
+                    let place = st
+                        .world
+                        .locations
+                        .iter()
+                        .find(|l| l.id == target)
+                        .map_or(target, |l| l.name.as_str());
+                    why.replace("{robot}", &def.name)
+                        .replace("{target}", place)
+                        .replace("{action}", &a.label)
+                });
             return Err(Refusal::GuardFailed {
                 action: a.label.clone(),
+                reason,
             });
         }
     }

@@ -102,6 +102,9 @@ pub struct Compiled {
     pub state_when: Vec<Option<Condition>>,
     pub transition_when: Vec<Vec<Option<Condition>>>,
     pub action_guard: Vec<Option<Condition>>,
+    /// Each action's guard parts with their reasons (empty for a guard of one condition): when
+    /// the guard fails, the first part that does not hold says why.
+    pub action_guard_parts: Vec<Vec<(Condition, String)>>,
     pub goal: Option<Condition>,
     /// `world.alarm.cleared_when`.
     pub alarm_cleared: Option<Condition>,

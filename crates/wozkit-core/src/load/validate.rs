@@ -539,11 +539,30 @@ pub fn check(
     // Actions.
     for (i, a) in study.actions.iter().enumerate() {
         let base = format!("/actions/{i}");
-        compiled.action_guard.push(
-            a.guard
-                .as_ref()
-                .and_then(|g| c.condition(&format!("{base}/guard"), g, ACTION_VARS)),
-        );
+        // Each part is checked where it is written; the whole guard is compiled once more as
+        // one condition (what the action table evaluates), unless a part failed.
+        let parts: Vec<Option<Condition>> = a
+            .guard
+            .iter()
+            .flat_map(|g| g.conditions())
+            .map(|(ptr, src)| c.condition(&format!("{base}/guard{ptr}"), src, ACTION_VARS))
+            .collect();
+        let whole = match &a.guard {
+            Some(g) if parts.iter().all(Option::is_some) => match g {
+                crate::model::Guard::Expr(_) => parts[0].clone(),
+                crate::model::Guard::Parts(_) => Condition::compile(&g.expression()).ok(),
+            },
+            _ => None,
+        };
+        compiled.action_guard.push(whole);
+        compiled.action_guard_parts.push(match &a.guard {
+            Some(crate::model::Guard::Parts(ps)) => parts
+                .into_iter()
+                .zip(ps)
+                .filter_map(|(c, p)| c.map(|c| (c, p.reason.clone())))
+                .collect(),
+            _ => vec![],
+        });
         c.effects(&format!("{base}/on_complete"), &a.on_complete);
         if a.moves && !a.target {
             c.err(

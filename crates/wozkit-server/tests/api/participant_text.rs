@@ -100,7 +100,7 @@ async fn the_operator_reads_labels_never_ids_and_no_markdown() {
     assert_eq!(
         messages,
         [
-            "“Inspect the area” is not possible now",
+            "quadcopter 1 must be in the alarm area first.",
             "quadcopter 1 cannot do “Close the gas valves”",
             "“Inspect the area” takes no target location",
         ]
