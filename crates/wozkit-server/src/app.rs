@@ -29,6 +29,9 @@ pub struct Config {
 /// Timings and limits that tests shrink and deployments rarely change.
 #[derive(Clone, Debug)]
 pub struct Tunables {
+    /// The simulated user that takes the user's seat when a test participant arrives as the
+    /// wizard (`serve --simulated-user`), so a researcher pilots a study alone.
+    pub simulated_user: Option<Arc<crate::room::ModelUser>>,
     /// A built-in bot waits between these many milliseconds before each move, so that it reads
     /// like a person typing rather than an instant answer.
     pub bot_pace_ms: (u64, u64),
@@ -139,6 +142,7 @@ impl Default for Tunables {
             cluster_secret: None,
             trusted_proxies: Vec::new(),
             frame_ancestors: Vec::new(),
+            simulated_user: None,
         }
     }
 }

@@ -47,6 +47,7 @@ pub mod records;
 pub mod review;
 mod room;
 mod security;
+pub mod simulate;
 mod ws;
 
 /// The WebSocket frame decoder and error codes, public so the fuzz target and protocol tests can
@@ -63,6 +64,7 @@ use wozkit_store::Store;
 
 pub use app::{AppState, Config, Payers, Tunables, now_ms};
 pub use metrics::MetricsToken;
+pub use room::ModelUser;
 pub use ws::relay::ClusterSecret;
 
 /// How long stopping waits for rooms and connections to finish.

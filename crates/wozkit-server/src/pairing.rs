@@ -20,8 +20,15 @@ use crate::lobby::Ticket;
 use crate::room;
 
 async fn create_session(app: &AppState, study: &LoadedStudy) -> Result<(String, u64), StoreError> {
+    create_seeded_session(app, study, rand::random()).await
+}
+
+async fn create_seeded_session(
+    app: &AppState,
+    study: &LoadedStudy,
+    seed: u64,
+) -> Result<(String, u64), StoreError> {
     let id = new_id();
-    let seed: u64 = rand::random();
     app.store
         .create_session(NewSession {
             id: id.clone(),
@@ -111,6 +118,50 @@ pub async fn with_bot(
     room::start_new(app, study.clone(), &id, seed, humans, vec![me.role.other()]);
     seat(app, study, me, &id).await?;
     tracing::info!(session = id, study = study.study.id, "paired with a bot");
+    Ok(id)
+}
+
+/// A researcher pilots alone (`serve --simulated-user`): the simulated user takes the user's
+/// seat opposite `me`, the wizard, at once.
+pub async fn with_simulated_user(
+    app: &AppState,
+    study: &Arc<LoadedStudy>,
+    me: &Ticket,
+    user: Arc<crate::room::ModelUser>,
+) -> Result<String, StoreError> {
+    let (id, seed) = create_session(app, study).await?;
+    lease_new_room(app, &id).await?;
+    // In memory before the seat, as in `pair`.
+    let humans = vec![(me.role, me.participant.clone())];
+    room::start_with_user(app, study.clone(), &id, seed, humans, vec![], Some(user));
+    seat(app, study, me, &id).await?;
+    tracing::info!(
+        session = id,
+        study = study.study.id,
+        "paired with the simulated user"
+    );
+    Ok(id)
+}
+
+/// A dry run with nobody (`wozkit simulate-users`): the simulated user in the user's seat and
+/// the built-in wizard bot in the wizard's, in a session seeded with `seed`.
+pub(crate) async fn simulated_pair(
+    app: &AppState,
+    study: &Arc<LoadedStudy>,
+    seed: u64,
+    user: Arc<crate::room::ModelUser>,
+) -> Result<String, StoreError> {
+    let (id, seed) = create_seeded_session(app, study, seed).await?;
+    lease_new_room(app, &id).await?;
+    room::start_with_user(
+        app,
+        study.clone(),
+        &id,
+        seed,
+        vec![],
+        vec![Role::Wizard],
+        Some(user),
+    );
     Ok(id)
 }
 

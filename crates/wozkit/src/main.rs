@@ -13,6 +13,7 @@ mod prolific_cmd;
 mod prolific_create;
 mod researchers_cmd;
 mod serve_cmd;
+mod simulate_users_cmd;
 mod study_cmds;
 
 use std::process::ExitCode;
@@ -93,6 +94,9 @@ enum Cmd {
     Bench(bench_cmd::BenchArgs),
     /// Send simulated evaluation workers through a judging study on a running server here.
     Crowd(crowd_cmd::CrowdArgs),
+    /// Dry runs of a WoZ study: a simulated user (a language model) against the wizard bot, each
+    /// an ordinary session of the store, marked simulated.
+    SimulateUsers(simulate_users_cmd::SimulateUsersArgs),
 }
 
 fn main() -> ExitCode {
@@ -120,6 +124,7 @@ fn main() -> ExitCode {
         Cmd::Mturk { action } => mturk_cmd::mturk(action),
         Cmd::Bench(args) => bench_cmd::bench(args),
         Cmd::Crowd(args) => crowd_cmd::crowd(args),
+        Cmd::SimulateUsers(args) => simulate_users_cmd::simulate_users(args),
     };
     match result {
         Ok(code) => code,

@@ -82,6 +82,12 @@ pub struct ServeArgs {
     /// study system of the same name is replaced by it). Repeatable.
     #[arg(long = "add-system", value_name = "NAME=URL[#MODEL]", value_parser = parse_system)]
     add_systems: Vec<(String, SystemSpec)>,
+    /// Pilot a WoZ study alone: a test participant (`/try`, a link with `&test=1`) arriving
+    /// as the wizard gets this simulated user in the user's seat at once, NAME=URL[#MODEL] (an
+    /// OpenAI-compatible endpoint; a `simulated_users` entry of that name in the study gives
+    /// its prompt and stop rule), or the NAME of one the study declares with its endpoint.
+    #[arg(long, value_name = "NAME=URL[#MODEL]")]
+    simulated_user: Option<String>,
     /// Also serve `GET /metrics` (Prometheus text) without a token on this address, e.g.
     /// 127.0.0.1:9100 (keep it away from the public network). On the main address `/metrics`
     /// needs `WOZKIT_METRICS_TOKEN` as a bearer token, and is absent without it.
@@ -161,7 +167,7 @@ fn parse_origin(arg: &str) -> std::result::Result<String, String> {
 }
 
 /// Parses `--system NAME=URL[#MODEL]`.
-fn parse_system(arg: &str) -> std::result::Result<(String, SystemSpec), String> {
+pub(crate) fn parse_system(arg: &str) -> std::result::Result<(String, SystemSpec), String> {
     let (name, rest) = arg.split_once('=').ok_or_else(|| {
         format!("`{arg}`: write NAME=URL, e.g. my-model=http://localhost:8000/v1")
     })?;
@@ -362,6 +368,15 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     apply_systems(&mut studies, &args.systems, &args.add_systems)?;
     crate::priors_cmd::apply_overlays(&mut studies, &args.priors)?;
+    let simulated_user = match &args.simulated_user {
+        Some(arg) => {
+            let Some(woz) = studies.iter().find(|s| s.study.has_room()) else {
+                anyhow::bail!("--simulated-user: none of the served studies has a WoZ room");
+            };
+            Some(crate::simulate_users_cmd::resolve_user(arg, woz)?)
+        }
+        None => None,
+    };
     serve_runtime(args.workers)?.block_on(async move {
         let store = open_store(&args.data, Access::Write).await?;
         let env_password = std::env::var("WOZKIT_RESEARCHER_PASSWORD").ok();
@@ -379,6 +394,13 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         }
         for line in systems_in_play(&studies) {
             println!("  {line}");
+        }
+        if let Some(user) = &simulated_user {
+            println!(
+                "  simulated user `{}` plays the user's seat for every test participant who \
+                 arrives as the wizard (open the wizard's try link)",
+                user.spec.name
+            );
         }
         println!("  try both roles yourself: {base}/try");
         println!("  researcher pages:        {base}/researcher");
@@ -437,6 +459,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
                 sole_instance: !is_postgres(&args.data),
                 trusted_proxies: args.trusted_proxies.clone(),
                 frame_ancestors: args.frame_ancestors.clone(),
+                simulated_user,
                 ..Tunables::default()
             },
         };

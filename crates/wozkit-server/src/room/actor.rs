@@ -90,6 +90,9 @@ pub struct RoomActor {
     /// The action panel every wizard connection and observer holds from the views sent so
     /// far (`None`: someone may hold none or another), so later views can leave it out.
     panel_sent: Option<super::view::PanelSent>,
+    /// The room's own inbox, weakly held: a simulated user's answer comes back through it, and
+    /// a room that stops is not kept alive by the tasks asking for one.
+    inbox: Option<mpsc::WeakSender<RoomMsg>>,
 }
 
 impl RoomActor {
@@ -118,7 +121,19 @@ impl RoomActor {
             announce_end: false,
             retry_at: 0,
             panel_sent: None,
+            inbox: None,
         }
+    }
+
+    /// Seats a simulated user in the user's seat (instead of a built-in user bot).
+    pub fn seat_model_user(&mut self, user: Arc<super::ModelUser>) {
+        let pace = self.app.tunables.bot_pace_ms;
+        self.bots.retain(|b| b.role != Role::User);
+        self.bots.push(Bot::model_user(self.seed, pace, user));
+    }
+
+    pub fn set_inbox(&mut self, inbox: mpsc::WeakSender<RoomMsg>) {
+        self.inbox = Some(inbox);
     }
 
     pub async fn run(mut self, mut inbox: mpsc::Receiver<RoomMsg>, origin: Origin) {
@@ -210,11 +225,10 @@ impl RoomActor {
         let _ = self
             .step(Actor::System, Command::Start { seed: self.seed })
             .await;
-        for role in self.bots.iter().map(|b| b.role).collect::<Vec<_>>() {
-            let bot = Actor::Bot {
-                role,
-                name: super::bot::NAME.into(),
-            };
+        let seats: Vec<(Role, String)> =
+            self.bots.iter().map(|b| (b.role, b.actor_name())).collect();
+        for (role, name) in seats {
+            let bot = Actor::Bot { role, name };
             let _ = self.step(bot, Command::Join { role, bot: true }).await;
         }
     }
@@ -294,12 +308,17 @@ impl RoomActor {
         }
         for i in 0..self.bots.len() {
             if self.bots[i].next_at.is_some_and(|t| t <= now) {
+                if self.bots[i].model.is_some() && self.session.lock.is_none() {
+                    self.bots[i].next_at = None;
+                    self.simulated_user_turn(i).await;
+                    continue;
+                }
                 let mv = self.bots[i].decide(&self.study, &self.session, now);
                 if let Some(cmd) = mv {
                     let role = self.bots[i].role;
                     let actor = Actor::Bot {
                         role,
-                        name: super::bot::NAME.into(),
+                        name: self.bots[i].actor_name(),
                     };
                     if let Err(StepError::Refused(r)) = self.step(actor, cmd).await {
                         tracing::debug!(session = self.session.id, "bot move refused: {r}");
@@ -377,6 +396,110 @@ impl RoomActor {
                 let _ = reply.send(result);
                 self.send_seats();
             }
+            RoomMsg::SimulatedUser { outcome } => self.on_simulated_user(outcome).await,
+        }
+    }
+
+    /// The simulated user's turn (bot `i`): it finishes if it has stopped, else it is asked in
+    /// a task of its own unless an answer is already awaited.
+    async fn simulated_user_turn(&mut self, i: usize) {
+        let (Some(user), Some(inbox)) = (self.bots[i].model.clone(), self.inbox.clone()) else {
+            return;
+        };
+        if self.bots[i].stopped {
+            self.simulated_user_finish(i).await;
+            return;
+        }
+        if self.bots[i].in_flight {
+            self.bots[i].again = true;
+            return;
+        }
+        self.bots[i].in_flight = true;
+        let goal = self.goal_text();
+        tokio::spawn(super::model_user::ask(
+            user,
+            self.app.store.clone(),
+            self.session.id.clone(),
+            goal,
+            inbox,
+        ));
+    }
+
+    /// Plays the simulated user's answer: its text, then the end of the dialogue if it stopped.
+    /// A move the session no longer allows is refused by the engine and dropped.
+    async fn on_simulated_user(&mut self, outcome: super::model_user::Outcome) {
+        let Some(i) = self.bots.iter().position(|b| b.model.is_some()) else {
+            return;
+        };
+        self.bots[i].in_flight = false;
+        if self.session.is_ended() {
+            return;
+        }
+        let actor = Actor::Bot {
+            role: Role::User,
+            name: self.bots[i].actor_name(),
+        };
+        match outcome {
+            Ok(mv) => {
+                if let Some(text) = mv.text {
+                    let said = self.step(actor, Command::Text { text }).await;
+                    if let Err(StepError::Refused(r)) = said {
+                        tracing::debug!(session = self.session.id, "simulated user refused: {r}");
+                    }
+                }
+                if mv.finish {
+                    self.bots[i].stopped = true;
+                }
+            }
+            Err(e) => {
+                // Retries were the endpoint's business: the user gives up, and the dialogue
+                // ends as soon as the study allows.
+                tracing::warn!(
+                    session = self.session.id,
+                    "the simulated user could not answer and stops: {e}"
+                );
+                self.bots[i].stopped = true;
+            }
+        }
+        if self.bots[i].stopped {
+            self.simulated_user_finish(i).await;
+        } else if std::mem::take(&mut self.bots[i].again) {
+            self.bots[i].next_at = Some(now_ms());
+        }
+    }
+
+    /// The stopped simulated user ends the session if the study allows it now (else on a later
+    /// turn, after more messages).
+    async fn simulated_user_finish(&mut self, i: usize) {
+        if self.session.is_ended() || !engine::finish_allowed(&self.study, &self.session) {
+            return;
+        }
+        let actor = Actor::Bot {
+            role: Role::User,
+            name: self.bots[i].actor_name(),
+        };
+        if let Err(StepError::Refused(r)) = self.step(actor, Command::Finish).await {
+            tracing::debug!(
+                session = self.session.id,
+                "simulated user's finish refused: {r}"
+            );
+        }
+    }
+
+    /// The session's goal as a simulated user's prompt shows it: the generated goal's
+    /// sentences, or the study's description when it draws none.
+    fn goal_text(&self) -> String {
+        match &self.session.goal {
+            Some(track) => {
+                let text = self
+                    .study
+                    .study
+                    .goals
+                    .as_ref()
+                    .and_then(|g| g.text.as_ref());
+                wozkit_core::goals::describe(&track.goal, text).join("\n")
+            }
+            None => self.study.study.description.trim().to_string(),
         }
     }
 

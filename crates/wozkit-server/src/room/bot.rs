@@ -6,6 +6,12 @@
 //! reply. The user bot answers locks (approve or deny, reply) and replies to the wizard with a few
 //! scripted lines. Both act through the same engine commands as people and are logged as
 //! `Actor::Bot`; their RNG is separate from the engine's, seeded from the session seed.
+//!
+//! A simulated user ([`Bot::model_user`]) is planned like the user bot, but its replies come
+//! from a language model: the room asks it in a task of its own (`model_user.rs`) and plays the
+//! move when the answer comes back; only locks are answered by the scripted rule.
+
+use std::sync::Arc;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -14,6 +20,8 @@ use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::ActType;
 use wozkit_core::sim::{self, WizardPolicy};
+
+use super::model_user::ModelUser;
 
 /// Name of the built-in bot in the log.
 pub const NAME: &str = "builtin";
@@ -46,6 +54,15 @@ pub struct Bot {
     quiet_until: u64,
     /// Whether the wizard's last message asked something (for the user bot).
     asked: bool,
+    /// The language model playing this seat (a simulated user), if any.
+    pub model: Option<Arc<ModelUser>>,
+    /// The simulated user's answer is awaited: it is not asked again meanwhile.
+    pub in_flight: bool,
+    /// News came while the answer was awaited: the simulated user is asked again after it.
+    pub again: bool,
+    /// The simulated user has ended the dialogue: it only finishes from now on (as soon as the
+    /// study allows).
+    pub stopped: bool,
 }
 
 impl Bot {
@@ -61,6 +78,26 @@ impl Bot {
             pace: (pace.0, pace.1.max(pace.0)),
             quiet_until: 0,
             asked: false,
+            model: None,
+            in_flight: false,
+            again: false,
+            stopped: false,
+        }
+    }
+
+    /// A simulated user in the user's seat.
+    pub fn model_user(seed: u64, pace: (u64, u64), model: Arc<ModelUser>) -> Bot {
+        Bot {
+            model: Some(model),
+            ..Bot::new(Role::User, seed, pace)
+        }
+    }
+
+    /// The bot's name in the log: `builtin`, or `simulated:NAME`.
+    pub fn actor_name(&self) -> String {
+        match &self.model {
+            Some(m) => m.spec.actor_name(),
+            None => NAME.to_string(),
         }
     }
 
@@ -137,7 +174,13 @@ impl Bot {
                     }
                 }
                 if prompted && self.next_at.is_none() {
-                    self.next_at = Some(now + self.delay());
+                    // A model takes its own time to answer: it is asked at once.
+                    let delay = if self.model.is_some() {
+                        0
+                    } else {
+                        self.delay()
+                    };
+                    self.next_at = Some(now + delay);
                 }
             }
         }

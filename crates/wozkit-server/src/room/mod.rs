@@ -15,6 +15,7 @@
 mod actor;
 mod bot;
 pub mod lease;
+pub mod model_user;
 pub mod view;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use wozkit_store::StoreError;
 
 use crate::app::AppState;
 use actor::{Origin, RoomActor};
+pub use model_user::ModelUser;
 
 /// Messages to a room.
 pub enum RoomMsg {
@@ -81,6 +83,8 @@ pub enum RoomMsg {
         participant: String,
         reply: tokio::sync::oneshot::Sender<Result<(), TakeOverRefused>>,
     },
+    /// The simulated user's answer came back (see `model_user.rs`).
+    SimulatedUser { outcome: model_user::Outcome },
 }
 
 /// Why a room refused a takeover.
@@ -210,15 +214,33 @@ pub(crate) fn start_new(
     humans: Vec<(Role, String)>,
     bots: Vec<Role>,
 ) -> mpsc::Sender<RoomMsg> {
+    start_with_user(app, study, session_id, seed, humans, bots, None)
+}
+
+/// [`start_new`], with a simulated user playing the user's seat when `user` is given (then
+/// `bots` holds the other bots, if any).
+pub(crate) fn start_with_user(
+    app: &AppState,
+    study: Arc<LoadedStudy>,
+    session_id: &str,
+    seed: u64,
+    humans: Vec<(Role, String)>,
+    bots: Vec<Role>,
+    user: Option<Arc<ModelUser>>,
+) -> mpsc::Sender<RoomMsg> {
     let session = Session::new(&study, session_id);
-    let actor = RoomActor::new(app.clone(), study, session, seed, 0, humans, bots);
+    let mut actor = RoomActor::new(app.clone(), study, session, seed, 0, humans, bots);
+    if let Some(user) = user {
+        actor.seat_model_user(user);
+    }
     spawn(app, session_id, actor, Origin::Fresh)
 }
 
 /// Registers the room and runs its task: the room stops at once, storing nothing more, if its
 /// lease is found taken by another instance; a room that ends gives its lease back.
-fn spawn(app: &AppState, id: &str, actor: RoomActor, origin: Origin) -> mpsc::Sender<RoomMsg> {
+fn spawn(app: &AppState, id: &str, mut actor: RoomActor, origin: Origin) -> mpsc::Sender<RoomMsg> {
     let (tx, rx) = mpsc::channel(INBOX);
+    actor.set_inbox(tx.downgrade());
     let (tx, stopped) = app.rooms.insert(id, tx);
     let Some(stopped) = stopped else {
         return tx;
@@ -328,10 +350,25 @@ pub(crate) async fn open(
     }
     let session = replay(&study, session_id, &events);
     let last_seq = events.last().map_or(0, |e| e.seq);
+    // A simulated user's seat is its again when this server runs that simulated user; else the
+    // built-in user bot takes it over.
+    let mut model_user = None;
     let mut bots: Vec<Role> = events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Joined { role, bot: true } => Some(*role),
+        .filter_map(|e| match (&e.kind, &e.actor) {
+            (
+                EventKind::Joined { role, bot: true },
+                wozkit_core::event::Actor::Bot { name, .. },
+            ) => {
+                let running = app.tunables.simulated_user.as_ref();
+                match running.filter(|u| *role == Role::User && u.spec.actor_name() == *name) {
+                    Some(user) => {
+                        model_user = Some(user.clone());
+                        None
+                    }
+                    None => Some(*role),
+                }
+            }
             _ => None,
         })
         .collect();
@@ -364,7 +401,7 @@ pub(crate) async fn open(
     {
         bots.push(role.other());
     }
-    let actor = RoomActor::new(
+    let mut actor = RoomActor::new(
         app.clone(),
         study,
         session,
@@ -373,6 +410,9 @@ pub(crate) async fn open(
         humans,
         bots,
     );
+    if let Some(user) = model_user {
+        actor.seat_model_user(user);
+    }
     Ok(Some(spawn(app, session_id, actor, Origin::Log)))
 }
 

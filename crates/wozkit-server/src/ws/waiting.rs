@@ -147,6 +147,32 @@ async fn serve(
     // Only the public queue's crowd participants change roles: a lab link may have named
     // the role, and a private pair has its two people.
     let switchable = key.pair.is_none() && p.platform != Platform::Lab;
+    // A researcher piloting alone (`serve --simulated-user`): a test participant arriving as the
+    // wizard gets the simulated user at once, without queueing.
+    if role == Role::Wizard
+        && p.is_test()
+        && let Some(user) = app.tunables.simulated_user.clone()
+    {
+        let frame = match pairing::with_simulated_user(app, &study, &ticket, user).await {
+            Ok(session) => ServerFrame::Paired {
+                session: &session,
+                role,
+                partner: "bot",
+                next: &next,
+            }
+            .text(),
+            Err(e) => {
+                tracing::error!("cannot start a session with the simulated user: {e}");
+                error_frame(
+                    None,
+                    "internal",
+                    "could not start the session; reload the page",
+                )
+            }
+        };
+        let _ = send(socket, &frame).await;
+        return End::Done;
+    }
     lobby::listen(app).await;
     let mut last_heard = Instant::now();
     'enqueue: loop {

@@ -1,0 +1,263 @@
+//! `wozkit simulate-users` against a scripted stand-in of an OpenAI-compatible user model that
+//! follows its goal: it says the goal's sentences one per turn, then ends with `[END]`. The
+//! dialogues are ordinary sessions in the store, marked simulated by their user's seat, left out
+//! of the payment table and present in the exports.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use wozkit_core::event::{Actor, EventKind, Role};
+use wozkit_core::simulated_users::is_simulated;
+
+/// The stand-in's answer to a prompt written by the default template: goal sentence `turn`,
+/// or `Thank you, that is all. [END]` once every sentence is said.
+fn answer(prompt: &str) -> String {
+    let goal = prompt
+        .split_once("goal:\n")
+        .and_then(|(_, rest)| rest.split_once("\n\nSay what"))
+        .map(|(goal, _)| goal)
+        .unwrap_or("");
+    let turn: usize = prompt
+        .rsplit_once("(turn ")
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(1);
+    match goal.lines().nth(turn - 1) {
+        Some(line) => format!("I am looking for this. {line}"),
+        None => "Thank you, that is all. [END]".into(),
+    }
+}
+
+/// Serves chat completions on a local port in a thread of its own; returns the base URL.
+fn spawn_user() -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            loop {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let body = loop {
+                        let n = sock.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let len = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    let (k, v) = l.split_once(':')?;
+                                    k.eq_ignore_ascii_case("content-length")
+                                        .then(|| v.trim().parse::<usize>().ok())?
+                                })
+                                .unwrap_or(0);
+                            if buf.len() >= end + 4 + len {
+                                break buf[end + 4..end + 4 + len].to_vec();
+                            }
+                        }
+                    };
+                    let request: Value = serde_json::from_slice(&body).unwrap();
+                    let prompt = request["messages"][0]["content"].as_str().unwrap_or("");
+                    let reply = json!({
+                        "choices": [{"message": {"role": "assistant", "content": answer(prompt)}}],
+                    })
+                    .to_string();
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                        reply.len()
+                    );
+                    let _ = sock.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+    });
+    format!("http://{}/v1", rx.recv().unwrap())
+}
+
+fn wozkit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wozkit"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every session's events in the store at `data`.
+fn sessions(data: &Path, ids: &[String]) -> Vec<Vec<wozkit_core::event::Event>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = wozkit_store::open_snapshot(data.to_str().unwrap())
+            .await
+            .unwrap();
+        let mut out = vec![];
+        for id in ids {
+            out.push(store.events(id, 0).await.unwrap());
+        }
+        out
+    })
+}
+
+#[test]
+fn simulated_users_play_a_grounded_woz_study_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let url = spawn_user();
+    let user = format!("goal-follower={url}#scripted");
+    let (code, out, err) = wozkit(&[
+        "simulate-users",
+        "crosswoz-demo",
+        "--user",
+        &user,
+        "--dialogues",
+        "3",
+        "--concurrency",
+        "3",
+        "--seed",
+        "7",
+        "--pace-ms",
+        "20-40",
+        "--data",
+        data.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["dialogues"], 3);
+    assert_eq!(summary["failed"], json!([]));
+    assert_eq!(summary["goals"]["scored"], 3);
+    let ids: Vec<String> = summary["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let logs = sessions(&data, &ids);
+    for (id, events) in ids.iter().zip(&logs) {
+        assert!(is_simulated(events), "{id} is not marked simulated");
+        assert!(
+            matches!(
+                events.last().map(|e| &e.kind),
+                Some(EventKind::SessionEnded { .. })
+            ),
+            "{id} did not end"
+        );
+        // The user's first message is the stand-in's answer to the first prompt, which showed
+        // the session's own goal: its first sentence.
+        let goal = events
+            .iter()
+            .find_map(|e| match &e.kind {
+                EventKind::GoalGenerated { goal, .. } => Some(goal.clone()),
+                _ => None,
+            })
+            .expect("a generated goal");
+        let study = wozkit_core::load::load_builtin("crosswoz-demo").unwrap();
+        let text = study.study.goals.as_ref().and_then(|g| g.text.as_ref());
+        let first_sentence = wozkit_core::goals::describe(&goal, text)[0].clone();
+        let first_user = events
+            .iter()
+            .find_map(|e| match (&e.actor, &e.kind) {
+                (
+                    Actor::Bot { name, .. },
+                    EventKind::Message {
+                        role: Role::User,
+                        text,
+                        ..
+                    },
+                ) => {
+                    assert_eq!(name, "simulated:goal-follower");
+                    Some(text.clone())
+                }
+                _ => None,
+            })
+            .expect("the simulated user spoke");
+        assert_eq!(
+            first_user,
+            format!("I am looking for this. {first_sentence}")
+        );
+    }
+
+    // Nobody is paid for a simulated session: the table has its header only.
+    let payments = dir.path().join("payments.csv");
+    let (code, _, err) = wozkit(&[
+        "payments",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        payments.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let table = std::fs::read_to_string(&payments).unwrap();
+    assert_eq!(table.lines().count(), 1, "{table}");
+
+    // The exports hold them.
+    let export = dir.path().join("crosswoz.json");
+    let (code, _, err) = wozkit(&[
+        "export",
+        "--format",
+        "crosswoz",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        export.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let exported: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let exported = exported
+        .as_object()
+        .expect("crosswoz is an object by dialogue id");
+    assert_eq!(
+        exported.len(),
+        3,
+        "{:?}",
+        exported.keys().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_bad_user_flag_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (code, _, err) = wozkit(&[
+        "simulate-users",
+        "crosswoz-demo",
+        "--user",
+        "nobody",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("simulated user `nobody`: write --user nobody=URL[#MODEL]"),
+        "{err}"
+    );
+    let (code, _, err) = wozkit(&[
+        "simulate-users",
+        "bot-chat-demo",
+        "--user",
+        "u=http://127.0.0.1:9/v1",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("has no WoZ room"), "{err}");
+}
