@@ -153,6 +153,10 @@ pub async fn payments(
             .or_insert_with(|| study_of(&record.study_id))
             .clone();
         let events = store.events(&record.id, 0).await?;
+        // A simulated user's session (a researcher's pilot) is nobody's pay, tests or not.
+        if wozkit_core::simulated_users::is_simulated(&events) {
+            continue;
+        }
         for p in people {
             // A researcher who played a role (took over a seat) is staff, not a worker.
             if p.platform == Platform::Researcher {

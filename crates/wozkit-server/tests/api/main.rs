@@ -42,6 +42,7 @@ mod scenario;
 mod security;
 mod self_dialog;
 mod shared_lobby;
+mod simulated_user;
 mod survey;
 mod test_sessions;
 mod turn_acts;
