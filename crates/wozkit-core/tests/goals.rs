@@ -647,7 +647,7 @@ fn the_goal_sentences_follow_the_study_text() {
     let sg = &g.subgoals[0];
     let c = &sg.constraints[0];
     assert!(
-        lines[0].starts_with(&format!("你要找一个{}(id={})。", sg.domain, sg.id)),
+        lines[0].starts_with(&format!("你要找一个{}。", sg.domain)),
         "{}",
         lines[0]
     );

@@ -2,7 +2,10 @@
 // approve, deny, hint, finish, query, select) and renders what the server sends: events as chat, the per-role
 // view as options, action panel, timer, progress, robots (also drawn on the map) and media. Text
 // from anyone is set with textContent, never as HTML. On reconnect it sends the last seq it saw
-// and gets what it missed.
+// and gets what it missed. Interface words come from the page (strings.js), in the study's
+// language.
+
+import { t } from './strings.js';
 
 const $ = (id) => document.getElementById(id);
 const main = $('room');
@@ -46,7 +49,7 @@ function send(frame) {
     st.ws.send(JSON.stringify(frame));
     return true;
   }
-  notice('Not connected. Reconnecting…');
+  notice(t('room-js-not-connected'));
   return false;
 }
 
@@ -60,7 +63,7 @@ function cmd(c) {
 function nameOf(r) {
   if (!st.study) return r;
   if (observing) return r === role ? st.study.me.name : st.study.partner.name;
-  return r === role ? 'You' : st.study.partner.name;
+  return r === role ? t('room-js-you') : st.study.partner.name;
 }
 
 function addLine(e, cls, who, text, label) {
@@ -80,8 +83,8 @@ const actName = (label) => label.replace(/[_.]/g, ' ');
 // The act label shown beside a wizard message: the chosen state's label, the kind of a fixed
 // option (its id is a machine name), or "free text".
 function messageAct(e) {
-  if (e.source === 'free') return 'free text';
-  if (e.source === 'fixed') return e.act_type;
+  if (e.source === 'free') return t('room-js-free-text');
+  if (e.source === 'fixed') return t(`room-js-act-${e.act_type}`);
   return actName(e.label);
 }
 
@@ -112,21 +115,25 @@ function renderEvent(e) {
       break;
     }
     case 'action_started':
-      addLine(e, 'sys', null, `${robotName(e.robot)}: ${actionLabel(e)}${e.target ? ` → ${placeName(e.target)}` : ''} started`);
+      addLine(e, 'sys', null, e.target
+        ? t('room-js-action-started-to', { robot: robotName(e.robot), action: actionLabel(e), place: placeName(e.target) })
+        : t('room-js-action-started', { robot: robotName(e.robot), action: actionLabel(e) }));
       break;
     case 'action_completed':
-      addLine(e, 'sys', null, `${robotName(e.robot)} finished${e.target ? ` at ${placeName(e.target)}` : ''}`);
+      addLine(e, 'sys', null, e.target
+        ? t('room-js-action-finished-at', { robot: robotName(e.robot), place: placeName(e.target) })
+        : t('room-js-action-finished', { robot: robotName(e.robot) }));
       break;
     case 'milestone': {
-      const t = st.study && st.study.subtasks.find((x) => x.id === e.subtask);
-      addLine(e, 'sys milestone', null, `Milestone: ${t ? t.label : e.subtask} (${e.progress}%)`);
+      const sub = st.study && st.study.subtasks.find((x) => x.id === e.subtask);
+      addLine(e, 'sys milestone', null, t('room-js-milestone', { subtask: sub ? sub.label : e.subtask, progress: e.progress }));
       break;
     }
     case 'lock_released':
-      if (e.how !== 'reply') addLine(e, 'sys', null, e.how === 'approved' ? 'Approved' : 'Denied');
+      if (e.how !== 'reply') addLine(e, 'sys', null, t(e.how === 'approved' ? 'room-js-approved' : 'room-js-denied'));
       break;
     case 'session_ended':
-      addLine(e, 'sys', null, 'The conversation has ended.');
+      addLine(e, 'sys', null, t('room-js-ended'));
       break;
     case 'db_queried':
       renderDbResults(e);
@@ -139,7 +146,7 @@ function renderEvent(e) {
       break;
     case 'db_selected':
       if ($('db-selected')) {
-        $('db-selected').textContent = `Selected in ${e.table}: ${e.key}`;
+        $('db-selected').textContent = t('room-js-selected', { table: e.table, key: e.key });
         $('db-selected').dataset.key = e.key;
       }
       break;
@@ -314,7 +321,7 @@ function renderPartner() {
   if (!until) {
     if (box.dataset.counting !== 'false') {
       box.dataset.counting = 'false';
-      box.textContent = 'Your partner lost the connection. Waiting for them to come back…';
+      box.textContent = t('room-js-partner-lost');
     }
     return;
   }
@@ -322,7 +329,8 @@ function renderPartner() {
   if (!left) {
     box.dataset.counting = 'true';
     left = el('span', { id: 'partner-countdown', 'data-testid': 'partner-countdown', 'aria-hidden': 'true' });
-    box.replaceChildren('Your partner lost the connection. Waiting ', left, ' for them to come back…');
+    const [before, after = ''] = t('room-js-partner-lost-countdown').split('{countdown}');
+    box.replaceChildren(before, left, after);
   }
   const text = fmt(Math.ceil(Math.max(0, (until - (Date.now() - st.skew)) / 1000)));
   if (left.textContent !== text) left.textContent = text;
@@ -367,12 +375,13 @@ function renderRobots(v) {
   if (!ul) return;
   ul.replaceChildren(...v.robots.map((r) => {
     const li = el('li', { 'data-testid': `robot-${r.id}`, 'data-busy': r.busy ? 'true' : 'false' });
-    li.append(el('strong', {}, r.name), el('span', {}, ` · ${r.location_name} · battery ${Math.round(r.battery)}%`));
+    li.append(el('strong', {}, r.name), el('span', {}, ` · ${r.location_name} · ${t('room-js-battery', { percent: Math.round(r.battery) })}`));
     if (r.busy) {
-      const what = `${r.action}${r.target ? ` → ${r.target}` : ''} (${r.percent ?? 0}%, ${r.eta_s ?? '?'} s left)`;
+      const action = `${r.action}${r.target ? ` → ${r.target}` : ''}`;
+      const what = t('room-js-busy', { action, percent: r.percent ?? 0, eta: r.eta_s ?? '?' });
       li.append(el('div', { class: 'busy' }, what));
     } else {
-      li.append(el('div', { class: 'muted' }, 'on standby'));
+      li.append(el('div', { class: 'muted' }, t('room-js-standby')));
     }
     return li;
   }));
@@ -385,11 +394,11 @@ function renderOptions(v) {
     if (o.clock_text) st.clocked.push({ span, parts: o.clock_text });
     return span;
   };
-  const groups = ACT_TYPES.map((t) => {
-    const opts = v.options.filter((o) => o.act_type === t);
+  const groups = ACT_TYPES.map((type) => {
+    const opts = v.options.filter((o) => o.act_type === type);
     if (!opts.length) return null;
-    const fs = el('fieldset', { 'data-act-type': t });
-    fs.append(el('legend', {}, t));
+    const fs = el('fieldset', { 'data-act-type': type });
+    fs.append(el('legend', {}, t(`room-js-act-${type}`)));
     for (const o of opts) {
       const b = el('button', {
         type: 'button', class: `option${o.hint ? ' hinted' : ''}`, 'data-testid': `option-${o.state}`,
@@ -402,7 +411,7 @@ function renderOptions(v) {
     return fs;
   }).filter(Boolean);
   box.replaceChildren(...groups);
-  if (!groups.length) box.append(el('p', { class: 'muted' }, v.lock ? 'Waiting for the user…' : 'No dialogue option right now: use the buttons below or type.'));
+  if (!groups.length) box.append(el('p', { class: 'muted' }, t(v.lock ? 'room-js-waiting-user' : 'room-js-no-option')));
   $('fixed').replaceChildren(...v.fixed.map((f) => {
     const b = textOf(f, el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id, disabled: observing }, f.text));
     b.addEventListener('click', () => cmd({ cmd: 'fixed', id: f.id }));
@@ -411,7 +420,7 @@ function renderOptions(v) {
   $('hint').disabled = observing || !v.can_hint;
   const lock = $('lock-status');
   lock.hidden = !v.lock;
-  lock.textContent = v.lock ? (v.lock.kind === 'approval' ? 'Waiting for the user to approve or deny.' : 'Waiting for the user to reply.') : '';
+  lock.textContent = v.lock ? t(v.lock.kind === 'approval' ? 'room-js-lock-approval' : 'room-js-lock-reply') : '';
   renderClocked();
 }
 
@@ -467,10 +476,10 @@ function renderActions() {
   const panel = $('action-panel');
   panel.dataset.possible = v.actions.some((a) => a.pick) ? 'true' : 'false';
   let reason = '';
-  if (!action) reason = 'No actions in this study.';
+  if (!action) reason = t('room-js-no-actions');
   else if (!ok && action.why_not) reason = action.why_not;
-  else if (!ok) reason = `${(combo && combo.reason) || 'Not possible now'}.`.replace(/^./, (c) => c.toUpperCase());
-  if (!ok && !v.actions.some((a) => a.pick)) reason = `No action is possible now. ${reason}`;
+  else if (!ok) reason = `${(combo && combo.reason) || t('room-js-not-possible')}.`.replace(/^./, (c) => c.toUpperCase());
+  if (!ok && !v.actions.some((a) => a.pick)) reason = t('room-js-no-action-possible', { reason });
   $('action-reason').textContent = reason;
 }
 
@@ -488,7 +497,9 @@ function renderView(v) {
   const input = $('text-input');
   input.disabled = observing || Boolean(v.muted) || Boolean(v.ended);
   $('send').disabled = input.disabled;
-  input.placeholder = v.muted ? `Wait for ${st.study ? st.study.partner.name : 'your partner'} to start the conversation` : 'Type a message and press Enter';
+  input.placeholder = v.muted
+    ? t('room-js-wait-for-partner', { partner: st.study ? st.study.partner.name : t('room-js-your-partner') })
+    : t('room-js-placeholder');
   st.partnerAway = Boolean(v.partner_away);
   renderPartner();
   if (role === 'user') {
@@ -496,7 +507,7 @@ function renderView(v) {
     const lock = v.lock && v.lock.kind === 'approval' ? v.lock : null;
     a.hidden = !lock;
     if (lock) {
-      $('approval-prompt').textContent = lock.prompt || 'Do you approve?';
+      $('approval-prompt').textContent = lock.prompt || t('room-js-approve-prompt');
       $('approve').textContent = lock.approve_label;
       $('deny').textContent = lock.deny_label;
     }
@@ -548,10 +559,11 @@ function renderGoal(e) {
   });
 }
 
-// The panel's words: the study's `goals.text` (`title`, `done`) from the welcome, else English.
+// The panel's words: the study's `goals.text` (`title`, `done`) from the welcome, else the
+// page language's.
 function goalWords() {
-  const t = (st.study && st.study.goal_text) || {};
-  return { title: t.title || 'Your goal', done: t.done || '(done)' };
+  const own = (st.study && st.study.goal_text) || {};
+  return { title: own.title || t('room-js-goal-title'), done: own.done || t('room-js-goal-done') };
 }
 
 function goalText(slot, value, kind) {
@@ -582,13 +594,13 @@ function renderTurnState(e) {
 function setupDatabase(tables) {
   if (role !== 'wizard' || !tables || !tables.length || $('db-panel')) return;
   const panel = el('section', { id: 'db-panel', class: 'panel', 'data-testid': 'db-panel', 'aria-labelledby': 'db-title' });
-  panel.append(el('h2', { id: 'db-title' }, 'Database'));
+  panel.append(el('h2', { id: 'db-title' }, t('room-js-database')));
   const pick = el('select', { id: 'db-table', 'data-testid': 'db-table' });
-  for (const t of tables) pick.append(el('option', { value: t.name }, t.name));
-  const label = el('label', {}, 'Table ');
+  for (const table of tables) pick.append(el('option', { value: table.name }, table.name));
+  const label = el('label', {}, `${t('room-js-table')} `);
   label.append(pick);
   const filters = el('div', { id: 'db-filters', 'data-testid': 'db-filters' });
-  const search = el('button', { type: 'button', id: 'db-search', 'data-testid': 'db-search' }, 'Search');
+  const search = el('button', { type: 'button', id: 'db-search', 'data-testid': 'db-search' }, t('room-js-search'));
   const selected = el('p', { id: 'db-selected', 'data-testid': 'db-selected', class: 'muted' });
   const results = el('table', { id: 'db-results', 'data-testid': 'db-results' });
   // The table scrolls sideways inside its own box, never the page.
@@ -605,13 +617,13 @@ function setupDatabase(tables) {
       const row = el('div', { class: 'db-filter', 'data-column': c.name });
       row.append(el('span', { class: 'db-column' }, c.name));
       if (c.type === 'text') {
-        const op = el('select', { 'data-testid': `db-op-${c.name}`, 'aria-label': `${c.name}: how to match` });
-        op.append(el('option', { value: 'contains' }, 'contains'), el('option', { value: 'equals' }, 'is'));
+        const op = el('select', { 'data-testid': `db-op-${c.name}`, 'aria-label': t('room-js-how-to-match', { column: c.name }) });
+        op.append(el('option', { value: 'contains' }, t('room-js-contains')), el('option', { value: 'equals' }, t('room-js-equals')));
         row.append(op, el('input', { type: 'text', 'data-testid': `db-value-${c.name}`, 'aria-label': c.name, maxlength: 200 }));
       } else {
         row.append(
-          el('input', { type: 'number', step: 'any', 'data-testid': `db-min-${c.name}`, 'aria-label': `${c.name} from`, placeholder: 'from' }),
-          el('input', { type: 'number', step: 'any', 'data-testid': `db-max-${c.name}`, 'aria-label': `${c.name} to`, placeholder: 'to' }),
+          el('input', { type: 'number', step: 'any', 'data-testid': `db-min-${c.name}`, 'aria-label': t('room-js-column-from', { column: c.name }), placeholder: t('room-js-from') }),
+          el('input', { type: 'number', step: 'any', 'data-testid': `db-max-${c.name}`, 'aria-label': t('room-js-column-to', { column: c.name }), placeholder: t('room-js-to') }),
         );
       }
       filters.append(row);
@@ -642,13 +654,13 @@ function setupDatabase(tables) {
 function renderDbResults(e) {
   const results = $('db-results');
   if (!results) return;
-  const t = st.study && st.study.database && st.study.database.find((x) => x.name === e.table);
-  const cols = t ? (t.show && t.show.length ? t.show : t.columns.map((c) => c.name)) : Object.keys(e.rows[0] || {});
+  const spec = st.study && st.study.database && st.study.database.find((x) => x.name === e.table);
+  const cols = spec ? (spec.show && spec.show.length ? spec.show : spec.columns.map((c) => c.name)) : Object.keys(e.rows[0] || {});
   results.replaceChildren();
   results.dataset.table = e.table;
   results.dataset.count = String(e.rows.length);
   if (!e.rows.length) {
-    results.append(el('caption', {}, 'Nothing found.'));
+    results.append(el('caption', {}, t('room-js-nothing-found')));
     return;
   }
   const head = el('tr');
@@ -659,7 +671,7 @@ function renderDbResults(e) {
     const key = e.result_keys[i];
     const tr = el('tr', { 'data-key': key });
     for (const c of cols) tr.append(dbCell(r[c]));
-    const use = el('button', { type: 'button', 'data-testid': `db-use-${key}` }, 'Use');
+    const use = el('button', { type: 'button', 'data-testid': `db-use-${key}` }, t('room-js-use'));
     use.disabled = observing;
     use.addEventListener('click', () => cmd({ cmd: 'select', table: e.table, key }));
     const td = el('td');
@@ -688,7 +700,7 @@ function renderWelcome(study) {
     $('map').alt = study.map.alt;
     setupMap(study);
   }
-  $('typing').textContent = `${study.partner.name} is typing…`;
+  $('typing').textContent = t('room-js-typing', { partner: study.partner.name });
 }
 
 // ---------------------------------------------------------------- connection
@@ -733,8 +745,8 @@ function showEnd(f) {
   // (Continue would only come back here: the page stays as it is, with the chat readable.)
   if (f.reason === 'seat_taken') {
     banner.replaceChildren(
-      el('strong', {}, 'A researcher has taken over your place in this conversation while you were away,'),
-      ' so you cannot rejoin it. Thank you for taking part.',
+      el('strong', {}, t('room-js-taken-over')),
+      ` ${t('room-js-taken-over-rest')}`,
     );
     banner.hidden = false;
     return;
@@ -756,7 +768,7 @@ function connect() {
   ws.onopen = () => {
     st.retry = 500;
     ws.send(JSON.stringify({ type: 'hello', last_seq: st.lastSeq }));
-    $('conn-status').textContent = 'connected';
+    $('conn-status').textContent = t('room-js-connected');
     main.dataset.connected = 'true';
   };
   ws.onmessage = (m) => {
@@ -767,7 +779,7 @@ function connect() {
   ws.onclose = () => {
     main.dataset.connected = 'false';
     if (st.done || st.hidden) return;
-    $('conn-status').textContent = 'reconnecting…';
+    $('conn-status').textContent = t('room-js-reconnecting');
     st.retryTimer = setTimeout(connect, st.retry);
     st.retry = Math.min(st.retry * 2, 5000);
   };
@@ -810,13 +822,13 @@ $('finish').addEventListener('click', () => {
   const b = $('finish');
   if (b.dataset.armed === 'true') {
     b.dataset.armed = 'false';
-    b.textContent = 'Finish';
+    b.textContent = t('room-js-finish');
     cmd({ cmd: 'finish' });
     return;
   }
   b.dataset.armed = 'true';
-  b.textContent = 'Click again to end';
-  setTimeout(() => { b.dataset.armed = 'false'; b.textContent = 'Finish'; }, 5000);
+  b.textContent = t('room-js-finish-confirm');
+  setTimeout(() => { b.dataset.armed = 'false'; b.textContent = t('room-js-finish'); }, 5000);
 });
 if (role === 'user') {
   $('approve').addEventListener('click', () => cmd({ cmd: 'approve' }));
@@ -858,7 +870,7 @@ if (observing) {
   }
   $('composer').hidden = true;
   $('finish').hidden = true;
-  $('conn-status').textContent = 'observing';
+  $('conn-status').textContent = t('room-js-observing');
   window.addEventListener('message', (m) => {
     if (m.origin !== location.origin || m.source !== window.parent || !m.data || typeof m.data !== 'object') return;
     if (m.data.reset) st.lastSeq = 0;

@@ -1,6 +1,9 @@
 // Waiting room: keeps a WebSocket open so that the lobby holds this participant's place, shows
 // the waiting time, and moves on when the server says so (`paired` → the room, `ended` → the
 // completion page, `reassigned` → the other role's instructions). Reconnects by itself; the wait limit counts from the first connection.
+// Its words come from the page (strings.js), in the study's language.
+
+import { t } from './strings.js';
 
 const main = document.querySelector('main[data-page="waiting"]');
 const seat = main ? main.dataset.seat : '';
@@ -9,7 +12,7 @@ const status = document.getElementById('waiting-status');
 // The study's own words for the wait (its waiting page's title or text), else a plain phrase;
 // an ellipsis is added unless the words already end in punctuation.
 const own = main ? (main.dataset.waiting || '').trim() : '';
-const words = own ? (/[.…!?:]$/.test(own) ? own : `${own}…`) : 'Waiting for a partner…';
+const words = own ? (/[.…!?:。！？：]$/.test(own) ? own : `${own}…`) : t('waiting-js-default');
 let done = false;
 let retry = 500;
 
@@ -30,13 +33,13 @@ function connect() {
     let f;
     try { f = JSON.parse(m.data); } catch { return; }
     if (f.type === 'waiting') {
-      status.textContent = `${words} ${fmt(f.waited_s)} (at most ${fmt(f.limit_s)})`;
+      status.textContent = t('waiting-js-time', { words, waited: fmt(f.waited_s), limit: fmt(f.limit_s) });
     } else if (f.type === 'paired' || f.type === 'ended') {
-      status.textContent = f.type === 'paired' ? 'Partner found. Starting…' : 'No partner was found.';
+      status.textContent = t(f.type === 'paired' ? 'waiting-js-paired' : 'waiting-js-no-partner');
       go(f.next);
     } else if (f.type === 'reassigned') {
       // Too many people arrived for this role: the other role's instructions, then the queue.
-      status.textContent = f.message || 'You now take the other role.';
+      status.textContent = f.message || t('waiting-js-reassigned');
       done = true;
       setTimeout(() => go(f.next), 4000);
     } else if (f.type === 'error') {
@@ -46,7 +49,7 @@ function connect() {
   };
   ws.onclose = () => {
     if (done) return;
-    status.textContent = 'Connection lost. Reconnecting…';
+    status.textContent = t('waiting-js-lost');
     setTimeout(connect, retry);
     retry = Math.min(retry * 2, 5000);
   };

@@ -17,6 +17,7 @@
 //!   `pairing`: what happens once a pair (or a timeout) is decided.
 //! - `room`: the room registry and the room actor, its per-role views and the built-in bots.
 //! - `flow`: where a participant is in the study's page flow.
+//! - [`i18n`]: the interface strings of the participant pages, one Fluent catalogue per language.
 //! - [`auth`]: the researcher password and login sessions; `security`: cookies, Origin, rate limits.
 //! - `chat`: conversations with dialogue systems under test (chat and arena pages): the
 //!   system clients, one session per system, replies in tasks of their own.
@@ -38,6 +39,7 @@ mod evaluation;
 mod flow;
 mod http;
 mod human;
+pub mod i18n;
 pub mod ledger;
 mod lobby;
 mod metered_store;

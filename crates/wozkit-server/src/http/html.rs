@@ -2,6 +2,8 @@
 //! participant text, ids) goes through [`esc`]; pages carry no inline scripts or styles, so the
 //! Content-Security-Policy can forbid both.
 
+use wozkit_core::language::Language;
+
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
@@ -85,6 +87,12 @@ pub fn layout(title: &str, body: &str, scripts: &[&str]) -> String {
 
 /// A whole page with extra trusted `<head>` markup (e.g. a timed redirect).
 pub fn layout_with_head(title: &str, head: &str, body: &str, scripts: &[&str]) -> String {
+    layout_in(Language::En, title, head, body, scripts)
+}
+
+/// A whole page in `lang` (a participant page of a study, in the study's `language:`), marked
+/// with its tag so browsers, screen readers and fonts treat the text as that language.
+pub fn layout_in(lang: Language, title: &str, head: &str, body: &str, scripts: &[&str]) -> String {
     let scripts: String = scripts
         .iter()
         .map(|s| {
@@ -95,10 +103,11 @@ pub fn layout_with_head(title: &str, head: &str, body: &str, scripts: &[&str]) -
         })
         .collect();
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{}</title><link rel=\"stylesheet\" href=\"/assets/style.css\">{head}</head>\
          <body>{body}{scripts}</body></html>",
+        lang.tag(),
         esc(title)
     )
 }

@@ -15,13 +15,14 @@ use wozkit_core::platforms::EndingKind;
 use wozkit_store::{NewEvent, Participant, ParticipantPatch, Platform};
 
 use super::entry::{current_participant, submit_url_ok};
-use super::html::{button_form, esc, layout, layout_with_head, paragraphs};
+use super::html::{button_form, esc, layout_in, paragraphs};
 use super::platform_return::{self, Return};
 use super::{judge, room_page, survey};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::evaluation as eval;
 use crate::flow;
+use crate::i18n::words;
 use crate::security::{origin_ok, parse_seat, seat_query};
 
 #[derive(Deserialize)]
@@ -121,20 +122,22 @@ pub async fn current(
     let title = page.and_then(|pg| pg.title.clone());
     let action = |path: &str| format!("{path}{}", seat_query(seat.as_deref()));
     let seat_attr = esc(seat.as_deref().unwrap_or(""));
+    let w = words(st.language);
+    let page_of = |body: &str, scripts: &[&str]| layout_in(w.lang(), &st.title, "", body, scripts);
     let html = match flow::kind_at(st, role, i) {
         PageKind::Consent => {
             let body = format!(
                 "<main class=\"narrow\" data-page=\"consent\"><h1>{}</h1>{}{}</main>",
-                esc(title.as_deref().unwrap_or("Consent")),
+                esc(&title.unwrap_or_else(|| w.get("consent-title"))),
                 page_text(page),
                 button_form(
                     &action("/p/next"),
                     &p.flow_step,
                     "accept",
-                    "I agree and want to take part"
+                    &w.get("consent-accept")
                 )
             );
-            layout(&st.title, &body, &[])
+            page_of(&body, &[])
         }
         PageKind::Instructions => {
             let me = match role {
@@ -145,9 +148,10 @@ pub async fn current(
             // single kind of participant and no role to announce.
             let badge = if st.has_room() {
                 format!(
-                    "<p class=\"role-badge\" data-testid=\"role\" data-role=\"{}\">Your role: \
+                    "<p class=\"role-badge\" data-testid=\"role\" data-role=\"{}\">{} \
                      <strong>{}</strong></p>",
                     role.as_str(),
+                    esc(&w.get("instructions-role")),
                     esc(&me.label)
                 )
             } else {
@@ -155,7 +159,7 @@ pub async fn current(
             };
             let body = format!(
                 "<main class=\"narrow\" data-page=\"instructions\"><h1>{}</h1>{}{}{}{}</main>",
-                esc(title.as_deref().unwrap_or("Instructions")),
+                esc(&title.unwrap_or_else(|| w.get("instructions-title"))),
                 badge,
                 paragraphs(&me.instructions),
                 page_text(page),
@@ -163,10 +167,10 @@ pub async fn current(
                     &action("/p/next"),
                     &p.flow_step,
                     "continue",
-                    "I have read this — continue"
+                    &w.get("instructions-continue")
                 )
             );
-            layout(&st.title, &body, &[])
+            page_of(&body, &[])
         }
         PageKind::Waiting | PageKind::Room if p.session_id.is_none() => {
             // The status line keeps the study's own words (waiting.js adds the time to them);
@@ -174,13 +178,16 @@ pub async fn current(
             let body = format!(
                 "<main class=\"narrow\" data-page=\"waiting\" data-seat=\"{seat_attr}\" \
                  data-waiting=\"{}\"><h1>{}</h1>{}\
-                 <p id=\"waiting-status\" data-testid=\"waiting-status\" role=\"status\">Connecting…</p>\
-                 <p class=\"muted\">Keep this tab open. You will be moved on automatically.</p></main>",
+                 <p id=\"waiting-status\" data-testid=\"waiting-status\" role=\"status\">{}</p>\
+                 <p class=\"muted\">{}</p></main>{}",
                 esc(&waiting_words(page)),
-                esc(title.as_deref().unwrap_or("Waiting for a partner")),
+                esc(&title.unwrap_or_else(|| w.get("waiting-title"))),
                 page_text(page),
+                esc(&w.get("waiting-connecting")),
+                esc(&w.get("waiting-keep-open")),
+                w.script_block("waiting-js-"),
             );
-            layout(&st.title, &body, &["waiting.js"])
+            page_of(&body, &["waiting.js"])
         }
         PageKind::Waiting | PageKind::Room => room_page::render(&study, role, seat.as_deref()),
         PageKind::Survey => survey::render(
@@ -228,7 +235,8 @@ pub async fn current(
                 EndingKind::Completed
             };
             let back = platform_return::of(&study.study, &p, ending, Some(&code));
-            completion(&study, page, no_partner, &back, &mturk_submit(&p, &code))
+            let mturk = mturk_submit(&p, &code, w);
+            completion(&study, page, no_partner, &back, &mturk)
         }
     };
     Ok(Html(html).into_response())
@@ -355,7 +363,7 @@ pub(crate) async fn ensure_code(
 /// MTurk's externalSubmit: a form posting the assignment id and the code back to the
 /// `turkSubmitTo` the worker came with (checked to be a web address at entry, and again here),
 /// so the assignment is submitted without the worker pasting anything.
-fn mturk_submit(p: &Participant, code: &str) -> String {
+fn mturk_submit(p: &Participant, code: &str, w: &crate::i18n::Words) -> String {
     let ids = &p.external_ids;
     let (Some(to), Some(assignment)) = (ids.get("turkSubmitTo"), ids.get("assignmentId")) else {
         return String::new();
@@ -368,10 +376,11 @@ fn mturk_submit(p: &Participant, code: &str) -> String {
         "<form id=\"mturk-submit\" data-testid=\"mturk-submit\" method=\"post\" action=\"{}\">\
          <input type=\"hidden\" name=\"assignmentId\" value=\"{}\">\
          <input type=\"hidden\" name=\"completionCode\" value=\"{}\">\
-         <button class=\"primary\" type=\"submit\">Submit the task to MTurk</button></form>",
+         <button class=\"primary\" type=\"submit\">{}</button></form>",
         esc(&action),
         esc(assignment),
-        esc(code)
+        esc(code),
+        esc(&w.get("completion-mturk-submit"))
     )
 }
 
@@ -383,6 +392,7 @@ fn completion(
     mturk: &str,
 ) -> String {
     let st = &study.study;
+    let w = words(st.language);
     // An MTurk worker submits with the form; a redirect would leave the page first.
     let (head, link) = if mturk.is_empty() {
         (back.head(), back.link())
@@ -390,16 +400,20 @@ fn completion(
         (String::new(), String::new())
     };
     let sorry = if no_partner {
-        "<p id=\"no-partner\" data-testid=\"no-partner\">No partner could be found in time. \
-         You are paid for waiting: please submit the code below.</p>"
+        format!(
+            "<p id=\"no-partner\" data-testid=\"no-partner\">{}</p>",
+            esc(&w.get("completion-no-partner"))
+        )
     } else {
-        ""
+        String::new()
     };
     let body = format!(
         "<main class=\"narrow\" data-page=\"completion\"><h1>{}</h1>{sorry}{}{}{mturk}{link}</main>",
-        esc(page.and_then(|p| p.title.as_deref()).unwrap_or("Thank you")),
+        esc(&page
+            .and_then(|p| p.title.clone())
+            .unwrap_or_else(|| w.get("completion-title"))),
         page_text(page),
         back.body(),
     );
-    layout_with_head(&st.title, &head, &body, &[])
+    layout_in(w.lang(), &st.title, &head, &body, &[])
 }

@@ -4,11 +4,13 @@
 //! lab, `/try`) sees wozkit's own per-participant code. wozkit's code is issued and logged
 //! either way (the payment table is built from it); this module only decides what is shown.
 
+use wozkit_core::language::Language;
 use wozkit_core::model::Study;
 use wozkit_core::platforms::EndingKind;
 use wozkit_store::{Participant, Platform};
 
 use super::html::esc;
+use crate::i18n::words;
 
 /// Seconds before an ending page sends the participant back to the crowd platform.
 pub const REDIRECT_S: u32 = 5;
@@ -23,13 +25,17 @@ pub struct Return {
     /// A Prolific participant whose ending has no Prolific code: the page says to message the
     /// researcher with wozkit's code instead.
     pub no_prolific_code: bool,
+    /// The study's page language, for the words around the code and the link.
+    pub lang: Language,
 }
 
 /// The return of `p` at `ending`, whose own code (when the ending gives one) is `own_code`.
 pub fn of(study: &Study, p: &Participant, ending: EndingKind, own_code: Option<&str>) -> Return {
+    let lang = study.language;
     if p.platform != Platform::Prolific {
         return Return {
             code: own_code.map(str::to_string),
+            lang,
             ..Return::default()
         };
     }
@@ -38,6 +44,7 @@ pub fn of(study: &Study, p: &Participant, ending: EndingKind, own_code: Option<&
             code: Some(code.to_string()),
             url: study.prolific_redirect(ending),
             no_prolific_code: false,
+            lang,
         },
         // A `completion_url` without `{code}` (a study without per-ending codes) still sends
         // the participant back; nobody is sent with a code Prolific cannot know.
@@ -45,6 +52,7 @@ pub fn of(study: &Study, p: &Participant, ending: EndingKind, own_code: Option<&
             code: own_code.map(str::to_string),
             url: study.prolific_redirect(ending),
             no_prolific_code: own_code.is_some(),
+            lang,
         },
     }
 }
@@ -65,19 +73,19 @@ impl Return {
 
     /// The code, the note of a missing Prolific code, and the link back, as page markup.
     pub fn body(&self) -> String {
+        let w = words(self.lang);
         let mut out = String::new();
         if self.no_prolific_code {
-            out.push_str(
-                "<p id=\"no-prolific-code\" data-testid=\"no-prolific-code\">This study has no \
-                 Prolific completion code for how your part ended. Please send the code below to \
-                 the researcher through Prolific's messages; you will be paid as the study \
-                 says.</p>",
-            );
+            out.push_str(&format!(
+                "<p id=\"no-prolific-code\" data-testid=\"no-prolific-code\">{}</p>",
+                esc(&w.get("completion-no-prolific-code"))
+            ));
         }
         if let Some(code) = &self.code {
             out.push_str(&format!(
-                "<p>Your completion code:</p><p class=\"code\"><output id=\"completion-code\" \
+                "<p>{}</p><p class=\"code\"><output id=\"completion-code\" \
                  data-testid=\"completion-code\">{}</output></p>",
+                esc(&w.get("completion-code")),
                 esc(code)
             ));
         }
@@ -86,13 +94,16 @@ impl Return {
 
     /// The link back to the platform.
     pub fn link(&self) -> String {
+        let w = words(self.lang);
         self.url
             .as_ref()
             .map(|href| {
                 format!(
                     "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\">\
-                     Return to the study platform</a> <span class=\"muted\">(automatically in {REDIRECT_S} seconds)</span></p>",
-                    esc(href)
+                     {}</a> <span class=\"muted\">{}</span></p>",
+                    esc(href),
+                    esc(&w.get("completion-return")),
+                    esc(&w.with("completion-return-auto", &[("seconds", &REDIRECT_S.to_string())]))
                 )
             })
             .unwrap_or_default()

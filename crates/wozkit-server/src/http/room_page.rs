@@ -4,10 +4,13 @@
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 
-use super::html::{esc, layout};
+use super::html::{esc, layout_in};
+use crate::i18n::words;
 
 pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
     let st = &study.study;
+    let w = words(st.language);
+    let t = |key: &str| esc(&w.get(key));
     let (me, partner) = match role {
         Role::User => (&st.roles.user, &st.roles.wizard),
         Role::Wizard => (&st.roles.wizard, &st.roles.user),
@@ -18,69 +21,88 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
     let has_robots = !st.world.robots.is_empty();
     let has_actions = !st.actions.is_empty();
     let options_panel = if role == Role::Wizard {
-        "<section id=\"options-panel\" class=\"panel\" aria-labelledby=\"options-title\">\
-           <div class=\"panel-head\"><h2 id=\"options-title\">What to say</h2>\
-           <button type=\"button\" id=\"hint\" data-testid=\"hint\" disabled>Hint</button></div>\
+        format!(
+            "<section id=\"options-panel\" class=\"panel\" aria-labelledby=\"options-title\">\
+           <div class=\"panel-head\"><h2 id=\"options-title\">{}</h2>\
+           <button type=\"button\" id=\"hint\" data-testid=\"hint\" disabled>{}</button></div>\
            <p id=\"lock-status\" data-testid=\"lock-status\" class=\"lock\" hidden></p>\
            <div id=\"options\" data-testid=\"options\"></div>\
-           <h3>Always available</h3><div id=\"fixed\" data-testid=\"fixed\" class=\"fixed\"></div>\
-         </section>"
+           <h3>{}</h3><div id=\"fixed\" data-testid=\"fixed\" class=\"fixed\"></div>\
+         </section>",
+            t("room-what-to-say"),
+            t("room-hint"),
+            t("room-always")
+        )
     } else {
-        ""
+        String::new()
     };
     let action_panel = if role == Role::Wizard && has_actions {
-        "<section id=\"action-panel\" class=\"panel\" data-testid=\"action-panel\" aria-labelledby=\"action-title\">\
-           <h2 id=\"action-title\">Robot actions</h2>\
+        format!(
+            "<section id=\"action-panel\" class=\"panel\" data-testid=\"action-panel\" aria-labelledby=\"action-title\">\
+           <h2 id=\"action-title\">{}</h2>\
            <div class=\"action-row\">\
-             <label>Action <select id=\"action-select\" data-testid=\"action-select\"></select></label>\
-             <label>Robot <select id=\"robot-select\" data-testid=\"robot-select\"></select></label>\
-             <label id=\"target-label\">Where <select id=\"target-select\" data-testid=\"target-select\"></select></label>\
-             <button type=\"button\" id=\"action-send\" data-testid=\"action-send\" disabled>Start</button>\
+             <label>{} <select id=\"action-select\" data-testid=\"action-select\"></select></label>\
+             <label>{} <select id=\"robot-select\" data-testid=\"robot-select\"></select></label>\
+             <label id=\"target-label\">{} <select id=\"target-select\" data-testid=\"target-select\"></select></label>\
+             <button type=\"button\" id=\"action-send\" data-testid=\"action-send\" disabled>{}</button>\
            </div>\
            <p id=\"action-reason\" data-testid=\"action-reason\" class=\"muted\"></p>\
-         </section>"
+         </section>",
+            t("room-robot-actions"),
+            t("room-action"),
+            t("room-robot"),
+            t("room-where"),
+            t("room-start")
+        )
     } else {
-        ""
+        String::new()
     };
     let approval = if role == Role::User {
-        "<div id=\"approval\" data-testid=\"approval\" class=\"approval\" hidden role=\"alertdialog\" aria-labelledby=\"approval-prompt\">\
+        format!(
+            "<div id=\"approval\" data-testid=\"approval\" class=\"approval\" hidden role=\"alertdialog\" aria-labelledby=\"approval-prompt\">\
            <p id=\"approval-prompt\"></p>\
-           <button type=\"button\" id=\"approve\" data-testid=\"approve\" class=\"primary\">Approve</button>\
-           <button type=\"button\" id=\"deny\" data-testid=\"deny\">Deny</button>\
-         </div>"
+           <button type=\"button\" id=\"approve\" data-testid=\"approve\" class=\"primary\">{}</button>\
+           <button type=\"button\" id=\"deny\" data-testid=\"deny\">{}</button>\
+         </div>",
+            t("room-approve"),
+            t("room-deny")
+        )
     } else {
-        ""
+        String::new()
     };
     let robots_panel = if has_robots {
-        "<section id=\"robots-panel\" class=\"panel\"><h2>Robots</h2><ul id=\"robots\" data-testid=\"robots\"></ul></section>"
+        format!(
+            "<section id=\"robots-panel\" class=\"panel\"><h2>{}</h2><ul id=\"robots\" data-testid=\"robots\"></ul></section>",
+            t("room-robots")
+        )
     } else {
-        ""
+        String::new()
     };
     let body = format!(
         "<main id=\"room\" class=\"room role-{role}\" data-page=\"room\" data-role=\"{role}\" data-seat=\"{seat}\">\
          <header class=\"topbar\">\
            <h1 id=\"study-title\">{title}</h1>\
-           <span class=\"who\">You are <strong>{me}</strong></span>\
+           <span class=\"who\">{you_are} <strong>{me}</strong></span>\
            <span id=\"subtask\" data-testid=\"subtask\"></span>\
-           <div class=\"progress\" title=\"Progress\"><div id=\"progress-bar\" data-testid=\"progress\" role=\"progressbar\" aria-valuemin=\"0\" aria-valuemax=\"100\" aria-valuenow=\"0\"></div></div>\
-           <span id=\"timer\" data-testid=\"timer\" aria-label=\"Time left\">--:--</span>\
-           <span id=\"conn-status\" data-testid=\"conn-status\" role=\"status\">connecting…</span>\
-           <button type=\"button\" id=\"finish\" data-testid=\"finish\" disabled>Finish</button>\
+           <div class=\"progress\" title=\"{progress}\"><div id=\"progress-bar\" data-testid=\"progress\" role=\"progressbar\" aria-label=\"{progress}\" aria-valuemin=\"0\" aria-valuemax=\"100\" aria-valuenow=\"0\"></div></div>\
+           <span id=\"timer\" data-testid=\"timer\" aria-label=\"{time_left}\">--:--</span>\
+           <span id=\"conn-status\" data-testid=\"conn-status\" role=\"status\">{connecting}</span>\
+           <button type=\"button\" id=\"finish\" data-testid=\"finish\" disabled>{finish}</button>\
          </header>\
          <div id=\"partner-status\" data-testid=\"partner-status\" class=\"banner\" role=\"status\" hidden></div>\
          <div id=\"end-banner\" data-testid=\"end-banner\" class=\"banner\" role=\"status\" hidden>\
-           <strong>The conversation has ended.</strong> Take your time to read the chat, then continue. \
-           <button type=\"button\" id=\"continue-after-end\" data-testid=\"continue-after-end\" class=\"primary\">Continue</button>\
+           <strong>{ended}</strong> {ended_read} \
+           <button type=\"button\" id=\"continue-after-end\" data-testid=\"continue-after-end\" class=\"primary\">{continue_}</button>\
          </div>\
          <div class=\"columns\">\
-           <section class=\"chat-col\" aria-label=\"Chat with {partner}\">\
+           <section class=\"chat-col\" aria-label=\"{chat_with}\">\
              <ol id=\"chat\" data-testid=\"chat\" aria-live=\"polite\"></ol>\
-             <div id=\"typing\" data-testid=\"typing\" class=\"muted\" hidden>{partner} is typing…</div>\
+             <div id=\"typing\" data-testid=\"typing\" class=\"muted\" hidden>{typing}</div>\
              {approval}\
              <form id=\"composer\" autocomplete=\"off\">\
-               <label for=\"text-input\" class=\"sr-only\">Message</label>\
-               <textarea id=\"text-input\" data-testid=\"text-input\" rows=\"2\" maxlength=\"2000\" placeholder=\"Type a message and press Enter\"></textarea>\
-               <button type=\"submit\" id=\"send\" data-testid=\"send\">Send</button>\
+               <label for=\"text-input\" class=\"sr-only\">{message}</label>\
+               <textarea id=\"text-input\" data-testid=\"text-input\" rows=\"2\" maxlength=\"2000\" placeholder=\"{placeholder}\"></textarea>\
+               <button type=\"submit\" id=\"send\" data-testid=\"send\">{send}</button>\
              </form>\
              <p id=\"notice\" data-testid=\"notice\" role=\"alert\"></p>\
            </section>\
@@ -88,14 +110,28 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
              {options_panel}{action_panel}\
              <section id=\"media-panel\" class=\"panel\" hidden><img id=\"media\" data-testid=\"media\" alt=\"\"></section>\
              {robots_panel}\
-             <section id=\"map-panel\" class=\"panel\" hidden><h2>Map</h2><img id=\"map\" data-testid=\"map\" alt=\"\"></section>\
+             <section id=\"map-panel\" class=\"panel\" tabindex=\"0\" aria-labelledby=\"map-heading\" hidden><h2 id=\"map-heading\">{map}</h2><img id=\"map\" data-testid=\"map\" alt=\"\"></section>\
            </aside>\
-         </div></main>",
+         </div></main>{strings}",
         role = role.as_str(),
         seat = esc(seat.unwrap_or("")),
         title = esc(&st.title),
         me = esc(me.name.as_deref().unwrap_or(&me.label)),
-        partner = esc(partner_name),
+        you_are = t("room-you-are"),
+        progress = t("room-progress"),
+        time_left = t("room-time-left"),
+        connecting = t("room-js-connecting"),
+        finish = t("room-finish"),
+        ended = t("room-ended"),
+        ended_read = t("room-ended-read"),
+        continue_ = t("room-continue"),
+        chat_with = esc(&w.with("room-chat-with", &[("partner", partner_name)])),
+        typing = esc(&w.with("room-js-typing", &[("partner", partner_name)])),
+        message = t("room-message"),
+        placeholder = t("room-js-placeholder"),
+        send = t("room-send"),
+        map = t("room-map"),
+        strings = w.script_block("room-js-"),
     );
-    layout(&st.title, &body, &["room.js"])
+    layout_in(w.lang(), &st.title, "", &body, &["room.js"])
 }

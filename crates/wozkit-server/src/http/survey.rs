@@ -16,12 +16,13 @@ use wozkit_core::model::{Page, PageKind};
 use wozkit_core::questions::{self, Problem, seed_of};
 use wozkit_store::{NewEvent, Participant};
 
-use super::html::{esc, layout, paragraphs};
+use super::html::{esc, layout_in, paragraphs};
 use super::pages::{SeatQuery, advance, to_page, who};
 use super::questions::fieldsets;
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::flow;
+use crate::i18n::words;
 use crate::security::{origin_ok, seat_query};
 
 /// The seed of a participant's shuffled orders: the same on every load of the page and when the
@@ -44,25 +45,19 @@ fn away_at_end<'a>(events: impl IntoIterator<Item = &'a EventKind>) -> Vec<Role>
     away
 }
 
-/// The sentence shown above the questions for `role` when the conversation did not end in the
-/// ordinary way: `reason` is how the session ended, `away` who was still away then.
+/// The catalogue key of the sentence shown above the questions for `role` when the
+/// conversation did not end in the ordinary way: `reason` is how the session ended, `away` who
+/// was still away then.
 pub fn end_sentence(reason: EndReason, role: Role, away: &[Role]) -> Option<&'static str> {
     match reason {
-        EndReason::NoPartner => {
-            Some("No partner could be found in time, so there was no conversation.")
-        }
+        EndReason::NoPartner => Some("survey-end-no-partner"),
         EndReason::Disconnect => {
             let me = away.contains(&role);
             let partner = away.contains(&role.other());
             Some(match (me, partner) {
-                (false, true) => {
-                    "Your partner lost the connection and did not come back in time, so the \
-                     conversation ended early."
-                }
-                (true, false) => {
-                    "Your connection was lost for too long, so the conversation ended early."
-                }
-                _ => "The connection was lost for too long, so the conversation ended early.",
+                (false, true) => "survey-end-partner-left",
+                (true, false) => "survey-end-me-left",
+                _ => "survey-end-lost",
             })
         }
         EndReason::Terminal | EndReason::TimeLimit | EndReason::Finished | EndReason::Aborted => {
@@ -71,8 +66,8 @@ pub fn end_sentence(reason: EndReason, role: Role, away: &[Role]) -> Option<&'st
     }
 }
 
-/// The sentence above the questions for participant `p` in `role`, read from its session in the
-/// store: `None` without a session, while it is live, or when it ended in the ordinary way.
+/// The catalogue key of the sentence above the questions for participant `p` in `role`, read
+/// from its session in the store: `None` without a session, while it is live, or when it ended in the ordinary way.
 pub async fn end_note(
     app: &AppState,
     p: &Participant,
@@ -100,8 +95,8 @@ pub async fn end_note(
 }
 
 /// The questionnaire page of `role` (its own questionnaire, or the shared one): `fields` (the
-/// posted form, if any) are put back into the form, and `note` (from [`end_note`]), if any, is
-/// one paragraph (`#end-note`) between the title and the questions.
+/// posted form, if any) are put back into the form, and `note` (a catalogue key from
+/// [`end_note`]), if any, is one paragraph (`#end-note`) between the title and the questions.
 #[allow(clippy::too_many_arguments)]
 pub fn render(
     study: &LoadedStudy,
@@ -115,19 +110,20 @@ pub fn render(
     note: Option<&str>,
 ) -> String {
     let st = &study.study;
+    let w = words(st.language);
     let qs = fieldsets(st.survey.questions(role), seed, fields, problems);
     let title = page
         .and_then(|p| p.title.clone())
         .or_else(|| st.survey.title(role).map(str::to_string))
-        .unwrap_or_else(|| "Questionnaire".into());
+        .unwrap_or_else(|| w.get("survey-title"));
     let body = format!(
         "<main class=\"narrow\" data-page=\"survey\"><h1>{}</h1>{}{}\
          <form method=\"post\" action=\"{}\" id=\"survey\"><input type=\"hidden\" name=\"step\" value=\"{}\">{qs}\
-         <button type=\"submit\" id=\"survey-submit\" data-testid=\"survey-submit\" class=\"primary\">Submit</button></form></main>",
+         <button type=\"submit\" id=\"survey-submit\" data-testid=\"survey-submit\" class=\"primary\">{}</button></form></main>",
         esc(&title),
         note.map(|n| format!(
             "<p id=\"end-note\" data-testid=\"end-note\" class=\"banner\" role=\"note\">{}</p>",
-            esc(n)
+            esc(&w.get(n))
         ))
         .unwrap_or_default(),
         page.and_then(|p| p.text.as_deref())
@@ -135,8 +131,9 @@ pub fn render(
             .unwrap_or_default(),
         esc(action),
         esc(step),
+        esc(&w.get("survey-submit")),
     );
-    layout(&st.title, &body, &[])
+    layout_in(w.lang(), &st.title, "", &body, &[])
 }
 
 /// `POST /p/survey`.
@@ -246,11 +243,12 @@ mod tests {
             Role::User,
             &[Role::User, Role::Wizard],
         );
-        assert!(partner_left.is_some_and(|s| s.starts_with("Your partner")));
-        assert!(i_left.is_some_and(|s| s.starts_with("Your connection")));
-        assert!(both.is_some_and(|s| s.starts_with("The connection")));
+        let en = |key: Option<&str>| key.map(|k| words(Default::default()).get(k));
+        assert!(en(partner_left).is_some_and(|s| s.starts_with("Your partner")));
+        assert!(en(i_left).is_some_and(|s| s.starts_with("Your connection")));
+        assert!(en(both).is_some_and(|s| s.starts_with("The connection")));
         assert!(
-            end_sentence(EndReason::NoPartner, Role::User, &[])
+            en(end_sentence(EndReason::NoPartner, Role::User, &[]))
                 .is_some_and(|s| s.contains("No partner"))
         );
         for reason in [

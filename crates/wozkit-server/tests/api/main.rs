@@ -19,6 +19,7 @@ mod goals;
 mod hostile;
 mod human;
 mod instances;
+mod languages;
 mod launch;
 mod lobby;
 mod metrics;

@@ -1,0 +1,126 @@
+# Interface strings of the participant's pages in English (the default). Every key here is in
+# every other catalogue too (a unit test in src/i18n.rs checks it). Keys starting `room-js-` and
+# `waiting-js-` are handed to assets/room.js and assets/waiting.js; their variables become
+# `{name}` holes that the script fills.
+
+## Consent and instructions
+
+consent-title = Consent
+consent-accept = I agree and want to take part
+instructions-title = Instructions
+instructions-role = Your role:
+instructions-continue = I have read this — continue
+
+## Waiting room
+
+waiting-title = Waiting for a partner
+waiting-connecting = Connecting…
+waiting-keep-open = Keep this tab open. You will be moved on automatically.
+waiting-js-default = Waiting for a partner…
+waiting-js-time = { $words } { $waited } (at most { $limit })
+waiting-js-paired = Partner found. Starting…
+waiting-js-no-partner = No partner was found.
+waiting-js-reassigned = You now take the other role.
+waiting-js-lost = Connection lost. Reconnecting…
+
+## The room page
+
+room-you-are = You are
+room-progress = Progress
+room-time-left = Time left
+room-finish = Finish
+room-ended = The conversation has ended.
+room-ended-read = Take your time to read the chat, then continue.
+room-continue = Continue
+room-chat-with = Chat with { $partner }
+room-message = Message
+room-send = Send
+room-what-to-say = What to say
+room-hint = Hint
+room-always = Always available
+room-robot-actions = Robot actions
+room-action = Action
+room-robot = Robot
+room-where = Where
+room-start = Start
+room-approve = Approve
+room-deny = Deny
+room-robots = Robots
+room-map = Map
+
+## The room's script
+
+room-js-connecting = connecting…
+room-js-connected = connected
+room-js-reconnecting = reconnecting…
+room-js-observing = observing
+room-js-not-connected = Not connected. Reconnecting…
+room-js-you = You
+room-js-free-text = free text
+room-js-act-request = request
+room-js-act-interaction = interaction
+room-js-act-action = action
+room-js-act-update = update
+room-js-action-started = { $robot }: { $action } started
+room-js-action-started-to = { $robot }: { $action } → { $place } started
+room-js-action-finished = { $robot } finished
+room-js-action-finished-at = { $robot } finished at { $place }
+room-js-milestone = Milestone: { $subtask } ({ $progress }%)
+room-js-approved = Approved
+room-js-denied = Denied
+room-js-ended = The conversation has ended.
+room-js-selected = Selected in { $table }: { $key }
+room-js-partner-lost = Your partner lost the connection. Waiting for them to come back…
+room-js-partner-lost-countdown = Your partner lost the connection. Waiting { $countdown } for them to come back…
+room-js-battery = battery { $percent }%
+room-js-busy = { $action } ({ $percent }%, { $eta } s left)
+room-js-standby = on standby
+room-js-waiting-user = Waiting for the user…
+room-js-no-option = No dialogue option right now: use the buttons below or type.
+room-js-lock-approval = Waiting for the user to approve or deny.
+room-js-lock-reply = Waiting for the user to reply.
+room-js-no-actions = No actions in this study.
+room-js-not-possible = Not possible now
+room-js-no-action-possible = No action is possible now. { $reason }
+room-js-wait-for-partner = Wait for { $partner } to start the conversation
+room-js-your-partner = your partner
+room-js-placeholder = Type a message and press Enter
+room-js-approve-prompt = Do you approve?
+room-js-goal-title = Your goal
+room-js-goal-done = (done)
+room-js-database = Database
+room-js-table = Table
+room-js-search = Search
+room-js-how-to-match = { $column }: how to match
+room-js-contains = contains
+room-js-equals = is
+room-js-from = from
+room-js-to = to
+room-js-column-from = { $column } from
+room-js-column-to = { $column } to
+room-js-nothing-found = Nothing found.
+room-js-use = Use
+room-js-typing = { $partner } is typing…
+room-js-taken-over = A researcher has taken over your place in this conversation while you were away,
+room-js-taken-over-rest = so you cannot rejoin it. Thank you for taking part.
+room-js-finish = Finish
+room-js-finish-confirm = Click again to end
+
+## Questionnaire
+
+survey-title = Questionnaire
+survey-submit = Submit
+survey-end-no-partner = No partner could be found in time, so there was no conversation.
+survey-end-partner-left = Your partner lost the connection and did not come back in time, so the conversation ended early.
+survey-end-me-left = Your connection was lost for too long, so the conversation ended early.
+survey-end-lost = The connection was lost for too long, so the conversation ended early.
+
+## Completion
+
+completion-title = Thank you
+completion-no-partner = No partner could be found in time. You are paid for waiting: please submit the code below.
+completion-mturk-submit = Submit the task to MTurk
+completion-code = Your completion code:
+completion-no-prolific-code = This study has no Prolific completion code for how your part ended. Please send the code below to the researcher through Prolific's messages; you will be paid as the study says.
+completion-return = Return to the study platform
+completion-return-auto = (automatically in { $seconds } seconds)

@@ -1,0 +1,124 @@
+# Interface strings of the participant's pages in Simplified Chinese: the keys of en.ftl, each
+# translated (see en.ftl for how the scripts read them).
+
+## Consent and instructions
+
+consent-title = 参与说明
+consent-accept = 我同意并愿意参与
+instructions-title = 说明
+instructions-role = 你的角色：
+instructions-continue = 我已阅读——继续
+
+## Waiting room
+
+waiting-title = 正在等待对方
+waiting-connecting = 正在连接…
+waiting-keep-open = 请不要关闭此页面，准备好后会自动进入下一步。
+waiting-js-default = 正在等待对方…
+waiting-js-time = { $words } 已等待 { $waited }（最长 { $limit }）
+waiting-js-paired = 已找到对方，即将开始…
+waiting-js-no-partner = 没有找到对方。
+waiting-js-reassigned = 你现在改为扮演另一个角色。
+waiting-js-lost = 连接已断开，正在重新连接…
+
+## The room page
+
+room-you-are = 你的身份：
+room-progress = 进度
+room-time-left = 剩余时间
+room-finish = 结束
+room-ended = 对话已结束。
+room-ended-read = 可以再看看聊天记录，然后继续。
+room-continue = 继续
+room-chat-with = 与{ $partner }聊天
+room-message = 消息
+room-send = 发送
+room-what-to-say = 回复选项
+room-hint = 提示
+room-always = 常用回复
+room-robot-actions = 机器人操作
+room-action = 操作
+room-robot = 机器人
+room-where = 地点
+room-start = 开始
+room-approve = 同意
+room-deny = 拒绝
+room-robots = 机器人
+room-map = 地图
+
+## The room's script
+
+room-js-connecting = 正在连接…
+room-js-connected = 已连接
+room-js-reconnecting = 正在重新连接…
+room-js-observing = 旁观中
+room-js-not-connected = 未连接，正在重新连接…
+room-js-you = 你
+room-js-free-text = 自由输入
+room-js-act-request = 询问
+room-js-act-interaction = 交互
+room-js-act-action = 行动
+room-js-act-update = 告知
+room-js-action-started = { $robot }：开始{ $action }
+room-js-action-started-to = { $robot }：开始{ $action } → { $place }
+room-js-action-finished = { $robot }已完成
+room-js-action-finished-at = { $robot }已在{ $place }完成
+room-js-milestone = 阶段完成：{ $subtask }（{ $progress }%）
+room-js-approved = 已同意
+room-js-denied = 已拒绝
+room-js-ended = 对话已结束。
+room-js-selected = 已在{ $table }中选中：{ $key }
+room-js-partner-lost = 对方的连接已断开，正在等待对方回来…
+room-js-partner-lost-countdown = 对方的连接已断开，将等待 { $countdown }，看对方是否回来…
+room-js-battery = 电量 { $percent }%
+room-js-busy = { $action }（{ $percent }%，还需 { $eta } 秒）
+room-js-standby = 待命
+room-js-waiting-user = 正在等待对方回复…
+room-js-no-option = 现在没有可选的回复：请使用下面的按钮或自己输入。
+room-js-lock-approval = 正在等待对方同意或拒绝。
+room-js-lock-reply = 正在等待对方回复。
+room-js-no-actions = 本研究没有可执行的操作。
+room-js-not-possible = 现在无法执行
+room-js-no-action-possible = 现在没有可执行的操作。{ $reason }
+room-js-wait-for-partner = 请等待{ $partner }开始对话
+room-js-your-partner = 对方
+room-js-placeholder = 输入消息，按回车发送
+room-js-approve-prompt = 你同意吗？
+room-js-goal-title = 你的目标
+room-js-goal-done = （已完成）
+room-js-database = 数据库
+room-js-table = 表
+room-js-search = 搜索
+room-js-how-to-match = { $column }：匹配方式
+room-js-contains = 包含
+room-js-equals = 等于
+room-js-from = 最低
+room-js-to = 最高
+room-js-column-from = { $column } 最低
+room-js-column-to = { $column } 最高
+room-js-nothing-found = 没有找到结果。
+room-js-use = 选用
+room-js-typing = { $partner }正在输入…
+room-js-taken-over = 你离开期间，一位研究人员接替了你在这段对话中的位置，
+room-js-taken-over-rest = 所以你无法再回到这段对话。感谢你的参与。
+room-js-finish = 结束
+room-js-finish-confirm = 再点一次以结束
+
+## Questionnaire
+
+survey-title = 问卷
+survey-submit = 提交
+survey-end-no-partner = 没能及时找到对方，所以没有进行对话。
+survey-end-partner-left = 对方的连接断开后没有及时回来，所以对话提前结束了。
+survey-end-me-left = 你的连接断开时间过长，所以对话提前结束了。
+survey-end-lost = 连接断开时间过长，所以对话提前结束了。
+
+## Completion
+
+completion-title = 谢谢
+completion-no-partner = 没能及时找到对方。等待的时间也会付酬：请提交下面的完成码。
+completion-mturk-submit = 向 MTurk 提交任务
+completion-code = 你的完成码：
+completion-no-prolific-code = 本研究没有为你的结束方式设置 Prolific 完成码。请通过 Prolific 的消息把下面的完成码发给研究人员；你会按研究说明获得报酬。
+completion-return = 返回任务平台
+completion-return-auto = （{ $seconds } 秒后自动返回）
