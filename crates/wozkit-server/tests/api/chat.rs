@@ -18,7 +18,7 @@ use crate::helpers::{
 use mock_openai::{Behaviour, Cut, MockOpenAi, echo, pieces};
 
 #[path = "mock_openai.rs"]
-mod mock_openai;
+pub mod mock_openai;
 
 // ----- studies -----
 

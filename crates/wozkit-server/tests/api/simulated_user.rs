@@ -12,12 +12,8 @@ use wozkit_server::records::payments;
 use wozkit_server::{ModelUser, Tunables};
 use wozkit_systems::judge::JudgeEndpoint;
 
+use crate::chat::mock_openai::MockOpenAi;
 use crate::helpers::*;
-
-#[path = "mock_openai.rs"]
-#[allow(dead_code)]
-mod mock_openai;
-use mock_openai::MockOpenAi;
 
 #[tokio::test]
 async fn a_test_wizard_gets_the_simulated_user_who_answers_with_the_dialogue_so_far() {
