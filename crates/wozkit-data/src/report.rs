@@ -74,6 +74,9 @@ pub struct ReportOptions {
     pub questionnaires: Questionnaires,
     /// Test sessions too (`/try`, lab links with `test=1`); left out otherwise.
     pub include_test: bool,
+    /// Dialogues with a simulated user in the user's seat too (`docs/simulated-users.md`);
+    /// left out otherwise, so the report is about people unless asked.
+    pub include_simulated: bool,
 }
 
 impl Default for ReportOptions {
@@ -90,6 +93,7 @@ impl Default for ReportOptions {
             },
             questionnaires: Questionnaires::default(),
             include_test: false,
+            include_simulated: false,
         }
     }
 }
@@ -219,6 +223,10 @@ pub async fn build_report(
     }
     let mut collected = Collected::default();
     while let Some(session) = stream.next().await? {
+        if !options.include_simulated && wozkit_core::simulated_users::is_simulated(&session.events)
+        {
+            continue;
+        }
         collected.add(&session, options)?;
     }
     let (judgments, judges, live) = read_judgments(store, study, options).await?;

@@ -128,6 +128,10 @@ pub struct ReportArgs {
     /// Report test sessions too (/try, lab links with test=1); they are left out otherwise.
     #[arg(long)]
     include_test: bool,
+    /// Report the dialogues of simulated users too (`wozkit simulate-users`, `serve
+    /// --simulated-user`); the report is about people otherwise.
+    #[arg(long)]
+    include_simulated: bool,
 }
 
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
@@ -312,6 +316,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         },
         questionnaires: questionnaires(&args.studies)?,
         include_test: args.include_test,
+        include_simulated: args.include_simulated,
     };
     let started = Instant::now();
     let report = with_store(&args.data.data, Access::Snapshot, async |store| {

@@ -209,6 +209,21 @@ fn simulated_users_play_a_grounded_woz_study_to_the_end() {
     let table = std::fs::read_to_string(&payments).unwrap();
     assert_eq!(table.lines().count(), 1, "{table}");
 
+    // The report is about people unless asked: then the three dialogues and their goals count.
+    let report = |extra: &[&str]| {
+        let path = dir.path().join("report.json");
+        let mut args = vec!["report", "--data", data.to_str().unwrap()];
+        args.extend_from_slice(&["--json", path.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let (code, _, err) = wozkit(&args);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    assert_eq!(report(&[])["sessions"], 0);
+    let with = report(&["--include-simulated"]);
+    assert_eq!(with["sessions"], 3);
+    assert!(with["goal_scores"].is_object(), "{}", with["goal_scores"]);
+
     // The exports hold them.
     let export = dir.path().join("crosswoz.json");
     let (code, _, err) = wozkit(&[
