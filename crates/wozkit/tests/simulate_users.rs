@@ -224,6 +224,30 @@ fn simulated_users_play_a_grounded_woz_study_to_the_end() {
     assert_eq!(with["sessions"], 3);
     assert!(with["goal_scores"].is_object(), "{}", with["goal_scores"]);
 
+    // The session logs say who played the user.
+    let logs_path = dir.path().join("logs.jsonl");
+    let (code, _, err) = wozkit(&[
+        "export",
+        "--format",
+        "log",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        logs_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let logged: Vec<Value> = std::fs::read_to_string(&logs_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 3);
+    assert!(
+        logged
+            .iter()
+            .all(|l| l["simulated_user"] == "goal-follower")
+    );
+
     // The exports hold them.
     let export = dir.path().join("crosswoz.json");
     let (code, _, err) = wozkit(&[

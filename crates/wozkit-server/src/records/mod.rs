@@ -11,7 +11,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use serde::Serialize;
-use wozkit_core::event::{Event, Role};
+use wozkit_core::event::{Actor, Event, EventKind, Role};
 use wozkit_store::{Platform, SessionFilter, SessionRecord, Store, StoreError};
 
 pub use metrics::{Metrics, metrics};
@@ -53,6 +53,10 @@ pub struct SessionLog {
     pub version: u32,
     pub session: SessionRecord,
     pub participants: Vec<LoggedParticipant>,
+    /// The simulated user who played the user's seat (`simulated:NAME` in the events); written
+    /// only for such a session (`docs/simulated-users.md`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_user: Option<String>,
     pub metrics: Metrics,
     pub events: Vec<Event>,
 }
@@ -75,9 +79,16 @@ pub async fn session_log(
             completion_code: p.completion_code,
         })
         .collect();
+    let simulated_user = events.iter().find_map(|e| match (&e.kind, &e.actor) {
+        (EventKind::Joined { bot: true, .. }, Actor::Bot { name, .. }) => name
+            .strip_prefix(wozkit_core::simulated_users::ACTOR_PREFIX)
+            .map(str::to_string),
+        _ => None,
+    });
     Ok(SessionLog {
         format: "wozkit-session-log",
         version: 1,
+        simulated_user,
         metrics: metrics(&events),
         session: record,
         participants,
