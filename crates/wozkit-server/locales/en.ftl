@@ -115,6 +115,25 @@ survey-end-partner-left = Your partner lost the connection and did not come back
 survey-end-me-left = Your connection was lost for too long, so the conversation ended early.
 survey-end-lost = The connection was lost for too long, so the conversation ended early.
 
+## Questions (questionnaires and questions pages)
+
+question-optional = (optional)
+question-choose-all = Choose all that apply.
+question-choose-between = Choose { $lo } to { $hi }.
+question-choose-at-least = Choose at least { $lo }.
+question-choose-at-most = Choose at most { $hi }.
+question-words-between = { $lo } to { $hi } words.
+question-words-at-least = At least { $lo } words.
+question-words-at-most = At most { $hi } words.
+question-whole = A whole number.
+question-whole-between = A whole number, { $lo } to { $hi }.
+question-whole-at-least = A whole number, at least { $lo }.
+question-whole-at-most = A whole number, at most { $hi }.
+question-number-between = A number, { $lo } to { $hi }.
+question-number-at-least = A number, at least { $lo }.
+question-number-at-most = A number, at most { $hi }.
+question-rank = Give each option a different rank: 1 for the first, { $count } for the last.
+
 ## Completion
 
 completion-title = Thank you

@@ -113,6 +113,25 @@ survey-end-partner-left = 对方的连接断开后没有及时回来，所以对
 survey-end-me-left = 你的连接断开时间过长，所以对话提前结束了。
 survey-end-lost = 连接断开时间过长，所以对话提前结束了。
 
+## Questions (questionnaires and questions pages)
+
+question-optional = （选填）
+question-choose-all = 可多选。
+question-choose-between = 请选择 { $lo } 到 { $hi } 项。
+question-choose-at-least = 请至少选择 { $lo } 项。
+question-choose-at-most = 最多选择 { $hi } 项。
+question-words-between = { $lo } 到 { $hi } 个词。
+question-words-at-least = 至少 { $lo } 个词。
+question-words-at-most = 最多 { $hi } 个词。
+question-whole = 请填整数。
+question-whole-between = 请填 { $lo } 到 { $hi } 之间的整数。
+question-whole-at-least = 请填不小于 { $lo } 的整数。
+question-whole-at-most = 请填不大于 { $hi } 的整数。
+question-number-between = 请填 { $lo } 到 { $hi } 之间的数。
+question-number-at-least = 请填不小于 { $lo } 的数。
+question-number-at-most = 请填不大于 { $hi } 的数。
+question-rank = 请给每个选项不同的名次：1 为第一，{ $count } 为最后。
+
 ## Completion
 
 completion-title = 谢谢

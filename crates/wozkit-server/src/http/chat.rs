@@ -47,6 +47,7 @@ use crate::chat::{self, Convo, Frame, Side};
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
 use crate::flow;
+use crate::i18n::words;
 use crate::security::seat_query;
 
 /// Live feedback values under a reply.
@@ -439,7 +440,13 @@ fn render(
                 Some(EndReason::TimeLimit) => "The time for this conversation is up.",
                 _ => "The conversation has ended.",
             },
-            fieldsets(&ev.questions, seed, fields, problems),
+            fieldsets(
+                words(ctx.study.study.language),
+                &ev.questions,
+                seed,
+                fields,
+                problems
+            ),
         )
     } else {
         let closed = turns >= c.max_turns;

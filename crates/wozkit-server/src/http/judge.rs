@@ -19,6 +19,7 @@ use wozkit_core::evaluation::{
     AnnotationKind, Dialogue, Ending, EvalTask, Evaluation, Justification, KnownItem,
 };
 use wozkit_core::event::{EventKind, ItemPool, Judgment, Role, ScreenReason, TurnLabel};
+use wozkit_core::language::Language;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
 use wozkit_core::platforms::EndingKind;
@@ -33,6 +34,7 @@ use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
 use crate::flow;
+use crate::i18n::words;
 use crate::security::{origin_ok, seat_query};
 
 /// Field names in a posted form.
@@ -257,7 +259,7 @@ pub fn questions_page(
         page_head(page, "A few questions"),
         esc(action),
         esc(step),
-        fieldsets(qs, seed, fields, problems),
+        fieldsets(words(study.study.language), qs, seed, fields, problems),
     );
     layout(&study.study.title, &body, &[])
 }
@@ -407,7 +409,13 @@ pub fn onboarding_page(
                         .iter()
                         .map(|d| transcript(d, 0, "Conversation", None, fields, &[]))
                         .collect::<String>(),
-                    fieldsets(&onboarding_questions(ev, n, k), seed, fields, problems)
+                    fieldsets(
+                        words(study.study.language),
+                        &onboarding_questions(ev, n, k),
+                        seed,
+                        fields,
+                        problems
+                    )
                 ),
             };
             format!(
@@ -663,7 +671,13 @@ fn item_page(
             String::new(),
         ),
     };
-    let qs = fieldsets(&ev.questions, seed, fields, problems);
+    let qs = fieldsets(
+        words(study.study.language),
+        &ev.questions,
+        seed,
+        fields,
+        problems,
+    );
     let progress = format!(
         "<p class=\"muted\" data-testid=\"item-progress\">Item {} of at most {} · please submit within {} minutes</p>",
         f.judged.min(ev.items_per_worker) + 1,
@@ -955,7 +969,8 @@ pub(super) fn justification_html(
         "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend>{}{}</legend>\
          <textarea name=\"justification\" id=\"justification\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
         esc(prompt),
-        super::questions::optional_mark(j.required, prompt),
+        // The evaluation pages are still in English (docs/languages.md).
+        super::questions::optional_mark(words(Language::En), j.required, prompt),
         questions::MAX_TEXT_CHARS,
         if j.required { " required" } else { "" },
         esc(field(fields, "justification").unwrap_or("")),

@@ -11,10 +11,12 @@
 use wozkit_core::questions::{MAX_TEXT_CHARS, Problem, Question, QuestionKind};
 
 use super::html::esc;
+use crate::i18n::Words;
 
 /// The fieldsets of `questions`, numbered from 1, with `fields` (the posted form, if any) put
 /// back and each problem next to its question.
 pub fn fieldsets(
+    w: &Words,
     questions: &[Question],
     seed: u64,
     fields: &[(String, String)],
@@ -28,7 +30,7 @@ pub fn fieldsets(
                 .iter()
                 .find(|p| p.question == q.id)
                 .map(|p| p.message.as_str());
-            fieldset(n + 1, q, seed, fields, problem)
+            fieldset(w, n + 1, q, seed, fields, problem)
         })
         .collect()
 }
@@ -63,6 +65,7 @@ impl Ctx<'_> {
 }
 
 fn fieldset(
+    w: &Words,
     n: usize,
     q: &Question,
     seed: u64,
@@ -70,7 +73,7 @@ fn fieldset(
     problem: Option<&str>,
 ) -> String {
     let id = esc(&q.id);
-    let hint = hint(q);
+    let hint = hint(w, q);
     let mut described = vec![];
     if hint.is_some() {
         described.push(format!("{id}-hint"));
@@ -100,7 +103,7 @@ fn fieldset(
         QuestionKind::Matrix => matrix(&ctx, &order),
         QuestionKind::Ranking => ranking(&ctx, &order),
     };
-    let optional = optional_mark(required, &q.text);
+    let optional = optional_mark(w, required, &q.text);
     let hint = hint
         .map(|h| format!("<p class=\"hint\" id=\"{id}-hint\">{}</p>", esc(&h)))
         .unwrap_or_default();
@@ -128,46 +131,49 @@ fn fieldset(
 
 /// A short line under the question saying what is accepted, when it is not obvious.
 /// The mark after the label of a question that may be left empty; none when it is required or
-/// its text already says "(optional)" at its end (any case, spaces trimmed).
-pub(super) fn optional_mark(required: bool, label: &str) -> &'static str {
-    const MARK: &str = "(optional)";
+/// its text already says "(optional)" (in the page's language) at its end (any case, spaces
+/// trimmed).
+pub(super) fn optional_mark(w: &Words, required: bool, label: &str) -> String {
+    let mark = w.get("question-optional");
+    let label = label.trim();
     let says_so = label
-        .trim()
-        .get(label.trim().len().saturating_sub(MARK.len())..)
-        .is_some_and(|end| end.eq_ignore_ascii_case(MARK));
+        .len()
+        .checked_sub(mark.len())
+        .and_then(|at| label.get(at..))
+        .is_some_and(|end| end.to_lowercase() == mark.to_lowercase());
     if required || says_so {
-        ""
+        String::new()
     } else {
-        " <span class=\"muted\">(optional)</span>"
+        format!(" <span class=\"muted\">{}</span>", esc(&mark))
     }
 }
 
-fn hint(q: &Question) -> Option<String> {
+fn hint(w: &Words, q: &Question) -> Option<String> {
+    // `what` names the message family: `question-KIND-between`, `-at-least`, `-at-most`.
     let between = |lo: Option<String>, hi: Option<String>, what: &str| match (lo, hi) {
-        (Some(lo), Some(hi)) => Some(format!("{what} {lo} to {hi}.")),
-        (Some(lo), None) => Some(format!("{what} at least {lo}.")),
-        (None, Some(hi)) => Some(format!("{what} at most {hi}.")),
+        (Some(lo), Some(hi)) => Some(w.with(
+            &format!("question-{what}-between"),
+            &[("lo", &lo), ("hi", &hi)],
+        )),
+        (Some(lo), None) => Some(w.with(&format!("question-{what}-at-least"), &[("lo", &lo)])),
+        (None, Some(hi)) => Some(w.with(&format!("question-{what}-at-most"), &[("hi", &hi)])),
         (None, None) => None,
     };
     let s = |v: Option<u32>| v.map(|v| v.to_string());
     let f = |v: Option<f64>| v.map(|v| v.to_string());
     match q.kind {
-        QuestionKind::Multiple => between(s(q.min_choices), s(q.max_choices), "Choose")
-            .or_else(|| Some("Choose all that apply.".into())),
-        QuestionKind::Text | QuestionKind::Comment => match (q.min_words, q.max_words) {
-            (Some(lo), Some(hi)) => Some(format!("{lo} to {hi} words.")),
-            (Some(lo), None) => Some(format!("At least {lo} words.")),
-            (None, Some(hi)) => Some(format!("At most {hi} words.")),
-            (None, None) => None,
-        },
-        QuestionKind::Number if q.integer => {
-            between(f(q.min), f(q.max), "A whole number,").or(Some("A whole number.".into()))
+        QuestionKind::Multiple => between(s(q.min_choices), s(q.max_choices), "choose")
+            .or_else(|| Some(w.get("question-choose-all"))),
+        QuestionKind::Text | QuestionKind::Comment => {
+            between(s(q.min_words), s(q.max_words), "words")
         }
-        QuestionKind::Number => between(f(q.min), f(q.max), "A number,"),
-        QuestionKind::Ranking => Some(format!(
-            "Give each option a different rank: 1 for the first, {} for the last.",
-            q.options.len()
-        )),
+        QuestionKind::Number if q.integer => {
+            between(f(q.min), f(q.max), "whole").or_else(|| Some(w.get("question-whole")))
+        }
+        QuestionKind::Number => between(f(q.min), f(q.max), "number"),
+        QuestionKind::Ranking => {
+            Some(w.with("question-rank", &[("count", &q.options.len().to_string())]))
+        }
         _ => None,
     }
 }
@@ -304,6 +310,8 @@ fn ranking(ctx: &Ctx<'_>, order: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::i18n::words;
+    use wozkit_core::language::Language;
 
     fn question(v: serde_json::Value) -> Question {
         serde_json::from_value(v).unwrap_or_else(|e| panic!("fixture question: {e}"))
@@ -319,7 +327,7 @@ mod tests {
             question: "why".into(),
             message: "Write at least 2 words (you wrote 1 word).".into(),
         }];
-        let html = fieldsets(&[q], 1, &fields, &problems);
+        let html = fieldsets(words(Language::En), &[q], 1, &fields, &problems);
         assert!(html.contains("Why &lt;not&gt;?"), "{html}");
         assert!(
             html.contains("aria-describedby=\"why-hint why-problem\""),
@@ -336,7 +344,7 @@ mod tests {
             "options": ["a", "b", "c", "d", "e", "f"]
         }));
         let shown = q.shown_order(9);
-        let html = fieldsets(std::slice::from_ref(&q), 9, &[], &[]);
+        let html = fieldsets(words(Language::En), std::slice::from_ref(&q), 9, &[], &[]);
         let positions: Vec<usize> = shown
             .iter()
             .map(|i| {

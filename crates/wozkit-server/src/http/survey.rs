@@ -111,7 +111,7 @@ pub fn render(
 ) -> String {
     let st = &study.study;
     let w = words(st.language);
-    let qs = fieldsets(st.survey.questions(role), seed, fields, problems);
+    let qs = fieldsets(w, st.survey.questions(role), seed, fields, problems);
     let title = page
         .and_then(|p| p.title.clone())
         .or_else(|| st.survey.title(role).map(str::to_string))
