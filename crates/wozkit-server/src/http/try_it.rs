@@ -1,7 +1,8 @@
 //! `GET /try`: the researcher plays both roles side by side. Each frame is a fresh lab
 //! participant in its own "seat" (its own cookie), and both carry the same private pair key, so
 //! they are paired with each other and never with a real participant. Both are marked as tests
-//! (`test=1`), so reports, exports and payments leave their session out unless asked.
+//! (`test=1`), so reports, exports and payments leave their session out unless asked. A server
+//! with a simulated user (`serve --simulated-user`) shows the wizard's frame only.
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -64,6 +65,21 @@ pub async fn page(
             esc(&study.study.title),
             query_escape(&study.study.id),
             esc(&src("user", &us)),
+        );
+        return Ok(Html(layout("Try it", &body, &[])).into_response());
+    }
+    if let Some(user) = &app.tunables.simulated_user {
+        // Piloting alone (`serve --simulated-user`): the simulated user takes the user's seat as
+        // soon as the wizard arrives, so only the wizard's frame is shown.
+        let body = format!(
+            "<main class=\"try\"><header class=\"bar\"><h1>Try: {}</h1>\
+             <span class=\"muted\">You are the wizard; the simulated user {} plays the user. A test session, marked simulated.</span>\
+             <a href=\"/try?study={}\">Start again</a>{others}<a href=\"/researcher\">Sessions</a></header>\
+             <div class=\"frames\"><iframe id=\"try-wizard\" title=\"Wizard\" src=\"{}\"></iframe></div></main>",
+            esc(&study.study.title),
+            esc(&user.spec.name),
+            query_escape(&study.study.id),
+            esc(&src("wizard", &ws)),
         );
         return Ok(Html(layout("Try it", &body, &[])).into_response());
     }

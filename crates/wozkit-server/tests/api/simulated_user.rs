@@ -31,6 +31,19 @@ async fn a_test_wizard_gets_the_simulated_user_who_answers_with_the_dialogue_so_
     let mut app = spawn_app_tuned(Tiny::default(), tunables).await;
     let tiny = Arc::new(Tiny::default().study());
 
+    // The try page shows the wizard's frame only.
+    let researcher = login(&app).await;
+    let page = app
+        .http("GET", "/try?study=tiny", &[("Cookie", &researcher)], "")
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(page.body.matches("<iframe").count(), 1, "{}", page.body);
+    assert!(page.body.contains("id=\"try-wizard\""), "{}", page.body);
+    assert!(
+        page.body
+            .contains("the simulated user pilot plays the user")
+    );
+
     let wizard = app.join("participant=me&role=wizard&test=1").await;
     wizard.accept_pages().await;
     let mut waiting = wizard.ws().await;
