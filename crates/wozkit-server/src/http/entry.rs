@@ -232,17 +232,26 @@ pub async fn join(
     {
         // MTurk shows this page before the worker accepts: what the task is, and no participant.
         let st = &study.study;
+        let w = crate::i18n::words(st.language);
+        let roles = w.with(
+            "preview-roles",
+            &[
+                ("user", st.roles.user.label.as_str()),
+                ("wizard", st.roles.wizard.label.as_str()),
+            ],
+        );
         let body = format!(
             "<main class=\"narrow\" data-page=\"preview\"><h1>{}</h1>\
              <section id=\"task-description\" data-testid=\"task-description\">{}\
-             <p>You will chat with another worker, in one of two roles: {} or {}.</p></section>\
-             <p id=\"preview\"><strong>Accept the task to take part.</strong></p></main>",
+             <p>{}</p></section>\
+             <p id=\"preview\"><strong>{}</strong></p></main>",
             esc(&st.title),
             paragraphs(&st.description),
-            esc(&st.roles.user.label),
-            esc(&st.roles.wizard.label),
+            esc(&roles),
+            esc(&w.get("preview-accept")),
         );
-        return Ok(Html(layout(&study.study.title, &body, &[])).into_response());
+        let html = super::html::layout_in(w.lang(), &st.title, "", &body, &[]);
+        return Ok(Html(html).into_response());
     }
     let seat = match q.get("seat") {
         Some(s) => Some(parse_named_seat(s).ok_or_else(|| {

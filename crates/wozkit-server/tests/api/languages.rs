@@ -180,6 +180,23 @@ async fn a_chinese_study_shows_no_english_interface_word_on_any_page() {
     let data = tempfile::tempdir().expect("temp dir");
     let mut app = spawn_app_in(data.path().to_path_buf(), crosswoz_with_survey()).await;
 
+    // MTurk's preview, before a worker accepts: no participant yet.
+    let preview = crate::client::http(
+        app.addr,
+        "GET",
+        "/join?workerId=W1&hitId=H1&assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE",
+        &[],
+        "",
+    )
+    .await
+    .body;
+    assert!(preview.contains("data-page=\"preview\""), "{preview}");
+    assert!(
+        preview.contains("扮演两个角色之一：游客或旅游助手"),
+        "{preview}"
+    );
+    assert!(preview.contains("<html lang=\"zh-Hans\">"), "{preview}");
+
     let user = app.join("participant=guest&role=user").await;
     let wizard = app.join("participant=helper&role=wizard").await;
     for (who, c) in [("user", &user), ("wizard", &wizard)] {
