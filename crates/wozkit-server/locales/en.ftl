@@ -3,6 +3,11 @@
 # `waiting-js-` are handed to assets/room.js and assets/waiting.js; their variables become
 # `{name}` holes that the script fills.
 
+## MTurk's preview of the task (before the worker accepts it)
+
+preview-roles = You will chat with another worker, in one of two roles: { $user } or { $wizard }.
+preview-accept = Accept the task to take part.
+
 ## Consent and instructions
 
 consent-title = Consent

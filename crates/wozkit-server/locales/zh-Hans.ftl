@@ -1,6 +1,11 @@
 # Interface strings of the participant's pages in Simplified Chinese: the keys of en.ftl, each
 # translated (see en.ftl for how the scripts read them).
 
+## MTurk's preview of the task (before the worker accepts it)
+
+preview-roles = 你将与另一位参与者聊天，扮演两个角色之一：{ $user }或{ $wizard }。
+preview-accept = 接受任务后即可参与。
+
 ## Consent and instructions
 
 consent-title = 参与说明
