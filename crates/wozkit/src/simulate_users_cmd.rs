@@ -202,6 +202,13 @@ pub fn simulate_users(args: SimulateUsersArgs) -> Result<ExitCode> {
     if args.dialogues == 0 || args.concurrency == 0 {
         bail!("--dialogues and --concurrency must be at least 1");
     }
+    // Warnings only (a simulated user that cannot answer, a store that fails): the rooms' info
+    // lines would drown the summary.
+    tracing_subscriber::fmt()
+        .with_target(false)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+        .with_writer(std::io::stderr)
+        .init();
     let study = crate::study_cmds::load(&args.study)?;
     if !study.study.has_room() {
         bail!(

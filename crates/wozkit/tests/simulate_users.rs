@@ -31,8 +31,9 @@ fn answer(prompt: &str) -> String {
     }
 }
 
-/// Serves chat completions on a local port in a thread of its own; returns the base URL.
-fn spawn_user() -> String {
+/// Serves chat completions on a local port in a thread of its own; returns the base URL. A
+/// `broken` stand-in answers with JSON that holds no reply.
+fn spawn_user(broken: bool) -> String {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -70,10 +71,14 @@ fn spawn_user() -> String {
                     };
                     let request: Value = serde_json::from_slice(&body).unwrap();
                     let prompt = request["messages"][0]["content"].as_str().unwrap_or("");
-                    let reply = json!({
-                        "choices": [{"message": {"role": "assistant", "content": answer(prompt)}}],
-                    })
-                    .to_string();
+                    let reply = if broken {
+                        json!({"oops": "no choices"}).to_string()
+                    } else {
+                        json!({
+                            "choices": [{"message": {"role": "assistant", "content": answer(prompt)}}],
+                        })
+                        .to_string()
+                    };
                     let response = format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
                         reply.len()
@@ -120,7 +125,7 @@ fn sessions(data: &Path, ids: &[String]) -> Vec<Vec<wozkit_core::event::Event>> 
 fn simulated_users_play_a_grounded_woz_study_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let url = spawn_user();
+    let url = spawn_user(false);
     let user = format!("goal-follower={url}#scripted");
     let (code, out, err) = wozkit(&[
         "simulate-users",
@@ -299,4 +304,40 @@ fn a_bad_user_flag_is_a_clear_error() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("has no WoZ room"), "{err}");
+}
+
+#[test]
+fn a_user_endpoint_without_replies_stops_the_user_with_a_warning_and_the_dialogues_still_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let user = format!("mute={}#scripted", spawn_user(true));
+    let (code, out, err) = wozkit(&[
+        "simulate-users",
+        "crosswoz-demo",
+        "--user",
+        &user,
+        "--dialogues",
+        "2",
+        "--pace-ms",
+        "20-40",
+        "--data",
+        data.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["failed"], json!([]));
+    // The user never spoke for itself (a lock's answer is the scripted rule's), and says why.
+    assert!(
+        err.contains("the simulated user could not answer and stops"),
+        "{err}"
+    );
+    assert!(err.contains("no `choices[0].message.content`"), "{err}");
+    let ended: u64 = summary["ended"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(ended, 2, "{summary}");
 }
