@@ -102,3 +102,83 @@ async fn a_test_wizard_gets_the_simulated_user_who_answers_with_the_dialogue_so_
     assert!(rows.iter().all(|r| r.session != session), "{rows:?}");
     app.stop().await;
 }
+
+fn piloting(mock: &MockOpenAi) -> Tunables {
+    let spec = SimulatedUser {
+        prompt: "{conversation}".into(),
+        ..SimulatedUser::named("pilot")
+    };
+    let endpoint =
+        JudgeEndpoint::new(&spec.actor_name(), &mock.base_url(), "sim-user", None).expect("client");
+    Tunables {
+        simulated_user: Some(Arc::new(ModelUser { spec, endpoint })),
+        ..fast()
+    }
+}
+
+/// The user's messages in a room's frames until the `n`-th: their texts.
+async fn user_said(ww: &mut Ws, n: usize) -> Vec<String> {
+    let mut out = vec![];
+    while out.len() < n {
+        let v = ww
+            .until(|v| {
+                v["type"] == "event"
+                    && v["event"]["kind"] == "message"
+                    && v["event"]["role"] == "user"
+            })
+            .await;
+        out.push(v["event"]["text"].as_str().unwrap_or_default().to_string());
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_simulated_user_keeps_its_seat_after_a_restart() {
+    let mock = MockOpenAi::start().await;
+    let tiny = Tiny::default();
+    let mut app = spawn_app_tuned(tiny.clone(), piloting(&mock)).await;
+    let wizard = app.join("participant=me&role=wizard&test=1").await;
+    wizard.accept_pages().await;
+    let mut waiting = wizard.ws().await;
+    waiting.hello(0).await;
+    let session = waiting.until_type("paired").await["session"]
+        .as_str()
+        .expect("session")
+        .to_string();
+    let mut ww = enter(&wizard, 0).await;
+    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    assert_eq!(
+        user_said(&mut ww, 1).await,
+        ["sim-user: reply to assistant: Hello, I am Fred. (turn 1)"]
+    );
+
+    let tmp = app.take_dir().expect("temp dir");
+    app.stop().await;
+    let mut app = spawn_app_in_tuned(tmp.path().to_path_buf(), tiny.study(), piloting(&mock)).await;
+    let wizard = Client {
+        addr: app.addr,
+        ..wizard
+    };
+    let mut ww = enter(&wizard, 0).await;
+    ww.cmd("c2", json!({"cmd": "text", "text": "Anything else?"}))
+        .await;
+    assert_eq!(ww.answer("c2").await["type"], "ack");
+    // Replayed first, then the answer to the new message, from the whole dialogue so far.
+    let said = user_said(&mut ww, 2).await;
+    assert_eq!(
+        said[1],
+        "sim-user: reply to assistant: Hello, I am Fred.\nuser: sim-user: reply to assistant: \
+         Hello, I am Fred. (turn 1)\nassistant: Anything else? (turn 1)"
+    );
+    let events = app.events(&session).await;
+    let by_pilot = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.actor, Actor::Bot { name, .. } if name == "simulated:pilot")
+                && matches!(e.kind, EventKind::Message { .. })
+        })
+        .count();
+    assert_eq!(by_pilot, 2);
+    assert_eq!(mock.requests("sim-user").len(), 2);
+    app.stop().await;
+}
