@@ -148,3 +148,4 @@ completion-code = Your completion code:
 completion-no-prolific-code = This study has no Prolific completion code for how your part ended. Please send the code below to the researcher through Prolific's messages; you will be paid as the study says.
 completion-return = Return to the study platform
 completion-return-auto = (automatically in { $seconds } seconds)
+completion-stay = Stay on this page

@@ -146,3 +146,4 @@ completion-code = 你的完成码：
 completion-no-prolific-code = 本研究没有为你的结束方式设置 Prolific 完成码。请通过 Prolific 的消息把下面的完成码发给研究人员；你会按研究说明获得报酬。
 completion-return = 返回任务平台
 completion-return-auto = （{ $seconds } 秒后自动返回）
+completion-stay = 留在此页面

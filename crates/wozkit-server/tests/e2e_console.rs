@@ -178,6 +178,7 @@ async fn play(
     )
     .await?;
     frame_chat(r, "user", "the greeting in the user's view", "Fred").await?;
+    r.check_accessible("observe (console)").await?;
     u.type_into("text-input", USER_SAYS).await?;
     u.click("send").await?;
     frame_chat(
@@ -285,6 +286,7 @@ async fn play(
         vec![json!(STUDY)],
     )
     .await?;
+    r.check_accessible("home (console)").await?;
     shoot_settled(r, "console-home.png").await?;
     Ok(Done {
         session,
@@ -306,6 +308,7 @@ async fn log_in(server: &TestServer, br: &Browser) -> Result<()> {
         prefilled == json!(""),
         "the login page's account field is prefilled with {prefilled}"
     );
+    br.check_accessible("login (console)").await?;
     br.type_into_css("#name", ACCOUNT).await?;
     br.type_into_css("#password", PASSWORD).await?;
     click_css(br, "#login").await?;
@@ -557,6 +560,7 @@ async fn replay(server: &TestServer, r: &Browser, session: &str) -> Result<()> {
         vec![json!(total)],
     )
     .await?;
+    r.check_accessible("replay (console)").await?;
 
     // The last step first, then back to the start.
     scrub(r, total).await?;
@@ -685,6 +689,7 @@ async fn review(server: &TestServer, r: &Browser, user: &str, wizard: &str) -> R
         vec![],
     )
     .await?;
+    r.check_accessible("review (console)").await?;
     decide(r, user, "approve", "", "").await?;
     decide(r, wizard, "bonus", BONUS, BONUS_REASON).await?;
     r.js(

@@ -27,6 +27,8 @@ mod browser;
 #[allow(dead_code)]
 #[path = "e2e/server.rs"]
 mod server;
+#[path = "e2e/sides.rs"]
+mod sides;
 
 use std::path::Path;
 use std::time::Duration;
@@ -40,6 +42,7 @@ use wozkit_store::{LeaseState, Platform};
 
 use browser::{Browser, Driver, close_all, shoot_settled};
 use server::TestServer;
+use sides::{other, side_of, sides};
 
 /// The whole test must end within this time, whatever happens.
 const LIMIT: Duration = Duration::from_secs(110);
@@ -352,53 +355,6 @@ async fn rating_page(server: &TestServer, c: &Browser) -> Result<()> {
         n[2]
     );
     shoot_settled(c, "eval-rate.png").await
-}
-
-/// The other side.
-fn other(side: &str) -> &'static str {
-    if side == "left" { "right" } else { "left" }
-}
-
-/// The side on which `dialogue` is shown.
-fn side_of(shown: &[String], dialogue: &str) -> Result<&'static str> {
-    match shown.iter().position(|d| d == dialogue) {
-        Some(0) => Ok("left"),
-        Some(1) => Ok("right"),
-        _ => bail!("{dialogue} is not one of the two dialogues shown: {shown:?}"),
-    }
-}
-
-/// The dialogues shown inside `within`, left then right, each recognised by its turns' text.
-async fn sides(br: &Browser, ev: &Evaluation, within: &str) -> Result<Vec<String>> {
-    let v = br
-        .js(
-            "const c = document.querySelector(arguments[0]);\
-             return [0, 1].map((s) => {\
-               const d = c && c.querySelector(`[data-testid=dialogue-${s}]`);\
-               return d ? [...d.querySelectorAll('.turn .text')].map((t) => t.textContent) : null })",
-            vec![json!(within)],
-        )
-        .await?;
-    let texts: Vec<Option<Vec<String>>> = serde_json::from_value(v)?;
-    let mut shown = vec![];
-    for (s, turns) in texts.into_iter().enumerate() {
-        let turns = turns.with_context(|| format!("{}: no dialogue on side {s}", br.name))?;
-        let matching: Vec<&str> = ev
-            .dialogues
-            .iter()
-            .filter(|d| d.turns.iter().map(|t| &t.text).eq(turns.iter()))
-            .map(|d| d.id.as_str())
-            .collect();
-        match matching.as_slice() {
-            [id] => shown.push(id.to_string()),
-            _ => bail!(
-                "{}: side {s} matches {} dialogues of the study: {turns:?}",
-                br.name,
-                matching.len()
-            ),
-        }
-    }
-    Ok(shown)
 }
 
 /// Checks that a short page fits the window without a scrollbar.

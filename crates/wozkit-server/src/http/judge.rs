@@ -966,8 +966,8 @@ pub(super) fn justification_html(
         .as_deref()
         .unwrap_or("Why? Please explain your choice briefly.");
     format!(
-        "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend>{}{}</legend>\
-         <textarea name=\"justification\" id=\"justification\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
+        "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend id=\"justification-legend\">{}{}</legend>\
+         <textarea name=\"justification\" id=\"justification\" aria-labelledby=\"justification-legend\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
         esc(prompt),
         // The evaluation pages are still in English (docs/languages.md).
         super::questions::optional_mark(words(Language::En), j.required, prompt),

@@ -58,17 +58,16 @@ pub fn of(study: &Study, p: &Participant, ending: EndingKind, own_code: Option<&
 }
 
 impl Return {
-    /// The `<head>` markup of the timed redirect (none for an MTurk form, which submits itself).
+    /// The `<head>` markup of the timed return (none for an MTurk form, which submits itself):
+    /// a script that follows the link after [`REDIRECT_S`] seconds unless the participant
+    /// presses "Stay on this page". Not a `<meta>` refresh, which nobody can stop (WCAG 2.2.1;
+    /// axe-core's `meta-refresh`).
     pub fn head(&self) -> String {
-        self.url
-            .as_ref()
-            .map(|href| {
-                format!(
-                    "<meta http-equiv=\"refresh\" content=\"{REDIRECT_S};url={}\">",
-                    esc(href)
-                )
-            })
-            .unwrap_or_default()
+        if self.url.is_some() {
+            "<script type=\"module\" src=\"/assets/return.js\"></script>".to_string()
+        } else {
+            String::new()
+        }
     }
 
     /// The code, the note of a missing Prolific code, and the link back, as page markup.
@@ -99,11 +98,13 @@ impl Return {
             .as_ref()
             .map(|href| {
                 format!(
-                    "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\">\
-                     {}</a> <span class=\"muted\">{}</span></p>",
+                    "<p><a id=\"completion-link\" data-testid=\"completion-link\" class=\"button primary\" href=\"{}\" data-redirect-s=\"{REDIRECT_S}\">\
+                     {}</a> <span id=\"completion-auto\" class=\"muted\">{}</span> \
+                     <button type=\"button\" id=\"completion-stay\" data-testid=\"completion-stay\" hidden>{}</button></p>",
                     esc(href),
                     esc(&w.get("completion-return")),
-                    esc(&w.with("completion-return-auto", &[("seconds", &REDIRECT_S.to_string())]))
+                    esc(&w.with("completion-return-auto", &[("seconds", &REDIRECT_S.to_string())])),
+                    esc(&w.get("completion-stay")),
                 )
             })
             .unwrap_or_default()

@@ -372,11 +372,11 @@ fn platform_name(platform: &str) -> &str {
 
 fn action_fields(prefix: &str) -> String {
     format!(
-        "<select name=\"action\" id=\"{prefix}-action\"><option value=\"approve\">approve</option>\
+        "<select name=\"action\" id=\"{prefix}-action\" aria-label=\"decision\"><option value=\"approve\">approve</option>\
          <option value=\"reject\">reject</option><option value=\"bonus\">bonus</option>\
          <option value=\"block\">block</option><option value=\"note\">note</option></select>\
-         <input type=\"text\" name=\"amount\" id=\"{prefix}-amount\" placeholder=\"bonus, e.g. 1.50\" inputmode=\"decimal\" size=\"8\">\
-         <input type=\"text\" name=\"reason\" id=\"{prefix}-reason\" placeholder=\"reason / note\" maxlength=\"{MAX_REASON}\">"
+         <input type=\"text\" name=\"amount\" id=\"{prefix}-amount\" aria-label=\"bonus amount\" placeholder=\"bonus, e.g. 1.50\" inputmode=\"decimal\" size=\"8\">\
+         <input type=\"text\" name=\"reason\" id=\"{prefix}-reason\" aria-label=\"reason or note\" placeholder=\"reason / note\" maxlength=\"{MAX_REASON}\">"
     )
 }
 

@@ -95,7 +95,7 @@ async fn a_prolific_participant_who_finishes_is_sent_back_with_the_studys_code()
     assert_eq!(shown_code(&page), COMPLETED, "{page}");
     let expected = mock_url(&prolific, COMPLETED);
     assert_eq!(link(&page).as_deref(), Some(expected.as_str()), "{page}");
-    assert!(page.contains("http-equiv=\"refresh\""), "{page}");
+    assert!(timed_return(&page), "{page}");
     assert!(!page.contains("no-prolific-code"), "{page}");
     assert_eq!(follow(&page, "PW1").await, 200);
 
@@ -104,10 +104,7 @@ async fn a_prolific_participant_who_finishes_is_sent_back_with_the_studys_code()
     let own = shown_code(&page);
     assert_eq!(own.len(), 8, "{page}");
     assert_ne!(own, COMPLETED);
-    assert!(
-        link(&page).is_none() && !page.contains("http-equiv=\"refresh\""),
-        "{page}"
-    );
+    assert!(link(&page).is_none() && !timed_return(&page), "{page}");
 
     // wozkit still issued and recorded the wizard's own code (the payment table's).
     let prolific_user = app
@@ -170,7 +167,7 @@ async fn no_partner_uses_its_own_code_or_sends_nobody_with_a_code_prolific_refus
             assert_eq!(code == NO_PARTNER, sent_back, "{query:?}: {page}");
             assert_eq!(code.len(), 8, "{page}");
             assert_eq!(link(&page).is_some(), sent_back, "{query:?}: {page}");
-            assert_eq!(page.contains("http-equiv=\"refresh\""), sent_back, "{page}");
+            assert_eq!(timed_return(&page), sent_back, "{page}");
             assert_eq!(
                 page.contains("data-testid=\"no-prolific-code\""),
                 from_prolific && !declared,
@@ -196,4 +193,18 @@ async fn no_partner_uses_its_own_code_or_sends_nobody_with_a_code_prolific_refus
         "{visits:?}"
     );
     assert_eq!(visits[0].code, NO_PARTNER);
+}
+
+/// Whether the page goes back to the platform by itself: the return script, the link's delay
+/// and the button that stops it (never a `<meta>` refresh, which nobody can stop).
+fn timed_return(page: &str) -> bool {
+    assert!(!page.contains("http-equiv=\"refresh\""), "{page}");
+    let parts = [
+        "<script type=\"module\" src=\"/assets/return.js\"></script>",
+        "data-redirect-s=\"5\"",
+        "data-testid=\"completion-stay\" hidden>",
+    ];
+    let found = parts.iter().filter(|p| page.contains(*p)).count();
+    assert!(found == 0 || found == parts.len(), "{page}");
+    found == parts.len()
 }

@@ -13,11 +13,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::error::{CmdError, ErrorStatus};
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
+
+/// axe-core 4.14.1 (Deque Systems, MPL-2.0: tests/e2e/axe/LICENSE), unmodified: the
+/// accessibility checker run in every page a test waits for ([`Browser::check_accessible`]).
+const AXE: &str = include_str!("axe/axe.min.js");
+
+/// Keys of the WebDriver standard, for [`Browser::keys`].
+pub const TAB: char = '\u{E004}';
+pub const ENTER: char = '\u{E007}';
+pub const SPACE: char = '\u{E00D}';
+pub const ARROW_DOWN: char = '\u{E015}';
+/// The most presses of Tab [`Browser::tab_to`] tries before it fails.
+const MAX_TABS: usize = 150;
 
 /// How long one wait may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(15);
@@ -206,6 +219,7 @@ impl Driver {
             client,
             size,
             _profile: profile,
+            checked: Default::default(),
         };
         browser.fit_viewport().await?;
         Ok(browser)
@@ -261,6 +275,9 @@ pub struct Browser {
     size: (u32, u32),
     /// The profile (cookies, storage) of this browser only; removed when the test ends.
     _profile: tempfile::TempDir,
+    /// The pages already checked by axe-core (by the name the test waited for), so each is
+    /// checked once per browser.
+    checked: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 fn testid(id: &str) -> String {
@@ -344,12 +361,62 @@ impl Browser {
         self.explain(r).await
     }
 
-    /// Waits for the page of the flow (`data-page` of `<main>`) to be `page`.
+    /// Waits for the page of the flow (`data-page` of `<main>`) to be `page`, then checks it
+    /// with axe-core the first time this browser sees it ([`Browser::check_accessible`]).
     pub async fn wait_page(&self, page: &str) -> Result<()> {
         let script = "return (document.querySelector('main[data-page]') || {dataset: {}}).dataset.page === arguments[0]";
         self.wait_js(&format!("the {page} page"), script, vec![json!(page)])
+            .await?;
+        self.check_accessible(page).await
+    }
+
+    /// Runs axe-core on the page as it is now and fails, listing them, on any serious or
+    /// critical violation (WCAG 2.x A and AA rules and axe's best practices). Each `name` is
+    /// checked once per browser.
+    pub async fn check_accessible(&self, name: &str) -> Result<()> {
+        let first = self
+            .checked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string());
+        if !first {
+            return Ok(());
+        }
+        // Injected as the body of the script WebDriver runs (not a <script> element, which the
+        // pages' Content-Security-Policy would refuse); its UMD wrapper sets `window.axe`.
+        let injected = self
+            .js(
+                &format!("if (!window.axe) {{ {AXE}\n }} return !!window.axe"),
+                vec![],
+            )
+            .await?;
+        if injected != json!(true) {
+            bail!("{}: axe-core did not load in the {name} page", self.name);
+        }
+        let found = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];\
+                 axe.run(document, {resultTypes: ['violations']})\
+                   .then((r) => done(r.violations\
+                     .filter((v) => v.impact === 'serious' || v.impact === 'critical')\
+                     .map((v) => `${v.id} (${v.impact}): ${v.help}; at ${v.nodes.slice(0, 4)\
+                        .map((n) => n.target.join(' ') + (n.failureSummary ? ' [' + n.failureSummary.replace(/\\s+/g, ' ').slice(0, 160) + ']' : ''))\
+                        .join(' | ')}`)))\
+                   .catch((e) => done(['axe-core failed: ' + e]));",
+                vec![],
+            )
             .await
-            .map(drop)
+            .with_context(|| format!("{}: running axe-core in the {name} page", self.name))?;
+        let violations: Vec<String> = serde_json::from_value(found).context("axe's answer")?;
+        ensure!(
+            violations.is_empty(),
+            "{}: the {name} page has {} serious or critical accessibility violation(s):\n  {}",
+            self.name,
+            violations.len(),
+            violations.join("\n  ")
+        );
+        Ok(())
     }
 
     /// Clicks the element with this `data-testid` once it is there and enabled.
@@ -379,6 +446,107 @@ impl Browser {
         })
         .await;
         self.explain(r).await
+    }
+
+    /// Presses `keys` one after the other, as a keyboard does: each goes to whatever has the
+    /// focus (nothing is clicked or focused by the driver).
+    pub async fn keys(&self, keys: &str) -> Result<()> {
+        let mut seq = KeyActions::new("keyboard".into());
+        for c in keys.chars() {
+            seq = seq
+                .then(KeyAction::Down { value: c })
+                .then(KeyAction::Up { value: c });
+        }
+        self.client
+            .perform_actions(seq)
+            .await
+            .with_context(|| format!("{}: pressing keys", self.name))
+    }
+
+    /// Moves the focus with Tab, as someone without a mouse does, to the enabled element the
+    /// CSS selector `sel` finds (waiting first until it is there). Fails, naming the elements
+    /// Tab went through, when it is not reached: it cannot be reached by keyboard.
+    pub async fn tab_to(&self, sel: &str) -> Result<()> {
+        self.wait_js(
+            &format!("an enabled, visible {sel}"),
+            "const e = document.querySelector(arguments[0]); \
+             return !!e && !e.disabled && !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length)",
+            vec![json!(sel)],
+        )
+        .await?;
+        let focused = "const a = document.activeElement; \
+                       if (a && a.matches(arguments[0]) && !a.disabled) return 'yes'; \
+                       if (!a || a === document.body) return 'body'; \
+                       return a.tagName.toLowerCase() + (a.id ? '#' + a.id : '') \
+                         + (a.dataset.testid ? '[' + a.dataset.testid + ']' : '') \
+                         + (a.name ? '(' + a.name + ')' : '')";
+        let mut path = vec![];
+        for _ in 0..MAX_TABS {
+            let at = self.js(focused, vec![json!(sel)]).await?;
+            match at.as_str() {
+                Some("yes") => return Ok(()),
+                Some(other) => path.push(other.to_string()),
+                None => {}
+            }
+            self.keys(&TAB.to_string()).await?;
+        }
+        path.dedup();
+        bail!(
+            "{}: {sel} was not reached with {MAX_TABS} presses of Tab; the focus went through {}",
+            self.name,
+            path.join(" → ")
+        )
+    }
+
+    /// Tabs to `sel` and presses Enter on it (a button, a link, a submit).
+    pub async fn press_on(&self, sel: &str) -> Result<()> {
+        self.tab_to(sel).await?;
+        self.keys(&ENTER.to_string()).await
+    }
+
+    /// Tabs to `sel` (a field) and types `text` into it.
+    pub async fn type_by_keys(&self, sel: &str, text: &str) -> Result<()> {
+        self.tab_to(sel).await?;
+        self.keys(text).await
+    }
+
+    /// Chooses the radio button `value` of the group `name` by keyboard: Tab into the group,
+    /// Space to check the focused one, then the arrow keys (which move the check) until the
+    /// wanted one is checked.
+    pub async fn choose_radio(&self, name: &str, value: &str) -> Result<()> {
+        let group = format!("input[type=radio][name=\"{name}\"]");
+        self.tab_to(&group).await?;
+        self.keys(&SPACE.to_string()).await?;
+        let checked = "const c = document.querySelector(arguments[0] + ':checked'); return c ? c.value : null";
+        for _ in 0..20 {
+            let now = self.js(checked, vec![json!(group)]).await?;
+            if now.as_str() == Some(value) {
+                return Ok(());
+            }
+            self.keys(&ARROW_DOWN.to_string()).await?;
+        }
+        bail!(
+            "{}: the arrow keys never checked {value} in {name}",
+            self.name
+        )
+    }
+
+    /// Chooses the option `value` of the `<select>` `sel` by keyboard: Tab to it, then the
+    /// down arrow until it is selected (from the first option: Home first).
+    pub async fn choose_option(&self, sel: &str, value: &str) -> Result<()> {
+        self.tab_to(sel).await?;
+        self.keys("\u{E011}").await?;
+        let current = "return document.querySelector(arguments[0]).value";
+        for _ in 0..40 {
+            if self.js(current, vec![json!(sel)]).await?.as_str() == Some(value) {
+                return Ok(());
+            }
+            self.keys(&ARROW_DOWN.to_string()).await?;
+        }
+        bail!(
+            "{}: the arrow keys never selected {value} in {sel}",
+            self.name
+        )
     }
 
     /// Makes the frame that the CSS selector `sel` finds (an `<iframe>`) the one every later
