@@ -373,7 +373,11 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
             let Some(woz) = studies.iter().find(|s| s.study.has_room()) else {
                 anyhow::bail!("--simulated-user: none of the served studies has a WoZ room");
             };
-            Some(crate::simulate_users_cmd::resolve_user(arg, woz)?)
+            Some(crate::simulate_users_cmd::resolve_user(
+                "--simulated-user",
+                arg,
+                woz,
+            )?)
         }
         None => None,
     };
@@ -398,7 +402,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         if let Some(user) = &simulated_user {
             println!(
                 "  simulated user `{}` plays the user's seat for every test participant who \
-                 arrives as the wizard (open the wizard's try link)",
+                 arrives as the wizard (the try page shows the wizard's side only)",
                 user.spec.name
             );
         }

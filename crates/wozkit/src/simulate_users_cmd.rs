@@ -73,8 +73,9 @@ fn parse_pace(s: &str) -> std::result::Result<(u64, u64), String> {
 }
 
 /// The simulated user named by `arg` (`NAME=URL[#MODEL]`, or the name of one `study` declares
-/// with an endpoint), with its prompt and stop rule from `study` when it declares that name.
-pub fn resolve_user(arg: &str, study: &LoadedStudy) -> Result<Arc<ModelUser>> {
+/// with an endpoint), with its prompt and stop rule from `study` when it declares that name;
+/// `flag` is the option that gave it, for the errors.
+pub fn resolve_user(flag: &str, arg: &str, study: &LoadedStudy) -> Result<Arc<ModelUser>> {
     let (name, given) = match arg.split_once('=') {
         Some(_) => {
             let (name, spec) =
@@ -91,7 +92,7 @@ pub fn resolve_user(arg: &str, study: &LoadedStudy) -> Result<Arc<ModelUser>> {
         Some(SystemSpec::Openai(o)) => (o.base_url, o.model, None),
         Some(_) => bail!("simulated user `{name}`: give an OpenAI-compatible endpoint"),
         None => declared_endpoint(study, &spec)
-            .with_context(|| format!("simulated user `{name}`: write --user {name}=URL[#MODEL]"))?,
+            .with_context(|| format!("simulated user `{name}`: write {flag} {name}=URL[#MODEL]"))?,
     };
     let endpoint = JudgeEndpoint::new(&spec.actor_name(), &url, &model, api_key)
         .map_err(|e| anyhow!("simulated user `{name}`: {e}"))?;
@@ -217,7 +218,7 @@ pub fn simulate_users(args: SimulateUsersArgs) -> Result<ExitCode> {
             study.study.id
         );
     }
-    let user = resolve_user(&args.user, &study)?;
+    let user = resolve_user("--user", &args.user, &study)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
