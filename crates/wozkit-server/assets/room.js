@@ -5,7 +5,7 @@
 // and gets what it missed. Interface words come from the page (strings.js), in the study's
 // language.
 
-import { t } from './strings.js';
+import { has, t } from './strings.js';
 
 const $ = (id) => document.getElementById(id);
 const main = $('room');
@@ -36,6 +36,14 @@ function el(tag, attrs = {}, text) {
 
 const fmt = (s) => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
 const safeNext = (n) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') ? n : `/p${query}`);
+
+// An error frame's words: an engine refusal the catalogue names (`room-js-refused-KIND`, its
+// holes filled from the refusal's fields) in the page's language, else the server's message.
+function refusalText(f) {
+  const kind = f.detail && typeof f.detail.refusal === 'string' ? f.detail.refusal : '';
+  const key = `room-js-refused-${kind.replace(/_/g, '-')}`;
+  return kind && has(key) ? t(key, f.detail) : f.message;
+}
 
 function notice(text) {
   $('notice').textContent = text;
@@ -715,7 +723,7 @@ function onFrame(f) {
       break;
     case 'view': renderView(f.view); break;
     case 'ack': break;
-    case 'error': notice(f.message); break;
+    case 'error': notice(refusalText(f)); break;
     case 'partner':
       if (f.status === 'typing') {
         $('typing').hidden = false;

@@ -10,6 +10,11 @@ try {
   strings = {};
 }
 
+// Whether the page's catalogue has the message `key`.
+export function has(key) {
+  return typeof strings[key] === 'string';
+}
+
 // The message `key` with its holes filled from `args`.
 export function t(key, args = {}) {
   const text = typeof strings[key] === 'string' ? strings[key] : key;

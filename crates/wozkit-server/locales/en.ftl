@@ -111,6 +111,19 @@ room-js-taken-over-rest = so you cannot rejoin it. Thank you for taking part.
 room-js-finish = Finish
 room-js-finish-confirm = Click again to end
 
+## The room's script: refusals of the engine, by kind (the server's message otherwise)
+
+room-js-refused-not-started = the session has not started
+room-js-refused-ended = the session has ended
+room-js-refused-not-offered = that option is not offered now
+room-js-refused-locked = waiting for the user's answer
+room-js-refused-no-lock = there is nothing to approve or deny
+room-js-refused-muted-until-wizard = wait for the assistant's first message
+room-js-refused-empty-text = the message is empty
+room-js-refused-text-too-long = the message is longer than { $max } characters
+room-js-refused-finish-not-allowed = finishing is not allowed yet
+room-js-refused-no-hint = there is nothing to hint
+
 ## Questionnaire
 
 survey-title = Questionnaire

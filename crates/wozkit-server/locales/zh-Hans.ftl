@@ -109,6 +109,19 @@ room-js-taken-over-rest = 所以你无法再回到这段对话。感谢你的参
 room-js-finish = 结束
 room-js-finish-confirm = 再点一次以结束
 
+## The room's script: refusals of the engine, by kind (the server's message otherwise)
+
+room-js-refused-not-started = 对话还没有开始
+room-js-refused-ended = 对话已经结束
+room-js-refused-not-offered = 现在不能选这个选项
+room-js-refused-locked = 正在等待对方回答
+room-js-refused-no-lock = 现在没有需要同意或拒绝的事
+room-js-refused-muted-until-wizard = 请等助手先发第一条消息
+room-js-refused-empty-text = 消息是空的
+room-js-refused-text-too-long = 消息超过了 { $max } 个字符
+room-js-refused-finish-not-allowed = 现在还不能结束
+room-js-refused-no-hint = 现在没有可提示的选项
+
 ## Questionnaire
 
 survey-title = 问卷

@@ -222,6 +222,35 @@ mod tests {
     }
 
     #[test]
+    fn english_refusals_read_as_the_engine_writes_them() {
+        use wozkit_core::engine::Refusal;
+        let en = words(Language::En);
+        let key = |r: &Refusal| {
+            let value = serde_json::to_value(r).unwrap_or_default();
+            let kind = value["refusal"]
+                .as_str()
+                .unwrap_or_default()
+                .replace('_', "-");
+            format!("room-js-refused-{kind}")
+        };
+        for r in [
+            Refusal::NotStarted,
+            Refusal::Ended,
+            Refusal::NotOffered { state: "s".into() },
+            Refusal::Locked,
+            Refusal::NoLock,
+            Refusal::MutedUntilWizard,
+            Refusal::EmptyText,
+            Refusal::FinishNotAllowed,
+            Refusal::NoHint,
+        ] {
+            assert_eq!(en.get(&key(&r)), r.to_string());
+        }
+        let long = Refusal::TextTooLong { max: 2000 };
+        assert_eq!(en.with(&key(&long), &[("max", "2000")]), long.to_string());
+    }
+
+    #[test]
     fn scripts_get_their_strings_with_named_holes() {
         let en = words(Language::En).script_strings("room-js-");
         assert_eq!(

@@ -143,7 +143,8 @@ fn assert_chinese(name: &str, html: &str, english: &[String]) {
 /// message, a name, a goal's description, a notice); protocol values (`kind`, `type`,
 /// `act_type`, an ending's `reason`, …) are machine words the page never shows. Dialogue-act
 /// `label`s are left out: they are the study's vocabulary (a state's label defaults to its id),
-/// not interface words.
+/// not interface words. An engine refusal whose kind the catalogue names is left out too: the
+/// page shows the catalogue's sentence for it instead of the server's message.
 fn frame_text(ws: &Ws) -> String {
     const SHOWN: [&str; 9] = [
         "text",
@@ -167,8 +168,16 @@ fn frame_text(ws: &Ws) -> String {
             _ => {}
         }
     }
+    // A refusal the catalogue names is shown in the page's words, not the server's message.
+    let zh = words(Language::ZhHans).script_strings("room-js-refused-");
+    let named = |frame: &Value| {
+        frame["detail"]["refusal"].as_str().is_some_and(|kind| {
+            zh.get(format!("room-js-refused-{}", kind.replace('_', "-")))
+                .is_some()
+        })
+    };
     let mut out = String::new();
-    for frame in &ws.seen {
+    for frame in ws.seen.iter().filter(|f| !named(f)) {
         walk(frame, "", &mut out);
     }
     out
@@ -234,6 +243,18 @@ async fn a_chinese_study_shows_no_english_interface_word_on_any_page() {
     // A whole conversation, to the goodbye that ends it.
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
+    // A refusal carries its kind, which the room's Chinese strings name.
+    wu.cmd("u0", json!({"cmd": "text", "text": "在吗？"})).await;
+    let refused = wu.answer("u0").await;
+    assert_eq!(
+        refused["detail"]["refusal"], "muted_until_wizard",
+        "{refused}"
+    );
+    let room = user.page().await.body;
+    assert!(
+        room.contains("\"room-js-refused-muted-until-wizard\":\"请等助手先发第一条消息\""),
+        "{room}"
+    );
     let say = |state: &'static str| json!({"cmd": "say", "state": state});
     ww.cmd("w1", say("greet")).await;
     ww.answer("w1").await;
