@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of wozkit on a fresh machine: installs what is missing (Chromium, ChromeDriver,
-# PostgreSQL, Python 3, nginx, OpenSSL) from Debian's packages, starts a throwaway PostgreSQL server, then runs formatting,
+# Firefox ESR, PostgreSQL, Python 3, nginx, OpenSSL) from Debian's packages and geckodriver from
+# crates.io, starts a throwaway PostgreSQL server, then runs formatting,
 # lints, the unit/property/integration tests on both stores, the end-to-end browser test, and the
 # study checks (validate + 10,000 simulated sessions of each built-in study).
 set -euo pipefail
@@ -9,6 +10,8 @@ cd "$(dirname "$0")/.."
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+# The browser tests that run in Firefox too (crates/wozkit-server/tests/e2e.rs, e2e_keyboard.rs).
+command -v firefox-esr >/dev/null 2>&1 || command -v firefox >/dev/null 2>&1 || need+=(firefox-esr)
 # The example dialogue system (examples/python_bot) and the study checks run Python 3.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
@@ -20,6 +23,13 @@ if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# Firefox's WebDriver is not packaged by Debian: geckodriver from crates.io, built once into
+# cargo's bin folder (the browser tests look there too).
+if ! command -v geckodriver >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/geckodriver" ]; then
+  echo "installing: geckodriver (cargo install)"
+  cargo install --locked geckodriver@0.37.1
 fi
 
 if [ -x .ci/start-postgres.sh ]; then

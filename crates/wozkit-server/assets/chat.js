@@ -88,6 +88,12 @@ async function post(action, body, showText) {
     await streamReplies(response);
   }
   // The page is drawn again from the log: labels, the end button, a failure or the questions.
+  // The message box is emptied first: a browser that restores fields on reload (Firefox) would
+  // otherwise show the message just sent as one still to send.
+  if (showText && form) {
+    const box = form.querySelector('textarea[name="text"]');
+    if (box) box.value = '';
+  }
   location.reload();
 }
 

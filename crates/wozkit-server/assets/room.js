@@ -395,8 +395,24 @@ function renderRobots(v) {
   }));
 }
 
+// The element with the focus, by its test id, when it is one that `renderOptions` rebuilds: a
+// new view must not throw a keyboard user's place in the options back to the top of the page.
+function focusedRebuilt() {
+  const a = document.activeElement;
+  return a && a.dataset && a.dataset.testid && a.closest('#options, #fixed') ? a.dataset.testid : null;
+}
+
+function refocus(testid) {
+  if (!testid) return;
+  // The same button again, or (when the option just said is no longer offered) the first one.
+  const again = document.querySelector(`[data-testid="${CSS.escape(testid)}"]`)
+    || document.querySelector('#options button:not([disabled]), #fixed button:not([disabled])');
+  if (again) again.focus();
+}
+
 function renderOptions(v) {
   const box = $('options');
+  const focused = focusedRebuilt();
   st.clocked = [];
   const textOf = (o, span) => {
     if (o.clock_text) st.clocked.push({ span, parts: o.clock_text });
@@ -425,6 +441,7 @@ function renderOptions(v) {
     b.addEventListener('click', () => cmd({ cmd: 'fixed', id: f.id }));
     return b;
   }));
+  refocus(focused);
   $('hint').disabled = observing || !v.can_hint;
   const lock = $('lock-status');
   lock.hidden = !v.lock;

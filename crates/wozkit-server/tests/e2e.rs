@@ -1,4 +1,4 @@
-//! End to end: two real headless Chromium browsers play one whole session of the built-in
+//! End to end: two real headless Chromium browsers (then two Firefox ESR browsers) play one whole session of the built-in
 //! `offshore-emergency` study through the participant pages — entry link, consent, instructions,
 //! waiting room, pairing, the room (wizard options, a fixed option, an approval, free text both
 //! ways, robot actions with milestone media), the terminal state (the room stays with the end
@@ -44,6 +44,13 @@ async fn two_browsers_play_a_whole_session() {
         "end-to-end browser test",
         LIMIT,
         |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
+    )
+    .await;
+    // Crowdworkers use Firefox too: the same session in Firefox ESR.
+    browser::run_firefox_test(
+        "end-to-end browser test in Firefox",
+        LIMIT,
+        |firefox, geckodriver| async move { run(&firefox, &geckodriver).await },
     )
     .await;
 }

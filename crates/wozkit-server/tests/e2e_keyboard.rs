@@ -1,4 +1,5 @@
-//! Keyboard only: three people who use no mouse take part, in real headless Chromium. Every
+//! Keyboard only: three people who use no mouse take part, in real headless Chromium and then
+//! in Firefox ESR. Every
 //! step is a key press sent to whatever has the focus (Tab to move, Enter to press, Space and
 //! the arrow keys to choose, letters to type); nothing is clicked and no element is focused by
 //! the driver. The page is only read, to know when to go on.
@@ -46,6 +47,12 @@ async fn a_wizard_of_oz_session_a_comparison_and_a_battle_by_keyboard_alone() {
         "keyboard-only browser test",
         LIMIT,
         |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
+    )
+    .await;
+    browser::run_firefox_test(
+        "keyboard-only browser test in Firefox",
+        LIMIT,
+        |firefox, geckodriver| async move { run(&firefox, &geckodriver).await },
     )
     .await;
 }

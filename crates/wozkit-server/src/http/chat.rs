@@ -456,7 +456,7 @@ fn render(
         } else {
             format!(
                 "<label for=\"chat-text\" class=\"sr-only\">Your message</label>\
-                 <textarea id=\"chat-text\" name=\"text\" rows=\"2\" maxlength=\"{}\" required placeholder=\"{}\" data-testid=\"chat-text\">{}</textarea>\
+                 <textarea id=\"chat-text\" name=\"text\" rows=\"2\" autocomplete=\"off\" maxlength=\"{}\" required placeholder=\"{}\" data-testid=\"chat-text\">{}</textarea>\
                  <button type=\"submit\" class=\"primary\" data-testid=\"chat-send\">Send</button>",
                 c.max_chars,
                 esc(c.placeholder.as_deref().unwrap_or("Type your message…")),

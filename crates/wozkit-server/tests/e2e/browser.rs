@@ -1,4 +1,5 @@
-//! Headless Chromium driven over WebDriver: one `chromedriver` process started by the test on a
+//! Headless Chromium (or Firefox ESR, for the tests run in both) driven over WebDriver: one
+//! `chromedriver` (or `geckodriver`) process started by the test on a
 //! free port, and one browser per participant, each with its own fresh profile (so two browsers
 //! are two people with two cookie jars).
 //!
@@ -52,6 +53,38 @@ where
         return;
     }
     let (chromium, chromedriver) = find_tools().unwrap_or_else(|why| panic!("{why}"));
+    run_with(what, limit, chromium, chromedriver, run).await;
+}
+
+/// Like [`run_browser_test`], in headless Firefox ESR through `geckodriver`: the test's `run`
+/// gets the Firefox binary and its driver, and [`Driver::start`] opens Firefox windows. Fails
+/// when either is missing, unless `WOZKIT_SKIP_E2E=1`.
+pub async fn run_firefox_test<F, Fut>(what: &str, limit: Duration, run: F)
+where
+    F: FnOnce(PathBuf, PathBuf) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
+        eprintln!("{what} skipped (WOZKIT_SKIP_E2E=1)");
+        return;
+    }
+    let (firefox, geckodriver) = find_firefox().unwrap_or_else(|why| panic!("{why}"));
+    // The pictures in docs/screenshots/ are Chromium's: a run in Firefox writes none.
+    IN_FIREFOX.store(true, std::sync::atomic::Ordering::SeqCst);
+    run_with(what, limit, firefox, geckodriver, run).await;
+    IN_FIREFOX.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Set while a test runs in Firefox: no screenshot is written then.
+static IN_FIREFOX: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs `run` with a browser binary and its driver, within `limit`, reporting how it went.
+async fn run_with<F, Fut>(what: &str, limit: Duration, browser: PathBuf, driver: PathBuf, run: F)
+where
+    F: FnOnce(PathBuf, PathBuf) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    let (chromium, chromedriver) = (browser, driver);
     let started = Instant::now();
     let secs = || started.elapsed().as_secs_f64();
     match tokio::time::timeout(limit, run(chromium, chromedriver)).await {
@@ -95,6 +128,45 @@ pub fn find_tools() -> Result<(PathBuf, PathBuf), String> {
     }
 }
 
+/// Firefox ESR and geckodriver (Debian's `firefox-esr`; geckodriver from crates.io, which
+/// scripts/test-all.sh installs with `cargo install geckodriver`), or why the test cannot run.
+pub fn find_firefox() -> Result<(PathBuf, PathBuf), String> {
+    let firefox = ["firefox-esr", "firefox"]
+        .iter()
+        .find_map(|name| which(name));
+    let driver = which("geckodriver").or_else(|| {
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+        Some(home.join("bin/geckodriver")).filter(|p| p.is_file())
+    });
+    match (firefox, driver) {
+        (Some(firefox), Some(driver)) => Ok((firefox, driver)),
+        (firefox, driver) => {
+            let missing: Vec<&str> = [
+                firefox.is_none().then_some("firefox-esr"),
+                driver.is_none().then_some("geckodriver"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            Err(format!(
+                "the Firefox browser test needs {} (Debian's `firefox-esr`; `cargo install \
+                 geckodriver`). Run scripts/test-all.sh, which installs them; set \
+                 WOZKIT_SKIP_E2E=1 to skip this test on purpose.",
+                missing.join(" and ")
+            ))
+        }
+    }
+}
+
+/// Which browser a [`Driver`] opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Chromium,
+    Firefox,
+}
+
 /// How a browser is opened, beyond a fresh profile.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -116,15 +188,30 @@ impl Default for Options {
     }
 }
 
-/// A running `chromedriver`; killed when dropped.
+/// A running `chromedriver` or `geckodriver`; killed when dropped.
 pub struct Driver {
     child: Child,
     url: String,
+    /// The browser binary it opens.
     chromium: PathBuf,
+    /// The driver's binary: geckodriver runs one session at a time, so each Firefox gets a
+    /// driver of its own.
+    driver: PathBuf,
+    pub engine: Engine,
 }
 
 impl Driver {
+    /// Starts the driver `chromedriver` for the browser binary `chromium`: Firefox when the
+    /// driver is `geckodriver`, Chromium otherwise.
     pub async fn start(chromium: &Path, chromedriver: &Path) -> Result<Driver> {
+        let engine = if chromedriver
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("geckodriver"))
+        {
+            Engine::Firefox
+        } else {
+            Engine::Chromium
+        };
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .context("finding a free port for chromedriver")?
@@ -132,6 +219,10 @@ impl Driver {
         // Its own process group, so that the browsers it starts can be ended with it.
         let child = Command::new(chromedriver)
             .arg(format!("--port={port}"))
+            .args(match engine {
+                Engine::Firefox => &["--host", "127.0.0.1"][..],
+                Engine::Chromium => &[][..],
+            })
             .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -142,6 +233,8 @@ impl Driver {
             child,
             url: format!("http://127.0.0.1:{port}"),
             chromium: chromium.to_path_buf(),
+            driver: chromedriver.to_path_buf(),
+            engine,
         };
         let started = Instant::now();
         while tokio::net::TcpStream::connect(("127.0.0.1", port))
@@ -182,6 +275,11 @@ impl Driver {
             accept_insecure_certs,
         } = options;
         let profile = tempfile::tempdir().context("browser profile dir")?;
+        if self.engine == Engine::Firefox {
+            return self
+                .firefox(name, size, accept_insecure_certs, profile)
+                .await;
+        }
         let args = vec![
             "--headless".to_string(),
             "--no-sandbox".into(),
@@ -220,6 +318,66 @@ impl Driver {
             size,
             _profile: profile,
             checked: Default::default(),
+            _driver: None,
+        };
+        browser.fit_viewport().await?;
+        Ok(browser)
+    }
+
+    /// A headless Firefox with a fresh profile (geckodriver makes one per session), its
+    /// background connections off as Chromium's are: no updates, telemetry, safe-browsing
+    /// lists, captive-portal or connectivity checks.
+    async fn firefox(
+        &self,
+        name: &str,
+        size: (u32, u32),
+        accept_insecure_certs: bool,
+        profile: tempfile::TempDir,
+    ) -> Result<Browser> {
+        let prefs = json!({
+            "intl.accept_languages": "en-US",
+            "app.update.auto": false,
+            "app.update.enabled": false,
+            "browser.safebrowsing.malware.enabled": false,
+            "browser.safebrowsing.phishing.enabled": false,
+            "browser.safebrowsing.downloads.enabled": false,
+            "datareporting.policy.dataSubmissionEnabled": false,
+            "datareporting.healthreport.uploadEnabled": false,
+            "toolkit.telemetry.enabled": false,
+            "network.captive-portal-service.enabled": false,
+            "network.connectivity-service.enabled": false,
+            "extensions.update.enabled": false,
+            "browser.shell.checkDefaultBrowser": false,
+            "browser.region.update.enabled": false,
+            "network.dns.disablePrefetch": true,
+            "network.prefetch-next": false,
+            "layout.css.devPixelsPerPx": "1.0",
+        });
+        let caps = json!({
+            "browserName": "firefox",
+            "acceptInsecureCerts": accept_insecure_certs,
+            "moz:firefoxOptions": {
+                "binary": self.chromium,
+                "args": ["-headless", "-width", size.0.to_string(), "-height", size.1.to_string()],
+                "prefs": prefs,
+            },
+        });
+        let serde_json::Value::Object(caps) = caps else {
+            bail!("capabilities are an object");
+        };
+        let own = Box::pin(Driver::start(&self.chromium, &self.driver)).await?;
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&own.url)
+            .await
+            .with_context(|| format!("starting Firefox ({name}) through geckodriver"))?;
+        let browser = Browser {
+            name: name.to_string(),
+            client,
+            size,
+            _profile: profile,
+            checked: Default::default(),
+            _driver: Some(own),
         };
         browser.fit_viewport().await?;
         Ok(browser)
@@ -278,6 +436,8 @@ pub struct Browser {
     /// The pages already checked by axe-core (by the name the test waited for), so each is
     /// checked once per browser.
     checked: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// A Firefox's own geckodriver, ended after the browser (declared last: dropped last).
+    _driver: Option<Driver>,
 }
 
 fn testid(id: &str) -> String {
@@ -451,6 +611,12 @@ impl Browser {
     /// Presses `keys` one after the other, as a keyboard does: each goes to whatever has the
     /// focus (nothing is clicked or focused by the driver).
     pub async fn keys(&self, keys: &str) -> Result<()> {
+        // Several headless Firefox windows on one machine: the one typed in must be the focused
+        // window, as the window someone types in is (not something the page does).
+        if self.js("return document.hasFocus()", vec![]).await? == json!(false) {
+            let handle = self.client.window().await?;
+            self.client.switch_to_window(handle).await?;
+        }
         let mut seq = KeyActions::new("keyboard".into());
         for c in keys.chars() {
             seq = seq
@@ -738,6 +904,9 @@ pub fn screenshot_dir() -> PathBuf {
 /// The path of `docs/screenshots/<file>` when that picture is to be written: when asked to
 /// (`WOZKIT_UPDATE_SCREENSHOTS=1`) or when the file is missing.
 pub fn screenshot_wanted(file: &str) -> Option<PathBuf> {
+    if IN_FIREFOX.load(std::sync::atomic::Ordering::SeqCst) {
+        return None;
+    }
     let path = screenshot_dir().join(file);
     let update = std::env::var("WOZKIT_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
     (update || !path.exists()).then_some(path)
