@@ -128,10 +128,10 @@ fn a_guard_part_that_does_not_compile_is_reported_where_it_is_written() {
         .position(|l| l.contains("if: bookin_approved"))
         .expect("the edited line")
         + 1;
-    let err = load_text("study.yaml", &text, StudySource::Dir(dir.into()))
-        .err()
-        .expect("an unknown variable in a guard part is refused")
-        .to_string();
+    let err = match load_text("study.yaml", &text, StudySource::Dir(dir.into())) {
+        Ok(_) => panic!("an unknown variable in a guard part is refused"),
+        Err(e) => e.to_string(),
+    };
     assert!(err.contains("bookin_approved"), "{err}");
     assert!(
         err.contains(&format!("study.yaml:{line}:")),
