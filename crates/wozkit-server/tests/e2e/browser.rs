@@ -304,24 +304,7 @@ impl Driver {
             "acceptInsecureCerts": accept_insecure_certs,
             "goog:chromeOptions": chrome,
         });
-        let serde_json::Value::Object(caps) = caps else {
-            bail!("capabilities are an object");
-        };
-        let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(caps)
-            .connect(&self.url)
-            .await
-            .with_context(|| format!("starting Chromium ({name}) through chromedriver"))?;
-        let browser = Browser {
-            name: name.to_string(),
-            client,
-            size,
-            _profile: profile,
-            checked: Default::default(),
-            _driver: None,
-        };
-        browser.fit_viewport().await?;
-        Ok(browser)
+        open(name, caps, &self.url, size, profile, None).await
     }
 
     /// A headless Firefox with a fresh profile (geckodriver makes one per session), its
@@ -362,26 +345,40 @@ impl Driver {
                 "prefs": prefs,
             },
         });
-        let serde_json::Value::Object(caps) = caps else {
-            bail!("capabilities are an object");
-        };
         let own = Box::pin(Driver::start(&self.chromium, &self.driver)).await?;
-        let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(caps)
-            .connect(&own.url)
-            .await
-            .with_context(|| format!("starting Firefox ({name}) through geckodriver"))?;
-        let browser = Browser {
-            name: name.to_string(),
-            client,
-            size,
-            _profile: profile,
-            checked: Default::default(),
-            _driver: Some(own),
-        };
-        browser.fit_viewport().await?;
-        Ok(browser)
+        let url = own.url.clone();
+        open(name, caps, &url, size, profile, Some(own)).await
     }
+}
+
+/// Opens a browser session with `caps` at the driver listening on `url`; `own` is a driver
+/// started for this browser alone (Firefox), ended after it.
+async fn open(
+    name: &str,
+    caps: Value,
+    url: &str,
+    size: (u32, u32),
+    profile: tempfile::TempDir,
+    own: Option<Driver>,
+) -> Result<Browser> {
+    let serde_json::Value::Object(caps) = caps else {
+        bail!("capabilities are an object");
+    };
+    let client = ClientBuilder::new(HttpConnector::new())
+        .capabilities(caps)
+        .connect(url)
+        .await
+        .with_context(|| format!("starting the browser {name} through its driver at {url}"))?;
+    let browser = Browser {
+        name: name.to_string(),
+        client,
+        size,
+        _profile: profile,
+        checked: Default::default(),
+        _driver: own,
+    };
+    browser.fit_viewport().await?;
+    Ok(browser)
 }
 
 /// Ends chromedriver and whatever is left in its process group (browsers of a test that failed
