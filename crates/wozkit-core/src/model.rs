@@ -40,6 +40,11 @@ pub struct Study {
     /// One paragraph for the researcher (not shown to participants).
     #[serde(default)]
     pub description: String,
+    /// What a crowdworker reads before accepting the task (MTurk's preview), in the
+    /// participants' words and the study's language: the cover story, never the researcher's
+    /// `description`. Without it the preview shows only the title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
     /// The language of the participants' pages (a BCP-47 tag: `en`, the default, or `zh-Hans`):
     /// which catalogue of interface strings they use and the pages' `lang` attribute.
     #[serde(default, skip_serializing_if = "crate::language::Language::is_default")]

@@ -10,7 +10,8 @@ fn with_codes(codes: &str) -> String {
     format!("{MINI}platforms:\n  prolific:\n    completion_codes:\n{codes}")
 }
 
-fn warnings(text: &str) -> Vec<String> {
+/// Every warning of the study, as `LINE:COL: message`.
+fn all_warnings(text: &str) -> Vec<String> {
     let study =
         load_text("s.yaml", text, StudySource::Dir(std::env::temp_dir())).expect("the study loads");
     study
@@ -19,6 +20,28 @@ fn warnings(text: &str) -> Vec<String> {
         .iter()
         .map(|w| format!("{}:{}: {}", w.line, w.col, w.message))
         .collect()
+}
+
+/// The warnings about platforms (the missing MTurk preview has its own test).
+fn warnings(text: &str) -> Vec<String> {
+    all_warnings(text)
+        .into_iter()
+        .filter(|w| !w.contains("no `preview`"))
+        .collect()
+}
+
+#[test]
+fn a_study_without_a_preview_is_warned_that_workers_see_only_its_title() {
+    let w = all_warnings(MINI);
+    assert_eq!(
+        w,
+        [
+            "2:1: the study has no `preview`: MTurk's preview of the task shows workers only the \
+          title (the researcher's `description` is not shown to participants)"
+        ]
+    );
+    let with = MINI.replacen("\n", "\npreview: Work with an assistant by chat.\n", 1);
+    assert!(all_warnings(&with).is_empty(), "{:#?}", all_warnings(&with));
 }
 
 #[test]

@@ -5,7 +5,6 @@
 
 ## MTurk's preview of the task (before the worker accepts it)
 
-preview-roles = You will chat with another worker, in one of two roles: { $user } or { $wizard }.
 preview-accept = Accept the task to take part.
 
 ## Consent and instructions

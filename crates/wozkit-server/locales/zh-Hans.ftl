@@ -3,7 +3,6 @@
 
 ## MTurk's preview of the task (before the worker accepts it)
 
-preview-roles = 你将与另一位参与者聊天，扮演两个角色之一：{ $user }或{ $wizard }。
 preview-accept = 接受任务后即可参与。
 
 ## Consent and instructions

@@ -90,7 +90,8 @@ pub struct CreateHitArgs {
     /// The title workers see [default: the study's title].
     #[arg(long)]
     title: Option<String>,
-    /// The description workers see [default: the study's description].
+    /// The description workers see [default: the study's `preview`, the participants' words;
+    /// never its `description`, which is the researcher's].
     #[arg(long)]
     description: Option<String>,
     #[arg(long, default_value = "chat, dialogue, research study")]
@@ -285,7 +286,7 @@ async fn create_hit(args: CreateHitArgs) -> Result<ExitCode> {
         entry_link: HitSpec::entry_link(&args.url, &st.id),
         title: args.title.clone().unwrap_or_else(|| st.title.clone()),
         description: args.description.clone().unwrap_or_else(|| {
-            let d = st.description.trim();
+            let d = st.preview.as_deref().unwrap_or("").trim();
             if d.is_empty() {
                 st.title.clone()
             } else {

@@ -719,6 +719,7 @@ pub fn check(
     c.judges();
     c.simulated_users();
     compiled.warnings = c.platforms();
+    compiled.warnings.extend(c.no_preview());
 
     (compiled, c.problems)
 }

@@ -231,23 +231,16 @@ pub async fn join(
         .is_some_and(|a| a == "ASSIGNMENT_ID_NOT_AVAILABLE")
     {
         // MTurk shows this page before the worker accepts: what the task is, and no participant.
+        // Only the study's participant-facing `preview` (the cover story of a Wizard-of-Oz
+        // study): never the researcher's `description`, nor that two workers are paired.
         let st = &study.study;
         let w = crate::i18n::words(st.language);
-        let roles = w.with(
-            "preview-roles",
-            &[
-                ("user", st.roles.user.label.as_str()),
-                ("wizard", st.roles.wizard.label.as_str()),
-            ],
-        );
         let body = format!(
             "<main class=\"narrow\" data-page=\"preview\"><h1>{}</h1>\
-             <section id=\"task-description\" data-testid=\"task-description\">{}\
-             <p>{}</p></section>\
+             <section id=\"task-description\" data-testid=\"task-description\">{}</section>\
              <p id=\"preview\"><strong>{}</strong></p></main>",
             esc(&st.title),
-            paragraphs(&st.description),
-            esc(&roles),
+            paragraphs(st.preview.as_deref().unwrap_or("")),
             esc(&w.get("preview-accept")),
         );
         let html = super::html::layout_in(w.lang(), &st.title, "", &body, &[]);

@@ -201,7 +201,7 @@ async fn a_chinese_study_shows_no_english_interface_word_on_any_page() {
     .body;
     assert!(preview.contains("data-page=\"preview\""), "{preview}");
     assert!(
-        preview.contains("扮演两个角色之一：游客或旅游助手"),
+        preview.contains("你将与北京旅游咨询助手对话"),
         "{preview}"
     );
     assert!(preview.contains("<html lang=\"zh-Hans\">"), "{preview}");

@@ -224,7 +224,8 @@ async fn turk_submit_to_must_be_a_web_address() {
 async fn the_preview_describes_the_task_and_creates_no_participant() {
     let yaml = Tiny::default().yaml().replace(
         "title: Tiny study",
-        "title: Tiny study\ndescription: Send a robot to the tower with an assistant.",
+        "title: Tiny study\ndescription: Wizard-of-Oz pilot, the wizard poses as a computer.\n\
+         preview: Work with an assistant to send a robot to the tower.",
     );
     let study = load_text("tiny.yaml", &yaml, StudySource::Dir(".".into())).expect("loads");
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -245,13 +246,17 @@ async fn the_preview_describes_the_task_and_creates_no_participant() {
         "{}",
         res.body
     );
+    // The participants' words only: the preview, never the researcher's description, nor
+    // that another worker plays the other role (the cover story holds).
     assert!(
         res.body
-            .contains("Send a robot to the tower with an assistant."),
+            .contains("Work with an assistant to send a robot to the tower."),
         "{}",
         res.body
     );
-    assert!(res.body.contains("Operator"), "{}", res.body);
+    for leak in ["Wizard-of-Oz", "computer", "another worker", "one of two roles"] {
+        assert!(!res.body.contains(leak), "{leak}: {}", res.body);
+    }
     let none = app
         .store
         .participant_by_worker("tiny", Platform::Mturk, "W3")

@@ -64,6 +64,18 @@ impl Checker<'_> {
         )]
     }
 
+    /// A study without `preview`: MTurk's preview of its task shows only the title (the
+    /// researcher's `description` is never shown to participants).
+    pub(super) fn no_preview(&self) -> Option<super::Diagnostic> {
+        self.study.preview.is_none().then(|| {
+            (self.diag)(
+                "/title",
+                "the study has no `preview`: MTurk's preview of the task shows workers only the title (the researcher's `description` is not shown to participants)".into(),
+                Some("add `preview:` with what a worker should know before accepting, in the participants' words (for a Wizard-of-Oz study, the cover story)".into()),
+            )
+        })
+    }
+
     /// A study that sends Prolific participants back (`flow.completion_url` with `{code}`) but
     /// declares no Prolific code: nobody is sent back.
     fn no_prolific_codes(&self) -> Vec<super::Diagnostic> {
