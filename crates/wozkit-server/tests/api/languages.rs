@@ -200,10 +200,7 @@ async fn a_chinese_study_shows_no_english_interface_word_on_any_page() {
     .await
     .body;
     assert!(preview.contains("data-page=\"preview\""), "{preview}");
-    assert!(
-        preview.contains("你将与北京旅游咨询助手对话"),
-        "{preview}"
-    );
+    assert!(preview.contains("你将与北京旅游咨询助手对话"), "{preview}");
     assert!(preview.contains("<html lang=\"zh-Hans\">"), "{preview}");
 
     let user = app.join("participant=guest&role=user").await;

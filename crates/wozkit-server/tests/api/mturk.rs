@@ -254,7 +254,12 @@ async fn the_preview_describes_the_task_and_creates_no_participant() {
         "{}",
         res.body
     );
-    for leak in ["Wizard-of-Oz", "computer", "another worker", "one of two roles"] {
+    for leak in [
+        "Wizard-of-Oz",
+        "computer",
+        "another worker",
+        "one of two roles",
+    ] {
         assert!(!res.body.contains(leak), "{leak}: {}", res.body);
     }
     let none = app
