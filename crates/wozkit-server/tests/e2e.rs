@@ -40,17 +40,10 @@ const LIMIT: Duration = Duration::from_secs(110);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_browsers_play_a_whole_session() {
-    browser::run_browser_test(
+    browser::run_in_both_browsers(
         "end-to-end browser test",
         LIMIT,
-        |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
-    )
-    .await;
-    // Crowdworkers use Firefox too: the same session in Firefox ESR.
-    browser::run_firefox_test(
-        "end-to-end browser test in Firefox",
-        LIMIT,
-        |firefox, geckodriver| async move { run(&firefox, &geckodriver).await },
+        |browser, driver| async move { run(&browser, &driver).await },
     )
     .await;
 }

@@ -43,16 +43,10 @@ const ARENA: &str = "arena-demo";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wizard_of_oz_session_a_comparison_and_a_battle_by_keyboard_alone() {
-    browser::run_browser_test(
+    browser::run_in_both_browsers(
         "keyboard-only browser test",
         LIMIT,
-        |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
-    )
-    .await;
-    browser::run_firefox_test(
-        "keyboard-only browser test in Firefox",
-        LIMIT,
-        |firefox, geckodriver| async move { run(&firefox, &geckodriver).await },
+        |browser, driver| async move { run(&browser, &driver).await },
     )
     .await;
 }

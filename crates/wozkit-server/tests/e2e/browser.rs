@@ -48,12 +48,7 @@ where
     F: FnOnce(PathBuf, PathBuf) -> Fut,
     Fut: Future<Output = Result<()>>,
 {
-    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
-        eprintln!("{what} skipped (WOZKIT_SKIP_E2E=1)");
-        return;
-    }
-    let (chromium, chromedriver) = find_tools().unwrap_or_else(|why| panic!("{why}"));
-    run_with(what, limit, chromium, chromedriver, run).await;
+    run_with(what, limit, find_tools, run).await;
 }
 
 /// Like [`run_browser_test`], in headless Firefox ESR through `geckodriver`: the test's `run`
@@ -64,30 +59,45 @@ where
     F: FnOnce(PathBuf, PathBuf) -> Fut,
     Fut: Future<Output = Result<()>>,
 {
-    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
-        eprintln!("{what} skipped (WOZKIT_SKIP_E2E=1)");
-        return;
-    }
-    let (firefox, geckodriver) = find_firefox().unwrap_or_else(|why| panic!("{why}"));
     // The pictures in docs/screenshots/ are Chromium's: a run in Firefox writes none.
     IN_FIREFOX.store(true, std::sync::atomic::Ordering::SeqCst);
-    run_with(what, limit, firefox, geckodriver, run).await;
+    run_with(what, limit, find_firefox, run).await;
     IN_FIREFOX.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Runs the browser test `run` in Chromium, then (crowdworkers use both) in Firefox ESR, each
+/// within `limit`, as [`run_browser_test`] and [`run_firefox_test`] do.
+pub async fn run_in_both_browsers<F, Fut>(what: &str, limit: Duration, run: F)
+where
+    F: Fn(PathBuf, PathBuf) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    run_browser_test(what, limit, &run).await;
+    run_firefox_test(&format!("{what} in Firefox"), limit, &run).await;
 }
 
 /// Set while a test runs in Firefox: no screenshot is written then.
 static IN_FIREFOX: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Runs `run` with a browser binary and its driver, within `limit`, reporting how it went.
-async fn run_with<F, Fut>(what: &str, limit: Duration, browser: PathBuf, driver: PathBuf, run: F)
-where
+/// Runs `run` with the browser binary and driver `tools` finds, within `limit`, reporting how
+/// it went: skipped, saying so, with `WOZKIT_SKIP_E2E=1`; failing when a tool is missing.
+async fn run_with<F, Fut>(
+    what: &str,
+    limit: Duration,
+    tools: fn() -> Result<(PathBuf, PathBuf), String>,
+    run: F,
+) where
     F: FnOnce(PathBuf, PathBuf) -> Fut,
     Fut: Future<Output = Result<()>>,
 {
-    let (chromium, chromedriver) = (browser, driver);
+    if std::env::var("WOZKIT_SKIP_E2E").as_deref() == Ok("1") {
+        eprintln!("{what} skipped (WOZKIT_SKIP_E2E=1)");
+        return;
+    }
+    let (browser, driver) = tools().unwrap_or_else(|why| panic!("{why}"));
     let started = Instant::now();
     let secs = || started.elapsed().as_secs_f64();
-    match tokio::time::timeout(limit, run(chromium, chromedriver)).await {
+    match tokio::time::timeout(limit, run(browser, driver)).await {
         Ok(Ok(())) => eprintln!("{what} passed in {:.1} s", secs()),
         Ok(Err(e)) => panic!("{what} failed after {:.1} s: {e:#}", secs()),
         Err(_) => panic!("{what} did not finish within {limit:?}"),

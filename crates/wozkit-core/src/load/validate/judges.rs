@@ -19,25 +19,7 @@ impl Checker<'_> {
         let mut names = HashSet::new();
         for (i, judge) in ev.judges.iter().enumerate() {
             let base = format!("/evaluation/judges/{i}");
-            let name_ok = !judge.name.is_empty()
-                && judge
-                    .name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if !name_ok {
-                self.err(
-                    &format!("{base}/name"),
-                    format!("judge name `{}` is not a name", judge.name),
-                    Some("use letters, digits, `_` and `-`".into()),
-                );
-            }
-            if !names.insert(judge.name.as_str()) {
-                self.err(
-                    &format!("{base}/name"),
-                    format!("duplicate judge name `{}`", judge.name),
-                    Some("judge names must be unique".into()),
-                );
-            }
+            self.unique_name(&base, "judge", &judge.name, &mut names);
             self.endpoint(
                 &base,
                 "a judge",
@@ -115,6 +97,35 @@ impl Checker<'_> {
             }
         }
     }
+    /// The name of a judge or simulated user (`what`) at `base`: letters, digits, `_` and `-`,
+    /// and not one of `names` (the names seen so far, which it joins).
+    pub(super) fn unique_name<'s>(
+        &mut self,
+        base: &str,
+        what: &str,
+        name: &'s str,
+        names: &mut HashSet<&'s str>,
+    ) {
+        let name_ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            self.err(
+                &format!("{base}/name"),
+                format!("{what} name `{name}` is not a name"),
+                Some("use letters, digits, `_` and `-`".into()),
+            );
+        }
+        if !names.insert(name) {
+            self.err(
+                &format!("{base}/name"),
+                format!("duplicate {what} name `{name}`"),
+                Some(format!("{what} names must be unique")),
+            );
+        }
+    }
+
     /// The endpoint of a judge or simulated user at `base`: a declared `openai` system, or a URL
     /// with a model, or none (the command line gives it then).
     pub(super) fn endpoint(

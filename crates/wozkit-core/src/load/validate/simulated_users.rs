@@ -21,25 +21,7 @@ impl Checker<'_> {
         user: &'s SimulatedUser,
         names: &mut HashSet<&'s str>,
     ) {
-        let name_ok = !user.name.is_empty()
-            && user
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !name_ok {
-            self.err(
-                &format!("{base}/name"),
-                format!("simulated user name `{}` is not a name", user.name),
-                Some("use letters, digits, `_` and `-`".into()),
-            );
-        }
-        if !names.insert(user.name.as_str()) {
-            self.err(
-                &format!("{base}/name"),
-                format!("duplicate simulated user name `{}`", user.name),
-                Some("simulated user names must be unique".into()),
-            );
-        }
+        self.unique_name(base, "simulated user", &user.name, names);
         self.endpoint(
             base,
             "a simulated user",
