@@ -10,13 +10,13 @@ cd "$(dirname "$0")/.."
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
-# The browser tests that run in Firefox too (crates/wozkit-server/tests/e2e.rs, e2e_keyboard.rs).
+# The browser tests that run in Firefox too (crates/wozkit-server/tests/e2e/session.rs, keyboard.rs).
 command -v firefox-esr >/dev/null 2>&1 || command -v firefox >/dev/null 2>&1 || need+=(firefox-esr)
 # The example dialogue system (examples/python_bot) and the study checks run Python 3.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-# The test behind nginx with TLS (crates/wozkit-server/tests/e2e_launch.rs) makes its certificate.
+# The test behind nginx with TLS (crates/wozkit-server/tests/e2e/launch.rs) makes its certificate.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
@@ -78,7 +78,7 @@ for study in $(echo "$studies" | awk '{print $1}'); do
   "$wozkit" validate "$study"
 done
 # Only studies with a dialogue room have dialogue states to simulate; evaluation studies are
-# exercised by the crowd test (`crates/wozkit/tests/crowd.rs`).
+# exercised by the crowd test (`crates/wozkit/tests/suite/crowd.rs`).
 for study in $(echo "$studies" | awk '$2 == "dialogue" {print $1}'); do
   "$wozkit" simulate "$study" --sessions 10000 --seed 7 --json > "$target/sim-$study.json"
   python3 - "$target/sim-$study.json" <<'PY'

@@ -1,4 +1,4 @@
-"""Reference values for wozkit-data's statistics (tests/stats_golden.rs).
+"""Reference values for wozkit-data's statistics (tests/suite/stats_golden.rs).
 
 Run from this folder with `python3 make_golden.py` (needs numpy, scipy, statsmodels, krippendorff
 and choix: `pip install numpy scipy statsmodels krippendorff choix`). It writes golden.json. Every
@@ -185,7 +185,7 @@ for data in [samples[0], samples[1], samples[2], [2.0, 2.0, 3.0, 3.0, 1.0], [4.0
     low, high = stats.t.interval(0.95, len(data) - 1, loc=np.mean(data), scale=sem)
     t_intervals.append({"data": data, "level": 0.95, "low": float(low), "high": float(high)})
 
-# A small evaluation study, written as participant logs by tests/judgments.rs: ratings of single
+# A small evaluation study, written as participant logs by tests/suite/judgments.rs: ratings of single
 # dialogues (two questions, 1-5) and ACUTE-Eval comparisons. Hand-written so that every worker
 # judges a different subset and some items miss a worker.
 judgment_ratings = [

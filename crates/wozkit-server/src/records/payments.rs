@@ -31,7 +31,7 @@
 //!
 //! The rules of evaluation participants (a participant log, `log-<participant>`, whose
 //! participant has no session; one with a session is priced by the session), tested in
-//! `tests/eval_payments.rs`. The platform treats a submitted code as a finished submission, so
+//! `tests/api/eval_payments.rs`. The platform treats a submitted code as a finished submission, so
 //! a code is what the study gives to those it pays: whether one is given at each ending is the
 //! study's word (`evaluation.no_items.code`, `onboarding.fail.code`, `gold.fail.code`).
 //! 9. **Status**, first that applies: `screened_onboarding`, `screened_gold` or

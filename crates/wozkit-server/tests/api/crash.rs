@@ -2,7 +2,7 @@
 //! seated in it) but its room never stored `Start`. On the next start such a session must not
 //! stay live forever with its participants stuck in a room that never opens.
 //!
-//! The kill itself is covered by `crates/wozkit/tests/crash.rs` (the real binary, SIGKILL at
+//! The kill itself is covered by `crates/wozkit/tests/suite/crash.rs` (the real binary, SIGKILL at
 //! random moments); here the states a kill can leave behind are built directly in the store, so
 //! each one is tested every time.
 

@@ -12,6 +12,7 @@ mod console;
 mod crash;
 mod database;
 mod endings;
+mod eval_payments;
 mod evaluation;
 mod evaluation_from_store;
 mod full_disk;

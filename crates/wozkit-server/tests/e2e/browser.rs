@@ -48,7 +48,7 @@ where
     F: FnOnce(PathBuf, PathBuf) -> Fut,
     Fut: Future<Output = Result<()>>,
 {
-    run_with(what, limit, find_tools, run).await;
+    run_with(what, limit, false, run).await;
 }
 
 /// Like [`run_browser_test`], in headless Firefox ESR through `geckodriver`: the test's `run`
@@ -59,10 +59,7 @@ where
     F: FnOnce(PathBuf, PathBuf) -> Fut,
     Fut: Future<Output = Result<()>>,
 {
-    // The pictures in docs/screenshots/ are Chromium's: a run in Firefox writes none.
-    IN_FIREFOX.store(true, std::sync::atomic::Ordering::SeqCst);
-    run_with(what, limit, find_firefox, run).await;
-    IN_FIREFOX.store(false, std::sync::atomic::Ordering::SeqCst);
+    run_with(what, limit, true, run).await;
 }
 
 /// Runs the browser test `run` in Chromium, then (crowdworkers use both) in Firefox ESR, each
@@ -76,17 +73,16 @@ where
     run_firefox_test(&format!("{what} in Firefox"), limit, &run).await;
 }
 
+/// Held by the browser test that runs now (see [`run_with`]).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Set while a test runs in Firefox: no screenshot is written then.
 static IN_FIREFOX: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Runs `run` with the browser binary and driver `tools` finds, within `limit`, reporting how
+/// Runs `run` with the browser binary and driver (Firefox's when `firefox`), within `limit`, reporting how
 /// it went: skipped, saying so, with `WOZKIT_SKIP_E2E=1`; failing when a tool is missing.
-async fn run_with<F, Fut>(
-    what: &str,
-    limit: Duration,
-    tools: fn() -> Result<(PathBuf, PathBuf), String>,
-    run: F,
-) where
+async fn run_with<F, Fut>(what: &str, limit: Duration, firefox: bool, run: F)
+where
     F: FnOnce(PathBuf, PathBuf) -> Fut,
     Fut: Future<Output = Result<()>>,
 {
@@ -94,7 +90,14 @@ async fn run_with<F, Fut>(
         eprintln!("{what} skipped (WOZKIT_SKIP_E2E=1)");
         return;
     }
+    // One browser test at a time: the tests share one binary (and `IN_FIREFOX`), and two sets of
+    // browser windows at once on a small machine would race their own waits. The limit counts
+    // from here, not from the wait for the turn.
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let tools = if firefox { find_firefox } else { find_tools };
     let (browser, driver) = tools().unwrap_or_else(|why| panic!("{why}"));
+    // The pictures in docs/screenshots/ are Chromium's: a run in Firefox writes none.
+    IN_FIREFOX.store(firefox, std::sync::atomic::Ordering::SeqCst);
     let started = Instant::now();
     let secs = || started.elapsed().as_secs_f64();
     match tokio::time::timeout(limit, run(browser, driver)).await {

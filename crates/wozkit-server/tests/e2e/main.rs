@@ -1,0 +1,27 @@
+//! One test binary for the whole folder: each file is a module. Linking every dependency into
+//! one binary instead of one per file keeps a clean build to a fraction of the disk and link time
+//! (each binary is 50–150 MB); cargo runs the modules' tests in one process, two at a time on two
+//! cores. A new test file goes here as a module, not beside this folder.
+//! Browser tests take turns (`browser::run_with`): one set of windows at a time.
+
+mod browser;
+#[allow(dead_code)] // the browser tests use a part of the API tests' client
+#[path = "../api/client.rs"]
+mod client;
+mod log;
+mod proxy;
+mod server;
+mod sides;
+mod worker_site;
+
+mod arena;
+mod console;
+mod database;
+mod desk;
+mod eval;
+mod goals;
+mod keyboard;
+mod launch;
+mod phone;
+mod self_dialog;
+mod session;
