@@ -263,14 +263,16 @@ impl Database {
             let info = db
                 .store(name, &t.key, raw)
                 .map_err(|(r, c, m)| err(r, c.as_deref(), m))?;
-            for c in &t.show {
+            let named =
+                (t.show.iter().map(|c| (c, "show"))).chain(t.labels.keys().map(|c| (c, "labels")));
+            for (c, key) in named {
                 if info.column(c).is_none() {
                     let names: Vec<&str> = info.columns.iter().map(|(n, _)| n.as_str()).collect();
                     return Err(err(
                         None,
                         Some(c),
                         format!(
-                            "`show` names a column the table lacks (its columns: {})",
+                            "`{key}` names a column the table lacks (its columns: {})",
                             names.join(", ")
                         ),
                     ));

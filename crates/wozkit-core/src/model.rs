@@ -1019,4 +1019,12 @@ pub struct TableSpec {
     /// when empty). Searches may still filter on every column.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub show: Vec<String>,
+    /// The table's name as the wizard reads it in the database panel ("Restaurants"); the
+    /// table's own name when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The wizard's words for columns (`price_per_person: Price per person`): the headers of the
+    /// results table and the search fields. A column without one shows its own name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub labels: IndexMap<String, String>,
 }

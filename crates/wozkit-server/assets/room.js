@@ -34,6 +34,10 @@ function el(tag, attrs = {}, text) {
   return e;
 }
 
+// Nothing on the page acts any more: a researcher observing, or a session that has ended (its
+// buttons stay on screen, greyed, with the chat, until the participant moves on).
+const inert = () => observing || st.done;
+
 const fmt = (s) => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
 const safeNext = (n) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') ? n : `/p${query}`);
 
@@ -154,7 +158,8 @@ function renderEvent(e) {
       break;
     case 'db_selected':
       if ($('db-selected')) {
-        $('db-selected').textContent = t('room-js-selected', { table: e.table, key: e.key });
+        const spec = dbTable(e.table);
+        $('db-selected').textContent = t('room-js-selected', { table: spec ? spec.label : e.table, key: rowName(spec, e.row, e.key) });
         $('db-selected').dataset.key = e.key;
       }
       break;
@@ -389,7 +394,7 @@ function renderRobots(v) {
       const what = t('room-js-busy', { action, percent: r.percent ?? 0, eta: r.eta_s ?? '?' });
       li.append(el('div', { class: 'busy' }, what));
     } else {
-      li.append(el('div', { class: 'muted' }, t('room-js-standby')));
+      li.append(el('div', { class: 'muted' }, t(r.in_service === false ? 'room-js-out-of-service' : 'room-js-standby')));
     }
     return li;
   }));
@@ -426,7 +431,7 @@ function renderOptions(v) {
     for (const o of opts) {
       const b = el('button', {
         type: 'button', class: `option${o.hint ? ' hinted' : ''}`, 'data-testid': `option-${o.state}`,
-        'data-state': o.state, 'data-kind': o.kind, title: o.label, disabled: observing,
+        'data-state': o.state, 'data-kind': o.kind, title: o.label, disabled: inert(),
       });
       b.append(el('span', { class: 'label' }, actName(o.label)), textOf(o, el('span', { class: 'text' }, o.text)));
       b.addEventListener('click', () => cmd({ cmd: 'say', state: o.state }));
@@ -437,12 +442,12 @@ function renderOptions(v) {
   box.replaceChildren(...groups);
   if (!groups.length) box.append(el('p', { class: 'muted' }, t(v.lock ? 'room-js-waiting-user' : 'room-js-no-option')));
   $('fixed').replaceChildren(...v.fixed.map((f) => {
-    const b = textOf(f, el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id, disabled: observing }, f.text));
+    const b = textOf(f, el('button', { type: 'button', 'data-testid': `fixed-${f.id}`, 'data-id': f.id, disabled: inert() }, f.text));
     b.addEventListener('click', () => cmd({ cmd: 'fixed', id: f.id }));
     return b;
   }));
   refocus(focused);
-  $('hint').disabled = observing || !v.can_hint;
+  $('hint').disabled = inert() || !v.can_hint;
   const lock = $('lock-status');
   lock.hidden = !v.lock;
   lock.textContent = v.lock ? t(v.lock.kind === 'approval' ? 'room-js-lock-approval' : 'room-js-lock-reply') : '';
@@ -497,7 +502,7 @@ function renderActions() {
   }
   const combo = comboOf(action);
   const ok = Boolean(combo && combo.ok);
-  $('action-send').disabled = observing || !ok;
+  $('action-send').disabled = inert() || !ok;
   const panel = $('action-panel');
   panel.dataset.possible = v.actions.some((a) => a.pick) ? 'true' : 'false';
   let reason = '';
@@ -518,9 +523,9 @@ function renderView(v) {
   bar.style.width = `${v.progress}%`;
   bar.setAttribute('aria-valuenow', String(v.progress));
   $('subtask').textContent = v.subtask ? v.subtask.label : '';
-  $('finish').disabled = observing || !v.can_finish;
+  $('finish').disabled = inert() || !v.can_finish;
   const input = $('text-input');
-  input.disabled = observing || Boolean(v.muted) || Boolean(v.ended);
+  input.disabled = inert() || Boolean(v.muted) || Boolean(v.ended);
   $('send').disabled = input.disabled;
   input.placeholder = v.muted
     ? t('room-js-wait-for-partner', { partner: st.study ? st.study.partner.name : t('room-js-your-partner') })
@@ -621,7 +626,7 @@ function setupDatabase(tables) {
   const panel = el('section', { id: 'db-panel', class: 'panel', 'data-testid': 'db-panel', 'aria-labelledby': 'db-title' });
   panel.append(el('h2', { id: 'db-title' }, t('room-js-database')));
   const pick = el('select', { id: 'db-table', 'data-testid': 'db-table' });
-  for (const table of tables) pick.append(el('option', { value: table.name }, table.name));
+  for (const table of tables) pick.append(el('option', { value: table.name }, table.label || table.name));
   const label = el('label', {}, `${t('room-js-table')} `);
   label.append(pick);
   const filters = el('div', { id: 'db-filters', 'data-testid': 'db-filters' });
@@ -640,15 +645,16 @@ function setupDatabase(tables) {
     filters.replaceChildren();
     for (const c of table().columns) {
       const row = el('div', { class: 'db-filter', 'data-column': c.name });
-      row.append(el('span', { class: 'db-column' }, c.name));
+      const word = c.label || c.name;
+      row.append(el('span', { class: 'db-column' }, word));
       if (c.type === 'text') {
-        const op = el('select', { 'data-testid': `db-op-${c.name}`, 'aria-label': t('room-js-how-to-match', { column: c.name }) });
+        const op = el('select', { 'data-testid': `db-op-${c.name}`, 'aria-label': t('room-js-how-to-match', { column: word }) });
         op.append(el('option', { value: 'contains' }, t('room-js-contains')), el('option', { value: 'equals' }, t('room-js-equals')));
-        row.append(op, el('input', { type: 'text', 'data-testid': `db-value-${c.name}`, 'aria-label': c.name, maxlength: 200 }));
+        row.append(op, el('input', { type: 'text', 'data-testid': `db-value-${c.name}`, 'aria-label': word, maxlength: 200 }));
       } else {
         row.append(
-          el('input', { type: 'number', step: 'any', 'data-testid': `db-min-${c.name}`, 'aria-label': t('room-js-column-from', { column: c.name }), placeholder: t('room-js-from') }),
-          el('input', { type: 'number', step: 'any', 'data-testid': `db-max-${c.name}`, 'aria-label': t('room-js-column-to', { column: c.name }), placeholder: t('room-js-to') }),
+          el('input', { type: 'number', step: 'any', 'data-testid': `db-min-${c.name}`, 'aria-label': t('room-js-column-from', { column: word }), placeholder: t('room-js-from') }),
+          el('input', { type: 'number', step: 'any', 'data-testid': `db-max-${c.name}`, 'aria-label': t('room-js-column-to', { column: word }), placeholder: t('room-js-to') }),
         );
       }
       filters.append(row);
@@ -673,13 +679,27 @@ function setupDatabase(tables) {
     }
     cmd({ cmd: 'query', table: table().name, filters: out });
   });
-  if (observing) for (const x of [pick, search]) x.disabled = true;
+  if (inert()) for (const x of [pick, search]) x.disabled = true;
+}
+
+// A table of the study's database as the welcome frame describes it (its words included).
+function dbTable(name) {
+  return st.study && st.study.database ? st.study.database.find((x) => x.name === name) : undefined;
+}
+
+// What the wizard reads for a row: its first shown column other than the key ("Trattoria
+// Lanterna"), never the key the program uses ("r01") unless the table has nothing else.
+function rowName(spec, row, key) {
+  if (!spec || !row) return key;
+  const cols = spec.show && spec.show.length ? spec.show : spec.columns.map((c) => c.name);
+  const c = cols.find((x) => x !== spec.key);
+  return c && row[c] !== null && row[c] !== undefined ? String(row[c]) : key;
 }
 
 function renderDbResults(e) {
   const results = $('db-results');
   if (!results) return;
-  const spec = st.study && st.study.database && st.study.database.find((x) => x.name === e.table);
+  const spec = dbTable(e.table);
   const cols = spec ? (spec.show && spec.show.length ? spec.show : spec.columns.map((c) => c.name)) : Object.keys(e.rows[0] || {});
   results.replaceChildren();
   results.dataset.table = e.table;
@@ -689,7 +709,8 @@ function renderDbResults(e) {
     return;
   }
   const head = el('tr');
-  for (const c of cols) head.append(el('th', { scope: 'col' }, c));
+  const word = (c) => ((spec && spec.columns.find((x) => x.name === c)) || {}).label || c;
+  for (const c of cols) head.append(el('th', { scope: 'col' }, word(c)));
   head.append(el('th', {}, ''));
   results.append(head);
   e.rows.forEach((r, i) => {
@@ -697,7 +718,7 @@ function renderDbResults(e) {
     const tr = el('tr', { 'data-key': key });
     for (const c of cols) tr.append(dbCell(r[c]));
     const use = el('button', { type: 'button', 'data-testid': `db-use-${key}` }, t('room-js-use'));
-    use.disabled = observing;
+    use.disabled = inert();
     use.addEventListener('click', () => cmd({ cmd: 'select', table: e.table, key }));
     const td = el('td');
     td.append(use);
@@ -763,7 +784,13 @@ function showEnd(f) {
   st.next = safeNext(f.next);
   renderPartner();
   $('typing').hidden = true;
-  for (const id of ['text-input', 'send', 'finish']) $(id).disabled = true;
+  // Every control goes grey at once (the options, the robot actions, the hint, the database):
+  // a reply pressed now would only be refused.
+  if (st.view) renderView(st.view);
+  for (const id of ['text-input', 'send', 'finish', 'hint', 'approve', 'deny', 'action-send']) {
+    if ($(id)) $(id).disabled = true;
+  }
+  for (const b of document.querySelectorAll('#options button, #fixed button, #db-panel button, #db-panel input, #db-panel select')) b.disabled = true;
   if ($('approval')) $('approval').hidden = true;
   const banner = $('end-banner');
   // A participant whose seat a researcher took over is told so (the `seat_taken` error's words).

@@ -51,6 +51,7 @@ room-approve = Approve
 room-deny = Deny
 room-robots = Robots
 room-map = Map
+room-your-task = Your task
 
 ## The room's script
 
@@ -79,6 +80,7 @@ room-js-partner-lost-countdown = Your partner lost the connection. Waiting { $co
 room-js-battery = battery { $percent }%
 room-js-busy = { $action } ({ $percent }%, { $eta } s left)
 room-js-standby = on standby
+room-js-out-of-service = out of service
 room-js-waiting-user = Waiting for the user…
 room-js-no-option = No dialogue option right now: use the buttons below or type.
 room-js-lock-approval = Waiting for the user to approve or deny.

@@ -49,6 +49,7 @@ room-approve = 同意
 room-deny = 拒绝
 room-robots = 机器人
 room-map = 地图
+room-your-task = 你的任务
 
 ## The room's script
 
@@ -77,6 +78,7 @@ room-js-partner-lost-countdown = 对方的连接已断开，将等待 { $countdo
 room-js-battery = 电量 { $percent }%
 room-js-busy = { $action }（{ $percent }%，还需 { $eta } 秒）
 room-js-standby = 待命
+room-js-out-of-service = 停止服务
 room-js-waiting-user = 正在等待对方回复…
 room-js-no-option = 现在没有可选的回复：请使用下面的按钮或自己输入。
 room-js-lock-approval = 正在等待对方同意或拒绝。

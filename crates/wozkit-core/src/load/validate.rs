@@ -9,6 +9,7 @@ mod judges;
 mod platforms;
 mod scenario;
 mod simulated_users;
+mod words;
 
 pub use flow::{FLOW_VARS, PageConditions, kind_name};
 
@@ -720,6 +721,7 @@ pub fn check(
     c.simulated_users();
     compiled.warnings = c.platforms();
     compiled.warnings.extend(c.no_preview());
+    compiled.warnings.extend(c.machine_names());
 
     (compiled, c.problems)
 }

@@ -45,6 +45,8 @@ fn spec(tables: &[(&str, Option<&str>, &str)], sqlite: Option<&str>) -> Database
                         file: f.map(str::to_string),
                         key: k.to_string(),
                         show: vec![],
+                        label: None,
+                        labels: Default::default(),
                     },
                 )
             })

@@ -332,3 +332,57 @@ fn crosswoz_demo_runs_from_a_folder_with_the_full_database() {
     simulate_covers(&study, 50);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A machine name the wizard's panel would show (a table or a shown column with `_` and no
+/// words) is a warning at its place; `label` and `labels` silence it, and a built-in study with a
+/// database has none.
+#[test]
+fn machine_names_in_the_database_panel_are_warned_about() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("machine-names");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("r.csv"),
+        "id,name,price_per_person\nr1,Lanterna,28\n",
+    )
+    .unwrap();
+    let study = |table: &str| {
+        format!(
+            "id: s\ntitle: S\npreview: Chat with an assistant.\nroles:\n  user: {{label: Guest}}\n  wizard: {{label: Assistant}}\n\
+             database:\n  tables:\n{table}\
+             states:\n  - {{id: start, type: interaction, initial: true, transitions: [bye]}}\n  - {{id: bye, type: interaction, terminal: true, templates: [\"Bye.\"]}}\n"
+        )
+    };
+    let warnings = |text: &str| -> Vec<String> {
+        let s = wozkit_core::load::load_text(
+            "s.yaml",
+            text,
+            wozkit_core::load::StudySource::Dir(dir.clone()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        s.compiled
+            .warnings
+            .iter()
+            .map(|w| format!("{}:{}: {}", w.line, w.col, w.message))
+            .collect()
+    };
+    let bare = study("    dinner_places: {file: r.csv, key: id, show: [name, price_per_person]}\n");
+    assert_eq!(
+        warnings(&bare),
+        [
+            "9:5: the wizard's database panel names this table `dinner_places`",
+            "9:43: the wizard's results table heads these columns by their names: price_per_person",
+        ]
+    );
+    let worded = study(
+        "    dinner_places: {file: r.csv, key: id, show: [name, price_per_person], label: Restaurants, labels: {price_per_person: Price per person}}\n",
+    );
+    assert_eq!(warnings(&worded), Vec::<String>::new());
+    for name in ["restaurant-booking", "crosswoz-demo"] {
+        let s = load_builtin(name).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            s.compiled.warnings.is_empty(),
+            "{name}: {:?}",
+            s.compiled.warnings
+        );
+    }
+}

@@ -73,6 +73,16 @@ pub async fn current(
         return Ok(Html(html).into_response());
     }
     let mut i = flow::index(&p.flow_step);
+    // A researcher who sat in a session (took a wizard's seat over, or joined as the wizard)
+    // goes back to its page in the console once it is over: the questionnaire and the code are
+    // the participants', and a researcher's answers would mix into their data.
+    if p.platform == Platform::Researcher
+        && let Some(session) = p.session_id.as_deref()
+        && i > flow::room_step(st, role, 0)
+    {
+        let to = format!("/researcher/session/{}", super::html::query_escape(session));
+        return Ok((StatusCode::SEE_OTHER, [(LOCATION, to)]).into_response());
+    }
     // Pages whose `when` is false, and a survey without questions, are skipped; so is a judging
     // page once the worker has judged their share (or no item is left for them). Bounded: each
     // round moves forward or stops.

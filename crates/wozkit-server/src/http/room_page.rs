@@ -4,7 +4,7 @@
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 
-use super::html::{esc, layout_in};
+use super::html::{esc, layout_in, paragraphs};
 use crate::i18n::words;
 
 pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
@@ -70,6 +70,21 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
     } else {
         String::new()
     };
+    // The role's task stays on screen after pairing (the instructions page is gone by then):
+    // open for the user, whose wishes it lists, folded for the wizard. A user whose goal the
+    // study draws gets the goal panel instead (room.js builds it from `goal_generated`).
+    let task_panel =
+        if me.instructions.trim().is_empty() || (role == Role::User && st.goals.is_some()) {
+            String::new()
+        } else {
+            format!(
+                "<details id=\"task-panel\" class=\"panel\" data-testid=\"task-panel\"{open}>\
+             <summary>{}</summary>{}</details>",
+                t("room-your-task"),
+                paragraphs(&me.instructions),
+                open = if role == Role::User { " open" } else { "" },
+            )
+        };
     let robots_panel = if has_robots {
         format!(
             "<section id=\"robots-panel\" class=\"panel\"><h2>{}</h2><ul id=\"robots\" data-testid=\"robots\"></ul></section>",
@@ -107,13 +122,24 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
              <p id=\"notice\" data-testid=\"notice\" role=\"alert\"></p>\
            </section>\
            <aside class=\"side-col\">\
-             {options_panel}{action_panel}\
+             {user_task}{options_panel}{action_panel}{wizard_task}\
              <section id=\"media-panel\" class=\"panel\" hidden><img id=\"media\" data-testid=\"media\" alt=\"\"></section>\
              {robots_panel}\
              <section id=\"map-panel\" class=\"panel\" tabindex=\"0\" aria-labelledby=\"map-heading\" hidden><h2 id=\"map-heading\">{map}</h2><img id=\"map\" data-testid=\"map\" alt=\"\"></section>\
            </aside>\
          </div></main>{strings}",
         role = role.as_str(),
+        // The user's task first; the wizard's after their options, which they use all the time.
+        user_task = if role == Role::User {
+            task_panel.as_str()
+        } else {
+            ""
+        },
+        wizard_task = if role == Role::Wizard {
+            task_panel.as_str()
+        } else {
+            ""
+        },
         seat = esc(seat.unwrap_or("")),
         title = esc(&st.title),
         me = esc(me.name.as_deref().unwrap_or(&me.label)),

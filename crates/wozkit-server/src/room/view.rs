@@ -191,10 +191,13 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
             db.tables()
                 .values()
                 .map(|t| {
-                    let show = st.database.as_ref().and_then(|d| d.tables.get(&t.name));
-                    json!({"name": t.name, "key": t.key, "columns": t.columns.iter()
-                    .map(|(c, ty)| json!({"name": c, "type": ty})).collect::<Vec<_>>(),
-                    "show": show.map(|s| s.show.as_slice()).unwrap_or_default()})
+                    let spec = st.database.as_ref().and_then(|d| d.tables.get(&t.name));
+                    // The wizard reads the study's words for the table and its columns.
+                    let label = spec.and_then(|s| s.label.as_deref()).unwrap_or(&t.name);
+                    let word = |c: &String| spec.and_then(|s| s.labels.get(c)).unwrap_or(c).clone();
+                    json!({"name": t.name, "label": label, "key": t.key, "columns": t.columns.iter()
+                    .map(|(c, ty)| json!({"name": c, "label": word(c), "type": ty})).collect::<Vec<_>>(),
+                    "show": spec.map(|s| s.show.as_slice()).unwrap_or_default()})
                 })
                 .collect::<Vec<_>>()
         });
@@ -282,6 +285,9 @@ struct RobotView<'a> {
     location: &'a str,
     location_name: &'a str,
     battery: f64,
+    /// False while the study's scenario keeps the robot out of service: the panel says so
+    /// instead of "on standby".
+    in_service: bool,
     busy: bool,
     action: Option<&'a str>,
     target: Option<&'a str>,
@@ -477,6 +483,7 @@ pub fn view<'a>(
                 location: &r.location,
                 location_name: loc_name(&r.location),
                 battery: r.battery,
+                in_service: r.in_service,
                 busy: act.is_some(),
                 action: act.map(|a| st.actions[a.action].label.as_str()),
                 target: act.and_then(|a| a.target.as_deref()).map(loc_name),
@@ -973,6 +980,22 @@ mod tests {
         s.milestones = vec!["inspect".into()];
         s.ended = Some((wozkit_core::event::EndReason::TimeLimit, false));
         assert_eq!(view_json(&study, &s, Role::User)["view"]["progress"], 30);
+    }
+
+    #[test]
+    fn a_robot_out_of_service_says_so_in_both_views() {
+        let (study, mut s, _) = play(vec![(Actor::System, Command::Start { seed: 1 })]);
+        s.robots[1].in_service = false;
+        for role in [Role::User, Role::Wizard] {
+            let v = view_json(&study, &s, role);
+            let service: Vec<&Value> = (v["view"]["robots"].as_array().into_iter().flatten())
+                .map(|r| &r["in_service"])
+                .collect();
+            assert_eq!(service.len(), s.robots.len(), "{role:?}");
+            for (i, in_service) in service.iter().enumerate() {
+                assert_eq!(**in_service, Value::Bool(i != 1), "{role:?}, robot {i}");
+            }
+        }
     }
 
     #[test]

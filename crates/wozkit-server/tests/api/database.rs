@@ -55,10 +55,12 @@ async fn the_wizard_searches_and_selects_and_the_user_sees_only_what_is_said() {
     let welcome = ww.seen.iter().find(|v| v["type"] == "welcome").unwrap();
     let table = &welcome["study"]["database"][0];
     assert_eq!(table["name"], "restaurant");
+    // Without `label` and `labels` the panel's words are the table's and the columns' names.
+    assert_eq!(table["label"], "restaurant");
     assert_eq!(table["key"], "id");
     assert_eq!(
         table["columns"][4],
-        json!({"name": "price", "type": "integer"})
+        json!({"name": "price", "label": "price", "type": "integer"})
     );
     let uwelcome = wu.seen.iter().find(|v| v["type"] == "welcome").unwrap();
     assert_eq!(uwelcome["study"]["database"], Value::Null);

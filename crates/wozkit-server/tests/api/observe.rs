@@ -439,6 +439,21 @@ async fn a_researcher_takes_over_the_seat_of_a_wizard_who_left() {
         .collect();
     assert!(!paid.contains(&participant.as_str()), "{paid:?}");
     assert_eq!(paid.len(), 2, "{paid:?}");
+
+    // The session ends: the researcher goes back to the session's page in the console, never to
+    // the wizard's questionnaire (their answers would mix into the participants' data).
+    wr.cmd("r3", json!({"cmd": "finish"})).await;
+    assert_eq!(wr.answer("r3").await["type"], "ack");
+    wr.until_type("ended").await;
+    let after = me.page().await;
+    assert_eq!(after.status, 303, "{}", after.body);
+    assert_eq!(
+        after.header("location").as_deref(),
+        Some(format!("/researcher/session/{session}").as_str())
+    );
+    // The user, a participant, goes on to their questionnaire as before.
+    wu.until_type("ended").await;
+    assert_eq!(page_kind(&user.page().await.body), "survey");
 }
 
 #[tokio::test]

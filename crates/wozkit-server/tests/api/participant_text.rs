@@ -439,3 +439,43 @@ async fn a_label_that_says_optional_is_not_marked_again() {
     assert!(!reason.contains(MARK), "marked twice: {reason}");
     app.stop().await;
 }
+
+/// The task stays in the room after pairing: the guest of `restaurant-booking` (no drawn goal)
+/// has their instructions open beside the chat, the wizard has theirs folded; a `crosswoz-demo`
+/// user, whose goal panel comes from the drawn goal, gets no second copy.
+#[tokio::test]
+async fn the_room_keeps_each_roles_task_on_screen() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let study = load_builtin("restaurant-booking").unwrap_or_else(|e| panic!("{e}"));
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    let (user, wizard, _session) = paired(&app).await;
+    let room = user.page().await.body;
+    assert!(
+        room.contains("<details id=\"task-panel\" class=\"panel\" data-testid=\"task-panel\" open><summary>Your task</summary>"),
+        "{room}"
+    );
+    assert!(
+        room.contains("Italian food, in the old town, for 4 people"),
+        "{room}"
+    );
+    let room = wizard.page().await.body;
+    assert!(
+        room.contains("<details id=\"task-panel\" class=\"panel\" data-testid=\"task-panel\"><summary>Your task</summary>"),
+        "{room}"
+    );
+    app.stop().await;
+
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let study = load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
+    let mut app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    let (user, wizard, _session) = paired(&app).await;
+    assert!(!user.page().await.body.contains("task-panel"));
+    assert!(
+        wizard
+            .page()
+            .await
+            .body
+            .contains("<summary>你的任务</summary>")
+    );
+    app.stop().await;
+}

@@ -251,7 +251,8 @@ async fn play(
     .await?;
     play_to_the_end(study, r, &u).await?;
 
-    // Both finish: questionnaire and completion code.
+    // The user finishes: questionnaire and completion code. The researcher goes back to the
+    // session's page in the console: the questionnaire is the participants'.
     for br in [r, &u] {
         br.wait_js(
             "the end banner",
@@ -261,13 +262,19 @@ async fn play(
         )
         .await?;
         br.click("continue-after-end").await?;
-        br.wait_page("survey").await?;
-        fill_survey(br).await?;
-        br.click("survey-submit").await?;
-        br.wait_page("completion").await?;
-        let code = br.text("completion-code").await?;
-        ensure!(!code.is_empty(), "{}: empty completion code", br.name);
     }
+    r.wait_js(
+        "the session's page in the console, not the questionnaire",
+        "return location.pathname === arguments[0] && !!document.getElementById('replay-link')",
+        vec![json!(format!("/researcher/session/{session}"))],
+    )
+    .await?;
+    u.wait_page("survey").await?;
+    fill_survey(&u).await?;
+    u.click("survey-submit").await?;
+    u.wait_page("completion").await?;
+    let code = u.text("completion-code").await?;
+    ensure!(!code.is_empty(), "{}: empty completion code", u.name);
     u.close().await?;
 
     replay(server, r, &session).await?;

@@ -49,7 +49,11 @@ roles:
   wizard: {label: Assistant, name: Tavi}
 database:
   tables:
-    restaurant: {file: restaurants.csv, key: id}
+    restaurant:
+      file: restaurants.csv
+      key: id
+      label: Restaurants
+      labels: {price: Price per person}
 states:
   - {id: start, type: interaction, initial: true, transitions: [offer]}
   - id: offer
@@ -372,8 +376,26 @@ async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
     option_reads(w, "offer", said).await?;
     let headers = fits(w).await?;
     ensure!(
-        headers == json!(["id", "name", "cuisine", "area", "price"]),
-        "a table without `show` shows every column: {headers}"
+        headers == json!(["id", "name", "cuisine", "area", "Price per person"]),
+        "a table without `show` shows every column, each by its label if it has one: {headers}"
+    );
+    // The study's words for the table and the row, never the key the program uses ("r1").
+    let words = w
+        .js(
+            "return [document.getElementById('db-selected').textContent, \
+                     document.querySelector('#db-table option').textContent, \
+                     document.querySelector('.db-filter[data-column=price] .db-column').textContent]",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        words
+            == json!([
+                "Selected in Restaurants: Trattoria Lanterna",
+                "Restaurants",
+                "Price per person"
+            ]),
+        "the panel's words for the table, the selected row and a column: {words}"
     );
     shoot(w, "wizard-database.png").await?;
 
