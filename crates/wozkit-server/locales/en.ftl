@@ -163,3 +163,72 @@ completion-no-prolific-code = This study has no Prolific completion code for how
 completion-return = Return to the study platform
 completion-return-auto = (automatically in { $seconds } seconds)
 completion-stay = Stay on this page
+
+## Why a questionnaire's answer is refused, next to its question.
+answer-missing = Please answer this question.
+answer-missing-rows = Please answer every row.
+answer-missing-ranks = Please rank the options.
+answer-several-point = Choose one point.
+answer-several-option = Choose one option.
+answer-several-answer = Send one answer.
+answer-several-number = Send one number.
+answer-several-row-point = Choose one point in each row.
+answer-several-rank = Give each option one rank.
+answer-point = Choose a point from 1 to { $points }.
+answer-row-point = Choose a point from 1 to { $points } in each row.
+answer-not-an-option = Choose one of the options.
+answer-not-shown = Choose only from the options shown.
+answer-choose-exactly = Choose exactly { $count } { $count ->
+    [one] option
+   *[other] options
+}.
+answer-choose-between = Choose between { $min } and { $max } options.
+answer-choose-at-most = Choose at most { $count } { $count ->
+    [one] option
+   *[other] options
+}.
+answer-choose-at-least = Choose at least { $count } { $count ->
+    [one] option
+   *[other] options
+}.
+answer-too-long = Please keep the answer under { $max } characters.
+answer-words-between = Write between { $min } and { $max } words (you wrote { $wrote } { $wrote ->
+    [one] word
+   *[other] words
+}).
+answer-words-at-least = Write at least { $min } { $min ->
+    [one] word
+   *[other] words
+} (you wrote { $wrote } { $wrote ->
+    [one] word
+   *[other] words
+}).
+answer-words-at-most = Write at most { $max } { $max ->
+    [one] word
+   *[other] words
+} (you wrote { $wrote } { $wrote ->
+    [one] word
+   *[other] words
+}).
+answer-number-between = Enter { $whole ->
+    [yes] a whole number
+   *[no] a number
+} from { $min } to { $max }.
+answer-number-at-least = Enter { $whole ->
+    [yes] a whole number
+   *[no] a number
+} of at least { $min }.
+answer-number-at-most = Enter { $whole ->
+    [yes] a whole number
+   *[no] a number
+} of at most { $max }.
+answer-number-any = Enter { $whole ->
+    [yes] a whole number
+   *[no] a number
+}.
+answer-rows-left = Please answer every row ({ $left } { $left ->
+    [one] row
+   *[other] rows
+} left).
+answer-rank-each = Give each option a different rank from 1 to { $options }.
+answer-rank-all = Give every option a rank from 1 to { $options }.

@@ -161,3 +161,45 @@ completion-no-prolific-code = 本研究没有为你的结束方式设置 Prolifi
 completion-return = 返回任务平台
 completion-return-auto = （{ $seconds } 秒后自动返回）
 completion-stay = 留在此页面
+
+## Why a questionnaire's answer is refused, next to its question.
+answer-missing = 请回答这个问题。
+answer-missing-rows = 请回答每一行。
+answer-missing-ranks = 请为各个选项排序。
+answer-several-point = 请只选一个分值。
+answer-several-option = 请只选一个选项。
+answer-several-answer = 请只提交一个回答。
+answer-several-number = 请只提交一个数字。
+answer-several-row-point = 每一行请只选一个分值。
+answer-several-rank = 每个选项请只给一个名次。
+answer-point = 请选择 1 到 { $points } 之间的分值。
+answer-row-point = 每一行请选择 1 到 { $points } 之间的分值。
+answer-not-an-option = 请从给出的选项中选择一个。
+answer-not-shown = 请只从列出的选项中选择。
+answer-choose-exactly = 请恰好选择 { $count } 项。
+answer-choose-between = 请选择 { $min } 到 { $max } 项。
+answer-choose-at-most = 最多可以选择 { $count } 项。
+answer-choose-at-least = 请至少选择 { $count } 项。
+answer-too-long = 回答请不要超过 { $max } 个字符。
+answer-words-between = 请写 { $min } 到 { $max } 个词（你写了 { $wrote } 个）。
+answer-words-at-least = 请至少写 { $min } 个词（你写了 { $wrote } 个）。
+answer-words-at-most = 最多写 { $max } 个词（你写了 { $wrote } 个）。
+answer-number-between = 请输入 { $min } 到 { $max } 之间的{ $whole ->
+    [yes] 整数
+   *[no] 数字
+}。
+answer-number-at-least = 请输入不小于 { $min } 的{ $whole ->
+    [yes] 整数
+   *[no] 数字
+}。
+answer-number-at-most = 请输入不大于 { $max } 的{ $whole ->
+    [yes] 整数
+   *[no] 数字
+}。
+answer-number-any = 请输入{ $whole ->
+    [yes] 整数
+   *[no] 数字
+}。
+answer-rows-left = 请回答每一行（还剩 { $left } 行）。
+answer-rank-each = 请给每个选项一个不同的名次（1 到 { $options }）。
+answer-rank-all = 请给每个选项一个名次（1 到 { $options }）。

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+pub use fluent_bundle::FluentValue;
 use fluent_bundle::concurrent::FluentBundle;
 use fluent_bundle::{FluentArgs, FluentResource};
 use fluent_syntax::ast;
@@ -88,15 +89,29 @@ impl Words {
 
     /// The message `key` with its variables (`{ $name }`) set from `args`.
     pub fn with(&self, key: &str, args: &[(&str, &str)]) -> String {
+        let mut fargs = FluentArgs::new();
+        for (name, value) in args {
+            fargs.set(*name, *value);
+        }
+        self.format(key, fargs)
+    }
+
+    /// The message `key` with variables that are numbers as well as texts: a number selects
+    /// its plural form (`{ $count -> [one] option *[other] options }`).
+    pub fn with_values(&self, key: &str, args: Vec<(&str, FluentValue<'_>)>) -> String {
+        let mut fargs = FluentArgs::new();
+        for (name, value) in args {
+            fargs.set(name, value);
+        }
+        self.format(key, fargs)
+    }
+
+    fn format(&self, key: &str, fargs: FluentArgs<'_>) -> String {
         let Some(pattern) = self.bundle.get_message(key).and_then(|m| m.value()) else {
             debug_assert!(false, "no message `{key}` in {}", self.lang.tag());
             tracing::error!("no message `{key}` in catalogue {}", self.lang.tag());
             return key.to_string();
         };
-        let mut fargs = FluentArgs::new();
-        for (name, value) in args {
-            fargs.set(*name, *value);
-        }
         let mut errors = vec![];
         let out = self
             .bundle
@@ -192,9 +207,15 @@ mod tests {
             let keys: Vec<String> = w.variables.keys().cloned().collect();
             assert_eq!(keys, en, "{} has other keys than en", lang.tag());
             for (key, vars) in &w.variables {
+                // The same variables; their order follows each language's word order.
+                let sorted = |v: &Vec<String>| {
+                    let mut v = v.clone();
+                    v.sort();
+                    v
+                };
                 assert_eq!(
-                    vars,
-                    &words(Language::En).variables[key],
+                    sorted(vars),
+                    sorted(&words(Language::En).variables[key]),
                     "{}: `{key}` takes other variables than in en",
                     lang.tag()
                 );

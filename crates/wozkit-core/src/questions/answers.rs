@@ -1,4 +1,5 @@
-//! Form values → typed answers, or one message per question for the participant.
+//! Form values → typed answers, or one [`Fault`] per question, which the server words for the
+//! participant in the page's language.
 //!
 //! The input is what a browser posts, as `(name, value)` pairs in order (a `multiple` question
 //! posts its name once per ticked box). Field names: the question id; `<id>.<row>` for a matrix
@@ -45,6 +46,68 @@ pub struct Answers {
 pub struct Problem {
     pub question: String,
     pub message: String,
+}
+
+/// What is wrong with one question's answer. The server words each in the page's language (the
+/// `answer-*` messages of its catalogues), so a refused questionnaire speaks the study's language.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// A required question left unanswered.
+    Missing,
+    /// A required matrix left unanswered.
+    MissingRows,
+    /// A required ranking left unanswered.
+    MissingRanks,
+    /// Several different values where the form shows one field (only a hand-made request).
+    Several(Single),
+    /// A point outside a scale of `points`.
+    Point { points: u32 },
+    /// A matrix row's point outside its scale of `points`.
+    RowPoint { points: u32 },
+    /// A `choice` answered with something that is not one of its options.
+    NotAnOption,
+    /// A `multiple` ticked with something that is not one of its options.
+    NotShown,
+    /// A `multiple` with too few or too many options ticked (`min` may be 0).
+    Choices { min: u32, max: Option<u32> },
+    /// A text over `max` characters.
+    TooLong { max: usize },
+    /// A text of `wrote` words, outside the limits.
+    Words {
+        min: Option<u32>,
+        max: Option<u32>,
+        wrote: u32,
+    },
+    /// Not a number (a whole one when `integer`) within the limits.
+    Number {
+        integer: bool,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    /// A required matrix with `left` rows unanswered.
+    RowsLeft { left: usize },
+    /// A ranking whose ranks are not all different, or not from 1 to `options`.
+    RankEach { options: usize },
+    /// A ranking with some of its `options` ranked and others not.
+    RankAll { options: usize },
+}
+
+/// Which field came several times (see [`Fault::Several`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Single {
+    Point,
+    Option,
+    Answer,
+    Number,
+    RowPoint,
+    Rank,
+}
+
+/// One question's fault.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Faulted {
+    pub question: String,
+    pub fault: Fault,
 }
 
 impl Answers {
@@ -127,14 +190,14 @@ fn number_value(n: f64) -> Value {
     }
 }
 
-/// Checks a page's posted form against its questions; every problem is reported at once, one per
+/// Checks a page's posted form against its questions; every fault is reported at once, one per
 /// question. `seed` gives the order shuffled questions were shown in (see
 /// [`Question::shown_order`]), recorded in the answers.
 pub fn check(
     questions: &[Question],
     fields: &[(String, String)],
     seed: u64,
-) -> Result<Answers, Vec<Problem>> {
+) -> Result<Answers, Vec<Faulted>> {
     let mut answers = Answers::default();
     let mut problems = vec![];
     for q in questions {
@@ -154,14 +217,14 @@ pub fn check(
             Ok(Some(a)) => {
                 answers.values.insert(q.id.clone(), a);
             }
-            Ok(None) if q.is_required() => problems.push(Problem {
+            Ok(None) if q.is_required() => problems.push(Faulted {
                 question: q.id.clone(),
-                message: missing(q),
+                fault: missing(q),
             }),
             Ok(None) => {}
-            Err(message) => problems.push(Problem {
+            Err(fault) => problems.push(Faulted {
                 question: q.id.clone(),
-                message,
+                fault,
             }),
         }
     }
@@ -172,13 +235,16 @@ pub fn check(
     }
 }
 
-/// The message for a required question left unanswered.
-fn missing(q: &Question) -> String {
+/// The fault of a required question left unanswered.
+fn missing(q: &Question) -> Fault {
     match q.kind {
-        QuestionKind::Multiple => choices_message(q.min_choices.unwrap_or(1).max(1), q.max_choices),
-        QuestionKind::Matrix => "Please answer every row.".into(),
-        QuestionKind::Ranking => "Please rank the options.".into(),
-        _ => "Please answer this question.".into(),
+        QuestionKind::Multiple => Fault::Choices {
+            min: q.min_choices.unwrap_or(1).max(1),
+            max: q.max_choices,
+        },
+        QuestionKind::Matrix => Fault::MissingRows,
+        QuestionKind::Ranking => Fault::MissingRanks,
+        _ => Fault::Missing,
     }
 }
 
@@ -197,13 +263,13 @@ fn values<'a>(fields: &'a [(String, String)], name: &str) -> Vec<&'a str> {
 fn single<'a>(
     fields: &'a [(String, String)],
     name: &str,
-    several: &str,
-) -> Result<Option<&'a str>, String> {
+    several: Single,
+) -> Result<Option<&'a str>, Fault> {
     let vs = values(fields, name);
     match vs.as_slice() {
         [] => Ok(None),
         [first, rest @ ..] if rest.iter().all(|v| v == first) => Ok(Some(first)),
-        _ => Err(several.to_string()),
+        _ => Err(Fault::Several(several)),
     }
 }
 
@@ -212,27 +278,27 @@ fn point(raw: &str, points: u32) -> Option<u32> {
     raw.parse::<u32>().ok().filter(|p| (1..=points).contains(p))
 }
 
-/// `Ok(None)`: nothing was answered. `Err`: the message shown next to the question.
-fn answer(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, String> {
+/// `Ok(None)`: nothing was answered. `Err`: what is wrong, shown next to the question.
+fn answer(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, Fault> {
     match q.kind {
         QuestionKind::Likert => {
             let n = q.points();
-            let Some(raw) = single(fields, &q.id, "Choose one point.")? else {
+            let Some(raw) = single(fields, &q.id, Single::Point)? else {
                 return Ok(None);
             };
             point(raw, n)
                 .map(|p| Some(Answer::Point(p)))
-                .ok_or_else(|| format!("Choose a point from 1 to {n}."))
+                .ok_or(Fault::Point { points: n })
         }
         QuestionKind::Choice => {
-            let Some(raw) = single(fields, &q.id, "Choose one option.")? else {
+            let Some(raw) = single(fields, &q.id, Single::Option)? else {
                 return Ok(None);
             };
             q.options
                 .iter()
                 .find(|o| o.trim() == raw)
                 .map(|o| Some(Answer::Choice(o.clone())))
-                .ok_or_else(|| "Choose one of the options.".into())
+                .ok_or(Fault::NotAnOption)
         }
         QuestionKind::Multiple => multiple(q, fields),
         QuestionKind::Text | QuestionKind::Comment => text(q, fields),
@@ -242,17 +308,7 @@ fn answer(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, S
     }
 }
 
-fn choices_message(min: u32, max: Option<u32>) -> String {
-    let options = |n: u32| if n == 1 { "option" } else { "options" };
-    match max {
-        Some(max) if max == min => format!("Choose exactly {min} {}.", options(min)),
-        Some(max) if min > 0 => format!("Choose between {min} and {max} options."),
-        Some(max) => format!("Choose at most {max} {}.", options(max)),
-        None => format!("Choose at least {min} {}.", options(min)),
-    }
-}
-
-fn multiple(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, String> {
+fn multiple(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, Fault> {
     let picked: HashSet<&str> = values(fields, &q.id).into_iter().collect();
     if picked.is_empty() {
         return Ok(None);
@@ -261,7 +317,7 @@ fn multiple(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>,
         .iter()
         .any(|p| !q.options.iter().any(|o| o.trim() == *p))
     {
-        return Err("Choose only from the options shown.".into());
+        return Err(Fault::NotShown);
     }
     let chosen: Vec<String> = q
         .options
@@ -272,55 +328,45 @@ fn multiple(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>,
     let count = u32::try_from(chosen.len()).unwrap_or(u32::MAX);
     let min = q.min_choices.unwrap_or(0);
     if count < min || q.max_choices.is_some_and(|max| count > max) {
-        return Err(choices_message(min, q.max_choices));
+        return Err(Fault::Choices {
+            min,
+            max: q.max_choices,
+        });
     }
     Ok(Some(Answer::Choices(chosen)))
 }
 
-fn words(n: u32) -> &'static str {
-    if n == 1 { "word" } else { "words" }
-}
-
-fn text(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, String> {
-    let Some(raw) = single(fields, &q.id, "Send one answer.")? else {
+fn text(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, Fault> {
+    let Some(raw) = single(fields, &q.id, Single::Answer)? else {
         return Ok(None);
     };
     if raw.chars().count() > MAX_TEXT_CHARS {
-        return Err(format!(
-            "Please keep the answer under {MAX_TEXT_CHARS} characters."
-        ));
+        return Err(Fault::TooLong {
+            max: MAX_TEXT_CHARS,
+        });
     }
     let n = u32::try_from(raw.split_whitespace().count()).unwrap_or(u32::MAX);
     let too_few = q.min_words.is_some_and(|min| n < min);
     let too_many = q.max_words.is_some_and(|max| n > max);
     if too_few || too_many {
-        let wrote = format!("you wrote {n} {}", words(n));
-        return Err(match (q.min_words, q.max_words) {
-            (Some(min), Some(max)) => format!("Write between {min} and {max} words ({wrote})."),
-            (Some(min), None) => format!("Write at least {min} {} ({wrote}).", words(min)),
-            (None, Some(max)) => format!("Write at most {max} {} ({wrote}).", words(max)),
-            (None, None) => String::new(),
+        return Err(Fault::Words {
+            min: q.min_words,
+            max: q.max_words,
+            wrote: n,
         });
     }
     Ok(Some(Answer::Text(raw.to_string())))
 }
 
-fn number(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, String> {
-    let Some(raw) = single(fields, &q.id, "Send one number.")? else {
+fn number(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, Fault> {
+    let Some(raw) = single(fields, &q.id, Single::Number)? else {
         return Ok(None);
     };
-    let range = match (q.min, q.max) {
-        (Some(min), Some(max)) => format!(" from {min} to {max}"),
-        (Some(min), None) => format!(" of at least {min}"),
-        (None, Some(max)) => format!(" of at most {max}"),
-        (None, None) => String::new(),
+    let wrong = || Fault::Number {
+        integer: q.integer,
+        min: q.min,
+        max: q.max,
     };
-    let what = if q.integer {
-        "a whole number"
-    } else {
-        "a number"
-    };
-    let wrong = || format!("Enter {what}{range}.");
     let n: f64 = raw.parse().map_err(|_| wrong())?;
     let whole = n.fract() == 0.0;
     let in_range = q.min.is_none_or(|min| n >= min) && q.max.is_none_or(|max| n <= max);
@@ -330,38 +376,34 @@ fn number(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, S
     Ok(Some(Answer::Number(n)))
 }
 
-fn matrix(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, String> {
+fn matrix(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, Fault> {
     let n = q.points();
     let mut rows = IndexMap::new();
     for row in &q.rows {
         let name = q.row_field(row);
-        let Some(raw) = single(fields, &name, "Choose one point in each row.")? else {
+        let Some(raw) = single(fields, &name, Single::RowPoint)? else {
             continue;
         };
-        let p =
-            point(raw, n).ok_or_else(|| format!("Choose a point from 1 to {n} in each row."))?;
+        let p = point(raw, n).ok_or(Fault::RowPoint { points: n })?;
         rows.insert(row.id.clone(), p);
     }
     let left = q.rows.len() - rows.len();
     if rows.is_empty() {
         Ok(None)
     } else if q.is_required() && left > 0 {
-        Err(format!(
-            "Please answer every row ({left} {} left).",
-            if left == 1 { "row" } else { "rows" }
-        ))
+        Err(Fault::RowsLeft { left })
     } else {
         Ok(Some(Answer::Rows(rows)))
     }
 }
 
-fn ranking(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, String> {
+fn ranking(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, Fault> {
     let n = q.options.len();
-    let wrong = || format!("Give each option a different rank from 1 to {n}.");
+    let wrong = || Fault::RankEach { options: n };
     let mut ranked: Vec<(usize, &String)> = vec![];
     for (i, option) in q.options.iter().enumerate() {
         let name = q.rank_field(i);
-        if let Some(raw) = single(fields, &name, "Give each option one rank.")? {
+        if let Some(raw) = single(fields, &name, Single::Rank)? {
             let rank = raw
                 .parse::<usize>()
                 .ok()
@@ -374,7 +416,7 @@ fn ranking(q: &Question, fields: &[(String, String)]) -> Result<Option<Answer>, 
         return Ok(None);
     }
     if ranked.len() < n {
-        return Err(format!("Give every option a rank from 1 to {n}."));
+        return Err(Fault::RankAll { options: n });
     }
     ranked.sort_by_key(|(rank, _)| *rank);
     if ranked.windows(2).any(|w| w[0].0 == w[1].0) {

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use answers::{Answer, Answers, Problem, check};
+pub use answers::{Answer, Answers, Fault, Faulted, Problem, Single, check};
 
 use crate::event::Role;
 

@@ -1,11 +1,11 @@
-//! The question model: a posted form gives typed answers or one message per question, never a
+//! The question model: a posted form gives typed answers or one fault per question, never a
 //! panic; valid answers of every kind are accepted as they were given; shuffled orders are
 //! drawn from the seed and stored with the answers.
 
 use indexmap::IndexMap;
 use proptest::prelude::*;
 use serde_json::json;
-use wozkit_core::questions::{Answer, Answers, Question, check};
+use wozkit_core::questions::{Answer, Answers, Fault, Question, Single, check};
 
 /// One question of each kind, with bounds.
 fn questions() -> Vec<Question> {
@@ -57,13 +57,13 @@ fn valid() -> Vec<(String, String)> {
     ])
 }
 
-/// The message for `question`, if the form was refused with one.
-fn message(fields: &[(String, String)], question: &str) -> Option<String> {
+/// What is wrong with `question`'s answer, if the form was refused for it.
+fn fault(fields: &[(String, String)], question: &str) -> Option<Fault> {
     check(&questions(), fields, 7)
         .err()?
         .into_iter()
         .find(|p| p.question == question)
-        .map(|p| p.message)
+        .map(|p| p.fault)
 }
 
 /// `valid()` with `name`'s values replaced by `values`.
@@ -126,107 +126,84 @@ fn the_event_holds_one_key_per_item_and_the_orders_shown() {
 
 #[test]
 fn each_kind_says_what_is_wrong() {
-    let cases: &[(&str, &[&str], &str, &str)] = &[
-        ("mood", &[], "mood", "Please answer this question."),
-        ("mood", &["6"], "mood", "Choose a point from 1 to 5."),
-        ("mood", &["2", "3"], "mood", "Choose one point."),
+    let whole_age = Fault::Number {
+        integer: true,
+        min: Some(18.0),
+        max: Some(120.0),
+    };
+    let tools = Fault::Choices {
+        min: 1,
+        max: Some(3),
+    };
+    let cases: Vec<(&str, &[&str], &str, Fault)> = vec![
+        ("mood", &[], "mood", Fault::Missing),
+        ("mood", &["6"], "mood", Fault::Point { points: 5 }),
+        ("mood", &["2", "3"], "mood", Fault::Several(Single::Point)),
+        ("colour", &["purple"], "colour", Fault::NotAnOption),
         (
             "colour",
-            &["purple"],
+            &["red", "blue"],
             "colour",
-            "Choose one of the options.",
+            Fault::Several(Single::Option),
         ),
-        ("tools", &[], "tools", "Choose between 1 and 3 options."),
-        (
-            "tools",
-            &["map", "radio", "robot", "drone"],
-            "tools",
-            "Choose between 1 and 3 options.",
-        ),
-        (
-            "tools",
-            &["map", "laser"],
-            "tools",
-            "Choose only from the options shown.",
-        ),
+        ("tools", &[], "tools", tools.clone()),
+        ("tools", &["map", "radio", "robot", "drone"], "tools", tools),
+        ("tools", &["map", "laser"], "tools", Fault::NotShown),
         (
             "why",
             &["yes"],
             "why",
-            "Write between 2 and 10 words (you wrote 1 word).",
+            Fault::Words {
+                min: Some(2),
+                max: Some(10),
+                wrote: 1,
+            },
         ),
         (
-            "age",
-            &["old"],
-            "age",
-            "Enter a whole number from 18 to 120.",
+            "why",
+            &["a b", "c d"],
+            "why",
+            Fault::Several(Single::Answer),
         ),
-        (
-            "age",
-            &["33.5"],
-            "age",
-            "Enter a whole number from 18 to 120.",
-        ),
-        (
-            "age",
-            &["121"],
-            "age",
-            "Enter a whole number from 18 to 120.",
-        ),
-        (
-            "age",
-            &["NaN"],
-            "age",
-            "Enter a whole number from 18 to 120.",
-        ),
+        ("age", &["old"], "age", whole_age.clone()),
+        ("age", &["33.5"], "age", whole_age.clone()),
+        ("age", &["121"], "age", whole_age.clone()),
+        ("age", &["NaN"], "age", whole_age),
+        ("age", &["20", "30"], "age", Fault::Several(Single::Number)),
         (
             "offset",
             &["3"],
             "offset",
-            "Enter a number from -1.5 to 2.5.",
+            Fault::Number {
+                integer: false,
+                min: Some(-1.5),
+                max: Some(2.5),
+            },
         ),
+        ("sus.again", &[], "sus", Fault::RowsLeft { left: 1 }),
+        ("sus.again", &["0"], "sus", Fault::RowPoint { points: 5 }),
         (
             "sus.again",
-            &[],
+            &["1", "2"],
             "sus",
-            "Please answer every row (1 row left).",
+            Fault::Several(Single::RowPoint),
         ),
-        (
-            "sus.again",
-            &["0"],
-            "sus",
-            "Choose a point from 1 to 5 in each row.",
-        ),
-        (
-            "rank.3",
-            &[],
-            "rank",
-            "Give every option a rank from 1 to 4.",
-        ),
-        (
-            "rank.3",
-            &["2"],
-            "rank",
-            "Give each option a different rank from 1 to 4.",
-        ),
-        (
-            "rank.3",
-            &["9"],
-            "rank",
-            "Give each option a different rank from 1 to 4.",
-        ),
+        ("rank.3", &[], "rank", Fault::RankAll { options: 4 }),
+        ("rank.3", &["2"], "rank", Fault::RankEach { options: 4 }),
+        ("rank.3", &["9"], "rank", Fault::RankEach { options: 4 }),
+        ("rank.3", &["3", "4"], "rank", Fault::Several(Single::Rank)),
     ];
     for (name, values, question, expected) in cases {
         assert_eq!(
-            message(&with(name, values), question).as_deref(),
-            Some(*expected),
+            fault(&with(name, values), question),
+            Some(expected),
             "{name} = {values:?}"
         );
     }
     let long = "word ".repeat(500);
     assert_eq!(
-        message(&with("note", &[&long]), "note").as_deref(),
-        Some("Please keep the answer under 2000 characters.")
+        fault(&with("note", &[&long]), "note"),
+        Some(Fault::TooLong { max: 2000 })
     );
 }
 
@@ -238,18 +215,22 @@ fn every_problem_is_reported_at_once_and_optional_questions_may_be_skipped() {
         ids,
         ["mood", "colour", "tools", "why", "age", "sus", "rank"]
     );
-    assert_eq!(problems[5].message, "Please answer every row.");
-    assert_eq!(problems[6].message, "Please rank the options.");
+    assert_eq!(
+        problems[2].fault,
+        Fault::Choices {
+            min: 1,
+            max: Some(3)
+        }
+    );
+    assert_eq!(problems[5].fault, Fault::MissingRows);
+    assert_eq!(problems[6].fault, Fault::MissingRanks);
 }
 
 #[test]
 fn blank_and_padded_values_count_as_typed() {
     let answers = check(&questions(), &with("mood", &[" 4 "]), 7).expect("valid");
     assert_eq!(answers.values["mood"], Answer::Point(4));
-    assert_eq!(
-        message(&with("mood", &["   "]), "mood").as_deref(),
-        Some("Please answer this question.")
-    );
+    assert_eq!(fault(&with("mood", &["   "]), "mood"), Some(Fault::Missing));
 }
 
 /// Valid answers to [`questions`], drawn at random.
@@ -363,7 +344,6 @@ proptest! {
             }
             Err(problems) => {
                 prop_assert!(!problems.is_empty());
-                prop_assert!(problems.iter().all(|p| !p.message.is_empty()));
                 prop_assert!(problems.iter().all(|p| qs.iter().any(|q| q.id == p.question)));
             }
         }

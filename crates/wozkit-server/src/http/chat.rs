@@ -32,7 +32,7 @@ use wozkit_core::event::{
 };
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
-use wozkit_core::questions::{self, Problem, seed_of};
+use wozkit_core::questions::{Problem, seed_of};
 use wozkit_store::{Lease, LeaseState, NewEvent, Participant};
 
 use super::html::{esc, layout, query_escape};
@@ -937,7 +937,12 @@ pub async fn finish(
     let arena = ev.task == EvalTask::Arena;
     let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
     let mut problems = vec![];
-    let answers = match questions::check(&ev.questions, &fields, seed) {
+    let answers = match super::questions::check(
+        words(ctx.study.study.language),
+        &ev.questions,
+        &fields,
+        seed,
+    ) {
         Ok(a) => a.to_event(&ev.questions),
         Err(mut more) => {
             problems.append(&mut more);

@@ -286,7 +286,8 @@ pub async fn answers(
         return Ok(to_page(seat.as_deref()));
     }
     let seed = seed_of(&p.id);
-    let answers = match questions::check(&page.questions, &fields, seed) {
+    let answers = match super::questions::check(words(st.language), &page.questions, &fields, seed)
+    {
         Ok(a) => a.to_event(&page.questions),
         Err(problems) => {
             let action = format!("/p/answers{}", seat_query(seat.as_deref()));
@@ -489,7 +490,7 @@ pub async fn onboarding(
             | EvalTask::Spans
             | EvalTask::TurnActs => {
                 let qs = onboarding_questions(ev, n, k);
-                match questions::check(&qs, &fields, seed) {
+                match super::questions::check(words(st.language), &qs, &fields, seed) {
                     Err(mut more) => problems.append(&mut more),
                     Ok(a) => {
                         let given: IndexMap<String, Value> = a
@@ -828,13 +829,14 @@ pub async fn judge(
     let shown: Vec<&Dialogue> = shown_ids.iter().filter_map(|id| ev.dialogue(id)).collect();
     let seed = seed_of(&format!("{}/{}", p.id, lease.id));
     let mut problems = vec![];
-    let answers = match questions::check(&ev.questions, &fields, seed) {
-        Ok(a) => a.to_event(&ev.questions),
-        Err(mut more) => {
-            problems.append(&mut more);
-            IndexMap::new()
-        }
-    };
+    let answers =
+        match super::questions::check(words(study.study.language), &ev.questions, &fields, seed) {
+            Ok(a) => a.to_event(&ev.questions),
+            Err(mut more) => {
+                problems.append(&mut more);
+                IndexMap::new()
+            }
+        };
     let mut choice = None;
     let mut justification = None;
     if ev.task == EvalTask::Compare {

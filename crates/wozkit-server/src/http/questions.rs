@@ -8,10 +8,112 @@
 //! Field names are the ones `wozkit_core::questions::check` reads; options and matrix rows are
 //! laid out in the order `Question::shown_order` gives for the participant's seed.
 
-use wozkit_core::questions::{MAX_TEXT_CHARS, Problem, Question, QuestionKind};
+use wozkit_core::questions::{
+    self, Answers, Fault, MAX_TEXT_CHARS, Problem, Question, QuestionKind, Single,
+};
 
 use super::html::esc;
-use crate::i18n::Words;
+use crate::i18n::{FluentValue, Words};
+
+/// Checks a page's posted answers (`wozkit_core::questions::check`) and words what is wrong
+/// with each in the page's language.
+pub fn check(
+    w: &Words,
+    asked: &[Question],
+    fields: &[(String, String)],
+    seed: u64,
+) -> Result<Answers, Vec<Problem>> {
+    questions::check(asked, fields, seed).map_err(|faults| {
+        faults
+            .into_iter()
+            .map(|f| Problem {
+                question: f.question,
+                message: fault_words(w, &f.fault),
+            })
+            .collect()
+    })
+}
+
+/// A fault in the catalogue's words (the `answer-*` messages).
+pub fn fault_words(w: &Words, fault: &Fault) -> String {
+    let num = |n: f64| FluentValue::from(n);
+    let count = |n: usize| FluentValue::from(n);
+    match fault {
+        Fault::Missing => w.get("answer-missing"),
+        Fault::MissingRows => w.get("answer-missing-rows"),
+        Fault::MissingRanks => w.get("answer-missing-ranks"),
+        Fault::Several(field) => w.get(match field {
+            Single::Point => "answer-several-point",
+            Single::Option => "answer-several-option",
+            Single::Answer => "answer-several-answer",
+            Single::Number => "answer-several-number",
+            Single::RowPoint => "answer-several-row-point",
+            Single::Rank => "answer-several-rank",
+        }),
+        Fault::Point { points } => {
+            w.with_values("answer-point", vec![("points", (*points).into())])
+        }
+        Fault::RowPoint { points } => {
+            w.with_values("answer-row-point", vec![("points", (*points).into())])
+        }
+        Fault::NotAnOption => w.get("answer-not-an-option"),
+        Fault::NotShown => w.get("answer-not-shown"),
+        Fault::Choices { min, max } => match *max {
+            Some(max) if max == *min => {
+                w.with_values("answer-choose-exactly", vec![("count", max.into())])
+            }
+            Some(max) if *min > 0 => w.with_values(
+                "answer-choose-between",
+                vec![("min", (*min).into()), ("max", max.into())],
+            ),
+            Some(max) => w.with_values("answer-choose-at-most", vec![("count", max.into())]),
+            None => w.with_values("answer-choose-at-least", vec![("count", (*min).into())]),
+        },
+        Fault::TooLong { max } => w.with_values("answer-too-long", vec![("max", count(*max))]),
+        Fault::Words { min, max, wrote } => {
+            let wrote = ("wrote", FluentValue::from(*wrote));
+            match (min, max) {
+                (Some(min), Some(max)) => w.with_values(
+                    "answer-words-between",
+                    vec![("min", (*min).into()), ("max", (*max).into()), wrote],
+                ),
+                (Some(min), None) => {
+                    w.with_values("answer-words-at-least", vec![("min", (*min).into()), wrote])
+                }
+                (None, Some(max)) => {
+                    w.with_values("answer-words-at-most", vec![("max", (*max).into()), wrote])
+                }
+                (None, None) => w.get("answer-missing"),
+            }
+        }
+        Fault::Number { integer, min, max } => {
+            let whole = (
+                "whole",
+                FluentValue::from(if *integer { "yes" } else { "no" }),
+            );
+            match (min, max) {
+                (Some(min), Some(max)) => w.with_values(
+                    "answer-number-between",
+                    vec![whole, ("min", num(*min)), ("max", num(*max))],
+                ),
+                (Some(min), None) => {
+                    w.with_values("answer-number-at-least", vec![whole, ("min", num(*min))])
+                }
+                (None, Some(max)) => {
+                    w.with_values("answer-number-at-most", vec![whole, ("max", num(*max))])
+                }
+                (None, None) => w.with_values("answer-number-any", vec![whole]),
+            }
+        }
+        Fault::RowsLeft { left } => w.with_values("answer-rows-left", vec![("left", count(*left))]),
+        Fault::RankEach { options } => {
+            w.with_values("answer-rank-each", vec![("options", count(*options))])
+        }
+        Fault::RankAll { options } => {
+            w.with_values("answer-rank-all", vec![("options", count(*options))])
+        }
+    }
+}
 
 /// The fieldsets of `questions`, numbered from 1, with `fields` (the posted form, if any) put
 /// back and each problem next to its question.
@@ -315,6 +417,174 @@ mod tests {
 
     fn question(v: serde_json::Value) -> Question {
         serde_json::from_value(v).unwrap_or_else(|e| panic!("fixture question: {e}"))
+    }
+
+    /// Every fault in English as the questionnaire has always said it, and in Chinese.
+    #[test]
+    fn each_fault_reads_in_the_pages_language() {
+        let en = words(Language::En);
+        let zh = words(Language::ZhHans);
+        let words_2_10 = Fault::Words {
+            min: Some(2),
+            max: Some(10),
+            wrote: 1,
+        };
+        let cases = [
+            (Fault::Missing, "Please answer this question."),
+            (Fault::MissingRows, "Please answer every row."),
+            (Fault::MissingRanks, "Please rank the options."),
+            (Fault::Several(Single::Point), "Choose one point."),
+            (Fault::Several(Single::Option), "Choose one option."),
+            (Fault::Several(Single::Answer), "Send one answer."),
+            (Fault::Several(Single::Number), "Send one number."),
+            (
+                Fault::Several(Single::RowPoint),
+                "Choose one point in each row.",
+            ),
+            (Fault::Several(Single::Rank), "Give each option one rank."),
+            (Fault::Point { points: 5 }, "Choose a point from 1 to 5."),
+            (
+                Fault::RowPoint { points: 7 },
+                "Choose a point from 1 to 7 in each row.",
+            ),
+            (Fault::NotAnOption, "Choose one of the options."),
+            (Fault::NotShown, "Choose only from the options shown."),
+            (
+                Fault::Choices {
+                    min: 1,
+                    max: Some(3),
+                },
+                "Choose between 1 and 3 options.",
+            ),
+            (
+                Fault::Choices {
+                    min: 1,
+                    max: Some(1),
+                },
+                "Choose exactly 1 option.",
+            ),
+            (
+                Fault::Choices {
+                    min: 2,
+                    max: Some(2),
+                },
+                "Choose exactly 2 options.",
+            ),
+            (
+                Fault::Choices {
+                    min: 0,
+                    max: Some(1),
+                },
+                "Choose at most 1 option.",
+            ),
+            (
+                Fault::Choices {
+                    min: 0,
+                    max: Some(4),
+                },
+                "Choose at most 4 options.",
+            ),
+            (
+                Fault::Choices { min: 1, max: None },
+                "Choose at least 1 option.",
+            ),
+            (
+                Fault::Choices { min: 3, max: None },
+                "Choose at least 3 options.",
+            ),
+            (
+                Fault::TooLong { max: 2000 },
+                "Please keep the answer under 2000 characters.",
+            ),
+            (
+                words_2_10.clone(),
+                "Write between 2 and 10 words (you wrote 1 word).",
+            ),
+            (
+                Fault::Words {
+                    min: Some(1),
+                    max: None,
+                    wrote: 0,
+                },
+                "Write at least 1 word (you wrote 0 words).",
+            ),
+            (
+                Fault::Words {
+                    min: None,
+                    max: Some(3),
+                    wrote: 5,
+                },
+                "Write at most 3 words (you wrote 5 words).",
+            ),
+            (
+                Fault::Number {
+                    integer: true,
+                    min: Some(18.0),
+                    max: Some(120.0),
+                },
+                "Enter a whole number from 18 to 120.",
+            ),
+            (
+                Fault::Number {
+                    integer: false,
+                    min: Some(-1.5),
+                    max: Some(2.5),
+                },
+                "Enter a number from -1.5 to 2.5.",
+            ),
+            (
+                Fault::Number {
+                    integer: false,
+                    min: Some(0.0),
+                    max: None,
+                },
+                "Enter a number of at least 0.",
+            ),
+            (
+                Fault::Number {
+                    integer: true,
+                    min: None,
+                    max: Some(9.0),
+                },
+                "Enter a whole number of at most 9.",
+            ),
+            (
+                Fault::Number {
+                    integer: false,
+                    min: None,
+                    max: None,
+                },
+                "Enter a number.",
+            ),
+            (
+                Fault::RowsLeft { left: 1 },
+                "Please answer every row (1 row left).",
+            ),
+            (
+                Fault::RowsLeft { left: 2 },
+                "Please answer every row (2 rows left).",
+            ),
+            (
+                Fault::RankEach { options: 4 },
+                "Give each option a different rank from 1 to 4.",
+            ),
+            (
+                Fault::RankAll { options: 4 },
+                "Give every option a rank from 1 to 4.",
+            ),
+        ];
+        for (fault, english) in &cases {
+            assert_eq!(fault_words(en, fault), *english, "{fault:?}");
+            let chinese = fault_words(zh, fault);
+            assert!(
+                !chinese.is_empty() && !chinese.contains(|c: char| c.is_ascii_alphabetic()),
+                "{fault:?} in Chinese: {chinese}"
+            );
+        }
+        assert_eq!(
+            fault_words(zh, &words_2_10),
+            "请写 2 到 10 个词（你写了 1 个）。"
+        );
     }
 
     #[test]

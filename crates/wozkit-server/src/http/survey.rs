@@ -13,7 +13,7 @@ use axum::response::{Html, IntoResponse, Response};
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
-use wozkit_core::questions::{self, Problem, seed_of};
+use wozkit_core::questions::{Problem, seed_of};
 use wozkit_store::{NewEvent, Participant};
 
 use super::html::{esc, layout_in, paragraphs};
@@ -162,7 +162,7 @@ pub async fn submit(
     }
     let seed = seed(&p);
     let asked = st.survey.questions(role);
-    let answers = match questions::check(asked, &fields, seed) {
+    let answers = match super::questions::check(words(st.language), asked, &fields, seed) {
         Ok(a) => a.to_event(asked),
         Err(problems) => {
             let page = flow::pages(st, role).get(i);

@@ -14,9 +14,8 @@ use crate::client::Ws;
 use crate::helpers::{Tiny, enter, spawn_app, spawn_app_in};
 
 /// `crosswoz-demo` with a short Chinese questionnaire before its completion page, so that the
-/// questionnaire's interface words are walked too (hints, the optional mark). The problem
-/// messages of a form sent back come from the core in English (docs/languages.md) and are not
-/// walked.
+/// questionnaire's interface words are walked too (hints, the optional mark, what is wrong with
+/// an answer sent back).
 fn crosswoz_with_survey() -> LoadedStudy {
     let mut study = load_builtin("crosswoz-demo").unwrap_or_else(|e| panic!("{e}"));
     let st = &mut study.study;
@@ -304,6 +303,27 @@ async fn a_chinese_study_shows_no_english_interface_word_on_any_page() {
     let step = user.step().await;
     let incomplete = user.post("/p/survey", &format!("step={step}")).await;
     assert_eq!(incomplete.status, 422);
+    // What is wrong with each answer reads in Chinese too.
+    assert_chinese("the questionnaire sent back", &incomplete.body, &english);
+    assert!(
+        incomplete.body.contains("请回答这个问题。"),
+        "{}",
+        incomplete.body
+    );
+    let wrong = user
+        .post("/p/survey", &format!("step={step}&smooth=9"))
+        .await;
+    assert_eq!(wrong.status, 422);
+    assert_chinese(
+        "the questionnaire with a wrong point",
+        &wrong.body,
+        &english,
+    );
+    assert!(
+        wrong.body.contains("请选择 1 到 5 之间的分值。"),
+        "{}",
+        wrong.body
+    );
     let done = user
         .post(
             "/p/survey",
