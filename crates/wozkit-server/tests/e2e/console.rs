@@ -753,13 +753,18 @@ async fn check(
     if !ended {
         problems.push("the session did not end in its terminal state".into());
     }
-    for role in [Role::User, Role::Wizard] {
-        let issued = events.iter().any(|e| {
+    let issued = |role: Role| {
+        events.iter().any(|e| {
             matches!(&e.kind, EventKind::CompletionIssued { role: r, no_partner: false, .. } if *r == role)
-        });
-        if !issued {
-            problems.push(format!("no completion code issued to the {role:?}"));
-        }
+        })
+    };
+    if !issued(Role::User) {
+        problems.push("no completion code issued to the user".into());
+    }
+    // The researcher in the wizard's seat went back to the console: no code, no questionnaire.
+    if issued(Role::Wizard) {
+        problems
+            .push("a completion code was issued in the wizard's seat (the researcher's)".into());
     }
 
     // The review log: an approval and a bonus, both by the researcher's account.

@@ -257,3 +257,13 @@ pub fn payment_table(study: &str, data: &str) -> Vec<std::collections::BTreeMap<
         })
         .collect()
 }
+
+/// One load test at a time: the tests that run servers under load and kill them (`crash`,
+/// `failover`) or send a crowd of workers at them (`crowd`, `crowd_arena`) share one test
+/// binary, and two of them at once on a two-core machine would mostly measure each other (each
+/// ran alone in its own binary before). Held for the whole test; a test that panics releases it.
+pub fn one_load_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -137,7 +137,10 @@ fn summary(what: &str, transcripts: &[Transcript], run: Duration, log: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The turn is held across awaits on purpose: for the whole test, on the test's own thread.
+#[allow(clippy::await_holding_lock)]
 async fn sigkill_loses_nothing_acknowledged() {
+    let _turn = common::one_load_test_at_a_time();
     let tmp = tempfile::tempdir().expect("temp dir");
     let study_file = tmp.path().join("crash.yaml");
     std::fs::write(&study_file, STUDY).expect("study file");
@@ -205,7 +208,10 @@ pub fn instance_args(id: &str, addr: std::net::SocketAddr, lease_ms: u64) -> Vec
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The turn is held across awaits on purpose: for the whole test, on the test's own thread.
+#[allow(clippy::await_holding_lock)]
 async fn sigkill_of_either_of_two_instances_on_postgres_loses_nothing_acknowledged() {
+    let _turn = common::one_load_test_at_a_time();
     let Some(pg) = TestDatabase::create("crash test, two instances").await else {
         return;
     };

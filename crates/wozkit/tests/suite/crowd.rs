@@ -158,6 +158,7 @@ fn items_short(rt: &tokio::runtime::Runtime, data: &str) -> usize {
 
 #[test]
 fn a_crowd_with_abandoners_leaves_exactly_n_judgments_per_item() {
+    let _turn = common::one_load_test_at_a_time();
     let tmp = tempfile::tempdir().expect("temporary directory");
     let study = tmp.path().join("study.yaml");
     std::fs::write(&study, study_yaml()).expect("study written");
@@ -263,6 +264,7 @@ fn launch_study(dir: &std::path::Path) -> std::path::PathBuf {
 
 #[test]
 fn a_launch_burst_pairs_everyone_but_at_most_one() {
+    let _turn = common::one_load_test_at_a_time();
     let tmp = tempfile::tempdir().expect("temporary directory");
     let study = launch_study(tmp.path());
     let mut server = Server::in_dir(study, tmp.path());
@@ -363,6 +365,7 @@ fn crowd_result(mut child: std::process::Child, limit: Duration) -> (Option<i32>
 
 #[test]
 fn an_instance_killed_while_claims_are_in_flight_leaves_exactly_n_judgments_per_item() {
+    let _turn = common::one_load_test_at_a_time();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -152,6 +152,7 @@ fn crowd(
 
 #[test]
 fn crowd_votes_histories_and_the_leaderboard_agree_with_the_server() {
+    let _turn = common::one_load_test_at_a_time();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

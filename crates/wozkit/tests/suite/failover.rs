@@ -220,7 +220,10 @@ fn secs(ms: u64) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The turn is held across awaits on purpose: for the whole test, on the test's own thread.
+#[allow(clippy::await_holding_lock)]
 async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
+    let _turn = common::one_load_test_at_a_time();
     let Some(nginx) = nginx_binary() else {
         assert!(
             !pg_required(),
