@@ -88,6 +88,12 @@ impl Server {
         panic!("the server does not start; its log:\n{}", self.log_text());
     }
 
+    /// Starts without the per-address entry limit (`--join-limit 0`): a crowd of simulated
+    /// workers all come from 127.0.0.1.
+    pub fn start_without_join_limit(&mut self) {
+        self.start_with(&["--join-limit".into(), "0".into()]);
+    }
+
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             c.kill().expect("SIGKILL");
@@ -266,4 +272,63 @@ pub fn one_load_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     TURN.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A chat-completions endpoint (the OpenAI-compatible API model judges and simulated users call)
+/// on a local port, served from a thread of its own: each request's first message (the rendered
+/// prompt) goes to `reply`, whose JSON is the response body. Returns the base URL (`…/v1`).
+pub fn chat_completions_server(
+    reply: impl Fn(&str) -> serde_json::Value + Send + Sync + 'static,
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let reply = std::sync::Arc::new(reply);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            loop {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                let reply = reply.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let body = loop {
+                        let n = sock.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let len = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    let (k, v) = l.split_once(':')?;
+                                    k.eq_ignore_ascii_case("content-length")
+                                        .then(|| v.trim().parse::<usize>().ok())?
+                                })
+                                .unwrap_or(0);
+                            if buf.len() >= end + 4 + len {
+                                break buf[end + 4..end + 4 + len].to_vec();
+                            }
+                        }
+                    };
+                    let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    let prompt = request["messages"][0]["content"].as_str().unwrap_or("");
+                    let body = reply(prompt).to_string();
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = sock.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+    });
+    format!("http://{}/v1", rx.recv().unwrap())
 }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, healthy, wozkit};
+use common::{Server, wozkit};
 use serde_json::Value;
 use wozkit_core::event::ItemPool;
 use wozkit_store::LeaseState;
@@ -62,41 +62,6 @@ fn study_yaml_of(pairs: usize) -> String {
         }
     }
     s
-}
-
-/// `wozkit serve` without the per-address entry limit: every simulated worker is 127.0.0.1.
-fn start_server(server: &mut Server) {
-    let log = std::fs::File::create(&server.log).expect("server log");
-    let err = log.try_clone().expect("server log");
-    let child = Command::new(env!("CARGO_BIN_EXE_wozkit"))
-        .arg("serve")
-        .arg(&server.study)
-        .args([
-            "--addr",
-            &server.addr.to_string(),
-            "--join-limit",
-            "0",
-            "--data",
-        ])
-        .arg(&server.data)
-        .env_remove("WOZKIT_RESEARCHER_PASSWORD")
-        .env_remove("WOZKIT_DATA")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .spawn()
-        .expect("wozkit serve starts");
-    server.child = Some(child);
-    let t = Instant::now();
-    while !healthy(server.addr) {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the server does not start; its log:\n{}",
-            server.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Runs one crowd and returns its JSON figures.
@@ -163,7 +128,7 @@ fn a_crowd_with_abandoners_leaves_exactly_n_judgments_per_item() {
     let study = tmp.path().join("study.yaml");
     std::fs::write(&study, study_yaml()).expect("study written");
     let mut server = Server::in_dir(study, tmp.path());
-    start_server(&mut server);
+    server.start_without_join_limit();
     let url = format!("http://{}", server.addr);
     let data = server.data.to_string_lossy().into_owned();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -268,7 +233,7 @@ fn a_launch_burst_pairs_everyone_but_at_most_one() {
     let tmp = tempfile::tempdir().expect("temporary directory");
     let study = launch_study(tmp.path());
     let mut server = Server::in_dir(study, tmp.path());
-    start_server(&mut server);
+    server.start_without_join_limit();
     let url = format!("http://{}", server.addr);
     let (code, out, err) = wozkit(&[
         "crowd",

@@ -20,10 +20,9 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Server, healthy};
+use common::Server;
 use wozkit_core::event::EventKind;
 use wozkit_data::leaderboard::{MIN_BATTLES_FOR_INTERVAL, TIE, leaderboard};
 use wozkit_data::report::evaluation::RankingOptions;
@@ -56,40 +55,6 @@ fn study_yaml(base_url: &str) -> String {
          \x20 leaderboard: {{public: true, elo_k: {}, elo_start: {}, bootstrap: {}, seed: {}}}\n",
         OPTIONS.elo_k, OPTIONS.elo_start, OPTIONS.bootstrap, OPTIONS.seed
     )
-}
-
-fn start_server(server: &mut Server) {
-    let log = std::fs::File::create(&server.log).expect("server log");
-    let err = log.try_clone().expect("server log");
-    let child = Command::new(env!("CARGO_BIN_EXE_wozkit"))
-        .arg("serve")
-        .arg(&server.study)
-        .args([
-            "--addr",
-            &server.addr.to_string(),
-            "--join-limit",
-            "0",
-            "--data",
-        ])
-        .arg(&server.data)
-        .env_remove("WOZKIT_RESEARCHER_PASSWORD")
-        .env_remove("WOZKIT_DATA")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .spawn()
-        .expect("wozkit serve starts");
-    server.child = Some(child);
-    let t = Instant::now();
-    while !healthy(server.addr) {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the server does not start; its log:\n{}",
-            server.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// `GET path` on the server: the body of a 200 answer.
@@ -168,7 +133,7 @@ fn crowd_votes_histories_and_the_leaderboard_agree_with_the_server() {
     let study = tmp.path().join("study.yaml");
     std::fs::write(&study, study_yaml(&mock.base_url())).expect("study written");
     let mut server = Server::in_dir(study, tmp.path());
-    start_server(&mut server);
+    server.start_without_join_limit();
     let url = format!("http://{}", server.addr);
 
     let plain = crowd(&rt, &url, WORKERS / 2, false, 11);

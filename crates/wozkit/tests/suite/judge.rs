@@ -4,11 +4,9 @@
 //! stops a run.
 
 use std::path::Path;
-use std::process::Command;
 
+use crate::common;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use wozkit_core::event::{EventKind, ModelJudgment};
 
 const STUDY: &str = include_str!("../../../wozkit-core/tests/fixtures/judged-compare.yaml");
@@ -39,68 +37,18 @@ fn answer(rule: Rule, prompt: &str) -> String {
 
 /// Serves chat completions on a local port in a thread of its own; returns the base URL.
 fn spawn_judge(rule: Rule) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            loop {
-                let (mut sock, _) = listener.accept().await.unwrap();
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    let body = loop {
-                        let n = sock.read(&mut chunk).await.unwrap_or(0);
-                        if n == 0 {
-                            return;
-                        }
-                        buf.extend_from_slice(&chunk[..n]);
-                        let text = String::from_utf8_lossy(&buf).to_string();
-                        if let Some(end) = text.find("\r\n\r\n") {
-                            let len = text[..end]
-                                .lines()
-                                .find_map(|l| {
-                                    let (k, v) = l.split_once(':')?;
-                                    k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok())?
-                                })
-                                .unwrap_or(0);
-                            if buf.len() >= end + 4 + len {
-                                break buf[end + 4..end + 4 + len].to_vec();
-                            }
-                        }
-                    };
-                    let request: Value = serde_json::from_slice(&body).unwrap();
-                    let prompt = request["messages"][0]["content"].as_str().unwrap_or("");
-                    let reply = json!({
-                        "choices": [{"message": {"role": "assistant", "content": answer(rule, prompt)}}],
-                        "usage": {"total_tokens": 100},
-                    })
-                    .to_string();
-                    let response = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                        reply.len()
-                    );
-                    let _ = sock.write_all(response.as_bytes()).await;
-                });
-            }
-        });
-    });
-    format!("http://{}/v1", rx.recv().unwrap())
+    common::chat_completions_server(move |prompt| {
+        json!({
+            "choices": [{"message": {"role": "assistant", "content": answer(rule, prompt)}}],
+            "usage": {"total_tokens": 100},
+        })
+    })
 }
 
+/// The `wozkit` binary's exit code and stderr.
 fn wozkit(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_wozkit"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, _, stderr) = common::wozkit(args);
+    (code, stderr)
 }
 
 fn judgments(data: &Path, judge: &str) -> Vec<ModelJudgment> {
