@@ -38,6 +38,15 @@ function el(tag, attrs = {}, text) {
 // buttons stay on screen, greyed, with the chat, until the participant moves on).
 const inert = () => observing || st.done;
 
+// Greys every control of the room at once; the options and the action panel stay grey when they
+// are drawn again (they follow `inert()`).
+function greyOut() {
+  for (const id of ['text-input', 'send', 'finish', 'hint', 'approve', 'deny', 'action-select', 'robot-select', 'target-select', 'action-send']) {
+    if ($(id)) $(id).disabled = true;
+  }
+  for (const x of document.querySelectorAll('#options button, #fixed button, #db-panel button, #db-panel input, #db-panel select')) x.disabled = true;
+}
+
 const fmt = (s) => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
 const safeNext = (n) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') ? n : `/p${query}`);
 
@@ -786,11 +795,7 @@ function showEnd(f) {
   $('typing').hidden = true;
   // Every control goes grey at once (the options, the robot actions, the hint, the database):
   // a reply pressed now would only be refused.
-  if (st.view) renderView(st.view);
-  for (const id of ['text-input', 'send', 'finish', 'hint', 'approve', 'deny', 'action-send']) {
-    if ($(id)) $(id).disabled = true;
-  }
-  for (const b of document.querySelectorAll('#options button, #fixed button, #db-panel button, #db-panel input, #db-panel select')) b.disabled = true;
+  greyOut();
   if ($('approval')) $('approval').hidden = true;
   const banner = $('end-banner');
   // A participant whose seat a researcher took over is told so (the `seat_taken` error's words).
@@ -917,9 +922,7 @@ $('continue-after-end').addEventListener('click', () => {
 setInterval(() => { renderTimer(); renderPartner(); }, 250);
 if (observing) {
   // Inputs stay on the page (the same layout as the participant's) but do nothing.
-  for (const id of ['text-input', 'send', 'finish', 'hint', 'approve', 'deny', 'action-select', 'robot-select', 'target-select', 'action-send']) {
-    if ($(id)) $(id).disabled = true;
-  }
+  greyOut();
   $('composer').hidden = true;
   $('finish').hidden = true;
   $('conn-status').textContent = t('room-js-observing');

@@ -85,6 +85,11 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
                 open = if role == Role::User { " open" } else { "" },
             )
         };
+    // The user's task first; the wizard's after their options, which they use all the time.
+    let (user_task, wizard_task) = match role {
+        Role::User => (task_panel.as_str(), ""),
+        Role::Wizard => ("", task_panel.as_str()),
+    };
     let robots_panel = if has_robots {
         format!(
             "<section id=\"robots-panel\" class=\"panel\"><h2>{}</h2><ul id=\"robots\" data-testid=\"robots\"></ul></section>",
@@ -129,17 +134,6 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
            </aside>\
          </div></main>{strings}",
         role = role.as_str(),
-        // The user's task first; the wizard's after their options, which they use all the time.
-        user_task = if role == Role::User {
-            task_panel.as_str()
-        } else {
-            ""
-        },
-        wizard_task = if role == Role::Wizard {
-            task_panel.as_str()
-        } else {
-            ""
-        },
         seat = esc(seat.unwrap_or("")),
         title = esc(&st.title),
         me = esc(me.name.as_deref().unwrap_or(&me.label)),
