@@ -56,6 +56,19 @@ impl Store for MeteredStore {
             .appended(AppendOp::Append, n, started.elapsed());
         out
     }
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        let started = Instant::now();
+        let out = self.inner.append_after(session, after_seq, events).await;
+        let n = out.as_ref().map_or(0, Vec::len);
+        self.metrics
+            .appended(AppendOp::Append, n, started.elapsed());
+        out
+    }
     async fn append_once(
         &self,
         session: &str,

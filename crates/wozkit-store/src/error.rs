@@ -16,6 +16,16 @@ pub enum StoreError {
     #[error("{what} {key:?} already exists")]
     Conflict { what: &'static str, key: String },
     /// A value does not fit the database (e.g. a timestamp beyond `i64::MAX`).
+    #[error(
+        "the log of session {session:?} ends at seq {last}, not at {after}: another writer \
+         appended to it (an instance that took its room over)"
+    )]
+    LogMoved {
+        session: String,
+        after: u64,
+        last: u64,
+    },
+
     #[error("{what} is out of range: {value}")]
     OutOfRange { what: &'static str, value: u64 },
     /// A stored row could not be read back; the database was edited by hand or is damaged.

@@ -47,6 +47,20 @@ pub trait Store: Send + Sync + 'static {
     /// being killed. Returns the stored events in order.
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>>;
 
+    /// Like [`append`](Store::append), but only while the session's log still ends at
+    /// `after_seq`: otherwise nothing is stored and the answer is [`StoreError::LogMoved`].
+    /// For the one writer that folds the log into its state as it writes (a room): when
+    /// another appended meanwhile (an instance that took the room over while this one stalled
+    /// past its lease), its state no longer is the log's, and it must stop and be rebuilt.
+    ///
+    /// [`StoreError::LogMoved`]: crate::StoreError::LogMoved
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>>;
+
     /// Like [`append`](Store::append), but at most once per `(session, key)`: the key is stored
     /// in the same transaction as the events, under a unique constraint, so of any number of
     /// concurrent calls with the same key exactly one appends (even from several processes
@@ -434,6 +448,14 @@ impl<S: Store + ?Sized> Store for Arc<S> {
     }
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
         (**self).append(session, events).await
+    }
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        (**self).append_after(session, after_seq, events).await
     }
     async fn append_once(
         &self,

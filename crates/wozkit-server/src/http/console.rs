@@ -651,6 +651,14 @@ impl Store for Scoped {
     ) -> wozkit_store::Result<Vec<Event>> {
         self.inner.append(session, events).await
     }
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> wozkit_store::Result<Vec<Event>> {
+        self.inner.append_after(session, after_seq, events).await
+    }
     async fn append_once(
         &self,
         session: &str,

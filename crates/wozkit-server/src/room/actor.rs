@@ -61,6 +61,8 @@ struct Observer {
 enum StepError {
     Refused(Refusal),
     Store(StoreError),
+    /// Another writer appended to the log (see [`RoomActor::moved`]): nothing was stored.
+    Moved,
 }
 
 pub struct RoomActor {
@@ -93,6 +95,11 @@ pub struct RoomActor {
     /// The room's own inbox, weakly held: a simulated user's answer comes back through it, and
     /// a room that stops is not kept alive by the tasks asking for one.
     inbox: Option<mpsc::WeakSender<RoomMsg>>,
+    /// The log grew past `last_seq` without this task (another instance took the room over
+    /// while this one stalled past its lease, or wrote into it before this one stopped): this
+    /// state is no longer the log's fold, so the task stops without storing anything more and
+    /// its connections close; they reconnect to whoever runs the room now, rebuilt from the log.
+    moved: bool,
 }
 
 impl RoomActor {
@@ -122,6 +129,7 @@ impl RoomActor {
             retry_at: 0,
             panel_sent: None,
             inbox: None,
+            moved: false,
         }
     }
 
@@ -143,7 +151,7 @@ impl RoomActor {
         Box::pin(self.on_start(origin)).await;
         self.flush_end();
         loop {
-            if self.finished() {
+            if self.finished() || self.moved {
                 break;
             }
             let wake = self.next_wake();
@@ -360,6 +368,9 @@ impl RoomActor {
                         self.log_unsaved(role, &e);
                         error_frame(Some(&id), "not_saved", NOT_SAVED)
                     }
+                    // Nothing stored; the connection closes with the room and the page
+                    // reconnects, unacknowledged commands unanswered as after a cut.
+                    Err(StepError::Moved) => return,
                 };
                 self.send_to(conn, reply.into());
             }
@@ -544,12 +555,15 @@ impl RoomActor {
                 at_ms: now,
             })
             .collect();
-        let stored = self
+        let stored = match self
             .app
             .store
-            .append(&self.session.id, new)
+            .append_after(&self.session.id, self.last_seq, new)
             .await
-            .map_err(StepError::Store)?;
+        {
+            Ok(stored) => stored,
+            Err(e) => return Err(self.unstored(e)),
+        };
         self.session = out.session;
         self.last_seq = stored.last().map_or(self.last_seq, |e| e.seq);
         if self.session.is_ended() && self.ended_at.is_none() {
@@ -558,6 +572,22 @@ impl RoomActor {
         self.broadcast(&stored);
         self.schedule_bots(&stored);
         Ok(self.last_seq)
+    }
+
+    /// What a failed append means for the room: a log that moved on stops the task.
+    fn unstored(&mut self, e: StoreError) -> StepError {
+        if let StoreError::LogMoved { last, .. } = e {
+            tracing::warn!(
+                session = self.session.id,
+                ours = self.last_seq,
+                log = last,
+                "another writer appended to this room's log; stopping the room here so that it \
+                 is rebuilt from the log"
+            );
+            self.moved = true;
+            return StepError::Moved;
+        }
+        StepError::Store(e)
     }
 
     fn schedule_bots(&mut self, stored: &[Event]) {

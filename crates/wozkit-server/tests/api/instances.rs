@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 use wozkit_core::engine::replay;
 use wozkit_core::event::{Event, EventKind};
-use wozkit_store::Store;
+use wozkit_store::{NewEvent, Store};
 
 use crate::cluster::{
     LEASE_MS, Pair, assert_log_goes_on, at, instance, on_one_postgres_database,
@@ -112,4 +112,99 @@ async fn a_room_owned_by_a_moves_to_b_only_after_a_stops_sqlite() {
 #[tokio::test]
 async fn a_room_owned_by_a_moves_to_b_only_after_a_stops_postgres() {
     on_one_postgres_database("instances_takeover", a_room_moves_to_b_when_a_stops).await;
+}
+
+/// The case, on one store: another writer appends to a live room's log (as an instance that
+/// took the room over while this one stalled past its lease would). The room's next append is
+/// refused by the store instead of interleaving with the other writer's, so the room stops
+/// storing nothing; its connections close; the participants reconnect, the room is rebuilt from
+/// the log with the other writer's event in it, and the session goes on and ends with a
+/// gap-free log and every event seen by the wizard.
+async fn a_room_whose_log_moved_stops_and_is_rebuilt(store: Arc<dyn Store>, _: Arc<dyn Store>) {
+    let tiny = Tiny::default();
+    let a = instance("A", store.clone(), &tiny, None).await;
+    let Pair {
+        user,
+        wizard,
+        session,
+        waiting: _waiting,
+    } = pair_on(a.addr, "alice", "bob").await;
+    let mut ww = enter(&wizard, 0).await;
+    let mut wu = enter(&user, 0).await;
+    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    assert_eq!(ww.answer("c1").await["type"], "ack");
+    wu.event("message").await;
+
+    // Another writer stores the wizard's greeting once more, behind the room's back.
+    let before = store.events(&session, 0).await.expect("events");
+    let greeting = before
+        .iter()
+        .rfind(|e| matches!(e.kind, EventKind::Message { .. }))
+        .expect("the greeting")
+        .clone();
+    let foreign = store
+        .append(
+            &session,
+            vec![NewEvent {
+                actor: greeting.actor.clone(),
+                kind: greeting.kind.clone(),
+                at_ms: greeting.at_ms + 1,
+            }],
+        )
+        .await
+        .expect("the other writer's append");
+    let foreign_seq = foreign[0].seq;
+
+    // The room's next command is not stored on top of it: no answer, the connections close.
+    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
+    while let Some(frame) = ww.next().await {
+        assert_ne!(
+            frame["type"], "ack",
+            "stored over another writer's event: {frame}"
+        );
+    }
+    while wu.next().await.is_some() {}
+    let at_stop = store.events(&session, 0).await.expect("events");
+    assert_eq!(
+        at_stop.len(),
+        before.len() + 1,
+        "the room stored nothing more"
+    );
+
+    // Reconnecting rebuilds the room from the log, the other writer's event included.
+    let (seen_w, seen_u) = (last_seq(&ww), last_seq(&wu));
+    let (mut ww, mut wu) = reconnect_at(a.addr, (&wizard, seen_w), (&user, seen_u)).await;
+    ww.cmd("c3", json!({"cmd": "say", "state": "bye"})).await;
+    assert_eq!(ww.answer("c3").await["type"], "ack");
+    assert_eq!(wu.until_type("ended").await["reason"], "terminal");
+    assert_eq!(ww.until_type("ended").await["reason"], "terminal");
+
+    let events = store.events(&session, 0).await.expect("events");
+    assert_log_goes_on(&events, &at_stop);
+    let seen: Vec<u64> = ww
+        .seen
+        .iter()
+        .filter(|f| f["type"] == "event")
+        .filter_map(|f| f["event"]["seq"].as_u64())
+        .collect();
+    assert!(
+        seen.contains(&foreign_seq),
+        "the wizard was sent the other writer's event {foreign_seq}: {seen:?}"
+    );
+    assert!(replay(&tiny.study(), &session, &events).is_ended());
+    stop(a).await;
+}
+
+#[tokio::test]
+async fn a_room_whose_log_moved_stops_and_is_rebuilt_sqlite() {
+    on_one_sqlite_store(a_room_whose_log_moved_stops_and_is_rebuilt).await;
+}
+
+#[tokio::test]
+async fn a_room_whose_log_moved_stops_and_is_rebuilt_postgres() {
+    on_one_postgres_database(
+        "instances_log_moved",
+        a_room_whose_log_moved_stops_and_is_rebuilt,
+    )
+    .await;
 }

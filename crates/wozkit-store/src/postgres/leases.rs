@@ -304,6 +304,7 @@ pub(super) async fn submit(
         session: session.to_owned(),
         rows: codec::encode_events(&events)?,
         once: None,
+        after: None,
     };
     let first = if append.rows.is_empty() {
         let known: Option<i32> = sqlx::query_scalar("SELECT 1 FROM sessions WHERE id = $1")

@@ -73,6 +73,7 @@ impl PgStore {
         &self,
         session: &str,
         once: Option<String>,
+        after: Option<u64>,
         events: &[NewEvent],
     ) -> Result<Option<u64>> {
         let rows = codec::encode_events(events)?;
@@ -82,6 +83,7 @@ impl PgStore {
                 session: session.to_owned(),
                 rows,
                 once,
+                after,
             },
             reply,
         };
@@ -90,6 +92,22 @@ impl PgStore {
             .await
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Appends `events` (only while the log ends at `after`, when given).
+    async fn append_fenced(
+        &self,
+        session: &str,
+        after: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let first = self.send_append(session, None, after, &events).await?;
+        // Only a keyed append can be refused as a repeat.
+        let first = first.ok_or(StoreError::Closed)?;
+        Ok(codec::stored_events(session, first, events))
     }
 
     /// Connects to `url` (`postgres://user:pass@host:port/db`) and brings the schema up to date.
@@ -277,13 +295,16 @@ impl Store for PgStore {
     }
 
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
-        if events.is_empty() {
-            return Ok(Vec::new());
-        }
-        let first = self.send_append(session, None, &events).await?;
-        // Only a keyed append can be refused as a repeat.
-        let first = first.ok_or(StoreError::Closed)?;
-        Ok(codec::stored_events(session, first, events))
+        self.append_fenced(session, None, events).await
+    }
+
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        self.append_fenced(session, Some(after_seq), events).await
     }
 
     async fn append_once(
@@ -293,7 +314,7 @@ impl Store for PgStore {
         events: Vec<NewEvent>,
     ) -> Result<Option<Vec<Event>>> {
         let first = self
-            .send_append(session, Some(key.to_owned()), &events)
+            .send_append(session, Some(key.to_owned()), None, &events)
             .await?;
         Ok(first.map(|first| codec::stored_events(session, first, events)))
     }

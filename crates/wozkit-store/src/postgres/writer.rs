@@ -43,6 +43,8 @@ pub(super) struct Append {
     /// The request's key for `append_once`: inserted under the unique `(session_id, key)`
     /// constraint in the batch's transaction.
     pub once: Option<String>,
+    /// Only if the log still ends at this `seq` (`Store::append_after`).
+    pub after: Option<u64>,
 }
 
 /// Runs until every store handle is gone or a [`Msg::Close`] arrives.
@@ -139,6 +141,17 @@ pub(super) async fn write_appends(
             outcomes.push(Err(StoreError::UnknownSession(request.session.clone())));
             continue;
         };
+        if let Some(after) = request
+            .after
+            .filter(|a| i64::try_from(*a).ok() != Some(*last))
+        {
+            outcomes.push(Err(StoreError::LogMoved {
+                session: request.session.clone(),
+                after,
+                last: u64::try_from(*last).unwrap_or(0),
+            }));
+            continue;
+        }
         if let Some(key) = &request.once {
             let done = sqlx::query(
                 "INSERT INTO append_keys (session_id, key) VALUES ($1, $2) \

@@ -286,6 +286,7 @@ impl Apply for Submit {
             let mut append = AppendEvents {
                 session: self.session.clone(),
                 rows,
+                after: None,
             };
             match append.apply(conn, state).await? {
                 Ok(first) => first,

@@ -348,6 +348,27 @@ impl SqliteStore {
         self.write(ops::CapPages { headroom }).await
     }
 
+    /// Appends `events` (only while the log ends at `after`, when given).
+    async fn append_fenced(
+        &self,
+        session: &str,
+        after: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = codec::encode_events(&events)?;
+        let first = self
+            .write(ops::AppendEvents {
+                session: session.to_owned(),
+                rows,
+                after,
+            })
+            .await?;
+        Ok(codec::stored_events(session, first, events))
+    }
+
     /// Sends a write request to the writer and waits for its commit.
     async fn write<A: Apply>(&self, action: A) -> Result<A::Output> {
         let writes = self.writes.as_ref().ok_or(StoreError::ReadOnly)?;
@@ -599,17 +620,16 @@ impl Store for SqliteStore {
     }
 
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
-        if events.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = codec::encode_events(&events)?;
-        let first = self
-            .write(ops::AppendEvents {
-                session: session.to_owned(),
-                rows,
-            })
-            .await?;
-        Ok(codec::stored_events(session, first, events))
+        self.append_fenced(session, None, events).await
+    }
+
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        self.append_fenced(session, Some(after_seq), events).await
     }
 
     async fn append_once(
@@ -625,6 +645,7 @@ impl Store for SqliteStore {
                 append: ops::AppendEvents {
                     session: session.to_owned(),
                     rows,
+                    after: None,
                 },
             })
             .await?;

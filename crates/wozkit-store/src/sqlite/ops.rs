@@ -34,6 +34,8 @@ pub(super) trait Apply: Send + 'static {
 pub(super) struct AppendEvents {
     pub session: String,
     pub rows: Vec<EncodedEvent>,
+    /// Only if the log still ends at this `seq` (`Store::append_after`).
+    pub after: Option<u64>,
 }
 
 #[async_trait]
@@ -47,6 +49,13 @@ impl Apply for AppendEvents {
         let Some(last) = state.last_seq(conn, &self.session).await? else {
             return Ok(Err(StoreError::UnknownSession(self.session.clone())));
         };
+        if let Some(after) = self.after.filter(|a| *a != last) {
+            return Ok(Err(StoreError::LogMoved {
+                session: self.session.clone(),
+                after,
+                last,
+            }));
+        }
         let count = self.rows.len() as u64;
         let (Ok(first), Ok(_)) = (to_i64("seq", last + 1), to_i64("seq", last + count)) else {
             return Ok(Err(StoreError::OutOfRange {

@@ -400,3 +400,77 @@ pub async fn append_once_stores_one_of_concurrent_calls(backend: &Backend) {
     ));
     store.close().await;
 }
+
+/// `append_after` stores only while the log ends where its writer believes: two writers that
+/// both believe they hold the log (a room on an instance that stalled past its lease, and the
+/// instance that took it over) cannot interleave. Of concurrent calls expecting one end,
+/// exactly one stores; the others store nothing and say where the log ends.
+pub async fn append_after_stores_only_onto_the_expected_end(backend: &Backend) {
+    const CALLS: usize = 8;
+    let store = backend.open().await;
+    store
+        .create_session(new_session("fenced", "study", 1))
+        .await
+        .expect("create session");
+    let first = store
+        .append_after("fenced", 0, vec![message("one", 10), message("two", 10)])
+        .await
+        .expect("onto the empty log");
+    assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+
+    // Another writer appends: a writer still expecting the end at 2 is refused.
+    store
+        .append("fenced", vec![message("someone else", 11)])
+        .await
+        .expect("plain append");
+    match store
+        .append_after("fenced", 2, vec![message("stale", 12)])
+        .await
+    {
+        Err(StoreError::LogMoved {
+            session,
+            after,
+            last,
+        }) => {
+            assert_eq!((session.as_str(), after, last), ("fenced", 2, 3));
+        }
+        other => panic!("a stale writer must be refused, got {other:?}"),
+    }
+
+    // Concurrent writers expecting the same end: exactly one stores.
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                store
+                    .append_after("fenced", 3, vec![message(&format!("race {i}"), 13)])
+                    .await
+            })
+        })
+        .collect();
+    let mut stored = 0;
+    for call in calls {
+        match call.await.expect("task") {
+            Ok(events) => {
+                assert_eq!(events[0].seq, 4);
+                stored += 1;
+            }
+            Err(StoreError::LogMoved { last: 4, .. }) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    assert_eq!(stored, 1, "exactly one of the racing writers stores");
+    let log = store.events("fenced", 0).await.expect("events");
+    let texts: Vec<&str> = log.iter().map(|e| text_of(&e.kind)).collect();
+    assert_eq!(
+        texts.len(),
+        4,
+        "nothing of the refused writers is stored: {texts:?}"
+    );
+    assert!(!texts.contains(&"stale"));
+    assert!(matches!(
+        store.append_after("nope", 0, vec![message("x", 1)]).await,
+        Err(StoreError::UnknownSession(_))
+    ));
+    store.close().await;
+}

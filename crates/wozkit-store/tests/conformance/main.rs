@@ -21,6 +21,7 @@ use waiting::*;
 conformance!(
     concurrent_appends_get_gap_free_ordered_seqs,
     append_once_stores_one_of_concurrent_calls,
+    append_after_stores_only_onto_the_expected_end,
     events_after_seq,
     failed_batch_writes_nothing,
     unknown_session_is_refused,

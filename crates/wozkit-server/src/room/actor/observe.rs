@@ -171,10 +171,15 @@ impl RoomActor {
             },
             at_ms: now_ms().max(self.session.now_ms),
         };
-        let stored = match self.app.store.append(&self.session.id, vec![new]).await {
+        let append = self
+            .app
+            .store
+            .append_after(&self.session.id, self.last_seq, vec![new]);
+        let stored = match append.await {
             Ok(stored) => stored,
             Err(e) => {
                 tracing::error!(session = self.session.id, "cannot log a takeover: {e}");
+                self.unstored(e);
                 return Err(TakeOverRefused::Store);
             }
         };
