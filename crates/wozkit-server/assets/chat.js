@@ -1,5 +1,7 @@
 // Chat and arena pages: send a turn without leaving the page and show the replies as they are
 // written. The form works without this script too (the page comes back with the replies).
+import { t } from './strings.js';
+
 const main = document.querySelector('main.chat');
 const form = document.getElementById('chat-send');
 
@@ -10,7 +12,7 @@ function addLine(side, who, text) {
   li.className = `said ${who}`;
   const speaker = document.createElement('span');
   speaker.className = 'speaker';
-  speaker.textContent = who === 'user' ? 'You' : log.closest('section').querySelector('h2').textContent;
+  speaker.textContent = who === 'user' ? t('chat-js-you') : log.closest('section').querySelector('h2').textContent;
   const body = document.createElement('span');
   body.className = 'text';
   body.textContent = text;
@@ -78,7 +80,7 @@ async function post(action, body, showText) {
       notice.dataset.testid = 'chat-notice';
       main.querySelector('.chat-sides').before(notice);
     }
-    notice.textContent = frame.message || 'This message could not be sent.';
+    notice.textContent = frame.message || t('chat-js-not-sent');
     for (const b of document.querySelectorAll('#chat-send button, #chat-send textarea, form[action^="/p/chat/retry"] button')) b.disabled = false;
     return;
   }

@@ -232,3 +232,106 @@ answer-rows-left = Please answer every row ({ $left } { $left ->
 } left).
 answer-rank-each = Give each option a different rank from 1 to { $options }.
 answer-rank-all = Give every option a rank from 1 to { $options }.
+
+## Evaluation pages (questions, onboarding, rating, comparison)
+
+eval-continue = Continue
+eval-submit = Submit
+eval-questions-title = A few questions
+eval-practice-title = Practice
+eval-practice-item = Practice { $n }
+eval-conversation = Conversation
+eval-the-conversation = The conversation
+eval-conversation-side = Conversation { $side }
+eval-turn-labels = Labels for this turn
+eval-compare-title = Compare two conversations
+eval-rate-title = Rate the conversation
+eval-item-progress = Item { $item } of at most { $items } · please submit within { $minutes } minutes
+eval-skip = Skip this one
+eval-reason-prompt = Why? Please explain your choice briefly.
+eval-ending-text = Thank you for your time.
+eval-no-items-title = Nothing left to judge
+eval-screened-title = Thank you
+
+## What is wrong with an evaluation form sent back
+
+eval-problem-choice = Choose one of the two conversations.
+eval-problem-vote = Choose one of the answers.
+eval-problem-reason = Please give a reason.
+eval-problem-reason-words = Please give a reason of at least { $min } words.
+eval-problem-reason-too-long = Please keep it under { $max } characters.
+eval-problem-exclusive = “{ $only }” cannot be ticked together with “{ $others }”: untick one of them.
+eval-problem-exclusive-joiner = {"”, “"}
+eval-problem-tick-none = Tick at least one option for this message (“{ $none }” if none applies).
+eval-problem-tick = Tick at least one option for this message.
+eval-problem-scale = Choose a point of the scale for this message.
+
+## Chat and arena pages
+
+eval-chat-title = Chat with the assistant
+eval-arena-title = Chat with two assistants
+eval-chat-assistant = Assistant
+eval-chat-assistant-a = Assistant A
+eval-chat-assistant-b = Assistant B
+eval-chat-you = You
+eval-chat-reply-prompt = How was this reply?
+eval-chat-feeling = Your feeling about this reply
+eval-chat-satisfied = Satisfied
+eval-chat-frustrated = Frustrated
+eval-chat-typing = { $assistant } is typing…
+eval-chat-failed = { $assistant } could not answer your last message.
+eval-chat-retry = Try again
+eval-chat-progress = Your messages: { $turns } (at least { $min }, at most { $max })
+eval-chat-time-limit = time limit { $minutes } min
+eval-chat-conversation-of = conversation { $n } of at most { $max }
+eval-chat-time-up = The time for this conversation is up.
+eval-chat-ended = The conversation has ended.
+eval-chat-max = You have sent the most messages for this conversation.
+eval-chat-your-message = Your message
+eval-chat-placeholder = Type your message…
+eval-chat-send = Send
+eval-chat-end = End the conversation
+eval-arena-finish = Finish and vote
+eval-arena-question = Which assistant was better?
+eval-arena-vote-left = Assistant A is better
+eval-arena-vote-right = Assistant B is better
+eval-arena-vote-tie = Tie: both are good
+eval-arena-vote-both-bad = Both are bad
+eval-chat-check-labels = Please check the labels of the last reply.
+eval-chat-refused-ended = This conversation has ended.
+eval-chat-refused-pending = Please wait for the reply before you write again.
+eval-chat-refused-failed = An assistant did not answer your last message: press Try again first.
+eval-chat-refused-empty = Write a message first.
+eval-chat-refused-too-long = Please keep your message under { $max } characters.
+eval-chat-refused-too-few = Please send at least { $min } messages before you end the conversation.
+eval-chat-refused-wait = Please wait for the reply first.
+eval-chat-refused-unsent = Your message has not been sent: send it, or clear the box, before you end the conversation.
+eval-reveal-title = Thank you for your vote
+eval-reveal-chose = You chose: { $choice }.
+eval-reveal-side = { $assistant } was { $system }
+eval-reveal-tie = a tie
+eval-reveal-both-bad = both bad
+eval-reveal-void = An assistant failed to answer during this conversation, so this vote does not count towards the leaderboard.
+
+## The chat page's script
+
+chat-js-not-sent = This message could not be sent.
+chat-js-you = You
+
+## Refusal and error pages
+
+error-title-bad-request = Bad Request
+error-title-unauthorized = Unauthorized
+error-title-forbidden = Forbidden
+error-title-not-found = Not Found
+error-title-conflict = Conflict
+error-title-too-many = Too Many Requests
+error-title-server = Internal Server Error
+error-not-found = This page does not exist.
+error-too-many = Too many entry links were opened from your network in a short time. Please wait { $seconds } seconds, then open your link again: nothing is lost meanwhile.
+error-store = The server could not save or read your data. Please try again in a moment.
+error-other-site = This form must be sent from this site's page.
+error-no-participation = Open the link you were given to take part: this browser has no participation in this study.
+error-seat-taken = This worker id has already started this study in another browser or assignment. Please continue in the browser and from the link you started with; if that is not possible, contact the researcher.
+error-blocklisted = This study is not open to your worker id. Thank you for your interest.
+error-open-again = please open the link again

@@ -203,3 +203,106 @@ answer-number-any = 请输入{ $whole ->
 answer-rows-left = 请回答每一行（还剩 { $left } 行）。
 answer-rank-each = 请给每个选项一个不同的名次（1 到 { $options }）。
 answer-rank-all = 请给每个选项一个名次（1 到 { $options }）。
+
+## Evaluation pages (questions, onboarding, rating, comparison)
+
+eval-continue = 继续
+eval-submit = 提交
+eval-questions-title = 几个问题
+eval-practice-title = 练习
+eval-practice-item = 练习 { $n }
+eval-conversation = 对话
+eval-the-conversation = 对话
+eval-conversation-side = 对话 { $side }
+eval-turn-labels = 这一轮的标注
+eval-compare-title = 比较两段对话
+eval-rate-title = 为对话评分
+eval-item-progress = 第 { $item } 项，最多 { $items } 项 · 请在 { $minutes } 分钟内提交
+eval-skip = 跳过这一项
+eval-reason-prompt = 为什么？请简要说明你的选择。
+eval-ending-text = 感谢你抽出时间。
+eval-no-items-title = 没有需要评判的内容了
+eval-screened-title = 谢谢
+
+## What is wrong with an evaluation form sent back
+
+eval-problem-choice = 请在两段对话中选择一段。
+eval-problem-vote = 请选择一个答案。
+eval-problem-reason = 请给出理由。
+eval-problem-reason-words = 请给出至少 { $min } 个词的理由。
+eval-problem-reason-too-long = 请不要超过 { $max } 个字符。
+eval-problem-exclusive = “{ $only }”不能与“{ $others }”同时勾选：请取消其中一个。
+eval-problem-exclusive-joiner = {"”、“"}
+eval-problem-tick-none = 请为这条消息至少勾选一个选项（都不适用时勾选“{ $none }”）。
+eval-problem-tick = 请为这条消息至少勾选一个选项。
+eval-problem-scale = 请为这条消息在量表上选择一个分值。
+
+## Chat and arena pages
+
+eval-chat-title = 与助手对话
+eval-arena-title = 与两个助手对话
+eval-chat-assistant = 助手
+eval-chat-assistant-a = 助手 A
+eval-chat-assistant-b = 助手 B
+eval-chat-you = 你
+eval-chat-reply-prompt = 这条回复怎么样？
+eval-chat-feeling = 你对这条回复的感受
+eval-chat-satisfied = 满意
+eval-chat-frustrated = 失望
+eval-chat-typing = { $assistant }正在输入…
+eval-chat-failed = { $assistant }未能回复你的上一条消息。
+eval-chat-retry = 重试
+eval-chat-progress = 你的消息：{ $turns } 条（至少 { $min } 条，至多 { $max } 条）
+eval-chat-time-limit = 时限 { $minutes } 分钟
+eval-chat-conversation-of = 第 { $n } 段对话，最多 { $max } 段
+eval-chat-time-up = 本次对话的时间已到。
+eval-chat-ended = 对话已结束。
+eval-chat-max = 你在本次对话中发送的消息已达上限。
+eval-chat-your-message = 你的消息
+eval-chat-placeholder = 输入你的消息…
+eval-chat-send = 发送
+eval-chat-end = 结束对话
+eval-arena-finish = 结束并投票
+eval-arena-question = 哪个助手更好？
+eval-arena-vote-left = 助手 A 更好
+eval-arena-vote-right = 助手 B 更好
+eval-arena-vote-tie = 平局：两个都好
+eval-arena-vote-both-bad = 两个都不好
+eval-chat-check-labels = 请检查上一条回复的标注。
+eval-chat-refused-ended = 本次对话已结束。
+eval-chat-refused-pending = 请等回复到了再继续输入。
+eval-chat-refused-failed = 有助手没有回复你的上一条消息：请先点“重试”。
+eval-chat-refused-empty = 请先输入消息。
+eval-chat-refused-too-long = 消息请不要超过 { $max } 个字符。
+eval-chat-refused-too-few = 请至少发送 { $min } 条消息后再结束对话。
+eval-chat-refused-wait = 请先等待回复。
+eval-chat-refused-unsent = 你的消息还没有发送：请先发送或清空输入框，再结束对话。
+eval-reveal-title = 感谢你的投票
+eval-reveal-chose = 你的选择：{ $choice }。
+eval-reveal-side = { $assistant }是 { $system }
+eval-reveal-tie = 平局
+eval-reveal-both-bad = 两个都不好
+eval-reveal-void = 本次对话中有助手未能回复，因此这次投票不计入排行榜。
+
+## The chat page's script
+
+chat-js-not-sent = 这条消息未能发送。
+chat-js-you = 你
+
+## Refusal and error pages
+
+error-title-bad-request = 请求有误
+error-title-unauthorized = 未获授权
+error-title-forbidden = 无法访问
+error-title-not-found = 页面不存在
+error-title-conflict = 无法继续
+error-title-too-many = 请求过多
+error-title-server = 服务器错误
+error-not-found = 此页面不存在。
+error-too-many = 短时间内从你的网络打开了太多参与链接。请等待 { $seconds } 秒后再打开你的链接：期间不会丢失任何内容。
+error-store = 服务器暂时无法保存或读取你的数据。请稍后再试。
+error-other-site = 此表单必须从本网站的页面提交。
+error-no-participation = 请打开你收到的链接参与：此浏览器中没有你参与这项研究的记录。
+error-seat-taken = 这个工作者 ID 已在另一个浏览器或任务中开始了这项研究。请在开始时使用的浏览器中、通过当时的链接继续；如果无法做到，请联系研究人员。
+error-blocklisted = 这项研究不对你的工作者 ID 开放。感谢你的关注。
+error-open-again = 请重新打开链接

@@ -1,13 +1,45 @@
 //! Errors: what can stop the server from starting, and what a request can fail with. An HTTP
 //! error becomes a short page that says what was wrong and what to do; internal details (database
 //! messages) go to the log, never to the client.
+//!
+//! The page is in English unless the error is put in a study's language
+//! ([`HttpError::in_language`], where the participant's study is known): its title and the
+//! participant-facing sentences of [`CATALOGUED`] then come from that language's catalogue
+//! (`error-*`); other sentences (a researcher's, a malformed link's) stay as written.
 
 use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
+use wozkit_core::language::Language;
 use wozkit_store::StoreError;
 
 use crate::http::html;
+use crate::i18n::words;
+
+/// A form posted from another site's page.
+pub const OTHER_SITE: &str = "This form must be sent from this site's page.";
+/// A participant's page opened in a browser that has no participation.
+pub const NO_PARTICIPATION: &str =
+    "Open the link you were given to take part: this browser has no participation in this study.";
+/// A worker id that started the study elsewhere.
+pub const SEAT_TAKEN: &str = "This worker id has already started this study in another browser or \
+     assignment. Please continue in the browser and from the link you started with; if that is \
+     not possible, contact the researcher.";
+/// A blocklisted worker at entry.
+pub const BLOCKLISTED: &str =
+    "This study is not open to your worker id. Thank you for your interest.";
+/// An entry link that raced another and lost.
+pub const OPEN_AGAIN: &str = "please open the link again";
+
+/// The participant-facing sentences of errors and their catalogue keys (the English catalogue
+/// reads the same; a unit test checks it).
+pub const CATALOGUED: [(&str, &str); 5] = [
+    (OTHER_SITE, "error-other-site"),
+    (NO_PARTICIPATION, "error-no-participation"),
+    (SEAT_TAKEN, "error-seat-taken"),
+    (BLOCKLISTED, "error-blocklisted"),
+    (OPEN_AGAIN, "error-open-again"),
+];
 
 /// Why the server could not start (or stopped with an error).
 #[derive(Debug, thiserror::Error)]
@@ -46,46 +78,129 @@ pub enum HttpError {
     TooManyRequests { retry_after_s: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// An error whose page is in a study's language.
+    #[error("{1}")]
+    InLanguage(Language, Box<HttpError>),
+}
+
+impl HttpError {
+    /// This error with its page in `lang` (the participant's study's language).
+    pub fn in_language(self, lang: Language) -> HttpError {
+        match self {
+            HttpError::InLanguage(_, inner) => HttpError::InLanguage(lang, inner),
+            other => HttpError::InLanguage(lang, Box::new(other)),
+        }
+    }
 }
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
-        let (status, message) = match &self {
-            HttpError::NotFound => (
-                StatusCode::NOT_FOUND,
-                "This page does not exist.".to_string(),
-            ),
-            HttpError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, (*m).to_string()),
-            HttpError::Forbidden(m) => (StatusCode::FORBIDDEN, (*m).to_string()),
-            HttpError::BadRequest(m) => (StatusCode::BAD_REQUEST, m.clone()),
-            HttpError::Conflict(m) => (StatusCode::CONFLICT, (*m).to_string()),
+        let (lang, error) = match self {
+            HttpError::InLanguage(lang, inner) => (lang, *inner),
+            other => (Language::En, other),
+        };
+        let w = words(lang);
+        // A sentence of the catalogue in the page's language; any other as written.
+        let said = |m: &str| {
+            CATALOGUED
+                .iter()
+                .find(|(en, _)| *en == m)
+                .map_or_else(|| m.to_string(), |(_, key)| w.get(key))
+        };
+        let (status, message) = match &error {
+            HttpError::NotFound => (StatusCode::NOT_FOUND, w.get("error-not-found")),
+            HttpError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, said(m)),
+            HttpError::Forbidden(m) => (StatusCode::FORBIDDEN, said(m)),
+            HttpError::BadRequest(m) => (StatusCode::BAD_REQUEST, said(m)),
+            HttpError::Conflict(m) => (StatusCode::CONFLICT, said(m)),
             HttpError::TooManyRequests { retry_after_s } => (
                 StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "Too many entry links were opened from your network in a short time. \
-                     Please wait {retry_after_s} seconds, then open your link again: \
-                     nothing is lost meanwhile."
-                ),
+                w.with("error-too-many", &[("seconds", &retry_after_s.to_string())]),
             ),
             HttpError::Store(e) => {
                 tracing::error!("store error: {e}");
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "The server could not save or read your data. Please try again in a moment."
-                        .to_string(),
-                )
+                (StatusCode::INTERNAL_SERVER_ERROR, w.get("error-store"))
             }
+            // Unwrapped above; one nested twice reads as the server's error.
+            HttpError::InLanguage(..) => (StatusCode::INTERNAL_SERVER_ERROR, w.get("error-store")),
         };
         let body = format!(
             "<main class=\"narrow\"><h1>{}</h1><p id=\"error-message\">{}</p></main>",
-            status.canonical_reason().unwrap_or("Error"),
+            html::esc(&w.get(title_key(status))),
             html::esc(&message)
         );
-        let mut res = (status, Html(html::layout("wozkit", &body, &[]))).into_response();
-        if let HttpError::TooManyRequests { retry_after_s } = self {
+        let page = html::layout_in(lang, "wozkit", "", &body, &[]);
+        let mut res = (status, Html(page)).into_response();
+        if let HttpError::TooManyRequests { retry_after_s } = error {
             res.headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from(retry_after_s));
         }
         res
+    }
+}
+
+/// The catalogue key of an error page's title (in English, the status's reason phrase).
+fn title_key(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "error-title-bad-request",
+        StatusCode::UNAUTHORIZED => "error-title-unauthorized",
+        StatusCode::FORBIDDEN => "error-title-forbidden",
+        StatusCode::NOT_FOUND => "error-title-not-found",
+        StatusCode::CONFLICT => "error-title-conflict",
+        StatusCode::TOO_MANY_REQUESTS => "error-title-too-many",
+        _ => "error-title-server",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_english_catalogue_reads_as_the_errors_are_written() {
+        let en = words(Language::En);
+        for (english, key) in CATALOGUED {
+            assert_eq!(en.get(key), english, "{key}");
+        }
+        for status in [
+            StatusCode::BAD_REQUEST,
+            StatusCode::UNAUTHORIZED,
+            StatusCode::FORBIDDEN,
+            StatusCode::NOT_FOUND,
+            StatusCode::CONFLICT,
+            StatusCode::TOO_MANY_REQUESTS,
+            StatusCode::INTERNAL_SERVER_ERROR,
+        ] {
+            assert_eq!(
+                Some(en.get(title_key(status)).as_str()),
+                status.canonical_reason(),
+                "{status}"
+            );
+        }
+    }
+
+    async fn page(e: HttpError) -> String {
+        let res = e.into_response();
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX)
+            .await
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[tokio::test]
+    async fn an_error_in_a_language_reads_in_it() {
+        let en = page(HttpError::Forbidden(OTHER_SITE)).await;
+        assert!(en.contains("<html lang=\"en\">"), "{en}");
+        assert!(en.contains("<h1>Forbidden</h1>"), "{en}");
+        assert!(
+            en.contains("This form must be sent from this site&#39;s page."),
+            "{en}"
+        );
+        let zh = page(HttpError::Forbidden(OTHER_SITE).in_language(Language::ZhHans)).await;
+        assert!(zh.contains("<html lang=\"zh-Hans\">"), "{zh}");
+        assert!(zh.contains("此表单必须从本网站的页面提交。"), "{zh}");
+        assert!(!zh.contains("Forbidden"), "{zh}");
+        let other = page(HttpError::Forbidden("Log in first.").in_language(Language::ZhHans)).await;
+        assert!(other.contains("Log in first."), "{other}");
     }
 }

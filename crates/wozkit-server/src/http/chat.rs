@@ -35,10 +35,10 @@ use wozkit_core::model::{Page, PageKind};
 use wozkit_core::questions::{Problem, seed_of};
 use wozkit_store::{Lease, LeaseState, NewEvent, Participant};
 
-use super::html::{esc, layout, query_escape};
+use super::html::{esc, layout_in, query_escape};
 use super::judge::{
     Fields, check_justification, field, find_problem, justification_html, own_lease, page_head,
-    problem_html, same_site, submit_judgment,
+    problem_html, same_site_for, submit_judgment, turn_problem,
 };
 use super::pages::{SeatQuery, to_page, who};
 use super::questions::fieldsets;
@@ -47,27 +47,39 @@ use crate::chat::{self, Convo, Frame, Side};
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
 use crate::flow;
-use crate::i18n::words;
+use crate::i18n::{Words, words};
 use crate::security::seat_query;
 
-/// Live feedback values under a reply.
-const FEEDBACK: [(&str, &str); 2] = [("satisfied", "Satisfied"), ("frustrated", "Frustrated")];
+/// Live feedback values under a reply: form value, label's catalogue key.
+const FEEDBACK: [(&str, &str); 2] = [
+    ("satisfied", "eval-chat-satisfied"),
+    ("frustrated", "eval-chat-frustrated"),
+];
 
-/// The vote choices of a battle: form value, label.
+/// The vote choices of a battle: form value, label's catalogue key.
 const VOTES: [(&str, &str); 4] = [
-    ("left", "Assistant A is better"),
-    ("right", "Assistant B is better"),
-    (VOTE_TIE, "Tie: both are good"),
-    (VOTE_BOTH_BAD, "Both are bad"),
+    ("left", "eval-arena-vote-left"),
+    ("right", "eval-arena-vote-right"),
+    (VOTE_TIE, "eval-arena-vote-tie"),
+    (VOTE_BOTH_BAD, "eval-arena-vote-both-bad"),
 ];
 
 /// How a side is named to the participant.
-fn side_label(side: &Side) -> &'static str {
-    match side.name {
-        "left" => "Assistant A",
-        "right" => "Assistant B",
-        _ => "Assistant",
-    }
+fn side_label(w: &Words, side: &Side) -> String {
+    w.get(match side.name {
+        "left" => "eval-chat-assistant-a",
+        "right" => "eval-chat-assistant-b",
+        _ => "eval-chat-assistant",
+    })
+}
+
+/// `key`'s message with its variables set from `args`, then `{ $name }` set to trusted markup
+/// `html`; the rest is escaped.
+fn with_markup(w: &Words, key: &str, args: &[(&str, &str)], name: &str, html: &str) -> String {
+    const HOLE: &str = "\u{1}";
+    let mut all = args.to_vec();
+    all.push((name, HOLE));
+    esc(&w.with(key, &all)).replace(HOLE, html)
 }
 
 /// A conversation under a lease, with each side's state.
@@ -82,6 +94,9 @@ struct Ctx {
 }
 
 impl Ctx {
+    fn words(&self) -> &'static Words {
+        words(self.study.study.language)
+    }
     fn ev(&self) -> &Evaluation {
         self.study
             .study
@@ -132,7 +147,7 @@ async fn context(
     seat: Option<&str>,
     fields: &[(String, String)],
 ) -> Result<Result<Ctx, Response>, HttpError> {
-    same_site(headers)?;
+    same_site_for(app, headers, seat).await?;
     let (p, study, role) = who(app, headers, seat).await?;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
@@ -221,6 +236,7 @@ pub async fn conversation_page(
 /// The labels of one reply: checkboxes or a scale (per-turn annotation) and the live feedback,
 /// as inputs of form `form` — or, for a reply already labelled, the labels given.
 fn reply_controls(
+    w: &Words,
     ev: &Evaluation,
     side: &Side,
     said: &chat::Said,
@@ -236,7 +252,12 @@ fn reply_controls(
     let Some(form) = form else {
         let mut given: Vec<String> = said.labels.clone();
         given.extend(said.score.map(|s| format!("{s}")));
-        given.extend(said.feedback.clone());
+        given.extend(said.feedback.as_deref().map(|f| {
+            FEEDBACK
+                .iter()
+                .find(|(v, _)| *v == f)
+                .map_or_else(|| f.to_string(), |(_, key)| w.get(key))
+        }));
         if given.is_empty() {
             return String::new();
         }
@@ -277,7 +298,8 @@ fn reply_controls(
                 })
                 .collect(),
         };
-        let prompt = a.prompt.as_deref().unwrap_or("How was this reply?");
+        let default_prompt = w.get("eval-chat-reply-prompt");
+        let prompt = a.prompt.as_deref().unwrap_or(&default_prompt);
         out.push_str(&format!(
             "<fieldset class=\"turn-labels\" data-testid=\"annotate-{side}\"><legend>{}</legend>{inputs}{}</fieldset>",
             esc(prompt),
@@ -288,16 +310,18 @@ fn reply_controls(
     if feedback {
         let radios: String = FEEDBACK
             .iter()
-            .map(|(v, label)| {
+            .map(|(v, key)| {
                 format!(
                     "<label><input type=\"radio\" form=\"{form}\" name=\"fb.{side}\" value=\"{v}\" data-testid=\"feedback-{side}-{v}\"{c}> {label}</label>",
                     side = side.name,
                     c = posted(&format!("fb.{}", side.name), v),
+                    label = esc(&w.get(key)),
                 )
             })
             .collect();
         out.push_str(&format!(
-            "<fieldset class=\"turn-labels feedback\"><legend>Your feeling about this reply</legend>{radios}</fieldset>"
+            "<fieldset class=\"turn-labels feedback\"><legend>{}</legend>{radios}</fieldset>",
+            esc(&w.get("eval-chat-feeling"))
         ));
     }
     out
@@ -313,6 +337,7 @@ fn render(
     fields: &[(String, String)],
 ) -> String {
     let ev = ctx.ev();
+    let w = ctx.words();
     let c = &ev.conversation;
     let arena = ev.task == EvalTask::Arena;
     let seatq = seat_query(seat);
@@ -331,22 +356,22 @@ fn render(
                     let who = if s.by_system { "system" } else { "user" };
                     let controls = if s.by_system {
                         let form = (Some(s.index) == last && s.labels.is_empty() && s.score.is_none() && s.feedback.is_none()).then_some(form_id);
-                        reply_controls(ev, side, s, form, fields, problems)
+                        reply_controls(w, ev, side, s, form, fields, problems)
                     } else {
                         String::new()
                     };
                     format!(
                         "<li class=\"said {who}\" data-index=\"{}\"><span class=\"speaker\">{}</span> <span class=\"text\">{}</span>{controls}</li>",
                         s.index,
-                        if s.by_system { side_label(side) } else { "You" },
+                        esc(&if s.by_system { side_label(w, side) } else { w.get("eval-chat-you") }),
                         esc(&s.text)
                     )
                 })
                 .collect();
             let typing = format!(
-                "<p class=\"typing muted\" data-testid=\"typing-{n}\" role=\"status\"{hidden}>{label} is typing…</p>",
+                "<p class=\"typing muted\" data-testid=\"typing-{n}\" role=\"status\"{hidden}>{typing}</p>",
                 n = side.name,
-                label = side_label(side),
+                typing = esc(&w.with("eval-chat-typing", &[("assistant", &side_label(w, side))])),
                 hidden = if convo.pending { "" } else { " hidden" }
             );
             let failed = convo
@@ -354,13 +379,14 @@ fn render(
                 .as_ref()
                 .map(|_| {
                     format!(
-                        "<div class=\"problem failed\" role=\"alert\" data-testid=\"failed-{n}\">{label} could not answer your last message. \
+                        "<div class=\"problem failed\" role=\"alert\" data-testid=\"failed-{n}\">{failed} \
                          <form method=\"post\" action=\"/p/chat/retry{seatq}\" class=\"inline\">\
                          <input type=\"hidden\" name=\"step\" value=\"{step}\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
                          <input type=\"hidden\" name=\"side\" value=\"{n}\">\
-                         <button type=\"submit\" data-testid=\"retry-{n}\">Try again</button></form></div>",
+                         <button type=\"submit\" data-testid=\"retry-{n}\">{retry}</button></form></div>",
                         n = side.name,
-                        label = side_label(side),
+                        failed = esc(&w.with("eval-chat-failed", &[("assistant", &side_label(w, side))])),
+                        retry = esc(&w.get("eval-chat-retry")),
                         seatq = esc(&seatq),
                         step = esc(&ctx.p.flow_step),
                         lease = esc(&ctx.lease.id),
@@ -371,27 +397,31 @@ fn render(
                 "<section class=\"chat-side\" data-side=\"{n}\" data-testid=\"side-{n}\" aria-label=\"{label}\">\
                  <h2>{label}</h2><ol class=\"chat-log\" data-testid=\"log-{n}\" aria-live=\"polite\">{said}</ol>{typing}{failed}</section>",
                 n = side.name,
-                label = side_label(side),
+                label = esc(&side_label(w, side)),
             )
         })
         .collect();
     let turns = ctx.turns();
+    let mut progress = vec![w.with(
+        "eval-chat-progress",
+        &[
+            ("turns", &turns.to_string()),
+            ("min", &c.min_turns.to_string()),
+            ("max", &c.max_turns.to_string()),
+        ],
+    )];
+    if let Some(s) = c.time_limit_s {
+        let minutes = s.div_ceil(60).to_string();
+        progress.push(w.with("eval-chat-time-limit", &[("minutes", &minutes)]));
+    }
+    if ev.items_per_worker > 1 {
+        let n = (f.judged.min(ev.items_per_worker) + 1).to_string();
+        let max = ev.items_per_worker.to_string();
+        progress.push(w.with("eval-chat-conversation-of", &[("n", &n), ("max", &max)]));
+    }
     let progress = format!(
-        "<p class=\"muted\" data-testid=\"chat-progress\">Your messages: {turns} (at least {}, at most {}){}{}</p>",
-        c.min_turns,
-        c.max_turns,
-        c.time_limit_s
-            .map(|s| format!(" · time limit {} min", s.div_ceil(60)))
-            .unwrap_or_default(),
-        if ev.items_per_worker > 1 {
-            format!(
-                " · conversation {} of at most {}",
-                f.judged.min(ev.items_per_worker) + 1,
-                ev.items_per_worker
-            )
-        } else {
-            String::new()
-        }
+        "<p class=\"muted\" data-testid=\"chat-progress\">{}</p>",
+        esc(&progress.join(" · "))
     );
     let notice = notice
         .map(|n| {
@@ -411,21 +441,22 @@ fn render(
             let chosen = field(fields, "vote");
             let radios: String = VOTES
                 .iter()
-                .map(|(v, label)| {
+                .map(|(v, key)| {
                     format!(
                         "<label class=\"point\"><input type=\"radio\" name=\"vote\" value=\"{v}\" data-testid=\"vote-{v}\" required{c}> {label}</label>",
-                        c = if chosen == Some(*v) { " checked" } else { "" }
+                        c = if chosen == Some(*v) { " checked" } else { "" },
+                        label = esc(&w.get(key)),
                     )
                 })
                 .collect();
             format!(
                 "<fieldset class=\"question choice-pair\" data-testid=\"question-vote\"><legend>{}</legend>{radios}{}</fieldset>{}",
-                esc(ev
+                esc(&ev
                     .question
-                    .as_deref()
-                    .unwrap_or("Which assistant was better?")),
+                    .clone()
+                    .unwrap_or_else(|| w.get("eval-arena-question"))),
                 problem_html("vote", find_problem(problems, "vote")),
-                justification_html(&ev.justification, fields, problems),
+                justification_html(w, &ev.justification, fields, problems),
             )
         } else {
             String::new()
@@ -434,33 +465,35 @@ fn render(
         format!(
             "<form method=\"post\" action=\"/p/chat/finish{}\" id=\"chat-finish\" data-testid=\"chat-finish-form\">{hidden}\
              <p data-testid=\"chat-ended\">{}</p>{vote}{}\
-             <button type=\"submit\" class=\"primary\" data-testid=\"chat-finish\">Submit</button></form>",
+             <button type=\"submit\" class=\"primary\" data-testid=\"chat-finish\">{}</button></form>",
             esc(&seatq),
-            match ctx.convos.first().and_then(|c| c.ended) {
-                Some(EndReason::TimeLimit) => "The time for this conversation is up.",
-                _ => "The conversation has ended.",
-            },
-            fieldsets(
-                words(ctx.study.study.language),
-                &ev.questions,
-                seed,
-                fields,
-                problems
-            ),
+            esc(&w.get(match ctx.convos.first().and_then(|c| c.ended) {
+                Some(EndReason::TimeLimit) => "eval-chat-time-up",
+                _ => "eval-chat-ended",
+            })),
+            fieldsets(w, &ev.questions, seed, fields, problems),
+            esc(&w.get("eval-submit")),
         )
     } else {
         let closed = turns >= c.max_turns;
         let input = if closed {
-            "<p data-testid=\"chat-max\">You have sent the most messages for this conversation.</p>"
-                .to_string()
+            format!(
+                "<p data-testid=\"chat-max\">{}</p>",
+                esc(&w.get("eval-chat-max"))
+            )
         } else {
             format!(
-                "<label for=\"chat-text\" class=\"sr-only\">Your message</label>\
+                "<label for=\"chat-text\" class=\"sr-only\">{}</label>\
                  <textarea id=\"chat-text\" name=\"text\" rows=\"2\" autocomplete=\"off\" maxlength=\"{}\" required placeholder=\"{}\" data-testid=\"chat-text\">{}</textarea>\
-                 <button type=\"submit\" class=\"primary\" data-testid=\"chat-send\">Send</button>",
+                 <button type=\"submit\" class=\"primary\" data-testid=\"chat-send\">{}</button>",
+                esc(&w.get("eval-chat-your-message")),
                 c.max_chars,
-                esc(c.placeholder.as_deref().unwrap_or("Type your message…")),
+                esc(&c
+                    .placeholder
+                    .clone()
+                    .unwrap_or_else(|| w.get("eval-chat-placeholder"))),
                 esc(field(fields, "text").unwrap_or("")),
+                esc(&w.get("eval-chat-send")),
             )
         };
         let end = if turns >= c.min_turns {
@@ -469,11 +502,11 @@ fn render(
             format!(
                 "<p class=\"chat-end\"><button type=\"submit\" form=\"chat-send\" formaction=\"/p/chat/end{}\" formnovalidate data-testid=\"chat-end\">{}</button></p>",
                 esc(&seatq),
-                if arena {
-                    "Finish and vote"
+                esc(&w.get(if arena {
+                    "eval-arena-finish"
                 } else {
-                    "End the conversation"
-                }
+                    "eval-chat-end"
+                }))
             )
         } else {
             String::new()
@@ -491,11 +524,11 @@ fn render(
         pending = ctx.pending(),
         head = page_head(
             ctx.page(),
-            if arena {
-                "Chat with two assistants"
+            &w.get(if arena {
+                "eval-arena-title"
             } else {
-                "Chat with the assistant"
-            }
+                "eval-chat-title"
+            })
         ),
         layout = if arena {
             "compare chat-sides"
@@ -503,7 +536,14 @@ fn render(
             "chat-sides"
         },
     );
-    layout(&ctx.study.study.title, &body, &["chat.js"])
+    let page_words = format!("{}{}", w.script_block("chat-js-"), body);
+    layout_in(
+        w.lang(),
+        &ctx.study.study.title,
+        "",
+        &page_words,
+        &["chat.js"],
+    )
 }
 
 /// Whether the browser asked for the replies as a stream.
@@ -664,14 +704,14 @@ fn posted_labels<'a>(ctx: &'a Ctx, fields: &[(String, String)]) -> Vec<Posted<'a
 
 /// What the study's label rules (`annotate.exclusive`, `annotate.required`) refuse in the
 /// posted labels, one problem per reply, shown next to it.
-fn label_problems(ev: &Evaluation, posted: &[Posted]) -> Vec<Problem> {
+fn label_problems(w: &Words, ev: &Evaluation, posted: &[Posted]) -> Vec<Problem> {
     let Some(a) = &ev.annotate else {
         return vec![];
     };
     posted
         .iter()
         .filter_map(|p| {
-            a.turn_problem(&p.labels, p.score).map(|message| Problem {
+            turn_problem(w, a, &p.labels, p.score).map(|message| Problem {
                 question: format!("ann.{}", p.side.name),
                 message,
             })
@@ -725,7 +765,7 @@ async fn refuse_labels(
         ctx,
         &f,
         seat,
-        Some("Please check the labels of the last reply."),
+        Some(&ctx.words().get("eval-chat-check-labels")),
         problems,
         fields,
     );
@@ -747,20 +787,21 @@ pub async fn send(
     let stream = streaming(&headers);
     let c = &ctx.ev().conversation;
     let text = field(&fields, "text").unwrap_or("");
+    let w = ctx.words();
     let refusal = if ctx.ended() {
-        Some("This conversation has ended.".to_string())
+        Some(w.get("eval-chat-refused-ended"))
     } else if ctx.pending() {
-        Some("Please wait for the reply before you write again.".into())
+        Some(w.get("eval-chat-refused-pending"))
     } else if ctx.failed() {
-        Some("An assistant did not answer your last message: press Try again first.".into())
+        Some(w.get("eval-chat-refused-failed"))
     } else if ctx.turns() >= c.max_turns {
-        Some("You have sent the most messages for this conversation.".into())
+        Some(w.get("eval-chat-max"))
     } else if text.is_empty() {
-        Some("Write a message first.".into())
+        Some(w.get("eval-chat-refused-empty"))
     } else if text.chars().count() > c.max_chars as usize {
-        Some(format!(
-            "Please keep your message under {} characters.",
-            c.max_chars
+        Some(w.with(
+            "eval-chat-refused-too-long",
+            &[("max", &c.max_chars.to_string())],
         ))
     } else {
         None
@@ -773,7 +814,7 @@ pub async fn send(
         return refuse(&app, &ctx, seat.as_deref(), stream, &message, &fields).await;
     }
     let posted = posted_labels(&ctx, &fields);
-    let problems = label_problems(ctx.ev(), &posted);
+    let problems = label_problems(ctx.words(), ctx.ev(), &posted);
     if !problems.is_empty() {
         return refuse_labels(&app, &ctx, seat.as_deref(), stream, &problems, &fields).await;
     }
@@ -876,38 +917,24 @@ pub async fn end(
     if ctx.ended() {
         return Ok(to_page(seat.as_deref()));
     }
+    let w = ctx.words();
     if ctx.turns() < ctx.ev().conversation.min_turns {
-        let message = format!(
-            "Please send at least {} messages before you end the conversation.",
-            ctx.ev().conversation.min_turns
+        let message = w.with(
+            "eval-chat-refused-too-few",
+            &[("min", &ctx.ev().conversation.min_turns.to_string())],
         );
         return refuse(&app, &ctx, seat.as_deref(), false, &message, &fields).await;
     }
     if ctx.pending() {
-        return refuse(
-            &app,
-            &ctx,
-            seat.as_deref(),
-            false,
-            "Please wait for the reply first.",
-            &fields,
-        )
-        .await;
+        let message = w.get("eval-chat-refused-wait");
+        return refuse(&app, &ctx, seat.as_deref(), false, &message, &fields).await;
     }
     if field(&fields, "text").is_some_and(|t| !t.trim().is_empty()) {
-        return refuse(
-            &app,
-            &ctx,
-            seat.as_deref(),
-            false,
-            "Your message has not been sent: send it, or clear the box, before you end the \
-             conversation.",
-            &fields,
-        )
-        .await;
+        let message = w.get("eval-chat-refused-unsent");
+        return refuse(&app, &ctx, seat.as_deref(), false, &message, &fields).await;
     }
     let posted = posted_labels(&ctx, &fields);
-    let problems = label_problems(ctx.ev(), &posted);
+    let problems = label_problems(ctx.words(), ctx.ev(), &posted);
     if !problems.is_empty() {
         return refuse_labels(&app, &ctx, seat.as_deref(), false, &problems, &fields).await;
     }
@@ -936,13 +963,9 @@ pub async fn finish(
     let ev = ctx.ev();
     let arena = ev.task == EvalTask::Arena;
     let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
+    let w = ctx.words();
     let mut problems = vec![];
-    let answers = match super::questions::check(
-        words(ctx.study.study.language),
-        &ev.questions,
-        &fields,
-        seed,
-    ) {
+    let answers = match super::questions::check(w, &ev.questions, &fields, seed) {
         Ok(a) => a.to_event(&ev.questions),
         Err(mut more) => {
             problems.append(&mut more);
@@ -960,13 +983,13 @@ pub async fn finish(
         if choice.is_none() {
             problems.push(Problem {
                 question: "vote".into(),
-                message: "Choose one of the answers.".into(),
+                message: w.get("eval-problem-vote"),
             });
         }
-        justification = check_justification(&ev.justification, &fields, &mut problems);
+        justification = check_justification(w, &ev.justification, &fields, &mut problems);
     }
     let posted = posted_labels(&ctx, &fields);
-    problems.extend(label_problems(ev, &posted));
+    problems.extend(label_problems(ctx.words(), ev, &posted));
     if !problems.is_empty() {
         let f = eval::facts(&app, &ctx.p).await?;
         let html = render(&ctx, &f, seat.as_deref(), None, &problems, &fields);
@@ -1068,6 +1091,7 @@ pub async fn reveal(
     else {
         return Ok(to_page(seat.as_deref()));
     };
+    let w = words(study.study.language);
     let sides = chat::sides(ev, &lease);
     let events = app.store.events(&eval::log_id(&p), 0).await?;
     let verdict = events.iter().rev().find_map(|e| match &e.kind {
@@ -1080,35 +1104,53 @@ pub async fn reveal(
     let rows: String = sides
         .iter()
         .map(|s| {
+            let sys = esc(&s.system);
             format!(
-                "<li data-testid=\"reveal-{n}\" data-system=\"{sys}\">{label} was <strong>{sys}</strong></li>",
+                "<li data-testid=\"reveal-{n}\" data-system=\"{sys}\">{said}</li>",
                 n = s.name,
-                label = side_label(s),
-                sys = esc(&s.system)
+                said = with_markup(
+                    w,
+                    "eval-reveal-side",
+                    &[("assistant", &side_label(w, s))],
+                    "system",
+                    &format!("<strong>{sys}</strong>")
+                ),
             )
         })
         .collect();
     let chose = match verdict.choice.as_deref() {
-        Some(VOTE_TIE) => "a tie".to_string(),
-        Some(VOTE_BOTH_BAD) => "both bad".to_string(),
+        Some(VOTE_TIE) => w.get("eval-reveal-tie"),
+        Some(VOTE_BOTH_BAD) => w.get("eval-reveal-both-bad"),
         Some(c) => sides
             .iter()
             .find(|s| s.session == c)
-            .map(|s| side_label(s).to_string())
+            .map(|s| side_label(w, s))
             .unwrap_or_default(),
         None => String::new(),
     };
     let void = if verdict.void {
-        "<p class=\"muted\" data-testid=\"reveal-void\">An assistant failed to answer during this conversation, so this vote does not count towards the leaderboard.</p>"
+        format!(
+            "<p class=\"muted\" data-testid=\"reveal-void\">{}</p>",
+            esc(&w.get("eval-reveal-void"))
+        )
     } else {
-        ""
+        String::new()
     };
     let body = format!(
-        "<main class=\"narrow\" data-page=\"reveal\"><h1>Thank you for your vote</h1><p>You chose: <strong>{}</strong>.</p>\
+        "<main class=\"narrow\" data-page=\"reveal\"><h1>{}</h1><p>{}</p>\
          <ul class=\"reveal\" data-testid=\"reveal\">{rows}</ul>{void}\
-         <p><a class=\"button primary\" href=\"/p{}\" data-testid=\"reveal-continue\">Continue</a></p></main>",
-        esc(&chose),
+         <p><a class=\"button primary\" href=\"/p{}\" data-testid=\"reveal-continue\">{}</a></p></main>",
+        esc(&w.get("eval-reveal-title")),
+        with_markup(
+            w,
+            "eval-reveal-chose",
+            &[],
+            "choice",
+            &format!("<strong>{}</strong>", esc(&chose))
+        ),
         esc(&seat_query(seat.as_deref())),
+        esc(&w.get("eval-continue")),
     );
-    Ok(Html(layout(&study.study.title, &body, &[])).into_response())
+    let page = layout_in(w.lang(), &study.study.title, "", &body, &[]);
+    Ok(Html(page).into_response())
 }

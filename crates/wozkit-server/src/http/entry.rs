@@ -38,7 +38,7 @@ use wozkit_store::{
 
 use super::html::{esc, layout, paragraphs, query_escape};
 use crate::app::{AppState, now_ms};
-use crate::error::HttpError;
+use crate::error::{BLOCKLISTED, HttpError, OPEN_AGAIN, SEAT_TAKEN};
 use crate::flow;
 use crate::pairing::role_or;
 use crate::security::{
@@ -218,10 +218,15 @@ pub async fn join(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, HttpError> {
-    // Before anything else: every entry link may create a participant row.
-    app.joins
-        .check(client.addr)
-        .map_err(|retry_after_s| HttpError::TooManyRequests { retry_after_s })?;
+    // Before anything else: every entry link may create a participant row. (The refusal is in
+    // the language of the study the link names.)
+    app.joins.check(client.addr).map_err(|retry_after_s| {
+        let lang = app
+            .study(q.get("study").map(String::as_str))
+            .map(|s| s.study.language)
+            .unwrap_or_default();
+        HttpError::TooManyRequests { retry_after_s }.in_language(lang)
+    })?;
     let study = app
         .study(q.get("study").map(String::as_str))
         .ok_or_else(|| {
@@ -268,9 +273,7 @@ pub async fn join(
             study = study_id,
             "a blocklisted worker was refused at entry"
         );
-        return Err(HttpError::Forbidden(
-            "This study is not open to your worker id. Thank you for your interest.",
-        ));
+        return Err(HttpError::Forbidden(BLOCKLISTED).in_language(study.study.language));
     }
     if let Some(p) = current_participant(&app, &headers, seat.as_deref()).await?
         && p.study_id == study_id
@@ -295,7 +298,7 @@ pub async fn join(
                 study = study_id,
                 "an entry link named a started participant without its platform pair or signature"
             );
-            return Err(HttpError::Conflict(SEAT_TAKEN));
+            return Err(HttpError::Conflict(SEAT_TAKEN).in_language(study.study.language));
         }
         return Ok(resume(&app, &headers, seat.as_deref(), &p, framed).await?);
     }
@@ -346,8 +349,14 @@ pub async fn join(
                 Some(p) if may_resume(&app, &p, &id, &q) => {
                     return Ok(resume(&app, &headers, seat.as_deref(), &p, framed).await?);
                 }
-                Some(_) => return Err(HttpError::Conflict(SEAT_TAKEN)),
-                None => return Err(HttpError::BadRequest("please open the link again".into())),
+                Some(_) => {
+                    return Err(HttpError::Conflict(SEAT_TAKEN).in_language(study.study.language));
+                }
+                None => {
+                    return Err(
+                        HttpError::BadRequest(OPEN_AGAIN.into()).in_language(study.study.language)
+                    );
+                }
             }
         }
         Err(e) => return Err(e.into()),
@@ -371,11 +380,6 @@ pub async fn join(
         framed,
     ))
 }
-
-/// What a second browser naming a started participant is told.
-const SEAT_TAKEN: &str = "This worker id has already started this study in another browser or \
-     assignment. Please continue in the browser and from the link you started with; if that is \
-     not possible, contact the researcher.";
 
 /// Whether an entry link without the participant's cookie or token may resume participant `p`:
 /// only with what the platform tells that worker alone (MTurk's assignment id, Prolific's

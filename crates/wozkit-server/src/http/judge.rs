@@ -17,16 +17,16 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use wozkit_core::evaluation::{
     AnnotationKind, Dialogue, Ending, EvalTask, Evaluation, Justification, KnownItem,
+    TurnAnnotation,
 };
 use wozkit_core::event::{EventKind, ItemPool, Judgment, Role, ScreenReason, TurnLabel};
-use wozkit_core::language::Language;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::{Page, PageKind};
 use wozkit_core::platforms::EndingKind;
 use wozkit_core::questions::{self, Problem, Question, seed_of};
 use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
 
-use super::html::{esc, layout, layout_with_head, markdown};
+use super::html::{esc, layout_in, markdown};
 use super::pages::{SeatQuery, advance, ensure_code, to_page, who};
 use super::platform_return::{self, Return};
 use super::questions::fieldsets;
@@ -34,7 +34,7 @@ use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
 use crate::flow;
-use crate::i18n::words;
+use crate::i18n::{Words, words};
 use crate::security::{origin_ok, seat_query};
 
 /// Field names in a posted form.
@@ -78,16 +78,17 @@ pub(super) fn find_problem<'a>(problems: &'a [Problem], id: &str) -> Option<&'a 
         .map(|p| p.message.as_str())
 }
 
-/// Side names of a comparison, as shown.
+/// Side names of a comparison, as shown ("Conversation A").
 const SIDES: [&str; 2] = ["A", "B"];
 const SIDE_VALUES: [&str; 2] = ["left", "right"];
 
 /// One dialogue as a transcript, with per-turn annotation controls when asked for.
 fn transcript(
+    w: &Words,
     d: &Dialogue,
     side: usize,
     heading: &str,
-    annotate: Option<&wozkit_core::evaluation::TurnAnnotation>,
+    annotate: Option<&TurnAnnotation>,
     fields: &[(String, String)],
     problems: &[Problem],
 ) -> String {
@@ -105,7 +106,7 @@ fn transcript(
                 .filter(|a| a.speaker == t.speaker)
                 .map(|a| {
                     let problem = find_problem(problems, &turn_field(side, i));
-                    turn_controls(a, side, i, fields)
+                    turn_controls(w, a, side, i, fields)
                         + &problem_html(&turn_field(side, i), problem)
                 })
                 .unwrap_or_default();
@@ -129,7 +130,8 @@ fn turn_field(side: usize, turn: usize) -> String {
 }
 
 fn turn_controls(
-    a: &wozkit_core::evaluation::TurnAnnotation,
+    w: &Words,
+    a: &TurnAnnotation,
     side: usize,
     turn: usize,
     fields: &[(String, String)],
@@ -159,7 +161,8 @@ fn turn_controls(
             .collect(),
     };
     format!(
-        "<fieldset class=\"turn-labels\" data-testid=\"turn-{side}-{turn}\"><legend class=\"sr-only\">Labels for this turn</legend>{inputs}</fieldset>"
+        "<fieldset class=\"turn-labels\" data-testid=\"turn-{side}-{turn}\"><legend class=\"sr-only\">{}</legend>{inputs}</fieldset>",
+        esc(&w.get("eval-turn-labels"))
     )
 }
 
@@ -212,8 +215,44 @@ fn turn_labels(
     out
 }
 
+/// What the study's label rules (`annotate.exclusive`, `annotate.required`) refuse in the labels
+/// of one turn, in the study's words (`TurnAnnotation::turn_problem` in English).
+pub(super) fn turn_problem(
+    w: &Words,
+    a: &TurnAnnotation,
+    labels: &[String],
+    score: Option<u32>,
+) -> Option<String> {
+    match a.kind {
+        AnnotationKind::Checkboxes => {
+            if let Some(only) = a.exclusive.iter().find(|o| labels.contains(o))
+                && labels.len() > 1
+            {
+                let others: Vec<&str> = labels
+                    .iter()
+                    .filter(|l| *l != only)
+                    .map(String::as_str)
+                    .collect();
+                let others = others.join(&w.get("eval-problem-exclusive-joiner"));
+                return Some(w.with(
+                    "eval-problem-exclusive",
+                    &[("only", only.as_str()), ("others", others.as_str())],
+                ));
+            }
+            (a.required && labels.is_empty()).then(|| match a.exclusive.first() {
+                Some(none) => w.with("eval-problem-tick-none", &[("none", none.as_str())]),
+                None => w.get("eval-problem-tick"),
+            })
+        }
+        AnnotationKind::Scale => {
+            (a.required && score.is_none()).then(|| w.get("eval-problem-scale"))
+        }
+    }
+}
+
 /// A choice between the two sides, posted as `name` = `left` or `right`.
 fn side_choice(
+    w: &Words,
     name: &str,
     question: &str,
     fields: &[(String, String)],
@@ -225,8 +264,9 @@ fn side_choice(
         .zip(SIDE_VALUES)
         .map(|(label, v)| {
             format!(
-                "<label class=\"point\"><input type=\"radio\" name=\"{n}\" value=\"{v}\" data-testid=\"{n}-{v}\" required{c}> Conversation {label}</label>",
+                "<label class=\"point\"><input type=\"radio\" name=\"{n}\" value=\"{v}\" data-testid=\"{n}-{v}\" required{c}> {label}</label>",
                 n = esc(name),
+                label = esc(&w.with("eval-conversation-side", &[("side", label)])),
                 c = if value == Some(v) { " checked" } else { "" }
             )
         })
@@ -251,17 +291,19 @@ pub fn questions_page(
     problems: &[Problem],
     fields: &[(String, String)],
 ) -> String {
+    let w = words(study.study.language);
     let qs = page.map(|p| p.questions.as_slice()).unwrap_or_default();
     let body = format!(
         "<main class=\"narrow\" data-page=\"questions\">{}<form method=\"post\" action=\"{}\">\
          <input type=\"hidden\" name=\"step\" value=\"{}\">{}\
-         <button type=\"submit\" class=\"primary\" data-testid=\"answers-submit\">Continue</button></form></main>",
-        page_head(page, "A few questions"),
+         <button type=\"submit\" class=\"primary\" data-testid=\"answers-submit\">{}</button></form></main>",
+        page_head(page, &w.get("eval-questions-title")),
         esc(action),
         esc(step),
-        fieldsets(words(study.study.language), qs, seed, fields, problems),
+        fieldsets(w, qs, seed, fields, problems),
+        esc(&w.get("eval-continue")),
     );
-    layout(&study.study.title, &body, &[])
+    layout_in(w.lang(), &study.study.title, "", &body, &[])
 }
 
 /// `POST /p/answers`: a `questions` page.
@@ -271,8 +313,8 @@ pub async fn answers(
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    same_site(&headers)?;
     let seat = q.seat();
+    same_site_for(&app, &headers, seat.as_deref()).await?;
     let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
@@ -338,9 +380,26 @@ pub(super) fn same_site(headers: &HeaderMap) -> Result<(), HttpError> {
     if origin_ok(headers, false) {
         Ok(())
     } else {
-        Err(HttpError::Forbidden(
-            "This form must be sent from this site's page.",
-        ))
+        Err(HttpError::Forbidden(crate::error::OTHER_SITE))
+    }
+}
+
+/// [`same_site`] for a participant's form: the refusal in the language of the participant's
+/// study when the browser is a participant's (in English otherwise).
+pub(super) async fn same_site_for(
+    app: &AppState,
+    headers: &HeaderMap,
+    seat: Option<&str>,
+) -> Result<(), HttpError> {
+    match same_site(headers) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let lang = match who(app, headers, seat).await {
+                Ok((_, study, _)) => study.study.language,
+                Err(_) => Default::default(),
+            };
+            Err(e.in_language(lang))
+        }
     }
 }
 
@@ -385,6 +444,7 @@ pub fn onboarding_page(
         return String::new();
     };
     let seed = seed_of(&p.id);
+    let w = words(study.study.language);
     let items: String = ob
         .items
         .iter()
@@ -400,18 +460,18 @@ pub fn onboarding_page(
                     shown
                         .iter()
                         .enumerate()
-                        .map(|(s, d)| transcript(d, s, &format!("Conversation {}", SIDES[s]), None, fields, &[]))
+                        .map(|(s, d)| transcript(w, d, s, &w.with("eval-conversation-side", &[("side", SIDES[s])]), None, fields, &[]))
                         .collect::<String>(),
-                    side_choice(&format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
+                    side_choice(w, &format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
                 ),
                 EvalTask::Rate | EvalTask::Chat | EvalTask::Arena | EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs => format!(
                     "{}{}",
                     shown
                         .iter()
-                        .map(|d| transcript(d, 0, "Conversation", None, fields, &[]))
+                        .map(|d| transcript(w, d, 0, &w.get("eval-conversation"), None, fields, &[]))
                         .collect::<String>(),
                     fieldsets(
-                        words(study.study.language),
+                        w,
                         &onboarding_questions(ev, n, k),
                         seed,
                         fields,
@@ -420,20 +480,21 @@ pub fn onboarding_page(
                 ),
             };
             format!(
-                "<section class=\"known-item\" data-testid=\"onboarding-{n}\"><h2>Practice {}</h2>{body}</section>",
-                n + 1
+                "<section class=\"known-item\" data-testid=\"onboarding-{n}\"><h2>{}</h2>{body}</section>",
+                esc(&w.with("eval-practice-item", &[("n", &(n + 1).to_string())]))
             )
         })
         .collect();
     let body = format!(
         "<main class=\"wide\" data-page=\"onboarding\">{}<form method=\"post\" action=\"{}\">\
          <input type=\"hidden\" name=\"step\" value=\"{}\">{items}\
-         <button type=\"submit\" class=\"primary\" data-testid=\"onboarding-submit\">Submit</button></form></main>",
-        page_head(page, "Practice"),
+         <button type=\"submit\" class=\"primary\" data-testid=\"onboarding-submit\">{}</button></form></main>",
+        page_head(page, &w.get("eval-practice-title")),
         esc(action),
         esc(&p.flow_step),
+        esc(&w.get("eval-submit")),
     );
-    layout(&study.study.title, &body, &[])
+    layout_in(w.lang(), &study.study.title, "", &body, &[])
 }
 
 /// `POST /p/onboarding`.
@@ -443,8 +504,8 @@ pub async fn onboarding(
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    same_site(&headers)?;
     let seat = q.seat();
+    same_site_for(&app, &headers, seat.as_deref()).await?;
     let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
@@ -475,7 +536,7 @@ pub async fn onboarding(
                 match choice {
                     None => problems.push(Problem {
                         question: key.clone(),
-                        message: "Choose one of the two conversations.".into(),
+                        message: words(st.language).get("eval-problem-choice"),
                     }),
                     Some(c) => {
                         correct += u32::from(k.correct(Some(c), &IndexMap::new()));
@@ -599,7 +660,7 @@ pub async fn judge_or_move_on(
                 study,
                 &ev.no_items,
                 "no-items",
-                "Nothing left to judge",
+                &words(st.language).get("eval-no-items-title"),
                 &back,
             )))
         }
@@ -624,6 +685,7 @@ fn item_page(
     let shown_ids = eval::shown_order(lease);
     let shown: Vec<&Dialogue> = shown_ids.iter().filter_map(|id| ev.dialogue(id)).collect();
     let seed = seed_of(&format!("{}/{}", p.id, lease.id));
+    let w = words(study.study.language);
     let annotate = ev.annotate.as_ref();
     let prompt = annotate
         .and_then(|a| a.prompt.as_deref())
@@ -637,9 +699,10 @@ fn item_page(
                     .iter()
                     .enumerate()
                     .map(|(s, d)| transcript(
+                        w,
                         d,
                         s,
-                        &format!("Conversation {}", SIDES[s]),
+                        &w.with("eval-conversation-side", &[("side", SIDES[s])]),
                         annotate,
                         fields,
                         problems
@@ -647,10 +710,11 @@ fn item_page(
                     .collect::<String>()
             ),
             {
-                let reason = justification_html(&ev.justification, fields, problems);
+                let reason = justification_html(w, &ev.justification, fields, problems);
                 format!(
                     "{}{reason}",
                     side_choice(
+                        w,
                         "choice",
                         ev.question(),
                         fields,
@@ -667,31 +731,40 @@ fn item_page(
         | EvalTask::TurnActs => (
             shown
                 .iter()
-                .map(|d| transcript(d, 0, "The conversation", annotate, fields, problems))
+                .map(|d| {
+                    transcript(
+                        w,
+                        d,
+                        0,
+                        &w.get("eval-the-conversation"),
+                        annotate,
+                        fields,
+                        problems,
+                    )
+                })
                 .collect(),
             String::new(),
         ),
     };
-    let qs = fieldsets(
-        words(study.study.language),
-        &ev.questions,
-        seed,
-        fields,
-        problems,
-    );
+    let qs = fieldsets(w, &ev.questions, seed, fields, problems);
     let progress = format!(
-        "<p class=\"muted\" data-testid=\"item-progress\">Item {} of at most {} · please submit within {} minutes</p>",
-        f.judged.min(ev.items_per_worker) + 1,
-        ev.items_per_worker,
-        ev.lease_s.div_ceil(60)
+        "<p class=\"muted\" data-testid=\"item-progress\">{}</p>",
+        esc(&w.with(
+            "eval-item-progress",
+            &[
+                ("item", &(f.judged.min(ev.items_per_worker) + 1).to_string()),
+                ("items", &ev.items_per_worker.to_string()),
+                ("minutes", &ev.lease_s.div_ceil(60).to_string()),
+            ]
+        ))
     );
     let body = format!(
         "<main class=\"wide\" data-page=\"{kind}\" data-item=\"{item}\">{head}{progress}{prompt}\
          <form method=\"post\" action=\"{action}\" id=\"judge\"><input type=\"hidden\" name=\"step\" value=\"{step}\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">{dialogues}{choice}{qs}\
-         <button type=\"submit\" class=\"primary\" data-testid=\"judge-submit\">Submit</button></form>\
+         <button type=\"submit\" class=\"primary\" data-testid=\"judge-submit\">{submit}</button></form>\
          <form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <button type=\"submit\" data-testid=\"judge-skip\">Skip this one</button></form></main>",
+         <button type=\"submit\" data-testid=\"judge-skip\">{skip}</button></form></main>",
         kind = match ev.task {
             EvalTask::Compare => "compare",
             _ => "rate",
@@ -699,17 +772,19 @@ fn item_page(
         item = esc(&lease.item_id),
         head = page_head(
             page,
-            match ev.task {
-                EvalTask::Compare => "Compare two conversations",
-                _ => "Rate the conversation",
-            }
+            &w.get(match ev.task {
+                EvalTask::Compare => "eval-compare-title",
+                _ => "eval-rate-title",
+            })
         ),
         action = esc(action),
         step = esc(&p.flow_step),
         lease = esc(&lease.id),
         seatq = esc(&seat_query(seat)),
+        submit = esc(&w.get("eval-submit")),
+        skip = esc(&w.get("eval-skip")),
     );
-    layout(&study.study.title, &body, &[])
+    layout_in(w.lang(), &study.study.title, "", &body, &[])
 }
 
 /// The open lease named in the form, if it is this participant's.
@@ -739,7 +814,7 @@ pub(super) async fn lease_form(
     fields: &Fields,
     task: EvalTask,
 ) -> Result<Result<(Participant, std::sync::Arc<LoadedStudy>, Lease), Response>, HttpError> {
-    same_site(headers)?;
+    same_site_for(app, headers, seat).await?;
     let (p, study, role) = who(app, headers, seat).await?;
     let st = &study.study;
     let on_page = flow::kind_at(st, role, flow::index(&p.flow_step)) == PageKind::Rate;
@@ -802,8 +877,8 @@ pub async fn judge(
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    same_site(&headers)?;
     let seat = q.seat();
+    same_site_for(&app, &headers, seat.as_deref()).await?;
     let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
@@ -828,15 +903,15 @@ pub async fn judge(
     let shown_ids = eval::shown_order(&lease);
     let shown: Vec<&Dialogue> = shown_ids.iter().filter_map(|id| ev.dialogue(id)).collect();
     let seed = seed_of(&format!("{}/{}", p.id, lease.id));
+    let w = words(st.language);
     let mut problems = vec![];
-    let answers =
-        match super::questions::check(words(study.study.language), &ev.questions, &fields, seed) {
-            Ok(a) => a.to_event(&ev.questions),
-            Err(mut more) => {
-                problems.append(&mut more);
-                IndexMap::new()
-            }
-        };
+    let answers = match super::questions::check(w, &ev.questions, &fields, seed) {
+        Ok(a) => a.to_event(&ev.questions),
+        Err(mut more) => {
+            problems.append(&mut more);
+            IndexMap::new()
+        }
+    };
     let mut choice = None;
     let mut justification = None;
     if ev.task == EvalTask::Compare {
@@ -848,16 +923,16 @@ pub async fn judge(
         if choice.is_none() {
             problems.push(Problem {
                 question: "choice".into(),
-                message: "Choose one of the two conversations.".into(),
+                message: w.get("eval-problem-choice"),
             });
         }
-        justification = check_justification(&ev.justification, &fields, &mut problems);
+        justification = check_justification(w, &ev.justification, &fields, &mut problems);
     }
     let turns = turn_labels(ev, &shown, &fields);
     if let Some(a) = &ev.annotate {
         for t in &turns {
             let side = shown.iter().position(|d| d.id == t.dialogue).unwrap_or(0);
-            if let Some(message) = a.turn_problem(&t.labels, t.score) {
+            if let Some(message) = turn_problem(w, a, &t.labels, t.score) {
                 problems.push(Problem {
                     question: turn_field(side, t.turn as usize),
                     message,
@@ -923,6 +998,7 @@ pub async fn judge(
 /// The reason given for a choice (`None` when not asked or left empty); a missing required
 /// reason or one too long is a problem of field `justification`.
 pub(super) fn check_justification(
+    w: &Words,
     j: &Justification,
     fields: &[(String, String)],
     problems: &mut Vec<Problem>,
@@ -935,18 +1011,21 @@ pub(super) fn check_justification(
     if text.chars().count() > questions::MAX_TEXT_CHARS {
         problems.push(Problem {
             question: "justification".into(),
-            message: format!(
-                "Please keep it under {} characters.",
-                questions::MAX_TEXT_CHARS
+            message: w.with(
+                "eval-problem-reason-too-long",
+                &[("max", &questions::MAX_TEXT_CHARS.to_string())],
             ),
         });
     } else if j.required && (words == 0 || words < j.min_words) {
         problems.push(Problem {
             question: "justification".into(),
             message: if j.min_words > 1 {
-                format!("Please give a reason of at least {} words.", j.min_words)
+                w.with(
+                    "eval-problem-reason-words",
+                    &[("min", &j.min_words.to_string())],
+                )
             } else {
-                "Please give a reason.".into()
+                w.get("eval-problem-reason")
             },
         });
     }
@@ -955,6 +1034,7 @@ pub(super) fn check_justification(
 
 /// The reason field of a choice, with its problem.
 pub(super) fn justification_html(
+    w: &Words,
     j: &Justification,
     fields: &[(String, String)],
     problems: &[Problem],
@@ -963,16 +1043,13 @@ pub(super) fn justification_html(
         return String::new();
     }
     let prob = find_problem(problems, "justification");
-    let prompt = j
-        .prompt
-        .as_deref()
-        .unwrap_or("Why? Please explain your choice briefly.");
+    let default_prompt = w.get("eval-reason-prompt");
+    let prompt = j.prompt.as_deref().unwrap_or(&default_prompt);
     format!(
         "<fieldset class=\"question q-text\" data-testid=\"question-justification\"><legend id=\"justification-legend\">{}{}</legend>\
          <textarea name=\"justification\" id=\"justification\" aria-labelledby=\"justification-legend\" rows=\"3\" maxlength=\"{}\"{}>{}</textarea>{}</fieldset>",
         esc(prompt),
-        // The evaluation pages are still in English (docs/languages.md).
-        super::questions::optional_mark(words(Language::En), j.required, prompt),
+        super::questions::optional_mark(w, j.required, prompt),
         questions::MAX_TEXT_CHARS,
         if j.required { " required" } else { "" },
         esc(field(fields, "justification").unwrap_or("")),
@@ -1012,8 +1089,8 @@ pub async fn skip(
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    same_site(&headers)?;
     let seat = q.seat();
+    same_site_for(&app, &headers, seat.as_deref()).await?;
     let (p, study, _) = who(&app, &headers, seat.as_deref()).await?;
     if let Some(lease) = own_lease(&app, &p, &study, &fields).await?
         && app.store.return_lease(&lease.id, now_ms()).await?
@@ -1043,6 +1120,7 @@ pub fn ending_page(
     default_title: &str,
     back: &Return,
 ) -> String {
+    let w = words(study.study.language);
     let body = format!(
         "<main class=\"narrow\" data-page=\"{testid}\" data-testid=\"{testid}\"><h1>{}</h1>{}{}{}</main>",
         esc(ending.title.as_deref().unwrap_or(default_title)),
@@ -1050,11 +1128,11 @@ pub fn ending_page(
             .text
             .as_deref()
             .map(markdown)
-            .unwrap_or_else(|| "<p>Thank you for your time.</p>".into()),
+            .unwrap_or_else(|| format!("<p>{}</p>", esc(&w.get("eval-ending-text")))),
         back.body(),
         back.link(),
     );
-    layout_with_head(&study.study.title, &back.head(), &body, &[])
+    layout_in(w.lang(), &study.study.title, &back.head(), &body, &[])
 }
 
 /// The page of a screened-out participant.
@@ -1083,5 +1161,66 @@ pub async fn screened_page(
         ScreenReason::Blocklist => EndingKind::ScreenedBlocklist,
     };
     let back = platform_return::of(&study.study, p, kind, code.as_deref());
-    Ok(ending_page(study, ending, "screened", "Thank you", &back))
+    let title = words(study.study.language).get("eval-screened-title");
+    Ok(ending_page(study, ending, "screened", &title, &back))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wozkit_core::language::Language;
+
+    fn annotation(kind: &str, exclusive: &[&str], required: bool) -> TurnAnnotation {
+        serde_json::from_value(serde_json::json!({
+            "speaker": "bot",
+            "kind": kind,
+            "options": ["Helpful", "Rude", "Made up", "None of these"],
+            "exclusive": exclusive,
+            "required": required,
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn turn_problems_read_in_english_as_the_core_writes_them_and_in_chinese() {
+        let en = words(Language::En);
+        let zh = words(Language::ZhHans);
+        let labels = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cases = [
+            (
+                annotation("checkboxes", &["None of these"], true),
+                labels(&["None of these", "Rude", "Made up"]),
+                None,
+            ),
+            (
+                annotation("checkboxes", &["None of these"], true),
+                vec![],
+                None,
+            ),
+            (annotation("checkboxes", &[], true), vec![], None),
+            (annotation("checkboxes", &[], false), vec![], None),
+            (annotation("scale", &[], true), vec![], None),
+            (annotation("scale", &[], true), vec![], Some(3)),
+        ];
+        let mut said = 0;
+        for (a, l, score) in &cases {
+            let english = turn_problem(en, a, l, *score);
+            assert_eq!(english, a.turn_problem(l, *score));
+            let chinese = turn_problem(zh, a, l, *score);
+            assert_eq!(chinese.is_some(), english.is_some());
+            if let Some(c) = chinese {
+                said += 1;
+                assert!(
+                    c.chars().any(|ch| ('\u{4e00}'..='\u{9fff}').contains(&ch)),
+                    "{c}"
+                );
+            }
+        }
+        assert_eq!(said, 4);
+        let exclusive = turn_problem(zh, &cases[0].0, &cases[0].1, None);
+        assert_eq!(
+            exclusive.as_deref(),
+            Some("“None of these”不能与“Rude”、“Made up”同时勾选：请取消其中一个。")
+        );
+    }
 }

@@ -44,7 +44,7 @@ pub async fn who(
 ) -> Result<(Participant, std::sync::Arc<LoadedStudy>, Role), HttpError> {
     let p = current_participant(app, headers, seat)
         .await?
-        .ok_or(HttpError::Unauthorized("Open the link you were given to take part: this browser has no participation in this study."))?;
+        .ok_or(HttpError::Unauthorized(crate::error::NO_PARTICIPATION))?;
     let study = app.study(Some(&p.study_id)).ok_or(HttpError::NotFound)?;
     let role = p.role.unwrap_or(Role::User);
     Ok((p, study, role))

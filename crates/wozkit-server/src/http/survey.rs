@@ -143,12 +143,15 @@ pub async fn submit(
     headers: HeaderMap,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response, HttpError> {
-    if !origin_ok(&headers, false) {
-        return Err(HttpError::Forbidden(
-            "This form must be sent from this site's page.",
-        ));
-    }
     let seat = q.seat();
+    if !origin_ok(&headers, false) {
+        // In the study's language when the browser is a participant's.
+        let lang = match who(&app, &headers, seat.as_deref()).await {
+            Ok((_, study, _)) => study.study.language,
+            Err(_) => Default::default(),
+        };
+        return Err(HttpError::Forbidden(crate::error::OTHER_SITE).in_language(lang));
+    }
     let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
