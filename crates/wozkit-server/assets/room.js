@@ -54,6 +54,8 @@ const safeNext = (n) => (typeof n === 'string' && n.startsWith('/') && !n.starts
 // holes filled from the refusal's fields) in the page's language, else the server's message.
 function refusalText(f) {
   const kind = f.detail && typeof f.detail.refusal === 'string' ? f.detail.refusal : '';
+  // A guard's own reason is the study's sentence, already in the study's words.
+  if (kind === 'guard_failed' && typeof f.detail.reason === 'string') return f.detail.reason;
   const key = `room-js-refused-${kind.replace(/_/g, '-')}`;
   return kind && has(key) ? t(key, f.detail) : f.message;
 }

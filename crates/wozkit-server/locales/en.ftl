@@ -124,6 +124,14 @@ room-js-refused-empty-text = the message is empty
 room-js-refused-text-too-long = the message is longer than { $max } characters
 room-js-refused-finish-not-allowed = finishing is not allowed yet
 room-js-refused-no-hint = there is nothing to hint
+room-js-refused-target-required = this action needs a target location
+room-js-refused-target-not-taken = “{ $action }” takes no target location
+room-js-refused-out-of-service = { $robot } is out of service
+room-js-refused-robot-busy = { $robot } is busy
+room-js-refused-other-robot-active = { $selected } cannot start “{ $action }” yet: { $robot } is still at work, and only one robot may work at a time
+room-js-refused-lacks-capability = { $robot } cannot do “{ $action }”
+room-js-refused-guard-failed = “{ $action }” is not possible now
+room-js-refused-no-database = this study has no database
 
 ## Questionnaire
 
@@ -245,6 +253,7 @@ eval-the-conversation = The conversation
 eval-conversation-side = Conversation { $side }
 eval-turn-labels = Labels for this turn
 eval-compare-title = Compare two conversations
+eval-compare-question = Which of the two conversations is better?
 eval-rate-title = Rate the conversation
 eval-item-progress = Item { $item } of at most { $items } · please submit within { $minutes } minutes
 eval-skip = Skip this one

@@ -122,6 +122,14 @@ room-js-refused-empty-text = 消息是空的
 room-js-refused-text-too-long = 消息超过了 { $max } 个字符
 room-js-refused-finish-not-allowed = 现在还不能结束
 room-js-refused-no-hint = 现在没有可提示的选项
+room-js-refused-target-required = 这个操作需要选择目标地点
+room-js-refused-target-not-taken = “{ $action }”不需要目标地点
+room-js-refused-out-of-service = { $robot }已停止服务
+room-js-refused-robot-busy = { $robot }正忙
+room-js-refused-other-robot-active = { $selected }现在还不能开始“{ $action }”：{ $robot }仍在工作，同一时间只能有一台机器人工作
+room-js-refused-lacks-capability = { $robot }不能执行“{ $action }”
+room-js-refused-guard-failed = 现在不能执行“{ $action }”
+room-js-refused-no-database = 这项研究没有数据库
 
 ## Questionnaire
 
@@ -216,6 +224,7 @@ eval-the-conversation = 对话
 eval-conversation-side = 对话 { $side }
 eval-turn-labels = 这一轮的标注
 eval-compare-title = 比较两段对话
+eval-compare-question = 两段对话中哪一段更好？
 eval-rate-title = 为对话评分
 eval-item-progress = 第 { $item } 项，最多 { $items } 项 · 请在 { $minutes } 分钟内提交
 eval-skip = 跳过这一项

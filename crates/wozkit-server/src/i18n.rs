@@ -269,6 +269,42 @@ mod tests {
         }
         let long = Refusal::TextTooLong { max: 2000 };
         assert_eq!(en.with(&key(&long), &[("max", "2000")]), long.to_string());
+        // Refusals naming the study's robots and actions: their holes are the refusal's fields,
+        // as the room's script fills them from the error frame's detail.
+        for r in [
+            Refusal::TargetRequired,
+            Refusal::TargetNotTaken {
+                action: "Extinguish".into(),
+            },
+            Refusal::OutOfService {
+                robot: "Husky".into(),
+            },
+            Refusal::RobotBusy {
+                robot: "Husky".into(),
+            },
+            Refusal::OtherRobotActive {
+                robot: "Husky".into(),
+                selected: "Spot".into(),
+                action: "Extinguish".into(),
+            },
+            Refusal::LacksCapability {
+                robot: "Spot".into(),
+                action: "Extinguish".into(),
+                capability: "extinguish".into(),
+            },
+            Refusal::GuardFailed {
+                action: "Send to location".into(),
+                reason: None,
+            },
+            Refusal::NoDatabase,
+        ] {
+            let value = serde_json::to_value(&r).unwrap_or_default();
+            let fields: Vec<(&str, &str)> = ["robot", "selected", "action"]
+                .into_iter()
+                .filter_map(|f| value[f].as_str().map(|v| (f, v)))
+                .collect();
+            assert_eq!(en.with(&key(&r), &fields), r.to_string());
+        }
     }
 
     #[test]
