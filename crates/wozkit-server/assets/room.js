@@ -50,14 +50,17 @@ function greyOut() {
 const fmt = (s) => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
 const safeNext = (n) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') ? n : `/p${query}`);
 
-// An error frame's words: an engine refusal the catalogue names (`room-js-refused-KIND`, its
-// holes filled from the refusal's fields) in the page's language, else the server's message.
+// An error frame's words in the page's language: an engine refusal the catalogue names
+// (`room-js-refused-KIND`, its holes filled from the refusal's fields), or another error by its
+// code (`room-js-error-CODE`); else the server's message.
 function refusalText(f) {
   const kind = f.detail && typeof f.detail.refusal === 'string' ? f.detail.refusal : '';
   // A guard's own reason is the study's sentence, already in the study's words.
   if (kind === 'guard_failed' && typeof f.detail.reason === 'string') return f.detail.reason;
   const key = `room-js-refused-${kind.replace(/_/g, '-')}`;
-  return kind && has(key) ? t(key, f.detail) : f.message;
+  if (kind && has(key)) return t(key, f.detail);
+  const code = `room-js-error-${String(f.code || '').replace(/_/g, '-')}`;
+  return has(code) ? t(code) : f.message;
 }
 
 function notice(text) {

@@ -3,7 +3,7 @@
 // completion page, `reassigned` → the other role's instructions). Reconnects by itself; the wait limit counts from the first connection.
 // Its words come from the page (strings.js), in the study's language.
 
-import { t } from './strings.js';
+import { has, t } from './strings.js';
 
 const main = document.querySelector('main[data-page="waiting"]');
 const seat = main ? main.dataset.seat : '';
@@ -43,7 +43,8 @@ function connect() {
       done = true;
       setTimeout(() => go(f.next), 4000);
     } else if (f.type === 'error') {
-      status.textContent = f.message;
+      const key = `waiting-js-error-${String(f.code || '').replace(/_/g, '-')}`;
+      status.textContent = has(key) ? t(key) : f.message;
       if (f.code === 'replaced') done = true;
     }
   };

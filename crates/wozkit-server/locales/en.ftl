@@ -26,6 +26,9 @@ waiting-js-paired = Partner found. Starting…
 waiting-js-no-partner = No partner was found.
 waiting-js-reassigned = You now take the other role.
 waiting-js-lost = Connection lost. Reconnecting…
+# Errors over the waiting room's socket, by their code.
+waiting-js-error-replaced = You are waiting in another tab.
+waiting-js-error-internal = The server could not do that. Please reload the page.
 
 ## The room page
 
@@ -132,6 +135,12 @@ room-js-refused-other-robot-active = { $selected } cannot start “{ $action }�
 room-js-refused-lacks-capability = { $robot } cannot do “{ $action }”
 room-js-refused-guard-failed = “{ $action }” is not possible now
 room-js-refused-no-database = this study has no database
+# Errors over the room's socket that are not refusals, by their code.
+room-js-error-seat-taken = A researcher has taken over your place in this conversation while you were away, so you cannot rejoin it. Thank you for taking part.
+room-js-error-not-saved = Your last action could not be saved, so it did not happen: the server cannot store anything right now. Please wait a moment and try again.
+room-js-error-internal = The server could not do that. Please reload the page.
+room-js-error-unavailable = The conversation's server cannot be reached right now. Reconnecting…
+room-js-error-rate-limited = Too many messages at once. Please slow down.
 
 ## Questionnaire
 

@@ -24,6 +24,8 @@ waiting-js-paired = 已找到对方，即将开始…
 waiting-js-no-partner = 没有找到对方。
 waiting-js-reassigned = 你现在改为扮演另一个角色。
 waiting-js-lost = 连接已断开，正在重新连接…
+waiting-js-error-replaced = 你正在另一个标签页中等待。
+waiting-js-error-internal = 服务器没能完成这个操作，请刷新页面。
 
 ## The room page
 
@@ -130,6 +132,11 @@ room-js-refused-other-robot-active = { $selected }现在还不能开始“{ $act
 room-js-refused-lacks-capability = { $robot }不能执行“{ $action }”
 room-js-refused-guard-failed = 现在不能执行“{ $action }”
 room-js-refused-no-database = 这项研究没有数据库
+room-js-error-seat-taken = 你离开期间，研究人员接替了你在这段对话中的位置，所以你不能再回到这段对话。感谢你的参与。
+room-js-error-not-saved = 你的上一个操作没能保存，所以没有生效：服务器现在无法存储任何内容。请稍等片刻再试。
+room-js-error-internal = 服务器没能完成这个操作，请刷新页面。
+room-js-error-unavailable = 暂时无法连接到这段对话的服务器，正在重新连接…
+room-js-error-rate-limited = 消息发送得太快了，请放慢一些。
 
 ## Questionnaire
 
