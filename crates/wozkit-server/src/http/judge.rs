@@ -250,6 +250,13 @@ pub(super) fn turn_problem(
     }
 }
 
+/// The question of a comparison: the study's, or the catalogue's.
+fn compare_question(w: &Words, ev: &Evaluation) -> String {
+    ev.question
+        .clone()
+        .unwrap_or_else(|| w.get("eval-compare-question"))
+}
+
 /// A choice between the two sides, posted as `name` = `left` or `right`.
 fn side_choice(
     w: &Words,
@@ -462,7 +469,7 @@ pub fn onboarding_page(
                         .enumerate()
                         .map(|(s, d)| transcript(w, d, s, &w.with("eval-conversation-side", &[("side", SIDES[s])]), None, fields, &[]))
                         .collect::<String>(),
-                    side_choice(w, &format!("ob{n}"), ev.question(), fields, find_problem(problems, &format!("ob{n}")))
+                    side_choice(w, &format!("ob{n}"), &compare_question(w, ev), fields, find_problem(problems, &format!("ob{n}")))
                 ),
                 EvalTask::Rate | EvalTask::Chat | EvalTask::Arena | EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs => format!(
                     "{}{}",
@@ -716,7 +723,7 @@ fn item_page(
                     side_choice(
                         w,
                         "choice",
-                        ev.question(),
+                        &compare_question(w, ev),
                         fields,
                         find_problem(problems, "choice")
                     )

@@ -377,3 +377,219 @@ async fn an_english_study_keeps_english_pages_and_hands_its_script_english_words
     );
     app.stop().await;
 }
+
+/// A comparison in Chinese: a questions page, a practice comparison, one pair with per-turn
+/// labels (one of them ruling out the others, a label required on every reply) and a reason
+/// of at least two words.
+const COMPARE_ZH: &str = r#"id: zh-compare
+title: 对话比较
+language: zh-Hans
+flow:
+  user:
+    - {id: about, kind: questions, questions: [{id: native, text: 你的母语是中文吗？, kind: choice, options: [是, 否]}]}
+    - {kind: onboarding}
+    - {kind: compare}
+    - {kind: completion}
+evaluation:
+  task: compare
+  judgments_per_item: 1
+  items_per_worker: 1
+  pairs: {rule: all_systems}
+  justification: {min_words: 2}
+  annotate: {speaker: 助手, kind: checkboxes, options: [有帮助, 编造, 都不是], exclusive: [都不是], required: true}
+  no_items: {code: true}
+  onboarding:
+    items: [{a: g1, b: g2, better: g1}]
+    fail: {text: 很遗憾，练习题答错了。}
+  dialogues:
+    - {id: a1, system: A, scenario: s1, turns: [{speaker: 用户, text: 你好}, {speaker: 助手, text: 你好，有什么可以帮你？}]}
+    - {id: b1, system: B, scenario: s1, turns: [{speaker: 用户, text: 你好}, {speaker: 助手, text: 走开}]}
+    - {id: g1, system: A, turns: [{speaker: 用户, text: 你好}, {speaker: 助手, text: 祝你今天愉快}]}
+    - {id: g2, system: B, turns: [{speaker: 用户, text: 你好}, {speaker: 助手, text: 乱码乱码}]}
+"#;
+
+/// The side (`left`/`right`) on which a page's first comparison shows `text`.
+fn side_of(body: &str, text: &str) -> &'static str {
+    let left = body
+        .split("data-testid=\"dialogue-1\"")
+        .next()
+        .unwrap_or_default();
+    if left.contains(text) { "left" } else { "right" }
+}
+
+/// A Chinese page holds each of `sentences`.
+fn assert_says(name: &str, html: &str, sentences: &[&str]) {
+    for s in sentences {
+        assert!(html.contains(s), "{name} does not say `{s}`: {html}");
+    }
+}
+
+/// Answers the questions page (after trying it empty) and the practice comparison (after
+/// trying it without a choice), choosing the practice's worse side when `fail`.
+async fn through_practice(c: &crate::helpers::Client, english: &[String], fail: bool) {
+    let page = c.page().await.body;
+    assert_eq!(crate::helpers::page_kind(&page), "questions", "{page}");
+    assert_chinese("the questions page", &page, english);
+    let step = c.step().await;
+    let empty = c.post("/p/answers", &format!("step={step}")).await;
+    assert_eq!(empty.status, 422);
+    assert_chinese("the questions page sent back", &empty.body, english);
+    assert_says(
+        "the questions page sent back",
+        &empty.body,
+        &["请回答这个问题。"],
+    );
+    let answered = c
+        .post("/p/answers", &format!("step={step}&native=%E6%98%AF"))
+        .await;
+    assert_eq!(answered.status, 303, "{}", answered.body);
+
+    let page = c.page().await.body;
+    assert_eq!(crate::helpers::page_kind(&page), "onboarding", "{page}");
+    assert_chinese("the practice page", &page, english);
+    assert_says(
+        "the practice page",
+        &page,
+        &["练习 1", "对话 A", "两段对话中哪一段更好？"],
+    );
+    let step = c.step().await;
+    let none = c.post("/p/onboarding", &format!("step={step}")).await;
+    assert_eq!(none.status, 422);
+    assert_chinese("the practice page sent back", &none.body, english);
+    assert_says(
+        "the practice page sent back",
+        &none.body,
+        &["请在两段对话中选择一段。"],
+    );
+    let good = side_of(&page, "祝你今天愉快");
+    let chosen = match (fail, good) {
+        (false, side) => side,
+        (true, "left") => "right",
+        (true, _) => "left",
+    };
+    let res = c
+        .post("/p/onboarding", &format!("step={step}&ob0={chosen}"))
+        .await;
+    assert_eq!(res.status, 303, "{}", res.body);
+}
+
+#[tokio::test]
+async fn a_chinese_comparison_speaks_chinese_on_every_page_and_in_its_problems() {
+    use wozkit_core::load::{StudySource, load_text};
+    let english = english_fragments();
+    let study = load_text("zh-compare.yaml", COMPARE_ZH, StudySource::Dir(".".into()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(data.path().to_path_buf(), study).await;
+
+    let c = app
+        .join("study=zh-compare&PROLIFIC_PID=w1&STUDY_ID=s&SESSION_ID=1")
+        .await;
+    through_practice(&c, &english, false).await;
+    let page = c.page().await.body;
+    assert_eq!(crate::helpers::page_kind(&page), "compare", "{page}");
+    assert_chinese("the comparison page", &page, &english);
+    assert_says(
+        "the comparison page",
+        &page,
+        &["比较两段对话", "跳过这一项", "为什么？请简要说明你的选择。"],
+    );
+    let lease = crate::helpers::hidden(&page, "lease");
+    let step = c.step().await;
+
+    // A form sent from another site's page is refused in the study's language.
+    let origin = [
+        ("Cookie", c.cookie.as_str()),
+        ("Origin", "https://elsewhere.example"),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    let body = format!("step={step}&lease={lease}&choice=left");
+    let foreign = crate::client::http(app.addr, "POST", "/p/judge", &origin, &body).await;
+    assert_eq!(foreign.status, 403, "{}", foreign.body);
+    assert_chinese("the refusal of a foreign form", &foreign.body, &english);
+    assert_says(
+        "the refusal of a foreign form",
+        &foreign.body,
+        &["此表单必须从本网站的页面提交。"],
+    );
+
+    // No vote, a one-word reason, contradicting labels on one reply and none on the other.
+    let wrong = c
+        .post(
+            "/p/judge",
+            &format!(
+                "step={step}&lease={lease}&justification=%E5%A5%BD\
+                 &turn.0.1=%E7%BC%96%E9%80%A0&turn.0.1=%E9%83%BD%E4%B8%8D%E6%98%AF"
+            ),
+        )
+        .await;
+    assert_eq!(wrong.status, 422, "{}", wrong.body);
+    assert_chinese("the comparison sent back", &wrong.body, &english);
+    assert_says(
+        "the comparison sent back",
+        &wrong.body,
+        &[
+            "请在两段对话中选择一段。",
+            "请给出至少 2 个词的理由。",
+            "“都不是”不能与“编造”同时勾选：请取消其中一个。",
+            "请为这条消息至少勾选一个选项（都不适用时勾选“都不是”）。",
+        ],
+    );
+    let better = side_of(&page, "有什么可以帮你");
+    let done = c
+        .post(
+            "/p/judge",
+            &format!(
+                "step={step}&lease={lease}&choice={better}&justification=%E6%9B%B4+%E7%A4%BC%E8%B2%8C\
+                 &turn.0.1=%E6%9C%89%E5%B8%AE%E5%8A%A9&turn.1.1=%E9%83%BD%E4%B8%8D%E6%98%AF"
+            ),
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let completion = c.page().await.body;
+    assert_eq!(crate::helpers::page_kind(&completion), "completion");
+    assert_chinese("the completion page", &completion, &english);
+
+    // The next worker finds nothing left; one who fails the practice is screened out.
+    let late = app
+        .join("study=zh-compare&PROLIFIC_PID=w2&STUDY_ID=s&SESSION_ID=2")
+        .await;
+    through_practice(&late, &english, false).await;
+    let none = late.page().await.body;
+    assert_eq!(crate::helpers::page_kind(&none), "no-items", "{none}");
+    assert_chinese("the no-items page", &none, &english);
+    assert_says(
+        "the no-items page",
+        &none,
+        &["没有需要评判的内容了", "感谢你抽出时间。"],
+    );
+    let out = app
+        .join("study=zh-compare&PROLIFIC_PID=w3&STUDY_ID=s&SESSION_ID=3")
+        .await;
+    through_practice(&out, &english, true).await;
+    let screened = out.page().await.body;
+    assert_eq!(
+        crate::helpers::page_kind(&screened),
+        "screened",
+        "{screened}"
+    );
+    assert_chinese("the screened-out page", &screened, &english);
+    assert_says(
+        "the screened-out page",
+        &screened,
+        &["很遗憾，练习题答错了。"],
+    );
+
+    // A second browser for a started worker is refused in the study's language.
+    let again = crate::client::http(
+        app.addr,
+        "GET",
+        "/join?study=zh-compare&PROLIFIC_PID=w1&STUDY_ID=s&SESSION_ID=9",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert_chinese("the refusal of a second browser", &again.body, &english);
+    app.stop().await;
+}
