@@ -593,3 +593,177 @@ async fn a_chinese_comparison_speaks_chinese_on_every_page_and_in_its_problems()
     assert_chinese("the refusal of a second browser", &again.body, &english);
     app.stop().await;
 }
+
+/// A battle of two assistants in Chinese, with live feedback and labels under each reply.
+fn arena_zh(mock: &crate::chat::mock_openai::MockOpenAi) -> String {
+    let system = |name: &str| {
+        format!(
+            "  {name}:\n    kind: openai\n    base_url: {}\n    model: {name}\n    stream: false\n    \
+             limits: {{timeout_s: 2, retries: 0, backoff_ms: 5, breaker: {{failures: 50, cooldown_s: 60}}}}\n",
+            mock.base_url()
+        )
+    };
+    format!(
+        r#"id: zh-arena
+title: 助手对战
+language: zh-Hans
+flow:
+  user:
+    - {{kind: arena}}
+    - {{kind: completion}}
+systems:
+{a}{b}
+evaluation:
+  task: arena
+  judgments_per_item: 1
+  items_per_worker: 1
+  systems: [zh-a, zh-b]
+  conversation: {{min_turns: 2, max_turns: 3, reveal: true, feedback: true}}
+  justification: {{required: false}}
+  annotate: {{speaker: system, kind: scale, points: 3, required: true}}
+  no_items: {{code: true}}
+"#,
+        a = system("zh-a"),
+        b = system("zh-b"),
+    )
+}
+
+/// Posts a form of the chat page with its step and lease, then `extra`.
+async fn chat_post(
+    c: &crate::helpers::Client,
+    path: &str,
+    extra: &str,
+) -> crate::helpers::Response {
+    let body = c.page().await.body;
+    let step = crate::helpers::hidden(&body, "step");
+    let lease = crate::helpers::hidden(&body, "lease");
+    c.post(path, &format!("step={step}&lease={lease}{extra}"))
+        .await
+}
+
+#[tokio::test]
+async fn a_chinese_battle_speaks_chinese_from_the_chat_to_the_reveal() {
+    use wozkit_core::load::{StudySource, load_text};
+    let english = english_fragments();
+    let mock = crate::chat::mock_openai::MockOpenAi::start().await;
+    let study = load_text(
+        "zh-arena.yaml",
+        &arena_zh(&mock),
+        StudySource::Dir(".".into()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(data.path().to_path_buf(), study).await;
+    let c = app
+        .join("study=zh-arena&PROLIFIC_PID=w1&STUDY_ID=s&SESSION_ID=1")
+        .await;
+    let page = c.page().await.body;
+    assert_eq!(crate::helpers::page_kind(&page), "arena", "{page}");
+    assert_chinese("the arena page", &page, &english);
+    assert_says(
+        "the arena page",
+        &page,
+        &[
+            "与两个助手对话",
+            "助手 A",
+            "输入你的消息…",
+            "\"chat-js-you\":\"你\"",
+        ],
+    );
+    let empty = chat_post(&c, "/p/chat/send", "&text=").await;
+    assert_eq!(empty.status, 409, "{}", empty.body);
+    assert_chinese("the arena refusing an empty message", &empty.body, &english);
+    assert_says(
+        "the arena refusing an empty message",
+        &empty.body,
+        &["请先输入消息。"],
+    );
+    let sent = chat_post(&c, "/p/chat/send", "&text=%E4%BD%A0%E5%A5%BD").await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    let page = c.page().await.body;
+    assert_chinese("the arena with replies", &page, &english);
+    assert_says(
+        "the arena with replies",
+        &page,
+        &["这条回复怎么样？", "你对这条回复的感受", "满意"],
+    );
+    let early = chat_post(&c, "/p/chat/end", "").await;
+    assert_eq!(early.status, 409, "{}", early.body);
+    assert_chinese("the arena ended too early", &early.body, &english);
+    assert_says(
+        "the arena ended too early",
+        &early.body,
+        &["请至少发送 2 条消息后再结束对话。"],
+    );
+    let unlabelled = chat_post(&c, "/p/chat/send", "&text=%E5%86%8D%E8%A7%81").await;
+    assert_eq!(unlabelled.status, 422, "{}", unlabelled.body);
+    assert_chinese(
+        "the arena with unlabelled replies",
+        &unlabelled.body,
+        &english,
+    );
+    assert_says(
+        "the arena with unlabelled replies",
+        &unlabelled.body,
+        &[
+            "请检查上一条回复的标注。",
+            "请为这条消息在量表上选择一个分值。",
+        ],
+    );
+    let second = chat_post(
+        &c,
+        "/p/chat/send",
+        "&text=%E5%86%8D%E8%A7%81&ann.left=2&ann.right=3&fb.left=satisfied",
+    )
+    .await;
+    assert_eq!(second.status, 303, "{}", second.body);
+    let page = c.page().await.body;
+    assert_chinese("the arena that may end", &page, &english);
+    assert_says("the arena that may end", &page, &["结束并投票", "满意"]);
+    let ended = chat_post(&c, "/p/chat/end", "&ann.left=1&ann.right=2").await;
+    assert_eq!(ended.status, 303, "{}", ended.body);
+    let page = c.page().await.body;
+    assert_chinese("the arena's vote", &page, &english);
+    assert_says(
+        "the arena's vote",
+        &page,
+        &["对话已结束。", "哪个助手更好？", "平局：两个都好", "满意"],
+    );
+    let no_vote = chat_post(&c, "/p/chat/finish", "").await;
+    assert_eq!(no_vote.status, 422, "{}", no_vote.body);
+    assert_chinese("the arena's vote sent back", &no_vote.body, &english);
+    assert_says(
+        "the arena's vote sent back",
+        &no_vote.body,
+        &["请选择一个答案。"],
+    );
+    let lease = crate::helpers::hidden(&c.page().await.body, "lease");
+    let step = c.step().await;
+    let voted = c
+        .post(
+            "/p/chat/finish",
+            &format!("step={step}&lease={lease}&vote=tie"),
+        )
+        .await;
+    assert_eq!(voted.status, 303, "{}", voted.body);
+    let reveal = crate::client::http(
+        app.addr,
+        "GET",
+        &format!("/p/chat/reveal?lease={lease}"),
+        &[("Cookie", c.cookie.as_str())],
+        "",
+    )
+    .await;
+    assert_eq!(reveal.status, 200, "{}", reveal.body);
+    assert_chinese("the reveal page", &reveal.body, &english);
+    assert_says(
+        "the reveal page",
+        &reveal.body,
+        &[
+            "感谢你的投票",
+            "你的选择：<strong>平局</strong>。",
+            "助手 A 是 <strong>zh-",
+        ],
+    );
+    app.stop().await;
+}
