@@ -1,6 +1,7 @@
 # Interface strings of the participant's pages in English (the default). Every key here is in
-# every other catalogue too (a unit test in src/i18n.rs checks it). Keys starting `room-js-` and
-# `waiting-js-` are handed to assets/room.js and assets/waiting.js; their variables become
+# every other catalogue too (a unit test in src/i18n.rs checks it). Keys starting `room-js-`,
+# `waiting-js-` and `chat-js-` are handed to assets/room.js, assets/waiting.js and
+# assets/chat.js; their variables become
 # `{name}` holes that the script fills.
 
 ## MTurk's preview of the task (before the worker accepts it)
