@@ -66,7 +66,7 @@ use wozkit_store::Store;
 
 pub use app::{AppState, Config, Payers, Tunables, now_ms};
 pub use metrics::MetricsToken;
-pub use room::ModelUser;
+pub use room::{ModelUser, SystemWizard};
 pub use ws::relay::ClusterSecret;
 
 /// How long stopping waits for rooms and connections to finish.

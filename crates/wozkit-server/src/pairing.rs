@@ -133,7 +133,11 @@ pub async fn with_simulated_user(
     lease_new_room(app, &id).await?;
     // In memory before the seat, as in `pair`.
     let humans = vec![(me.role, me.participant.clone())];
-    room::start_with_user(app, study.clone(), &id, seed, humans, vec![], Some(user));
+    let models = room::Models {
+        user: Some(user),
+        wizard: None,
+    };
+    room::start_with_models(app, study.clone(), &id, seed, humans, vec![], models);
     seat(app, study, me, &id).await?;
     tracing::info!(
         session = id,
@@ -143,24 +147,30 @@ pub async fn with_simulated_user(
     Ok(id)
 }
 
-/// A dry run with nobody (`wozkit simulate-users`): the simulated user in the user's seat and
-/// the built-in wizard bot in the wizard's, in a session seeded with `seed`.
+/// A dry run with nobody (`wozkit simulate-users`): the simulated user in the user's seat and,
+/// in the wizard's, the system under test `wizard` or else the built-in wizard bot, in a session
+/// seeded with `seed`.
 pub(crate) async fn simulated_pair(
     app: &AppState,
     study: &Arc<LoadedStudy>,
     seed: u64,
     user: Arc<crate::room::ModelUser>,
+    wizard: Option<Arc<crate::room::SystemWizard>>,
 ) -> Result<String, StoreError> {
     let (id, seed) = create_seeded_session(app, study, seed).await?;
     lease_new_room(app, &id).await?;
-    room::start_with_user(
+    let models = room::Models {
+        user: Some(user),
+        wizard,
+    };
+    room::start_with_models(
         app,
         study.clone(),
         &id,
         seed,
         vec![],
         vec![Role::Wizard],
-        Some(user),
+        models,
     );
     Ok(id)
 }

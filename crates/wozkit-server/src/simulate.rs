@@ -1,7 +1,8 @@
 //! Dry runs of a WoZ study with nobody (`wozkit simulate-users`): each dialogue is an ordinary
 //! session of the store, played in an ordinary room by a simulated user in the user's seat and
-//! the built-in wizard bot in the wizard's, so it goes through the engine, the log and the
-//! room's timers as a session of people does. It serves no HTTP: nobody joins these rooms.
+//! the built-in wizard bot, or a system under test, in the wizard's, so it goes through the
+//! engine, the log and the room's timers as a session of people does. It serves no HTTP: nobody
+//! joins these rooms.
 //!
 //! The sessions are marked simulated by their user's seat (`simulated:NAME` in the log), which
 //! the payment table and the human-only reports leave out.
@@ -15,13 +16,15 @@ use wozkit_store::Store;
 
 use crate::app::{AppState, Config};
 use crate::error::StartError;
-use crate::room::ModelUser;
+use crate::room::{ModelUser, SystemWizard};
 
 /// What to run.
 pub struct Request {
     /// The served study whose dialogues are played (its id).
     pub study: String,
     pub user: Arc<ModelUser>,
+    /// A system under test in the wizard's seat; the built-in wizard bot when `None`.
+    pub wizard: Option<Arc<SystemWizard>>,
     pub dialogues: u32,
     /// Dialogues played at the same time (at least 1).
     pub concurrency: u32,
@@ -59,10 +62,11 @@ pub async fn run(
     for i in 0..req.dialogues {
         let permit = slots.clone().acquire_owned().await;
         let (app, study, user) = (app.clone(), study.clone(), req.user.clone());
+        let wizard = req.wizard.clone();
         let seed = req.seed.wrapping_add(u64::from(i));
         let timeout = req.timeout;
         tasks.spawn(async move {
-            let played = play(&app, &study, seed, user, timeout).await;
+            let played = play(&app, &study, seed, (user, wizard), timeout).await;
             drop(permit);
             (i, played)
         });
@@ -94,10 +98,10 @@ async fn play(
     app: &AppState,
     study: &Arc<wozkit_core::load::LoadedStudy>,
     seed: u64,
-    user: Arc<ModelUser>,
+    (user, wizard): (Arc<ModelUser>, Option<Arc<SystemWizard>>),
     timeout: Duration,
 ) -> Played {
-    let session = match crate::pairing::simulated_pair(app, study, seed, user).await {
+    let session = match crate::pairing::simulated_pair(app, study, seed, user, wizard).await {
         Ok(id) => id,
         Err(e) => {
             return Played {

@@ -1,6 +1,7 @@
 //! `wozkit simulate-users`: dry runs of a WoZ study with a simulated user (a language model
-//! behind an OpenAI-compatible endpoint) in the user's seat and the built-in wizard bot in the
-//! wizard's, each an ordinary session of the store played in an ordinary room
+//! behind an OpenAI-compatible endpoint) in the user's seat and, in the wizard's, the built-in
+//! wizard bot or a system under test (`--system`: end-to-end evaluation against the sessions'
+//! goals), each an ordinary session of the store played in an ordinary room
 //! ([`wozkit_server::simulate`]); and the resolution of `NAME=URL[#MODEL]` simulated users that
 //! `serve --simulated-user` shares.
 
@@ -16,8 +17,9 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_core::simulated_users::SimulatedUser;
 use wozkit_core::systems::SystemSpec;
 use wozkit_server::simulate::{self, Played, Request};
-use wozkit_server::{Config, ModelUser, Tunables};
+use wozkit_server::{Config, ModelUser, SystemWizard, Tunables};
 use wozkit_store::Store;
+use wozkit_systems::client::Client;
 use wozkit_systems::judge::JudgeEndpoint;
 
 use crate::data_cmds::{Access, open_store};
@@ -31,8 +33,10 @@ pub struct SimulateUsersArgs {
     /// the study declares with its endpoint.
     #[arg(long, value_name = "NAME=URL[#MODEL]")]
     user: String,
-    /// A system under test as the wizard. Not yet supported: the wizard is the built-in wizard
-    /// bot (the study's scripted wizard, options weighted by their hint priors).
+    /// A system under test in the wizard's seat: NAME=URL[#MODEL] (an OpenAI-compatible
+    /// endpoint), or the NAME of a system the study declares. It opens the dialogue and answers
+    /// each user message in free text. Without it the wizard is the built-in wizard bot (the
+    /// study's scripted wizard, options weighted by their hint priors).
     #[arg(long, value_name = "NAME=URL[#MODEL]")]
     system: Option<String>,
     /// How many dialogues to play.
@@ -149,7 +153,8 @@ fn declared_endpoint(
 struct Summary {
     study: String,
     user: String,
-    wizard: &'static str,
+    /// `builtin` (the built-in wizard bot) or `system:NAME`.
+    wizard: String,
     dialogues: u32,
     /// Sessions that ended, by end reason.
     ended: std::collections::BTreeMap<String, u32>,
@@ -194,12 +199,6 @@ impl Summary {
 }
 
 pub fn simulate_users(args: SimulateUsersArgs) -> Result<ExitCode> {
-    if args.system.is_some() {
-        bail!(
-            "--system as the wizard is not supported yet: a WoZ study's wizard is the built-in \
-             wizard bot in a dry run (leave --system out)"
-        );
-    }
     if args.dialogues == 0 || args.concurrency == 0 {
         bail!("--dialogues and --concurrency must be at least 1");
     }
@@ -219,11 +218,15 @@ pub fn simulate_users(args: SimulateUsersArgs) -> Result<ExitCode> {
         );
     }
     let user = resolve_user("--user", &args.user, &study)?;
+    let wizard = match &args.system {
+        Some(arg) => Some(resolve_system(arg, &study)?),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let summary = runtime.block_on(run(&args, study, user))?;
+    let summary = runtime.block_on(run(&args, study, user, wizard))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary.to_json())?);
     } else {
@@ -236,16 +239,52 @@ pub fn simulate_users(args: SimulateUsersArgs) -> Result<ExitCode> {
     })
 }
 
+/// The system under test named by `--system` (`NAME=URL[#MODEL]`, or a system `study`
+/// declares).
+fn resolve_system(arg: &str, study: &LoadedStudy) -> Result<Arc<SystemWizard>> {
+    let (name, spec) = if arg.contains('=') {
+        crate::serve_cmd::parse_system(arg).map_err(|e| anyhow!("--system {e}"))?
+    } else {
+        let name = arg.trim();
+        let Some(spec) = study.study.systems.get(name) else {
+            let known: Vec<&str> = study.study.systems.keys().map(String::as_str).collect();
+            bail!(
+                "--system {name}: the study declares no system of that name (it declares: {}); \
+                 write --system {name}=URL[#MODEL] for an OpenAI-compatible endpoint",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+        };
+        (name.to_string(), spec.clone())
+    };
+    let client = Client::new(&name, &spec).map_err(|e| anyhow!("--system {name}: {e}"))?;
+    Ok(Arc::new(SystemWizard { name, client }))
+}
+
 async fn run(
     args: &SimulateUsersArgs,
     study: LoadedStudy,
     user: Arc<ModelUser>,
+    wizard: Option<Arc<SystemWizard>>,
 ) -> Result<Summary> {
+    if let Some(w) = &wizard {
+        w.client
+            .connect()
+            .await
+            .map_err(|e| anyhow!("--system {}: {e}", w.name))?;
+    }
+    let wizard_name = wizard
+        .as_ref()
+        .map_or_else(|| "builtin".to_string(), |w| w.actor_name());
     let store = open_store(&args.data, Access::Write).await?;
     let limit = u64::from(study.study.session.time_limit_s.max(1));
     let req = Request {
         study: study.study.id.clone(),
         user: user.clone(),
+        wizard,
         dialogues: args.dialogues,
         concurrency: args.concurrency,
         seed: args.seed,
@@ -267,7 +306,7 @@ async fn run(
     let summary = summarize(
         store.as_ref(),
         &id,
-        &user.spec.name,
+        (&user.spec.name, &wizard_name),
         args.dialogues,
         &played,
     )
@@ -279,14 +318,14 @@ async fn run(
 async fn summarize(
     store: &dyn Store,
     study: &str,
-    user: &str,
+    (user, wizard): (&str, &str),
     dialogues: u32,
     played: &[Played],
 ) -> Result<Summary> {
     let mut s = Summary {
         study: study.to_string(),
         user: user.to_string(),
-        wizard: "builtin",
+        wizard: wizard.to_string(),
         dialogues,
         ended: Default::default(),
         failed: vec![],
@@ -335,9 +374,13 @@ fn end_name(e: EndReason) -> &'static str {
 }
 
 fn print_summary(s: &Summary) {
+    let wizard = match s.wizard.strip_prefix("system:") {
+        Some(name) => format!("system `{name}` in the wizard's seat"),
+        None => "the built-in wizard bot".to_string(),
+    };
     println!(
-        "{} dialogues of `{}`: simulated user `{}` against the {} wizard bot",
-        s.dialogues, s.study, s.user, s.wizard
+        "{} dialogues of `{}`: simulated user `{}` against {wizard}",
+        s.dialogues, s.study, s.user
     );
     let ended: Vec<String> = s.ended.iter().map(|(r, n)| format!("{r} {n}")).collect();
     println!(

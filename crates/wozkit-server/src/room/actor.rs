@@ -140,6 +140,13 @@ impl RoomActor {
         self.bots.push(Bot::model_user(self.seed, pace, user));
     }
 
+    /// Seats a system under test in the wizard's seat (instead of the built-in wizard bot).
+    pub fn seat_system_wizard(&mut self, system: Arc<super::SystemWizard>) {
+        let pace = self.app.tunables.bot_pace_ms;
+        self.bots.retain(|b| b.role != Role::Wizard);
+        self.bots.push(Bot::system_wizard(self.seed, pace, system));
+    }
+
     pub fn set_inbox(&mut self, inbox: mpsc::WeakSender<RoomMsg>) {
         self.inbox = Some(inbox);
     }
@@ -321,6 +328,11 @@ impl RoomActor {
                     self.simulated_user_turn(i).await;
                     continue;
                 }
+                if self.bots[i].system.is_some() {
+                    self.bots[i].next_at = None;
+                    self.system_wizard_turn(i);
+                    continue;
+                }
                 let mv = self.bots[i].decide(&self.study, &self.session, now);
                 if let Some(cmd) = mv {
                     let role = self.bots[i].role;
@@ -408,6 +420,7 @@ impl RoomActor {
                 self.send_seats();
             }
             RoomMsg::SimulatedUser { outcome } => self.on_simulated_user(outcome).await,
+            RoomMsg::SystemWizard { outcome } => self.on_system_wizard(outcome).await,
         }
     }
 
@@ -418,8 +431,13 @@ impl RoomActor {
             return;
         };
         if self.bots[i].stopped {
-            self.simulated_user_finish(i).await;
-            return;
+            // A user who meant to end but may not yet (the study's finish rule wants more
+            // messages) is asked again, as a person would go on talking, unless it stopped for
+            // want of answers; a wizard that only answers would otherwise wait for it forever.
+            if self.bots[i].gave_up || engine::finish_allowed(&self.study, &self.session) {
+                self.simulated_user_finish(i).await;
+                return;
+            }
         }
         if self.bots[i].in_flight {
             self.bots[i].again = true;
@@ -470,11 +488,68 @@ impl RoomActor {
                     "the simulated user could not answer and stops: {e}"
                 );
                 self.bots[i].stopped = true;
+                self.bots[i].gave_up = true;
             }
         }
         if self.bots[i].stopped {
             self.simulated_user_finish(i).await;
         } else if std::mem::take(&mut self.bots[i].again) {
+            self.bots[i].next_at = Some(now_ms());
+        }
+    }
+
+    /// The system wizard's turn (bot `i`): it is asked in a task of its own, or asked again
+    /// once the answer awaited comes back.
+    fn system_wizard_turn(&mut self, i: usize) {
+        let (Some(system), Some(inbox)) = (self.bots[i].system.clone(), self.inbox.clone()) else {
+            return;
+        };
+        if self.bots[i].in_flight {
+            self.bots[i].again = true;
+            return;
+        }
+        self.bots[i].in_flight = true;
+        tokio::spawn(super::model_user::ask_system(
+            system,
+            self.app.store.clone(),
+            self.session.id.clone(),
+            inbox,
+        ));
+    }
+
+    /// Plays the system wizard's reply as the wizard's free text. A system that cannot answer
+    /// (its retries spent) ends the dialogue: nobody else would speak for the wizard.
+    async fn on_system_wizard(&mut self, outcome: super::model_user::WizardOutcome) {
+        let Some(i) = self.bots.iter().position(|b| b.system.is_some()) else {
+            return;
+        };
+        self.bots[i].in_flight = false;
+        if self.session.is_ended() {
+            return;
+        }
+        match outcome {
+            Ok(text) => {
+                let actor = Actor::Bot {
+                    role: Role::Wizard,
+                    name: self.bots[i].actor_name(),
+                };
+                if let Err(StepError::Refused(r)) = self.step(actor, Command::Text { text }).await {
+                    tracing::debug!(session = self.session.id, "system wizard refused: {r}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    session = self.session.id,
+                    "the system in the wizard's seat could not answer; the dialogue ends: {e}"
+                );
+                let abort = Command::Abort {
+                    reason: EndReason::Aborted,
+                };
+                let _ = self.step(Actor::System, abort).await;
+                return;
+            }
+        }
+        if std::mem::take(&mut self.bots[i].again) {
             self.bots[i].next_at = Some(now_ms());
         }
     }

@@ -21,7 +21,7 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::ActType;
 use wozkit_core::sim::{self, WizardPolicy};
 
-use super::model_user::ModelUser;
+use super::model_user::{ModelUser, SystemWizard};
 
 /// Name of the built-in bot in the log.
 pub const NAME: &str = "builtin";
@@ -56,13 +56,17 @@ pub struct Bot {
     asked: bool,
     /// The language model playing this seat (a simulated user), if any.
     pub model: Option<Arc<ModelUser>>,
+    /// The system under test playing this seat (the wizard's), if any.
+    pub system: Option<Arc<SystemWizard>>,
     /// The simulated user's answer is awaited: it is not asked again meanwhile.
     pub in_flight: bool,
     /// News came while the answer was awaited: the simulated user is asked again after it.
     pub again: bool,
-    /// The simulated user has ended the dialogue: it only finishes from now on (as soon as the
-    /// study allows).
+    /// The simulated user has ended the dialogue: it finishes as soon as the study allows
+    /// (until then it is asked again on its turns, unless it gave up).
     pub stopped: bool,
+    /// The simulated user stopped because its endpoint could not answer: it is not asked again.
+    pub gave_up: bool,
 }
 
 impl Bot {
@@ -79,9 +83,11 @@ impl Bot {
             quiet_until: 0,
             asked: false,
             model: None,
+            system: None,
             in_flight: false,
             again: false,
             stopped: false,
+            gave_up: false,
         }
     }
 
@@ -93,11 +99,21 @@ impl Bot {
         }
     }
 
-    /// The bot's name in the log: `builtin`, or `simulated:NAME`.
+    /// A system under test in the wizard's seat: it answers every user message at once (the
+    /// system takes its own time), and opens the dialogue.
+    pub fn system_wizard(seed: u64, pace: (u64, u64), system: Arc<SystemWizard>) -> Bot {
+        Bot {
+            system: Some(system),
+            ..Bot::new(Role::Wizard, seed, pace)
+        }
+    }
+
+    /// The bot's name in the log: `builtin`, `simulated:NAME` or `system:NAME`.
     pub fn actor_name(&self) -> String {
-        match &self.model {
-            Some(m) => m.spec.actor_name(),
-            None => NAME.to_string(),
+        match (&self.model, &self.system) {
+            (Some(m), _) => m.spec.actor_name(),
+            (None, Some(s)) => s.actor_name(),
+            (None, None) => NAME.to_string(),
         }
     }
 
@@ -110,7 +126,24 @@ impl Bot {
     }
 
     /// Looks at a batch of new events (empty at the start) and plans the next move.
-    pub fn observe(&mut self, stored: &[Event], _s: &Session, now: u64) {
+    pub fn observe(&mut self, stored: &[Event], s: &Session, now: u64) {
+        if self.system.is_some() {
+            // A system wizard speaks first, then answers each user message.
+            let opening = stored.is_empty() && !s.wizard_spoke;
+            let asked = stored.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Message {
+                        role: Role::User,
+                        ..
+                    }
+                )
+            });
+            if (opening || asked) && self.next_at.is_none() {
+                self.next_at = Some(now);
+            }
+            return;
+        }
         match self.role {
             Role::Wizard => {
                 let news = stored.iter().any(|e| {

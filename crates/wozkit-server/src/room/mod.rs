@@ -31,7 +31,7 @@ use wozkit_store::StoreError;
 
 use crate::app::AppState;
 use actor::{Origin, RoomActor};
-pub use model_user::ModelUser;
+pub use model_user::{ModelUser, SystemWizard};
 
 /// Messages to a room.
 pub enum RoomMsg {
@@ -85,6 +85,8 @@ pub enum RoomMsg {
     },
     /// The simulated user's answer came back (see `model_user.rs`).
     SimulatedUser { outcome: model_user::Outcome },
+    /// The system wizard's reply came back (see `model_user.rs`).
+    SystemWizard { outcome: model_user::WizardOutcome },
 }
 
 /// Why a room refused a takeover.
@@ -214,24 +216,43 @@ pub(crate) fn start_new(
     humans: Vec<(Role, String)>,
     bots: Vec<Role>,
 ) -> mpsc::Sender<RoomMsg> {
-    start_with_user(app, study, session_id, seed, humans, bots, None)
+    start_with_models(
+        app,
+        study,
+        session_id,
+        seed,
+        humans,
+        bots,
+        Models::default(),
+    )
 }
 
-/// [`start_new`], with a simulated user playing the user's seat when `user` is given (then
-/// `bots` holds the other bots, if any).
-pub(crate) fn start_with_user(
+/// Models in a new room's seats: a simulated user in the user's, a system under test in the
+/// wizard's.
+#[derive(Default)]
+pub(crate) struct Models {
+    pub user: Option<Arc<ModelUser>>,
+    pub wizard: Option<Arc<SystemWizard>>,
+}
+
+/// [`start_new`], with the `models` given playing their seats (then `bots` holds the other
+/// bots, if any).
+pub(crate) fn start_with_models(
     app: &AppState,
     study: Arc<LoadedStudy>,
     session_id: &str,
     seed: u64,
     humans: Vec<(Role, String)>,
     bots: Vec<Role>,
-    user: Option<Arc<ModelUser>>,
+    models: Models,
 ) -> mpsc::Sender<RoomMsg> {
     let session = Session::new(&study, session_id);
     let mut actor = RoomActor::new(app.clone(), study, session, seed, 0, humans, bots);
-    if let Some(user) = user {
+    if let Some(user) = models.user {
         actor.seat_model_user(user);
+    }
+    if let Some(wizard) = models.wizard {
+        actor.seat_system_wizard(wizard);
     }
     spawn(app, session_id, actor, Origin::Fresh)
 }

@@ -1,9 +1,13 @@
-//! A simulated user in a room: a language model behind an OpenAI-compatible endpoint playing the
-//! user's seat (`serve --simulated-user`, `wozkit simulate-users`; `docs/simulated-users.md`).
+//! Models in a room's seats. A simulated user: a language model behind an OpenAI-compatible
+//! endpoint playing the user's seat (`serve --simulated-user`, `wozkit simulate-users`;
+//! `docs/simulated-users.md`). A system wizard: a system under test (any kind a study declares)
+//! playing the wizard's seat in a dry run (`wozkit simulate-users --system`), answering in free
+//! text, as it would talk to people.
 //!
-//! The room never waits on the model: when the user's turn comes, [`ask`] runs as a task of its
-//! own that reads the log, asks the endpoint and sends the move back to the room's inbox as
-//! [`RoomMsg::SimulatedUser`](super::RoomMsg::SimulatedUser). The room then plays it through the
+//! The room never waits on a model: when its turn comes, [`ask`] (or [`ask_system`]) runs as a
+//! task of its own that reads the log, asks the endpoint and sends the move back to the room's
+//! inbox as [`RoomMsg::SimulatedUser`](super::RoomMsg::SimulatedUser) (or
+//! [`RoomMsg::SystemWizard`](super::RoomMsg::SystemWizard)). The room then plays it through the
 //! engine like any participant's command, so a move that is no longer valid is refused there.
 
 use std::sync::Arc;
@@ -12,6 +16,8 @@ use tokio::sync::mpsc;
 use wozkit_core::event::{self, Role};
 use wozkit_core::simulated_users::{SimulatedUser, UserMove};
 use wozkit_store::Store;
+use wozkit_systems::Turn;
+use wozkit_systems::client::Client;
 use wozkit_systems::judge::JudgeEndpoint;
 
 use super::RoomMsg;
@@ -73,4 +79,61 @@ async fn next_move(user: &ModelUser, store: &dyn Store, session: &str, goal: &st
     user.spec
         .read_reply(&reply.text, turn)
         .map_err(|e| format!("simulated user `{}`: {e}", user.spec.name))
+}
+
+/// A system under test in the wizard's seat.
+pub struct SystemWizard {
+    /// The system's name (the wizard bot's name in the log is `system:NAME`).
+    pub name: String,
+    pub client: Client,
+}
+
+impl SystemWizard {
+    /// The wizard bot's name in the log.
+    pub fn actor_name(&self) -> String {
+        format!("system:{}", self.name)
+    }
+}
+
+impl std::fmt::Debug for SystemWizard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SystemWizard")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the system wizard's turn came to: its reply, or why there is none.
+pub type WizardOutcome = Result<String, String>;
+
+/// Asks the system wizard for its reply to the dialogue of `session` so far (the user's
+/// messages as the user's turns, the wizard's as its own) and sends it to the room. Nothing is
+/// sent when the room is gone.
+pub async fn ask_system(
+    wizard: Arc<SystemWizard>,
+    store: Arc<dyn Store>,
+    session: String,
+    room: mpsc::WeakSender<RoomMsg>,
+) {
+    let outcome = match store.events(&session, 0).await {
+        Ok(events) => {
+            let history: Vec<Turn> = event::messages(&events)
+                .map(|(role, text)| match role {
+                    Role::User => Turn::user(text),
+                    Role::Wizard => Turn::assistant(text),
+                })
+                .collect();
+            match wizard.client.reply(&session, &history).await {
+                Ok(reply) if reply.text.trim().is_empty() => {
+                    Err(format!("system `{}` answered with nothing", wizard.name))
+                }
+                Ok(reply) => Ok(reply.text),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        Err(e) => Err(format!("cannot read the session's log: {e}")),
+    };
+    if let Some(room) = room.upgrade() {
+        let _ = room.send(RoomMsg::SystemWizard { outcome }).await;
+    }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::common::{self, wozkit};
 use serde_json::{Value, json};
-use wozkit_core::event::{Actor, EventKind, Role};
+use wozkit_core::event::{Actor, EventKind, MessageSource, Role};
 use wozkit_core::simulated_users::is_simulated;
 
 /// The stand-in's answer to a prompt written by the default template: goal sentence `turn`,
@@ -278,4 +278,134 @@ fn a_user_endpoint_without_replies_stops_the_user_with_a_warning_and_the_dialogu
         .map(|n| n.as_u64().unwrap())
         .sum();
     assert_eq!(ended, 2, "{summary}");
+}
+
+/// A stand-in system under test: it greets, then answers every user message with a question.
+/// A `broken` one answers with JSON that holds no reply.
+fn spawn_system(broken: bool) -> String {
+    common::chat_completions_server(move |_| {
+        if broken {
+            json!({"oops": "no choices"})
+        } else {
+            json!({"choices": [{"message": {"role": "assistant",
+                "content": "I can help with that. What else should I know?"}}]})
+        }
+    })
+}
+
+#[test]
+fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let user = format!("goal-follower={}#scripted", spawn_user(false));
+    let system = format!("assistant={}#test-model", spawn_system(false));
+    let (code, out, err) = wozkit(&[
+        "simulate-users",
+        "crosswoz-demo",
+        "--user",
+        &user,
+        "--system",
+        &system,
+        "--dialogues",
+        "2",
+        "--seed",
+        "3",
+        "--pace-ms",
+        "20-40",
+        "--data",
+        data.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["wizard"], "system:assistant");
+    assert_eq!(summary["failed"], json!([]));
+    assert_eq!(summary["goals"]["scored"], 2, "{summary}");
+    let ids: Vec<String> = summary["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    for (id, events) in ids.iter().zip(sessions(&data, &ids)) {
+        let said: Vec<(&Actor, Role, &str, &MessageSource)> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Message { role, text, source } => {
+                    Some((&e.actor, *role, text.as_str(), source))
+                }
+                _ => None,
+            })
+            .collect();
+        // The system opens, and every wizard message is its free text.
+        assert_eq!(
+            said.first().map(|m| m.1),
+            Some(Role::Wizard),
+            "{id}: {said:?}"
+        );
+        for (actor, role, text, source) in &said {
+            if *role == Role::Wizard {
+                assert!(
+                    matches!(actor, Actor::Bot { name, .. } if name == "system:assistant"),
+                    "{id}: {actor:?}"
+                );
+                assert_eq!(*text, "I can help with that. What else should I know?");
+                assert_eq!(**source, MessageSource::Free);
+            }
+        }
+        // Every user message is answered before the next one.
+        let users = said.iter().filter(|m| m.1 == Role::User).count();
+        let wizards = said.iter().filter(|m| m.1 == Role::Wizard).count();
+        assert!(users >= 1 && wizards >= users, "{id}: {said:?}");
+        assert!(
+            said.windows(2)
+                .all(|w| !(w[0].1 == Role::User && w[1].1 == Role::User)),
+            "{id}: the user spoke twice without an answer: {said:?}"
+        );
+        assert!(
+            matches!(
+                events.last().map(|e| &e.kind),
+                Some(EventKind::SessionEnded { .. })
+            ),
+            "{id} did not end"
+        );
+    }
+
+    // A system that cannot answer ends each dialogue, saying why.
+    let data = dir.path().join("data-broken");
+    let broken = format!("mute={}#test-model", spawn_system(true));
+    let (code, out, err) = wozkit(&[
+        "simulate-users",
+        "crosswoz-demo",
+        "--user",
+        &user,
+        "--system",
+        &broken,
+        "--dialogues",
+        "2",
+        "--data",
+        data.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["ended"], json!({"aborted": 2}), "{summary}");
+    assert!(err.contains("could not answer; the dialogue ends"), "{err}");
+
+    // A name the study does not declare is a clear error.
+    let (code, _, err) = wozkit(&[
+        "simulate-users",
+        "crosswoz-demo",
+        "--user",
+        &user,
+        "--system",
+        "nothing",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--system nothing: the study declares no system of that name"),
+        "{err}"
+    );
 }
