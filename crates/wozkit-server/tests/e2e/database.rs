@@ -73,7 +73,7 @@ r4,Harbour Noodle Bar,chinese,harbour,15
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_wizard_searches_the_database_in_the_browser() {
-    browser::run_browser_test(
+    browser::run_in_both_browsers(
         "end-to-end database panel test",
         LIMIT,
         |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },

@@ -89,7 +89,7 @@ const OTHER_REPLY: &str = "Hello! How can I help?";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wizard_at_the_desk_answers_an_arena_battle_in_the_browser() {
-    browser::run_browser_test(
+    browser::run_in_both_browsers(
         "end-to-end desk test",
         LIMIT,
         |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },

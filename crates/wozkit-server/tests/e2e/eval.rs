@@ -51,7 +51,7 @@ const ITEMS: u32 = 2;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evaluation_studies_in_the_browser() {
-    browser::run_browser_test(
+    browser::run_in_both_browsers(
         "end-to-end evaluation test",
         LIMIT,
         |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },

@@ -32,7 +32,7 @@ const WIZARD_LAB: &str = "e2e-goal-guide";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_user_sees_the_goal_ticked_in_the_browser() {
-    browser::run_browser_test(
+    browser::run_in_both_browsers(
         "end-to-end goal panel test",
         LIMIT,
         |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },
