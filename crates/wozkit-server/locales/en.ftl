@@ -354,3 +354,18 @@ error-no-participation = Open the link you were given to take part: this browser
 error-seat-taken = This worker id has already started this study in another browser or assignment. Please continue in the browser and from the link you started with; if that is not possible, contact the researcher.
 error-blocklisted = This study is not open to your worker id. Thank you for your interest.
 error-open-again = please open the link again
+
+## Turn-act labelling page (what is wrong with a label sent back is still in English)
+
+acts-title = Label the highlighted turn
+acts-so-far = The conversation so far
+acts-submit = Submit the label
+acts-legend = Dialogue acts of the highlighted turn (one or more)
+acts-pairs = Slot-value pairs (optional)
+acts-pairs-how = For each value the turn gives, choose its act (one of those ticked above) and its slot, and type the value or pick a word of the turn.
+acts-act = Act
+acts-slot = Slot
+acts-value = Value
+acts-pair-act = Act of pair { $n }
+acts-pair-slot = Slot of pair { $n }
+acts-pair-value = Value of pair { $n }

@@ -322,3 +322,18 @@ error-no-participation = 请打开你收到的链接参与：此浏览器中没�
 error-seat-taken = 这个工作者 ID 已在另一个浏览器或任务中开始了这项研究。请在开始时使用的浏览器中、通过当时的链接继续；如果无法做到，请联系研究人员。
 error-blocklisted = 这项研究不对你的工作者 ID 开放。感谢你的关注。
 error-open-again = 请重新打开链接
+
+## Turn-act labelling page (what is wrong with a label sent back is still in English)
+
+acts-title = 标注高亮的这一轮
+acts-so-far = 目前为止的对话
+acts-submit = 提交标注
+acts-legend = 高亮这一轮的对话行为（一个或多个）
+acts-pairs = 槽位-值对（选填）
+acts-pairs-how = 对于这一轮给出的每个值，请选择它的对话行为（须是上面勾选的之一）和槽位，再输入这个值或从这一轮中选一个词。
+acts-act = 对话行为
+acts-slot = 槽位
+acts-value = 值
+acts-pair-act = 第 { $n } 对的对话行为
+acts-pair-slot = 第 { $n } 对的槽位
+acts-pair-value = 第 { $n } 对的值

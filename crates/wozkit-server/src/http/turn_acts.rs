@@ -25,13 +25,14 @@ use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_store::{Lease, Participant};
 
-use super::html::{esc, layout, markdown};
+use super::html::{esc, layout_in, markdown};
 use super::judge::{Fields, field, lease_dialogues, lease_form, page_head, submit_form_judgment};
 use super::pages::{SeatQuery, to_page};
 use crate::app::AppState;
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
 use crate::flow;
+use crate::i18n::{Words, words};
 use crate::security::seat_query;
 
 /// The routes of this module.
@@ -53,6 +54,7 @@ pub async fn item_page(
     fields: &[(String, String)],
 ) -> Result<String, HttpError> {
     let spec = ev.acts.as_ref().ok_or(HttpError::NotFound)?;
+    let w = words(study.study.language);
     let role = p.role.unwrap_or(Role::User);
     let page = flow::pages(&study.study, role).get(flow::index(&p.flow_step));
     let seatq = esc(&seat_query(seat));
@@ -76,10 +78,15 @@ pub async fn item_page(
         })
         .collect();
     let progress = format!(
-        "<p class=\"muted\" data-testid=\"item-progress\">Item {} of at most {} · please submit within {} minutes</p>",
-        f.judged.min(ev.items_per_worker) + 1,
-        ev.items_per_worker,
-        ev.lease_s.div_ceil(60)
+        "<p class=\"muted\" data-testid=\"item-progress\">{}</p>",
+        esc(&w.with(
+            "eval-item-progress",
+            &[
+                ("item", &(f.judged.min(ev.items_per_worker) + 1).to_string()),
+                ("items", &ev.items_per_worker.to_string()),
+                ("minutes", &ev.lease_s.div_ceil(60).to_string()),
+            ]
+        ))
     );
     let before: String = d.turns[..index]
         .iter()
@@ -111,25 +118,33 @@ pub async fn item_page(
         .unwrap_or_default();
     let skip = format!(
         "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease_id}\">\
-         <button type=\"submit\" data-testid=\"judge-skip\">Skip this one</button></form>"
+         <button type=\"submit\" data-testid=\"judge-skip\">{}</button></form>",
+        esc(&w.get("eval-skip"))
     );
     let body = format!(
         "<main class=\"turn-acts\" data-page=\"turn-acts\" data-testid=\"turn-acts\" data-item=\"{item}\">\
          {head}{progress}{context}{prompt}{problems_html}\
-         <section class=\"dialogue\" aria-label=\"The conversation so far\"><h2>The conversation so far</h2>\
+         <section class=\"dialogue\" aria-label=\"{so_far}\"><h2>{so_far}</h2>\
          <ol class=\"transcript\" start=\"0\">{before}{target}</ol></section>\
          <form method=\"post\" action=\"/p/acts/submit{seatq}\" class=\"ta-label\" data-testid=\"acts-form\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease_id}\">{controls}\
-         <button type=\"submit\" class=\"primary\" data-testid=\"acts-submit\">Submit the label</button></form>{skip}</main>",
+         <button type=\"submit\" class=\"primary\" data-testid=\"acts-submit\">{submit}</button></form>{skip}</main>",
         item = esc(&lease.item_id),
-        head = page_head(page, "Label the highlighted turn"),
-        controls = label_controls(spec, &turn.text, fields),
+        head = page_head(page, &w.get("acts-title")),
+        so_far = esc(&w.get("acts-so-far")),
+        submit = esc(&w.get("acts-submit")),
+        controls = label_controls(w, spec, &turn.text, fields),
     );
-    Ok(layout(&study.study.title, &body, &[]))
+    Ok(layout_in(w.lang(), &study.study.title, "", &body, &[]))
 }
 
 /// The act checkboxes and the slot-value rows, filled from `fields`.
-fn label_controls(spec: &ActAnnotation, utterance: &str, fields: &[(String, String)]) -> String {
+fn label_controls(
+    w: &Words,
+    spec: &ActAnnotation,
+    utterance: &str,
+    fields: &[(String, String)],
+) -> String {
     let ticked = |v: &str| fields.iter().any(|(n, x)| n == "act" && x == v);
     let acts: String = spec
         .acts
@@ -143,17 +158,18 @@ fn label_controls(spec: &ActAnnotation, utterance: &str, fields: &[(String, Stri
         })
         .collect();
     let acts = format!(
-        "<fieldset class=\"ta-acts\" data-testid=\"acts\"><legend>Dialogue acts of the highlighted turn (one or more)</legend>{acts}</fieldset>"
+        "<fieldset class=\"ta-acts\" data-testid=\"acts\"><legend>{}</legend>{acts}</fieldset>",
+        esc(&w.get("acts-legend"))
     );
     if spec.slots.is_empty() || spec.max_pairs == 0 {
         return acts;
     }
-    let mut words: Vec<&str> = utterance
+    let mut tokens: Vec<&str> = utterance
         .split(|c: char| c.is_whitespace() || ",.;:!?\"()".contains(c))
         .filter(|w| !w.is_empty())
         .collect();
-    words.dedup();
-    let datalist: String = words
+    tokens.dedup();
+    let datalist: String = tokens
         .iter()
         .map(|w| format!("<option value=\"{}\">", esc(w)))
         .collect();
@@ -184,24 +200,32 @@ fn label_controls(spec: &ActAnnotation, utterance: &str, fields: &[(String, Stri
             let act = field(fields, &format!("pair_act_{n}"));
             let slot = field(fields, &format!("pair_slot_{n}"));
             let value = field(fields, &format!("pair_value_{n}")).unwrap_or_default();
+            let of = |key: &str| esc(&w.with(key, &[("n", &n.to_string())]));
             format!(
                 "<tr data-testid=\"pair-row\"><td>{n}</td>\
-                 <td><select name=\"pair_act_{n}\" aria-label=\"Act of pair {n}\">{}</select></td>\
-                 <td><select name=\"pair_slot_{n}\" aria-label=\"Slot of pair {n}\">{}</select></td>\
-                 <td><input type=\"text\" name=\"pair_value_{n}\" list=\"ta-words\" maxlength=\"500\" aria-label=\"Value of pair {n}\" value=\"{}\"></td></tr>",
+                 <td><select name=\"pair_act_{n}\" aria-label=\"{}\">{}</select></td>\
+                 <td><select name=\"pair_slot_{n}\" aria-label=\"{}\">{}</select></td>\
+                 <td><input type=\"text\" name=\"pair_value_{n}\" list=\"ta-words\" maxlength=\"500\" aria-label=\"{}\" value=\"{}\"></td></tr>",
+                of("acts-pair-act"),
                 options(&spec.acts, act),
+                of("acts-pair-slot"),
                 options(&spec.slots, slot),
+                of("acts-pair-value"),
                 esc(value),
             )
         })
         .collect();
     format!(
-        "{acts}<fieldset class=\"ta-pairs\"><legend>Slot-value pairs (optional)</legend>\
-         <p class=\"muted\">For each value the turn gives, choose its act (one of those ticked above) and its slot, \
-         and type the value or pick a word of the turn.</p>\
+        "{acts}<fieldset class=\"ta-pairs\"><legend>{legend}</legend>\
+         <p class=\"muted\">{how}</p>\
          <datalist id=\"ta-words\">{datalist}</datalist>\
-         <table class=\"ta-pairs\"><thead><tr><th>#</th><th>Act</th><th>Slot</th><th>Value</th></tr></thead>\
-         <tbody>{rows}</tbody></table></fieldset>"
+         <table class=\"ta-pairs\"><thead><tr><th>#</th><th>{act}</th><th>{slot}</th><th>{value}</th></tr></thead>\
+         <tbody>{rows}</tbody></table></fieldset>",
+        legend = esc(&w.get("acts-pairs")),
+        how = esc(&w.get("acts-pairs-how")),
+        act = esc(&w.get("acts-act")),
+        slot = esc(&w.get("acts-slot")),
+        value = esc(&w.get("acts-value")),
     )
 }
 
