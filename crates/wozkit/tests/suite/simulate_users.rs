@@ -216,7 +216,7 @@ fn simulated_users_play_a_grounded_woz_study_to_the_end() {
 }
 
 #[test]
-fn a_bad_user_flag_is_a_clear_error() {
+fn a_bad_user_or_system_flag_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let (code, _, err) = wozkit(&[
@@ -242,6 +242,22 @@ fn a_bad_user_flag_is_a_clear_error() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("has no WoZ room"), "{err}");
+    // A system under test the study does not declare, given without its endpoint.
+    let (code, _, err) = wozkit(&[
+        "simulate-users",
+        "crosswoz-demo",
+        "--user",
+        "u=http://127.0.0.1:9/v1",
+        "--system",
+        "nothing",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--system nothing: the study declares no system of that name"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -298,26 +314,30 @@ fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let user = format!("goal-follower={}#scripted", spawn_user(false));
+    // Two dialogues of crosswoz-demo with `system` as the wizard: the summary and the stderr.
+    let play = |system: &str, data: &Path| {
+        let (code, out, err) = wozkit(&[
+            "simulate-users",
+            "crosswoz-demo",
+            "--user",
+            &user,
+            "--system",
+            system,
+            "--dialogues",
+            "2",
+            "--seed",
+            "3",
+            "--pace-ms",
+            "20-40",
+            "--data",
+            data.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+        (serde_json::from_str::<Value>(&out).unwrap(), err)
+    };
     let system = format!("assistant={}#test-model", spawn_system(false));
-    let (code, out, err) = wozkit(&[
-        "simulate-users",
-        "crosswoz-demo",
-        "--user",
-        &user,
-        "--system",
-        &system,
-        "--dialogues",
-        "2",
-        "--seed",
-        "3",
-        "--pace-ms",
-        "20-40",
-        "--data",
-        data.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
-    let summary: Value = serde_json::from_str(&out).unwrap();
+    let (summary, _) = play(&system, &data);
     assert_eq!(summary["wizard"], "system:assistant");
     assert_eq!(summary["failed"], json!([]));
     assert_eq!(summary["goals"]["scored"], 2, "{summary}");
@@ -372,40 +392,8 @@ fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
     }
 
     // A system that cannot answer ends each dialogue, saying why.
-    let data = dir.path().join("data-broken");
     let broken = format!("mute={}#test-model", spawn_system(true));
-    let (code, out, err) = wozkit(&[
-        "simulate-users",
-        "crosswoz-demo",
-        "--user",
-        &user,
-        "--system",
-        &broken,
-        "--dialogues",
-        "2",
-        "--data",
-        data.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
-    let summary: Value = serde_json::from_str(&out).unwrap();
+    let (summary, err) = play(&broken, &dir.path().join("data-broken"));
     assert_eq!(summary["ended"], json!({"aborted": 2}), "{summary}");
     assert!(err.contains("could not answer; the dialogue ends"), "{err}");
-
-    // A name the study does not declare is a clear error.
-    let (code, _, err) = wozkit(&[
-        "simulate-users",
-        "crosswoz-demo",
-        "--user",
-        &user,
-        "--system",
-        "nothing",
-        "--data",
-        data.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 1);
-    assert!(
-        err.contains("--system nothing: the study declares no system of that name"),
-        "{err}"
-    );
 }
