@@ -11,7 +11,7 @@ need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 # The browser tests that run in Firefox too (crates/wozkit-server/tests/e2e/session.rs, keyboard.rs,
-# database.rs, desk.rs, eval.rs, goals.rs).
+# database.rs, desk.rs, eval.rs, goals.rs, arena.rs, self_dialog.rs).
 command -v firefox-esr >/dev/null 2>&1 || command -v firefox >/dev/null 2>&1 || need+=(firefox-esr)
 # The example dialogue system (examples/python_bot) and the study checks run Python 3.
 command -v python3 >/dev/null 2>&1 || need+=(python3)

@@ -267,7 +267,10 @@ fn reply_controls(
         );
     };
     let name = format!("ann.{}", side.name);
-    // What was posted with a refused form is ticked again, so nothing has to be redone.
+    // What was posted with a refused form is ticked again, so nothing has to be redone. Nothing
+    // else is: `autocomplete="off"` keeps Firefox from restoring ticks by their place on the page
+    // when it reloads after the replies, which would move them onto other replies (and store
+    // labels the participant never gave).
     let posted = |n: &str, v: &str| {
         if fields.iter().any(|(fname, fv)| fname == n && fv == v) {
             " checked"
@@ -283,7 +286,7 @@ fn reply_controls(
                 .iter()
                 .map(|o| {
                     format!(
-                        "<label><input type=\"checkbox\" form=\"{form}\" name=\"{name}\" value=\"{v}\"{c}> {v}</label>",
+                        "<label><input type=\"checkbox\" form=\"{form}\" name=\"{name}\" value=\"{v}\" autocomplete=\"off\"{c}> {v}</label>",
                         v = esc(o),
                         c = posted(&name, o),
                     )
@@ -292,7 +295,7 @@ fn reply_controls(
             AnnotationKind::Scale => (1..=a.points())
                 .map(|p| {
                     format!(
-                        "<label><input type=\"radio\" form=\"{form}\" name=\"{name}\" value=\"{p}\"{c}> {p}</label>",
+                        "<label><input type=\"radio\" form=\"{form}\" name=\"{name}\" value=\"{p}\" autocomplete=\"off\"{c}> {p}</label>",
                         c = posted(&name, &p.to_string()),
                     )
                 })
@@ -463,7 +466,7 @@ fn render(
         };
         let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
         format!(
-            "<form method=\"post\" action=\"/p/chat/finish{}\" id=\"chat-finish\" data-testid=\"chat-finish-form\">{hidden}\
+            "<form method=\"post\" action=\"/p/chat/finish{}\" id=\"chat-finish\" data-testid=\"chat-finish-form\" autocomplete=\"off\">{hidden}\
              <p data-testid=\"chat-ended\">{}</p>{vote}{}\
              <button type=\"submit\" class=\"primary\" data-testid=\"chat-finish\">{}</button></form>",
             esc(&seatq),
@@ -512,7 +515,7 @@ fn render(
             String::new()
         };
         format!(
-            "<form method=\"post\" action=\"/p/chat/send{}\" id=\"chat-send\" class=\"chat-input\" data-testid=\"chat-form\">{hidden}{input}</form>{end}",
+            "<form method=\"post\" action=\"/p/chat/send{}\" id=\"chat-send\" class=\"chat-input\" data-testid=\"chat-form\" autocomplete=\"off\">{hidden}{input}</form>{end}",
             esc(&seatq)
         )
     };

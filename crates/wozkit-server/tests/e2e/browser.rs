@@ -911,10 +911,15 @@ pub fn screenshot_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots")
 }
 
+/// Whether the browser test running now runs in Firefox.
+pub fn in_firefox() -> bool {
+    IN_FIREFOX.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// The path of `docs/screenshots/<file>` when that picture is to be written: when asked to
 /// (`WOZKIT_UPDATE_SCREENSHOTS=1`) or when the file is missing.
 pub fn screenshot_wanted(file: &str) -> Option<PathBuf> {
-    if IN_FIREFOX.load(std::sync::atomic::Ordering::SeqCst) {
+    if in_firefox() {
         return None;
     }
     let path = screenshot_dir().join(file);
