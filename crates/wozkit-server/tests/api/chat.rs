@@ -1086,7 +1086,7 @@ async fn live_reply_labels_follow_the_rules_and_the_end_keeps_what_was_ticked_or
         page.body
     );
     assert!(page.body.contains(
-        "<input type=\"checkbox\" form=\"chat-send\" name=\"ann.chat\" value=\"On topic\">"
+        "<input type=\"checkbox\" form=\"chat-send\" name=\"ann.chat\" value=\"On topic\" autocomplete=\"off\">"
     ));
 
     // Required: no label on the last reply, no next turn; the text stays in the box.
@@ -1119,7 +1119,7 @@ async fn live_reply_labels_follow_the_rules_and_the_end_keeps_what_was_ticked_or
     for v in ["Repetitive", "None of these"] {
         assert!(
             res.body
-                .contains(&format!("name=\"ann.chat\" value=\"{v}\" checked>")),
+                .contains(&format!("name=\"ann.chat\" value=\"{v}\" autocomplete=\"off\" checked>")),
             "{v} still ticked: {}",
             res.body
         );
@@ -1142,7 +1142,7 @@ async fn live_reply_labels_follow_the_rules_and_the_end_keeps_what_was_ticked_or
     assert!(res.body.contains(">not sent yet</textarea>"));
     assert!(
         res.body
-            .contains("name=\"ann.chat\" value=\"Repetitive\" checked>")
+            .contains("name=\"ann.chat\" value=\"Repetitive\" autocomplete=\"off\" checked>")
     );
     // Ending with the box empty stores the last reply's labels with the end.
     let res = form(&w, "/p/chat/end", &s, "&text=&ann.chat=Repetitive").await;
