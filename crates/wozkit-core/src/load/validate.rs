@@ -722,6 +722,7 @@ pub fn check(
     compiled.warnings = c.platforms();
     compiled.warnings.extend(c.no_preview());
     compiled.warnings.extend(c.machine_names());
+    compiled.warnings.extend(c.default_words());
 
     (compiled, c.problems)
 }

@@ -11,6 +11,7 @@ mod builtin_eval;
 mod database;
 mod database_studies;
 mod dataset_mappings;
+mod default_words;
 mod engine;
 mod from_store;
 mod goal_score;
