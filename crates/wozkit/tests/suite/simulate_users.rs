@@ -219,45 +219,32 @@ fn simulated_users_play_a_grounded_woz_study_to_the_end() {
 fn a_bad_user_or_system_flag_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let (code, _, err) = wozkit(&[
-        "simulate-users",
-        "crosswoz-demo",
-        "--user",
-        "nobody",
-        "--data",
-        data.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 1);
-    assert!(
-        err.contains("simulated user `nobody`: write --user nobody=URL[#MODEL]"),
-        "{err}"
-    );
-    let (code, _, err) = wozkit(&[
-        "simulate-users",
-        "bot-chat-demo",
-        "--user",
-        "u=http://127.0.0.1:9/v1",
-        "--data",
-        data.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 1);
-    assert!(err.contains("has no WoZ room"), "{err}");
-    // A system under test the study does not declare, given without its endpoint.
-    let (code, _, err) = wozkit(&[
-        "simulate-users",
-        "crosswoz-demo",
-        "--user",
-        "u=http://127.0.0.1:9/v1",
-        "--system",
-        "nothing",
-        "--data",
-        data.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 1);
-    assert!(
-        err.contains("--system nothing: the study declares no system of that name"),
-        "{err}"
-    );
+    let endpoint = "u=http://127.0.0.1:9/v1";
+    for (study, flags, said) in [
+        (
+            "crosswoz-demo",
+            &["--user", "nobody"][..],
+            "simulated user `nobody`: write --user nobody=URL[#MODEL]",
+        ),
+        (
+            "bot-chat-demo",
+            &["--user", endpoint][..],
+            "has no WoZ room",
+        ),
+        // A system under test the study does not declare, given without its endpoint.
+        (
+            "crosswoz-demo",
+            &["--user", endpoint, "--system", "nothing"][..],
+            "--system nothing: the study declares no system of that name",
+        ),
+    ] {
+        let mut args = vec!["simulate-users", study];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--data", data.to_str().unwrap()]);
+        let (code, _, err) = wozkit(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
 }
 
 #[test]
