@@ -136,20 +136,9 @@ const LOOK: &str = "const side = (n) => [...document.querySelectorAll(\
        pending: !m || m.dataset.pending !== 'false' }";
 
 async fn look(br: &Browser) -> Result<Look> {
-    // Firefox answers a script that runs while the page reloads (after the replies) with null,
-    // where Chromium waits for the new page: look again.
-    for _ in 0..100 {
-        let v = br.js(LOOK, vec![]).await?;
-        if !v.is_null() {
-            return serde_json::from_value(v)
-                .with_context(|| format!("{}: reading the two sides", br.name));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    bail!(
-        "{}: the page answered nothing while reading the two sides",
-        br.name
-    )
+    // The page reloads after the replies.
+    let v = br.js_settled(LOOK, vec![]).await?;
+    serde_json::from_value(v).with_context(|| format!("{}: reading the two sides", br.name))
 }
 
 /// Whether the texts read off one bubble while its reply was written show it growing: a

@@ -486,6 +486,20 @@ impl Browser {
     }
 
     /// Runs a script in the page and returns what it returns.
+    /// Like [`Browser::js`] for a page that may be reloading: Firefox answers a script that runs
+    /// while the page is replaced with `null`, where Chromium waits for the new page; this looks
+    /// again (for up to 2 s) until the page answers something else.
+    pub async fn js_settled(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+        for _ in 0..100 {
+            let v = self.js(script, args.clone()).await?;
+            if !v.is_null() {
+                return Ok(v);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        bail!("{}: the page answered nothing to {script}", self.name)
+    }
+
     pub async fn js(&self, script: &str, args: Vec<Value>) -> Result<Value> {
         self.client
             .execute(script, args)

@@ -157,7 +157,8 @@ const LOOK: &str = "const side = (n) => [...document.querySelectorAll(\
        pending: !m || m.dataset.pending !== 'false' }";
 
 async fn look(br: &Browser) -> Result<Look> {
-    let v = br.js(LOOK, vec![]).await?;
+    // The page reloads after the replies.
+    let v = br.js_settled(LOOK, vec![]).await?;
     serde_json::from_value(v).with_context(|| format!("{}: reading the two sides", br.name))
 }
 
@@ -204,7 +205,8 @@ struct DeskLook {
 }
 
 async fn desk_look(w: &Browser, dialogue: &str) -> Result<DeskLook> {
-    let v = w.js(DESK, vec![json!(dialogue)]).await?;
+    // The desk reloads when a turn arrives.
+    let v = w.js_settled(DESK, vec![json!(dialogue)]).await?;
     serde_json::from_value(v).with_context(|| format!("{}: reading the desk", w.name))
 }
 
