@@ -1118,8 +1118,9 @@ async fn live_reply_labels_follow_the_rules_and_the_end_keeps_what_was_ticked_or
     );
     for v in ["Repetitive", "None of these"] {
         assert!(
-            res.body
-                .contains(&format!("name=\"ann.chat\" value=\"{v}\" autocomplete=\"off\" checked>")),
+            res.body.contains(&format!(
+                "name=\"ann.chat\" value=\"{v}\" autocomplete=\"off\" checked>"
+            )),
             "{v} still ticked: {}",
             res.body
         );
