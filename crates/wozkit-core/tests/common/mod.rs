@@ -31,3 +31,15 @@ pub fn problems(text: &str) -> Vec<String> {
         }
     }
 }
+
+/// Every warning of a study text, as `LINE:COL: message`.
+pub fn all_warnings(text: &str) -> Vec<String> {
+    let study =
+        load_text("s.yaml", text, StudySource::Dir(std::env::temp_dir())).expect("the study loads");
+    study
+        .compiled
+        .warnings
+        .iter()
+        .map(|w| format!("{}:{}: {}", w.line, w.col, w.message))
+        .collect()
+}

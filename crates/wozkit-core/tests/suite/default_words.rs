@@ -2,18 +2,13 @@
 //! names of a Wizard-of-Oz study without `roles:`, and English defaults in a study written in
 //! another language.
 
-use crate::common::MINI;
-use wozkit_core::load::{StudySource, builtin_names, load_builtin, load_text};
+use crate::common::{MINI, all_warnings};
+use wozkit_core::load::{builtin_names, load_builtin};
 
-/// The study's warnings as `LINE:COL: message`, but the missing MTurk preview (its own test).
+/// The study's warnings, but the missing MTurk preview (its own test).
 fn others(text: &str) -> Vec<String> {
-    let study =
-        load_text("s.yaml", text, StudySource::Dir(std::env::temp_dir())).expect("the study loads");
-    study
-        .compiled
-        .warnings
-        .iter()
-        .map(|w| format!("{}:{}: {}", w.line, w.col, w.message))
+    all_warnings(text)
+        .into_iter()
         .filter(|w| !w.contains("no `preview`"))
         .collect()
 }

@@ -2,24 +2,12 @@
 //! participant can reach has no code, and turned into the redirect of each ending.
 
 use crate::common;
-use common::{MINI, problems};
+use common::{MINI, all_warnings, problems};
 use wozkit_core::load::{StudySource, builtin_names, load_builtin, load_text};
 use wozkit_core::platforms::EndingKind;
 
 fn with_codes(codes: &str) -> String {
     format!("{MINI}platforms:\n  prolific:\n    completion_codes:\n{codes}")
-}
-
-/// Every warning of the study, as `LINE:COL: message`.
-fn all_warnings(text: &str) -> Vec<String> {
-    let study =
-        load_text("s.yaml", text, StudySource::Dir(std::env::temp_dir())).expect("the study loads");
-    study
-        .compiled
-        .warnings
-        .iter()
-        .map(|w| format!("{}:{}: {}", w.line, w.col, w.message))
-        .collect()
 }
 
 /// The warnings about platforms (the missing MTurk preview has its own test).
