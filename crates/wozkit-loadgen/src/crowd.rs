@@ -33,6 +33,8 @@ use crate::target::Target;
 /// Pages one worker may load before it is counted as stuck (a loop of forms the server keeps
 /// answering with the same page).
 const MAX_PAGES: usize = 256;
+/// Failures kept word for word in the report (the rest are only counted by code).
+const MAX_FAILURES_KEPT: usize = 20;
 /// Words the simulated workers write in free text.
 pub(crate) const WORDS: &[&str] = &[
     "clear", "friendly", "helpful", "vague", "polite", "wrong", "short", "relevant", "odd",
@@ -64,6 +66,61 @@ pub struct CrowdConfig {
     /// On chat pages, milliseconds a worker pauses before each message (reading and typing),
     /// drawn uniformly from this range; `(0, 0)` sends at once.
     pub typing_ms: (u64, u64),
+    /// How the workers enter: Prolific links, or lab links of simulated users.
+    pub entry: Entry,
+    /// Who writes the messages on chat pages: the built-in questions when `None`, or a
+    /// simulated user (a language model) that reads the conversation and decides when to end.
+    pub speaker: Option<Arc<dyn Speaker>>,
+}
+
+/// The entry link each worker opens.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Entry {
+    /// `/join?study=…&PROLIFIC_PID=<worker>&STUDY_ID=crowd&SESSION_ID=…`.
+    #[default]
+    Prolific,
+    /// `/join?study=…&participant=<worker>&test=1&simulated=NAME`: a test participant played
+    /// by simulated user NAME, which only a server started by `wozkit simulate-users` takes.
+    Simulated(String),
+}
+
+/// What a speaker is shown before each of its messages on a chat page.
+#[derive(Clone, Debug)]
+pub struct SpeakerTurn<'a> {
+    /// The page's own words above the conversation (its title and text): the task the
+    /// participant is given.
+    pub instructions: &'a str,
+    /// The conversation so far on the page's first side: `(by the system, text)` per message.
+    pub said: &'a [(bool, String)],
+    /// The number of the message asked for (1 for the first).
+    pub turn: u32,
+    /// The page's fewest and most messages.
+    pub min_turns: u32,
+    pub max_turns: u32,
+}
+
+/// A speaker's next move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spoken {
+    /// The message to send, if any.
+    pub text: Option<String>,
+    /// Whether it ends the conversation after it (as soon as the page allows).
+    pub finish: bool,
+}
+
+/// Writes a worker's messages on chat pages (a simulated user).
+pub trait Speaker: Send + Sync {
+    /// The next move, or why there is none.
+    fn next<'a>(
+        &'a self,
+        turn: SpeakerTurn<'a>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Spoken, String>> + Send + 'a>>;
+}
+
+impl std::fmt::Debug for dyn Speaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Speaker")
+    }
 }
 
 impl CrowdConfig {
@@ -84,6 +141,8 @@ impl CrowdConfig {
             stream: false,
             vote_noise: 0.1,
             typing_ms: (0, 0),
+            entry: Entry::Prolific,
+            speaker: None,
         }
     }
 }
@@ -121,6 +180,8 @@ pub struct CrowdReport {
     pub latency_p99_ms: Option<f64>,
     /// Failures by code.
     pub errors: BTreeMap<String, u64>,
+    /// The first failures, each as `worker: what happened (code)`.
+    pub failures: Vec<String>,
     /// Chat pages: messages sent (and answered: a send returns once the replies are stored, or
     /// its stream has ended), retries of a failed system, and the time of a turn from sending
     /// it to its replies.
@@ -225,6 +286,7 @@ pub(crate) struct Tally {
     pub(crate) chats: Mutex<Vec<CrowdChat>>,
     endings: Mutex<BTreeMap<Ending, u64>>,
     errors: Mutex<BTreeMap<String, u64>>,
+    failures: Mutex<Vec<String>>,
 }
 
 /// How one worker's walk ended.
@@ -298,6 +360,11 @@ pub async fn run(config: CrowdConfig) -> Result<CrowdReport, LoadgenError> {
             let ending = match worker(&target, &config, &name, &mut rng, &tally).await {
                 Ok(e) => e,
                 Err(f) => {
+                    let mut failures = tally.failures.lock().unwrap_or_else(|e| e.into_inner());
+                    if failures.len() < MAX_FAILURES_KEPT {
+                        failures.push(format!("{name}: {} ({})", f.detail, f.code));
+                    }
+                    drop(failures);
                     *tally
                         .errors
                         .lock()
@@ -377,6 +444,11 @@ fn report(config: &CrowdConfig, target: &Target, tally: &Tally, secs: f64) -> Cr
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone(),
+        failures: tally
+            .failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
         chat_turns: tally.turns.load(Ordering::Relaxed),
         chat_retries: tally.retries.load(Ordering::Relaxed),
         turn_p50_ms: percentile_ms(&turns, 0.50),
@@ -404,12 +476,20 @@ async fn worker(
     tally: &Tally,
 ) -> Result<Ending, Failure> {
     let mut conn = Conn::connect(target).await?;
-    let link = format!(
-        "/join?study={}&PROLIFIC_PID={}&STUDY_ID=crowd&SESSION_ID={}",
-        form_escape(&config.study),
-        form_escape(name),
-        form_escape(&format!("{name}-session"))
-    );
+    let link = match &config.entry {
+        Entry::Prolific => format!(
+            "/join?study={}&PROLIFIC_PID={}&STUDY_ID=crowd&SESSION_ID={}",
+            form_escape(&config.study),
+            form_escape(name),
+            form_escape(&format!("{name}-session"))
+        ),
+        Entry::Simulated(user) => format!(
+            "/join?study={}&participant={}&test=1&simulated={}",
+            form_escape(&config.study),
+            form_escape(name),
+            form_escape(user)
+        ),
+    };
     let res = conn.get(&link, None).await?;
     if res.status == 429 {
         return Err(Failure::new(
@@ -569,8 +649,8 @@ pub(crate) fn attr(tag: &str, name: &str) -> Option<String> {
     Some(unescape(&tag[at..at + end]))
 }
 
-/// Undoes the HTML escaping of an attribute value.
-fn unescape(s: &str) -> String {
+/// Undoes the HTML escaping of an attribute value or a text.
+pub(crate) fn unescape(s: &str) -> String {
     s.replace("&quot;", "\"")
         .replace("&#39;", "'")
         .replace("&#x27;", "'")

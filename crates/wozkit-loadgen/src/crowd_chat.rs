@@ -12,7 +12,9 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::crowd::{CrowdChat, CrowdConfig, Form, Rng, Tally, attr, encode};
+use crate::crowd::{
+    CrowdChat, CrowdConfig, Form, Rng, Speaker, SpeakerTurn, Tally, attr, encode, unescape,
+};
 use crate::error::Failure;
 use crate::http::Conn;
 
@@ -33,6 +35,10 @@ const QUESTIONS: &[&str] = &[
 /// The arena's vote values, as the form names them.
 const VOTES: [&str; 4] = ["left", "right", "tie", "both_bad"];
 
+/// Moves in a row a speaker may make without a message while the page does not let the
+/// conversation end yet (below its fewest messages) before the worker gives up.
+const MAX_SILENT_MOVES: u32 = 3;
+
 /// Pause before loading a page again while a reply is still being written.
 const PENDING_WAIT: Duration = Duration::from_millis(50);
 
@@ -50,6 +56,10 @@ pub struct Convo {
     record: CrowdChat,
     /// Messages this worker means to send.
     target: u32,
+    /// A speaker said it is done: the conversation ends as soon as the page allows.
+    finishing: bool,
+    /// Moves in a row without a message while the page did not allow the end.
+    silent: u32,
 }
 
 /// What a chat page shows, read from its HTML.
@@ -75,6 +85,12 @@ pub struct ChatPage {
     pub can_send: bool,
     /// `(side, characters of its replies)` in page order.
     pub reply_chars: Vec<(String, usize)>,
+    /// The first side's conversation: `(by the system, text)` per message.
+    pub said: Vec<(bool, String)>,
+    /// The page's own words above the conversation (title and text), tags left out.
+    pub instructions: String,
+    /// The most characters a message may have (the text box's `maxlength`).
+    pub max_chars: Option<usize>,
 }
 
 impl ChatPage {
@@ -108,6 +124,13 @@ impl ChatPage {
             can_send: html.contains("data-testid=\"chat-text\""),
             answered: answered(html),
             reply_chars: reply_chars(html),
+            said: said(html),
+            instructions: instructions(html),
+            max_chars: html
+                .find("data-testid=\"chat-text\"")
+                .and_then(|at| html[..at].rfind("<textarea").map(|from| &html[from..at]))
+                .and_then(|tag| attr(tag, "maxlength"))
+                .and_then(|n| n.parse().ok()),
         }
     }
 }
@@ -150,6 +173,51 @@ fn answered(html: &str) -> Vec<String> {
     out
 }
 
+/// The first side's messages, in order: `(by the system, text)`.
+fn said(html: &str) -> Vec<(bool, String)> {
+    let Some(part) = html.split("<section class=\"chat-side\"").nth(1) else {
+        return vec![];
+    };
+    let part = &part[..part.find("</section>").unwrap_or(part.len())];
+    part.split("<li class=\"said ")
+        .skip(1)
+        .filter_map(|li| {
+            let by_system = li.starts_with("system\"");
+            let from = li.find("<span class=\"text\">")? + "<span class=\"text\">".len();
+            let end = li[from..].find("</span>")?;
+            Some((by_system, unescape(&li[from..from + end])))
+        })
+        .collect()
+}
+
+/// The text of a chat page between `<main …>` and its progress line, tags left out and
+/// whitespace collapsed: the page's title and instructions.
+fn instructions(html: &str) -> String {
+    let Some(main) = html.find("<main") else {
+        return String::new();
+    };
+    let rest = &html[main..];
+    let rest = &rest[rest.find('>').map_or(0, |i| i + 1)..];
+    let head = &rest[..rest
+        .find("data-testid=\"chat-progress\"")
+        .and_then(|at| rest[..at].rfind('<'))
+        .unwrap_or(0)];
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in head.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                text.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    unescape(&text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 /// Characters of each side's replies (the `said system` entries of its log).
 fn reply_chars(html: &str) -> Vec<(String, usize)> {
     let mut out = vec![];
@@ -164,7 +232,7 @@ fn reply_chars(html: &str) -> Vec<(String, usize)> {
             .filter_map(|li| {
                 let from = li.find("<span class=\"text\">")? + "<span class=\"text\">".len();
                 let end = li[from..].find("</span>")?;
-                Some(li[from..from + end].chars().count())
+                Some(unescape(&li[from..from + end]).chars().count())
             })
             .sum();
         out.push((side, chars));
@@ -218,6 +286,8 @@ pub async fn step(
                 ..CrowdChat::default()
             },
             target,
+            finishing: false,
+            silent: 0,
         });
     }
     let Some(c) = convo.as_mut() else {
@@ -246,7 +316,14 @@ pub async fn step(
         w.tally.retries.fetch_add(1, Ordering::Relaxed);
         return Ok(());
     }
-    if page.can_send && page.turns < c.target && !stale {
+    if let Some(speaker) = w.config.speaker.as_deref()
+        && page.can_send
+        && !stale
+        && !(c.finishing && page.can_end)
+    {
+        return speak(w, speaker, &page, html, c).await;
+    }
+    if page.can_send && page.turns < c.target && !stale && w.config.speaker.is_none() {
         // A person reads the replies and types: a pause drawn from the configured range.
         let (low, high) = w.config.typing_ms;
         if high > 0 {
@@ -295,6 +372,69 @@ pub async fn step(
     body.retain(|(n, _)| n != "text");
     let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/end", &body).await?;
     check(w.tally, "/p/chat/end", res)?;
+    Ok(())
+}
+
+/// A simulated user's move: asks the speaker with the conversation so far and sends its message
+/// (cut to the page's most characters). A speaker that means to end below the page's fewest
+/// messages is asked again, at most [`MAX_SILENT_MOVES`] times in a row.
+async fn speak(
+    w: Worker<'_>,
+    speaker: &dyn Speaker,
+    page: &ChatPage,
+    html: &str,
+    c: &mut Convo,
+) -> Result<(), Failure> {
+    let turn = SpeakerTurn {
+        instructions: &page.instructions,
+        said: &page.said,
+        turn: page.turns + 1,
+        min_turns: page.min_turns,
+        max_turns: page.max_turns,
+    };
+    let spoken = speaker
+        .next(turn)
+        .await
+        .map_err(|e| Failure::new("simulated_user", e))?;
+    c.finishing = spoken.finish;
+    let Some(text) = spoken.text.filter(|t| !t.trim().is_empty()) else {
+        if page.can_end {
+            c.finishing = true;
+            return Ok(());
+        }
+        c.silent += 1;
+        if c.silent >= MAX_SILENT_MOVES {
+            return Err(Failure::new(
+                "simulated_user",
+                format!(
+                    "the simulated user ended the conversation {} times after {} messages, but                      the page asks for at least {}",
+                    c.silent, page.turns, page.min_turns
+                ),
+            ));
+        }
+        return Ok(());
+    };
+    c.silent = 0;
+    let text: String = match page.max_chars {
+        Some(max) => text.chars().take(max).collect(),
+        None => text,
+    };
+    let mut body =
+        Form::parse_id(html, "chat-send").fill_pairs(&mut Rng::new(u64::from(page.turns)));
+    body.retain(|(n, _)| n != "text" && !n.starts_with("ann.") && !n.starts_with("fb."));
+    body.push(("text".into(), text.clone()));
+    let t = Instant::now();
+    let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/send", &body).await?;
+    let took = t.elapsed().as_micros() as u64;
+    if check(w.tally, "/p/chat/send", res)? {
+        c.record.sent.push(text);
+        w.tally.turns.fetch_add(1, Ordering::Relaxed);
+        w.tally
+            .turn_latencies_us
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(took);
+    }
     Ok(())
 }
 
@@ -429,16 +569,17 @@ mod tests {
 
     const ARENA: &str = concat!(
         r#"<main class="wide chat" data-page="arena" data-item="p-a-b" data-pending="false">"#,
+        r#"<h1>Two assistants</h1><p>Ask both about a trip to <em>Lyon</em> &amp; compare.</p>"#,
         r#"<p class="muted" data-testid="chat-progress">Your messages: 2 (at least 3, at most 8)</p>"#,
         r#"<div class="compare chat-sides"><section class="chat-side" data-side="left" data-testid="side-left" aria-label="Assistant A"><h2>Assistant A</h2><ol>"#,
         r#"<li class="said user" data-index="0"><span class="speaker">You</span> <span class="text">hi</span></li>"#,
-        r#"<li class="said system" data-index="1"><span class="speaker">Assistant A</span> <span class="text">hello there</span>"#,
+        r#"<li class="said system" data-index="1"><span class="speaker">Assistant A</span> <span class="text">hello &lt;there&gt;</span>"#,
         r#"<fieldset><label><input type="radio" form="chat-send" name="fb.left" value="satisfied"> S</label><label><input type="radio" form="chat-send" name="fb.left" value="frustrated"> F</label></fieldset></li></ol></section>"#,
         r#"<section class="chat-side" data-side="right" data-testid="side-right" aria-label="Assistant B"><h2>Assistant B</h2><ol>"#,
         r#"<li class="said system" data-index="1"><span class="speaker">Assistant B</span> <span class="text">yo</span></li></ol>"#,
         r#"<div class="problem failed" role="alert" data-testid="failed-right">B could not answer.</div></section></div>"#,
         r#"<form method="post" action="/p/chat/send" id="chat-send" class="chat-input" data-testid="chat-form"><input type="hidden" name="step" value="2:arena"><input type="hidden" name="lease" value="L1">"#,
-        r#"<textarea id="chat-text" name="text" rows="2" data-testid="chat-text"></textarea><button type="submit">Send</button></form></main>"#,
+        r#"<textarea id="chat-text" name="text" rows="2" maxlength="500" data-testid="chat-text"></textarea><button type="submit">Send</button></form></main>"#,
     );
 
     #[test]
@@ -454,8 +595,22 @@ mod tests {
         assert!(p.can_send && !p.can_end && !p.ended && !p.pending);
         assert_eq!(
             p.reply_chars,
-            vec![("left".to_string(), 11), ("right".to_string(), 2)]
+            vec![("left".to_string(), 13), ("right".to_string(), 2)]
         );
+        // What a simulated user is shown: the first side's conversation, unescaped, and the
+        // page's own words.
+        assert_eq!(
+            p.said,
+            vec![
+                (false, "hi".to_string()),
+                (true, "hello <there>".to_string())
+            ]
+        );
+        assert_eq!(
+            p.instructions,
+            "Two assistants Ask both about a trip to Lyon & compare."
+        );
+        assert_eq!(p.max_chars, Some(500));
     }
 
     #[test]

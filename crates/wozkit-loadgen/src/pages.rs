@@ -3,6 +3,7 @@
 //! header a browser sends), the waiting page, and the room page; each WebSocket is opened on the
 //! connection that loaded its page.
 
+use crate::crowd::unescape;
 use std::time::Duration;
 
 use futures_util::SinkExt;
@@ -168,14 +169,6 @@ fn attribute_after(html: &str, marker: &str) -> Option<String> {
     let start = html.find(marker)? + marker.len();
     let len = html[start..].find('"')?;
     Some(html[start..start + len].to_string())
-}
-
-fn unescape(v: &str) -> String {
-    v.replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
 }
 
 #[cfg(test)]

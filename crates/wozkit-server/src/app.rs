@@ -32,6 +32,10 @@ pub struct Tunables {
     /// The simulated user that takes the user's seat when a test participant arrives as the
     /// wizard (`serve --simulated-user`), so a researcher pilots a study alone.
     pub simulated_user: Option<Arc<crate::room::ModelUser>>,
+    /// Lab links may carry `simulated=NAME` (with `test=1`): their participant is played by
+    /// simulated user NAME through the pages (`wozkit simulate-users` on a chat study). Off in
+    /// `serve`, where such a link is refused.
+    pub simulated_joins: bool,
     /// A built-in bot waits between these many milliseconds before each move, so that it reads
     /// like a person typing rather than an instant answer.
     pub bot_pace_ms: (u64, u64),
@@ -143,6 +147,7 @@ impl Default for Tunables {
             trusted_proxies: Vec::new(),
             frame_ancestors: Vec::new(),
             simulated_user: None,
+            simulated_joins: false,
         }
     }
 }

@@ -278,8 +278,24 @@ pub async fn open_sessions(
             },
             at_ms: now_ms(),
         };
+        let mut events = vec![start];
+        // A simulated user's conversation says so as a WoZ session does: its user's seat is
+        // taken by a bot named `simulated:NAME`, which the reports and payments leave out.
+        if let Some(name) = p.simulated_user() {
+            events.push(NewEvent {
+                actor: Actor::Bot {
+                    role: Role::User,
+                    name: format!("{}{name}", wozkit_core::simulated_users::ACTOR_PREFIX),
+                },
+                kind: EventKind::Joined {
+                    role: Role::User,
+                    bot: true,
+                },
+                at_ms: now_ms(),
+            });
+        }
         app.store
-            .append_once(&side.session, "chat-start", vec![start])
+            .append_once(&side.session, "chat-start", events)
             .await?;
     }
     Ok(())

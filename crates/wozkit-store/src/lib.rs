@@ -37,8 +37,8 @@ pub use error::{Result, StoreError};
 pub use model::{
     Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LeaseState,
     LiveLogin, NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant,
-    ParticipantPatch, Platform, SessionEnd, SessionFilter, SessionKind, SessionRecord,
-    SessionStatus, SubmitOutcome, TEST_KEY,
+    ParticipantPatch, Platform, SIMULATED_KEY, SessionEnd, SessionFilter, SessionKind,
+    SessionRecord, SessionStatus, SubmitOutcome, TEST_KEY,
 };
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};

@@ -168,11 +168,19 @@ pub struct Participant {
 /// or a lab link with `test=1`): kept with the participant's other entry ids, so the mark needs
 /// no schema change and lasts as long as the participant does.
 pub const TEST_KEY: &str = "test";
+/// The external id that names the simulated user playing a test participant (a lab link's
+/// `simulated=NAME`, which only a server run by `wozkit simulate-users` takes).
+pub const SIMULATED_KEY: &str = "simulated";
 
 impl Participant {
     /// Whether the participant is a test, left out of reports, exports and payments by default.
     pub fn is_test(&self) -> bool {
         self.external_ids.get(TEST_KEY).is_some_and(|v| v == "1")
+    }
+
+    /// The simulated user playing this participant, if one does (see [`SIMULATED_KEY`]).
+    pub fn simulated_user(&self) -> Option<&str> {
+        self.external_ids.get(SIMULATED_KEY).map(String::as_str)
     }
 }
 

@@ -13,6 +13,7 @@ mod prolific_cmd;
 mod prolific_create;
 mod researchers_cmd;
 mod serve_cmd;
+mod simulate_chat;
 mod simulate_users_cmd;
 mod study_cmds;
 

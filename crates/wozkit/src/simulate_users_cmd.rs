@@ -26,13 +26,14 @@ use crate::data_cmds::{Access, open_store};
 
 #[derive(Args)]
 pub struct SimulateUsersArgs {
-    /// A study file, a folder with study.yaml, or a built-in study's name (a WoZ study).
-    study: String,
+    /// A study file, a folder with study.yaml, or a built-in study's name (a WoZ study, or an
+    /// evaluation study with chat or arena pages).
+    pub(crate) study: String,
     /// The simulated user: NAME=URL[#MODEL] (an OpenAI-compatible endpoint; the study's
     /// `simulated_users` entry of that name gives its prompt and stop rule), or the NAME of one
     /// the study declares with its endpoint.
     #[arg(long, value_name = "NAME=URL[#MODEL]")]
-    user: String,
+    pub(crate) user: String,
     /// A system under test in the wizard's seat: NAME=URL[#MODEL] (an OpenAI-compatible
     /// endpoint), or the NAME of a system the study declares. It opens the dialogue and answers
     /// each user message in free text. Without it the wizard is the built-in wizard bot (the
@@ -41,17 +42,17 @@ pub struct SimulateUsersArgs {
     system: Option<String>,
     /// How many dialogues to play.
     #[arg(long, default_value_t = 10)]
-    dialogues: u32,
+    pub(crate) dialogues: u32,
     /// Dialogues played at the same time.
     #[arg(long, default_value_t = 4)]
-    concurrency: u32,
+    pub(crate) concurrency: u32,
     /// Dialogue i's session is seeded with SEED + i.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Data directory (SQLite, created if missing), sqlite:FILE, or postgres://…; the sessions
     /// are stored there as any other.
     #[arg(long, env = "WOZKIT_DATA", default_value = "wozkit-data")]
-    data: String,
+    pub(crate) data: String,
     /// Milliseconds the wizard bot waits before each move, as MIN-MAX (a person's pace is
     /// 2500-5000). After speaking it keeps quiet for three times MAX unless the user answers,
     /// so MAX should stay above the simulated user's answer time.
@@ -59,7 +60,7 @@ pub struct SimulateUsersArgs {
     pace_ms: (u64, u64),
     /// Print the summary as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 fn parse_pace(s: &str) -> std::result::Result<(u64, u64), String> {
@@ -148,27 +149,41 @@ fn declared_endpoint(
     }
 }
 
+/// Whether `study` has `chat` or `arena` pages (its simulated users talk to its systems
+/// through the pages).
+fn chat_study(study: &LoadedStudy) -> bool {
+    use wozkit_core::evaluation::EvalTask;
+    study
+        .study
+        .evaluation
+        .as_ref()
+        .is_some_and(|e| matches!(e.task, EvalTask::Chat | EvalTask::Arena))
+}
+
+/// The summary's `wizard` for a chat study: its own systems answer.
+pub(crate) const CHAT_SYSTEMS: &str = "study-systems";
+
 /// The summary printed at the end.
 #[derive(Debug)]
-struct Summary {
-    study: String,
-    user: String,
+pub(crate) struct Summary {
+    pub(crate) study: String,
+    pub(crate) user: String,
     /// `builtin` (the built-in wizard bot) or `system:NAME`.
-    wizard: String,
-    dialogues: u32,
+    pub(crate) wizard: String,
+    pub(crate) dialogues: u32,
     /// Sessions that ended, by end reason.
-    ended: std::collections::BTreeMap<String, u32>,
+    pub(crate) ended: std::collections::BTreeMap<String, u32>,
     /// Dialogues that did not end in time or could not be started.
-    failed: Vec<String>,
-    user_messages: u64,
-    wizard_messages: u64,
+    pub(crate) failed: Vec<String>,
+    pub(crate) user_messages: u64,
+    pub(crate) wizard_messages: u64,
     /// Goal scores over the sessions with a goal (none for a study without `goals:`).
-    goals: Option<GoalSummary>,
-    sessions: Vec<String>,
+    pub(crate) goals: Option<GoalSummary>,
+    pub(crate) sessions: Vec<String>,
 }
 
 #[derive(Debug)]
-struct GoalSummary {
+pub(crate) struct GoalSummary {
     scored: u32,
     successes: u32,
     success_rate: f64,
@@ -210,10 +225,18 @@ pub fn simulate_users(args: SimulateUsersArgs) -> Result<ExitCode> {
         .with_writer(std::io::stderr)
         .init();
     let study = crate::study_cmds::load(&args.study)?;
-    if !study.study.has_room() {
+    let chat = chat_study(&study);
+    if !study.study.has_room() && !chat {
         bail!(
-            "study `{}` has no WoZ room: simulate-users plays WoZ studies (chat studies are not \
-             supported yet)",
+            "study `{}` has neither a WoZ room nor a chat or arena page: simulate-users plays \
+             a simulated user in one of those",
+            study.study.id
+        );
+    }
+    if chat && args.system.is_some() {
+        bail!(
+            "study `{}` is a chat study: its own systems answer the simulated user \
+             (--system puts a system in a WoZ study's wizard seat)",
             study.study.id
         );
     }
@@ -226,7 +249,11 @@ pub fn simulate_users(args: SimulateUsersArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let summary = runtime.block_on(run(&args, study, user, wizard))?;
+    let summary = if chat {
+        runtime.block_on(crate::simulate_chat::run(&args, study, user))?
+    } else {
+        runtime.block_on(run(&args, study, user, wizard))?
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary.to_json())?);
     } else {
@@ -376,6 +403,7 @@ fn end_name(e: EndReason) -> &'static str {
 fn print_summary(s: &Summary) {
     let wizard = match s.wizard.strip_prefix("system:") {
         Some(name) => format!("system `{name}` in the wizard's seat"),
+        None if s.wizard == CHAT_SYSTEMS => "the study's systems on its chat pages".to_string(),
         None => "the built-in wizard bot".to_string(),
     };
     println!(

@@ -32,8 +32,8 @@ use axum::response::{Html, IntoResponse, Response};
 use wozkit_core::event::Role;
 use wozkit_core::model::PageKind;
 use wozkit_store::{
-    NewParticipant, Participant, ParticipantPatch, Platform, StoreError, TEST_KEY, hash_token,
-    new_id, new_token,
+    NewParticipant, Participant, ParticipantPatch, Platform, SIMULATED_KEY, StoreError, TEST_KEY,
+    hash_token, new_id, new_token,
 };
 
 use super::html::{esc, layout, paragraphs, query_escape};
@@ -130,7 +130,7 @@ pub fn submit_url_ok(url: &str) -> bool {
     })
 }
 
-fn identify(q: &HashMap<String, String>) -> Result<Identity, HttpError> {
+fn identify(q: &HashMap<String, String>, simulated_joins: bool) -> Result<Identity, HttpError> {
     let take = |keys: &[&str]| -> Result<BTreeMap<String, String>, HttpError> {
         let mut out = BTreeMap::new();
         for k in keys {
@@ -175,10 +175,24 @@ fn identify(q: &HashMap<String, String>) -> Result<Identity, HttpError> {
             "`test` must be 1 (or left out for a real participant)".into(),
         ));
     }
+    // A simulated user's seat (`wozkit simulate-users`): a test participant, only where the
+    // server was started to take them.
+    if let Some(name) = q.get(SIMULATED_KEY) {
+        if !simulated_joins {
+            return Err(HttpError::BadRequest(
+                "`simulated` is taken only by `wozkit simulate-users`".into(),
+            ));
+        }
+        if q.get(TEST_KEY).map(String::as_str) != Some("1") {
+            return Err(HttpError::BadRequest(format!(
+                "`simulated={name}` needs `test=1`: a simulated user is a test participant"
+            )));
+        }
+    }
     Ok(Identity {
         platform: Platform::Lab,
         worker: q.get("participant").cloned(),
-        external: take(&["participant", PAIR_KEY, TEST_KEY])?,
+        external: take(&["participant", PAIR_KEY, TEST_KEY, SIMULATED_KEY])?,
     })
 }
 
@@ -257,7 +271,7 @@ pub async fn join(
         })?),
         None => None,
     };
-    let id = identify(&q)?;
+    let id = identify(&q, app.tunables.simulated_joins)?;
     // In another site's frame, this site's cookies are not sent: the pages carry the token
     // instead. (`/try` frames its two seats on this site, where cookies work.)
     let header = |name: &str, value: &[u8]| {

@@ -166,7 +166,8 @@ pub async fn payments(
         }
     }
     for (log, p) in evaluation_participants(store, study_filter).await? {
-        if !include_test && p.is_test() {
+        // A simulated user (a researcher's pilot) is nobody's pay, tests or not.
+        if (!include_test && p.is_test()) || p.simulated_user().is_some() {
             continue;
         }
         let study = cache

@@ -111,5 +111,30 @@ async fn only_lab_links_take_a_test_mark() {
         .expect("store")
         .expect("the worker");
     assert!(!p.is_test());
+    // Nor may anyone mark themselves a simulated user on a served study: only the server that
+    // `wozkit simulate-users` starts takes that mark.
+    let res = app
+        .http("GET", "/join?participant=y&test=1&simulated=bot", &[], "")
+        .await;
+    assert_eq!(res.status, 400, "{}", res.body);
+    assert!(res.body.contains("`simulated`"), "{}", res.body);
+    let res = app
+        .http(
+            "GET",
+            "/join?PROLIFIC_PID=P2&STUDY_ID=S&SESSION_ID=Y&simulated=bot",
+            &[],
+            "",
+        )
+        .await;
+    let p = app
+        .store
+        .participant_by_worker("tiny", wozkit_store::Platform::Prolific, "P2")
+        .await
+        .expect("store");
+    assert!(
+        p.is_none_or(|p| p.simulated_user().is_none()),
+        "{}",
+        res.body
+    );
     app.stop().await;
 }

@@ -227,9 +227,14 @@ fn a_bad_user_or_system_flag_is_a_clear_error() {
             "simulated user `nobody`: write --user nobody=URL[#MODEL]",
         ),
         (
-            "bot-chat-demo",
+            "rate-dialogues",
             &["--user", endpoint][..],
-            "has no WoZ room",
+            "has neither a WoZ room nor a chat or arena page",
+        ),
+        (
+            "bot-chat-demo",
+            &["--user", endpoint, "--system", "x=http://127.0.0.1:9/v1"][..],
+            "is a chat study: its own systems answer the simulated user",
         ),
         // A system under test the study does not declare, given without its endpoint.
         (
@@ -383,4 +388,108 @@ fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
     let (summary, err) = play(&broken, &dir.path().join("data-broken"));
     assert_eq!(summary["ended"], json!({"aborted": 2}), "{summary}");
     assert!(err.contains("could not answer; the dialogue ends"), "{err}");
+}
+
+/// A stand-in simulated user for chat pages: message `turn` quotes the start of the goal (the
+/// page's own words) and the last reply it saw; from turn 5 on it ends with `[END]`.
+fn chat_answer(prompt: &str) -> String {
+    let goal = prompt
+        .split_once("goal:\n")
+        .and_then(|(_, rest)| rest.split_once("\n\nSay what"))
+        .map(|(goal, _)| goal)
+        .unwrap_or("");
+    let turn: usize = prompt
+        .rsplit_once("(turn ")
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(1);
+    if turn >= 5 {
+        return "Thanks, that is all. [END]".into();
+    }
+    let opening: String = goal.chars().take(24).collect();
+    format!("Message {turn} about: {opening}")
+}
+
+#[test]
+fn simulated_users_chat_with_a_chat_studys_systems_through_its_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let url = common::chat_completions_server(
+        |prompt| json!({"choices": [{"message": {"role": "assistant", "content": chat_answer(prompt)}}]}),
+    );
+    let user = format!("reader={url}#scripted");
+    for study in ["bot-chat-demo", "arena-demo"] {
+        let (code, out, err) = wozkit(&[
+            "simulate-users",
+            study,
+            "--user",
+            &user,
+            "--dialogues",
+            "3",
+            "--concurrency",
+            "2",
+            "--data",
+            data.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{study}: stdout: {out}\nstderr: {err}");
+        let summary: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(summary["failed"], json!([]), "{study}: {summary}");
+        assert_eq!(summary["wizard"], "study-systems");
+        // One conversation per participant on the chat page, two (one per side) in a battle.
+        let per = if study == "arena-demo" { 2 } else { 1 };
+        let ids: Vec<String> = summary["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ids.len(), 3 * per, "{study}: {summary}");
+        assert_eq!(summary["ended"], json!({"finished": 3 * per}), "{study}");
+        for (id, events) in ids.iter().zip(sessions(&data, &ids)) {
+            assert!(
+                is_simulated(&events),
+                "{study}: {id} is not marked simulated"
+            );
+            let said: Vec<(Role, String)> = wozkit_core::event::messages(&events)
+                .map(|(r, t)| (r, t.to_string()))
+                .collect();
+            // Five messages, each answered by the system: the fifth is what the stand-in wrote
+            // before its stop phrase, and the page allows the end after it (from three or four
+            // messages on).
+            let mine: Vec<&String> = said
+                .iter()
+                .filter(|(r, _)| *r == Role::User)
+                .map(|(_, t)| t)
+                .collect();
+            assert_eq!(mine.len(), 5, "{study}: {id}: {said:?}");
+            assert_eq!(mine[4], "Thanks, that is all.", "{study}: {id}");
+            assert_eq!(said.len(), 10, "{study}: {id}: {said:?}");
+            // The page's own words reached the simulated user as its goal.
+            let title = if study == "arena-demo" {
+                "Chat with"
+            } else {
+                "Chat with the library"
+            };
+            assert!(
+                mine[0].starts_with(&format!("Message 1 about: {title}")),
+                "{study}: {id}: {}",
+                mine[0]
+            );
+        }
+        assert_eq!(summary["user_messages"], 15 * per, "{study}");
+    }
+    // Nobody is paid for a simulated participant, not even with the test participants.
+    let payments = dir.path().join("payments.csv");
+    let (code, _, err) = wozkit(&[
+        "payments",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        payments.to_str().unwrap(),
+        "--include-test",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let table = std::fs::read_to_string(&payments).unwrap();
+    assert_eq!(table.lines().count(), 1, "{table}");
 }

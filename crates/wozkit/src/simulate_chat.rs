@@ -1,0 +1,182 @@
+//! `wozkit simulate-users` on a chat or arena study: simulated users go through the study's
+//! pages as people do. The command serves the study on a loopback port of its own, and each
+//! simulated participant opens a lab link (`test=1&simulated=NAME`, which only this server
+//! takes), reads the consent and instruction pages, and on each chat page talks with the
+//! study's systems: the simulated user is asked for every message with the page's own words
+//! (its title and text) as the goal and the conversation so far, and ends the conversation
+//! with its stop rule once the page allows. The questions after it (and an arena's vote) are
+//! answered by the crowd's policy (`wozkit_loadgen::crowd`), not by the model.
+//!
+//! The conversations are ordinary sessions, marked simulated (a `simulated:NAME` bot in the
+//! user's seat), their participants test participants: left out of payments and of human-only
+//! reports unless asked.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use wozkit_core::event::{self, Role};
+use wozkit_core::load::LoadedStudy;
+use wozkit_core::simulated_users::is_simulated;
+use wozkit_loadgen::crowd::{CrowdConfig, Entry, Speaker, SpeakerTurn, Spoken};
+use wozkit_server::{Config, ModelUser, Tunables, launch_with_listener, now_ms};
+use wozkit_store::{SessionFilter, Store};
+
+use crate::data_cmds::{Access, open_store};
+use crate::simulate_users_cmd::{CHAT_SYSTEMS, SimulateUsersArgs, Summary};
+
+/// The simulated user, asked through its endpoint for each message on a chat page.
+struct ModelSpeaker {
+    user: Arc<ModelUser>,
+}
+
+impl Speaker for ModelSpeaker {
+    fn next<'a>(
+        &'a self,
+        turn: SpeakerTurn<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<Spoken, String>> + Send + 'a>> {
+        Box::pin(async move {
+            let spec = &self.user.spec;
+            if turn.turn > spec.max_turns {
+                return Ok(Spoken {
+                    text: None,
+                    finish: true,
+                });
+            }
+            let dialogue: Vec<(Role, String)> = turn
+                .said
+                .iter()
+                .map(|(by_system, text)| {
+                    let role = if *by_system { Role::Wizard } else { Role::User };
+                    (role, text.clone())
+                })
+                .collect();
+            let prompt = spec.prompt(turn.instructions, &dialogue, turn.turn);
+            let reply = self
+                .user
+                .endpoint
+                .ask(&prompt)
+                .await
+                .map_err(|e| e.to_string())?;
+            let next = spec
+                .read_reply(&reply.text, turn.turn)
+                .map_err(|e| format!("simulated user `{}`: {e}", spec.name))?;
+            Ok(Spoken {
+                text: next.text,
+                finish: next.finish,
+            })
+        })
+    }
+}
+
+/// Plays `args.dialogues` simulated participants of the chat study `study` (at most
+/// `args.concurrency` at once) and summarizes their conversations.
+pub async fn run(
+    args: &SimulateUsersArgs,
+    study: LoadedStudy,
+    user: Arc<ModelUser>,
+) -> Result<Summary> {
+    let id = study.study.id.clone();
+    let store = open_store(&args.data, Access::Write).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("cannot listen on a loopback port")?;
+    let addr = listener.local_addr()?;
+    let config = Config {
+        studies: vec![study],
+        tunables: Tunables {
+            simulated_joins: true,
+            join_per_minute: 0,
+            ..Tunables::default()
+        },
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(launch_with_listener(config, store, listener, async move {
+        let _ = stopped.await;
+    }));
+    let started_ms = now_ms();
+    let mut crowd = CrowdConfig::new(format!("http://{addr}"), &id, args.dialogues as usize);
+    crowd.concurrency = args.concurrency as usize;
+    crowd.seed = args.seed;
+    crowd.worker_prefix = format!("simulated-{}-{started_ms:x}", user.spec.name);
+    crowd.vote_noise = 0.0;
+    crowd.entry = Entry::Simulated(user.spec.name.clone());
+    crowd.speaker = Some(Arc::new(ModelSpeaker { user: user.clone() }));
+    let report = wozkit_loadgen::crowd::run(crowd).await;
+    let _ = stop.send(());
+    server
+        .await
+        .context("the server stopped unexpectedly")?
+        .context("the server could not run")?;
+    let report = report.context("cannot run the simulated participants")?;
+    // The server closed its store: the sessions are read back from a fresh one.
+    let store = open_store(&args.data, Access::Snapshot).await?;
+    let summary = summarize(
+        store.as_ref(),
+        args,
+        &id,
+        &user,
+        started_ms,
+        &report.failures,
+    )
+    .await;
+    store.close().await;
+    summary
+}
+
+/// The run's conversations: the study's sessions created since it started whose user's seat is
+/// this simulated user.
+async fn summarize(
+    store: &dyn Store,
+    args: &SimulateUsersArgs,
+    study: &str,
+    user: &ModelUser,
+    started_ms: u64,
+    failures: &[String],
+) -> Result<Summary> {
+    let mut s = Summary {
+        study: study.to_string(),
+        user: user.spec.name.clone(),
+        wizard: CHAT_SYSTEMS.to_string(),
+        dialogues: args.dialogues,
+        ended: Default::default(),
+        failed: failures.to_vec(),
+        user_messages: 0,
+        wizard_messages: 0,
+        goals: None,
+        sessions: vec![],
+    };
+    let filter = SessionFilter {
+        study_id: Some(study.to_string()),
+        ..SessionFilter::default()
+    };
+    let actor = user.spec.actor_name();
+    for record in store.list_sessions(&filter).await? {
+        if record.created_at_ms < started_ms {
+            continue;
+        }
+        let events = store.events(&record.id, 0).await?;
+        let ours = is_simulated(&events)
+            && events.iter().any(|e| {
+                matches!(&e.actor, wozkit_core::event::Actor::Bot { name, .. } if *name == actor)
+            });
+        if !ours {
+            continue;
+        }
+        match &record.ended {
+            Some(end) => *s.ended.entry(end.reason.as_str().to_string()).or_default() += 1,
+            None => s
+                .failed
+                .push(format!("{} did not end", record.id)),
+        }
+        for (role, _) in event::messages(&events) {
+            match role {
+                Role::User => s.user_messages += 1,
+                Role::Wizard => s.wizard_messages += 1,
+            }
+        }
+        s.sessions.push(record.id);
+    }
+    Ok(s)
+}
