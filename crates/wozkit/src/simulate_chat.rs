@@ -112,28 +112,21 @@ pub async fn run(
     let report = report.context("cannot run the simulated participants")?;
     // The server closed its store: the sessions are read back from a fresh one.
     let store = open_store(&args.data, Access::Snapshot).await?;
-    let summary = summarize(
-        store.as_ref(),
-        args,
-        &id,
-        &user,
-        started_ms,
-        &report.failures,
-    )
-    .await;
+    let summary = summarize(store.as_ref(), args, &id, &user, started_ms, &report).await;
     store.close().await;
     summary
 }
 
 /// The run's conversations: the study's sessions created since it started whose user's seat is
-/// this simulated user.
+/// this simulated user, and the participants that `report` says did not finish or found no
+/// item.
 async fn summarize(
     store: &dyn Store,
     args: &SimulateUsersArgs,
     study: &str,
     user: &ModelUser,
     started_ms: u64,
-    failures: &[String],
+    report: &wozkit_loadgen::crowd::CrowdReport,
 ) -> Result<Summary> {
     let mut s = Summary {
         study: study.to_string(),
@@ -141,11 +134,12 @@ async fn summarize(
         wizard: CHAT_SYSTEMS.to_string(),
         dialogues: args.dialogues,
         ended: Default::default(),
-        failed: failures.to_vec(),
+        failed: report.failures.clone(),
         user_messages: 0,
         wizard_messages: 0,
         goals: None,
         sessions: vec![],
+        without_item: Some(report.no_items),
     };
     let filter = SessionFilter {
         study_id: Some(study.to_string()),
@@ -166,9 +160,7 @@ async fn summarize(
         }
         match &record.ended {
             Some(end) => *s.ended.entry(end.reason.as_str().to_string()).or_default() += 1,
-            None => s
-                .failed
-                .push(format!("{} did not end", record.id)),
+            None => s.failed.push(format!("{} did not end", record.id)),
         }
         for (role, _) in event::messages(&events) {
             match role {

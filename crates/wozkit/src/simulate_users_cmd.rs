@@ -180,6 +180,9 @@ pub(crate) struct Summary {
     /// Goal scores over the sessions with a goal (none for a study without `goals:`).
     pub(crate) goals: Option<GoalSummary>,
     pub(crate) sessions: Vec<String>,
+    /// On a chat study: simulated participants that found no conversation left to have (every
+    /// item had its judgments).
+    pub(crate) without_item: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -209,6 +212,7 @@ impl Summary {
                 "inform_f1": g.inform_f1,
             })),
             "sessions": self.sessions,
+            "participants_without_item": self.without_item,
         })
     }
 }
@@ -360,6 +364,7 @@ async fn summarize(
         wizard_messages: 0,
         goals: None,
         sessions: vec![],
+        without_item: None,
     };
     let mut scores = Vec::new();
     for p in played {
@@ -430,6 +435,12 @@ fn print_summary(s: &Summary) {
             g.scored,
             100.0 * g.success_rate,
             g.inform_f1.map_or("-".to_string(), |f| format!("{f:.3}"))
+        );
+    }
+    if let Some(n) = s.without_item.filter(|n| *n > 0) {
+        println!(
+            "  {n} participants found no conversation left to have (every item had its \
+             `judgments_per_item`)"
         );
     }
     for f in &s.failed {

@@ -436,6 +436,10 @@ fn simulated_users_chat_with_a_chat_studys_systems_through_its_pages() {
         let summary: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(summary["failed"], json!([]), "{study}: {summary}");
         assert_eq!(summary["wizard"], "study-systems");
+        assert_eq!(
+            summary["participants_without_item"], 0,
+            "{study}: {summary}"
+        );
         // One conversation per participant on the chat page, two (one per side) in a battle.
         let per = if study == "arena-demo" { 2 } else { 1 };
         let ids: Vec<String> = summary["sessions"]

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""A scripted stand-in of an OpenAI-compatible model playing a simulated user, for dry runs
+of `wozkit simulate-users` without a model (the figures in docs/simulated-users.md).
+
+It answers `POST /v1/chat/completions` from the prompt written by the default template
+(wozkit_core::simulated_users::DEFAULT_PROMPT): on turn N it says the goal's sentence N (a WoZ
+study's generated goal, one sentence per line; on a chat page the page's own words, cut into
+sentences), and once every sentence is said, `Thank you, that is all. [END]`. Standard
+library only.
+
+    python3 tools/stand-in-user.py 8000      # then --user goal-follower=http://127.0.0.1:8000/v1#scripted
+"""
+
+import json
+import re
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def answer(prompt: str) -> str:
+    goal = ""
+    if "goal:\n" in prompt:
+        goal = prompt.split("goal:\n", 1)[1].split("\n\nSay what", 1)[0]
+    turn = 1
+    m = re.search(r"\(turn (\d+) ", prompt)
+    if m:
+        turn = int(m.group(1))
+    lines = [l for l in goal.splitlines() if l.strip()]
+    if len(lines) <= 1:
+        lines = [s for s in re.split(r"(?<=[.!?])\s+", goal) if s.strip()]
+    if turn <= len(lines):
+        return "I am looking for this. " + lines[turn - 1]
+    return "Thank you, that is all. [END]"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
+        out = json.dumps(
+            {"choices": [{"message": {"role": "assistant", "content": answer(prompt)}}]}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
