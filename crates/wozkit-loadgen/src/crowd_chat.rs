@@ -332,22 +332,8 @@ pub async fn step(
             tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
         }
         let text = QUESTIONS[rng.below(QUESTIONS.len())];
-        let mut body = maybe_labels(Form::parse_id(html, "chat-send").fill_pairs(rng), rng);
-        body.retain(|(n, _)| n != "text");
-        body.push(("text".into(), text.to_string()));
-        let t = Instant::now();
-        let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/send", &body).await?;
-        let took = t.elapsed().as_micros() as u64;
-        if check(w.tally, "/p/chat/send", res)? {
-            c.record.sent.push(text.to_string());
-            w.tally.turns.fetch_add(1, Ordering::Relaxed);
-            w.tally
-                .turn_latencies_us
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(took);
-        }
-        return Ok(());
+        let body = maybe_labels(Form::parse_id(html, "chat-send").fill_pairs(rng), rng);
+        return send(w, c, body, text.to_string()).await;
     }
     if !page.can_end && stale {
         return Err(Failure::new(
@@ -421,7 +407,19 @@ async fn speak(
     };
     let mut body =
         Form::parse_id(html, "chat-send").fill_pairs(&mut Rng::new(u64::from(page.turns)));
-    body.retain(|(n, _)| n != "text" && !n.starts_with("ann.") && !n.starts_with("fb."));
+    body.retain(|(n, _)| !n.starts_with("ann.") && !n.starts_with("fb."));
+    send(w, c, body, text).await
+}
+
+/// Sends `text` with the other fields of the send form (`body`, whose own `text` is replaced),
+/// and counts the turn and its time when the server took it.
+async fn send(
+    w: Worker<'_>,
+    c: &mut Convo,
+    mut body: Vec<(String, String)>,
+    text: String,
+) -> Result<(), Failure> {
+    body.retain(|(n, _)| n != "text");
     body.push(("text".into(), text.clone()));
     let t = Instant::now();
     let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/send", &body).await?;

@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 use wozkit_core::event::{Actor, EventKind, MessageSource, Role};
 use wozkit_core::simulated_users::is_simulated;
 
-/// The stand-in's answer to a prompt written by the default template: goal sentence `turn`,
-/// or `Thank you, that is all. [END]` once every sentence is said.
-fn answer(prompt: &str) -> String {
+/// The goal and the turn asked for, read from a prompt written by the default template.
+fn goal_and_turn(prompt: &str) -> (&str, usize) {
     let goal = prompt
         .split_once("goal:\n")
         .and_then(|(_, rest)| rest.split_once("\n\nSay what"))
@@ -23,6 +22,13 @@ fn answer(prompt: &str) -> String {
         .and_then(|(_, rest)| rest.split_once(' '))
         .and_then(|(n, _)| n.parse().ok())
         .unwrap_or(1);
+    (goal, turn)
+}
+
+/// The stand-in's answer to a prompt written by the default template: goal sentence `turn`,
+/// or `Thank you, that is all. [END]` once every sentence is said.
+fn answer(prompt: &str) -> String {
+    let (goal, turn) = goal_and_turn(prompt);
     match goal.lines().nth(turn - 1) {
         Some(line) => format!("I am looking for this. {line}"),
         None => "Thank you, that is all. [END]".into(),
@@ -393,16 +399,7 @@ fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
 /// A stand-in simulated user for chat pages: message `turn` quotes the start of the goal (the
 /// page's own words) and the last reply it saw; from turn 5 on it ends with `[END]`.
 fn chat_answer(prompt: &str) -> String {
-    let goal = prompt
-        .split_once("goal:\n")
-        .and_then(|(_, rest)| rest.split_once("\n\nSay what"))
-        .map(|(goal, _)| goal)
-        .unwrap_or("");
-    let turn: usize = prompt
-        .rsplit_once("(turn ")
-        .and_then(|(_, rest)| rest.split_once(' '))
-        .and_then(|(n, _)| n.parse().ok())
-        .unwrap_or(1);
+    let (goal, turn) = goal_and_turn(prompt);
     if turn >= 5 {
         return "Thanks, that is all. [END]".into();
     }
