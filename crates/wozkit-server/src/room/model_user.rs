@@ -76,9 +76,30 @@ async fn next_move(user: &ModelUser, store: &dyn Store, session: &str, goal: &st
         .ask(&prompt)
         .await
         .map_err(|e| e.to_string())?;
-    user.spec
+    let mut next = user
+        .spec
         .read_reply(&reply.text, turn)
-        .map_err(|e| format!("simulated user `{}`: {e}", user.spec.name))
+        .map_err(|e| format!("simulated user `{}`: {e}", user.spec.name))?;
+    next.text = next.text.map(|t| fit(t, &user.spec.actor_name(), session));
+    Ok(next)
+}
+
+/// A model's message cut to the most characters a message may have (the engine refuses a longer
+/// one, which would leave the dialogue waiting for a move that never comes), with `…` at the
+/// cut and a warning that names `who`.
+fn fit(text: String, who: &str, session: &str) -> String {
+    let max = wozkit_core::engine::MAX_TEXT_CHARS;
+    let len = text.chars().count();
+    if len <= max {
+        return text;
+    }
+    tracing::warn!(
+        session,
+        "{who} wrote {len} characters; the message is cut to the {max} a message may have"
+    );
+    let mut cut: String = text.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// A system under test in the wizard's seat.
@@ -127,7 +148,7 @@ pub async fn ask_system(
                 Ok(reply) if reply.text.trim().is_empty() => {
                     Err(format!("system `{}` answered with nothing", wizard.name))
                 }
-                Ok(reply) => Ok(reply.text),
+                Ok(reply) => Ok(fit(reply.text, &wizard.actor_name(), &session)),
                 Err(e) => Err(e.to_string()),
             }
         }
@@ -135,5 +156,23 @@ pub async fn ask_system(
     };
     if let Some(room) = room.upgrade() {
         let _ = room.send(RoomMsg::SystemWizard { outcome }).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_models_message_is_cut_to_what_the_engine_takes() {
+        let max = wozkit_core::engine::MAX_TEXT_CHARS;
+        let short = "ok".to_string();
+        assert_eq!(fit(short.clone(), "system:x", "s"), short);
+        let exact = "é".repeat(max);
+        assert_eq!(fit(exact.clone(), "system:x", "s"), exact);
+        let long = "é".repeat(max + 5);
+        let cut = fit(long, "system:x", "s");
+        assert_eq!(cut.chars().count(), max);
+        assert!(cut.ends_with('…'));
     }
 }
