@@ -3,6 +3,9 @@
 //   kept as a draft in this tab until it is sent, and the newest turn is scrolled into view;
 // - on the span page: selecting words in an utterance fills the utterance, the offsets and the
 //   words of the marking form (offsets in characters, as Taskmaster-1 counts them).
+// Its sentences come from the page in the study's language (`sp-js-*`, see strings.js).
+
+import { t } from './strings.js';
 
 const chars = (s) => Array.from(s).length;
 
@@ -40,7 +43,7 @@ function spans() {
   const status = document.createElement("p");
   status.className = "muted sp-status";
   status.setAttribute("role", "status");
-  status.textContent = "Select words in an utterance to mark them.";
+  status.textContent = t("sp-js-hint");
   form.prepend(status);
   document.addEventListener("mouseup", () => {
     const sel = window.getSelection();
@@ -48,7 +51,7 @@ function spans() {
     const range = sel.getRangeAt(0);
     const holder = range.startContainer.parentElement?.closest(".sp-text");
     if (!holder || !holder.contains(range.endContainer)) {
-      status.textContent = "Select words within one utterance.";
+      status.textContent = t("sp-js-one-utterance");
       return;
     }
     const before = document.createRange();
@@ -66,7 +69,7 @@ function spans() {
     form.start.value = String(start);
     form.end.value = String(end);
     form.text.value = text;
-    status.textContent = `“${text}” (utterance ${holder.dataset.turn}, characters ${start}–${end}): choose its slot and press Mark.`;
+    status.textContent = t("sp-js-selected", { text, turn: holder.dataset.turn, start, end });
     form.slot.focus();
   });
 }

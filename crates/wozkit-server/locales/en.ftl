@@ -1,7 +1,7 @@
 # Interface strings of the participant's pages in English (the default). Every key here is in
 # every other catalogue too (a unit test in src/i18n.rs checks it). Keys starting `room-js-`,
-# `waiting-js-` and `chat-js-` are handed to assets/room.js, assets/waiting.js and
-# assets/chat.js; their variables become
+# `waiting-js-`, `chat-js-` and `sp-js-` are handed to assets/room.js, assets/waiting.js,
+# assets/chat.js and assets/selfdialog.js; their variables become
 # `{name}` holes that the script fills.
 
 ## MTurk's preview of the task (before the worker accepts it)
@@ -369,3 +369,70 @@ acts-value = Value
 acts-pair-act = Act of pair { $n }
 acts-pair-slot = Slot of pair { $n }
 acts-pair-value = Value of pair { $n }
+
+## Self-dialog writing page (`sd-`): both sides of a conversation, USER then ASSISTANT
+
+sd-title = Write both sides of the conversation
+sd-user = USER
+sd-assistant = ASSISTANT
+sd-fix = Fix the last turn ({ $speaker })
+sd-fix-label = The last turn
+sd-fix-save = Save the fix
+sd-next = Turn { $turn }: { $speaker } says
+sd-add = Add this turn
+sd-full = The conversation has its { $max } turns: submit it.
+sd-count = { $turns } turns written; between { $min } and { $max } are needed.
+sd-count-more = { $turns } turns written; between { $min } and { $max } are needed ({ $missing } more before you can submit).
+sd-submit = Submit the conversation
+
+## What is wrong with a turn or a conversation sent back
+
+sd-problem-turn = Turn { $n }: { $problem }.
+sd-problem-empty = the turn is empty: write what is said
+sd-problem-too-long = the turn is longer than { $max } characters
+sd-problem-full = the dialogue has its { $max } turns: submit it
+sd-problem-out-of-order = the turn at index { $index } cannot be written now: the next turn is { $expected } (or edit the last)
+sd-problem-wrong-speaker = the turn at index { $index } is spoken by { $speaker }
+sd-problem-too-few = The conversation has { $turns } turns; write at least { $min } before submitting.
+
+## Span marking page (`sp-`): spans of the utterances, each with a slot name
+
+sp-title = Mark the details in the conversation
+sp-characters = ({ $count } characters)
+sp-remove = Remove
+sp-none = No span marked yet.
+sp-utterance = Utterance
+sp-characters-head = Characters
+sp-text = Text
+sp-slot = Slot
+sp-help = Select the words in an utterance, or give the utterance and the exact words (the first place they occur is marked), or the character offsets (from 0; the end is not included).
+sp-words = Words
+sp-from = From
+sp-to = To
+sp-mark = Mark
+sp-submit = Submit the spans
+
+## What is wrong with a span sent back
+
+sp-problem-not-marked = The span was not marked: { $problem }.
+sp-problem-number-turn = `turn` must be a whole number from 0, not "{ $value }"
+sp-problem-number-start = `start` must be a whole number from 0, not "{ $value }"
+sp-problem-number-end = `end` must be a whole number from 0, not "{ $value }"
+sp-problem-turn = choose the utterance (`turn`)
+sp-problem-slot = choose a slot name (`slot`)
+sp-problem-missing = utterance { $turn } does not exist
+sp-problem-not-found = utterance { $turn } does not contain "{ $words }"
+sp-problem-offsets = give both offsets (`start` and `end`), or the words
+sp-problem-no-turn = utterance { $turn } does not exist: the dialogue has { $turns } utterances (0 to { $last })
+sp-problem-empty = the span { $start }..{ $end } is empty: the end must be after the start
+sp-problem-past-end = the span ends at { $end }, past the end of the utterance ({ $len } characters)
+sp-problem-unknown-slot = `{ $slot }` is not one of the study's slot names
+sp-problem-text-mismatch = the offsets select "{ $found }", not the text given ("{ $given }")
+sp-problem-remove = No such span to remove: { $count } are marked.
+sp-problem-too-few = { $count } spans are marked; mark at least { $min } before submitting.
+
+## The span page's script
+
+sp-js-hint = Select words in an utterance to mark them.
+sp-js-one-utterance = Select words within one utterance.
+sp-js-selected = “{ $text }” (utterance { $turn }, characters { $start }–{ $end }): choose its slot and press Mark.

@@ -337,3 +337,70 @@ acts-value = 值
 acts-pair-act = 第 { $n } 对的对话行为
 acts-pair-slot = 第 { $n } 对的槽位
 acts-pair-value = 第 { $n } 对的值
+
+## Self-dialog writing page (`sd-`): both sides of a conversation, USER then ASSISTANT
+
+sd-title = 写出对话双方的话
+sd-user = 用户
+sd-assistant = 助手
+sd-fix = 修改上一轮（{ $speaker }）
+sd-fix-label = 上一轮
+sd-fix-save = 保存修改
+sd-next = 第 { $turn } 轮：{ $speaker }说
+sd-add = 添加这一轮
+sd-full = 对话已写满 { $max } 轮：请提交。
+sd-count = 已写 { $turns } 轮；需要 { $min } 到 { $max } 轮。
+sd-count-more = 已写 { $turns } 轮；需要 { $min } 到 { $max } 轮（还需写 { $missing } 轮才能提交）。
+sd-submit = 提交对话
+
+## What is wrong with a turn or a conversation sent back
+
+sd-problem-turn = 第 { $n } 轮：{ $problem }。
+sd-problem-empty = 这一轮是空的，请写下要说的话
+sd-problem-too-long = 这一轮超过了 { $max } 个字符
+sd-problem-full = 对话已写满 { $max } 轮，请提交
+sd-problem-out-of-order = 现在不能写编号为 { $index } 的一轮（编号从 0 数起），下一轮的编号是 { $expected }（也可以修改上一轮）
+sd-problem-wrong-speaker = 编号为 { $index } 的一轮（编号从 0 数起）应由{ $speaker }来说
+sd-problem-too-few = 对话现在有 { $turns } 轮；请至少写 { $min } 轮再提交。
+
+## Span marking page (`sp-`): spans of the utterances, each with a slot name
+
+sp-title = 标出对话中的细节
+sp-characters = （{ $count } 个字符）
+sp-remove = 删除
+sp-none = 还没有标出任何片段。
+sp-utterance = 话语
+sp-characters-head = 字符位置
+sp-text = 文本
+sp-slot = 槽位
+sp-help = 请在某句话语中选中要标出的词语；也可以给出话语编号和确切的词语（标出它们第一次出现的位置），或者给出字符位置（从 0 开始计数，不含结束位置）。
+sp-words = 词语
+sp-from = 起始
+sp-to = 结束
+sp-mark = 标出
+sp-submit = 提交标注
+
+## What is wrong with a span sent back
+
+sp-problem-not-marked = 片段未能标出：{ $problem }。
+sp-problem-number-turn = 话语编号必须是从 0 开始的整数，而不是“{ $value }”
+sp-problem-number-start = 起始位置必须是从 0 开始的整数，而不是“{ $value }”
+sp-problem-number-end = 结束位置必须是从 0 开始的整数，而不是“{ $value }”
+sp-problem-turn = 请选择话语
+sp-problem-slot = 请选择一个槽位名
+sp-problem-missing = 话语 { $turn } 不存在
+sp-problem-not-found = 话语 { $turn } 中没有“{ $words }”
+sp-problem-offsets = 请同时给出起始和结束位置，或者给出词语
+sp-problem-no-turn = 话语 { $turn } 不存在：这段对话共有 { $turns } 句话语（编号 0 到 { $last }）
+sp-problem-empty = 片段 { $start }..{ $end } 是空的：结束位置必须在起始位置之后
+sp-problem-past-end = 片段结束于 { $end }，超出了这句话语的末尾（共 { $len } 个字符）
+sp-problem-unknown-slot = `{ $slot }` 不是这项研究的槽位名
+sp-problem-text-mismatch = 这些位置选中的是“{ $found }”，而不是给出的文本（“{ $given }”）
+sp-problem-remove = 没有这个要删除的片段：目前标出了 { $count } 个。
+sp-problem-too-few = 目前标出了 { $count } 个片段；请至少标出 { $min } 个再提交。
+
+## The span page's script
+
+sp-js-hint = 在话语中选中词语即可标出它们。
+sp-js-one-utterance = 请在同一句话语中选择词语。
+sp-js-selected = “{ $text }”（话语 { $turn }，字符 { $start }–{ $end }）：请选择它的槽位，然后点“标出”。

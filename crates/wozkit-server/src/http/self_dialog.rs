@@ -16,6 +16,11 @@
 //! Every form works without JavaScript; `selfdialog.js` adds keyboard sending and marking a span
 //! by selecting its text.
 //!
+//! The pages and their problems are in the study's `language:` (catalogue keys `sd-*`, `sp-*`;
+//! the core's turn and span problems are worded here, their `Display` is the logs' English).
+//! The speakers read as the catalogue's words; forms and data keep Taskmaster-1's USER and
+//! ASSISTANT.
+//!
 //! | route | what |
 //! |---|---|
 //! | `POST /p/self-dialog/turn` | write the next turn, or fix the last one |
@@ -33,20 +38,21 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use wozkit_core::evaluation::{
     EvalTask, Evaluation, SELF_DIALOG_TURN, SPAN_MARK, SelfDialogs, Span, SpanAnnotation,
-    check_span, marked_spans, self_speaker, write_turn, written_turns,
+    SpanProblem, TurnProblem, check_span, marked_spans, self_speaker, write_turn, written_turns,
 };
 use wozkit_core::event::{Actor, EndReason, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::questions::seed_of;
 use wozkit_store::{Lease, NewEvent, NewSession, Participant, SubmitOutcome};
 
-use super::html::{esc, layout, markdown};
+use super::html::{esc, layout_in, markdown};
 use super::judge::{Fields, field, lease_dialogues, lease_form, page_head, submit_form_judgment};
 use super::pages::{SeatQuery, to_page};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
 use crate::flow;
+use crate::i18n::{Words, words};
 use crate::security::seat_query;
 
 /// The routes of this module.
@@ -82,6 +88,7 @@ pub async fn item_page(
     let role = p.role.unwrap_or(Role::User);
     let page = flow::pages(&study.study, role).get(flow::index(&p.flow_step));
     let seatq = seat_query(seat);
+    let w = words(study.study.language);
     let problems_html: String = problems
         .iter()
         .map(|m| {
@@ -92,16 +99,22 @@ pub async fn item_page(
         })
         .collect();
     let progress = format!(
-        "<p class=\"muted\" data-testid=\"item-progress\">Item {} of at most {} · please submit within {} minutes</p>",
-        f.judged.min(ev.items_per_worker) + 1,
-        ev.items_per_worker,
-        ev.lease_s.div_ceil(60)
+        "<p class=\"muted\" data-testid=\"item-progress\">{}</p>",
+        esc(&w.with(
+            "eval-item-progress",
+            &[
+                ("item", &(f.judged.min(ev.items_per_worker) + 1).to_string()),
+                ("items", &ev.items_per_worker.to_string()),
+                ("minutes", &ev.lease_s.div_ceil(60).to_string()),
+            ]
+        ))
     );
     let skip = format!(
         "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <button type=\"submit\" data-testid=\"judge-skip\">Skip this one</button></form>",
+         <button type=\"submit\" data-testid=\"judge-skip\">{label}</button></form>",
         seatq = esc(&seatq),
         lease = esc(&lease.id),
+        label = esc(&w.get("eval-skip")),
     );
     let body = match (ev.task, &ev.self_dialog, &ev.spans) {
         (EvalTask::SelfDialog, Some(spec), _) => {
@@ -124,8 +137,8 @@ pub async fn item_page(
                 "<main class=\"self-dialog\" data-page=\"self-dialog\" data-testid=\"self-dialog\" data-item=\"{item}\">\
                  {head}{progress}{instructions}{problems_html}{writing}{skip}</main>",
                 item = esc(&lease.item_id),
-                head = page_head(page, "Write both sides of the conversation"),
-                writing = writing_html(spec, &turns, &lease.id, &seatq),
+                head = page_head(page, &w.get("sd-title")),
+                writing = writing_html(w, spec, &turns, &lease.id, &seatq),
             )
         }
         (EvalTask::Spans, _, Some(spec)) => {
@@ -143,7 +156,7 @@ pub async fn item_page(
                 "<main class=\"spans\" data-page=\"spans\" data-testid=\"spans\" data-item=\"{item}\">\
                  {head}{progress}{context}{prompt}{problems_html}{marking}{skip}</main>",
                 item = esc(&lease.item_id),
-                head = page_head(page, "Mark the details in the conversation"),
+                head = page_head(page, &w.get("sp-title")),
                 context = dialogue
                     .and_then(|d| d.context.as_deref())
                     .map(|c| format!("<div class=\"context\">{}</div>", markdown(c)))
@@ -153,16 +166,39 @@ pub async fn item_page(
                     .as_deref()
                     .map(|t| format!("<div class=\"annotate-prompt\">{}</div>", markdown(t)))
                     .unwrap_or_default(),
-                marking = spans_html(spec, &utterances, &spans, &lease.id, &seatq),
+                marking = spans_html(w, spec, &utterances, &spans, &lease.id, &seatq),
             )
         }
         _ => return Err(HttpError::NotFound),
     };
-    Ok(layout(&study.study.title, &body, &["selfdialog.js"]))
+    let body = format!("{}{body}", w.script_block("sp-js-"));
+    Ok(layout_in(
+        w.lang(),
+        &study.study.title,
+        "",
+        &body,
+        &["selfdialog.js"],
+    ))
+}
+
+/// What the participant reads as a Taskmaster-1 speaker (USER, ASSISTANT): the page's word for
+/// it. The data values stay USER and ASSISTANT (hidden fields, `data-speaker`, the log).
+fn speaker_label(w: &Words, speaker: &str) -> String {
+    if speaker.eq_ignore_ascii_case("user") {
+        w.get("sd-user")
+    } else {
+        w.get("sd-assistant")
+    }
 }
 
 /// The written turns, the fix of the last one, the next turn's form and the submit.
-fn writing_html(spec: &SelfDialogs, turns: &[String], lease: &str, seatq: &str) -> String {
+fn writing_html(
+    w: &Words,
+    spec: &SelfDialogs,
+    turns: &[String],
+    lease: &str,
+    seatq: &str,
+) -> String {
     let lease = esc(lease);
     let seatq = esc(seatq);
     let list: String = turns
@@ -172,59 +208,95 @@ fn writing_html(spec: &SelfDialogs, turns: &[String], lease: &str, seatq: &str) 
             let who = self_speaker(i);
             format!(
                 "<li class=\"sd-turn sd-{cls}\" data-testid=\"sd-turn\" data-index=\"{i}\" data-speaker=\"{who}\">\
-                 <span class=\"sd-who\">{who}</span> <span class=\"sd-text\">{}</span></li>",
+                 <span class=\"sd-who\">{label}</span> <span class=\"sd-text\">{}</span></li>",
                 esc(t),
                 cls = who.to_ascii_lowercase(),
+                label = esc(&speaker_label(w, who)),
             )
         })
         .collect();
     let fix = match turns.len().checked_sub(1) {
-        Some(last) => format!(
-            "<details class=\"sd-fix\" data-testid=\"sd-fix\"><summary>Fix the last turn ({who})</summary>\
-             <form method=\"post\" action=\"/p/self-dialog/turn{seatq}\">\
-             <input type=\"hidden\" name=\"lease\" value=\"{lease}\"><input type=\"hidden\" name=\"index\" value=\"{last}\">\
-             <input type=\"hidden\" name=\"speaker\" value=\"{who}\">\
-             <textarea name=\"text\" rows=\"2\" maxlength=\"{max}\" required aria-label=\"The last turn\">{text}</textarea>\
-             <button type=\"submit\" data-testid=\"sd-fix-save\">Save the fix</button></form></details>",
-            who = self_speaker(last),
-            max = spec.max_chars,
-            text = esc(&turns[last]),
-        ),
+        Some(last) => {
+            let who = self_speaker(last);
+            format!(
+                "<details class=\"sd-fix\" data-testid=\"sd-fix\"><summary>{summary}</summary>\
+                 <form method=\"post\" action=\"/p/self-dialog/turn{seatq}\">\
+                 <input type=\"hidden\" name=\"lease\" value=\"{lease}\"><input type=\"hidden\" name=\"index\" value=\"{last}\">\
+                 <input type=\"hidden\" name=\"speaker\" value=\"{who}\">\
+                 <textarea name=\"text\" rows=\"2\" maxlength=\"{max}\" required aria-label=\"{aria}\">{text}</textarea>\
+                 <button type=\"submit\" data-testid=\"sd-fix-save\">{save}</button></form></details>",
+                summary = esc(&w.with("sd-fix", &[("speaker", &speaker_label(w, who))])),
+                aria = esc(&w.get("sd-fix-label")),
+                save = esc(&w.get("sd-fix-save")),
+                max = spec.max_chars,
+                text = esc(&turns[last]),
+            )
+        }
         None => String::new(),
     };
     let n = turns.len();
     let next = if n < spec.max_turns as usize {
         let who = self_speaker(n);
+        // The speaker's name is marked inside the sentence, wherever the language puts it.
+        let hole = "\u{1}speaker\u{1}";
+        let label = esc(&w.with(
+            "sd-next",
+            &[("turn", &(n + 1).to_string()), ("speaker", hole)],
+        ))
+        .replace(
+            hole,
+            &format!(
+                "<strong data-testid=\"sd-next-speaker\" class=\"sd-{cls}\">{name}</strong>",
+                cls = who.to_ascii_lowercase(),
+                name = esc(&speaker_label(w, who)),
+            ),
+        );
         format!(
             "<form method=\"post\" action=\"/p/self-dialog/turn{seatq}\" class=\"sd-next\" id=\"sd-next\">\
              <input type=\"hidden\" name=\"lease\" value=\"{lease}\"><input type=\"hidden\" name=\"index\" value=\"{n}\">\
              <input type=\"hidden\" name=\"speaker\" value=\"{who}\">\
-             <label for=\"sd-text\">Turn {turn}: <strong data-testid=\"sd-next-speaker\" class=\"sd-{cls}\">{who}</strong> says</label>\
+             <label for=\"sd-text\">{label}</label>\
              <textarea id=\"sd-text\" name=\"text\" rows=\"3\" maxlength=\"{max}\" required autofocus></textarea>\
-             <button type=\"submit\" class=\"primary\" data-testid=\"sd-add\">Add this turn</button></form>",
-            turn = n + 1,
-            cls = who.to_ascii_lowercase(),
+             <button type=\"submit\" class=\"primary\" data-testid=\"sd-add\">{add}</button></form>",
+            add = esc(&w.get("sd-add")),
             max = spec.max_chars,
         )
     } else {
         format!(
-            "<p data-testid=\"sd-full\">The conversation has its {} turns: submit it.</p>",
-            spec.max_turns
+            "<p data-testid=\"sd-full\">{}</p>",
+            esc(&w.with("sd-full", &[("max", &spec.max_turns.to_string())]))
         )
     };
     let missing = (spec.min_turns as usize).saturating_sub(n);
+    let (turns_s, min_s, max_s, missing_s) = (
+        n.to_string(),
+        spec.min_turns.to_string(),
+        spec.max_turns.to_string(),
+        missing.to_string(),
+    );
+    let count = if missing > 0 {
+        w.with(
+            "sd-count-more",
+            &[
+                ("turns", &turns_s),
+                ("min", &min_s),
+                ("max", &max_s),
+                ("missing", &missing_s),
+            ],
+        )
+    } else {
+        w.with(
+            "sd-count",
+            &[("turns", &turns_s), ("min", &min_s), ("max", &max_s)],
+        )
+    };
     let submit = format!(
         "<form method=\"post\" action=\"/p/self-dialog/submit{seatq}\" class=\"sd-submit\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <p class=\"muted\" data-testid=\"sd-count\">{n} turns written; between {min} and {max} are needed{more}.</p>\
-         <button type=\"submit\" data-testid=\"sd-submit\"{disabled}>Submit the conversation</button></form>",
-        min = spec.min_turns,
-        max = spec.max_turns,
-        more = if missing > 0 {
-            format!(" ({missing} more before you can submit)")
-        } else {
-            String::new()
-        },
+         <p class=\"muted\" data-testid=\"sd-count\">{count}</p>\
+         <button type=\"submit\" data-testid=\"sd-submit\"{disabled}>{label}</button></form>",
+        count = esc(&count),
+        label = esc(&w.get("sd-submit")),
         disabled = if missing > 0 { " disabled" } else { "" },
     );
     format!("<ol class=\"sd-turns\" data-testid=\"sd-turns\">{list}</ol>{fix}{next}{submit}")
@@ -232,6 +304,7 @@ fn writing_html(spec: &SelfDialogs, turns: &[String], lease: &str, seatq: &str) 
 
 /// The utterances, the spans marked so far, the marking form and the submit.
 fn spans_html(
+    w: &Words,
     spec: &SpanAnnotation,
     utterances: &[(String, &str)],
     spans: &[Span],
@@ -245,15 +318,20 @@ fn spans_html(
         .enumerate()
         .map(|(i, (who, text))| {
             format!(
-                "<li class=\"sd-turn sd-{cls}\" data-testid=\"sp-turn\" data-index=\"{i}\">\
-                 <span class=\"sd-who\">{i}. {who}</span> <span class=\"sp-text\" data-turn=\"{i}\">{}</span> \
-                 <small class=\"muted\">({} characters)</small></li>",
+                "<li class=\"sd-turn sd-{cls}\" data-testid=\"sp-turn\" data-index=\"{i}\" data-speaker=\"{who}\">\
+                 <span class=\"sd-who\">{i}. {label}</span> <span class=\"sp-text\" data-turn=\"{i}\">{}</span> \
+                 <small class=\"muted\">{chars}</small></li>",
                 esc(text),
-                text.chars().count(),
                 cls = who.to_ascii_lowercase(),
+                label = esc(&speaker_label(w, who)),
+                chars = esc(&w.with(
+                    "sp-characters",
+                    &[("count", &text.chars().count().to_string())]
+                )),
             )
         })
         .collect();
+    let remove = esc(&w.get("sp-remove"));
     let marked: String = spans
         .iter()
         .enumerate()
@@ -261,7 +339,7 @@ fn spans_html(
             format!(
                 "<tr data-testid=\"sp-span\"><td>{}</td><td>{}–{}</td><td>“{}”</td><td>{}</td><td>\
                  <form method=\"post\" action=\"/p/spans/remove{seatq}\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-                 <input type=\"hidden\" name=\"n\" value=\"{n}\"><button type=\"submit\">Remove</button></form></td></tr>",
+                 <input type=\"hidden\" name=\"n\" value=\"{n}\"><button type=\"submit\">{remove}</button></form></td></tr>",
                 s.turn,
                 s.start_index,
                 s.end_index,
@@ -271,11 +349,18 @@ fn spans_html(
         })
         .collect();
     let table = if spans.is_empty() {
-        "<p class=\"muted\" data-testid=\"sp-none\">No span marked yet.</p>".to_string()
+        format!(
+            "<p class=\"muted\" data-testid=\"sp-none\">{}</p>",
+            esc(&w.get("sp-none"))
+        )
     } else {
         format!(
-            "<table class=\"sp-spans\"><thead><tr><th>Utterance</th><th>Characters</th><th>Text</th><th>Slot</th><th></th></tr></thead>\
-             <tbody>{marked}</tbody></table>"
+            "<table class=\"sp-spans\"><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th></th></tr></thead>\
+             <tbody>{marked}</tbody></table>",
+            esc(&w.get("sp-utterance")),
+            esc(&w.get("sp-characters-head")),
+            esc(&w.get("sp-text")),
+            esc(&w.get("sp-slot")),
         )
     };
     let turn_options: String = (0..utterances.len())
@@ -290,18 +375,79 @@ fn spans_html(
         "<ol class=\"sd-turns sp-turns\" data-testid=\"sp-turns\" start=\"0\">{list}</ol>{table}\
          <form method=\"post\" action=\"/p/spans/mark{seatq}\" class=\"sp-mark\" id=\"sp-mark\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <p class=\"muted\">Select the words in an utterance, or give the utterance and the exact words \
-         (the first place they occur is marked), or the character offsets (from 0; the end is not included).</p>\
-         <label>Utterance <select name=\"turn\" id=\"sp-turn\">{turn_options}</select></label>\
-         <label>Words <input type=\"text\" name=\"text\" id=\"sp-words\"></label>\
-         <label>From <input type=\"number\" name=\"start\" id=\"sp-start\" min=\"0\"></label>\
-         <label>To <input type=\"number\" name=\"end\" id=\"sp-end\" min=\"1\"></label>\
-         <label>Slot <select name=\"slot\" id=\"sp-slot\" data-testid=\"sp-slot\">{slot_options}</select></label>\
-         <button type=\"submit\" data-testid=\"sp-add\">Mark</button></form>\
+         <p class=\"muted\">{help}</p>\
+         <label>{utterance} <select name=\"turn\" id=\"sp-turn\">{turn_options}</select></label>\
+         <label>{words} <input type=\"text\" name=\"text\" id=\"sp-words\"></label>\
+         <label>{from} <input type=\"number\" name=\"start\" id=\"sp-start\" min=\"0\"></label>\
+         <label>{to} <input type=\"number\" name=\"end\" id=\"sp-end\" min=\"1\"></label>\
+         <label>{slot} <select name=\"slot\" id=\"sp-slot\" data-testid=\"sp-slot\">{slot_options}</select></label>\
+         <button type=\"submit\" data-testid=\"sp-add\">{mark}</button></form>\
          <form method=\"post\" action=\"/p/spans/submit{seatq}\" class=\"sd-submit\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <button type=\"submit\" class=\"primary\" data-testid=\"sp-submit\">Submit the spans</button></form>"
+         <button type=\"submit\" class=\"primary\" data-testid=\"sp-submit\">{submit}</button></form>",
+        help = esc(&w.get("sp-help")),
+        utterance = esc(&w.get("sp-utterance")),
+        words = esc(&w.get("sp-words")),
+        from = esc(&w.get("sp-from")),
+        to = esc(&w.get("sp-to")),
+        slot = esc(&w.get("sp-slot")),
+        mark = esc(&w.get("sp-mark")),
+        submit = esc(&w.get("sp-submit")),
     )
+}
+
+/// What is wrong with a written turn, in the page's language (the core's `Display` is the
+/// English of logs and the CLI).
+fn turn_problem(w: &Words, problem: &TurnProblem) -> String {
+    match problem {
+        TurnProblem::Empty => w.get("sd-problem-empty"),
+        TurnProblem::TooLong { max } => w.with("sd-problem-too-long", &[("max", &max.to_string())]),
+        TurnProblem::Full { max } => w.with("sd-problem-full", &[("max", &max.to_string())]),
+        TurnProblem::OutOfOrder { index, expected } => w.with(
+            "sd-problem-out-of-order",
+            &[
+                ("index", &index.to_string()),
+                ("expected", &expected.to_string()),
+            ],
+        ),
+        TurnProblem::WrongSpeaker { index, expected } => w.with(
+            "sd-problem-wrong-speaker",
+            &[
+                ("index", &index.to_string()),
+                ("speaker", &speaker_label(w, expected)),
+            ],
+        ),
+    }
+}
+
+/// What is wrong with a span, in the page's language (the core's `Display` is the English of
+/// logs and the CLI).
+fn span_problem(w: &Words, problem: &SpanProblem) -> String {
+    match problem {
+        SpanProblem::NoTurn { turn, turns } => w.with(
+            "sp-problem-no-turn",
+            &[
+                ("turn", &turn.to_string()),
+                ("turns", &turns.to_string()),
+                ("last", &turns.saturating_sub(1).to_string()),
+            ],
+        ),
+        SpanProblem::Empty { start, end } => w.with(
+            "sp-problem-empty",
+            &[("start", &start.to_string()), ("end", &end.to_string())],
+        ),
+        SpanProblem::PastEnd { end, len } => w.with(
+            "sp-problem-past-end",
+            &[("end", &end.to_string()), ("len", &len.to_string())],
+        ),
+        SpanProblem::UnknownSlot { slot } => {
+            w.with("sp-problem-unknown-slot", &[("slot", slot.as_str())])
+        }
+        SpanProblem::TextMismatch { found, given } => w.with(
+            "sp-problem-text-mismatch",
+            &[("found", found.as_str()), ("given", given.as_str())],
+        ),
+    }
 }
 
 /// The Taskmaster-1 speaker of a dialogue turn's speaker (`user` → USER; anything else is the
@@ -391,7 +537,14 @@ async fn turn(
     let written = match write_turn(spec, &mut turns, index, field(&fields, "speaker"), text) {
         Ok(t) => t,
         Err(problem) => {
-            let msg = format!("Turn {}: {problem}.", index + 1);
+            let w = words(study.study.language);
+            let msg = w.with(
+                "sd-problem-turn",
+                &[
+                    ("n", &(index + 1).to_string()),
+                    ("problem", &turn_problem(w, &problem)),
+                ],
+            );
             return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
         }
     };
@@ -434,10 +587,12 @@ async fn submit_dialogue(
     let events = app.store.events(&eval::log_id(&p), 0).await?;
     let turns = written_turns(&events, &lease.id);
     if turns.len() < spec.min_turns as usize {
-        let msg = format!(
-            "The conversation has {} turns; write at least {} before submitting.",
-            turns.len(),
-            spec.min_turns
+        let msg = words(st.language).with(
+            "sd-problem-too-few",
+            &[
+                ("turns", &turns.len().to_string()),
+                ("min", &spec.min_turns.to_string()),
+            ],
         );
         return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
     }
@@ -557,40 +712,42 @@ async fn mark(
     let ev = study.study.evaluation.as_ref().ok_or(HttpError::NotFound)?;
     let spec = ev.spans.as_ref().ok_or(HttpError::NotFound)?;
     let utterances = utterances_of(ev, &lease);
+    let w = words(study.study.language);
     let number = |name: &str| -> Result<Option<u32>, String> {
         match field(&fields, name) {
             None => Ok(None),
             Some(v) => v
                 .parse::<u32>()
                 .map(Some)
-                .map_err(|_| format!("`{name}` must be a whole number from 0, not {v:?}")),
+                .map_err(|_| w.with(&format!("sp-problem-number-{name}"), &[("value", v)])),
         }
     };
     let text = field(&fields, "text");
     let found = (|| -> Result<Span, String> {
-        let turn = number("turn")?.ok_or("choose the utterance (`turn`)")?;
-        let slot = field(&fields, "slot").ok_or("choose a slot name (`slot`)")?;
+        let turn = number("turn")?.ok_or_else(|| w.get("sp-problem-turn"))?;
+        let slot = field(&fields, "slot").ok_or_else(|| w.get("sp-problem-slot"))?;
         let (start, end) = match (number("start")?, number("end")?, text) {
             (Some(s), Some(e), _) => (s, e),
-            (None, None, Some(words)) => {
+            (None, None, Some(said)) => {
+                let n = turn.to_string();
                 let utterance = utterances
                     .get(turn as usize)
-                    .ok_or_else(|| format!("utterance {turn} does not exist"))?;
-                let at = utterance
-                    .find(words)
-                    .ok_or_else(|| format!("utterance {turn} does not contain {words:?}"))?;
+                    .ok_or_else(|| w.with("sp-problem-missing", &[("turn", &n)]))?;
+                let at = utterance.find(said).ok_or_else(|| {
+                    w.with("sp-problem-not-found", &[("turn", &n), ("words", said)])
+                })?;
                 let start = utterance[..at].chars().count() as u32;
-                (start, start + words.chars().count() as u32)
+                (start, start + said.chars().count() as u32)
             }
-            _ => return Err("give both offsets (`start` and `end`), or the words".into()),
+            _ => return Err(w.get("sp-problem-offsets")),
         };
         check_span(&utterances, &spec.slots, turn, start, end, slot, text)
-            .map_err(|e| e.to_string())
+            .map_err(|e| span_problem(w, &e))
     })();
     let span = match found {
         Ok(span) => span,
         Err(msg) => {
-            let msg = format!("The span was not marked: {msg}.");
+            let msg = w.with("sp-problem-not-marked", &[("problem", &msg)]);
             return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
         }
     };
@@ -622,7 +779,8 @@ async fn remove(
             annotate(&app, &p, &study, SPAN_MARK, value, seat.as_deref()).await
         }
         _ => {
-            let msg = format!("No such span to remove: {count} are marked.");
+            let msg = words(study.study.language)
+                .with("sp-problem-remove", &[("count", &count.to_string())]);
             refused(&app, &study, &p, &lease, seat.as_deref(), msg).await
         }
     }
@@ -647,10 +805,12 @@ async fn submit_spans(
     let events = app.store.events(&eval::log_id(&p), 0).await?;
     let spans = marked_spans(&events, &lease.id);
     if spans.len() < spec.min_spans as usize {
-        let msg = format!(
-            "{} spans are marked; mark at least {} before submitting.",
-            spans.len(),
-            spec.min_spans
+        let msg = words(st.language).with(
+            "sp-problem-too-few",
+            &[
+                ("count", &spans.len().to_string()),
+                ("min", &spec.min_spans.to_string()),
+            ],
         );
         return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
     }

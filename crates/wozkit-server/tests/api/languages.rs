@@ -767,3 +767,262 @@ async fn a_chinese_battle_speaks_chinese_from_the_chat_to_the_reveal() {
     );
     app.stop().await;
 }
+
+/// A Chinese self-dialog study: one scenario, two to four turns.
+const SELF_DIALOG_ZH: &str = r#"id: zh-self-dialog
+title: 写一段订餐对话
+language: zh-Hans
+flow:
+  user:
+    - {kind: consent}
+    - {kind: rate}
+    - {kind: completion}
+evaluation:
+  task: self_dialog
+  judgments_per_item: 1
+  items_per_worker: 1
+  self_dialog:
+    min_turns: 2
+    max_turns: 4
+    max_chars: 40
+    scenarios:
+      - {id: dinner-1, instructions: "为今晚订一张**四人**餐桌。"}
+"#;
+
+/// A Chinese span study over the dialogues written in `zh-self-dialog`.
+const SPANS_ZH: &str = r#"id: zh-spans
+title: 标出订餐细节
+language: zh-Hans
+flow:
+  user:
+    - {kind: consent}
+    - {kind: rate}
+    - {kind: completion}
+evaluation:
+  task: spans
+  judgments_per_item: 1
+  items_per_worker: 1
+  spans:
+    slots: [订餐.人数, 订餐.时间]
+    min_spans: 1
+  from_store: {study: zh-self-dialog, scenario: {annotation: taskmaster1.dialogue, field: instruction_id}}
+"#;
+
+#[tokio::test]
+async fn chinese_self_dialog_and_span_pages_speak_chinese_in_their_problems_too() {
+    use crate::helpers::{hidden, join_worker, page_kind, urlencoding};
+    use wozkit_core::load::{StudySource, load_text};
+    let english = english_fragments();
+    let load = |name: &str, text: &str| {
+        load_text(name, text, StudySource::Dir(".".into())).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let data = tempfile::tempdir().expect("temp dir");
+
+    // Writing both sides: the page, a turn refused, two turns written, too early a submit.
+    let mut app = spawn_app_in(
+        data.path().to_path_buf(),
+        load("zh-self-dialog.yaml", SELF_DIALOG_ZH),
+    )
+    .await;
+    let c = join_worker(&app, "zh-self-dialog", "writer").await;
+    let page = c.page().await.body;
+    assert_eq!(page_kind(&page), "self-dialog", "{page}");
+    assert_chinese("the self-dialog page", &page, &english);
+    assert_says(
+        "the self-dialog page",
+        &page,
+        &[
+            "写出对话双方的话",
+            "第 1 项，最多 1 项 · 请在 10 分钟内提交",
+            "第 1 轮：<strong data-testid=\"sd-next-speaker\" class=\"sd-user\">用户</strong>说",
+            "添加这一轮",
+            "已写 0 轮；需要 2 到 4 轮（还需写 2 轮才能提交）。",
+            "提交对话",
+            "跳过这一项",
+            "在话语中选中词语即可标出它们。",
+        ],
+    );
+    let lease = hidden(&page, "lease");
+    let say = |index: usize, speaker: &str, text: &str| {
+        format!(
+            "lease={lease}&index={index}&speaker={speaker}&text={}",
+            urlencoding(text)
+        )
+    };
+    let wrong = c
+        .post("/p/self-dialog/turn", &say(0, "ASSISTANT", "你好"))
+        .await;
+    assert_eq!(wrong.status, 422, "{}", wrong.body);
+    assert_chinese(
+        "a turn of the wrong speaker sent back",
+        &wrong.body,
+        &english,
+    );
+    assert_says(
+        "a turn of the wrong speaker sent back",
+        &wrong.body,
+        &["第 1 轮：编号为 0 的一轮（编号从 0 数起）应由用户来说。"],
+    );
+    let empty = c.post("/p/self-dialog/turn", &say(0, "USER", "  ")).await;
+    assert_eq!(empty.status, 422, "{}", empty.body);
+    assert_says(
+        "an empty turn sent back",
+        &empty.body,
+        &["第 1 轮：这一轮是空的，请写下要说的话。"],
+    );
+    let first = c
+        .post(
+            "/p/self-dialog/turn",
+            &say(0, "USER", "你好，我想订今晚七点四个人的桌子"),
+        )
+        .await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    let early = c
+        .post("/p/self-dialog/submit", &format!("lease={lease}"))
+        .await;
+    assert_eq!(early.status, 422, "{}", early.body);
+    assert_chinese("too short a conversation sent back", &early.body, &english);
+    assert_says(
+        "too short a conversation sent back",
+        &early.body,
+        &[
+            "对话现在有 1 轮；请至少写 2 轮再提交。",
+            "<span class=\"sd-who\">用户</span>",
+            "修改上一轮（用户）",
+            "aria-label=\"上一轮\"",
+            "保存修改",
+            "第 2 轮：<strong data-testid=\"sd-next-speaker\" class=\"sd-assistant\">助手</strong>说",
+        ],
+    );
+    // The form's speaker is still the Taskmaster-1 value.
+    assert!(
+        early
+            .body
+            .contains("<input type=\"hidden\" name=\"speaker\" value=\"ASSISTANT\">"),
+        "{}",
+        early.body
+    );
+    let second = c
+        .post(
+            "/p/self-dialog/turn",
+            &say(1, "ASSISTANT", "好的，已为您订好"),
+        )
+        .await;
+    assert_eq!(second.status, 303, "{}", second.body);
+    let page = c.page().await.body;
+    assert_chinese("the self-dialog page with two turns", &page, &english);
+    assert_says(
+        "the self-dialog page with two turns",
+        &page,
+        &["已写 2 轮；需要 2 到 4 轮。", "修改上一轮（助手）"],
+    );
+    let done = c
+        .post("/p/self-dialog/submit", &format!("lease={lease}"))
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(page_kind(&c.page().await.body), "completion");
+    app.stop().await;
+
+    // Marking spans of that conversation: the page, three marks refused, one marked, too
+    // early a submit before it.
+    let mut app = spawn_app_in(data.path().to_path_buf(), load("zh-spans.yaml", SPANS_ZH)).await;
+    let a = join_worker(&app, "zh-spans", "annotator").await;
+    let page = a.page().await.body;
+    assert_eq!(page_kind(&page), "spans", "{page}");
+    assert_chinese("the span page", &page, &english);
+    assert_says(
+        "the span page",
+        &page,
+        &[
+            "标出对话中的细节",
+            "0. 用户",
+            "1. 助手",
+            "（16 个字符）",
+            "还没有标出任何片段。",
+            "<label>词语 ",
+            "<label>槽位 ",
+            "标出</button>",
+            "提交标注",
+            "在话语中选中词语即可标出它们。",
+        ],
+    );
+    let lease = hidden(&page, "lease");
+    let early = a.post("/p/spans/submit", &format!("lease={lease}")).await;
+    assert_eq!(early.status, 422, "{}", early.body);
+    assert_chinese("too few spans sent back", &early.body, &english);
+    assert_says(
+        "too few spans sent back",
+        &early.body,
+        &["目前标出了 0 个片段；请至少标出 1 个再提交。"],
+    );
+    let mark = |form: &str| format!("lease={lease}&{form}");
+    for (form, problem) in [
+        (
+            format!(
+                "turn=0&text={}&slot={}",
+                urlencoding("八个人"),
+                urlencoding("订餐.人数")
+            ),
+            "片段未能标出：话语 0 中没有“八个人”。",
+        ),
+        (
+            format!(
+                "turn=0&text={}&slot={}",
+                urlencoding("四个人"),
+                urlencoding("订餐.菜系")
+            ),
+            "片段未能标出：`订餐.菜系` 不是这项研究的槽位名。",
+        ),
+        (
+            format!("turn=0&start=x&end=3&slot={}", urlencoding("订餐.人数")),
+            "片段未能标出：起始位置必须是从 0 开始的整数，而不是“x”。",
+        ),
+        (
+            format!("turn=0&start=10&end=20&slot={}", urlencoding("订餐.人数")),
+            "片段未能标出：片段结束于 20，超出了这句话语的末尾（共 16 个字符）。",
+        ),
+    ] {
+        let res = a.post("/p/spans/mark", &mark(&form)).await;
+        assert_eq!(res.status, 422, "{form}: {}", res.body);
+        assert_chinese(&format!("the span {form} sent back"), &res.body, &english);
+        assert_says(&format!("the span {form} sent back"), &res.body, &[problem]);
+    }
+    let marked = a
+        .post(
+            "/p/spans/mark",
+            &mark(&format!(
+                "turn=0&text={}&slot={}",
+                urlencoding("四个人"),
+                urlencoding("订餐.人数")
+            )),
+        )
+        .await;
+    assert_eq!(marked.status, 303, "{}", marked.body);
+    let page = a.page().await.body;
+    assert_chinese("the span page with a span", &page, &english);
+    assert_says(
+        "the span page with a span",
+        &page,
+        &[
+            "<th>话语</th><th>字符位置</th><th>文本</th><th>槽位</th>",
+            "<td>10–13</td><td>“四个人”</td><td>订餐.人数</td>",
+            "删除</button>",
+        ],
+    );
+    let gone = a
+        .post("/p/spans/remove", &format!("lease={lease}&n=5"))
+        .await;
+    assert_eq!(gone.status, 422, "{}", gone.body);
+    assert_chinese("a removal sent back", &gone.body, &english);
+    assert_says(
+        "a removal sent back",
+        &gone.body,
+        &["没有这个要删除的片段：目前标出了 1 个。"],
+    );
+    let done = a.post("/p/spans/submit", &format!("lease={lease}")).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let completion = a.page().await.body;
+    assert_eq!(page_kind(&completion), "completion");
+    assert_chinese("the completion page", &completion, &english);
+    app.stop().await;
+}
