@@ -3,9 +3,9 @@
 //! embedded in the binary). A study's `language:` picks the catalogue its pages use; the study's
 //! own texts (titles, instructions, questions) come from the study and are not translated here.
 //!
-//! The participant's scripts (`assets/room.js`, `assets/waiting.js`, `assets/chat.js`) get
-//! their strings from the page ([`Words::script_strings`]), so every catalogue lives here and
-//! nowhere else.
+//! The participant's scripts (`assets/room.js`, `assets/waiting.js`, `assets/chat.js`,
+//! `assets/selfdialog.js`) get their strings from the page ([`Words::script_strings`]), so every
+//! catalogue lives here and nowhere else.
 //!
 //! Adding a language: a `Language` variant in wozkit-core, a `locales/TAG.ftl` with every key of
 //! `en.ftl` (the unit tests below fail until both hold), and its arm in [`catalogue_text`].
