@@ -754,17 +754,7 @@ fn item_page(
         ),
     };
     let qs = fieldsets(w, &ev.questions, seed, fields, problems);
-    let progress = format!(
-        "<p class=\"muted\" data-testid=\"item-progress\">{}</p>",
-        esc(&w.with(
-            "eval-item-progress",
-            &[
-                ("item", &(f.judged.min(ev.items_per_worker) + 1).to_string()),
-                ("items", &ev.items_per_worker.to_string()),
-                ("minutes", &ev.lease_s.div_ceil(60).to_string()),
-            ]
-        ))
-    );
+    let progress = item_progress(w, ev, f);
     let body = format!(
         "<main class=\"wide\" data-page=\"{kind}\" data-item=\"{item}\">{head}{progress}{prompt}\
          <form method=\"post\" action=\"{action}\" id=\"judge\"><input type=\"hidden\" name=\"step\" value=\"{step}\">\
@@ -1170,6 +1160,22 @@ pub async fn screened_page(
     let back = platform_return::of(&study.study, p, kind, code.as_deref());
     let title = words(study.study.language).get("eval-screened-title");
     Ok(ending_page(study, ending, "screened", &title, &back))
+}
+
+/// The line above an item page: which item of the worker's share this is and the time to submit
+/// it.
+pub(super) fn item_progress(w: &Words, ev: &Evaluation, f: &Facts) -> String {
+    format!(
+        "<p class=\"muted\" data-testid=\"item-progress\">{}</p>",
+        esc(&w.with(
+            "eval-item-progress",
+            &[
+                ("item", &(f.judged.min(ev.items_per_worker) + 1).to_string()),
+                ("items", &ev.items_per_worker.to_string()),
+                ("minutes", &ev.lease_s.div_ceil(60).to_string()),
+            ]
+        ))
+    )
 }
 
 #[cfg(test)]

@@ -46,7 +46,9 @@ use wozkit_core::questions::seed_of;
 use wozkit_store::{Lease, NewEvent, NewSession, Participant, SubmitOutcome};
 
 use super::html::{esc, layout_in, markdown};
-use super::judge::{Fields, field, lease_dialogues, lease_form, page_head, submit_form_judgment};
+use super::judge::{
+    Fields, field, item_progress, lease_dialogues, lease_form, page_head, submit_form_judgment,
+};
 use super::pages::{SeatQuery, to_page};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
@@ -98,17 +100,7 @@ pub async fn item_page(
             )
         })
         .collect();
-    let progress = format!(
-        "<p class=\"muted\" data-testid=\"item-progress\">{}</p>",
-        esc(&w.with(
-            "eval-item-progress",
-            &[
-                ("item", &(f.judged.min(ev.items_per_worker) + 1).to_string()),
-                ("items", &ev.items_per_worker.to_string()),
-                ("minutes", &ev.lease_s.div_ceil(60).to_string()),
-            ]
-        ))
-    );
+    let progress = item_progress(w, ev, f);
     let skip = format!(
         "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
          <button type=\"submit\" data-testid=\"judge-skip\">{label}</button></form>",

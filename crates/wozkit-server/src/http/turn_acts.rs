@@ -26,7 +26,9 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_store::{Lease, Participant};
 
 use super::html::{esc, layout_in, markdown};
-use super::judge::{Fields, field, lease_dialogues, lease_form, page_head, submit_form_judgment};
+use super::judge::{
+    Fields, field, item_progress, lease_dialogues, lease_form, page_head, submit_form_judgment,
+};
 use super::pages::{SeatQuery, to_page};
 use crate::app::AppState;
 use crate::error::HttpError;
@@ -77,17 +79,7 @@ pub async fn item_page(
             )
         })
         .collect();
-    let progress = format!(
-        "<p class=\"muted\" data-testid=\"item-progress\">{}</p>",
-        esc(&w.with(
-            "eval-item-progress",
-            &[
-                ("item", &(f.judged.min(ev.items_per_worker) + 1).to_string()),
-                ("items", &ev.items_per_worker.to_string()),
-                ("minutes", &ev.lease_s.div_ceil(60).to_string()),
-            ]
-        ))
-    );
+    let progress = item_progress(w, ev, f);
     let before: String = d.turns[..index]
         .iter()
         .enumerate()
