@@ -1,4 +1,4 @@
-//! End to end: the built-in chat studies in real headless Chromium, with the page's script
+//! End to end: the built-in chat studies in real headless browsers, with the page's script
 //! (`chat.js`) streaming the replies.
 //!
 //! - Worker A enters `arena-demo` by a Prolific link, gives consent, reads the instructions and
@@ -17,7 +17,7 @@
 //! - A phone-sized browser (390×844) opens a battle and sends a message, for the picture of the
 //!   arena on a phone.
 //!
-//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the files are missing) it
 //! writes `docs/screenshots/arena-*.png`, `leaderboard.png` and `chat-labels.png`.
 
@@ -84,10 +84,9 @@ async fn run(chromium: &Path, chromedriver: &Path) -> Result<()> {
     let a = driver.browser("browser A (arena)").await?;
     let c = driver.browser("browser C (chat)").await?;
     let played = play(&server, &a, &c).await;
-    // The phone is Chromium's device emulation: Firefox's windows are never narrower than 500.
     let phone = match &played {
-        Ok(()) if !browser::in_firefox() => phone_battle(&server, chromium, chromedriver).await,
-        _ => Ok(()),
+        Ok(()) => phone_battle(&server, chromium, chromedriver).await,
+        Err(_) => Ok(()),
     };
     let closed = close_all([a, c]).await;
     drop(driver);

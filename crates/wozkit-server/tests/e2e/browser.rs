@@ -185,8 +185,8 @@ pub enum Engine {
 pub struct Options {
     /// The page's size (width, height) in CSS pixels.
     pub size: (u32, u32),
-    /// Chromium's preferences (`goog:chromeOptions.prefs`), e.g. blocking third-party cookies.
-    pub prefs: Option<Value>,
+    /// Whether cookies of other sites than the page's (a frame's) are blocked.
+    pub block_third_party_cookies: bool,
     /// Whether pages with a certificate no authority signed (a test's own) are opened.
     pub accept_insecure_certs: bool,
 }
@@ -195,7 +195,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             size: WINDOW,
-            prefs: None,
+            block_third_party_cookies: false,
             accept_insecure_certs: false,
         }
     }
@@ -284,13 +284,19 @@ impl Driver {
     pub async fn browser_with(&self, name: &str, options: Options) -> Result<Browser> {
         let Options {
             size,
-            prefs,
+            block_third_party_cookies,
             accept_insecure_certs,
         } = options;
         let profile = tempfile::tempdir().context("browser profile dir")?;
         if self.engine == Engine::Firefox {
             return self
-                .firefox(name, size, accept_insecure_certs, profile)
+                .firefox(
+                    name,
+                    size,
+                    block_third_party_cookies,
+                    accept_insecure_certs,
+                    profile,
+                )
                 .await;
         }
         let args = vec![
@@ -309,8 +315,10 @@ impl Driver {
             format!("--user-data-dir={}", profile.path().display()),
         ];
         let mut chrome = json!({ "binary": self.chromium, "args": args });
-        if let Some(prefs) = prefs {
-            chrome["prefs"] = prefs;
+        if block_third_party_cookies {
+            chrome["prefs"] = json!({
+                "profile": { "block_third_party_cookies": true, "cookie_controls_mode": 1 }
+            });
         }
         let caps = json!({
             "browserName": "chrome",
@@ -327,9 +335,20 @@ impl Driver {
         &self,
         name: &str,
         size: (u32, u32),
+        block_third_party_cookies: bool,
         accept_insecure_certs: bool,
         profile: tempfile::TempDir,
     ) -> Result<Browser> {
+        // Firefox's own window style keeps a window at least 500 pixels wide; a phone's page
+        // is narrower.
+        let chrome = profile.path().join("chrome");
+        std::fs::create_dir_all(&chrome).context("the Firefox profile's chrome folder")?;
+        std::fs::write(
+            chrome.join("userChrome.css"),
+            ":root, #main-window, #navigator-toolbox, #nav-bar, #TabsToolbar \
+             { min-width: 0 !important; }\n",
+        )
+        .context("writing userChrome.css")?;
         let prefs = json!({
             "intl.accept_languages": "en-US",
             "app.update.auto": false,
@@ -348,13 +367,26 @@ impl Driver {
             "network.dns.disablePrefetch": true,
             "network.prefetch-next": false,
             "layout.css.devPixelsPerPx": "1.0",
+            // The profile's userChrome.css (below) lets a window be as narrow as a phone.
+            "toolkit.legacyUserProfileCustomizations.stylesheets": true,
+            // 1: cookies of other sites than the page's are refused; 5 (the default) keeps
+            // them, partitioned per site.
+            "network.cookie.cookieBehavior": if block_third_party_cookies { 1 } else { 5 },
         });
         let caps = json!({
             "browserName": "firefox",
             "acceptInsecureCerts": accept_insecure_certs,
             "moz:firefoxOptions": {
                 "binary": self.chromium,
-                "args": ["-headless", "-width", size.0.to_string(), "-height", size.1.to_string()],
+                "args": [
+                    "-headless",
+                    "-profile",
+                    profile.path(),
+                    "-width",
+                    size.0.to_string(),
+                    "-height",
+                    size.1.to_string()
+                ],
                 "prefs": prefs,
             },
         });

@@ -13,7 +13,7 @@
 //! holds the approval and the bonus, each by that account; the payment table shows the bonus to
 //! the cent and the approval.
 //!
-//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the files are missing) it
 //! writes `docs/screenshots/console-home.png`, `console-observe.png`, `console-takeover.png`,
 //! `console-replay.png` and `console-review.png` at 1366×768.
@@ -55,7 +55,7 @@ const USER_SAYS: &str = "Fred, there is an alarm light on my console. What is go
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_researcher_observes_takes_over_replays_and_reviews() {
-    browser::run_browser_test(
+    browser::run_in_both_browsers(
         "end-to-end console test",
         LIMIT,
         |chromium, chromedriver| async move { run(&chromium, &chromedriver).await },

@@ -13,7 +13,7 @@
 //! The CrossWOZ user's goal panel is headed with the study's `goals.text.title` and marks a
 //! constraint the user states with its `done` word.
 //!
-//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
 //! writes the wizard's room to `docs/screenshots/wizard-database.png` and
 //! `docs/screenshots/wizard-database-crosswoz.png` at 1366×768.

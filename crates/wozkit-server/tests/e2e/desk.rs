@@ -16,7 +16,7 @@
 //!   The `Judged` event, the two sessions' messages and the `human_reply` annotations (naming
 //!   the wizard, before each reply) must match what both browsers showed.
 //!
-//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
 //! writes `docs/screenshots/desk.png`: the desk with a turn waiting and a reply being written.
 

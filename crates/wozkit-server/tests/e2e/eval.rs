@@ -17,7 +17,7 @@
 //! every claim tries the gold pool first (`gold.rate = 1`), so A's first two pairs are the two
 //! attention checks, and a worker judges two ordinary pairs (`items_per_worker = 2`).
 //!
-//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the files are missing) it
 //! writes each kind of evaluation page at 1366×768 to `docs/screenshots/eval-*.png`.
 

@@ -4,7 +4,7 @@
 //! searches, uses the drawn row and says the option that tells it, and the user sees the requested
 //! slots ticked with the values told. The wizard's page never shows the goal.
 //!
-//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
 //! writes the user's room to `docs/screenshots/user-goal.png` at 1366×768.
 

@@ -1,6 +1,6 @@
 //! Launch rehearsals with the real things around the server: nginx with TLS in front of it,
-//! configured as docs/operations.md says, and MTurk's frame on another site in Chromium with
-//! third-party cookies blocked.
+//! configured as docs/operations.md says, and MTurk's frame on another site in Chromium and in
+//! Firefox with third-party cookies blocked.
 //!
 //! 1. Behind nginx with TLS (the server trusts it with `--trusted-proxy 127.0.0.1`): the cookies
 //!    set through the proxy are `Secure`; the forms and the waiting room's WebSocket (`wss://`)
@@ -11,15 +11,17 @@
 //! 2. The MTurk dress rehearsal: a stand-in for MTurk's worker site (`http://127.0.0.1:PORT`,
 //!    see `e2e/worker_site.rs`) frames the entry link with MTurk's iframe attributes, the server
 //!    being reached at `https://localhost:PORT` through the nginx of part 1 (the browser accepts
-//!    the test's self-signed certificate). Two workers in two Chromium browsers that block
-//!    third-party cookies are paired, chat to the goal, answer the questionnaire and press the
-//!    completion page's submit button; the stand-in's `externalSubmit` receives both assignment
-//!    ids with the codes the server recorded, and no request told it a participant's key. The
-//!    frames never had a cookie: their URLs carry the key seat.
+//!    the test's self-signed certificate). Two workers in two browsers (Chromium, then
+//!    Firefox) that block third-party cookies are paired, chat to the goal, answer the
+//!    questionnaire and press the completion page's submit button; the stand-in's
+//!    `externalSubmit` receives both assignment ids with the codes the server recorded, and no
+//!    request told it a participant's key. The frames never had a cookie: their URLs carry the
+//!    key seat.
 //!
-//! Needs nginx and openssl (part 1), and Chromium and its driver too (part 2): Debian's
-//! `nginx-light`, `openssl`, `chromium` and `chromium-driver`, which scripts/test-all.sh
-//! installs. Fails when one is missing unless `WOZKIT_SKIP_E2E=1`, as the browser tests do.
+//! Needs nginx and openssl (part 1), and both browsers and their drivers too (part 2): Debian's
+//! `nginx-light`, `openssl`, `chromium`, `chromium-driver` and `firefox-esr`, and geckodriver,
+//! which scripts/test-all.sh installs. Fails when one is missing unless `WOZKIT_SKIP_E2E=1`, as
+//! the browser tests do.
 
 use crate::browser;
 use crate::proxy;
@@ -308,8 +310,8 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_mturk_workers_in_frames_submit_their_codes() {
-    browser::run_browser_test(
-        "MTurk dress rehearsal in Chromium",
+    browser::run_in_both_browsers(
+        "MTurk dress rehearsal",
         LIMIT,
         |chromium, chromedriver| async move { rehearsal(&chromium, &chromedriver).await },
     )
@@ -337,9 +339,7 @@ async fn rehearsal(chromium: &Path, chromedriver: &Path) -> Result<()> {
     // users have it: the frame must do without its cookie.
     let options = Options {
         size: (1366, 900),
-        prefs: Some(json!({
-            "profile": { "block_third_party_cookies": true, "cookie_controls_mode": 1 }
-        })),
+        block_third_party_cookies: true,
         accept_insecure_certs: true,
     };
     let a = driver.browser_with("worker A", options.clone()).await?;

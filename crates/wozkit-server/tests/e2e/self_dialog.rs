@@ -8,7 +8,7 @@
 //! - An annotator selects a place's name in an utterance with the mouse: the script fills the form's
 //!   utterance, offsets and words; they pick a slot and mark it, and the span is listed.
 //!
-//! Needs Debian's `chromium` and `chromium-driver`; fails when they are missing unless
+//! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
 //! writes the writing page at 1366×768 to `docs/screenshots/self-dialog.png`.
 
