@@ -1594,29 +1594,90 @@ pub struct PairRow {
     pub value: String,
 }
 
+/// The longest value of a slot-value pair, in characters.
+pub const MAX_PAIR_VALUE: usize = 500;
+
+/// What is wrong with a submitted act label ([`check_act_label`]). Rows count from 1, as the
+/// form numbers them. `Display` is the English of logs and the CLI; the pages word each variant
+/// in the study's language from its fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ActProblem {
+    /// A ticked act that is not in the study's act set.
+    UnknownAct { act: String, known: Vec<String> },
+    /// No act ticked.
+    NoAct,
+    /// A pair whose act is not one of the ticked acts.
+    ActNotTicked {
+        row: usize,
+        act: String,
+        ticked: Vec<String>,
+    },
+    /// A pair whose slot is not one of the study's slots.
+    UnknownSlot {
+        row: usize,
+        slot: String,
+        known: Vec<String>,
+    },
+    /// A pair without a value.
+    NoValue { row: usize, slot: String },
+    /// A pair whose value is longer than [`MAX_PAIR_VALUE`].
+    ValueTooLong { row: usize, max: usize },
+    /// A pair given twice.
+    SamePair { row: usize },
+}
+
+impl std::fmt::Display for ActProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ActProblem::UnknownAct { act, known } => write!(
+                f,
+                "act `{act}` is not in the study's act set ({})",
+                known.join(", ")
+            ),
+            ActProblem::NoAct => f.write_str("tick at least one dialogue act"),
+            ActProblem::ActNotTicked { row, act, ticked } => write!(
+                f,
+                "pair {row}: its act `{act}` is not one of the ticked acts ({})",
+                ticked.join(", ")
+            ),
+            ActProblem::UnknownSlot { row, slot, known } => write!(
+                f,
+                "pair {row}: slot `{slot}` is not one of the study's slots ({})",
+                known.join(", ")
+            ),
+            ActProblem::NoValue { row, slot } => {
+                write!(f, "pair {row}: give the value of slot `{slot}`")
+            }
+            ActProblem::ValueTooLong { row, max } => {
+                write!(f, "pair {row}: the value is longer than {max} characters")
+            }
+            ActProblem::SamePair { row } => write!(f, "pair {row}: the same pair is given twice"),
+        }
+    }
+}
+
 /// Checks a submitted label against the study's act set and slots: at least one act, each of
 /// the set and ticked once; each filled pair row (from 1) has a ticked act, a listed slot and a
-/// value of at most 500 characters. Empty rows are left out. The problems name the act, the slot
-/// or the row.
+/// value of at most [`MAX_PAIR_VALUE`] characters. Empty rows are left out.
 pub fn check_act_label(
     spec: &ActAnnotation,
     acts: &[String],
     rows: &[PairRow],
-) -> Result<ActLabel, Vec<String>> {
+) -> Result<ActLabel, Vec<ActProblem>> {
     let mut problems = vec![];
     let mut label = ActLabel::default();
     for a in acts {
         if !spec.acts.contains(a) {
-            problems.push(format!(
-                "act `{a}` is not in the study's act set ({})",
-                spec.acts.join(", ")
-            ));
+            problems.push(ActProblem::UnknownAct {
+                act: a.clone(),
+                known: spec.acts.clone(),
+            });
         } else if !label.acts.contains(a) {
             label.acts.push(a.clone());
         }
     }
     if acts.is_empty() {
-        problems.push("tick at least one dialogue act".into());
+        problems.push(ActProblem::NoAct);
     }
     for (i, r) in rows.iter().enumerate() {
         let (act, slot, value) = (r.act.trim(), r.slot.trim(), r.value.trim());
@@ -1625,23 +1686,29 @@ pub fn check_act_label(
         }
         let row = i + 1;
         if act.is_empty() || !label.acts.iter().any(|a| a == act) {
-            problems.push(format!(
-                "pair {row}: its act `{act}` is not one of the ticked acts ({})",
-                label.acts.join(", ")
-            ));
+            problems.push(ActProblem::ActNotTicked {
+                row,
+                act: act.into(),
+                ticked: label.acts.clone(),
+            });
         }
         if !spec.slots.iter().any(|s| s == slot) {
-            problems.push(format!(
-                "pair {row}: slot `{slot}` is not one of the study's slots ({})",
-                spec.slots.join(", ")
-            ));
+            problems.push(ActProblem::UnknownSlot {
+                row,
+                slot: slot.into(),
+                known: spec.slots.clone(),
+            });
         }
         if value.is_empty() {
-            problems.push(format!("pair {row}: give the value of slot `{slot}`"));
-        } else if value.chars().count() > 500 {
-            problems.push(format!(
-                "pair {row}: the value is longer than 500 characters"
-            ));
+            problems.push(ActProblem::NoValue {
+                row,
+                slot: slot.into(),
+            });
+        } else if value.chars().count() > MAX_PAIR_VALUE {
+            problems.push(ActProblem::ValueTooLong {
+                row,
+                max: MAX_PAIR_VALUE,
+            });
         }
         let pair = ActPair {
             act: act.into(),
@@ -1649,7 +1716,7 @@ pub fn check_act_label(
             value: value.into(),
         };
         if label.pairs.contains(&pair) {
-            problems.push(format!("pair {row}: the same pair is given twice"));
+            problems.push(ActProblem::SamePair { row });
         } else {
             label.pairs.push(pair);
         }

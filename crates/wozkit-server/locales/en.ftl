@@ -355,7 +355,7 @@ error-seat-taken = This worker id has already started this study in another brow
 error-blocklisted = This study is not open to your worker id. Thank you for your interest.
 error-open-again = please open the link again
 
-## Turn-act labelling page (what is wrong with a label sent back is still in English)
+## Turn-act labelling page
 
 acts-title = Label the highlighted turn
 acts-so-far = The conversation so far
@@ -369,6 +369,16 @@ acts-value = Value
 acts-pair-act = Act of pair { $n }
 acts-pair-slot = Slot of pair { $n }
 acts-pair-value = Value of pair { $n }
+acts-not-saved = The label was not saved: { $problem }.
+acts-list-sep = {", "}
+acts-problem-unknown-act = “{ $act }” is not one of this task's acts ({ $known })
+acts-problem-no-act = tick at least one dialogue act
+acts-problem-act-not-ticked = pair { $row }: its act “{ $act }” is not one of the ticked acts ({ $ticked })
+acts-problem-pair-no-act = pair { $row }: tick its act above first
+acts-problem-unknown-slot = pair { $row }: the slot “{ $slot }” is not one of this task's slots ({ $known })
+acts-problem-no-value = pair { $row }: give the value of the slot “{ $slot }”
+acts-problem-too-long = pair { $row }: the value is longer than { $max } characters
+acts-problem-same-pair = pair { $row }: the same pair is given twice
 
 ## Self-dialog writing page (`sd-`): both sides of a conversation, USER then ASSISTANT
 
@@ -391,8 +401,8 @@ sd-problem-turn = Turn { $n }: { $problem }.
 sd-problem-empty = the turn is empty: write what is said
 sd-problem-too-long = the turn is longer than { $max } characters
 sd-problem-full = the dialogue has its { $max } turns: submit it
-sd-problem-out-of-order = the turn at index { $index } cannot be written now: the next turn is { $expected } (or edit the last)
-sd-problem-wrong-speaker = the turn at index { $index } is spoken by { $speaker }
+sd-problem-out-of-order = this turn cannot be written now: the next is turn { $next } (or edit the last)
+sd-problem-wrong-speaker = this turn is spoken by { $speaker }
 sd-problem-too-few = The conversation has { $turns } turns; write at least { $min } before submitting.
 
 ## Span marking page (`sp-`): spans of the utterances, each with a slot name

@@ -337,6 +337,16 @@ acts-value = 值
 acts-pair-act = 第 { $n } 对的对话行为
 acts-pair-slot = 第 { $n } 对的槽位
 acts-pair-value = 第 { $n } 对的值
+acts-not-saved = 标注没有保存：{ $problem }。
+acts-list-sep = 、
+acts-problem-unknown-act = “{ $act }”不是这个任务的对话行为（{ $known }）
+acts-problem-no-act = 请至少勾选一个对话行为
+acts-problem-act-not-ticked = 第 { $row } 对：它的对话行为“{ $act }”不在勾选的行为之中（{ $ticked }）
+acts-problem-pair-no-act = 第 { $row } 对：请先在上面勾选它的对话行为
+acts-problem-unknown-slot = 第 { $row } 对：槽位“{ $slot }”不是这个任务的槽位（{ $known }）
+acts-problem-no-value = 第 { $row } 对：请填写槽位“{ $slot }”的值
+acts-problem-too-long = 第 { $row } 对：值超过了 { $max } 个字符
+acts-problem-same-pair = 第 { $row } 对：同一对填写了两次
 
 ## Self-dialog writing page (`sd-`): both sides of a conversation, USER then ASSISTANT
 
@@ -359,8 +369,8 @@ sd-problem-turn = 第 { $n } 轮：{ $problem }。
 sd-problem-empty = 这一轮是空的，请写下要说的话
 sd-problem-too-long = 这一轮超过了 { $max } 个字符
 sd-problem-full = 对话已写满 { $max } 轮，请提交
-sd-problem-out-of-order = 现在不能写编号为 { $index } 的一轮（编号从 0 数起），下一轮的编号是 { $expected }（也可以修改上一轮）
-sd-problem-wrong-speaker = 编号为 { $index } 的一轮（编号从 0 数起）应由{ $speaker }来说
+sd-problem-out-of-order = 现在还不能写这一轮，下一轮是第 { $next } 轮（也可以修改上一轮）
+sd-problem-wrong-speaker = 这一轮应由{ $speaker }来说
 sd-problem-too-few = 对话现在有 { $turns } 轮；请至少写 { $min } 轮再提交。
 
 ## Span marking page (`sp-`): spans of the utterances, each with a slot name

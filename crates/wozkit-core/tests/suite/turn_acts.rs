@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use wozkit_core::evaluation::{
-    ActAnnotation, ActPair, Dialogue, EvalTask, Evaluation, PairRow, check_act_label,
+    ActAnnotation, ActPair, ActProblem, Dialogue, EvalTask, Evaluation, PairRow, check_act_label,
     parse_turn_item, turn_item_id,
 };
 use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
@@ -128,8 +128,11 @@ fn a_label_is_checked_against_the_act_set_and_slots() {
     );
 
     let problems = check_act_label(&spec, &[], &[]).unwrap_err();
+    assert_eq!(problems, [ActProblem::NoAct]);
     assert!(
-        problems[0].contains("at least one dialogue act"),
+        problems[0]
+            .to_string()
+            .contains("at least one dialogue act"),
         "{problems:?}"
     );
 
@@ -143,7 +146,11 @@ fn a_label_is_checked_against_the_act_set_and_slots() {
         ],
     )
     .unwrap_err();
-    let all = problems.join("\n");
+    let all = problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
     for expected in [
         "act `thank` is not in the study's act set (inform, request, greet)",
         "pair 1: its act `request` is not one of the ticked acts (inform)",

@@ -395,19 +395,15 @@ fn turn_problem(w: &Words, problem: &TurnProblem) -> String {
         TurnProblem::Empty => w.get("sd-problem-empty"),
         TurnProblem::TooLong { max } => w.with("sd-problem-too-long", &[("max", &max.to_string())]),
         TurnProblem::Full { max } => w.with("sd-problem-full", &[("max", &max.to_string())]),
-        TurnProblem::OutOfOrder { index, expected } => w.with(
+        // The page numbers turns from 1, where the core's indexes count from 0; the turn itself
+        // is named by the message's prefix (`sd-problem-turn`).
+        TurnProblem::OutOfOrder { expected, .. } => w.with(
             "sd-problem-out-of-order",
-            &[
-                ("index", &index.to_string()),
-                ("expected", &expected.to_string()),
-            ],
+            &[("next", &(expected + 1).to_string())],
         ),
-        TurnProblem::WrongSpeaker { index, expected } => w.with(
+        TurnProblem::WrongSpeaker { expected, .. } => w.with(
             "sd-problem-wrong-speaker",
-            &[
-                ("index", &index.to_string()),
-                ("speaker", &speaker_label(w, expected)),
-            ],
+            &[("speaker", &speaker_label(w, expected))],
         ),
     }
 }

@@ -19,7 +19,7 @@ use axum::routing::post;
 use axum::{Form, Router};
 use indexmap::IndexMap;
 use wozkit_core::evaluation::{
-    ActAnnotation, EvalTask, Evaluation, PairRow, check_act_label, parse_turn_item,
+    ActAnnotation, ActProblem, EvalTask, Evaluation, PairRow, check_act_label, parse_turn_item,
 };
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
@@ -258,9 +258,10 @@ async fn submit(
     let label = match check_act_label(spec, &acts, &rows) {
         Ok(label) => label,
         Err(problems) => {
+            let w = words(study.study.language);
             let problems: Vec<String> = problems
-                .into_iter()
-                .map(|m| format!("The label was not saved: {m}."))
+                .iter()
+                .map(|m| w.with("acts-not-saved", &[("problem", &act_problem(w, m))]))
                 .collect();
             let f = eval::facts(&app, &p).await?;
             let html = item_page(
@@ -293,4 +294,117 @@ async fn submit(
     )
     .await?;
     Ok(to_page(seat.as_deref()))
+}
+
+/// What is wrong with a label, in the page's language (the core's `Display` is the English of
+/// logs and the CLI).
+fn act_problem(w: &Words, problem: &ActProblem) -> String {
+    let list = |names: &[String]| names.join(&w.get("acts-list-sep"));
+    let row = |row: &usize| row.to_string();
+    match problem {
+        ActProblem::UnknownAct { act, known } => w.with(
+            "acts-problem-unknown-act",
+            &[("act", act), ("known", &list(known))],
+        ),
+        ActProblem::NoAct => w.get("acts-problem-no-act"),
+        ActProblem::ActNotTicked { row: r, ticked, .. } if ticked.is_empty() => {
+            w.with("acts-problem-pair-no-act", &[("row", &row(r))])
+        }
+        ActProblem::ActNotTicked {
+            row: r,
+            act,
+            ticked,
+        } => w.with(
+            "acts-problem-act-not-ticked",
+            &[("row", &row(r)), ("act", act), ("ticked", &list(ticked))],
+        ),
+        ActProblem::UnknownSlot {
+            row: r,
+            slot,
+            known,
+        } => w.with(
+            "acts-problem-unknown-slot",
+            &[("row", &row(r)), ("slot", slot), ("known", &list(known))],
+        ),
+        ActProblem::NoValue { row: r, slot } => {
+            w.with("acts-problem-no-value", &[("row", &row(r)), ("slot", slot)])
+        }
+        ActProblem::ValueTooLong { row: r, max } => w.with(
+            "acts-problem-too-long",
+            &[("row", &row(r)), ("max", &max.to_string())],
+        ),
+        ActProblem::SamePair { row: r } => w.with("acts-problem-same-pair", &[("row", &row(r))]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wozkit_core::language::Language;
+
+    #[test]
+    fn every_act_problem_reads_in_both_languages_with_its_names_and_row() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let all = [
+            ActProblem::UnknownAct {
+                act: "thank".into(),
+                known: names(&["inform", "request"]),
+            },
+            ActProblem::NoAct,
+            ActProblem::ActNotTicked {
+                row: 2,
+                act: "request".into(),
+                ticked: names(&["inform", "greet"]),
+            },
+            ActProblem::ActNotTicked {
+                row: 2,
+                act: "request".into(),
+                ticked: vec![],
+            },
+            ActProblem::UnknownSlot {
+                row: 3,
+                slot: "price".into(),
+                known: names(&["food", "area"]),
+            },
+            ActProblem::NoValue {
+                row: 4,
+                slot: "area".into(),
+            },
+            ActProblem::ValueTooLong { row: 5, max: 500 },
+            ActProblem::SamePair { row: 6 },
+        ];
+        let (en, zh) = (words(Language::En), words(Language::ZhHans));
+        let han = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        for p in &all {
+            let (e, c) = (act_problem(en, p), act_problem(zh, p));
+            assert!(!e.starts_with("acts-") && !han(&e), "{p:?}: {e}");
+            assert!(han(&c), "{p:?}: {c}");
+            // Every name and number of the problem is in both wordings (with nothing ticked,
+            // a pair is asked for its act first).
+            let core = match p {
+                ActProblem::ActNotTicked { row, ticked, .. } if ticked.is_empty() => {
+                    row.to_string()
+                }
+                _ => p.to_string(),
+            };
+            for token in core
+                .split(|ch: char| !ch.is_alphanumeric())
+                .filter(|t| !t.is_empty())
+                .filter(|t| {
+                    [
+                        "thank", "request", "inform", "greet", "price", "food", "area",
+                    ]
+                    .contains(t)
+                        || t.parse::<u32>().is_ok()
+                })
+            {
+                assert!(e.contains(token), "{p:?}: {token} not in {e}");
+                assert!(c.contains(token), "{p:?}: {token} not in {c}");
+            }
+        }
+        assert_eq!(
+            act_problem(zh, &all[2]),
+            "第 2 对：它的对话行为“request”不在勾选的行为之中（inform、greet）"
+        );
+    }
 }

@@ -861,7 +861,7 @@ async fn chinese_self_dialog_and_span_pages_speak_chinese_in_their_problems_too(
     assert_says(
         "a turn of the wrong speaker sent back",
         &wrong.body,
-        &["第 1 轮：编号为 0 的一轮（编号从 0 数起）应由用户来说。"],
+        &["第 1 轮：这一轮应由用户来说。"],
     );
     let empty = c.post("/p/self-dialog/turn", &say(0, "USER", "  ")).await;
     assert_eq!(empty.status, 422, "{}", empty.body);

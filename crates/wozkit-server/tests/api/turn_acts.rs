@@ -265,10 +265,10 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
     let res = w0.post("/p/acts/submit", &bad).await;
     assert_eq!(res.status, 422, "{}", res.body);
     for expected in [
-        "act `thank` is not in the study&#39;s act set",
-        "pair 1: slot `price` is not one of the study&#39;s slots (food, area)",
-        "pair 2: its act `Restaurant-Request` is not one of the ticked acts (Restaurant-Inform)",
-        "pair 2: give the value of slot `food`",
+        "The label was not saved: “thank” is not one of this task&#39;s acts",
+        "pair 1: the slot “price” is not one of this task&#39;s slots (food, area)",
+        "pair 2: its act “Restaurant-Request” is not one of the ticked acts (Restaurant-Inform)",
+        "pair 2: give the value of the slot “food”",
     ] {
         let plain = expected.replace("&#39;", "'");
         assert!(
