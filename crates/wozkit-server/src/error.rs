@@ -2,10 +2,12 @@
 //! error becomes a short page that says what was wrong and what to do; internal details (database
 //! messages) go to the log, never to the client.
 //!
-//! The page is in English unless the error is put in a study's language
-//! ([`HttpError::in_language`], where the participant's study is known): its title and the
-//! participant-facing sentences of [`CATALOGUED`] then come from that language's catalogue
-//! (`error-*`); other sentences (a researcher's, a malformed link's) stay as written.
+//! The page is in the study's language where the participant's study is known
+//! ([`HttpError::in_language`]); elsewhere (a link to no study, a page of no participation) in
+//! the language the browser asks for first among the catalogues' (`Accept-Language`, through
+//! [`asked_language`]), English by default. Its title and the participant-facing sentences of
+//! [`CATALOGUED`] come from that language's catalogue (`error-*`); other sentences (a
+//! researcher's, a malformed link's) stay as written.
 
 use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderValue, StatusCode};
@@ -93,11 +95,58 @@ impl HttpError {
     }
 }
 
+tokio::task_local! {
+    /// The language the request's browser asks for (see [`asked_language`]).
+    static ASKED: Language;
+}
+
+/// Middleware: the language of the catalogues the browser asks for first (`Accept-Language`),
+/// for the error pages of requests whose study is not known.
+pub async fn asked_language(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let lang = req
+        .headers()
+        .get(axum::http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .map_or(Language::En, preferred_language);
+    ASKED.scope(lang, next.run(req)).await
+}
+
+/// The first language of an `Accept-Language` value (by its `q` weights, then its order) that
+/// a catalogue speaks: any `zh` is Simplified Chinese, the only Chinese catalogue; English when
+/// none is.
+pub fn preferred_language(accept: &str) -> Language {
+    let mut asked: Vec<(f32, usize, &str)> = accept
+        .split(',')
+        .enumerate()
+        .filter_map(|(i, part)| {
+            let mut bits = part.split(';');
+            let tag = bits.next()?.trim();
+            let q = bits
+                .filter_map(|b| b.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (q > 0.0 && !tag.is_empty()).then_some((q, i, tag))
+        })
+        .collect();
+    asked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    asked
+        .iter()
+        .find_map(|(_, _, tag)| {
+            let primary = tag.split('-').next().unwrap_or("").to_ascii_lowercase();
+            match primary.as_str() {
+                "zh" => Some(Language::ZhHans),
+                "en" => Some(Language::En),
+                _ => None,
+            }
+        })
+        .unwrap_or(Language::En)
+}
+
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let (lang, error) = match self {
             HttpError::InLanguage(lang, inner) => (lang, *inner),
-            other => (Language::En, other),
+            other => (ASKED.try_with(|l| *l).unwrap_or(Language::En), other),
         };
         let w = words(lang);
         // A sentence of the catalogue in the page's language; any other as written.
@@ -177,6 +226,46 @@ mod tests {
                 "{status}"
             );
         }
+    }
+
+    #[test]
+    fn the_browsers_first_language_with_a_catalogue_is_chosen() {
+        let cases = [
+            ("zh-CN,zh;q=0.9,en;q=0.8", Language::ZhHans),
+            ("zh-TW", Language::ZhHans),
+            ("en-US,en;q=0.9", Language::En),
+            ("de-DE,de;q=0.9,zh;q=0.8,en;q=0.7", Language::ZhHans),
+            ("en;q=0.5, zh-Hans;q=0.8", Language::ZhHans),
+            ("zh;q=0, en", Language::En),
+            ("fr, de", Language::En),
+            ("", Language::En),
+            ("*", Language::En),
+        ];
+        for (accept, lang) in cases {
+            assert_eq!(preferred_language(accept), lang, "{accept:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_error_of_no_known_study_speaks_the_browsers_language() {
+        let chinese = ASKED
+            .scope(Language::ZhHans, async {
+                page(HttpError::Forbidden(NO_PARTICIPATION.into())).await
+            })
+            .await;
+        assert!(chinese.contains("lang=\"zh-Hans\""), "{chinese}");
+        assert!(chinese.contains(&words(Language::ZhHans).get("error-no-participation")));
+        let in_study = ASKED
+            .scope(Language::ZhHans, async {
+                page(HttpError::NotFound.in_language(Language::En)).await
+            })
+            .await;
+        assert!(
+            in_study.contains("lang=\"en\""),
+            "the study's language wins: {in_study}"
+        );
+        let plain = page(HttpError::NotFound).await;
+        assert!(plain.contains("lang=\"en\""), "{plain}");
     }
 
     async fn page(e: HttpError) -> String {

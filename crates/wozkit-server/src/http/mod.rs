@@ -174,6 +174,7 @@ pub fn router(app: AppState) -> Router {
         // which stays outside them: a merged router would otherwise answer them unlayered.
         .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(crate::error::asked_language))
         .layer(axum::middleware::from_fn_with_state(app.clone(), headers))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),

@@ -1026,3 +1026,47 @@ async fn chinese_self_dialog_and_span_pages_speak_chinese_in_their_problems_too(
     assert_chinese("the completion page", &completion, &english);
     app.stop().await;
 }
+
+/// Where no study is known (a page opened without a participation, a link to no study), the
+/// error page speaks the language the browser asks for first, when a catalogue has it.
+#[tokio::test]
+async fn an_error_page_of_no_known_study_speaks_the_browsers_language() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut app = spawn_app_in(data.path().to_path_buf(), crosswoz_with_survey()).await;
+    let zh = words(Language::ZhHans);
+    let ask = |path: &'static str, accept: &'static str| {
+        let addr = app.addr;
+        async move { crate::client::http(addr, "GET", path, &[("Accept-Language", accept)], "").await }
+    };
+    let no_seat = ask("/p", "zh-CN,zh;q=0.9,en;q=0.8").await;
+    assert_eq!(no_seat.status, 401, "{}", no_seat.body);
+    assert!(
+        no_seat.body.contains("<html lang=\"zh-Hans\">"),
+        "{}",
+        no_seat.body
+    );
+    for key in ["error-title-unauthorized", "error-no-participation"] {
+        assert!(
+            no_seat.body.contains(&zh.get(key)),
+            "{key}: {}",
+            no_seat.body
+        );
+    }
+    let nowhere = ask("/leaderboard/no-such-study", "zh-TW,en;q=0.5").await;
+    assert_eq!(nowhere.status, 404, "{}", nowhere.body);
+    assert!(
+        nowhere.body.contains(&zh.get("error-not-found")),
+        "{}",
+        nowhere.body
+    );
+    let english = ask("/p", "fr-FR,en;q=0.5,zh;q=0.1").await;
+    assert_eq!(english.status, 401);
+    assert!(
+        english.body.contains("<html lang=\"en\">"),
+        "{}",
+        english.body
+    );
+    let en = words(Language::En).get("error-no-participation");
+    assert!(english.body.contains(&en), "{}", english.body);
+    app.stop().await;
+}
