@@ -325,6 +325,25 @@ pub struct GoalText {
     /// Written after a goal entry of the panel once it is satisfied.
     #[serde(default = "default_done")]
     pub done: String,
+    /// How the user reads a constraint that refers to an earlier sub-goal (`references`), in
+    /// the sentence and the panel: `{id}` is the earlier sub-goal's id (as the panel numbers
+    /// it) and `{column}` its column. Without it the stored value is shown, which a dataset's
+    /// convention may write for machines (CrossWOZ's `出现在id=1的周边酒店里`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+impl GoalText {
+    /// A constraint's value as the user reads it: the stored value, or for a reference to an
+    /// earlier sub-goal the study's `reference` wording.
+    pub fn shown_value(&self, c: &GoalSlot) -> String {
+        match (&self.reference, &c.reference) {
+            (Some(tpl), Some(r)) => tpl
+                .replace("{id}", &r.subgoal.to_string())
+                .replace("{column}", &r.column),
+            _ => c.value.clone(),
+        }
+    }
 }
 
 impl Default for GoalText {
@@ -336,6 +355,7 @@ impl Default for GoalText {
             separator: default_separator(),
             title: default_title(),
             done: default_done(),
+            reference: None,
         }
     }
 }
@@ -379,7 +399,7 @@ pub fn describe(goal: &Goal, text: Option<&GoalText>) -> Vec<String> {
                 .map(|c| {
                     fill(&t.constraint)
                         .replace("{slot}", &c.slot)
-                        .replace("{value}", &c.value)
+                        .replace("{value}", &t.shown_value(c))
                 })
                 .collect();
             let requests = if sg.requests.is_empty() {

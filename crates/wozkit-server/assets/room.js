@@ -592,7 +592,9 @@ function renderGoal(e) {
     const list = el('ul');
     const add = (slot, kind) => {
       const li = el('li', { class: `goal-entry goal-${kind}`, 'data-testid': 'goal-entry', 'data-index': i, 'data-kind': kind, 'data-slot': slot.slot, 'data-satisfied': 'false' });
-      li.append(el('span', { class: 'tick', 'aria-hidden': 'true' }), el('span', { class: 'goal-text' }, goalText(slot.slot, slot.value, kind)));
+      const shown = kind === 'constraint' ? shownValue(slot) : slot.value;
+      li.dataset.shown = shown || '';
+      li.append(el('span', { class: 'tick', 'aria-hidden': 'true' }), el('span', { class: 'goal-text' }, goalText(slot.slot, shown, kind)));
       list.append(li);
       i += 1;
     };
@@ -610,6 +612,14 @@ function goalWords() {
   return { title: own.title || t('room-js-goal-title'), done: own.done || t('room-js-goal-done') };
 }
 
+// A constraint's value as the guest reads it: a reference to an earlier sub-goal in the study's
+// `goals.text.reference` words (`{id}`, `{column}`), else the stored value.
+function shownValue(c) {
+  const tpl = st.study && st.study.goal_text && st.study.goal_text.reference;
+  if (!tpl || !c.reference) return c.value;
+  return tpl.replaceAll('{id}', String(c.reference.subgoal)).replaceAll('{column}', c.reference.column);
+}
+
 function goalText(slot, value, kind) {
   if (kind === 'request') return `${slot}: ${value || '?'}`;
   return `${slot}: ${value}`;
@@ -625,7 +635,8 @@ function renderTurnState(e) {
     li.classList.toggle('done', done);
     li.dataset.satisfied = done ? 'true' : 'false';
     li.querySelector('.tick').textContent = done ? '✓' : '';
-    li.querySelector('.goal-text').textContent = `${goalText(x.slot, x.value, x.kind)}${done ? ` ${goalWords().done}` : ''}`;
+    const value = x.kind === 'constraint' ? li.dataset.shown : x.value;
+    li.querySelector('.goal-text').textContent = `${goalText(x.slot, value, x.kind)}${done ? ` ${goalWords().done}` : ''}`;
   });
 }
 

@@ -138,6 +138,29 @@ fn a_reference_draws_a_hotel_listed_near_the_attraction() {
         );
         // The referenced name is not requested again.
         assert!(!h.requests.iter().any(|r| r.slot == "name"));
+        // The user reads the study's `reference` wording, never the stored `id=1`; without
+        // one, the stored value.
+        let plain = goals::describe(&g, None);
+        assert!(
+            plain[1].contains("name 出现在id=1的周边酒店里"),
+            "{}",
+            plain[1]
+        );
+        let text = goals::GoalText {
+            reference: Some("one of the {column} of sub-goal {id}".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            text.shown_value(c),
+            "one of the nearby_hotels of sub-goal 1"
+        );
+        let worded = goals::describe(&g, Some(&text));
+        assert!(
+            worded[1].contains("name one of the nearby_hotels of sub-goal 1")
+                && !worded[1].contains("id="),
+            "{}",
+            worded[1]
+        );
     }
     assert!(
         with_ref > 0 && without > 0,

@@ -207,7 +207,7 @@ pub fn welcome_study(study: &LoadedStudy, role: Role) -> Value {
         .flatten()
         .map(|g| {
             let t = g.text.clone().unwrap_or_default();
-            json!({"title": t.title, "done": t.done})
+            json!({"title": t.title, "done": t.done, "reference": t.reference})
         });
     json!({
         "id": st.id,

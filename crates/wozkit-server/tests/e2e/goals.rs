@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, ensure};
 use serde_json::{Value, json};
 use wozkit_core::event::EventKind;
-use wozkit_core::goals::Goal;
+use wozkit_core::goals::{Goal, GoalText};
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
@@ -154,13 +154,25 @@ async fn play(server: &TestServer, u: &Browser, w: &Browser) -> Result<()> {
         shown.iter().all(|e| e["satisfied"] == false),
         "ticked before anything was said"
     );
-    for c in &sg.constraints {
-        let text = format!("{}: {}", c.slot, c.value);
+    // Every constraint as the user reads it: a reference to an earlier sub-goal in the study's
+    // words, never the stored `id=1`.
+    let words = GoalText {
+        reference: Some("one of the hotels near sub-goal {id}".into()),
+        ..GoalText::default()
+    };
+    for c in goal.subgoals.iter().flat_map(|s| &s.constraints) {
+        let text = format!("{}: {}", c.slot, words.shown_value(c));
         ensure!(
             shown.iter().any(|e| e["text"] == json!(text)),
-            "the constraint `{text}` is not shown"
+            "the constraint `{text}` is not shown: {shown:?}"
         );
     }
+    ensure!(
+        !shown
+            .iter()
+            .any(|e| e["text"].as_str().is_some_and(|t| t.contains("id="))),
+        "a stored reference value is shown: {shown:?}"
+    );
     wizard_has_no_goal(w).await?;
 
     // The wizard greets; the user states the constraints (a reference is met by the selection).
