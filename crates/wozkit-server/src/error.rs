@@ -250,7 +250,7 @@ mod tests {
     async fn an_error_of_no_known_study_speaks_the_browsers_language() {
         let chinese = ASKED
             .scope(Language::ZhHans, async {
-                page(HttpError::Forbidden(NO_PARTICIPATION.into())).await
+                page(HttpError::Forbidden(NO_PARTICIPATION)).await
             })
             .await;
         assert!(chinese.contains("lang=\"zh-Hans\""), "{chinese}");
