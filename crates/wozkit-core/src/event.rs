@@ -283,7 +283,15 @@ pub enum EventKind {
         expires_at_ms: u64,
     },
     /// The participant gave an item back unjudged (skipped it); the item returns to the pool.
-    ItemReturned { item: String, lease: String },
+    /// `given` is what they had filled in on the item's form before skipping it (each field's
+    /// name and value, in the form's order), kept so that nothing they gave is lost; empty when
+    /// nothing was.
+    ItemReturned {
+        item: String,
+        lease: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        given: Vec<(String, String)>,
+    },
     /// A judgment of one item. `counted` is false for a surplus judgment (submitted after its
     /// lease expired, when the item had all its judgments already) and for gold items.
     Judged(Box<Judgment>),

@@ -404,6 +404,7 @@ sd-problem-full = the dialogue has its { $max } turns: submit it
 sd-problem-out-of-order = this turn cannot be written now: the next is turn { $next } (or edit the last)
 sd-problem-wrong-speaker = this turn is spoken by { $speaker }
 sd-problem-too-few = The conversation has { $turns } turns; write at least { $min } before submitting.
+sd-problem-unsent = You have written a turn that is not added yet: add it, or clear it, before submitting the dialogue.
 
 ## Span marking page (`sp-`): spans of the utterances, each with a slot name
 
@@ -440,6 +441,7 @@ sp-problem-unknown-slot = `{ $slot }` is not one of the study's slot names
 sp-problem-text-mismatch = the offsets select "{ $found }", not the text given ("{ $given }")
 sp-problem-remove = No such span to remove: { $count } are marked.
 sp-problem-too-few = { $count } spans are marked; mark at least { $min } before submitting.
+sp-problem-unsent = You have a span that is not marked yet: mark it, or clear its words and numbers, before submitting.
 
 ## The span page's script
 

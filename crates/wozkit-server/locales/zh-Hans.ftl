@@ -372,6 +372,7 @@ sd-problem-full = 对话已写满 { $max } 轮，请提交
 sd-problem-out-of-order = 现在还不能写这一轮，下一轮是第 { $next } 轮（也可以修改上一轮）
 sd-problem-wrong-speaker = 这一轮应由{ $speaker }来说
 sd-problem-too-few = 对话现在有 { $turns } 轮；请至少写 { $min } 轮再提交。
+sd-problem-unsent = 你写的一轮还没有添加：请先添加，或清空后再提交对话。
 
 ## Span marking page (`sp-`): spans of the utterances, each with a slot name
 
@@ -408,6 +409,7 @@ sp-problem-unknown-slot = `{ $slot }` 不是这项研究的槽位名
 sp-problem-text-mismatch = 这些位置选中的是“{ $found }”，而不是给出的文本（“{ $given }”）
 sp-problem-remove = 没有这个要删除的片段：目前标出了 { $count } 个。
 sp-problem-too-few = 目前标出了 { $count } 个片段；请至少标出 { $min } 个再提交。
+sp-problem-unsent = 你有一个片段还没有标注：请先标注，或清空它的词语和位置后再提交。
 
 ## The span page's script
 

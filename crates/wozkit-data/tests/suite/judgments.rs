@@ -218,6 +218,7 @@ fn logs(golden: &Value) -> BTreeMap<String, Log> {
         EventKind::ItemReturned {
             item: "r9".into(),
             lease: "lease-w2-r9".into(),
+            given: vec![],
         },
         100,
     );

@@ -635,7 +635,7 @@ pub async fn judge_or_move_on(
             Ok(Some(html))
         }
         Some(lease) if matches!(ev.task, EvalTask::SelfDialog | EvalTask::Spans) => Ok(Some(
-            super::self_dialog::item_page(app, study, ev, p, &lease, &f, seat, &[]).await?,
+            super::self_dialog::item_page(app, study, ev, p, &lease, &f, seat, &[], &[]).await?,
         )),
         Some(lease) if ev.task == EvalTask::TurnActs => Ok(Some(
             super::turn_acts::item_page(study, ev, p, &lease, &f, seat, &[], &[]).await?,
@@ -759,9 +759,8 @@ fn item_page(
         "<main class=\"wide\" data-page=\"{kind}\" data-item=\"{item}\">{head}{progress}{prompt}\
          <form method=\"post\" action=\"{action}\" id=\"judge\"><input type=\"hidden\" name=\"step\" value=\"{step}\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">{dialogues}{choice}{qs}\
-         <button type=\"submit\" class=\"primary\" data-testid=\"judge-submit\">{submit}</button></form>\
-         <form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <button type=\"submit\" data-testid=\"judge-skip\">{skip}</button></form></main>",
+         <button type=\"submit\" class=\"primary\" data-testid=\"judge-submit\">{submit}</button>\
+         <button type=\"submit\" class=\"skip\" formaction=\"/p/skip{seatq}\" formnovalidate data-testid=\"judge-skip\">{skip}</button></form></main>",
         kind = match ev.task {
             EvalTask::Compare => "compare",
             _ => "rate",
@@ -1079,7 +1078,17 @@ pub(super) async fn submit_judgment(
     Ok(app.store.submit(&lease, at_ms, log, events).await?.0)
 }
 
-/// `POST /p/skip`: gives the item back.
+/// What a participant filled in on an item's form: every field with a value but the form's own
+/// (`lease`, `step`). The skip button is part of the item's form, so a skip sends it along.
+fn given_on_item(fields: &Fields) -> Vec<(String, String)> {
+    fields
+        .iter()
+        .filter(|(name, value)| name != "lease" && name != "step" && !value.trim().is_empty())
+        .cloned()
+        .collect()
+}
+
+/// `POST /p/skip`: gives the item back, keeping in the log what was filled in on it.
 pub async fn skip(
     State(app): State<AppState>,
     Query(q): Query<SeatQuery>,
@@ -1099,6 +1108,7 @@ pub async fn skip(
             vec![EventKind::ItemReturned {
                 item: lease.item_id.clone(),
                 lease: lease.id.clone(),
+                given: given_on_item(&fields),
             }],
         )
         .await?;

@@ -85,6 +85,7 @@ pub async fn item_page(
     f: &Facts,
     seat: Option<&str>,
     problems: &[String],
+    kept: &[(String, String)],
 ) -> Result<String, HttpError> {
     let events = app.store.events(&eval::log_id(p), 0).await?;
     let role = p.role.unwrap_or(Role::User);
@@ -101,12 +102,22 @@ pub async fn item_page(
         })
         .collect();
     let progress = item_progress(w, ev, f);
+    // The skip button sends the writing or marking form (`form=`), where a turn or a span may
+    // be typed and not yet added: the skip keeps it in the log (see `judge::skip`).
     let skip = format!(
         "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <button type=\"submit\" data-testid=\"judge-skip\">{label}</button></form>",
+         <button type=\"submit\" data-testid=\"judge-skip\"{pending}>{label}</button></form>",
         seatq = esc(&seatq),
         lease = esc(&lease.id),
         label = esc(&w.get("eval-skip")),
+        pending = pending_form(
+            pending_form_of(
+                ev.task,
+                written_turns(&events, &lease.id).len(),
+                ev.self_dialog.as_ref()
+            ),
+            &format!("/p/skip{seatq}")
+        ),
     );
     let body = match (ev.task, &ev.self_dialog, &ev.spans) {
         (EvalTask::SelfDialog, Some(spec), _) => {
@@ -130,7 +141,7 @@ pub async fn item_page(
                  {head}{progress}{instructions}{problems_html}{writing}{skip}</main>",
                 item = esc(&lease.item_id),
                 head = page_head(page, &w.get("sd-title")),
-                writing = writing_html(w, spec, &turns, &lease.id, &seatq),
+                writing = writing_html(w, spec, &turns, &lease.id, &seatq, kept),
             )
         }
         (EvalTask::Spans, _, Some(spec)) => {
@@ -158,7 +169,7 @@ pub async fn item_page(
                     .as_deref()
                     .map(|t| format!("<div class=\"annotate-prompt\">{}</div>", markdown(t)))
                     .unwrap_or_default(),
-                marking = spans_html(w, spec, &utterances, &spans, &lease.id, &seatq),
+                marking = spans_html(w, spec, &utterances, &spans, &lease.id, &seatq, kept),
             )
         }
         _ => return Err(HttpError::NotFound),
@@ -183,14 +194,22 @@ fn speaker_label(w: &Words, speaker: &str) -> String {
     }
 }
 
-/// The written turns, the fix of the last one, the next turn's form and the submit.
+/// The written turns, the fix of the last one, the next turn's form and the submit. `kept` is a
+/// form sent back: the turn it carries stays in its box.
 fn writing_html(
     w: &Words,
     spec: &SelfDialogs,
     turns: &[String],
     lease: &str,
     seatq: &str,
+    kept: &[(String, String)],
 ) -> String {
+    // The text sent back for the turn at `index`, if the refused form was that turn's.
+    let kept_turn = |index: usize| {
+        (field(kept, "index").map(|i| i.trim().to_string()) == Some(index.to_string()))
+            .then(|| field(kept, "text"))
+            .flatten()
+    };
     let lease = esc(lease);
     let seatq = esc(seatq);
     let list: String = turns
@@ -221,7 +240,7 @@ fn writing_html(
                 aria = esc(&w.get("sd-fix-label")),
                 save = esc(&w.get("sd-fix-save")),
                 max = spec.max_chars,
-                text = esc(&turns[last]),
+                text = esc(kept_turn(last).unwrap_or(&turns[last])),
             )
         }
         None => String::new(),
@@ -248,10 +267,11 @@ fn writing_html(
              <input type=\"hidden\" name=\"lease\" value=\"{lease}\"><input type=\"hidden\" name=\"index\" value=\"{n}\">\
              <input type=\"hidden\" name=\"speaker\" value=\"{who}\">\
              <label for=\"sd-text\">{label}</label>\
-             <textarea id=\"sd-text\" name=\"text\" rows=\"3\" maxlength=\"{max}\" required autofocus></textarea>\
+             <textarea id=\"sd-text\" name=\"text\" rows=\"3\" maxlength=\"{max}\" required autofocus>{typed}</textarea>\
              <button type=\"submit\" class=\"primary\" data-testid=\"sd-add\">{add}</button></form>",
             add = esc(&w.get("sd-add")),
             max = spec.max_chars,
+            typed = esc(kept_turn(n).unwrap_or_default()),
         )
     } else {
         format!(
@@ -286,10 +306,14 @@ fn writing_html(
         "<form method=\"post\" action=\"/p/self-dialog/submit{seatq}\" class=\"sd-submit\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
          <p class=\"muted\" data-testid=\"sd-count\">{count}</p>\
-         <button type=\"submit\" data-testid=\"sd-submit\"{disabled}>{label}</button></form>",
+         <button type=\"submit\" data-testid=\"sd-submit\"{disabled}{pending}>{label}</button></form>",
         count = esc(&count),
         label = esc(&w.get("sd-submit")),
         disabled = if missing > 0 { " disabled" } else { "" },
+        pending = pending_form(
+            pending_form_of(EvalTask::SelfDialog, turns.len(), Some(spec)),
+            &format!("/p/self-dialog/submit{seatq}")
+        ),
     );
     format!("<ol class=\"sd-turns\" data-testid=\"sd-turns\">{list}</ol>{fix}{next}{submit}")
 }
@@ -302,7 +326,17 @@ fn spans_html(
     spans: &[Span],
     lease: &str,
     seatq: &str,
+    kept: &[(String, String)],
 ) -> String {
+    // What a refused form sent back stays in the marking form.
+    let typed = |name: &str| esc(field(kept, name).unwrap_or_default());
+    let chosen = |name: &str, value: &str| {
+        if field(kept, name) == Some(value) {
+            " selected"
+        } else {
+            ""
+        }
+    };
     let lease = esc(lease);
     let seatq = esc(seatq);
     let list: String = utterances
@@ -356,12 +390,23 @@ fn spans_html(
         )
     };
     let turn_options: String = (0..utterances.len())
-        .map(|i| format!("<option value=\"{i}\">{i}</option>"))
+        .map(|i| {
+            format!(
+                "<option value=\"{i}\"{}>{i}</option>",
+                chosen("turn", &i.to_string())
+            )
+        })
         .collect();
     let slot_options: String = spec
         .slots
         .iter()
-        .map(|s| format!("<option value=\"{0}\">{0}</option>", esc(s)))
+        .map(|s| {
+            format!(
+                "<option value=\"{0}\"{1}>{0}</option>",
+                esc(s),
+                chosen("slot", s)
+            )
+        })
         .collect();
     format!(
         "<ol class=\"sd-turns sp-turns\" data-testid=\"sp-turns\" start=\"0\">{list}</ol>{table}\
@@ -369,14 +414,18 @@ fn spans_html(
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
          <p class=\"muted\">{help}</p>\
          <label>{utterance} <select name=\"turn\" id=\"sp-turn\">{turn_options}</select></label>\
-         <label>{words} <input type=\"text\" name=\"text\" id=\"sp-words\"></label>\
-         <label>{from} <input type=\"number\" name=\"start\" id=\"sp-start\" min=\"0\"></label>\
-         <label>{to} <input type=\"number\" name=\"end\" id=\"sp-end\" min=\"1\"></label>\
+         <label>{words} <input type=\"text\" name=\"text\" id=\"sp-words\" value=\"{words_typed}\"></label>\
+         <label>{from} <input type=\"number\" name=\"start\" id=\"sp-start\" min=\"0\" value=\"{start_typed}\"></label>\
+         <label>{to} <input type=\"number\" name=\"end\" id=\"sp-end\" min=\"1\" value=\"{end_typed}\"></label>\
          <label>{slot} <select name=\"slot\" id=\"sp-slot\" data-testid=\"sp-slot\">{slot_options}</select></label>\
          <button type=\"submit\" data-testid=\"sp-add\">{mark}</button></form>\
          <form method=\"post\" action=\"/p/spans/submit{seatq}\" class=\"sd-submit\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <button type=\"submit\" class=\"primary\" data-testid=\"sp-submit\">{submit}</button></form>",
+         <button type=\"submit\" class=\"primary\" data-testid=\"sp-submit\"{pending}>{submit}</button></form>",
+        pending = pending_form(Some("sp-mark"), &format!("/p/spans/submit{seatq}")),
+        words_typed = typed("text"),
+        start_typed = typed("start"),
+        end_typed = typed("end"),
         help = esc(&w.get("sp-help")),
         utterance = esc(&w.get("sp-utterance")),
         words = esc(&w.get("sp-words")),
@@ -386,6 +435,44 @@ fn spans_html(
         mark = esc(&w.get("sp-mark")),
         submit = esc(&w.get("sp-submit")),
     )
+}
+
+/// The form where a turn is typed before it is added (`sd-next`, absent once the dialogue has
+/// all its turns) or a span before it is marked (`sp-mark`).
+fn pending_form_of(
+    task: EvalTask,
+    turns: usize,
+    spec: Option<&SelfDialogs>,
+) -> Option<&'static str> {
+    match task {
+        EvalTask::SelfDialog => spec
+            .is_some_and(|s| turns < s.max_turns as usize)
+            .then_some("sd-next"),
+        EvalTask::Spans => Some("sp-mark"),
+        _ => None,
+    }
+}
+
+/// The attributes that make a button outside the form `form` send it to `action`: a submit or
+/// skip then carries what is typed there and not yet added, so that it is refused with a message
+/// (submit) or kept in the log (skip), never silently dropped. Without that form on the page,
+/// nothing: the button's own form is sent.
+fn pending_form(form: Option<&str>, action: &str) -> String {
+    form.map(|form| {
+        format!(
+            " form=\"{}\" formaction=\"{}\" formnovalidate",
+            esc(form),
+            esc(action)
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// Whether a posted form carries a turn or a span typed and not yet added.
+fn pending_in(fields: &Fields, names: &[&str]) -> bool {
+    names
+        .iter()
+        .any(|n| field(fields, n).is_some_and(|v| !v.trim().is_empty()))
 }
 
 /// What is wrong with a written turn, in the page's language (the core's `Display` is the
@@ -456,10 +543,11 @@ async fn refused(
     lease: &Lease,
     seat: Option<&str>,
     problem: String,
+    kept: &[(String, String)],
 ) -> Result<Response, HttpError> {
     let ev = study.study.evaluation.as_ref().ok_or(HttpError::NotFound)?;
     let f = eval::facts(app, p).await?;
-    let html = item_page(app, study, ev, p, lease, &f, seat, &[problem]).await?;
+    let html = item_page(app, study, ev, p, lease, &f, seat, &[problem], kept).await?;
     Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response())
 }
 
@@ -533,7 +621,7 @@ async fn turn(
                     ("problem", &turn_problem(w, &problem)),
                 ],
             );
-            return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
+            return refused(&app, &study, &p, &lease, seat.as_deref(), msg, &fields).await;
         }
     };
     let value = json!({
@@ -572,6 +660,10 @@ async fn submit_dialogue(
         .as_ref()
         .and_then(|e| e.self_dialog.as_ref())
         .ok_or(HttpError::NotFound)?;
+    if pending_in(&fields, &["text"]) {
+        let msg = words(st.language).get("sd-problem-unsent");
+        return refused(&app, &study, &p, &lease, seat.as_deref(), msg, &fields).await;
+    }
     let events = app.store.events(&eval::log_id(&p), 0).await?;
     let turns = written_turns(&events, &lease.id);
     if turns.len() < spec.min_turns as usize {
@@ -582,7 +674,7 @@ async fn submit_dialogue(
                 ("min", &spec.min_turns.to_string()),
             ],
         );
-        return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
+        return refused(&app, &study, &p, &lease, seat.as_deref(), msg, &fields).await;
     }
     let utterances: Vec<Value> = turns
         .iter()
@@ -736,7 +828,7 @@ async fn mark(
         Ok(span) => span,
         Err(msg) => {
             let msg = w.with("sp-problem-not-marked", &[("problem", &msg)]);
-            return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
+            return refused(&app, &study, &p, &lease, seat.as_deref(), msg, &fields).await;
         }
     };
     let mut value =
@@ -769,7 +861,7 @@ async fn remove(
         _ => {
             let msg = words(study.study.language)
                 .with("sp-problem-remove", &[("count", &count.to_string())]);
-            refused(&app, &study, &p, &lease, seat.as_deref(), msg).await
+            refused(&app, &study, &p, &lease, seat.as_deref(), msg, &fields).await
         }
     }
 }
@@ -790,6 +882,10 @@ async fn submit_spans(
     let st = &study.study;
     let ev = st.evaluation.as_ref().ok_or(HttpError::NotFound)?;
     let spec = ev.spans.as_ref().ok_or(HttpError::NotFound)?;
+    if pending_in(&fields, &["text", "start", "end"]) {
+        let msg = words(st.language).get("sp-problem-unsent");
+        return refused(&app, &study, &p, &lease, seat.as_deref(), msg, &fields).await;
+    }
     let events = app.store.events(&eval::log_id(&p), 0).await?;
     let spans = marked_spans(&events, &lease.id);
     if spans.len() < spec.min_spans as usize {
@@ -800,7 +896,7 @@ async fn submit_spans(
                 ("min", &spec.min_spans.to_string()),
             ],
         );
-        return refused(&app, &study, &p, &lease, seat.as_deref(), msg).await;
+        return refused(&app, &study, &p, &lease, seat.as_deref(), msg, &fields).await;
     }
     let mut answers = IndexMap::new();
     answers.insert(

@@ -108,9 +108,9 @@ pub async fn item_page(
         .as_deref()
         .map(|t| format!("<div class=\"annotate-prompt\">{}</div>", markdown(t)))
         .unwrap_or_default();
+    // Part of the label's form, so a skip keeps in the log what was ticked and typed.
     let skip = format!(
-        "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease_id}\">\
-         <button type=\"submit\" data-testid=\"judge-skip\">{}</button></form>",
+        "<button type=\"submit\" class=\"skip\" formaction=\"/p/skip{seatq}\" formnovalidate data-testid=\"judge-skip\">{}</button>",
         esc(&w.get("eval-skip"))
     );
     let body = format!(
@@ -120,7 +120,7 @@ pub async fn item_page(
          <ol class=\"transcript\" start=\"0\">{before}{target}</ol></section>\
          <form method=\"post\" action=\"/p/acts/submit{seatq}\" class=\"ta-label\" data-testid=\"acts-form\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease_id}\">{controls}\
-         <button type=\"submit\" class=\"primary\" data-testid=\"acts-submit\">{submit}</button></form>{skip}</main>",
+         <button type=\"submit\" class=\"primary\" data-testid=\"acts-submit\">{submit}</button>{skip}</form></main>",
         item = esc(&lease.item_id),
         head = page_head(page, &w.get("acts-title")),
         so_far = esc(&w.get("acts-so-far")),

@@ -26,6 +26,7 @@ mod lobby;
 mod metrics;
 mod mturk;
 mod new_room_lease;
+mod no_silent_loss;
 mod observe;
 mod pairing;
 mod participant_text;

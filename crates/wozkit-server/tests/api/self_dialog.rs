@@ -134,7 +134,10 @@ async fn a_worker_writes_both_sides_in_turn_fixes_the_last_turn_and_submits() {
     assert!(body.contains("spoken by USER"), "{body}");
     let (status, body) = say(&c, 1, "ASSISTANT", "Hello").await;
     assert_eq!(status, 422);
-    assert!(body.contains("the next turn is 0"), "{body}");
+    assert!(
+        body.contains("Turn 2: this turn cannot be written now: the next is turn 1"),
+        "{body}"
+    );
     let (status, body) = say(&c, 0, "USER", "   ").await;
     assert_eq!(status, 422);
     assert!(body.contains("empty"), "{body}");

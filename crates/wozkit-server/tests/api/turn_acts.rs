@@ -192,7 +192,7 @@ async fn label(c: &Client, worker: &str) -> String {
     item
 }
 
-async fn all_judgments(app: &TestApp) -> Vec<Judgment> {
+async fn all_events(app: &TestApp) -> Vec<wozkit_core::event::Event> {
     let filter = SessionFilter {
         study_id: Some("ta-mini".into()),
         kind: wozkit_store::SessionKind::Participant,
@@ -200,9 +200,13 @@ async fn all_judgments(app: &TestApp) -> Vec<Judgment> {
     };
     let mut out = vec![];
     for s in app.store.list_sessions(&filter).await.expect("sessions") {
-        out.extend(judgments(&app.events(&s.id).await));
+        out.extend(app.events(&s.id).await);
     }
     out
+}
+
+async fn all_judgments(app: &TestApp) -> Vec<Judgment> {
+    judgments(&all_events(app).await)
 }
 
 #[tokio::test]
@@ -348,12 +352,41 @@ async fn each_guest_turn_is_labelled_by_exactly_two_annotators_and_exports_its_m
     );
 
     // A worker who gives a turn back, then another who labels everything left.
+    // The skip button is part of the label's form, and the skip keeps what was ticked.
     let quitter = join_worker(&app, "ta-mini", "w-skip").await;
     let body = quitter.page().await.body;
+    let form = body
+        .split("data-testid=\"acts-form\"")
+        .nth(1)
+        .and_then(|f| f.split("</form>").next())
+        .unwrap_or_default();
+    assert!(
+        form.contains("formaction=\"/p/skip\"") && form.contains("data-testid=\"judge-skip\""),
+        "the skip button is outside the label's form: {body}"
+    );
     let res = quitter
-        .post("/p/skip", &format!("lease={}", hidden(&body, "lease")))
+        .post(
+            "/p/skip",
+            &format!(
+                "lease={}&act=general-greet&pair_act_1=&pair_slot_1=&pair_value_1=",
+                hidden(&body, "lease")
+            ),
+        )
         .await;
     assert_eq!(res.status, 303);
+    let given: Vec<Vec<(String, String)>> = all_events(&app)
+        .await
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ItemReturned { given, .. } => Some(given),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        given,
+        [vec![("act".to_string(), "general-greet".to_string())]],
+        "the skip keeps the ticked act and leaves the empty rows out"
+    );
     let w1 = join_worker(&app, "ta-mini", "w1").await;
     let mut labelled = vec![];
     while page_kind(&w1.page().await.body) == "turn-acts" {
