@@ -257,14 +257,15 @@ function renderWorld(state) {
   const vars = el('table', { id: 'replay-vars', class: 'replay-table' });
   for (const [k, v] of Object.entries(s.world || {})) {
     const tr = el('tr', { 'data-var': k });
-    tr.append(el('th', {}, k), el('td', {}, JSON.stringify(v)));
+    // An unset variable reads as unset, not as JSON's `null`.
+    tr.append(el('th', {}, k), el('td', {}, v == null ? '— (unset)' : JSON.stringify(v)));
     vars.append(tr);
   }
   const robots = el('ul', { id: 'replay-robots', class: 'replay-robots' });
   for (const r of d.robots || []) {
     const act = r.action ? ` — ${r.action}${r.target ? ` → ${r.target}` : ''} (${r.percent ?? 0}%)` : ' — idle';
     robots.append(el('li', { 'data-robot': r.id, 'data-location': r.location, 'data-busy': r.action ? 'true' : 'false' },
-      `${r.name} at ${r.location_name}, battery ${Math.round(r.battery)}%${act}`));
+      `${r.name} at ${r.location_name || r.location || '—'}, battery ${Math.round(r.battery ?? 0)}%${act}`));
   }
   const w = d.wizard || {};
   const u = d.user || {};
@@ -272,7 +273,9 @@ function renderWorld(state) {
   for (const id of w.option_order || []) {
     const o = { state: id, ...(w.options || {})[id] };
     const li = el('li', { 'data-state': o.state, class: w.hint === o.state ? 'hinted' : null });
-    li.append(el('span', { class: 'muted' }, `${o.label} / ${o.act_type}: `), document.createTextNode(o.text));
+    // An option without a text (free text, a robot button) or an act type shows only what it has.
+    li.append(el('span', { class: 'muted' }, `${o.label || o.state}${o.act_type ? ` / ${o.act_type}` : ''}: `),
+      document.createTextNode(o.text || '—'));
     opts.append(li);
   }
   if (!opts.children.length) opts.append(el('li', { class: 'muted' }, 'none offered'));

@@ -712,13 +712,15 @@ function dbTable(name) {
   return st.study && st.study.database ? st.study.database.find((x) => x.name === name) : undefined;
 }
 
-// What the wizard reads for a row: its first shown column other than the key ("Trattoria
-// Lanterna"), never the key the program uses ("r01") unless the table has nothing else.
+// What the wizard reads for a row: the first column the study shows (`show`, a name such as
+// "Trattoria Lanterna", even when it is the key, as CrossWOZ's 名称 is); without `show`, the
+// first column other than the key the program uses ("r01"), the key only if nothing else.
 function rowName(spec, row, key) {
   if (!spec || !row) return key;
-  const cols = spec.show && spec.show.length ? spec.show : spec.columns.map((c) => c.name);
-  const c = cols.find((x) => x !== spec.key);
-  return c && row[c] !== null && row[c] !== undefined ? String(row[c]) : key;
+  const c = spec.show && spec.show.length
+    ? spec.show[0]
+    : spec.columns.map((x) => x.name).find((x) => x !== spec.key);
+  return c && row[c] !== null && row[c] !== undefined && String(row[c]) !== '' ? String(row[c]) : key;
 }
 
 function renderDbResults(e) {

@@ -597,6 +597,17 @@ async fn replay(server: &TestServer, r: &Browser, session: &str) -> Result<()> {
         ],
     )
     .await?;
+    // Nothing unset or missing shows as a script's word for it.
+    let stray = r
+        .js(
+            "return document.getElementById('replay').innerText.match(/\\b(null|undefined|NaN)\\b/g) || []",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        stray == json!([]),
+        "the replay shows {stray} at its last step"
+    );
     shoot_settled(r, "console-replay.png").await?;
     scrub(r, 0).await?;
     r.wait_js(

@@ -16,7 +16,8 @@
 //! Needs both browsers and their drivers (see `main.rs`); fails when one is missing unless
 //! `WOZKIT_SKIP_E2E=1`. With `WOZKIT_UPDATE_SCREENSHOTS=1` (or when the file is missing) it
 //! writes the wizard's room to `docs/screenshots/wizard-database.png` and
-//! `docs/screenshots/wizard-database-crosswoz.png` at 1366×768.
+//! `docs/screenshots/wizard-database-crosswoz.png`, and the CrossWOZ guest's room to
+//! `docs/screenshots/user-crosswoz.png`, at 1366×768.
 
 use crate::browser;
 use crate::server;
@@ -32,7 +33,7 @@ use wozkit_core::goals::GoalText;
 use wozkit_core::load::load_path;
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, close_all, into_room, shoot, use_row};
+use browser::{Browser, Driver, close_all, into_room, shoot, shoot_settled, use_row};
 use server::TestServer;
 
 /// The whole test must end within this time, whatever happens.
@@ -180,6 +181,13 @@ async fn play_crosswoz(
     let key = rows[0]["key"].as_str().context("key")?.to_string();
     let name = rows[0]["name"].as_str().context("name")?.to_string();
     use_row(w, &key).await?;
+    // The selection reads as the row's name (the key column 名称, shown first), not another
+    // column's value.
+    let selected = w.text("db-selected").await?;
+    ensure!(
+        selected.contains(&name),
+        "the selection reads `{selected}`, not the restaurant {name}"
+    );
     w.click("option-greet").await?;
     option_reads(w, "inform_restaurant", &name).await?;
     let headers = fits(w).await?;
@@ -253,7 +261,8 @@ async fn goal_words(server: &TestServer, u: &Browser, words: &GoalText) -> Resul
         "a satisfied entry reads `{text}`, the study's mark is {:?}",
         words.done
     );
-    Ok(())
+    // The guest's room in Chinese, the goal panel with the stated constraint ticked.
+    shoot_settled(u, "user-crosswoz.png").await
 }
 
 /// The columns `table` of a study shows in the results table (`database.tables.T.show`).
