@@ -106,12 +106,16 @@ function addLine(e, cls, who, text, label) {
 // A dialogue-act label as the wizard reads it (the same on option buttons and in the chat).
 const actName = (label) => label.replace(/[_.]/g, ' ');
 
-// The act label shown beside a wizard message: the chosen state's label, the kind of a fixed
-// option (its id is a machine name), or "free text".
+// A state's act label when the study names it (`label:`); a state without one has only its
+// id, a machine name that no participant reads.
+const ownLabel = (label, state) => (label && label !== state ? actName(label) : '');
+
+// The act label shown beside a wizard message: the chosen state's own label, else its act type
+// in the page's words, the kind of a fixed option (its id is a machine name), or "free text".
 function messageAct(e) {
   if (e.source === 'free') return t('room-js-free-text');
   if (e.source === 'fixed') return t(`room-js-act-${e.act_type}`);
-  return actName(e.label);
+  return ownLabel(e.label, e.state) || t(`room-js-act-${e.act_type}`);
 }
 
 // An action by its study label: the wizard's welcome lists them; the user's events carry the
@@ -445,9 +449,12 @@ function renderOptions(v) {
     for (const o of opts) {
       const b = el('button', {
         type: 'button', class: `option${o.hint ? ' hinted' : ''}`, 'data-testid': `option-${o.state}`,
-        'data-state': o.state, 'data-kind': o.kind, title: o.label, disabled: inert(),
+        'data-state': o.state, 'data-kind': o.kind, disabled: inert(),
       });
-      b.append(el('span', { class: 'label' }, actName(o.label)), textOf(o, el('span', { class: 'text' }, o.text)));
+      // The group's legend names the act type; a state the study labels shows its label too.
+      const own = ownLabel(o.label, o.state);
+      if (own) b.append(el('span', { class: 'label' }, own));
+      b.append(textOf(o, el('span', { class: 'text' }, o.text)));
       b.addEventListener('click', () => cmd({ cmd: 'say', state: o.state }));
       fs.append(b);
     }

@@ -59,6 +59,20 @@ fn seq_of(events: &[Event], pred: impl Fn(&EventKind) -> bool) -> Option<u64> {
     events.iter().find(|e| pred(&e.kind)).map(|e| e.seq)
 }
 
+/// The act label the wizard's page shows beside a message of `state`: the study's own label
+/// with spaces for `_` and `.`, as on the buttons; for a state without one its act type in the
+/// page's words (never its id).
+pub fn shown_act(study: &LoadedStudy, state: &str) -> String {
+    let st = study.study.states.iter().find(|s| s.id == state);
+    match st.and_then(|s| s.label.as_ref().filter(|l| **l != s.id)) {
+        Some(own) => own.replace(['_', '.'], " "),
+        None => wozkit_server::i18n::words(study.study.language).get(&format!(
+            "room-js-act-{}",
+            st.map_or("interaction", |s| s.act_type.as_str())
+        )),
+    }
+}
+
 pub async fn check(server: &TestServer, study: &LoadedStudy, p: &Played) -> Result<()> {
     let st = &study.study;
     let mut session = None;
@@ -97,7 +111,7 @@ pub async fn check(server: &TestServer, study: &LoadedStudy, p: &Played) -> Resu
 
     for s in &p.said {
         need(
-            s.shown_label == s.label.replace(['_', '.'], " "),
+            s.shown_label == shown_act(study, &s.state),
             format!(
                 "`{}` was shown with label `{}`, not `{}`",
                 s.state, s.shown_label, s.label

@@ -296,8 +296,9 @@ impl Room<'_> {
             .find(|s| s.id == state)
             .with_context(|| format!("the study has no state `{state}`"))?;
         let label = st.label().to_string();
-        // The page writes a dialogue-act label with spaces for `_` and `.`, as on the buttons.
-        let shown = label.replace(['_', '.'], " ");
+        // The page writes the study's own act label with spaces for `_` and `.`, as on the
+        // buttons; a state without one by its act type, in the page's words (never its id).
+        let shown = log::shown_act(self.study, state);
         let (w_before, u_before) = (self.w.chat().await?.len(), self.u.chat().await?.len());
         self.w.click(&format!("option-{state}")).await?;
         let line = self
