@@ -17,8 +17,38 @@ use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 
 use crate::helpers::{Client, TestApp, hidden, page_kind, spawn_app_in, urlencoding};
 
-fn study(name: &str, text: &str) -> LoadedStudy {
-    load_text(name, text, StudySource::Dir(".".into())).unwrap_or_else(|e| panic!("{e}"))
+fn study(text: &str) -> LoadedStudy {
+    load_text("study.yaml", text, StudySource::Dir(".".into())).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A server with the study `text` alone and one Prolific worker `pid` in it, on its first page
+/// (a `kind` page).
+async fn one_worker(
+    text: &str,
+    pid: &str,
+    kind: &str,
+) -> (TestApp, tempfile::TempDir, Client, String) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let study = study(text);
+    let id = study.study.id.clone();
+    let app = spawn_app_in(tmp.path().to_path_buf(), study).await;
+    let c = app
+        .join(&format!(
+            "study={id}&PROLIFIC_PID={pid}&STUDY_ID=s&SESSION_ID=1"
+        ))
+        .await;
+    let body = c.page().await.body;
+    assert_eq!(page_kind(&body), kind, "{body}");
+    (app, tmp, c, body)
+}
+
+/// The item a page shows (`data-item`).
+fn item_of(body: &str) -> String {
+    body.split("data-item=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the item")
+        .to_string()
 }
 
 /// Every event of the participant logs.
@@ -96,23 +126,12 @@ evaluation:
 
 #[tokio::test]
 async fn a_skipped_rating_keeps_in_the_log_what_was_ticked_and_typed() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let mut app = spawn_app_in(tmp.path().to_path_buf(), study("rate.yaml", RATE)).await;
-    let c = app
-        .join("study=rate-skip&PROLIFIC_PID=w-skip&STUDY_ID=s&SESSION_ID=1")
-        .await;
-    let body = c.page().await.body;
-    assert_eq!(page_kind(&body), "rate", "{body}");
+    let (mut app, _tmp, c, body) = one_worker(RATE, "w-skip", "rate").await;
     assert!(
         sends_the_form_of(&body, "judge-submit", "judge-skip", None),
         "the skip button is not part of the rating's form: {body}"
     );
-    let item = body
-        .split("data-item=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .expect("the item")
-        .to_string();
+    let item = item_of(&body);
     let lease = hidden(&body, "lease");
     let step = c.step().await;
     // What the browser sends when Skip is pressed after a tick, a scale and a reason.
@@ -200,13 +219,7 @@ async fn turn(c: &Client, lease: &str, index: usize, speaker: &str, text: &str) 
 
 #[tokio::test]
 async fn a_turn_typed_and_not_added_is_refused_at_submit_kept_in_its_box_and_kept_at_a_skip() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let mut app = spawn_app_in(tmp.path().to_path_buf(), study("write.yaml", WRITE)).await;
-    let c = app
-        .join("study=sd-pending&PROLIFIC_PID=w-write&STUDY_ID=s&SESSION_ID=1")
-        .await;
-    let body = c.page().await.body;
-    assert_eq!(page_kind(&body), "self-dialog", "{body}");
+    let (mut app, _tmp, c, body) = one_worker(WRITE, "w-write", "self-dialog").await;
     let lease = hidden(&body, "lease");
 
     // A turn refused for what it says keeps its text in the box.
@@ -263,12 +276,7 @@ async fn a_turn_typed_and_not_added_is_refused_at_submit_kept_in_its_box_and_kep
     let body = c.page().await.body;
     assert_eq!(page_kind(&body), "self-dialog", "{body}");
     let second = hidden(&body, "lease");
-    let item = body
-        .split("data-item=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .expect("the item")
-        .to_string();
+    let item = item_of(&body);
     let res = c
         .post(
             "/p/skip",
@@ -309,13 +317,7 @@ evaluation:
 
 #[tokio::test]
 async fn a_span_typed_and_not_marked_is_refused_at_submit_with_what_was_typed_kept() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let mut app = spawn_app_in(tmp.path().to_path_buf(), study("spans.yaml", SPANS)).await;
-    let c = app
-        .join("study=sp-pending&PROLIFIC_PID=w-spans&STUDY_ID=s&SESSION_ID=1")
-        .await;
-    let body = c.page().await.body;
-    assert_eq!(page_kind(&body), "spans", "{body}");
+    let (mut app, _tmp, c, body) = one_worker(SPANS, "w-spans", "spans").await;
     let lease = hidden(&body, "lease");
     for button in ["sp-submit", "judge-skip"] {
         assert!(
