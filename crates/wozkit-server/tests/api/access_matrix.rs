@@ -228,9 +228,13 @@ fn commands() -> Vec<(&'static str, Value, [Want; 8])> {
 
 /// The tiny study with a declared media file; on timeout a bot takes the missing role.
 fn study(dir: &Path) -> wozkit_core::load::LoadedStudy {
+    // The walk is long, and longer on a busy machine (over two minutes): the live session it
+    // observes must not reach its time limit or a partner's grace meanwhile.
     let tiny = Tiny {
         on_timeout: "bot",
         wait_limit_s: 2,
+        time_limit_s: 3600,
+        grace_s: 3600,
         ..Tiny::default()
     };
     let yaml = tiny.yaml().replace(
