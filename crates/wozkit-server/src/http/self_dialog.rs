@@ -102,6 +102,8 @@ pub async fn item_page(
         })
         .collect();
     let progress = item_progress(w, ev, f);
+    // The turns written so far on this item (none on a span page).
+    let turns = written_turns(&events, &lease.id);
     // The skip button sends the writing or marking form (`form=`), where a turn or a span may
     // be typed and not yet added: the skip keeps it in the log (see `judge::skip`).
     let skip = format!(
@@ -111,17 +113,12 @@ pub async fn item_page(
         lease = esc(&lease.id),
         label = esc(&w.get("eval-skip")),
         pending = pending_form(
-            pending_form_of(
-                ev.task,
-                written_turns(&events, &lease.id).len(),
-                ev.self_dialog.as_ref()
-            ),
+            pending_form_of(ev.task, turns.len(), ev.self_dialog.as_ref()),
             &format!("/p/skip{seatq}")
         ),
     );
     let body = match (ev.task, &ev.self_dialog, &ev.spans) {
         (EvalTask::SelfDialog, Some(spec), _) => {
-            let turns = written_turns(&events, &lease.id);
             let scenario = ev.scenario(&lease.item_id);
             let instructions = scenario
                 .map(|s| {
