@@ -2,9 +2,11 @@
 //! small pool of connections, which WAL lets run alongside the writer; every write goes through
 //! the single writer task in `writer.rs`, which group-commits.
 //!
-//! Durability: the writer commits with `synchronous = FULL` by default, so an answered request
-//! has been fsynced and survives power loss as well as the process being killed. The group
-//! commit shares that fsync among every request of a batch, which keeps it affordable.
+//! Durability: by default ([`Synchronous::Full`]) no request is answered before the WAL that
+//! holds its commit has been fsynced, so an answered request survives power loss as well as the
+//! process being killed. The fsync runs on a thread of its own after the commit, while the
+//! writer applies the next batch, and one fsync covers every batch committed before it began
+//! (see `writer.rs`), which keeps it affordable.
 //! [`Synchronous::Normal`] skips the fsync on commit: still safe against SIGKILL (the WAL frames
 //! are in the OS page cache and the next open replays them) but the last commits can be lost if
 //! the machine itself loses power. The choice is [`SqliteOptions::synchronous`]; both are covered
@@ -69,7 +71,8 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(20);
 /// When a commit is flushed to the disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Synchronous {
-    /// fsync on every (group) commit: survives process kill and power loss.
+    /// fsync after every (group) commit, before any of its requests is answered: survives
+    /// process kill and power loss.
     #[default]
     Full,
     /// No fsync on commit: survives process kill; power loss may lose the last commits.
@@ -187,10 +190,9 @@ impl SqliteStore {
             // Checkpoints normally run on their own connection (see `writer::checkpoints`);
             // the writer checkpoints itself only if the WAL grows past ~40 MB regardless.
             .pragma("wal_autocheckpoint", "10000")
-            .synchronous(match options.synchronous {
-                Synchronous::Full => SqliteSynchronous::Full,
-                Synchronous::Normal => SqliteSynchronous::Normal,
-            })
+            // FULL is kept by the writer's sync thread, after the commit and off the writer's
+            // path (see `writer`'s module notes): the connection itself never fsyncs at commit.
+            .synchronous(SqliteSynchronous::Normal)
             .connect()
             .await?;
         crate::migrations::sqlite().run(&mut conn).await?;
@@ -208,10 +210,24 @@ impl SqliteStore {
             stop,
         ));
         let (writes, inbox) = mpsc::channel(options.queue.max(1));
+        let syncer = match options.synchronous {
+            Synchronous::Full => {
+                let mut wal = path.clone().into_os_string();
+                wal.push("-wal");
+                let syncer =
+                    writer::Syncer::start(wal.into()).map_err(|source| StoreError::Io {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                Some(syncer)
+            }
+            Synchronous::Normal => None,
+        };
         let grouping = writer::Grouping {
             max_batch: options.max_batch,
             pace: options.commit_pace,
             commits: Arc::clone(&commits),
+            syncer,
         };
         tokio::spawn(writer::run(
             conn,
@@ -267,6 +283,9 @@ impl SqliteStore {
             max_batch: 16,
             pace: Duration::ZERO,
             commits: Arc::clone(&commits),
+            // This connection keeps sqlx's default, `synchronous = FULL`: each commit is synced
+            // by SQLite itself (account writes are rare).
+            syncer: None,
         };
         tokio::spawn(writer::run(
             conn,
@@ -337,6 +356,14 @@ impl SqliteStore {
     /// commit's batch size.
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Write requests sent and not yet taken by the writer.
+    #[cfg(test)]
+    fn queued_writes(&self) -> usize {
+        self.writes
+            .as_ref()
+            .map_or(0, |writes| writes.max_capacity() - writes.capacity())
     }
 
     /// Lets the database file grow by at most `headroom` more pages (`None`: as far as the disk

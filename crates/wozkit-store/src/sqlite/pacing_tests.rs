@@ -2,6 +2,11 @@
 //! ends as soon as a full batch is queued. Both are shown with a pace of one hour: a request
 //! held back by it would not be answered within the test's generous bound at all, so nothing
 //! here depends on how fast the machine is. Commits are counted with [`SqliteStore::commits`].
+//!
+//! The writer runs on a thread of its own, so a burst is only known to be queued in full when
+//! the writer cannot take from its queue: the burst test holds SQLite's write lock from another
+//! connection, waits until the writer has taken a first append (which then waits for the lock),
+//! queues the burst, and lets go.
 
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
@@ -10,6 +15,8 @@ use std::time::Duration;
 
 use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
 use wozkit_core::model::ActType;
+
+use sqlx::{Connection, SqliteConnection};
 
 use super::{SqliteOptions, SqliteStore};
 use crate::error::Result;
@@ -100,10 +107,25 @@ async fn a_queued_burst_is_committed_in_full_batches_without_waiting() {
             .expect("create a session");
     }
     let before = store.commits();
+    // Another connection holds the write lock: the writer's next commit waits for it (up to
+    // its busy timeout, 5 s).
+    let url = format!("sqlite://{}", dir.path().join(super::DB_FILE).display());
+    let mut blocker = SqliteConnection::connect(&url)
+        .await
+        .expect("second connection");
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut blocker)
+        .await
+        .expect("take the write lock");
     let shared = &store;
-    // Every append of the burst is sent in one poll, on this single-threaded runtime, so all
-    // are queued before the writer takes the first one.
-    let mut pending: Vec<Append<'_>> = (0..MAX_BATCH * BATCHES)
+    let mut first = std::pin::pin!(shared.append("s0", vec![message(0)]));
+    assert!(poll_once(first.as_mut()).await.is_pending());
+    // The writer has taken the first append once nothing is queued (it now waits for the lock).
+    while shared.queued_writes() > 0 {
+        tokio::task::yield_now().await;
+    }
+    // Every append of the burst is sent in one poll, on this single-threaded runtime.
+    let mut pending: Vec<Append<'_>> = (1..=MAX_BATCH * BATCHES)
         .map(|n| {
             let session = format!("s{}", n % MAX_BATCH);
             Box::pin(async move { shared.append(&session, vec![message(n as u64)]).await })
@@ -124,11 +146,25 @@ async fn a_queued_burst_is_committed_in_full_batches_without_waiting() {
             Poll::Pending
         }
     });
+    let mut burst = std::pin::pin!(burst);
+    // One poll queues the whole burst (the writer is held by the lock, so it answers none).
+    assert!(poll_once(burst.as_mut()).await.is_pending());
+    assert_eq!(shared.queued_writes(), MAX_BATCH * BATCHES);
+    sqlx::query("ROLLBACK")
+        .execute(&mut blocker)
+        .await
+        .expect("let go of the write lock");
     tokio::time::timeout(BOUND, burst)
         .await
         .expect("a burst of full batches waited for the pace");
-    // Requests were queued at the end of every commit but the last (the writer was busy), yet
-    // each wait ended at once because a full batch was already queued.
-    assert_eq!(store.commits() - before, BATCHES as u64);
+    first.await.expect("the first append");
+    // The first append's commit found the burst queued (the writer was busy), yet each wait
+    // after it ended at once because a full batch was already queued.
+    assert_eq!(store.commits() - before, 1 + BATCHES as u64);
     store.close().await;
+}
+
+/// Polls `future` once and reports whether it finished.
+async fn poll_once<F: Future + Unpin>(mut future: F) -> Poll<F::Output> {
+    poll_fn(|cx| Poll::Ready(Pin::new(&mut future).poll(cx))).await
 }

@@ -1,9 +1,10 @@
 //! The SQLite writer: one task owns the only write connection and applies every write request
 //! (appends, session and participant changes, settings) in group commits. It waits for a
 //! request, takes whatever else is already queued (up to `max_batch`), applies them all in ONE
-//! `BEGIN IMMEDIATE` transaction, commits (one fsync for the whole batch), then answers each
-//! request. Under load batches grow by themselves, so the fsync cost is shared by many callers;
-//! when idle a lone request is committed at once.
+//! `BEGIN IMMEDIATE` transaction, commits, then answers each request once the commit is on disk
+//! (one fsync for the whole batch, or fewer: see "Durability" below). Under load batches grow
+//! by themselves, so the fsync cost is shared by many callers; when idle a lone request is
+//! committed at once.
 //!
 //! Pacing: when requests were queued while a commit ran (the writer is under load), the next
 //! commit does not start at once but waits until `pace` after the previous one began (unless a
@@ -18,6 +19,17 @@
 //! and `COMMIT` to SQLite's thread as one multi-statement query: one round trip (two thread
 //! wake-ups) per batch instead of three.
 //!
+//! Durability, off the writer's path: with `synchronous = FULL` SQLite would fsync the WAL inside
+//! every `COMMIT`, and the writer could not start the next batch until the disk answered, so the
+//! ceiling of the group commit was the sum of SQLite's work and the fsync. Instead the writer's
+//! connection commits with `synchronous = NORMAL` (no fsync at commit; still safe from
+//! corruption in WAL mode) and hands each committed batch to the syncer thread ([`Syncer`]),
+//! which fsyncs the WAL file once for every batch that reached it meanwhile and only then answers
+//! their requests, while the writer already applies the next batch. The promise is unchanged: an
+//! answered write is on disk. What changes is visibility: a reader may see a commit up to one
+//! fsync before its writer is answered (were the machine to lose power in between, that commit
+//! would be gone with nobody told it was kept).
+//!
 //! Owning the only write connection is also what makes `seq` assignment simple: the writer keeps
 //! each session's last `seq` in memory (read lazily from `MAX(seq)`), and nothing else can insert
 //! events behind its back (the data directory lock keeps out other processes).
@@ -25,6 +37,7 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::fs::File;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -238,6 +251,85 @@ pub(super) struct Grouping {
     pub pace: Duration,
     /// Counts the group commits made (successful or not), for [`super::SqliteStore::commits`].
     pub commits: Arc<AtomicU64>,
+    /// Answers after the WAL's fsync (see the module notes); `None` answers after the commit
+    /// itself (the connection's own `synchronous` setting decides what that promises).
+    pub syncer: Option<Syncer>,
+}
+
+/// A committed batch whose requests wait for the WAL's fsync.
+type Committed = Vec<Box<dyn WriteOp>>;
+
+/// Batches committed and not yet synced that may wait for the syncer before the writer waits.
+const SYNC_QUEUE: usize = 64;
+
+/// Answers committed batches once the WAL that holds them is on disk, from a thread of its own
+/// (an fsync blocks). One fsync covers every batch that reached the thread before it began, so
+/// when the disk is slower than the commits, syncs grow by themselves as commits do.
+pub(super) struct Syncer {
+    batches: mpsc::Sender<Committed>,
+    /// Fires when the thread has answered everything and stopped.
+    done: oneshot::Receiver<()>,
+}
+
+impl Syncer {
+    /// Starts the thread that fsyncs `wal`, the writer connection's WAL file.
+    pub(super) fn start(wal: PathBuf) -> std::io::Result<Syncer> {
+        let (batches, mut inbox) = mpsc::channel::<Committed>(SYNC_QUEUE);
+        let (finished, done) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("wozkit-wal-sync".to_owned())
+            .spawn(move || {
+                // Opened at the first sync: the WAL exists once the writer's connection wrote
+                // (the migrations did), and lives as long as that connection.
+                let mut file: Option<File> = None;
+                let mut group: Vec<Committed> = vec![];
+                while let Some(first) = inbox.blocking_recv() {
+                    group.push(first);
+                    while let Ok(more) = inbox.try_recv() {
+                        group.push(more);
+                    }
+                    let synced = sync(&wal, &mut file);
+                    for batch in group.drain(..) {
+                        answer(batch, synced.as_ref().err());
+                    }
+                }
+                let _ = finished.send(());
+            })?;
+        Ok(Syncer { batches, done })
+    }
+
+    /// Answers every batch handed over so far, then stops the thread.
+    async fn finish(self) {
+        drop(self.batches);
+        let _ = self.done.await;
+    }
+}
+
+/// fsyncs the WAL file, opening it on first use (a failed open is tried again next time).
+fn sync(wal: &PathBuf, file: &mut Option<File>) -> Result<(), Arc<sqlx::Error>> {
+    let result = match file {
+        Some(open) => open.sync_data(),
+        None => File::open(wal).and_then(|open| {
+            let synced = open.sync_data();
+            *file = Some(open);
+            synced
+        }),
+    };
+    result.map_err(|err| {
+        let what = format!("fsync of {}: {err}", wal.display());
+        Arc::new(sqlx::Error::Io(std::io::Error::new(err.kind(), what)))
+    })
+}
+
+/// Answers a batch's requests; `failed` replaces their outcomes with a failed sync's error (the
+/// batch is committed but not known to be on disk, so nothing of it may be promised).
+fn answer(batch: Committed, failed: Option<&Arc<sqlx::Error>>) {
+    for mut op in batch {
+        if let Some(err) = failed {
+            op.failed(StoreError::Database(Arc::clone(err)));
+        }
+        op.answer();
+    }
 }
 
 /// Runs until every store handle is gone or a [`Msg::Close`] arrives, then stops the
@@ -250,6 +342,7 @@ pub(super) async fn run(
     dir_lock: Option<File>,
 ) {
     let max_batch = grouping.max_batch.max(1);
+    let mut syncer = grouping.syncer;
     let mut state = BatchState::default();
     let mut batch: Vec<Box<dyn WriteOp>> = Vec::with_capacity(max_batch);
     let mut close_reply = None;
@@ -293,10 +386,23 @@ pub(super) async fn run(
             if !inbox.is_empty() {
                 busy_since = Some(began);
             }
-            for op in batch.drain(..) {
-                op.answer();
+            match &syncer {
+                Some(syncer) => {
+                    let committed = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
+                    if let Err(mpsc::error::SendError(committed)) =
+                        syncer.batches.send(committed).await
+                    {
+                        // The thread is gone (it panicked): nothing can be promised durable.
+                        let err = Arc::new(sqlx::Error::WorkerCrashed);
+                        answer(committed, Some(&err));
+                    }
+                }
+                None => answer(std::mem::take(&mut batch), None),
             }
         }
+    }
+    if let Some(syncer) = syncer.take() {
+        syncer.finish().await;
     }
     // Requests still queued behind a close are refused: their senders see `Closed`.
     inbox.close();
@@ -461,4 +567,89 @@ async fn flush_rows(
     }
     rows.clear();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request that reports how it was answered: `None` for success, or the error it got.
+    struct Probe {
+        failed: Option<String>,
+        told: std::sync::mpsc::Sender<Option<String>>,
+    }
+
+    #[async_trait]
+    impl WriteOp for Probe {
+        async fn apply(
+            &mut self,
+            _conn: &mut SqliteConnection,
+            _state: &mut BatchState,
+        ) -> Result<(), sqlx::Error> {
+            Ok(())
+        }
+
+        fn failed(&mut self, err: StoreError) {
+            self.failed = Some(err.to_string());
+        }
+
+        fn answer(self: Box<Self>) {
+            let _ = self.told.send(self.failed);
+        }
+    }
+
+    fn probes(n: usize) -> (Committed, std::sync::mpsc::Receiver<Option<String>>) {
+        let (told, answers) = std::sync::mpsc::channel();
+        let batch = (0..n)
+            .map(|_| {
+                Box::new(Probe {
+                    failed: None,
+                    told: told.clone(),
+                }) as Box<dyn WriteOp>
+            })
+            .collect();
+        (batch, answers)
+    }
+
+    #[tokio::test]
+    async fn the_syncer_answers_after_the_fsync_and_passes_its_failure_on() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let wal = dir.path().join("db-wal");
+        std::fs::write(&wal, b"frames").expect("write a file to sync");
+
+        let syncer = Syncer::start(wal.clone()).expect("start the thread");
+        let (batch, answers) = probes(3);
+        syncer
+            .batches
+            .send(batch)
+            .await
+            .expect("hand the batch over");
+        syncer.finish().await;
+        let got: Vec<_> = answers.try_iter().collect();
+        assert_eq!(
+            got,
+            vec![None, None, None],
+            "every request answered, none failed"
+        );
+
+        // A WAL that cannot be opened (or synced) fails every request of the batch: nothing of
+        // it is promised durable.
+        let syncer = Syncer::start(dir.path().join("missing-wal")).expect("start the thread");
+        let (batch, answers) = probes(2);
+        syncer
+            .batches
+            .send(batch)
+            .await
+            .expect("hand the batch over");
+        syncer.finish().await;
+        let got: Vec<_> = answers.try_iter().collect();
+        assert_eq!(got.len(), 2);
+        for answer in got {
+            let err = answer.expect("the request failed");
+            assert!(
+                err.contains("fsync of") && err.contains("missing-wal"),
+                "the error names the sync and the file: {err}"
+            );
+        }
+    }
 }
