@@ -611,38 +611,33 @@ mod tests {
         (batch, answers)
     }
 
-    #[tokio::test]
-    async fn the_syncer_answers_after_the_fsync_and_passes_its_failure_on() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let wal = dir.path().join("db-wal");
-        std::fs::write(&wal, b"frames").expect("write a file to sync");
-
-        let syncer = Syncer::start(wal.clone()).expect("start the thread");
-        let (batch, answers) = probes(3);
+    /// Hands `n` requests to a syncer of `wal`, lets it finish, and returns how each was answered.
+    async fn synced(wal: PathBuf, n: usize) -> Vec<Option<String>> {
+        let syncer = Syncer::start(wal).expect("start the thread");
+        let (batch, answers) = probes(n);
         syncer
             .batches
             .send(batch)
             .await
             .expect("hand the batch over");
         syncer.finish().await;
-        let got: Vec<_> = answers.try_iter().collect();
+        answers.try_iter().collect()
+    }
+
+    #[tokio::test]
+    async fn the_syncer_answers_after_the_fsync_and_passes_its_failure_on() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let wal = dir.path().join("db-wal");
+        std::fs::write(&wal, b"frames").expect("write a file to sync");
         assert_eq!(
-            got,
+            synced(wal, 3).await,
             vec![None, None, None],
             "every request answered, none failed"
         );
 
         // A WAL that cannot be opened (or synced) fails every request of the batch: nothing of
         // it is promised durable.
-        let syncer = Syncer::start(dir.path().join("missing-wal")).expect("start the thread");
-        let (batch, answers) = probes(2);
-        syncer
-            .batches
-            .send(batch)
-            .await
-            .expect("hand the batch over");
-        syncer.finish().await;
-        let got: Vec<_> = answers.try_iter().collect();
+        let got = synced(dir.path().join("missing-wal"), 2).await;
         assert_eq!(got.len(), 2);
         for answer in got {
             let err = answer.expect("the request failed");
