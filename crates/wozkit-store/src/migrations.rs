@@ -84,6 +84,11 @@ const POSTGRES: &[Source] = &[
         "lobby roles",
         include_str!("../migrations/postgres/0007_lobby_roles.sql"),
     ),
+    (
+        8,
+        "claim function",
+        include_str!("../migrations/postgres/0008_claim_function.sql"),
+    ),
 ];
 
 pub(crate) fn sqlite() -> Migrator {

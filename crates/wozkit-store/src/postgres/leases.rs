@@ -9,10 +9,12 @@
 //!   (never the same item or dialogue twice, `max_per_worker`) are checked against all of the
 //!   worker's committed leases.
 //!
-//! A claim picks its candidate with `FOR UPDATE OF i SKIP LOCKED LIMIT 1` (claims for different
+//! A claim is one call of the database function `wozkit_claim` (migration 0008), which does
+//! what follows inside the database, so no lock is held across a round trip to this process.
+//! It picks its candidate with `FOR UPDATE OF i SKIP LOCKED LIMIT 1` (claims for different
 //! items do not queue behind each other), then recounts the item's leases in a new statement,
 //! whose snapshot includes every commit made before the lock was granted. An item found full is
-//! released (rolled back to a savepoint) and the next one tried. Only when every eligible item is
+//! released (its block's subtransaction rolled back) and the next one tried. Only when every eligible item is
 //! locked by someone else does a claim wait, on the best of them, so a busy item is not mistaken
 //! for a full one. A claim holds at most one item lock at a time and takes the worker lock
 //! first; submit and return take one item lock and then (submit) the session row: locks are
@@ -29,37 +31,6 @@ use crate::model::{ClaimRequest, EvalItem, ItemCount, Lease, LeaseState, NewEven
 /// The `leases` columns, in the order `codec::lease_from_row` reads them by name.
 const LEASE_COLUMNS: &str = "id, study_id, item_id, worker, pool, dialogues, claimed_at_ms, \
      expires_at_ms, state";
-
-/// Eligible items of a study's pool for a worker, best first: `$1` study, `$2` worker, `$3`
-/// pool, `$4` now, `$5` items already found full by this claim. `{from}` and `{order}` are
-/// [`USUAL`] or [`PREFERRED`], `{lock}` the locking clause.
-const CANDIDATES: &str = "SELECT i.item_id FROM {from} \
-     WHERE i.study_id = $1 AND i.pool = $3 AND NOT (i.item_id = ANY($5)) \
-       AND (i.pool = 'gold' OR (SELECT COUNT(*) FROM leases l \
-             WHERE l.study_id = $1 AND l.item_id = i.item_id \
-               AND (l.state = 'done' OR (l.state = 'leased' AND l.expires_at_ms > $4))) \
-           < i.needed) \
-       AND NOT EXISTS (SELECT 1 FROM leases w \
-                       WHERE w.study_id = $1 AND w.worker = $2 AND w.item_id = i.item_id) \
-       AND NOT EXISTS (SELECT 1 FROM eval_item_dialogues d \
-                       WHERE d.study_id = $1 AND d.item_id = i.item_id \
-                         AND d.dialogue_id IN ( \
-                             SELECT jsonb_array_elements_text(w.dialogues::jsonb) FROM leases w \
-                             WHERE w.study_id = $1 AND w.worker = $2)) \
-     ORDER BY {order} \
-     FOR UPDATE OF i {lock} LIMIT 1";
-
-/// `{from}` and `{order}` of [`CANDIDATES`] for every item of the pool, fewest done plus open
-/// leases first, then by id: a walk of `eval_items_by_taken`.
-const USUAL: (&str, &str) = ("eval_items i", "i.taken, i.item_id");
-
-/// `{from}` and `{order}` of [`CANDIDATES`] for the items listed in `$6` (a text array), each
-/// looked up by its key, in the list's order.
-const PREFERRED: (&str, &str) = (
-    "UNNEST($6::text[]) WITH ORDINALITY AS p (item_id, rank) \
-     JOIN eval_items i ON i.study_id = $1 AND i.item_id = p.item_id",
-    "p.rank",
-);
 
 pub(super) async fn register_items(
     pool: &PgPool,
@@ -102,136 +73,55 @@ pub(super) async fn register_items(
     Ok(())
 }
 
+/// One statement: the claim runs inside the database (`wozkit_claim`, migration 0008), so its
+/// locks are held only while it computes, never across a round trip to this process.
 pub(super) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Option<Lease>> {
     let now = to_i64("claim time", req.now_ms)?;
     let expires = to_i64("lease expiry time", req.now_ms.saturating_add(req.lease_ms))?;
-    let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(10) || $2, 0))")
-        .bind(req.study_id.as_str())
-        .bind(req.worker.as_str())
-        .execute(&mut *tx)
-        .await?;
-    if let Some(max) = req.max_per_worker {
-        let held: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM leases WHERE study_id = $1 AND worker = $2 AND pool = 'item'",
-        )
-        .bind(req.study_id.as_str())
-        .bind(req.worker.as_str())
-        .fetch_one(&mut *tx)
-        .await?;
-        if held >= i64::from(max) {
-            tx.rollback().await?;
-            return Ok(None);
-        }
-    }
-    let mut full: Vec<String> = Vec::new();
-    loop {
-        sqlx::query("SAVEPOINT candidate").execute(&mut *tx).await?;
-        let Some(item_id) = next_candidate(&mut tx, req, now, &full).await? else {
-            tx.rollback().await?;
-            return Ok(None);
-        };
-        // A new statement: its snapshot holds every commit made before the lock was granted.
-        let (pool_name, needed, taken, dialogues): (String, i64, i64, String) = sqlx::query_as(
-            "SELECT i.pool, i.needed, \
-                    (SELECT COUNT(*) FROM leases l WHERE l.study_id = $1 AND l.item_id = $2 \
-                       AND (l.state = 'done' OR (l.state = 'leased' AND l.expires_at_ms > $3))), \
-                    i.dialogues \
-             FROM eval_items i WHERE i.study_id = $1 AND i.item_id = $2",
-        )
-        .bind(req.study_id.as_str())
-        .bind(item_id.as_str())
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        if pool_name != ItemPool::Gold.as_str() && taken >= needed {
-            // Full after all: let the item go and try the next one.
-            sqlx::query("ROLLBACK TO SAVEPOINT candidate")
-                .execute(&mut *tx)
-                .await?;
-            full.push(item_id);
-            continue;
-        }
-        let done = sqlx::query(
-            "INSERT INTO leases (id, study_id, item_id, worker, pool, dialogues, claimed_at_ms, \
-             expires_at_ms, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'leased') \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(req.lease_id.as_str())
-        .bind(req.study_id.as_str())
-        .bind(item_id.as_str())
-        .bind(req.worker.as_str())
-        .bind(req.pool.as_str())
-        .bind(dialogues.as_str())
-        .bind(now)
-        .bind(expires)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            tx.rollback().await?;
+    let (status, item_id, dialogues): (String, Option<String>, Option<String>) = sqlx::query_as(
+        "SELECT o_status, o_item, o_dialogues FROM wozkit_claim($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(req.study_id.as_str())
+    .bind(req.worker.as_str())
+    .bind(req.pool.as_str())
+    .bind(now)
+    .bind(expires)
+    .bind(req.lease_id.as_str())
+    .bind(req.max_per_worker.map(i64::from))
+    .bind(&req.prefer)
+    .fetch_one(pool)
+    .await?;
+    let (item_id, dialogues) = match (status.as_str(), item_id, dialogues) {
+        ("leased", Some(item_id), Some(dialogues)) => (item_id, dialogues),
+        ("none", _, _) => return Ok(None),
+        ("conflict", _, _) => {
             return Err(StoreError::Conflict {
                 what: "lease",
                 key: req.lease_id.clone(),
             });
         }
-        add_taken(&mut tx, &req.study_id, &item_id, 1).await?;
-        tx.commit().await?;
-        let dialogues = serde_json::from_str(&dialogues).map_err(|e| StoreError::Corrupt {
-            what: "item dialogues",
-            detail: format!("{}/{item_id}: {e}", req.study_id),
-        })?;
-        return Ok(Some(Lease {
-            id: req.lease_id.clone(),
-            study_id: req.study_id.clone(),
-            item_id,
-            worker: req.worker.clone(),
-            pool: req.pool,
-            dialogues,
-            claimed_at_ms: req.now_ms,
-            expires_at_ms: u64::try_from(expires).unwrap_or(u64::MAX),
-            state: LeaseState::Leased,
-        }));
-    }
-}
-
-/// The best eligible item not in `full`, locked: one nobody else holds if there is one,
-/// otherwise the best held one, waiting for its lock. With a preference, each pass tries the
-/// listed items first, then (none of them eligible, or all held) the usual order.
-async fn next_candidate(
-    tx: &mut PgConnection,
-    req: &ClaimRequest,
-    now: i64,
-    full: &[String],
-) -> Result<Option<String>> {
-    let orders: &[(&str, &str)] = if req.prefer.is_empty() {
-        &[USUAL]
-    } else {
-        &[PREFERRED, USUAL]
-    };
-    for lock in ["SKIP LOCKED", ""] {
-        for &(from, order) in orders {
-            let sql = CANDIDATES
-                .replace("{from}", from)
-                .replace("{order}", order)
-                .replace("{lock}", lock);
-            let query = sqlx::query_scalar(AssertSqlSafe(sql))
-                .bind(req.study_id.as_str())
-                .bind(req.worker.as_str())
-                .bind(req.pool.as_str())
-                .bind(now)
-                .bind(full);
-            let query = if (from, order) == PREFERRED {
-                query.bind(&req.prefer)
-            } else {
-                query
-            };
-            let item: Option<String> = query.fetch_optional(&mut *tx).await?;
-            if item.is_some() {
-                return Ok(item);
-            }
+        (other, _, _) => {
+            return Err(StoreError::Corrupt {
+                what: "claim outcome",
+                detail: format!("wozkit_claim answered {other:?}"),
+            });
         }
-    }
-    Ok(None)
+    };
+    let dialogues = serde_json::from_str(&dialogues).map_err(|e| StoreError::Corrupt {
+        what: "item dialogues",
+        detail: format!("{}/{item_id}: {e}", req.study_id),
+    })?;
+    Ok(Some(Lease {
+        id: req.lease_id.clone(),
+        study_id: req.study_id.clone(),
+        item_id,
+        worker: req.worker.clone(),
+        pool: req.pool,
+        dialogues,
+        claimed_at_ms: req.now_ms,
+        expires_at_ms: u64::try_from(expires).unwrap_or(u64::MAX),
+        state: LeaseState::Leased,
+    }))
 }
 
 /// Locks the lease's item row and returns the lease as it stands under that lock, or `None`
