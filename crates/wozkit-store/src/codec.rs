@@ -10,8 +10,8 @@ use wozkit_core::event::{EVENT_SCHEMA_VERSION, EndReason, Event, ItemPool, Role}
 
 use crate::error::{Result, StoreError};
 use crate::model::{
-    Account, FailedLogins, ItemCount, Lease, LeaseState, LiveLogin, NewEvent, NewParticipant,
-    Participant, Platform, SessionEnd, SessionKind, SessionRecord,
+    Account, ClaimRequest, FailedLogins, ItemCount, Lease, LeaseState, LiveLogin, NewEvent,
+    NewParticipant, Participant, Platform, SessionEnd, SessionKind, SessionRecord,
 };
 
 /// An event ready to insert: the columns that do not depend on its `seq`.
@@ -203,6 +203,29 @@ pub(crate) fn dialogues_json(dialogues: &[String]) -> Result<String> {
 
 fn parse_dialogues(what: &'static str, json: &str) -> Result<Vec<String>> {
     serde_json::from_str(json).map_err(|e| corrupt(what, e.to_string()))
+}
+
+/// The lease a claim was just granted: item `item_id`, whose stored dialogues are `dialogues`
+/// (JSON), until `expires_at_ms`.
+pub(crate) fn granted_lease(
+    req: &ClaimRequest,
+    item_id: String,
+    dialogues: &str,
+    expires_at_ms: i64,
+) -> Result<Lease> {
+    let dialogues = serde_json::from_str(dialogues)
+        .map_err(|e| corrupt("item dialogues", format!("{}/{item_id}: {e}", req.study_id)))?;
+    Ok(Lease {
+        id: req.lease_id.clone(),
+        study_id: req.study_id.clone(),
+        item_id,
+        worker: req.worker.clone(),
+        pool: req.pool,
+        dialogues,
+        claimed_at_ms: req.now_ms,
+        expires_at_ms: u64::try_from(expires_at_ms).unwrap_or(u64::MAX),
+        state: LeaseState::Leased,
+    })
 }
 
 /// A lease from a row with the `leases` columns.

@@ -107,21 +107,7 @@ pub(super) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Option<Le
             });
         }
     };
-    let dialogues = serde_json::from_str(&dialogues).map_err(|e| StoreError::Corrupt {
-        what: "item dialogues",
-        detail: format!("{}/{item_id}: {e}", req.study_id),
-    })?;
-    Ok(Some(Lease {
-        id: req.lease_id.clone(),
-        study_id: req.study_id.clone(),
-        item_id,
-        worker: req.worker.clone(),
-        pool: req.pool,
-        dialogues,
-        claimed_at_ms: req.now_ms,
-        expires_at_ms: u64::try_from(expires).unwrap_or(u64::MAX),
-        state: LeaseState::Leased,
-    }))
+    codec::granted_lease(req, item_id, &dialogues, expires).map(Some)
 }
 
 /// Locks the lease's item row and returns the lease as it stands under that lock, or `None`

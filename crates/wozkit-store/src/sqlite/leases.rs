@@ -181,26 +181,7 @@ impl Apply for Claim {
             }));
         }
         add_taken(conn, &req.study_id, &item_id, 1).await?;
-        let dialogues = match serde_json::from_str(&dialogues) {
-            Ok(d) => d,
-            Err(e) => {
-                return Ok(Err(StoreError::Corrupt {
-                    what: "item dialogues",
-                    detail: format!("{}/{item_id}: {e}", req.study_id),
-                }));
-            }
-        };
-        Ok(Ok(Some(Lease {
-            id: req.lease_id.clone(),
-            study_id: req.study_id.clone(),
-            item_id,
-            worker: req.worker.clone(),
-            pool: req.pool,
-            dialogues,
-            claimed_at_ms: req.now_ms,
-            expires_at_ms: u64::try_from(expires).unwrap_or(u64::MAX),
-            state: LeaseState::Leased,
-        })))
+        Ok(codec::granted_lease(req, item_id, &dialogues, expires).map(Some))
     }
 }
 

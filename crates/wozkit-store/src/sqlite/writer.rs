@@ -37,7 +37,7 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -306,7 +306,7 @@ impl Syncer {
 }
 
 /// fsyncs the WAL file, opening it on first use (a failed open is tried again next time).
-fn sync(wal: &PathBuf, file: &mut Option<File>) -> Result<(), Arc<sqlx::Error>> {
+fn sync(wal: &Path, file: &mut Option<File>) -> Result<(), Arc<sqlx::Error>> {
     let result = match file {
         Some(open) => open.sync_data(),
         None => File::open(wal).and_then(|open| {
