@@ -14,6 +14,7 @@ pub mod expr;
 pub mod goal_score;
 pub mod goals;
 pub mod graph;
+pub mod html;
 pub mod judges;
 pub mod language;
 pub mod load;

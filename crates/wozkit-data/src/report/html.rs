@@ -574,21 +574,7 @@ pub(crate) fn num(value: Option<f64>) -> String {
     }
 }
 
-/// Escapes text for HTML content and attributes.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub(crate) use wozkit_core::html::esc;
 
 /// A horizontal bar chart as an SVG element, the first bar on top (empty when there is nothing
 /// to draw).

@@ -14,18 +14,19 @@
 //!   the account's logins end.
 //! - `POST /researcher/accounts/remove` (owner): `name`; its logins end; the last owner stays.
 //!
-//! Every POST goes through [`require_action`] (Origin, CSRF token, access level).
+//! Every POST is a [`ResearcherForm`] (Origin, CSRF token, access level).
 
+use axum::Router;
 use axum::extract::State;
 use axum::http::header::LOCATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
 use serde::Deserialize;
 
+use super::extract::{Observing, Owning, ResearcherForm, ResearcherPage};
 use super::html::{esc, layout};
-use super::researcher::{csrf_field, fmt_time, require_action, require_page, set_login_cookie};
+use super::researcher::{csrf_field, fmt_time, set_login_cookie};
 use crate::app::AppState;
 use crate::auth::{self, Access, AuthError, Researcher, verify};
 use crate::error::HttpError;
@@ -49,7 +50,6 @@ pub fn routes() -> Router<AppState> {
 /// Every field optional, so a request without them still reaches the access checks.
 #[derive(Deserialize, Default)]
 pub struct AccountForm {
-    csrf: Option<String>,
     old: Option<String>,
     new: Option<String>,
     name: Option<String>,
@@ -92,14 +92,7 @@ fn notice(text: &str) -> String {
 }
 
 /// `GET /researcher/account`.
-async fn account_page(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Response, HttpError> {
-    let me = match require_page(&app, &headers, "/researcher/account", Access::Observer).await {
-        Ok(me) => me,
-        Err(res) => return Ok(res),
-    };
+async fn account_page(ResearcherPage(me, ..): ResearcherPage) -> Result<Response, HttpError> {
     Ok(Html(own_page(&me, None)).into_response())
 }
 
@@ -131,9 +124,8 @@ fn own_page(me: &Researcher, message: Option<&str>) -> String {
 async fn change_password(
     State(app): State<AppState>,
     headers: HeaderMap,
-    Form(form): Form<AccountForm>,
+    ResearcherForm(me, form, ..): ResearcherForm<Observing, AccountForm>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Observer).await?;
     let account = app
         .store
         .account(&me.id)
@@ -160,9 +152,8 @@ async fn change_password(
 async fn logout_everywhere(
     State(app): State<AppState>,
     headers: HeaderMap,
-    Form(form): Form<AccountForm>,
+    ResearcherForm(me, ..): ResearcherForm<Observing, super::researcher::Ignored>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Observer).await?;
     app.researchers
         .remove_all(app.store.as_ref(), &me.id)
         .await?;
@@ -175,12 +166,8 @@ async fn logout_everywhere(
 /// `GET /researcher/accounts`.
 async fn accounts_page(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    ResearcherPage(me, ..): ResearcherPage<Owning>,
 ) -> Result<Response, HttpError> {
-    let me = match require_page(&app, &headers, "/researcher/accounts", Access::Owner).await {
-        Ok(me) => me,
-        Err(res) => return Ok(res),
-    };
     Ok(Html(list_page(&app, &me, None).await?).into_response())
 }
 
@@ -264,10 +251,8 @@ async fn with_password(
 /// `POST /researcher/accounts/add`.
 async fn add(
     State(app): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<AccountForm>,
+    ResearcherForm(me, form, ..): ResearcherForm<Owning, AccountForm>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Owner).await?;
     let name = field(&form.name);
     let access = Access::parse(field(&form.access)).ok_or_else(|| {
         HttpError::BadRequest("access must be owner, researcher or observer".into())
@@ -290,10 +275,8 @@ async fn add(
 /// `POST /researcher/accounts/password`.
 async fn reset_password(
     State(app): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<AccountForm>,
+    ResearcherForm(me, form, ..): ResearcherForm<Owning, AccountForm>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Owner).await?;
     let name = field(&form.name);
     let account = app
         .store
@@ -328,10 +311,8 @@ async fn reset_password(
 /// `POST /researcher/accounts/remove`.
 async fn remove(
     State(app): State<AppState>,
-    headers: HeaderMap,
-    Form(form): Form<AccountForm>,
+    ResearcherForm(me, form, ..): ResearcherForm<Owning, AccountForm>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Owner).await?;
     let name = field(&form.name);
     let removed = match auth::remove_account(app.store.as_ref(), name).await {
         Ok(a) => a,

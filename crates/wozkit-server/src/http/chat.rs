@@ -35,12 +35,13 @@ use wozkit_core::model::{Page, PageKind};
 use wozkit_core::questions::{Problem, seed_of};
 use wozkit_store::{Lease, LeaseState, NewEvent, Participant};
 
+use super::extract::Asking;
 use super::html::{esc, layout_in, query_escape};
 use super::judge::{
     Fields, check_justification, field, find_problem, justification_html, own_lease, page_head,
-    problem_html, same_site_for, submit_judgment, turn_problem,
+    problem_html, submit_judgment, turn_problem,
 };
-use super::pages::{SeatQuery, to_page, who};
+use super::pages::to_page;
 use super::questions::fieldsets;
 use crate::app::{AppState, now_ms};
 use crate::chat::{self, Convo, Frame, Side};
@@ -143,12 +144,16 @@ async fn read_convos(app: &AppState, sides: &[Side]) -> Result<Vec<Convo>, HttpE
 /// they are on. `Err` holds the response to give instead (back to their page).
 async fn context(
     app: &AppState,
-    headers: &HeaderMap,
-    seat: Option<&str>,
+    me: Asking,
     fields: &[(String, String)],
 ) -> Result<Result<Ctx, Response>, HttpError> {
-    same_site_for(app, headers, seat).await?;
-    let (p, study, role) = who(app, headers, seat).await?;
+    let Asking {
+        p,
+        study,
+        role,
+        seat,
+    } = me;
+    let seat = seat.as_deref();
     let st = &study.study;
     let i = flow::index(&p.flow_step);
     let on_page = matches!(flow::kind_at(st, role, i), PageKind::Chat | PageKind::Arena);
@@ -778,12 +783,12 @@ async fn refuse_labels(
 /// `POST /p/chat/send`: the participant's turn, sent to every side.
 pub async fn send(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
+    me: Asking,
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+    let seat = me.seat.clone();
+    let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
     };
@@ -875,18 +880,17 @@ pub async fn send(
 #[derive(Deserialize)]
 pub struct RevealQuery {
     lease: Option<String>,
-    seat: Option<String>,
 }
 
 /// `POST /p/chat/retry`: asks a side that failed the last turn again.
 pub async fn retry(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
+    me: Asking,
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+    let seat = me.seat.clone();
+    let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
     };
@@ -908,12 +912,11 @@ pub async fn retry(
 /// `POST /p/chat/end`: ends the conversation once the fewest turns are reached.
 pub async fn end(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+    let seat = me.seat.clone();
+    let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
     };
@@ -951,12 +954,11 @@ pub async fn end(
 /// turn is kept as void: not counted, and its pair goes back to the pool.
 pub async fn finish(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let ctx = match context(&app, &headers, seat.as_deref(), &fields).await? {
+    let seat = me.seat.clone();
+    let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
     };
@@ -1075,10 +1077,10 @@ pub async fn finish(
 pub async fn reveal(
     State(app): State<AppState>,
     Query(q): Query<RevealQuery>,
-    headers: HeaderMap,
+    me: Asking,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat.as_deref().and_then(crate::security::parse_seat);
-    let (p, study, _) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, .. } = me;
     let Some(ev) = study
         .study
         .evaluation

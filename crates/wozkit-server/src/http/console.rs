@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -60,8 +60,8 @@ use wozkit_store::{
     SubmitOutcome, TEST_KEY,
 };
 
+use super::extract::ResearcherPage;
 use super::html::{esc, path_escape, query_escape};
-use super::researcher::require_page;
 use crate::app::{AppState, now_ms};
 use crate::auth::{Access, Researcher};
 use crate::error::HttpError;
@@ -989,10 +989,7 @@ fn figures_event(o: &Overview) -> SseEvent {
 }
 
 /// `GET /researcher/live`: the figures now, then whenever they change.
-pub async fn live(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, HttpError> {
-    if let Err(res) = require_page(&app, &headers, "/researcher", Access::Observer).await {
-        return Ok(res);
-    }
+pub async fn live(State(app): State<AppState>, _: ResearcherPage) -> Result<Response, HttpError> {
     let mut rx = app.console_figures.tx.subscribe();
     watch_changes(&app);
     let first = current(&app).await?;
@@ -1451,19 +1448,11 @@ async fn build_download(
 /// exports carry that act-annotation study's adjudicated acts ([`download_acts`]).
 pub async fn download(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    _: ResearcherPage,
     Path((study, what)): Path<(String, String)>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, HttpError> {
     let q = DownloadQuery::parse(pairs);
-    let next = format!(
-        "/researcher/study/{}/download/{}",
-        path_escape(&study),
-        path_escape(&what)
-    );
-    if let Err(res) = require_page(&app, &headers, &next, Access::Observer).await {
-        return Ok(res);
-    }
     if app.study(Some(&study)).is_none() || !DOWNLOADS.contains(&what.as_str()) {
         return Err(HttpError::NotFound);
     }

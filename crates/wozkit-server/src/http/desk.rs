@@ -19,8 +19,8 @@
 
 use axum::Form;
 use axum::Json;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
@@ -30,9 +30,9 @@ use wozkit_core::model::{Page, PageKind};
 use wozkit_store::{NewEvent, Participant};
 use wozkit_systems::Role as TurnRole;
 
+use super::extract::Asking;
 use super::html::{esc, layout, paragraphs};
-use super::judge::same_site;
-use super::pages::{SeatQuery, advance, to_page, who};
+use super::pages::{advance, to_page};
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::flow;
@@ -146,13 +146,8 @@ pub fn render(
 }
 
 /// `GET /p/desk/poll`: keeps the wizard at the desk; says what it holds for them.
-pub async fn poll(
-    State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
-) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+pub async fn poll(State(app): State<AppState>, me: Asking) -> Result<Response, HttpError> {
+    let Asking { p, study, role, .. } = me;
     if !at_desk(&study.study, &p, role) {
         return Ok(Json(json!({"at_desk": false})).into_response());
     }
@@ -171,13 +166,11 @@ pub struct ReplyForm {
 /// `POST /p/desk/reply`: the wizard's reply to a waiting turn; back to the desk.
 pub async fn reply(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(form): Form<ReplyForm>,
 ) -> Result<Response, HttpError> {
-    same_site(&headers)?;
-    let seat = q.seat();
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, role, .. } = me;
     if !at_desk(&study.study, &p, role) {
         return Ok(to_page(seat.as_deref()));
     }
@@ -245,13 +238,11 @@ pub struct LeaveForm {
 /// `POST /p/desk/leave`: the wizard leaves the desk (turns they held fail) and moves on.
 pub async fn leave(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(form): Form<LeaveForm>,
 ) -> Result<Response, HttpError> {
-    same_site(&headers)?;
-    let seat = q.seat();
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, role, .. } = me;
     if at_desk(&study.study, &p, role) && form.step == p.flow_step {
         app.systems.desk.leave(&p.id);
         let i = flow::index(&p.flow_step);

@@ -4,21 +4,7 @@
 
 use wozkit_core::language::Language;
 
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use wozkit_core::html::esc;
 
 /// Plain text as paragraphs: blank lines separate paragraphs, single newlines are kept as
 /// spaces (study files wrap long lines).
@@ -151,14 +137,6 @@ pub fn button_form(action: &str, step: &str, button_id: &str, label: &str) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            esc("<img src=x onerror='a'>&\""),
-            "&lt;img src=x onerror=&#39;a&#39;&gt;&amp;&quot;"
-        );
-    }
 
     #[test]
     fn paragraphs_are_escaped_and_joined() {

@@ -10,8 +10,8 @@
 //! transaction (`Store::submit`).
 
 use axum::Form;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -26,8 +26,9 @@ use wozkit_core::platforms::EndingKind;
 use wozkit_core::questions::{self, Problem, Question, seed_of};
 use wozkit_store::{Lease, LeaseState, NewEvent, Participant, SubmitOutcome};
 
+use super::extract::Asking;
 use super::html::{esc, layout_in, markdown};
-use super::pages::{SeatQuery, advance, ensure_code, to_page, who};
+use super::pages::{advance, ensure_code, to_page};
 use super::platform_return::{self, Return};
 use super::questions::fieldsets;
 use crate::app::{AppState, now_ms};
@@ -35,7 +36,7 @@ use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
 use crate::flow;
 use crate::i18n::{Words, words};
-use crate::security::{origin_ok, seat_query};
+use crate::security::seat_query;
 
 /// Field names in a posted form.
 pub(super) type Fields = Vec<(String, String)>;
@@ -316,13 +317,11 @@ pub fn questions_page(
 /// `POST /p/answers`: a `questions` page.
 pub async fn answers(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    same_site_for(&app, &headers, seat.as_deref()).await?;
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, role, .. } = me;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
     let Some(page) = flow::pages(st, role)
@@ -381,33 +380,6 @@ async fn advance_if_still(
         advance(app, p, study, role, flow::after(&study.study, role, i)).await?;
     }
     Ok(())
-}
-
-pub(super) fn same_site(headers: &HeaderMap) -> Result<(), HttpError> {
-    if origin_ok(headers, false) {
-        Ok(())
-    } else {
-        Err(HttpError::Forbidden(crate::error::OTHER_SITE))
-    }
-}
-
-/// [`same_site`] for a participant's form: the refusal in the language of the participant's
-/// study when the browser is a participant's (in English otherwise).
-pub(super) async fn same_site_for(
-    app: &AppState,
-    headers: &HeaderMap,
-    seat: Option<&str>,
-) -> Result<(), HttpError> {
-    match same_site(headers) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let lang = match who(app, headers, seat).await {
-                Ok((_, study, _)) => study.study.language,
-                Err(_) => Default::default(),
-            };
-            Err(e.in_language(lang))
-        }
-    }
 }
 
 // ----- onboarding -----
@@ -507,13 +479,11 @@ pub fn onboarding_page(
 /// `POST /p/onboarding`.
 pub async fn onboarding(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    same_site_for(&app, &headers, seat.as_deref()).await?;
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, role, .. } = me;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
     let (Some(ev), true) = (
@@ -805,13 +775,17 @@ pub(super) async fn own_lease(
 /// of a study with that task; `Err(response)` otherwise (back to the page).
 pub(super) async fn lease_form(
     app: &AppState,
-    headers: &HeaderMap,
-    seat: Option<&str>,
+    me: Asking,
     fields: &Fields,
     task: EvalTask,
 ) -> Result<Result<(Participant, std::sync::Arc<LoadedStudy>, Lease), Response>, HttpError> {
-    same_site_for(app, headers, seat).await?;
-    let (p, study, role) = who(app, headers, seat).await?;
+    let Asking {
+        p,
+        study,
+        role,
+        seat,
+    } = me;
+    let seat = seat.as_deref();
     let st = &study.study;
     let on_page = flow::kind_at(st, role, flow::index(&p.flow_step)) == PageKind::Rate;
     let task_ok = st.evaluation.as_ref().is_some_and(|e| e.task == task);
@@ -869,13 +843,11 @@ pub(super) fn lease_dialogues(ev: &Evaluation, lease: &Lease) -> (Vec<String>, V
 /// `POST /p/judge`: one judgment.
 pub async fn judge(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    same_site_for(&app, &headers, seat.as_deref()).await?;
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, role, .. } = me;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
     let judging = matches!(
@@ -1091,13 +1063,11 @@ fn given_on_item(fields: &Fields) -> Vec<(String, String)> {
 /// `POST /p/skip`: gives the item back, keeping in the log what was filled in on it.
 pub async fn skip(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    same_site_for(&app, &headers, seat.as_deref()).await?;
-    let (p, study, _) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, .. } = me;
     if let Some(lease) = own_lease(&app, &p, &study, &fields).await?
         && app.store.return_lease(&lease.id, now_ms()).await?
     {

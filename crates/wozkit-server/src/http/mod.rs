@@ -31,6 +31,7 @@ pub mod chat;
 pub mod console;
 pub mod desk;
 pub mod entry;
+pub mod extract;
 pub mod html;
 pub mod judge;
 pub mod leaderboard;
@@ -128,10 +129,11 @@ async fn headers(State(app): State<AppState>, req: Request, next: Next) -> Respo
     res
 }
 
-pub fn router(app: AppState) -> Router {
+/// The participants' routes (`/p` and below). A state-changing request among them must come
+/// from this site's page: [`extract::SameSite`] guards the whole scope, so no form can forget it;
+/// each handler then names the participant it needs ([`extract::Asking`]).
+fn participant_routes(app: &AppState) -> Router<AppState> {
     Router::new()
-        .route("/", get(entry::landing))
-        .route("/join", get(entry::join))
         .route("/p", get(pages::current))
         .route("/p/next", post(pages::next))
         .route("/p/survey", post(survey::submit))
@@ -147,6 +149,19 @@ pub fn router(app: AppState) -> Router {
         .route("/p/desk/poll", get(desk::poll))
         .route("/p/desk/reply", post(desk::reply))
         .route("/p/desk/leave", post(desk::leave))
+        .merge(self_dialog::participant_routes())
+        .merge(turn_acts::routes())
+        .route_layer(axum::middleware::from_extractor_with_state::<
+            extract::SameSite,
+            AppState,
+        >(app.clone()))
+}
+
+pub fn router(app: AppState) -> Router {
+    Router::new()
+        .route("/", get(entry::landing))
+        .route("/join", get(entry::join))
+        .merge(participant_routes(&app))
         .route("/leaderboard/{study}", get(leaderboard::page))
         .route("/leaderboard/{study}/json", get(leaderboard::json))
         .route("/ws", get(ws::upgrade))
@@ -166,8 +181,7 @@ pub fn router(app: AppState) -> Router {
         .merge(replay::routes())
         .merge(review::routes())
         .merge(accounts::routes())
-        .merge(self_dialog::routes())
-        .merge(turn_acts::routes())
+        .merge(self_dialog::researcher_routes())
         .merge(crate::metrics::routes())
         // An explicit fallback, so unknown paths pass through the layers below (security
         // headers, response counting) even after the server merges its internal relay route,

@@ -13,19 +13,20 @@
 //! The researcher plays as a participant of platform `researcher` whose worker id is the account
 //! id (one per study, reused), under the participant cookie of seat [`SEAT`].
 
+use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::PageKind;
 use wozkit_store::{NewParticipant, Participant, ParticipantPatch, Platform, new_id, new_token};
 
+use super::extract::{ResearcherForm, ResearcherPage, Running};
 use super::html::{esc, layout, query_escape};
-use super::researcher::{CsrfForm, csrf_field, require_action, require_page};
+use super::researcher::{Ignored, csrf_field};
 use crate::app::{AppState, now_ms};
 use crate::auth::{Access, Researcher};
 use crate::error::HttpError;
@@ -71,14 +72,9 @@ pub fn join_as_wizard_form(study: &LoadedStudy, r: &Researcher) -> String {
 /// `GET /researcher/session/{id}/observe`.
 async fn page(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    ResearcherPage(me, ..): ResearcherPage,
     Path(id): Path<String>,
 ) -> Result<Response, HttpError> {
-    let next = format!("/researcher/session/{}/observe", query_escape(&id));
-    let me = match require_page(&app, &headers, &next, Access::Observer).await {
-        Ok(me) => me,
-        Err(res) => return Ok(res),
-    };
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
     let study = app
         .study(Some(&record.study_id))
@@ -118,13 +114,9 @@ async fn page(
 /// `room.js` takes frames from the observe page instead of a socket of its own).
 async fn side(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    _: ResearcherPage,
     Path((id, role)): Path<(String, String)>,
 ) -> Result<Response, HttpError> {
-    let next = format!("/researcher/session/{}/observe", query_escape(&id));
-    if let Err(res) = require_page(&app, &headers, &next, Access::Observer).await {
-        return Ok(res);
-    }
     let role = Role::parse(&role).ok_or(HttpError::NotFound)?;
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
     let study = app
@@ -230,9 +222,8 @@ async fn take_over(
     State(app): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    ResearcherForm(me, ..): ResearcherForm<Running, Ignored>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Researcher).await?;
     let back = format!("/researcher/session/{}/observe", query_escape(&id));
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
     let study = app
@@ -296,9 +287,8 @@ async fn join_as_wizard(
     State(app): State<AppState>,
     headers: HeaderMap,
     Path(study_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    ResearcherForm(me, ..): ResearcherForm<Running, Ignored>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Researcher).await?;
     let study = app
         .studies
         .get(&study_id)

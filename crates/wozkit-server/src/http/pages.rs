@@ -3,9 +3,9 @@
 //! skeletons filled by their scripts over the WebSocket.
 
 use axum::Form;
-use axum::extract::{Query, State};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::http::header::LOCATION;
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
@@ -14,7 +14,8 @@ use wozkit_core::model::{Page, PageKind};
 use wozkit_core::platforms::EndingKind;
 use wozkit_store::{NewEvent, Participant, ParticipantPatch, Platform};
 
-use super::entry::{current_participant, submit_url_ok};
+use super::entry::submit_url_ok;
+use super::extract::Asking;
 use super::html::{button_form, esc, layout_in, paragraphs};
 use super::platform_return::{self, Return};
 use super::{judge, room_page, survey};
@@ -23,32 +24,7 @@ use crate::error::HttpError;
 use crate::evaluation as eval;
 use crate::flow;
 use crate::i18n::words;
-use crate::security::{origin_ok, parse_seat, seat_query};
-
-#[derive(Deserialize)]
-pub struct SeatQuery {
-    seat: Option<String>,
-}
-
-impl SeatQuery {
-    pub fn seat(&self) -> Option<String> {
-        self.seat.as_deref().and_then(parse_seat)
-    }
-}
-
-/// The participant of the request, its study and role.
-pub async fn who(
-    app: &AppState,
-    headers: &HeaderMap,
-    seat: Option<&str>,
-) -> Result<(Participant, std::sync::Arc<LoadedStudy>, Role), HttpError> {
-    let p = current_participant(app, headers, seat)
-        .await?
-        .ok_or(HttpError::Unauthorized(crate::error::NO_PARTICIPATION))?;
-    let study = app.study(Some(&p.study_id)).ok_or(HttpError::NotFound)?;
-    let role = p.role.unwrap_or(Role::User);
-    Ok((p, study, role))
-}
+use crate::security::seat_query;
 
 /// 303 to the participant's page.
 pub fn to_page(seat: Option<&str>) -> Response {
@@ -60,13 +36,11 @@ pub fn to_page(seat: Option<&str>) -> Response {
 }
 
 /// `GET /p`.
-pub async fn current(
-    State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
-) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (mut p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+pub async fn current(State(app): State<AppState>, me: Asking) -> Result<Response, HttpError> {
+    let seat = me.seat.clone();
+    let Asking {
+        mut p, study, role, ..
+    } = me;
     let st = &study.study;
     if let Some(reason) = eval::screened_reason(&p.flow_step) {
         let html = judge::screened_page(&app, &p, &study, role, reason).await?;
@@ -284,17 +258,11 @@ pub struct NextForm {
 /// click, back button) for a page already accepted only redirects.
 pub async fn next(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(form): Form<NextForm>,
 ) -> Result<Response, HttpError> {
-    if !origin_ok(&headers, false) {
-        return Err(HttpError::Forbidden(
-            "This form must be sent from this site's page.",
-        ));
-    }
-    let seat = q.seat();
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, role, .. } = me;
     let i = flow::index(&p.flow_step);
     let acceptable = matches!(
         flow::kind_at(&study.study, role, i),

@@ -30,7 +30,6 @@
 //! judgments are the content.
 
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -41,10 +40,9 @@ use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::LockKind;
 
+use super::extract::{ResearcherApi, ResearcherPage};
 use super::html::{esc, layout, media_url, query_escape};
-use super::researcher::{require_page, researcher};
 use crate::app::AppState;
-use crate::auth::Access;
 use crate::error::HttpError;
 
 /// Steps per chunk when the request names no count.
@@ -62,15 +60,10 @@ pub fn routes() -> Router<AppState> {
 /// `GET /researcher/session/{id}/replay`.
 async fn page(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    _: ResearcherPage,
     Path(id): Path<String>,
 ) -> Result<Response, HttpError> {
     let base = format!("/researcher/session/{}", query_escape(&id));
-    if let Err(res) =
-        require_page(&app, &headers, &format!("{base}/replay"), Access::Observer).await
-    {
-        return Ok(res);
-    }
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
     let body = format!(
         "<main id=\"replay\" class=\"replay\" data-page=\"replay\" data-session=\"{sid}\" data-src=\"{base}/replay.json\" data-total=\"{total}\">\
@@ -119,18 +112,10 @@ struct ChunkQuery {
 /// `GET /researcher/session/{id}/replay.json`.
 async fn data(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    _: ResearcherApi,
     Path(id): Path<String>,
     Query(q): Query<ChunkQuery>,
 ) -> Result<Response, HttpError> {
-    let me = researcher(&app, &headers)
-        .await
-        .ok_or(HttpError::Unauthorized("Log in as a researcher first."))?;
-    if !me.may(Access::Observer) {
-        return Err(HttpError::Forbidden(
-            "Your researcher account may not replay sessions.",
-        ));
-    }
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
     let events = app.store.events(&id, 0).await?;
     let study = app.study(Some(&record.study_id));

@@ -12,9 +12,10 @@ use serde::Deserialize;
 use wozkit_core::event::{Actor, Event, EventKind};
 use wozkit_store::{SessionFilter, SessionRecord};
 
+use super::extract::{Observing, ResearcherForm, ResearcherPage};
 use super::html::{esc, layout, query_escape};
 use crate::app::{AppState, now_ms};
-use crate::auth::{ADMIN, Access, LoginOutcome, Researcher, log_in};
+use crate::auth::{ADMIN, LoginOutcome, Researcher, log_in};
 use crate::error::HttpError;
 use crate::security::{RESEARCHER_COOKIE, cookie, origin_ok, set_cookie};
 
@@ -27,69 +28,12 @@ pub async fn researcher(app: &AppState, headers: &HeaderMap) -> Option<Researche
     app.researchers.get(app.store.as_ref(), &token).await
 }
 
-/// A researcher page (a GET): the researcher when logged in with at least `need`; otherwise
-/// the response to send instead (the login page, coming back to `next`; or 403).
-pub async fn require_page(
-    app: &AppState,
-    headers: &HeaderMap,
-    next: &str,
-    need: Access,
-) -> Result<Researcher, Response> {
-    match researcher(app, headers).await {
-        None => Err(to_login(next)),
-        Some(r) if !r.may(need) => Err(HttpError::Forbidden(
-            "Your researcher account may not open this page.",
-        )
-        .into_response()),
-        Some(r) => Ok(r),
-    }
-}
-
-/// A state-changing researcher request (a POST): sent from this site's page (Origin), by a
-/// logged-in researcher with at least `need`, carrying the login's CSRF token (the
-/// `X-CSRF-Token` header, else `form_csrf`, the form's hidden `csrf` field).
-pub async fn require_action(
-    app: &AppState,
-    headers: &HeaderMap,
-    form_csrf: Option<&str>,
-    need: Access,
-) -> Result<Researcher, HttpError> {
-    if !origin_ok(headers, false) {
-        return Err(HttpError::Forbidden(
-            "This form must be sent from this site's page.",
-        ));
-    }
-    let r = researcher(app, headers)
-        .await
-        .ok_or(HttpError::Forbidden("Log in as a researcher first."))?;
-    let sent = headers
-        .get("x-csrf-token")
-        .and_then(|v| v.to_str().ok())
-        .or(form_csrf)
-        .unwrap_or("");
-    if sent.is_empty() || !constant_time_eq(sent.as_bytes(), r.csrf.as_bytes()) {
-        return Err(HttpError::Forbidden(
-            "This form is out of date (its security token does not match your login): reload the page and try again.",
-        ));
-    }
-    if !r.may(need) {
-        return Err(HttpError::Forbidden(
-            "Your researcher account may not do this.",
-        ));
-    }
-    Ok(r)
-}
-
 /// The hidden form field carrying the login's CSRF token; every researcher form includes it.
 pub fn csrf_field(r: &Researcher) -> String {
     format!(
         "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
         esc(&r.csrf)
     )
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Redirect to the login page, coming back to `next` afterwards.
@@ -246,9 +190,8 @@ pub(crate) fn set_login_cookie(res: &mut Response, headers: &HeaderMap, token: &
 pub async fn logout(
     State(app): State<AppState>,
     headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
+    _: ResearcherForm<Observing, Ignored>,
 ) -> Result<Response, HttpError> {
-    require_action(&app, &headers, form.csrf.as_deref(), Access::Observer).await?;
     if let Some(t) = cookie(&headers, RESEARCHER_COOKIE) {
         app.researchers.remove(app.store.as_ref(), &t).await?;
     }
@@ -259,11 +202,9 @@ pub async fn logout(
         .into_response())
 }
 
-/// A form whose only field is the CSRF token.
+/// A form whose only field is the CSRF token (which [`ResearcherForm`] reads).
 #[derive(Deserialize)]
-pub struct CsrfForm {
-    pub csrf: Option<String>,
-}
+pub struct Ignored {}
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of an epoch time in milliseconds.
 pub fn fmt_time(ms: u64) -> String {
@@ -297,11 +238,10 @@ fn status(r: &SessionRecord) -> String {
 /// `GET /researcher`: the console's home: one card per study with its live figures and links
 /// (`console::overview_html`, kept current by `console.js`), then the waiting room and the
 /// sessions, newest first.
-pub async fn index(State(app): State<AppState>, headers: HeaderMap) -> Result<Response, HttpError> {
-    let me = match require_page(&app, &headers, "/researcher", Access::Observer).await {
-        Ok(me) => me,
-        Err(res) => return Ok(res),
-    };
+pub async fn index(
+    State(app): State<AppState>,
+    ResearcherPage(me, ..): ResearcherPage,
+) -> Result<Response, HttpError> {
     let total = app.store.count_sessions(&SessionFilter::default()).await?;
     let filter = SessionFilter {
         limit: Some(LIST_LIMIT),
@@ -424,13 +364,9 @@ fn kind_name(k: &EventKind) -> String {
 /// `GET /researcher/session/{id}`: the session's events, refreshed while it is live.
 pub async fn session(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    _: ResearcherPage,
     Path(id): Path<String>,
 ) -> Result<Response, HttpError> {
-    let next = format!("/researcher/session/{}", query_escape(&id));
-    if let Err(res) = require_page(&app, &headers, &next, Access::Observer).await {
-        return Ok(res);
-    }
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
     let events = app.store.events(&id, 0).await?;
     let start = events.first().map_or(record.created_at_ms, |e| e.at_ms);

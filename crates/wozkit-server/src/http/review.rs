@@ -16,17 +16,18 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use axum::Router;
 use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
 use axum::http::header::LOCATION;
-use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
 use wozkit_core::event::{EventKind, ReviewAction, ReviewDecision};
 use wozkit_core::load::LoadedStudy;
 
+use super::extract::{ResearcherForm, ResearcherPage, Running};
 use super::html::{esc, layout, query_escape};
-use super::researcher::{csrf_field, fmt_time, require_action, require_page};
+use super::researcher::{csrf_field, fmt_time};
 use crate::app::AppState;
 use crate::auth::{Access, Researcher};
 use crate::error::HttpError;
@@ -172,16 +173,11 @@ fn review_url(study: &str, query: &str) -> String {
 /// `GET /researcher/study/{study}/review`.
 async fn page(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    ResearcherPage(me, ..): ResearcherPage,
     Path(study_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, HttpError> {
     let view = View::of(&q);
-    let next = review_url(&study_id, &view.query());
-    let me = match require_page(&app, &headers, &next, Access::Observer).await {
-        Ok(me) => me,
-        Err(res) => return Ok(res),
-    };
     let study = study_of(&app, &study_id)?;
     let html = page_html(&app, &me, &study, &view, &q, None).await?;
     Ok(Html(html).into_response())
@@ -687,17 +683,9 @@ fn parse_cents(s: &str) -> Option<u64> {
 /// `POST /researcher/study/{study}/review/decide`.
 async fn decide(
     State(app): State<AppState>,
-    headers: HeaderMap,
     Path(study_id): Path<String>,
-    Form(fields): Form<Vec<(String, String)>>,
+    ResearcherForm(me, fields, ..): ResearcherForm<Running, Vec<(String, String)>>,
 ) -> Result<Response, HttpError> {
-    let one = |k: &str| {
-        fields
-            .iter()
-            .find(|(name, _)| name == k)
-            .map(|(_, v)| v.as_str())
-    };
-    let me = require_action(&app, &headers, one("csrf"), Access::Researcher).await?;
     let study = study_of(&app, &study_id)?;
     let map: HashMap<String, String> = fields.iter().cloned().collect();
     let view = View::of(&map);
@@ -830,11 +818,9 @@ fn is_test_row(r: &ReviewRow) -> bool {
 /// `POST /researcher/study/{study}/review/send`.
 async fn send(
     State(app): State<AppState>,
-    headers: HeaderMap,
     Path(study_id): Path<String>,
-    Form(form): Form<super::researcher::CsrfForm>,
+    ResearcherForm(me, ..): ResearcherForm<Running, super::researcher::Ignored>,
 ) -> Result<Response, HttpError> {
-    let me = require_action(&app, &headers, form.csrf.as_deref(), Access::Researcher).await?;
     let study = study_of(&app, &study_id)?;
     let report = review::send(&app, &study, &me).await?;
     Ok(redirect(&review_url(

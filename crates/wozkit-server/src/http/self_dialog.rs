@@ -30,7 +30,7 @@
 //! | `GET /researcher/study/{study}/taskmaster1.json[?spans=STUDY]` | the Taskmaster-1 export |
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
@@ -45,11 +45,12 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_core::questions::seed_of;
 use wozkit_store::{Lease, NewEvent, NewSession, Participant, SubmitOutcome};
 
+use super::extract::Asking;
 use super::html::{esc, layout_in, markdown};
 use super::judge::{
     Fields, field, item_progress, lease_dialogues, lease_form, page_head, submit_form_judgment,
 };
-use super::pages::{SeatQuery, to_page};
+use super::pages::to_page;
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
@@ -57,15 +58,19 @@ use crate::flow;
 use crate::i18n::{Words, words};
 use crate::security::seat_query;
 
-/// The routes of this module.
-pub fn routes() -> Router<AppState> {
+/// The participants' routes of this module.
+pub fn participant_routes() -> Router<AppState> {
     Router::new()
         .route("/p/self-dialog/turn", post(turn))
         .route("/p/self-dialog/submit", post(submit_dialogue))
         .route("/p/spans/mark", post(mark))
         .route("/p/spans/remove", post(remove))
         .route("/p/spans/submit", post(submit_spans))
-        .route("/researcher/study/{study}/taskmaster1.json", get(export))
+}
+
+/// The researchers' route of this module: the Taskmaster-1 export.
+pub fn researcher_routes() -> Router<AppState> {
+    Router::new().route("/researcher/study/{study}/taskmaster1.json", get(export))
 }
 
 /// The Taskmaster-1 conversation id of the dialogue written under a lease.
@@ -574,20 +579,11 @@ async fn annotate(
 /// `POST /p/self-dialog/turn`: `lease`, `index`, `speaker` (optional), `text`.
 async fn turn(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (p, study, lease) = match lease_form(
-        &app,
-        &headers,
-        seat.as_deref(),
-        &fields,
-        EvalTask::SelfDialog,
-    )
-    .await?
-    {
+    let seat = me.seat.clone();
+    let (p, study, lease) = match lease_form(&app, me, &fields, EvalTask::SelfDialog).await? {
         Ok(c) => c,
         Err(res) => return Ok(res),
     };
@@ -634,20 +630,11 @@ async fn turn(
 /// `POST /p/self-dialog/submit`: `lease`. Needs `min_turns` turns.
 async fn submit_dialogue(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (p, study, lease) = match lease_form(
-        &app,
-        &headers,
-        seat.as_deref(),
-        &fields,
-        EvalTask::SelfDialog,
-    )
-    .await?
-    {
+    let seat = me.seat.clone();
+    let (p, study, lease) = match lease_form(&app, me, &fields, EvalTask::SelfDialog).await? {
         Ok(c) => c,
         Err(res) => return Ok(res),
     };
@@ -776,16 +763,14 @@ fn utterances_of<'a>(ev: &'a Evaluation, lease: &Lease) -> Vec<&'a str> {
 /// first occurrence in the utterance).
 async fn mark(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (p, study, lease) =
-        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
-            Ok(c) => c,
-            Err(res) => return Ok(res),
-        };
+    let seat = me.seat.clone();
+    let (p, study, lease) = match lease_form(&app, me, &fields, EvalTask::Spans).await? {
+        Ok(c) => c,
+        Err(res) => return Ok(res),
+    };
     let ev = study.study.evaluation.as_ref().ok_or(HttpError::NotFound)?;
     let spec = ev.spans.as_ref().ok_or(HttpError::NotFound)?;
     let utterances = utterances_of(ev, &lease);
@@ -838,16 +823,14 @@ async fn mark(
 /// `POST /p/spans/remove`: `lease`, `n` (the position of the span in the list, from 0).
 async fn remove(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (p, study, lease) =
-        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
-            Ok(c) => c,
-            Err(res) => return Ok(res),
-        };
+    let seat = me.seat.clone();
+    let (p, study, lease) = match lease_form(&app, me, &fields, EvalTask::Spans).await? {
+        Ok(c) => c,
+        Err(res) => return Ok(res),
+    };
     let events = app.store.events(&eval::log_id(&p), 0).await?;
     let count = marked_spans(&events, &lease.id).len();
     match field(&fields, "n").map(str::parse::<usize>) {
@@ -866,16 +849,14 @@ async fn remove(
 /// `POST /p/spans/submit`: `lease`. Needs `min_spans` spans.
 async fn submit_spans(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (p, study, lease) =
-        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::Spans).await? {
-            Ok(c) => c,
-            Err(res) => return Ok(res),
-        };
+    let seat = me.seat.clone();
+    let (p, study, lease) = match lease_form(&app, me, &fields, EvalTask::Spans).await? {
+        Ok(c) => c,
+        Err(res) => return Ok(res),
+    };
     let st = &study.study;
     let ev = st.evaluation.as_ref().ok_or(HttpError::NotFound)?;
     let spec = ev.spans.as_ref().ok_or(HttpError::NotFound)?;
@@ -928,18 +909,12 @@ pub struct ExportQuery {
 /// are one segment listing each annotator's name, as the published data keeps both annotators'.
 async fn export(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    _: super::extract::ResearcherPage,
     axum::extract::Path(study): axum::extract::Path<String>,
     Query(q): Query<ExportQuery>,
 ) -> Result<Response, HttpError> {
     use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
     use wozkit_store::{SessionFilter, SessionKind, SessionStatus};
-    let next = format!("/researcher/study/{study}/taskmaster1.json");
-    if let Err(res) =
-        super::researcher::require_page(&app, &headers, &next, crate::auth::Access::Observer).await
-    {
-        return Ok(res);
-    }
     let served = app.study(Some(&study)).ok_or(HttpError::NotFound)?;
     if served.study.evaluation.as_ref().map(|e| e.task) != Some(EvalTask::SelfDialog) {
         return Err(HttpError::BadRequest(format!(

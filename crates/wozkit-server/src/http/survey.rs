@@ -7,8 +7,8 @@
 //! sentence above the questions says what happened ([`end_note`]).
 
 use axum::Form;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
@@ -16,14 +16,15 @@ use wozkit_core::model::{Page, PageKind};
 use wozkit_core::questions::{Problem, seed_of};
 use wozkit_store::{NewEvent, Participant};
 
+use super::extract::Asking;
 use super::html::{esc, layout_in, paragraphs};
-use super::pages::{SeatQuery, advance, to_page, who};
+use super::pages::{advance, to_page};
 use super::questions::fieldsets;
 use crate::app::{AppState, now_ms};
 use crate::error::HttpError;
 use crate::flow;
 use crate::i18n::words;
-use crate::security::{origin_ok, seat_query};
+use crate::security::seat_query;
 
 /// The seed of a participant's shuffled orders: the same on every load of the page and when the
 /// answers are checked, different between participants.
@@ -139,20 +140,11 @@ pub fn render(
 /// `POST /p/survey`.
 pub async fn submit(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    if !origin_ok(&headers, false) {
-        // In the study's language when the browser is a participant's.
-        let lang = match who(&app, &headers, seat.as_deref()).await {
-            Ok((_, study, _)) => study.study.language,
-            Err(_) => Default::default(),
-        };
-        return Err(HttpError::Forbidden(crate::error::OTHER_SITE).in_language(lang));
-    }
-    let (p, study, role) = who(&app, &headers, seat.as_deref()).await?;
+    let seat = me.seat.clone();
+    let Asking { p, study, role, .. } = me;
     let st = &study.study;
     let i = flow::index(&p.flow_step);
     let step = fields

@@ -5,13 +5,12 @@
 //! with a simulated user (`serve --simulated-user`) shows the wizard's frame only.
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 use wozkit_store::new_id;
 
+use super::extract::ResearcherPage;
 use super::html::{esc, layout, query_escape};
-use super::researcher::{researcher, to_login};
 use crate::app::AppState;
 use crate::error::HttpError;
 
@@ -22,16 +21,9 @@ pub struct TryQuery {
 
 pub async fn page(
     State(app): State<AppState>,
-    headers: HeaderMap,
+    _: ResearcherPage,
     Query(q): Query<TryQuery>,
 ) -> Result<Response, HttpError> {
-    if researcher(&app, &headers).await.is_none() {
-        let next = match &q.study {
-            Some(s) => format!("/try?study={}", query_escape(s)),
-            None => "/try".into(),
-        };
-        return Ok(to_login(&next));
-    }
     let study = app.study(q.study.as_deref()).ok_or(HttpError::NotFound)?;
     let pair = new_id();
     // Seats: lowercase letters and digits, at most 12.

@@ -12,8 +12,8 @@
 //! |---|---|
 //! | `POST /p/acts/submit` | submit the label of the held turn |
 
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::post;
 use axum::{Form, Router};
@@ -25,11 +25,12 @@ use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
 use wozkit_store::{Lease, Participant};
 
+use super::extract::Asking;
 use super::html::{esc, layout_in, markdown};
 use super::judge::{
     Fields, field, item_progress, lease_dialogues, lease_form, page_head, submit_form_judgment,
 };
-use super::pages::{SeatQuery, to_page};
+use super::pages::to_page;
 use crate::app::AppState;
 use crate::error::HttpError;
 use crate::evaluation::{self as eval, Facts};
@@ -225,16 +226,14 @@ fn label_controls(
 /// `pair_value_N` (N from 1).
 async fn submit(
     State(app): State<AppState>,
-    Query(q): Query<SeatQuery>,
-    headers: HeaderMap,
+    me: Asking,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = q.seat();
-    let (p, study, lease) =
-        match lease_form(&app, &headers, seat.as_deref(), &fields, EvalTask::TurnActs).await? {
-            Ok(c) => c,
-            Err(res) => return Ok(res),
-        };
+    let seat = me.seat.clone();
+    let (p, study, lease) = match lease_form(&app, me, &fields, EvalTask::TurnActs).await? {
+        Ok(c) => c,
+        Err(res) => return Ok(res),
+    };
     let ev = study.study.evaluation.as_ref().ok_or(HttpError::NotFound)?;
     let spec = ev.acts.as_ref().ok_or(HttpError::NotFound)?;
     let acts: Vec<String> = fields
