@@ -201,7 +201,11 @@ pub fn bearer_is(headers: &HeaderMap, secret: &str) -> bool {
     else {
         return false;
     };
-    let (a, b) = (given.trim().as_bytes(), secret.as_bytes());
+    constant_time_eq(given.trim().as_bytes(), secret.as_bytes())
+}
+
+/// Whether two secrets are equal, in time that does not depend on where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -31,7 +31,7 @@ use super::researcher::{researcher, to_login};
 use crate::app::AppState;
 use crate::auth::{Access, Researcher};
 use crate::error::{HttpError, NO_PARTICIPATION, OTHER_SITE};
-use crate::security::{origin_ok, parse_seat};
+use crate::security::{constant_time_eq, origin_ok, parse_seat};
 
 /// The `?seat=` of a participant's request (two participants of a pair in one browser: the
 /// researcher's "try it" link).
@@ -222,8 +222,4 @@ impl<N: Need, T: DeserializeOwned + Send> FromRequest<AppState> for ResearcherFo
         })?;
         Ok(ResearcherForm(r, form, PhantomData))
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
