@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acts;
+pub mod completion;
 pub mod download;
 pub mod error;
 pub mod formats;
@@ -32,6 +33,7 @@ pub mod leaderboard;
 pub mod mapping;
 pub mod native;
 pub mod output;
+pub mod records;
 pub mod report;
 pub mod session;
 pub mod sidecar;

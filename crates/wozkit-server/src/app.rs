@@ -13,11 +13,11 @@ use wozkit_core::load::LoadedStudy;
 use wozkit_store::Store;
 
 use crate::auth::ResearcherSessions;
-use crate::completion::CodeKey;
 use crate::error::StartError;
 use crate::lobby::Lobby;
 use crate::room::Rooms;
 use crate::security::KeyedLimiter;
+use wozkit_data::completion::CodeKey;
 
 /// What to serve and how.
 pub struct Config {

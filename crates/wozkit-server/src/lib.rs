@@ -21,8 +21,9 @@
 //! - [`auth`]: the researcher password and login sessions; `security`: cookies, Origin, rate limits.
 //! - `chat`: conversations with dialogue systems under test (chat and arena pages): the
 //!   system clients, one session per system, replies in tasks of their own.
-//! - [`completion`]: completion codes (an HMAC of the participant id under a stored key).
-//! - [`records`]: the dialogue log export with automatic metrics, and payments.
+//! - Completion codes, the dialogue log export with automatic metrics, the payment table and
+//!   the review log's reading are projections of the store and live in `wozkit-data`
+//!   (`completion`, `records`), so the command line computes payments without the server.
 //! - [`metrics`]: `GET /metrics` (Prometheus text), with `metered_store`, the store wrapper that
 //!   times every event write.
 //! - [`review`]: researchers' review decisions (each an event of the study's review log), the
@@ -33,7 +34,6 @@
 pub mod app;
 pub mod auth;
 mod chat;
-pub mod completion;
 mod error;
 mod evaluation;
 mod flow;
@@ -45,7 +45,6 @@ mod lobby;
 mod metered_store;
 pub mod metrics;
 mod pairing;
-pub mod records;
 pub mod review;
 mod room;
 mod security;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use wozkit_server::completion::CodeKey;
+use wozkit_data::completion::CodeKey;
 
 use crate::data_cmds::{Access, open_store};
 

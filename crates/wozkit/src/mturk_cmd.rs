@@ -21,13 +21,13 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
+use wozkit_data::records::payments::{self, PaymentRow};
 use wozkit_platforms::mturk::{
     self, Assignment, Endpoint, HitSpec, MTurk, RecordedHit, Requirement, SUBMITTED,
 };
 use wozkit_platforms::once::{self, NewPayment, Outcome, Policy, Stage};
 use wozkit_platforms::{Bonus, Payer};
 use wozkit_server::ledger::StoreLedger;
-use wozkit_server::records::payments::{self, PaymentRow};
 use wozkit_server::review::{self, send::review_bonus_paid};
 use wozkit_store::Store;
 

@@ -19,11 +19,11 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
+use wozkit_data::records::payments::{self, PaymentRow};
 use wozkit_platforms::once::{self, NewPayment, Outcome, Policy, Stage};
 use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
 use wozkit_platforms::{Bonus, Submission};
 use wozkit_server::ledger::StoreLedger;
-use wozkit_server::records::payments::{self, PaymentRow};
 use wozkit_server::review::{self, send::review_bonus_paid};
 use wozkit_store::Store;
 

@@ -12,10 +12,12 @@ use anyhow::{Context, Result};
 use clap::Args;
 use wozkit_core::load::{self, LoadedStudy};
 use wozkit_core::systems::SystemSpec;
-use wozkit_server::records::payments::{self, Verdict};
+use wozkit_data::records::{
+    self,
+    payments::{self, Verdict},
+};
 use wozkit_server::{
     Config, MetricsToken, Tunables, auth, launch_with_listener, launch_with_metrics_listener,
-    records,
 };
 
 /// The study served when none is named.

@@ -66,8 +66,8 @@ use crate::app::{AppState, now_ms};
 use crate::auth::{Access, Researcher};
 use crate::error::HttpError;
 use crate::lobby::QueueCount;
-use crate::records::payments::{PaymentRow, payments, write_csv};
-use crate::records::{is_test_session, session_log, sessions};
+use wozkit_data::records::payments::{PaymentRow, payments, write_csv};
+use wozkit_data::records::{is_test_session, session_log, sessions};
 
 /// Figures are recomputed at most this often.
 pub const FRESH: Duration = Duration::from_secs(2);

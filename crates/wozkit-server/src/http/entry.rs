@@ -10,7 +10,7 @@
 //! A seat belongs to whoever started it. A worker who comes back resumes where they were with
 //! their cookie (or the token in their page's URL); without either, only with what the platform
 //! tells that worker alone: MTurk's `assignmentId`, Prolific's `SESSION_ID`, or a lab link's
-//! signature (`sig`, [`CodeKey::lab_signature`](crate::completion::CodeKey::lab_signature)).
+//! signature (`sig`, [`CodeKey::lab_signature`](wozkit_data::completion::CodeKey::lab_signature)).
 //! A worker id alone (semi-public on MTurk, guessable in a lab) gets neither the seat nor its
 //! code. A resumed participant gets a new token, stored as an alias in the meta table.
 //!
@@ -410,7 +410,8 @@ fn may_resume(app: &AppState, p: &Participant, id: &Identity, q: &HashMap<String
         Platform::Lab | Platform::Researcher => {
             let name = p.worker_id.as_deref().unwrap_or_default();
             q.get("sig").is_some_and(|sig| {
-                crate::completion::normalize(sig) == app.code_key.lab_signature(&p.study_id, name)
+                wozkit_data::completion::normalize(sig)
+                    == app.code_key.lab_signature(&p.study_id, name)
             })
         }
     }

@@ -11,8 +11,8 @@ use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use wozkit_core::event::{Actor, EndReason, EventKind, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
+use wozkit_data::records::payments::payments;
 use wozkit_server::auth::Access;
-use wozkit_server::records::payments::payments;
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store};
 
 use crate::helpers::{

@@ -1,5 +1,5 @@
 //! The payment table's rows of evaluation participants, rules 9 to 13 of
-//! `wozkit_server::records::payments`. Participant logs are written straight into a store with
+//! `wozkit_data::records::payments`. Participant logs are written straight into a store with
 //! chosen events and times; every expected value below is worked out by hand from those events
 //! and the study's `payment:` block (base 1.50, 0.10 a minute, at most 10 minutes, 0.25 an
 //! item, 0.40 for someone turned away), as the comment over each participant says. The last test takes three
@@ -13,8 +13,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use wozkit_core::event::{Actor, EventKind, ItemPool, Judgment, Role, ScreenReason};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
-use wozkit_server::completion::CodeKey;
-use wozkit_server::records::payments::{self, COLUMNS, PaymentRow, Verdict};
+use wozkit_data::completion::CodeKey;
+use wozkit_data::records::payments::{self, COLUMNS, PaymentRow, Verdict};
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store};
 
 /// When every participant entered.

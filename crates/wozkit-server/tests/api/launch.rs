@@ -3,8 +3,8 @@
 //! alone, test links kept out of the crowd's queue, rate limits behind a trusted proxy, and
 //! failed logins that slow down only whoever made them.
 
+use wozkit_data::completion::CodeKey;
 use wozkit_server::Tunables;
-use wozkit_server::completion::CodeKey;
 use wozkit_store::Platform;
 
 use crate::client::Client;

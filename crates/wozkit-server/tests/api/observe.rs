@@ -424,7 +424,7 @@ async fn a_researcher_takes_over_the_seat_of_a_wizard_who_left() {
 
     // The researcher is staff: the payment table has the user and the wizard who left, not them.
     let study = std::sync::Arc::new(Tiny::default().study());
-    let rows = wozkit_server::records::payments::payments(
+    let rows = wozkit_data::records::payments::payments(
         app.store.as_ref(),
         None,
         &|_| Some(study.clone()),

@@ -1,5 +1,5 @@
 //! The payment table follows the study's payment scheme, one test per rule of
-//! `wozkit_server::records::payments` (see its module documentation). Sessions are written
+//! `wozkit_data::records::payments` (see its module documentation). Sessions are written
 //! straight into a store with chosen timestamps, so every minute is known in advance.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde_json::json;
 use wozkit_core::event::{Actor, EndReason, EventKind, MessageSource, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
-use wozkit_server::records::payments::{PaymentRow, payments};
+use wozkit_data::records::payments::{PaymentRow, payments};
 use wozkit_store::{NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store};
 
 /// Start of every session.

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use wozkit_server::records::{self, payments};
+use wozkit_data::records::{self, payments};
 
 use crate::helpers::{Client, Tiny, enter, login, paired, spawn_app};
 

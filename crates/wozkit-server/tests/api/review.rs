@@ -583,7 +583,7 @@ async fn the_payment_table_shows_the_decision_and_the_bonus_to_the_cent() {
     decide(&app, &cookie, "action=approve&p=a-u").await;
     decide(&app, &cookie, "action=reject&reason=empty&p=a-w").await;
     let study = Arc::new(tiny.study());
-    let rows = wozkit_server::records::payments::payments(
+    let rows = wozkit_data::records::payments::payments(
         app.store.as_ref(),
         Some(STUDY),
         &|id| (id == STUDY).then(|| study.clone()),
@@ -592,7 +592,7 @@ async fn the_payment_table_shows_the_decision_and_the_bonus_to_the_cent() {
     .await
     .expect("payments");
     let mut csv = vec![];
-    wozkit_server::records::payments::write_csv(&rows, &mut csv).expect("csv");
+    wozkit_data::records::payments::write_csv(&rows, &mut csv).expect("csv");
     let mut reader = csv::Reader::from_reader(csv.as_slice());
     let header = reader.headers().expect("header").clone();
     let col = |name: &str| header.iter().position(|h| h == name).expect(name);

@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use wozkit_core::event::{Actor, EndReason, EventKind, MessageSource, ReviewAction, Role};
+use wozkit_data::records::payments::{PaymentRow, payments};
 use wozkit_platforms::mturk::mock::{MockAssignment, MockMTurk};
 use wozkit_platforms::mturk::{Endpoint, MTurk};
 use wozkit_platforms::once::Policy;
 use wozkit_platforms::prolific::mock::{MockProlific, ProlificSubmission};
 use wozkit_platforms::prolific::{AWAITING_REVIEW, Prolific};
-use wozkit_server::records::payments::{PaymentRow, payments};
 use wozkit_server::{Payers, now_ms};
 use wozkit_store::{
     NewEvent, NewParticipant, NewSession, ParticipantPatch, Platform, Store, hash_token,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 use wozkit_core::event::{Actor, EventKind, Role};
 use wozkit_core::simulated_users::{SimulatedUser, is_simulated};
-use wozkit_server::records::payments;
+use wozkit_data::records::payments;
 use wozkit_server::{ModelUser, Tunables};
 use wozkit_systems::judge::JudgeEndpoint;
 

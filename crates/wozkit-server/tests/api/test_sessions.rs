@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use wozkit_server::records::{self, payments};
+use wozkit_data::records::{self, payments};
 
 use crate::helpers::*;
 

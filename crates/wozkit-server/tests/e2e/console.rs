@@ -813,7 +813,7 @@ async fn check(
     // The payment table: the bonus to the cent, the approval.
     let study = Arc::new(study.clone());
     let study_of = move |id: &str| (id == STUDY).then(|| study.clone());
-    let rows = wozkit_server::records::payments::payments(store, Some(STUDY), &study_of, false)
+    let rows = wozkit_data::records::payments::payments(store, Some(STUDY), &study_of, false)
         .await
         .map_err(|e| anyhow!("payment table: {e}"))?;
     let row = |p: &str| rows.iter().find(|r| r.participant == p);

@@ -190,7 +190,7 @@ fn lab_links_are_signed_with_the_data_directorys_key() {
     let key = rt.block_on(async {
         use wozkit_store::Store;
         let store = wozkit_store::SqliteStore::open_dir(&dir).await.unwrap();
-        let key = wozkit_server::completion::CodeKey::load_or_create(&store)
+        let key = wozkit_data::completion::CodeKey::load_or_create(&store)
             .await
             .unwrap();
         store.close().await;

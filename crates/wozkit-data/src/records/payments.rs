@@ -183,10 +183,10 @@ pub async fn payments(
 
 /// Rules 14 to 16: the review decision and bonus of every row, from its study's review log.
 async fn add_review(store: &dyn Store, rows: &mut [PaymentRow]) -> Result<(), StoreError> {
-    let mut logs: HashMap<String, HashMap<String, crate::review::Reviewed>> = HashMap::new();
+    let mut logs: HashMap<String, HashMap<String, super::review_log::Reviewed>> = HashMap::new();
     for row in rows {
         if !logs.contains_key(&row.study) {
-            let review = crate::review::read(store, &row.study).await?;
+            let review = super::review_log::read(store, &row.study).await?;
             logs.insert(row.study.clone(), review);
         }
         let Some(r) = logs.get(&row.study).and_then(|l| l.get(&row.participant)) else {

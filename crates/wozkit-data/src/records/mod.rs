@@ -5,6 +5,7 @@
 
 pub mod metrics;
 pub mod payments;
+pub mod review_log;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
