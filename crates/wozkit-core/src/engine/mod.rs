@@ -8,6 +8,7 @@
 //! random outcome is written into the events.
 
 mod apply;
+mod cmd;
 mod command;
 mod offer;
 
@@ -314,7 +315,7 @@ pub fn start_with_scenario(
         now: now_ms.max(session.now_ms),
     };
     tx.s.now_ms = tx.now;
-    command::start(&mut tx, seed, fixed, rng);
+    cmd::start::start(&mut tx, seed, fixed, rng);
     Ok(Step {
         session: tx.s,
         events: tx.events,
