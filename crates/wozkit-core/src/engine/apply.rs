@@ -8,6 +8,9 @@ use crate::load::LoadedStudy;
 
 /// Applies one event. Unknown references (impossible for events this engine emitted) are ignored,
 /// so a log written by an older study version still replays.
+///
+/// One match over every kind of event, on purpose: a new kind does not compile until this fold
+/// says what it changes (most change one field; the robots' events have functions below).
 pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventKind, at_ms: u64) {
     s.now_ms = s.now_ms.max(at_ms);
     match kind {
@@ -72,65 +75,16 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             target,
             ends_at_ms,
             ..
-        } => {
-            let ai = study.study.actions.iter().position(|a| &a.id == action);
-            let ri = study.study.world.robots.iter().position(|r| &r.id == robot);
-            if let (Some(ai), Some(ri)) = (ai, ri) {
-                let def = &study.study.actions[ai];
-                let every = def.progress_every_s;
-                let next = (every > 0.0)
-                    .then(|| after_secs(at_ms, every))
-                    .filter(|t| t < ends_at_ms);
-                // The engine refuses a target for a targetless action; a log written before it
-                // did may hold one, and it must not name or move anything on replay either.
-                let target = target.clone().filter(|_| def.target);
-                s.robots[ri].activity = Some(Activity {
-                    action: ai,
-                    target: target.clone(),
-                    started_ms: at_ms,
-                    ends_ms: *ends_at_ms,
-                    next_progress_ms: next,
-                    percent: 0,
-                });
-                s.last_robot = Some(ri);
-                // An action without a target acts where the robot is: slots name that place.
-                s.last_target = target.or_else(|| Some(s.robots[ri].location.clone()));
-            }
-        }
+        } => action_started(study, s, action, robot, target.as_ref(), *ends_at_ms, at_ms),
         EventKind::ActionProgress { robot, percent, .. } => {
-            if let Some(ri) = study.study.world.robots.iter().position(|r| &r.id == robot)
-                && let Some(a) = s.robots[ri].activity.as_mut()
-            {
-                a.percent = *percent;
-                let every = study.study.actions[a.action].progress_every_s;
-                a.next_progress_ms = (every > 0.0)
-                    .then(|| after_secs(at_ms, every))
-                    .filter(|t| *t < a.ends_ms);
-            }
+            action_progress(study, s, robot, *percent, at_ms);
         }
         EventKind::ActionCompleted {
             robot,
             target,
             battery,
             action,
-        } => {
-            if let Some(ri) = study.study.world.robots.iter().position(|r| &r.id == robot) {
-                // Only an action that takes a target moves the robot (see ActionStarted).
-                let moves = study
-                    .study
-                    .actions
-                    .iter()
-                    .find(|a| &a.id == action)
-                    .is_some_and(|a| a.moves && a.target);
-                let r = &mut s.robots[ri];
-                r.activity = None;
-                r.battery = *battery;
-                if moves && let Some(t) = target {
-                    r.location = t.clone();
-                }
-                s.last_robot = Some(ri);
-            }
-        }
+        } => action_completed(study, s, action, robot, target.as_ref(), *battery),
         EventKind::Milestone { subtask, .. } => {
             if !s.milestones.contains(subtask) {
                 s.milestones.push(subtask.clone());
@@ -227,6 +181,84 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             }
         }
     }
+}
+
+/// A robot starts an action: its activity, and the robot and place the slots name next.
+fn action_started(
+    study: &LoadedStudy,
+    s: &mut Session,
+    action: &str,
+    robot: &str,
+    target: Option<&String>,
+    ends_at_ms: u64,
+    at_ms: u64,
+) {
+    let ai = study.study.actions.iter().position(|a| a.id == action);
+    let ri = study.study.world.robots.iter().position(|r| r.id == robot);
+    let (Some(ai), Some(ri)) = (ai, ri) else {
+        return;
+    };
+    let def = &study.study.actions[ai];
+    let every = def.progress_every_s;
+    let next = (every > 0.0)
+        .then(|| after_secs(at_ms, every))
+        .filter(|t| *t < ends_at_ms);
+    // The engine refuses a target for a targetless action; a log written before it did may
+    // hold one, and it must not name or move anything on replay either.
+    let target = target.cloned().filter(|_| def.target);
+    s.robots[ri].activity = Some(Activity {
+        action: ai,
+        target: target.clone(),
+        started_ms: at_ms,
+        ends_ms: ends_at_ms,
+        next_progress_ms: next,
+        percent: 0,
+    });
+    s.last_robot = Some(ri);
+    // An action without a target acts where the robot is: slots name that place.
+    s.last_target = target.or_else(|| Some(s.robots[ri].location.clone()));
+}
+
+/// A running action reports progress: its percentage and when it reports next.
+fn action_progress(study: &LoadedStudy, s: &mut Session, robot: &str, percent: u32, at_ms: u64) {
+    if let Some(ri) = study.study.world.robots.iter().position(|r| r.id == robot)
+        && let Some(a) = s.robots[ri].activity.as_mut()
+    {
+        a.percent = percent;
+        let every = study.study.actions[a.action].progress_every_s;
+        a.next_progress_ms = (every > 0.0)
+            .then(|| after_secs(at_ms, every))
+            .filter(|t| *t < a.ends_ms);
+    }
+}
+
+/// An action ends: the robot is free, its battery what the event says, and it stands at the
+/// target when the action moves it.
+fn action_completed(
+    study: &LoadedStudy,
+    s: &mut Session,
+    action: &str,
+    robot: &str,
+    target: Option<&String>,
+    battery: f64,
+) {
+    let Some(ri) = study.study.world.robots.iter().position(|r| r.id == robot) else {
+        return;
+    };
+    // Only an action that takes a target moves the robot (see `action_started`).
+    let moves = study
+        .study
+        .actions
+        .iter()
+        .find(|a| a.id == action)
+        .is_some_and(|a| a.moves && a.target);
+    let r = &mut s.robots[ri];
+    r.activity = None;
+    r.battery = battery;
+    if moves && let Some(t) = target {
+        r.location = t.clone();
+    }
+    s.last_robot = Some(ri);
 }
 
 /// Rebuilds a session from its log.
