@@ -5,8 +5,9 @@ of `wozkit simulate-users` without a model (the figures in docs/simulated-users.
 It answers `POST /v1/chat/completions` from the prompt written by the default template
 (wozkit_core::simulated_users::DEFAULT_PROMPT): on turn N it says the goal's sentence N (a WoZ
 study's generated goal, one sentence per line; on a chat page the page's own words, cut into
-sentences), and once every sentence is said, `Thank you, that is all. [END]`. Standard
-library only.
+sentences), and once every sentence is said, `Thank you, that is all. [END]`. Asked for an
+arena's vote (the default vote prompt, DEFAULT_VOTE_PROMPT), it votes for the side whose
+replies were longer, a tie when they were as long, and says so. Standard library only.
 
     python3 tools/stand-in-user.py 8000      # then --user goal-follower=http://127.0.0.1:8000/v1#scripted
 """
@@ -17,7 +18,23 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def vote(prompt: str) -> str:
+    _, sides = prompt.split("The conversation with the assistant on the left:", 1)
+    left, _, right = sides.partition("The conversation with the assistant on the right:")
+
+    def chars(text: str) -> int:
+        return sum(len(l) - len("assistant: ") for l in text.splitlines() if l.startswith("assistant: "))
+
+    a, b = chars(left), chars(right)
+    if a == b:
+        return "tie\nThe answers were as long."
+    side = "left" if a > b else "right"
+    return f"{side}\nIts answers said more ({max(a, b)} characters against {min(a, b)})."
+
+
 def answer(prompt: str) -> str:
+    if "The conversation with the assistant on the left:" in prompt:
+        return vote(prompt)
     goal = ""
     if "goal:\n" in prompt:
         goal = prompt.split("goal:\n", 1)[1].split("\n\nSay what", 1)[0]

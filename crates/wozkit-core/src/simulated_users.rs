@@ -26,6 +26,20 @@ as a person would. When the goal is reached, or cannot be reached, write {stop}.
 conversation so far:\n{conversation}\n\nWrite only your next message (turn {turn} of at most \
 {max_turns}).";
 
+/// The placeholders of a simulated user's vote prompt (an arena's vote after the
+/// conversation).
+pub const VOTE_PLACEHOLDERS: [&str; 3] = ["goal", "left", "right"];
+
+/// The answers a vote may take, as the arena's form names them.
+pub const VOTES: [&str; 4] = ["left", "right", "tie", "both_bad"];
+
+/// The vote prompt used when a simulated user gives none.
+pub const DEFAULT_VOTE_PROMPT: &str = "You played a user talking to two assistants at once, to \
+reach this goal:\n{goal}\n\nThe conversation with the assistant on the left:\n{left}\n\nThe \
+conversation with the assistant on the right:\n{right}\n\nWhich assistant served you better? \
+Answer on the first line with one word: left, right, tie (as good as each other) or both_bad \
+(neither helped). On the second line, say why in one sentence.";
+
 /// One simulated user of a study.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +67,15 @@ pub struct SimulatedUser {
     /// The phrase with which the reply ends the dialogue (the text before it is still said).
     #[serde(default = "default_stop")]
     pub stop: String,
+    /// The prompt of an arena's vote after the conversation, with `{goal}`, `{left}` and
+    /// `{right}` (each side's conversation, one `user:`/`assistant:` line per message). The
+    /// reply's first word is the vote, the rest its reason.
+    #[serde(default = "default_vote_prompt")]
+    pub vote_prompt: String,
+}
+
+fn default_vote_prompt() -> String {
+    DEFAULT_VOTE_PROMPT.to_string()
 }
 
 fn default_prompt() -> String {
@@ -77,6 +100,7 @@ impl SimulatedUser {
             prompt: default_prompt(),
             max_turns: default_max_turns(),
             stop: default_stop(),
+            vote_prompt: default_vote_prompt(),
         }
     }
 
@@ -122,6 +146,78 @@ impl SimulatedUser {
             finish,
         })
     }
+}
+
+impl SimulatedUser {
+    /// The prompt asking for an arena's vote, given the goal's text and each side's
+    /// conversation.
+    pub fn vote_prompt(
+        &self,
+        goal: &str,
+        left: &[(Role, String)],
+        right: &[(Role, String)],
+    ) -> String {
+        render(
+            &self.vote_prompt,
+            &[
+                ("goal", goal),
+                ("left", &transcript(left)),
+                ("right", &transcript(right)),
+            ],
+        )
+    }
+}
+
+/// Reads a vote reply: its first word (case, quotes and punctuation aside; `both bad` and
+/// `both-bad` as written too) is one of [`VOTES`], and what follows it is the reason.
+pub fn read_vote(reply: &str) -> Result<Vote, BadVote> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    let text = reply.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let end = text.find(|c: char| !is_word(c)).unwrap_or(text.len());
+    let word = text[..end].to_lowercase().replace('-', "_");
+    let mut rest = &text[end..];
+    let vote = if word == "both" {
+        let after = rest.trim_start_matches([' ', '_', '-']);
+        if !after.to_lowercase().starts_with("bad") {
+            return Err(BadVote::Unknown(text[..end].to_string()));
+        }
+        rest = &after[3..];
+        "both_bad"
+    } else {
+        VOTES
+            .iter()
+            .copied()
+            .find(|v| *v == word)
+            .ok_or_else(|| BadVote::Unknown(text[..end].to_string()))?
+    };
+    let reason = rest
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok(Vote {
+        vote,
+        reason: if reason.is_empty() {
+            "(no reason given)".to_string()
+        } else {
+            reason
+        },
+    })
+}
+
+/// A vote read from a reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vote {
+    /// One of [`VOTES`].
+    pub vote: &'static str,
+    pub reason: String,
+}
+
+/// Why a reply could not be read as a vote.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadVote {
+    #[error("the reply does not start with left, right, tie or both_bad but with `{0}`")]
+    Unknown(String),
 }
 
 /// The user's next move read from a reply.
@@ -201,6 +297,56 @@ mod tests {
             max_turns: 3,
             ..SimulatedUser::named("tester")
         }
+    }
+
+    #[test]
+    fn a_vote_is_the_first_word_and_its_reason_the_rest() {
+        let read = |r: &str| read_vote(r).map(|v| (v.vote, v.reason));
+        assert_eq!(
+            read("left\nIt found a table for two."),
+            Ok(("left", "It found a table for two.".to_string()))
+        );
+        assert_eq!(
+            read("**Right.** The left one never answered"),
+            Ok(("right", "The left one never answered".to_string()))
+        );
+        assert_eq!(read("TIE"), Ok(("tie", "(no reason given)".to_string())));
+        assert_eq!(
+            read("Both bad: neither booked anything."),
+            Ok(("both_bad", "neither booked anything.".to_string()))
+        );
+        assert_eq!(
+            read("both-bad"),
+            Ok(("both_bad", "(no reason given)".to_string()))
+        );
+        assert_eq!(read("I think left"), Err(BadVote::Unknown("I".to_string())));
+        assert_eq!(read("both good"), Err(BadVote::Unknown("both".to_string())));
+        assert_eq!(read(""), Err(BadVote::Unknown(String::new())));
+    }
+
+    #[test]
+    fn the_vote_prompt_shows_both_sides() {
+        let u = SimulatedUser {
+            vote_prompt: "G={goal}\nL:\n{left}\nR:\n{right}".into(),
+            ..user()
+        };
+        let left = vec![
+            (Role::User, "hi".to_string()),
+            (Role::Wizard, "hello".to_string()),
+        ];
+        let right = vec![
+            (Role::User, "hi".to_string()),
+            (Role::Wizard, "yes?".to_string()),
+        ];
+        assert_eq!(
+            u.vote_prompt("Find a museum.", &left, &right),
+            "G=Find a museum.\nL:\nuser: hi\nassistant: hello\nR:\nuser: hi\nassistant: yes?"
+        );
+        assert!(
+            user()
+                .vote_prompt("g", &left, &right)
+                .contains("assistant: yes?")
+        );
     }
 
     #[test]

@@ -108,13 +108,37 @@ pub struct Spoken {
     pub finish: bool,
 }
 
-/// Writes a worker's messages on chat pages (a simulated user).
+/// What a speaker is shown for an arena's vote, after the conversation.
+#[derive(Clone, Debug)]
+pub struct VoteTurn<'a> {
+    /// The page's own words (as in [`SpeakerTurn`]).
+    pub instructions: &'a str,
+    /// Each side's conversation: `(by the system, text)` per message.
+    pub left: &'a [(bool, String)],
+    pub right: &'a [(bool, String)],
+}
+
+/// A speaker's vote: one of `left`, `right`, `tie`, `both_bad`, and its reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Voted {
+    pub vote: &'static str,
+    pub reason: String,
+}
+
+/// The future a [`Speaker`] answers with.
+pub type Answer<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// Writes a worker's messages on chat pages (a simulated user), and may cast its arena votes.
 pub trait Speaker: Send + Sync {
     /// The next move, or why there is none.
-    fn next<'a>(
-        &'a self,
-        turn: SpeakerTurn<'a>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Spoken, String>> + Send + 'a>>;
+    fn next<'a>(&'a self, turn: SpeakerTurn<'a>) -> Answer<'a, Spoken>;
+
+    /// The arena's vote, or `None` to leave it to the crowd's policy (the default).
+    fn vote<'a>(&'a self, turn: VoteTurn<'a>) -> Answer<'a, Option<Voted>> {
+        let _ = turn;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 impl std::fmt::Debug for dyn Speaker {

@@ -5,15 +5,17 @@
 //!
 //! The worker decides at the claim how many messages it sends (from the page's fewest to most)
 //! and draws each from a small list of travel and library questions. Under each reply it ticks
-//! the labels and feedback half the time. The vote: the side whose replies were longer in
-//! total, a tie when they were as long, or, with the crowd's `vote_noise` chance, any of the
-//! four answers at random; the reason is recorded with the vote.
+//! the labels and feedback half the time. The vote: the speaker's, when a simulated user speaks
+//! and votes ([`Speaker::vote`]); otherwise the side whose replies were longer in total, a tie
+//! when they were as long, or, with the crowd's `vote_noise` chance, any of the four answers at
+//! random; the reason is recorded with the vote.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::crowd::{
-    CrowdChat, CrowdConfig, Form, Rng, Speaker, SpeakerTurn, Tally, attr, encode, unescape,
+    CrowdChat, CrowdConfig, Form, Rng, Speaker, SpeakerTurn, Tally, VoteTurn, attr, encode,
+    unescape,
 };
 use crate::error::Failure;
 use crate::http::Conn;
@@ -87,6 +89,8 @@ pub struct ChatPage {
     pub reply_chars: Vec<(String, usize)>,
     /// The first side's conversation: `(by the system, text)` per message.
     pub said: Vec<(bool, String)>,
+    /// Each side's conversation, in page order: `(side, [(by the system, text)])`.
+    pub sides: Vec<(String, Vec<(bool, String)>)>,
     /// The page's own words above the conversation (title and text), tags left out.
     pub instructions: String,
     /// The most characters a message may have (the text box's `maxlength`).
@@ -110,6 +114,7 @@ impl ChatPage {
                 failed.push(rest[..end].to_string());
             }
         }
+        let sides = side_logs(html);
         ChatPage {
             step: form.hidden("step").unwrap_or_default().to_string(),
             lease: form.hidden("lease").unwrap_or_default().to_string(),
@@ -123,8 +128,22 @@ impl ChatPage {
             can_end: html.contains("data-testid=\"chat-end\""),
             can_send: html.contains("data-testid=\"chat-text\""),
             answered: answered(html),
-            reply_chars: reply_chars(html),
-            said: said(html),
+            reply_chars: sides
+                .iter()
+                .map(|(side, said)| {
+                    let chars = said
+                        .iter()
+                        .filter(|(by_system, _)| *by_system)
+                        .map(|(_, text)| text.chars().count())
+                        .sum();
+                    (side.clone(), chars)
+                })
+                .collect(),
+            said: sides
+                .first()
+                .map(|(_, said)| said.clone())
+                .unwrap_or_default(),
+            sides,
             instructions: instructions(html),
             max_chars: html
                 .find("data-testid=\"chat-text\"")
@@ -173,21 +192,27 @@ fn answered(html: &str) -> Vec<String> {
     out
 }
 
-/// The first side's messages, in order: `(by the system, text)`.
-fn said(html: &str) -> Vec<(bool, String)> {
-    let Some(part) = html.split("<section class=\"chat-side\"").nth(1) else {
-        return vec![];
-    };
-    let part = &part[..part.find("</section>").unwrap_or(part.len())];
-    part.split("<li class=\"said ")
-        .skip(1)
-        .filter_map(|li| {
-            let by_system = li.starts_with("system\"");
-            let from = li.find("<span class=\"text\">")? + "<span class=\"text\">".len();
-            let end = li[from..].find("</span>")?;
-            Some((by_system, unescape(&li[from..from + end])))
-        })
-        .collect()
+/// Each side's messages, in page order: `(side, [(by the system, text)])`.
+fn side_logs(html: &str) -> Vec<(String, Vec<(bool, String)>)> {
+    let mut out = vec![];
+    for part in html.split("<section class=\"chat-side\"").skip(1) {
+        let part = &part[..part.find("</section>").unwrap_or(part.len())];
+        let Some(side) = attr(&part[..part.find('>').unwrap_or(part.len())], "data-side") else {
+            continue;
+        };
+        let said = part
+            .split("<li class=\"said ")
+            .skip(1)
+            .filter_map(|li| {
+                let by_system = li.starts_with("system\"");
+                let from = li.find("<span class=\"text\">")? + "<span class=\"text\">".len();
+                let end = li[from..].find("</span>")?;
+                Some((by_system, unescape(&li[from..from + end])))
+            })
+            .collect();
+        out.push((side, said));
+    }
+    out
 }
 
 /// The text of a chat page between `<main …>` and its progress line, tags left out and
@@ -216,28 +241,6 @@ fn instructions(html: &str) -> String {
         }
     }
     unescape(&text.split_whitespace().collect::<Vec<_>>().join(" "))
-}
-
-/// Characters of each side's replies (the `said system` entries of its log).
-fn reply_chars(html: &str) -> Vec<(String, usize)> {
-    let mut out = vec![];
-    for part in html.split("<section class=\"chat-side\"").skip(1) {
-        let part = &part[..part.find("</section>").unwrap_or(part.len())];
-        let Some(side) = attr(&part[..part.find('>').unwrap_or(part.len())], "data-side") else {
-            continue;
-        };
-        let chars = part
-            .split("<li class=\"said system\"")
-            .skip(1)
-            .filter_map(|li| {
-                let from = li.find("<span class=\"text\">")? + "<span class=\"text\">".len();
-                let end = li[from..].find("</span>")?;
-                Some(unescape(&li[from..from + end]).chars().count())
-            })
-            .sum();
-        out.push((side, chars));
-    }
-    out
 }
 
 /// The vote of the policy: `(vote, reason)`. With chance `noise` any answer at random;
@@ -454,18 +457,21 @@ async fn finish(
                 .map_or(0, |(_, n)| *n)
         };
         let lengths = [chars("left"), chars("right")];
-        let (choice, reason) = vote(lengths, w.config.vote_noise, rng);
+        let (choice, reason, justification) = match speaker_vote(w.config, page).await? {
+            Some(voted) => (voted.vote, "model", voted.reason),
+            None => {
+                let (choice, reason) = vote(lengths, w.config.vote_noise, rng);
+                let why = match reason {
+                    "longer" => "its answers said more",
+                    "equal" => "the answers were as long",
+                    _ => "just a feeling",
+                };
+                (choice, reason, why.to_string())
+            }
+        };
         body.retain(|(n, _)| n != "vote" && n != "justification");
         body.push(("vote".into(), choice.into()));
-        body.push((
-            "justification".into(),
-            match reason {
-                "longer" => "its answers said more",
-                "equal" => "the answers were as long",
-                _ => "just a feeling",
-            }
-            .into(),
-        ));
+        body.push(("justification".into(), justification));
         c.record.vote = Some(choice.into());
         c.record.reason = Some(reason.into());
         c.record.reply_chars = lengths.to_vec();
@@ -512,6 +518,31 @@ async fn finish(
             format!("POST /p/chat/finish answered {s}"),
         )),
     }
+}
+
+/// The speaker's vote on an arena page, when a speaker votes (`None` otherwise).
+async fn speaker_vote(
+    config: &CrowdConfig,
+    page: &ChatPage,
+) -> Result<Option<crate::crowd::Voted>, Failure> {
+    let Some(speaker) = config.speaker.as_deref() else {
+        return Ok(None);
+    };
+    let side = |name: &str| {
+        page.sides
+            .iter()
+            .find(|(s, _)| s == name)
+            .map_or(&[][..], |(_, said)| said.as_slice())
+    };
+    let turn = VoteTurn {
+        instructions: &page.instructions,
+        left: side("left"),
+        right: side("right"),
+    };
+    speaker
+        .vote(turn)
+        .await
+        .map_err(|e| Failure::new("simulated_user", e))
 }
 
 /// A chat form post: streamed when the crowd asks for streams, else the plain post.

@@ -4,22 +4,24 @@
 //! takes), reads the consent and instruction pages, and on each chat page talks with the
 //! study's systems: the simulated user is asked for every message with the page's own words
 //! (its title and text) as the goal and the conversation so far, and ends the conversation
-//! with its stop rule once the page allows. The questions after it (and an arena's vote) are
-//! answered by the crowd's policy (`wozkit_loadgen::crowd`), not by the model.
+//! with its stop rule once the page allows. An arena's vote is the model's too: it is asked
+//! with the study's vote prompt (`vote_prompt`) over both sides' conversations, and its reply's
+//! first word is the vote, the rest the reason written with it. The questions after the
+//! conversation are answered by the crowd's policy (`wozkit_loadgen::crowd`), not by the model.
 //!
 //! The conversations are ordinary sessions, marked simulated (a `simulated:NAME` bot in the
 //! user's seat), their participants test participants: left out of payments and of human-only
 //! reports unless asked.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use wozkit_core::event::{self, Role};
 use wozkit_core::load::LoadedStudy;
-use wozkit_core::simulated_users::is_simulated;
-use wozkit_loadgen::crowd::{CrowdConfig, Entry, Speaker, SpeakerTurn, Spoken};
+use wozkit_core::simulated_users::{is_simulated, read_vote};
+use wozkit_loadgen::crowd::{
+    Answer, CrowdConfig, Entry, Speaker, SpeakerTurn, Spoken, VoteTurn, Voted,
+};
 use wozkit_server::{Config, ModelUser, Tunables, launch_with_listener, now_ms};
 use wozkit_store::{SessionFilter, Store};
 
@@ -31,11 +33,19 @@ struct ModelSpeaker {
     user: Arc<ModelUser>,
 }
 
+/// A conversation as the prompts show it: the participant's messages as the user's, the
+/// system's replies as the assistant's.
+fn dialogue(said: &[(bool, String)]) -> Vec<(Role, String)> {
+    said.iter()
+        .map(|(by_system, text)| {
+            let role = if *by_system { Role::Wizard } else { Role::User };
+            (role, text.clone())
+        })
+        .collect()
+}
+
 impl Speaker for ModelSpeaker {
-    fn next<'a>(
-        &'a self,
-        turn: SpeakerTurn<'a>,
-    ) -> Pin<Box<dyn Future<Output = Result<Spoken, String>> + Send + 'a>> {
+    fn next<'a>(&'a self, turn: SpeakerTurn<'a>) -> Answer<'a, Spoken> {
         Box::pin(async move {
             let spec = &self.user.spec;
             if turn.turn > spec.max_turns {
@@ -44,15 +54,7 @@ impl Speaker for ModelSpeaker {
                     finish: true,
                 });
             }
-            let dialogue: Vec<(Role, String)> = turn
-                .said
-                .iter()
-                .map(|(by_system, text)| {
-                    let role = if *by_system { Role::Wizard } else { Role::User };
-                    (role, text.clone())
-                })
-                .collect();
-            let prompt = spec.prompt(turn.instructions, &dialogue, turn.turn);
+            let prompt = spec.prompt(turn.instructions, &dialogue(turn.said), turn.turn);
             let reply = self
                 .user
                 .endpoint
@@ -66,6 +68,29 @@ impl Speaker for ModelSpeaker {
                 text: next.text,
                 finish: next.finish,
             })
+        })
+    }
+
+    fn vote<'a>(&'a self, turn: VoteTurn<'a>) -> Answer<'a, Option<Voted>> {
+        Box::pin(async move {
+            let spec = &self.user.spec;
+            let prompt = spec.vote_prompt(
+                turn.instructions,
+                &dialogue(turn.left),
+                &dialogue(turn.right),
+            );
+            let reply = self
+                .user
+                .endpoint
+                .ask(&prompt)
+                .await
+                .map_err(|e| e.to_string())?;
+            let vote = read_vote(&reply.text)
+                .map_err(|e| format!("simulated user `{}`: vote: {e}", spec.name))?;
+            Ok(Some(Voted {
+                vote: vote.vote,
+                reason: vote.reason,
+            }))
         })
     }
 }

@@ -48,6 +48,34 @@ fn spawn_user(broken: bool) -> String {
 }
 
 /// Every session's events in the store at `data`.
+/// `(choice, justification)` of every judgment in `study`'s participant logs.
+fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = wozkit_store::open_snapshot(data.to_str().unwrap())
+            .await
+            .unwrap();
+        let filter = wozkit_store::SessionFilter {
+            study_id: Some(study.to_string()),
+            kind: wozkit_store::SessionKind::Participant,
+            ..Default::default()
+        };
+        let mut out = vec![];
+        for log in store.list_sessions(&filter).await.unwrap() {
+            for e in store.events(&log.id, 0).await.unwrap() {
+                if let EventKind::Judged(j) = e.kind {
+                    out.push((j.choice, j.justification));
+                }
+            }
+        }
+        store.close().await;
+        out
+    })
+}
+
 fn sessions(data: &Path, ids: &[String]) -> Vec<Vec<wozkit_core::event::Event>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -397,8 +425,26 @@ fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
 }
 
 /// A stand-in simulated user for chat pages: message `turn` quotes the start of the goal (the
-/// page's own words) and the last reply it saw; from turn 5 on it ends with `[END]`.
+/// page's own words) and the last reply it saw; from turn 5 on it ends with `[END]`. Asked for
+/// an arena's vote, it says `both_bad` (which the crowd's policy without noise never says) and,
+/// as the reason, how many replies it was shown on each side.
 fn chat_answer(prompt: &str) -> String {
+    if let Some((_, sides)) = prompt.split_once("The conversation with the assistant on the left:")
+    {
+        let (left, right) = sides
+            .split_once("The conversation with the assistant on the right:")
+            .unwrap_or((sides, ""));
+        let replies = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("assistant: "))
+                .count()
+        };
+        return format!(
+            "Both bad.\nleft {} replies, right {} replies",
+            replies(left),
+            replies(right)
+        );
+    }
     let (goal, turn) = goal_and_turn(prompt);
     if turn >= 5 {
         return "Thanks, that is all. [END]".into();
@@ -479,6 +525,15 @@ fn simulated_users_chat_with_a_chat_studys_systems_through_its_pages() {
             );
         }
         assert_eq!(summary["user_messages"], 15 * per, "{study}");
+        if study == "arena-demo" {
+            // Each vote is the simulated user's, cast after seeing both full conversations.
+            let votes = votes(&data, study);
+            assert_eq!(votes.len(), 3, "{votes:?}");
+            for (choice, why) in votes {
+                assert_eq!(choice.as_deref(), Some("both_bad"));
+                assert_eq!(why.as_deref(), Some("left 5 replies, right 5 replies"));
+            }
+        }
     }
     // Nobody is paid for a simulated participant, not even with the test participants.
     let payments = dir.path().join("payments.csv");

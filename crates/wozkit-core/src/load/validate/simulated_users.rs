@@ -1,11 +1,12 @@
 //! The checks of `simulated_users:`: unique names, an endpoint (a declared `openai` system, or a
 //! URL with a model) or none (then `--user NAME=URL` gives it), a prompt whose placeholders are
-//! known and show the dialogue, a turn limit of at least one and a stop phrase.
+//! known and show the dialogue, a vote prompt that shows both sides of an arena, a turn limit of
+//! at least one and a stop phrase.
 
 use std::collections::HashSet;
 
 use super::Checker;
-use crate::simulated_users::{PLACEHOLDERS, SimulatedUser};
+use crate::simulated_users::{PLACEHOLDERS, SimulatedUser, VOTE_PLACEHOLDERS};
 
 impl Checker<'_> {
     pub(super) fn simulated_users(&mut self) {
@@ -46,6 +47,26 @@ impl Checker<'_> {
                 &format!("{base}/prompt"),
                 "the prompt does not show the dialogue: it has no `{conversation}`".into(),
                 Some("write `{conversation}` where the dialogue so far goes".into()),
+            );
+        }
+        let unknown =
+            crate::judges::placeholders(&user.vote_prompt).find(|p| !VOTE_PLACEHOLDERS.contains(p));
+        if let Some(p) = unknown {
+            self.err(
+                &format!("{base}/vote_prompt"),
+                format!("unknown placeholder `{{{p}}}` in the vote prompt"),
+                Some(format!(
+                    "known ones: {}",
+                    VOTE_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                )),
+            );
+        }
+        if !(user.vote_prompt.contains("{left}") && user.vote_prompt.contains("{right}")) {
+            self.err(
+                &format!("{base}/vote_prompt"),
+                "the vote prompt does not show both conversations: it needs `{left}` and `{right}`"
+                    .into(),
+                Some("write `{left}` and `{right}` where each side's conversation goes".into()),
             );
         }
         if user.max_turns == 0 {
