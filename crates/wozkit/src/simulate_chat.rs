@@ -44,6 +44,14 @@ fn dialogue(said: &[(bool, String)]) -> Vec<(Role, String)> {
         .collect()
 }
 
+impl ModelSpeaker {
+    /// The model's reply to `prompt`.
+    async fn ask(&self, prompt: &str) -> Result<String, String> {
+        let reply = self.user.endpoint.ask(prompt).await;
+        reply.map(|r| r.text).map_err(|e| e.to_string())
+    }
+}
+
 impl Speaker for ModelSpeaker {
     fn next<'a>(&'a self, turn: SpeakerTurn<'a>) -> Answer<'a, Spoken> {
         Box::pin(async move {
@@ -55,14 +63,9 @@ impl Speaker for ModelSpeaker {
                 });
             }
             let prompt = spec.prompt(turn.instructions, &dialogue(turn.said), turn.turn);
-            let reply = self
-                .user
-                .endpoint
-                .ask(&prompt)
-                .await
-                .map_err(|e| e.to_string())?;
+            let reply = self.ask(&prompt).await?;
             let next = spec
-                .read_reply(&reply.text, turn.turn)
+                .read_reply(&reply, turn.turn)
                 .map_err(|e| format!("simulated user `{}`: {e}", spec.name))?;
             Ok(Spoken {
                 text: next.text,
@@ -79,13 +82,8 @@ impl Speaker for ModelSpeaker {
                 &dialogue(turn.left),
                 &dialogue(turn.right),
             );
-            let reply = self
-                .user
-                .endpoint
-                .ask(&prompt)
-                .await
-                .map_err(|e| e.to_string())?;
-            let vote = read_vote(&reply.text)
+            let reply = self.ask(&prompt).await?;
+            let vote = read_vote(&reply)
                 .map_err(|e| format!("simulated user `{}`: vote: {e}", spec.name))?;
             Ok(Some(Voted {
                 vote: vote.vote,

@@ -153,6 +153,15 @@ pub(super) fn need_role(actor: &Actor, role: Role) -> Result<(), Refusal> {
     }
 }
 
+/// The wizard, with no lock pending (what saying a state and asking for a hint need).
+pub(super) fn free_wizard(tx: &Tx<'_>, actor: &Actor) -> Result<(), Refusal> {
+    need_role(actor, Role::Wizard)?;
+    if tx.s.lock.is_some() {
+        return Err(Refusal::Locked);
+    }
+    Ok(())
+}
+
 pub(super) fn actor_role(actor: &Actor) -> Result<Role, Refusal> {
     actor.role().ok_or(Refusal::WrongRole {
         expected: Role::User,

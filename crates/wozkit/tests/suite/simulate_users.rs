@@ -47,9 +47,8 @@ fn spawn_user(broken: bool) -> String {
     })
 }
 
-/// Every session's events in the store at `data`.
-/// `(choice, justification)` of every judgment in `study`'s participant logs.
-fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
+/// Runs `f` on a snapshot of the store at `data`.
+fn with_store<T>(data: &Path, f: impl AsyncFnOnce(&dyn wozkit_store::Store) -> T) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -58,6 +57,15 @@ fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
         let store = wozkit_store::open_snapshot(data.to_str().unwrap())
             .await
             .unwrap();
+        let out = f(store.as_ref()).await;
+        store.close().await;
+        out
+    })
+}
+
+/// `(choice, justification)` of every judgment in `study`'s participant logs.
+fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
+    with_store(data, async |store| {
         let filter = wozkit_store::SessionFilter {
             study_id: Some(study.to_string()),
             kind: wozkit_store::SessionKind::Participant,
@@ -71,20 +79,13 @@ fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
                 }
             }
         }
-        store.close().await;
         out
     })
 }
 
+/// Every session's events in the store at `data`.
 fn sessions(data: &Path, ids: &[String]) -> Vec<Vec<wozkit_core::event::Event>> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let store = wozkit_store::open_snapshot(data.to_str().unwrap())
-            .await
-            .unwrap();
+    with_store(data, async |store| {
         let mut out = vec![];
         for id in ids {
             out.push(store.events(id, 0).await.unwrap());

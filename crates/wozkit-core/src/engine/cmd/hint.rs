@@ -3,9 +3,9 @@
 use rand::{Rng, RngExt};
 
 use crate::engine::Tx;
-use crate::engine::command::{Refusal, need_role};
+use crate::engine::command::{Refusal, free_wizard};
 use crate::engine::offer;
-use crate::event::{Actor, EventKind, Role};
+use crate::event::{Actor, EventKind};
 
 /// A hint: one offered state, drawn in proportion to its prior (uniformly when every prior
 /// is 0).
@@ -15,10 +15,7 @@ pub(in crate::engine) fn hint(
     rng: &mut impl Rng,
 ) -> Result<(), Refusal> {
     let study = tx.study;
-    need_role(actor, Role::Wizard)?;
-    if tx.s.lock.is_some() {
-        return Err(Refusal::Locked);
-    }
+    free_wizard(tx, actor)?;
     // Only the picked state is needed, not the offers' texts.
     let offers = offer::offered_states_with(study, &tx.s, &offer::vars(study, &tx.s));
     let total: f64 = offers.iter().map(|o| o.prior.max(0.0)).sum();

@@ -3,7 +3,7 @@
 use rand::Rng;
 
 use crate::engine::Tx;
-use crate::engine::command::{Refusal, apply_effects, need_role, wizard_spoke};
+use crate::engine::command::{Refusal, apply_effects, free_wizard, wizard_spoke};
 use crate::engine::fresh_seed;
 use crate::engine::offer::{self, OfferKind};
 use crate::event::{Actor, EndReason, EventKind, MessageSource, Role};
@@ -17,10 +17,7 @@ pub(in crate::engine) fn say(
     rng: &mut impl Rng,
 ) -> Result<(), Refusal> {
     let study = tx.study;
-    need_role(actor, Role::Wizard)?;
-    if tx.s.lock.is_some() {
-        return Err(Refusal::Locked);
-    }
+    free_wizard(tx, actor)?;
     let Some(o) = offer::offer_of(study, &tx.s, &state) else {
         return Err(Refusal::NotOffered { state });
     };
