@@ -152,7 +152,7 @@ async fn change_password(
 async fn logout_everywhere(
     State(app): State<AppState>,
     headers: HeaderMap,
-    ResearcherForm(me, ..): ResearcherForm<Observing, super::researcher::Ignored>,
+    ResearcherForm(me, ..): ResearcherForm<Observing, super::researcher::NoFields>,
 ) -> Result<Response, HttpError> {
     app.researchers
         .remove_all(app.store.as_ref(), &me.id)

@@ -26,7 +26,7 @@ use wozkit_store::{NewParticipant, Participant, ParticipantPatch, Platform, new_
 
 use super::extract::{ResearcherForm, ResearcherPage, Running};
 use super::html::{esc, layout, query_escape};
-use super::researcher::{Ignored, csrf_field};
+use super::researcher::{NoFields, csrf_field};
 use crate::app::{AppState, now_ms};
 use crate::auth::{Access, Researcher};
 use crate::error::HttpError;
@@ -222,7 +222,7 @@ async fn take_over(
     State(app): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    ResearcherForm(me, ..): ResearcherForm<Running, Ignored>,
+    ResearcherForm(me, ..): ResearcherForm<Running, NoFields>,
 ) -> Result<Response, HttpError> {
     let back = format!("/researcher/session/{}/observe", query_escape(&id));
     let record = app.store.session(&id).await?.ok_or(HttpError::NotFound)?;
@@ -287,7 +287,7 @@ async fn join_as_wizard(
     State(app): State<AppState>,
     headers: HeaderMap,
     Path(study_id): Path<String>,
-    ResearcherForm(me, ..): ResearcherForm<Running, Ignored>,
+    ResearcherForm(me, ..): ResearcherForm<Running, NoFields>,
 ) -> Result<Response, HttpError> {
     let study = app
         .studies

@@ -190,7 +190,7 @@ pub(crate) fn set_login_cookie(res: &mut Response, headers: &HeaderMap, token: &
 pub async fn logout(
     State(app): State<AppState>,
     headers: HeaderMap,
-    _: ResearcherForm<Observing, Ignored>,
+    _: ResearcherForm<Observing, NoFields>,
 ) -> Result<Response, HttpError> {
     if let Some(t) = cookie(&headers, RESEARCHER_COOKIE) {
         app.researchers.remove(app.store.as_ref(), &t).await?;
@@ -204,7 +204,7 @@ pub async fn logout(
 
 /// A form whose only field is the CSRF token (which [`ResearcherForm`] reads).
 #[derive(Deserialize)]
-pub struct Ignored {}
+pub struct NoFields {}
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of an epoch time in milliseconds.
 pub fn fmt_time(ms: u64) -> String {

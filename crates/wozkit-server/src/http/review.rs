@@ -819,7 +819,7 @@ fn is_test_row(r: &ReviewRow) -> bool {
 async fn send(
     State(app): State<AppState>,
     Path(study_id): Path<String>,
-    ResearcherForm(me, ..): ResearcherForm<Running, super::researcher::Ignored>,
+    ResearcherForm(me, ..): ResearcherForm<Running, super::researcher::NoFields>,
 ) -> Result<Response, HttpError> {
     let study = study_of(&app, &study_id)?;
     let report = review::send(&app, &study, &me).await?;
