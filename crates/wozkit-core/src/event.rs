@@ -412,6 +412,16 @@ pub enum EventKind {
         #[serde(default)]
         sys_state_init: crate::goals::Belief,
     },
+    /// The copilot's suggestion of the wizard's next message (`docs/copilot.md`), numbered from
+    /// 1 in the session, by `system`. Only the wizard receives it.
+    Suggested {
+        n: u32,
+        system: String,
+        text: String,
+    },
+    /// The wizard's message just before was sent from suggestion `n`, `edits` characters apart
+    /// from it ([`crate::copilot::edits`]; 0: sent as it was). Only the wizard receives it.
+    SuggestionUsed { n: u32, edits: u32 },
 }
 
 /// Which pool an evaluation item comes from.

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod copilot;
 pub mod database;
 pub mod datasets;
 pub mod engine;

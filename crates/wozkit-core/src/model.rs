@@ -116,6 +116,10 @@ pub struct Study {
     /// (`docs/simulated-users.md`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub simulated_users: Vec<crate::simulated_users::SimulatedUser>,
+    /// A system that suggests the wizard's next message, which the wizard may send, edit or
+    /// ignore (`docs/copilot.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot: Option<crate::copilot::Copilot>,
     /// What the crowd platforms need from the study: the completion codes of its Prolific
     /// study, by ending (`docs/platforms.md`).
     #[serde(default, skip_serializing_if = "crate::platforms::Platforms::is_empty")]

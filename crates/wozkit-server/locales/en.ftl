@@ -55,6 +55,10 @@ room-approve = Approve
 room-deny = Deny
 room-robots = Robots
 room-map = Map
+room-copilot = Suggested reply
+room-copilot-send = Send as it is
+room-copilot-edit = Edit
+room-copilot-dismiss = Dismiss
 room-your-task = Your task
 
 ## The room's script
@@ -136,6 +140,7 @@ room-js-refused-other-robot-active = { $selected } cannot start “{ $action }�
 room-js-refused-lacks-capability = { $robot } cannot do “{ $action }”
 room-js-refused-guard-failed = “{ $action }” is not possible now
 room-js-refused-no-database = this study has no database
+room-js-refused-suggestion-closed = that suggestion is no longer open; send your message without it
 # Errors over the room's socket that are not refusals, by their code.
 room-js-error-seat-taken = A researcher has taken over your place in this conversation while you were away, so you cannot rejoin it. Thank you for taking part.
 room-js-error-not-saved = Your last action could not be saved, so it did not happen: the server cannot store anything right now. Please wait a moment and try again.

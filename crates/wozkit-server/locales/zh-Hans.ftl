@@ -51,6 +51,10 @@ room-approve = 同意
 room-deny = 拒绝
 room-robots = 机器人
 room-map = 地图
+room-copilot = 建议回复
+room-copilot-send = 直接发送
+room-copilot-edit = 编辑
+room-copilot-dismiss = 忽略
 room-your-task = 你的任务
 
 ## The room's script
@@ -132,6 +136,7 @@ room-js-refused-other-robot-active = { $selected }现在还不能开始“{ $act
 room-js-refused-lacks-capability = { $robot }不能执行“{ $action }”
 room-js-refused-guard-failed = 现在不能执行“{ $action }”
 room-js-refused-no-database = 这项研究没有数据库
+room-js-refused-suggestion-closed = 这条建议已失效，请直接发送你的消息
 room-js-error-seat-taken = 你离开期间，研究人员接替了你在这段对话中的位置，所以你不能再回到这段对话。感谢你的参与。
 room-js-error-not-saved = 你的上一个操作没能保存，所以没有生效：服务器现在无法存储任何内容。请稍等片刻再试。
 room-js-error-internal = 服务器没能完成这个操作，请刷新页面。

@@ -265,6 +265,7 @@ mod tests {
             Refusal::EmptyText,
             Refusal::FinishNotAllowed,
             Refusal::NoHint,
+            Refusal::SuggestionClosed { n: 1 },
         ] {
             assert_eq!(en.get(&key(&r)), r.to_string());
         }

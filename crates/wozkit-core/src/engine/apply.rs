@@ -45,6 +45,8 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
             }
             if *role == Role::Wizard {
                 s.wizard_spoke = true;
+                // Once the wizard has spoken, the suggestions made before answer nothing.
+                s.suggestions.clear();
             }
             s.hint = None;
             if let MessageSource::State { state, .. } = source
@@ -172,6 +174,12 @@ pub fn apply(study: &LoadedStudy, s: &mut Session, _actor: &Actor, kind: &EventK
                 study.database.as_deref(),
             ));
         }
+        EventKind::Suggested { n, text, .. } => {
+            s.suggested = *n;
+            s.suggestions.push((*n, text.clone()));
+        }
+        // The message it was sent as closed the suggestions already.
+        EventKind::SuggestionUsed { .. } => {}
         // The state it logs was folded already; a wizard turn closes the turn's first search.
         EventKind::TurnState { role, .. } => {
             if *role == Role::Wizard

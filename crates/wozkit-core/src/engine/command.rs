@@ -60,6 +60,10 @@ pub enum Command {
     },
     /// The wizard selects a row (by its key) into the dialogue.
     Select { table: String, key: String },
+    /// The copilot's suggestion came back (system): it goes to the wizard.
+    Suggest { system: String, text: String },
+    /// The wizard sends free text made from suggestion `n`, as it was or edited.
+    SendSuggestion { n: u32, text: String },
 }
 
 /// Why a command was refused. The state is unchanged.
@@ -139,6 +143,12 @@ pub enum Refusal {
     NoHint,
     #[error("this study has no database")]
     NoDatabase,
+    #[error("this study has no copilot")]
+    NoCopilot,
+    /// The wizard sent from a suggestion that is not open: never made, or the wizard has spoken
+    /// since.
+    #[error("that suggestion is no longer open; send your message without it")]
+    SuggestionClosed { n: u32 },
     /// The query or selection named something the database lacks, or a value it cannot take.
     #[error("{problem}")]
     Database {
@@ -206,6 +216,8 @@ pub(crate) fn decide(
         Command::Abort { reason } => tx.end(reason),
         Command::Query { table, filters } => cmd::database::query(tx, actor, table, filters)?,
         Command::Select { table, key } => cmd::database::select(tx, actor, table, key)?,
+        Command::Suggest { system, text } => cmd::copilot::suggest(tx, system, text)?,
+        Command::SendSuggestion { n, text } => cmd::copilot::send(tx, actor, n, text)?,
     }
     Ok(())
 }

@@ -106,6 +106,11 @@ pub struct Session {
     pub db_selected: IndexMap<String, crate::database::Row>,
     /// The user goal and its live state (studies with `goals:`), from `goal_generated` on.
     pub goal: Option<crate::goals::GoalTrack>,
+    /// Copilot suggestions made so far (the last one's number).
+    pub suggested: u32,
+    /// The suggestions the wizard may still send from: those made since the wizard last spoke
+    /// (number and text).
+    pub suggestions: Vec<(u32, String)>,
 }
 
 impl Session {
@@ -148,6 +153,8 @@ impl Session {
             now_ms: 0,
             db_selected: IndexMap::new(),
             goal: None,
+            suggested: 0,
+            suggestions: vec![],
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+mod copilot;
 mod flow;
 mod judges;
 mod parts;
@@ -354,6 +355,7 @@ pub fn check(
     c.scenario();
     c.judges();
     c.simulated_users();
+    c.copilot();
     compiled.warnings = c.platforms();
     compiled.warnings.extend(c.no_preview());
     compiled.warnings.extend(c.machine_names());

@@ -8,6 +8,7 @@ mod common;
 
 mod action_guards;
 mod builtin_eval;
+mod copilot;
 mod database;
 mod database_studies;
 mod dataset_mappings;

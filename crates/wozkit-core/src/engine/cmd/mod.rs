@@ -3,6 +3,7 @@
 //! transaction or refuses it. `command::decide` dispatches to them.
 
 pub(super) mod act;
+pub(super) mod copilot;
 pub(super) mod database;
 pub(super) mod finish;
 pub(super) mod fixed;
