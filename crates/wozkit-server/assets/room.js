@@ -21,6 +21,8 @@ const st = {
   lastSeq: 0, study: null, view: null, ws: null, n: 0, done: false, retry: 500,
   skew: 0, typingSent: 0, typingTimer: null, noticeTimer: null, partnerAway: false, next: null,
   clocked: [], hidden: false, retryTimer: null,
+  // The copilot's open suggestion ({ n, text }) and the one the wizard is editing (its number).
+  suggestion: null, editing: null,
 };
 
 function el(tag, attrs = {}, text) {
@@ -41,7 +43,7 @@ const inert = () => observing || st.done;
 // Greys every control of the room at once; the options and the action panel stay grey when they
 // are drawn again (they follow `inert()`).
 function greyOut() {
-  for (const id of ['text-input', 'send', 'finish', 'hint', 'approve', 'deny', 'action-select', 'robot-select', 'target-select', 'action-send']) {
+  for (const id of ['text-input', 'send', 'finish', 'hint', 'approve', 'deny', 'action-select', 'robot-select', 'target-select', 'action-send', 'copilot-send', 'copilot-edit', 'copilot-dismiss']) {
     if ($(id)) $(id).disabled = true;
   }
   for (const x of document.querySelectorAll('#options button, #fixed button, #db-panel button, #db-panel input, #db-panel select')) x.disabled = true;
@@ -142,8 +144,12 @@ function renderEvent(e) {
       const label = role === 'wizard' && e.role === 'wizard' ? messageAct(e) : null;
       addLine(e, `msg ${mine ? 'mine' : 'theirs'} from-${e.role}`, nameOf(e.role), e.text, label);
       $('typing').hidden = true;
+      if (e.role === 'wizard') closeSuggestion();
       break;
     }
+    case 'suggested':
+      showSuggestion(e);
+      break;
     case 'action_started':
       addLine(e, 'sys', null, e.target
         ? t('room-js-action-started-to', { robot: robotName(e.robot), action: actionLabel(e), place: placeName(e.target) })
@@ -795,7 +801,11 @@ function onFrame(f) {
       break;
     case 'view': renderView(f.view); break;
     case 'ack': break;
-    case 'error': notice(refusalText(f)); break;
+    case 'error':
+      // A suggestion closed meanwhile: the edited text stays in the box, to be sent as it is.
+      if (f.detail && f.detail.refusal === 'suggestion_closed') st.editing = null;
+      notice(refusalText(f));
+      break;
     case 'partner':
       if (f.status === 'typing') {
         $('typing').hidden = false;
@@ -888,7 +898,45 @@ function sendText() {
   const input = $('text-input');
   const text = input.value.trim();
   if (!text) return;
-  if (cmd({ cmd: 'text', text })) input.value = '';
+  const c = { cmd: 'text', text };
+  // Sent from a suggestion the wizard edited: the log records how far it was changed.
+  if (st.editing !== null) c.suggestion = st.editing;
+  if (cmd(c)) input.value = '';
+}
+
+// ---------------------------------------------------------------- copilot
+
+// The copilot's suggestion of the wizard's next message (docs/copilot.md): sent as it is,
+// edited in the message box first, or dismissed. The wizard's next message closes it.
+function showSuggestion(e) {
+  if (!$('copilot-panel')) return;
+  st.suggestion = { n: e.n, text: e.text };
+  $('copilot-text').textContent = e.text;
+  $('copilot-panel').hidden = inert();
+}
+
+function closeSuggestion() {
+  st.suggestion = null;
+  st.editing = null;
+  if ($('copilot-panel')) $('copilot-panel').hidden = true;
+}
+
+if ($('copilot-panel')) {
+  $('copilot-send').addEventListener('click', () => {
+    if (!st.suggestion) return;
+    cmd({ cmd: 'text', text: st.suggestion.text, suggestion: st.suggestion.n });
+  });
+  $('copilot-edit').addEventListener('click', () => {
+    if (!st.suggestion) return;
+    st.editing = st.suggestion.n;
+    $('text-input').value = st.suggestion.text;
+    $('copilot-panel').hidden = true;
+    $('text-input').focus();
+  });
+  $('copilot-dismiss').addEventListener('click', () => {
+    $('copilot-panel').hidden = true;
+    $('text-input').focus();
+  });
 }
 
 $('composer').addEventListener('submit', (ev) => { ev.preventDefault(); sendText(); });

@@ -98,6 +98,24 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
     } else {
         String::new()
     };
+    // The copilot's suggestion, over the message box where the wizard would send or edit it.
+    let copilot = if role == Role::Wizard && st.copilot.is_some() {
+        format!(
+            "<section id=\"copilot-panel\" data-testid=\"copilot\" class=\"copilot\" aria-labelledby=\"copilot-heading\" hidden>\
+           <h2 id=\"copilot-heading\">{}</h2>\
+           <p id=\"copilot-text\" data-testid=\"copilot-text\" role=\"status\"></p>\
+           <button type=\"button\" id=\"copilot-send\" data-testid=\"copilot-send\" class=\"primary\">{}</button>\
+           <button type=\"button\" id=\"copilot-edit\" data-testid=\"copilot-edit\">{}</button>\
+           <button type=\"button\" id=\"copilot-dismiss\" data-testid=\"copilot-dismiss\">{}</button>\
+         </section>",
+            t("room-copilot"),
+            t("room-copilot-send"),
+            t("room-copilot-edit"),
+            t("room-copilot-dismiss")
+        )
+    } else {
+        String::new()
+    };
     let body = format!(
         "<main id=\"room\" class=\"room role-{role}\" data-page=\"room\" data-role=\"{role}\" data-seat=\"{seat}\">\
          <header class=\"topbar\">\
@@ -118,7 +136,7 @@ pub fn render(study: &LoadedStudy, role: Role, seat: Option<&str>) -> String {
            <section class=\"chat-col\" aria-label=\"{chat_with}\">\
              <ol id=\"chat\" data-testid=\"chat\" aria-live=\"polite\"></ol>\
              <div id=\"typing\" data-testid=\"typing\" class=\"muted\" hidden>{typing}</div>\
-             {approval}\
+             {approval}{copilot}\
              <form id=\"composer\" autocomplete=\"off\">\
                <label for=\"text-input\" class=\"sr-only\">{message}</label>\
                <textarea id=\"text-input\" data-testid=\"text-input\" rows=\"2\" maxlength=\"2000\" placeholder=\"{placeholder}\"></textarea>\

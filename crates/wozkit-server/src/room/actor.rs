@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;
 use wozkit_core::engine::{self, Command, Refusal, Session};
-use wozkit_core::event::{Actor, EndReason, Event, Role};
+use wozkit_core::event::{Actor, EndReason, Event, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_store::{NewEvent, StoreError};
 
@@ -100,6 +100,20 @@ pub struct RoomActor {
     /// state is no longer the log's fold, so the task stops without storing anything more and
     /// its connections close; they reconnect to whoever runs the room now, rebuilt from the log.
     moved: bool,
+    /// The copilot's requests (studies with `copilot:` and a person in the wizard's seat).
+    copilot: CopilotAsks,
+}
+
+/// Where the copilot's requests stand. One is in flight at a time; a suggestion that comes
+/// back after the dialogue moved on answers nothing and is dropped (and asked again if the
+/// user has spoken since).
+#[derive(Default)]
+struct CopilotAsks {
+    in_flight: bool,
+    /// The user spoke while a request was in flight.
+    again: bool,
+    /// The wizard's opening was asked for (once per room task).
+    opening_asked: bool,
 }
 
 impl RoomActor {
@@ -130,6 +144,7 @@ impl RoomActor {
             panel_sent: None,
             inbox: None,
             moved: false,
+            copilot: CopilotAsks::default(),
         }
     }
 
@@ -421,6 +436,99 @@ impl RoomActor {
             }
             RoomMsg::SimulatedUser { outcome } => self.on_simulated_user(outcome).await,
             RoomMsg::SystemWizard { outcome } => self.on_system_wizard(outcome).await,
+            RoomMsg::Copilot { outcome, asked_at } => self.on_copilot(outcome, asked_at).await,
+        }
+    }
+
+    /// Asks the copilot for the wizard's next message when the wizard's turn comes: after the
+    /// user spoke, and (if the study says so) for the opening once both have joined. Only a
+    /// person in the wizard's seat is helped.
+    fn schedule_copilot(&mut self, stored: &[Event]) {
+        let Some(copilot) = &self.study.study.copilot else {
+            return;
+        };
+        if self.session.is_ended() || self.bots.iter().any(|b| b.role == Role::Wizard) {
+            return;
+        }
+        let user_spoke = stored.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::Message {
+                    role: Role::User,
+                    ..
+                }
+            )
+        });
+        let opening = copilot.opening
+            && !self.copilot.opening_asked
+            && !self.session.wizard_spoke
+            && self.session.suggested == 0
+            && self.everyone_joined();
+        if !(user_spoke || opening) {
+            return;
+        }
+        self.copilot.opening_asked |= opening;
+        if self.copilot.in_flight {
+            self.copilot.again |= user_spoke;
+            return;
+        }
+        self.ask_copilot();
+    }
+
+    fn ask_copilot(&mut self) {
+        let (Some(copilot), Some(inbox)) = (&self.study.study.copilot, self.inbox.clone()) else {
+            return;
+        };
+        let Some(client) = self
+            .app
+            .systems
+            .client(&self.study.study.id, &copilot.system)
+        else {
+            return;
+        };
+        self.copilot.in_flight = true;
+        tokio::spawn(super::model_user::ask_copilot(
+            client,
+            self.app.store.clone(),
+            self.session.id.clone(),
+            self.session.messages,
+            inbox,
+        ));
+    }
+
+    /// Shows the copilot's suggestion to the wizard, unless the dialogue has moved on since it
+    /// was asked for; then the copilot is asked again if the user has spoken since.
+    async fn on_copilot(&mut self, outcome: super::model_user::WizardOutcome, asked_at: u32) {
+        self.copilot.in_flight = false;
+        if self.session.is_ended() {
+            return;
+        }
+        if self.session.messages != asked_at {
+            if std::mem::take(&mut self.copilot.again) {
+                self.ask_copilot();
+            }
+            return;
+        }
+        self.copilot.again = false;
+        let system = self
+            .study
+            .study
+            .copilot
+            .as_ref()
+            .map(|c| c.system.clone())
+            .unwrap_or_default();
+        match outcome {
+            Ok(text) => {
+                let suggest = Command::Suggest { system, text };
+                if let Err(StepError::Refused(r)) = self.step(Actor::System, suggest).await {
+                    tracing::debug!(session = self.session.id, "suggestion refused: {r}");
+                }
+            }
+            // The wizard goes on without help: nothing is shown, nothing logged.
+            Err(e) => tracing::warn!(
+                session = self.session.id,
+                "the copilot could not suggest the wizard's next message: {e}"
+            ),
         }
     }
 
@@ -646,6 +754,7 @@ impl RoomActor {
         }
         self.broadcast(&stored);
         self.schedule_bots(&stored);
+        self.schedule_copilot(&stored);
         Ok(self.last_seq)
     }
 

@@ -87,6 +87,12 @@ pub enum RoomMsg {
     SimulatedUser { outcome: model_user::Outcome },
     /// The system wizard's reply came back (see `model_user.rs`).
     SystemWizard { outcome: model_user::WizardOutcome },
+    /// The copilot's suggestion came back, asked when the session had `asked_at` messages (see
+    /// `model_user.rs`).
+    Copilot {
+        outcome: model_user::WizardOutcome,
+        asked_at: u32,
+    },
 }
 
 /// Why a room refused a takeover.

@@ -127,35 +127,60 @@ impl std::fmt::Debug for SystemWizard {
 /// What the system wizard's turn came to: its reply, or why there is none.
 pub type WizardOutcome = Result<String, String>;
 
-/// Asks the system wizard for its reply to the dialogue of `session` so far (the user's
-/// messages as the user's turns, the wizard's as its own) and sends it to the room. Nothing is
-/// sent when the room is gone.
+/// Asks the system wizard for its reply to the dialogue of `session` so far and sends it to
+/// the room. Nothing is sent when the room is gone.
 pub async fn ask_system(
     wizard: Arc<SystemWizard>,
     store: Arc<dyn Store>,
     session: String,
     room: mpsc::WeakSender<RoomMsg>,
 ) {
-    let outcome = match store.events(&session, 0).await {
-        Ok(events) => {
-            let history: Vec<Turn> = event::messages(&events)
-                .map(|(role, text)| match role {
-                    Role::User => Turn::user(text),
-                    Role::Wizard => Turn::assistant(text),
-                })
-                .collect();
-            match wizard.client.reply(&session, &history).await {
-                Ok(reply) if reply.text.trim().is_empty() => {
-                    Err(format!("system `{}` answered with nothing", wizard.name))
-                }
-                Ok(reply) => Ok(fit(reply.text, &wizard.actor_name(), &session)),
-                Err(e) => Err(e.to_string()),
-            }
-        }
-        Err(e) => Err(format!("cannot read the session's log: {e}")),
-    };
+    let who = wizard.actor_name();
+    let outcome = system_reply(&wizard.client, &who, store.as_ref(), &session).await;
     if let Some(room) = room.upgrade() {
         let _ = room.send(RoomMsg::SystemWizard { outcome }).await;
+    }
+}
+
+/// Asks the copilot's system (`client`) for the wizard's next message in `session`, asked when
+/// the session had `asked_at` messages, and sends it to the room as a suggestion. Nothing is
+/// sent when the room is gone.
+pub async fn ask_copilot(
+    client: Arc<Client>,
+    store: Arc<dyn Store>,
+    session: String,
+    asked_at: u32,
+    room: mpsc::WeakSender<RoomMsg>,
+) {
+    let who = format!("copilot:{}", client.name());
+    let outcome = system_reply(&client, &who, store.as_ref(), &session).await;
+    if let Some(room) = room.upgrade() {
+        let _ = room.send(RoomMsg::Copilot { outcome, asked_at }).await;
+    }
+}
+
+/// The reply of a system (`who` in warnings) to the dialogue of `session` so far: the user's
+/// messages as the user's turns, the wizard's as the system's own.
+async fn system_reply(
+    client: &Client,
+    who: &str,
+    store: &dyn Store,
+    session: &str,
+) -> WizardOutcome {
+    let events = store
+        .events(session, 0)
+        .await
+        .map_err(|e| format!("cannot read the session's log: {e}"))?;
+    let history: Vec<Turn> = event::messages(&events)
+        .map(|(role, text)| match role {
+            Role::User => Turn::user(text),
+            Role::Wizard => Turn::assistant(text),
+        })
+        .collect();
+    match client.reply(session, &history).await {
+        Ok(reply) if reply.text.trim().is_empty() => Err(format!("{who} answered with nothing")),
+        Ok(reply) => Ok(fit(reply.text, who, session)),
+        Err(e) => Err(e.to_string()),
     }
 }
 

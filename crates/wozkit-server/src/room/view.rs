@@ -34,6 +34,10 @@ pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Optio
         EventKind::TakenOver { .. } if role == Role::User => None,
         // The wizard's database searches and selections are the wizard's alone.
         EventKind::DbQueried { .. } | EventKind::DbSelected { .. } if role == Role::User => None,
+        // The copilot helps the wizard unseen: the user learns nothing of it.
+        EventKind::Suggested { .. } | EventKind::SuggestionUsed { .. } if role == Role::User => {
+            None
+        }
         // The user goal and its state are the user's alone: the wizard never learns the goal.
         EventKind::GoalGenerated { .. } | EventKind::TurnState { .. } if role == Role::Wizard => {
             None

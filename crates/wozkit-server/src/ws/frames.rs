@@ -33,6 +33,9 @@ enum ParticipantCommand {
     },
     Text {
         text: String,
+        /// The copilot's suggestion the text was made from (`docs/copilot.md`).
+        #[serde(default)]
+        suggestion: Option<u32>,
     },
     Act {
         action: String,
@@ -60,7 +63,14 @@ impl From<ParticipantCommand> for Command {
         match c {
             ParticipantCommand::Say { state } => Command::Say { state },
             ParticipantCommand::Fixed { id } => Command::Fixed { id },
-            ParticipantCommand::Text { text } => Command::Text { text },
+            ParticipantCommand::Text {
+                text,
+                suggestion: None,
+            } => Command::Text { text },
+            ParticipantCommand::Text {
+                text,
+                suggestion: Some(n),
+            } => Command::SendSuggestion { n, text },
             ParticipantCommand::Act {
                 action,
                 robot,

@@ -9,6 +9,7 @@ mod access_matrix;
 mod accounts;
 mod chat;
 mod console;
+mod copilot;
 mod crash;
 mod database;
 mod endings;
