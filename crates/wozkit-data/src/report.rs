@@ -24,8 +24,11 @@
 //! - [`scenario`]: the scenario each session drew, its filter and the per-variant breakdown;
 //! - [`goal_scores`]: goal-based scores of the sessions with a user goal, per system (success,
 //!   inform precision/recall/F1, turns to success, pass^k);
+//! - [`copilot`]: what became of the copilot's suggestions of the wizard's messages, per system
+//!   (sent as they were, edited, ignored; edit distances);
 //! - [`html`]: the page and its charts.
 
+pub mod copilot;
 pub mod evaluation;
 pub mod features;
 pub mod goal_scores;
@@ -191,6 +194,9 @@ pub struct Report {
     /// Goal-based scores per system; absent when no finished session has a user goal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub goal_scores: Option<goal_scores::GoalScores>,
+    /// What became of the copilot's suggestions, per system; absent when no session had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copilot: Option<copilot::CopilotUptake>,
 }
 
 /// Why a report could not be made.
@@ -286,6 +292,8 @@ struct Collected {
     scales: ScaleNotes,
     /// The goal-based scores of the sessions with a user goal.
     goal_scores: goal_scores::Collector,
+    /// The copilot's uptake of the sessions with suggestions.
+    copilot: copilot::Collector,
 }
 
 impl Collected {
@@ -325,6 +333,7 @@ impl Collected {
             }
         }
         self.goal_scores.add(&session.events, &f);
+        self.copilot.add(&session.events);
         self.sessions.push(f);
         self.variants.push(scenario::variant(&session.events));
         Ok(())
@@ -410,6 +419,9 @@ impl Collected {
             judge_agreement: None,
             goal_scores: self
                 .goal_scores
+                .report(options.ranking.bootstrap, options.ranking.seed),
+            copilot: self
+                .copilot
                 .report(options.ranking.bootstrap, options.ranking.seed),
         }
     }

@@ -52,6 +52,9 @@ pub fn render_html(report: &Report) -> String {
     if let Some(g) = &report.goal_scores {
         super::goal_scores::render(&mut page, g);
     }
+    if let Some(c) = &report.copilot {
+        super::copilot::render(&mut page, c);
+    }
     page.push_str("</body></html>\n");
     page
 }

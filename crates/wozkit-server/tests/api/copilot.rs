@@ -120,6 +120,21 @@ async fn the_wizard_is_suggested_replies_and_the_log_says_what_became_of_each() 
         ["Hello, how can I help?", "Where exactly is the fire?"]
     );
 
+    // The report's copilot section reads the same from the store.
+    let report = wozkit_data::report::build_report(
+        app.store.as_ref(),
+        &wozkit_data::report::ReportOptions::default(),
+    )
+    .await
+    .expect("report");
+    let section = report.copilot.expect("a copilot section");
+    assert_eq!(section.sessions, 1);
+    let helper = &section.systems[0];
+    assert_eq!(helper.system, "helper");
+    assert_eq!((helper.suggested, helper.sent, helper.edited), (2, 1, 1));
+    assert_eq!(helper.acceptance, Some(1.0));
+    assert_eq!(helper.mean_edits, Some(8.0));
+
     // The user was sent nothing of the copilot.
     let kinds: Vec<&str> = wu
         .seen
