@@ -929,9 +929,11 @@ if ($('copilot-panel')) {
   $('copilot-edit').addEventListener('click', () => {
     if (!st.suggestion) return;
     st.editing = st.suggestion.n;
-    $('text-input').value = st.suggestion.text;
+    const input = $('text-input');
+    input.value = st.suggestion.text;
     $('copilot-panel').hidden = true;
-    $('text-input').focus();
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
   });
   $('copilot-dismiss').addEventListener('click', () => {
     $('copilot-panel').hidden = true;

@@ -20,6 +20,7 @@ mod worker_site;
 
 mod arena;
 mod console;
+mod copilot;
 mod database;
 mod desk;
 mod eval;
