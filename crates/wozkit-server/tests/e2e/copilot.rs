@@ -15,7 +15,7 @@ use serde_json::json;
 use wozkit_core::copilot::{Copilot, uptake};
 use wozkit_store::Platform;
 
-use browser::{Browser, Driver, ENTER, close_all, into_room};
+use browser::{Browser, Driver, ENTER, close_all, into_room, shoot_settled};
 use server::TestServer;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -110,6 +110,7 @@ async fn play(server: &TestServer, id: &str, u: &Browser, w: &Browser) -> Result
     )
     .await?;
     suggestion_shows(w, ANSWER).await?;
+    shoot_settled(w, "copilot.png").await?;
     w.press_on("[data-testid=copilot-send]").await?;
     chat_shows(u, ANSWER).await?;
     w.wait_js(
