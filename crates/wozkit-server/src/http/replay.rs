@@ -401,6 +401,18 @@ fn line(study: Option<&LoadedStudy>, e: &Event) -> Option<Line> {
             }
             mk("judgment", parts.join(" · "))
         }
+        // The copilot's help, which the wizard saw and the user did not (`docs/copilot.md`).
+        EventKind::Suggested { n, system, text } => mk(
+            "note",
+            format!("copilot {system} suggested ({n}): “{text}”"),
+        ),
+        EventKind::SuggestionUsed { n, edits } => mk(
+            "note",
+            match edits {
+                0 => format!("sent from suggestion {n} as it was"),
+                e => format!("sent from suggestion {n}, edited ({e} characters changed)"),
+            },
+        ),
         EventKind::PageAnswered { page, answers } => {
             mk("answers", format!("page {page}: {}", compact(answers)))
         }

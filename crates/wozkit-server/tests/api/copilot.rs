@@ -135,6 +135,35 @@ async fn the_wizard_is_suggested_replies_and_the_log_says_what_became_of_each() 
     assert_eq!(helper.acceptance, Some(1.0));
     assert_eq!(helper.mean_edits, Some(8.0));
 
+    // The researcher's replay shows the help the wizard had.
+    let researcher = login(&app).await;
+    let replay = app
+        .http(
+            "GET",
+            &format!("/researcher/session/{session}/replay.json?from=0&count=500"),
+            &[("Cookie", &researcher)],
+            "",
+        )
+        .await;
+    assert_eq!(replay.status, 200, "{}", replay.body);
+    let replay: Value = serde_json::from_str(&replay.body).expect("JSON");
+    let notes: Vec<&str> = replay["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter(|s| s["line"]["kind"] == "note")
+        .filter_map(|s| s["line"]["text"].as_str())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "copilot helper suggested (1): “Hello, how can I help?”",
+            "sent from suggestion 1 as it was",
+            "copilot helper suggested (2): “Where is the fire?”",
+            "sent from suggestion 2, edited (8 characters changed)",
+        ]
+    );
+
     // The user was sent nothing of the copilot.
     let kinds: Vec<&str> = wu
         .seen
