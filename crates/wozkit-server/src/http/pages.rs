@@ -315,7 +315,9 @@ pub(crate) async fn ensure_code(
         };
         // Several tabs (or reloads) may open the completion page at once: one event.
         let once = format!("completion/{}", p.id);
-        app.store.append_once(session, &once, vec![event]).await?;
+        app.rooms
+            .append_once(app.store.as_ref(), session, &once, vec![event])
+            .await?;
     } else if let Some(study) = app.study(Some(&p.study_id)) {
         let log = eval::ensure_log(app, p, &study).await?;
         let event = NewEvent {

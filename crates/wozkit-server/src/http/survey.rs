@@ -189,7 +189,10 @@ pub async fn submit(
         // The store keeps one answer set per participant and questionnaire page, whatever
         // the number of submissions racing here (a double click, two tabs).
         let once = format!("survey/{}/{i}", p.id);
-        let stored = app.store.append_once(session, &once, vec![event]).await?;
+        let stored = app
+            .rooms
+            .append_once(app.store.as_ref(), session, &once, vec![event])
+            .await?;
         if stored.is_none() {
             // Answered already: move on as the first submission does (it may not have yet,
             // or the server stopped between storing the answers and moving on), unless the

@@ -437,7 +437,50 @@ impl RoomActor {
             RoomMsg::SimulatedUser { outcome } => self.on_simulated_user(outcome).await,
             RoomMsg::SystemWizard { outcome } => self.on_system_wizard(outcome).await,
             RoomMsg::Copilot { outcome, asked_at } => self.on_copilot(outcome, asked_at).await,
+            RoomMsg::Append { key, events, reply } => {
+                let stored = self.append_once(&key, events).await;
+                let _ = reply.send(stored);
+            }
         }
+    }
+
+    /// Appends a participant's events from outside the dialogue (see [`RoomMsg::Append`]) and
+    /// folds them in, as the room's own steps are. Events that do not follow this task's last
+    /// one mean another writer appended meanwhile: the task stops, as [`Self::unstored`] says.
+    async fn append_once(
+        &mut self,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>, StoreError> {
+        if self.moved {
+            return Err(StoreError::LogMoved {
+                session: self.session.id.clone(),
+                after: self.last_seq,
+                last: self.last_seq,
+            });
+        }
+        let stored = self
+            .app
+            .store
+            .append_once(&self.session.id, key, events)
+            .await?;
+        let Some(new) = &stored else {
+            return Ok(stored);
+        };
+        if new.first().is_some_and(|e| e.seq != self.last_seq + 1) {
+            let _ = self.unstored(StoreError::LogMoved {
+                session: self.session.id.clone(),
+                after: self.last_seq,
+                last: new.last().map_or(self.last_seq, |e| e.seq),
+            });
+            return Ok(stored);
+        }
+        for e in new {
+            engine::apply(&self.study, &mut self.session, &e.actor, &e.kind, e.at_ms);
+        }
+        self.last_seq = new.last().map_or(self.last_seq, |e| e.seq);
+        self.broadcast(new);
+        Ok(stored)
     }
 
     /// Asks the copilot for the wizard's next message when the wizard's turn comes: after the

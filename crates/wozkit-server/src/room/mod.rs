@@ -27,7 +27,7 @@ use wozkit_core::engine::{Command, Session, replay};
 use wozkit_core::event::{Event, EventKind, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::OnNoPartner;
-use wozkit_store::StoreError;
+use wozkit_store::{NewEvent, StoreError};
 
 use crate::app::AppState;
 use actor::{Origin, RoomActor};
@@ -87,6 +87,14 @@ pub enum RoomMsg {
     SimulatedUser { outcome: model_user::Outcome },
     /// The system wizard's reply came back (see `model_user.rs`).
     SystemWizard { outcome: model_user::WizardOutcome },
+    /// Events of a participant after the dialogue (questionnaire answers, a completion code),
+    /// appended once under `key` by the room, the log's one writer while it is in memory (see
+    /// [`Rooms::append_once`]).
+    Append {
+        key: String,
+        events: Vec<NewEvent>,
+        reply: oneshot::Sender<Result<Option<Vec<Event>>, StoreError>>,
+    },
     /// The copilot's suggestion came back, asked when the session had `asked_at` messages (see
     /// `model_user.rs`).
     Copilot {
@@ -202,6 +210,36 @@ impl Rooms {
             .filter(|(_, e)| !e.tx.is_closed())
             .map(|(id, _)| id.clone())
             .collect()
+    }
+
+    /// Appends `events` to the log of room session `session` once under `key` (a participant's
+    /// questionnaire answers or completion code): through the room while its task is in memory
+    /// on this instance, so that the room stays the log's one writer and its fold the log's
+    /// (it lingers a while after the end), else straight to the store, which then has no other
+    /// writer for this log here. `Ok(None)`: appended under `key` before.
+    pub async fn append_once(
+        &self,
+        store: &dyn wozkit_store::Store,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>, StoreError> {
+        if let Some(tx) = self.get(session) {
+            let (reply, answer) = oneshot::channel();
+            let msg = RoomMsg::Append {
+                key: key.to_string(),
+                events: events.clone(),
+                reply,
+            };
+            // A room that stopped meanwhile (its inbox closed, or it ended without answering)
+            // stored nothing of these: the store takes them.
+            if tx.send(msg).await.is_ok()
+                && let Ok(stored) = answer.await
+            {
+                return stored;
+            }
+        }
+        store.append_once(session, key, events).await
     }
 
     /// Number of rooms in memory.

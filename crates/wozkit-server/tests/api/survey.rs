@@ -207,3 +207,57 @@ async fn the_user_and_the_wizard_answer_their_own_questionnaires() {
     );
     app.stop().await;
 }
+
+/// The room is its log's one writer while it is in memory: after the end, with the room still
+/// lingering for the user's open page, the questionnaire's answers and the completion code go
+/// into the log through the room, which folds them and sends them on to the user's page (a
+/// write beside the room would reach the log and not the page, and leave the room's fold
+/// behind it).
+#[tokio::test]
+async fn answers_after_the_end_are_written_through_the_lingering_room() {
+    let tunables = wozkit_server::Tunables {
+        room_linger_ms: 60_000,
+        ..crate::helpers::fast()
+    };
+    let mut app = crate::helpers::spawn_app_tuned(Tiny::default(), tunables).await;
+    let (user, wizard, session) = paired(&app).await;
+    let mut ww = enter(&wizard, 0).await;
+    let mut wu = enter(&user, 0).await;
+    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
+    ww.answer("c1").await;
+    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
+    ww.answer("c2").await;
+    wu.until_type("ended").await;
+
+    let step = user.step().await;
+    let res = user.post("/p/survey", &format!("step={step}&q1=4")).await;
+    assert_eq!(res.status, 303, "{}", res.body);
+    let answered = wu.event("survey_answered").await;
+    assert_eq!(answered["answers"]["q1"], 4, "{answered}");
+    assert!(
+        user.page()
+            .await
+            .body
+            .contains("data-testid=\"completion-code\"")
+    );
+    let issued = wu.event("completion_issued").await;
+    assert_eq!(issued["role"], "user");
+
+    // Each arrived once, in log order, right after what the room had written before them.
+    let events = app.events(&session).await;
+    let at = |seq: &serde_json::Value| seq.as_u64().expect("seq") as usize;
+    assert!(matches!(
+        events[at(&answered["seq"]) - 1].kind,
+        EventKind::SurveyAnswered { .. }
+    ));
+    assert_eq!(at(&issued["seq"]), at(&answered["seq"]) + 1);
+    assert_eq!(events.len(), at(&issued["seq"]));
+    // The wizard is sent neither: they are the user's.
+    assert!(
+        ww.seen
+            .iter()
+            .all(|v| v["event"]["kind"] != "survey_answered"
+                && v["event"]["kind"] != "completion_issued")
+    );
+    app.stop().await;
+}
