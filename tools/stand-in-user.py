@@ -7,7 +7,10 @@ It answers `POST /v1/chat/completions` from the prompt written by the default te
 study's generated goal, one sentence per line; on a chat page the page's own words, cut into
 sentences), and once every sentence is said, `Thank you, that is all. [END]`. Asked for an
 arena's vote (the default vote prompt, DEFAULT_VOTE_PROMPT), it votes for the side whose
-replies were longer, a tie when they were as long, and says so. Standard library only.
+replies were longer, a tie when they were as long, and says so. Asked a question after the
+conversation (the default answer prompt, DEFAULT_ANSWER_PROMPT), it gives a scale's
+second-highest point when every message was answered and its lowest otherwise, a choice's first
+option, a number's lowest value, and a short sentence for a text. Standard library only.
 
     python3 tools/stand-in-user.py 8000      # then --user goal-follower=http://127.0.0.1:8000/v1#scripted
 """
@@ -32,9 +35,30 @@ def vote(prompt: str) -> str:
     return f"{side}\nIts answers said more ({max(a, b)} characters against {min(a, b)})."
 
 
+def question(prompt: str) -> str:
+    conversation = prompt.split("The conversation:\n", 1)[-1].split("\n\nAs that user", 1)[0]
+    said = [l for l in conversation.splitlines() if l.startswith("user: ")]
+    answered = [l for l in conversation.splitlines() if l.startswith("assistant: ")]
+    m = re.search(r"Answer with one number from 1 to (\d+)", prompt)
+    if m:
+        points = int(m.group(1))
+        return str(max(1, points - 1)) if said and len(answered) >= len(said) else "1"
+    m = re.search(r"options[^\n]*:\n- ([^\n]+)", prompt)
+    if m:
+        return m.group(1)
+    m = re.search(r"number (?:from|of at least) (-?[\d.]+)", prompt)
+    if m:
+        return m.group(1)
+    if "Answer with one" in prompt and "number" in prompt:
+        return "1"
+    return f"The assistant answered {len(answered)} of my {len(said)} messages."
+
+
 def answer(prompt: str) -> str:
     if "The conversation with the assistant on the left:" in prompt:
         return vote(prompt)
+    if "answer this question about the conversation" in prompt:
+        return question(prompt)
     goal = ""
     if "goal:\n" in prompt:
         goal = prompt.split("goal:\n", 1)[1].split("\n\nSay what", 1)[0]

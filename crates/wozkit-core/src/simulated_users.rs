@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::{Actor, Event, EventKind, Role};
 
+mod answers;
+pub use answers::{ANSWER_PLACEHOLDERS, BadAnswer, DEFAULT_ANSWER_PROMPT, choices, read_answer};
+
 /// The placeholders a simulated user's prompt may hold.
 pub const PLACEHOLDERS: [&str; 5] = ["goal", "conversation", "turn", "max_turns", "stop"];
 
@@ -72,6 +75,15 @@ pub struct SimulatedUser {
     /// reply's first word is the vote, the rest its reason.
     #[serde(default = "default_vote_prompt")]
     pub vote_prompt: String,
+    /// The prompt of each question after a chat or arena page's conversation, with `{goal}`,
+    /// `{conversation}`, `{question}` (its text) and `{choices}` (what the answer may be, and
+    /// how to write it). The reply is read by the question's kind and checked by its rules.
+    #[serde(default = "default_answer_prompt")]
+    pub answer_prompt: String,
+}
+
+fn default_answer_prompt() -> String {
+    DEFAULT_ANSWER_PROMPT.to_string()
 }
 
 fn default_vote_prompt() -> String {
@@ -101,6 +113,7 @@ impl SimulatedUser {
             max_turns: default_max_turns(),
             stop: default_stop(),
             vote_prompt: default_vote_prompt(),
+            answer_prompt: default_answer_prompt(),
         }
     }
 

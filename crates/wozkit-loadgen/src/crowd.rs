@@ -125,17 +125,37 @@ pub struct Voted {
     pub reason: String,
 }
 
+/// What a speaker is shown for one question after the conversation.
+#[derive(Clone, Debug)]
+pub struct AnswerTurn<'a> {
+    /// The page's own words (as in [`SpeakerTurn`]).
+    pub instructions: &'a str,
+    /// The conversation (in an arena, the left side's): `(by the system, text)` per message.
+    pub said: &'a [(bool, String)],
+    /// The question's form field (its id).
+    pub field: &'a str,
+}
+
 /// The future a [`Speaker`] answers with.
 pub type Answer<'a, T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send + 'a>>;
 
-/// Writes a worker's messages on chat pages (a simulated user), and may cast its arena votes.
+/// Writes a worker's messages on chat pages (a simulated user), and may cast its arena votes
+/// and answer the questions after the conversation.
 pub trait Speaker: Send + Sync {
     /// The next move, or why there is none.
     fn next<'a>(&'a self, turn: SpeakerTurn<'a>) -> Answer<'a, Spoken>;
 
     /// The arena's vote, or `None` to leave it to the crowd's policy (the default).
     fn vote<'a>(&'a self, turn: VoteTurn<'a>) -> Answer<'a, Option<Voted>> {
+        let _ = turn;
+        Box::pin(async { Ok(None) })
+    }
+
+    /// The form fields answering one question after the conversation (an empty list answers
+    /// an optional one with nothing), or `None` to leave it to the crowd's policy (the
+    /// default).
+    fn answer<'a>(&'a self, turn: AnswerTurn<'a>) -> Answer<'a, Option<Vec<(String, String)>>> {
         let _ = turn;
         Box::pin(async { Ok(None) })
     }

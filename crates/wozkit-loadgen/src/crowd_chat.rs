@@ -14,8 +14,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::crowd::{
-    CrowdChat, CrowdConfig, Form, Rng, Speaker, SpeakerTurn, Tally, VoteTurn, attr, encode,
-    unescape,
+    AnswerTurn, CrowdChat, CrowdConfig, Field, Form, Rng, Speaker, SpeakerTurn, Tally, VoteTurn,
+    attr, encode, unescape,
 };
 use crate::error::Failure;
 use crate::http::Conn;
@@ -448,7 +448,9 @@ async fn finish(
     c: &mut Convo,
     rng: &mut Rng,
 ) -> Result<(), Failure> {
-    let mut body = maybe_labels(Form::parse_id(html, "chat-finish").fill_pairs(rng), rng);
+    let form = Form::parse_id(html, "chat-finish");
+    let mut body = maybe_labels(form.fill_pairs(rng), rng);
+    speaker_answers(w.config, page, &form, &mut body).await?;
     if kind == "arena" {
         let chars = |side: &str| {
             page.reply_chars
@@ -518,6 +520,50 @@ async fn finish(
             format!("POST /p/chat/finish answered {s}"),
         )),
     }
+}
+
+/// The speaker's answers to the questions of the form after the conversation, in place of the
+/// policy's: each question field (not the hidden ones, the vote, its reason or the reply labels)
+/// the speaker answers is replaced by its answer.
+async fn speaker_answers(
+    config: &CrowdConfig,
+    page: &ChatPage,
+    form: &Form,
+    body: &mut Vec<(String, String)>,
+) -> Result<(), Failure> {
+    let Some(speaker) = config.speaker.as_deref() else {
+        return Ok(());
+    };
+    let said = page.said.as_slice();
+    let mut asked: Vec<&str> = vec![];
+    for f in &form.fields {
+        let name = match f {
+            Field::Hidden(..) => continue,
+            Field::OneOf(n, _) | Field::Check(n, _) | Field::Text(n) | Field::Number(n, ..) => n,
+        };
+        let ours = !(name == "vote"
+            || name == "justification"
+            || name.starts_with("ann.")
+            || name.starts_with("fb."));
+        if !ours || asked.contains(&name.as_str()) {
+            continue;
+        }
+        asked.push(name);
+        let turn = AnswerTurn {
+            instructions: &page.instructions,
+            said,
+            field: name,
+        };
+        let answered = speaker
+            .answer(turn)
+            .await
+            .map_err(|e| Failure::new("simulated_user", e))?;
+        if let Some(fields) = answered {
+            body.retain(|(n, _)| n != name);
+            body.extend(fields);
+        }
+    }
+    Ok(())
 }
 
 /// The speaker's vote on an arena page, when a speaker votes (`None` otherwise).

@@ -6,8 +6,9 @@
 //! (its title and text) as the goal and the conversation so far, and ends the conversation
 //! with its stop rule once the page allows. An arena's vote is the model's too: it is asked
 //! with the study's vote prompt (`vote_prompt`) over both sides' conversations, and its reply's
-//! first word is the vote, the rest the reason written with it. The questions after the
-//! conversation are answered by the crowd's policy (`wozkit_loadgen::crowd`), not by the model.
+//! first word is the vote, the rest the reason written with it. Each question after the
+//! conversation is the model's too (its `answer_prompt`, read by the question's kind and checked
+//! by its rules); a matrix or a ranking is left to the crowd's policy (`wozkit_loadgen::crowd`).
 //!
 //! The conversations are ordinary sessions, marked simulated (a `simulated:NAME` bot in the
 //! user's seat), their participants test participants: left out of payments and of human-only
@@ -18,9 +19,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use wozkit_core::event::{self, Role};
 use wozkit_core::load::LoadedStudy;
-use wozkit_core::simulated_users::{is_simulated, read_vote};
+use wozkit_core::questions::Question;
+use wozkit_core::simulated_users::{is_simulated, read_answer, read_vote};
 use wozkit_loadgen::crowd::{
-    Answer, CrowdConfig, Entry, Speaker, SpeakerTurn, Spoken, VoteTurn, Voted,
+    Answer, AnswerTurn, CrowdConfig, Entry, Speaker, SpeakerTurn, Spoken, VoteTurn, Voted,
 };
 use wozkit_server::{Config, ModelUser, Tunables, launch_with_listener, now_ms};
 use wozkit_store::{SessionFilter, Store};
@@ -28,9 +30,12 @@ use wozkit_store::{SessionFilter, Store};
 use crate::data_cmds::{Access, open_store};
 use crate::simulate_users_cmd::{CHAT_SYSTEMS, SimulateUsersArgs, Summary};
 
-/// The simulated user, asked through its endpoint for each message on a chat page.
+/// The simulated user, asked through its endpoint for each message on a chat page, and for
+/// the vote and the answers after it.
 struct ModelSpeaker {
     user: Arc<ModelUser>,
+    /// The questions after a conversation (the study's `evaluation.questions`).
+    questions: Vec<Question>,
 }
 
 /// A conversation as the prompts show it: the participant's messages as the user's, the
@@ -91,6 +96,23 @@ impl Speaker for ModelSpeaker {
             }))
         })
     }
+
+    fn answer<'a>(&'a self, turn: AnswerTurn<'a>) -> Answer<'a, Option<Vec<(String, String)>>> {
+        Box::pin(async move {
+            let spec = &self.user.spec;
+            let Some(q) = self.questions.iter().find(|q| q.id == turn.field) else {
+                return Ok(None);
+            };
+            let Some(prompt) = spec.answer_prompt(turn.instructions, &dialogue(turn.said), q)
+            else {
+                return Ok(None);
+            };
+            let reply = self.ask(&prompt).await?;
+            let fields = read_answer(q, &reply)
+                .map_err(|e| format!("simulated user `{}`: {e}", spec.name))?;
+            Ok(Some(fields))
+        })
+    }
 }
 
 /// Plays `args.dialogues` simulated participants of the chat study `study` (at most
@@ -101,6 +123,12 @@ pub async fn run(
     user: Arc<ModelUser>,
 ) -> Result<Summary> {
     let id = study.study.id.clone();
+    let questions = study
+        .study
+        .evaluation
+        .as_ref()
+        .map(|e| e.questions.clone())
+        .unwrap_or_default();
     let store = open_store(&args.data, Access::Write).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -125,7 +153,10 @@ pub async fn run(
     crowd.worker_prefix = format!("simulated-{}-{started_ms:x}", user.spec.name);
     crowd.vote_noise = 0.0;
     crowd.entry = Entry::Simulated(user.spec.name.clone());
-    crowd.speaker = Some(Arc::new(ModelSpeaker { user: user.clone() }));
+    crowd.speaker = Some(Arc::new(ModelSpeaker {
+        user: user.clone(),
+        questions,
+    }));
     let report = wozkit_loadgen::crowd::run(crowd).await;
     let _ = stop.send(());
     server

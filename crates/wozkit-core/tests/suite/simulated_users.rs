@@ -54,3 +54,22 @@ fn mistakes_are_reported_where_they_are() {
     ];
     assert_eq!(p, expected);
 }
+
+#[test]
+fn an_answer_prompt_must_show_the_question_and_its_choices() {
+    let l = first_line();
+    let p = problems(&with_users(
+        "  - name: asker\n    url: http://127.0.0.1:9/v1\n    model: m\n    \
+         answer_prompt: \"{goal} {questoin}\"\n",
+    ));
+    let at = |message: &str| format!("{}:5: {message}", l + 3);
+    assert_eq!(
+        p,
+        [
+            at("unknown placeholder `{questoin}` in the answer prompt"),
+            at(
+                "the answer prompt does not show the question: it needs `{question}` and `{choices}`"
+            ),
+        ]
+    );
+}

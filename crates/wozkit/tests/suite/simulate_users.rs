@@ -83,6 +83,26 @@ fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
     })
 }
 
+/// The answers of every judgment in `study`'s participant logs.
+fn answers(data: &Path, study: &str) -> Vec<serde_json::Map<String, Value>> {
+    with_store(data, async |store| {
+        let filter = wozkit_store::SessionFilter {
+            study_id: Some(study.to_string()),
+            kind: wozkit_store::SessionKind::Participant,
+            ..Default::default()
+        };
+        let mut out = vec![];
+        for log in store.list_sessions(&filter).await.unwrap() {
+            for e in store.events(&log.id, 0).await.unwrap() {
+                if let EventKind::Judged(j) = e.kind {
+                    out.push(j.answers.into_iter().collect());
+                }
+            }
+        }
+        out
+    })
+}
+
 /// Every session's events in the store at `data`.
 fn sessions(data: &Path, ids: &[String]) -> Vec<Vec<wozkit_core::event::Event>> {
     with_store(data, async |store| {
@@ -428,8 +448,26 @@ fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
 /// A stand-in simulated user for chat pages: message `turn` quotes the start of the goal (the
 /// page's own words) and the last reply it saw; from turn 5 on it ends with `[END]`. Asked for
 /// an arena's vote, it says `both_bad` (which the crowd's policy without noise never says) and,
-/// as the reason, how many replies it was shown on each side.
+/// as the reason, how many replies it was shown on each side. Asked a question after the
+/// conversation, it answers each of `bot-chat-demo`'s three scales differently, in the ways a
+/// model writes a number (alone, in a sentence, with the point's label), and a question it does
+/// not know with 1.
 fn chat_answer(prompt: &str) -> String {
+    if prompt.contains("answer this question about the conversation") {
+        assert!(
+            prompt.contains("assistant: ") && prompt.contains("Answer with one number from 1 to 5"),
+            "the answer prompt shows the conversation and the scale: {prompt}"
+        );
+        return if prompt.contains("How helpful") {
+            "4".into()
+        } else if prompt.contains("chat with it again") {
+            "I would say 3.".into()
+        } else if prompt.contains("human-like") {
+            "2 (fairly machine-like)".into()
+        } else {
+            "1".into()
+        };
+    }
     if let Some((_, sides)) = prompt.split_once("The conversation with the assistant on the left:")
     {
         let (left, right) = sides
@@ -526,6 +564,18 @@ fn simulated_users_chat_with_a_chat_studys_systems_through_its_pages() {
             );
         }
         assert_eq!(summary["user_messages"], 15 * per, "{study}");
+        if study == "bot-chat-demo" {
+            // The questions after the conversation are the simulated user's answers too.
+            let answered = answers(&data, study);
+            assert_eq!(answered.len(), 3, "{answered:?}");
+            for a in answered {
+                assert_eq!(
+                    (&a["helpful"], &a["engaging"], &a["human_like"]),
+                    (&json!(4), &json!(3), &json!(2)),
+                    "{a:?}"
+                );
+            }
+        }
         if study == "arena-demo" {
             // Each vote is the simulated user's, cast after seeing both full conversations.
             let votes = votes(&data, study);

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::Checker;
-use crate::simulated_users::{PLACEHOLDERS, SimulatedUser, VOTE_PLACEHOLDERS};
+use crate::simulated_users::{ANSWER_PLACEHOLDERS, PLACEHOLDERS, SimulatedUser, VOTE_PLACEHOLDERS};
 
 impl Checker<'_> {
     pub(super) fn simulated_users(&mut self) {
@@ -67,6 +67,32 @@ impl Checker<'_> {
                 "the vote prompt does not show both conversations: it needs `{left}` and `{right}`"
                     .into(),
                 Some("write `{left}` and `{right}` where each side's conversation goes".into()),
+            );
+        }
+        let unknown = crate::judges::placeholders(&user.answer_prompt)
+            .find(|p| !ANSWER_PLACEHOLDERS.contains(p));
+        if let Some(p) = unknown {
+            self.err(
+                &format!("{base}/answer_prompt"),
+                format!("unknown placeholder `{{{p}}}` in the answer prompt"),
+                Some(format!(
+                    "known ones: {}",
+                    ANSWER_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                )),
+            );
+        }
+        if !(user.answer_prompt.contains("{question}") && user.answer_prompt.contains("{choices}"))
+        {
+            self.err(
+                &format!("{base}/answer_prompt"),
+                "the answer prompt does not show the question: it needs `{question}` and \
+                 `{choices}`"
+                    .into(),
+                Some(
+                    "write `{question}` where the question goes and `{choices}` where what the \
+                     answer may be goes"
+                        .into(),
+                ),
             );
         }
         if user.max_turns == 0 {
