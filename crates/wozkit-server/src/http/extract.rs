@@ -8,6 +8,7 @@
 //! | [`ResearcherPage<N>`] | a logged-in researcher with at least access `N` | the login page coming back here, or 403 |
 //! | [`ResearcherApi<N>`] | the same, for a script | 401 or 403 |
 //! | [`ResearcherForm<N, T>`] | a researcher's form from this site's page, carrying the login's CSRF token, with at least access `N`; the form read as `T` | 403 (400 when the form cannot be read) |
+//! | [`WsAsking`] | who opens the WebSocket: a participant (from a page of this site, or none), or with `?observe=` a researcher who may observe (from this site's page) | 403, then 401 or 403 |
 //!
 //! `docs/access-matrix.md` is the table of who may use which route; `tests/api/access_matrix.rs`
 //! walks it.
@@ -221,5 +222,75 @@ impl<N: Need, T: DeserializeOwned + Send> FromRequest<AppState> for ResearcherFo
             HttpError::BadRequest(format!("The form could not be read: {e}.")).into_response()
         })?;
         Ok(ResearcherForm(r, form, PhantomData))
+    }
+}
+
+/// The query of `GET /ws`.
+#[derive(Deserialize)]
+struct WsQuery {
+    seat: Option<String>,
+    /// A session to observe (a researcher's read-only connection).
+    observe: Option<String>,
+}
+
+/// Who opens the WebSocket (`GET /ws`), checked in the access matrix's order: a page of another
+/// site is refused first (a participant's socket may come without an `Origin`, a researcher's
+/// may not); then, with `?observe=SESSION`, a logged-in researcher who may observe, else the
+/// participant of the cookie (or `?seat=`).
+pub enum WsAsking {
+    Participant {
+        p: Participant,
+        seat: Option<String>,
+    },
+    Observer {
+        session: String,
+    },
+}
+
+impl FromRequestParts<AppState> for WsAsking {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, Response> {
+        use axum::http::StatusCode;
+        let refuse = |status: StatusCode, why: &'static str| (status, why).into_response();
+        if !origin_ok(&parts.headers, true) {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "WebSocket from another site refused",
+            ));
+        }
+        let Query(q) =
+            Query::<WsQuery>::try_from_uri(&parts.uri).map_err(IntoResponse::into_response)?;
+        if let Some(session) = q.observe {
+            if !origin_ok(&parts.headers, false) {
+                return Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "observing needs a WebSocket from this site's page",
+                ));
+            }
+            return match researcher(app, &parts.headers).await {
+                Some(r) if r.may(Access::Observer) => Ok(WsAsking::Observer { session }),
+                Some(_) => Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "this account may not observe sessions",
+                )),
+                None => Err(refuse(
+                    StatusCode::UNAUTHORIZED,
+                    "log in as a researcher to observe a session",
+                )),
+            };
+        }
+        let seat = q.seat.as_deref().and_then(parse_seat);
+        match current_participant(app, &parts.headers, seat.as_deref()).await {
+            Ok(Some(p)) => Ok(WsAsking::Participant { p, seat }),
+            Ok(None) => Err(refuse(
+                StatusCode::UNAUTHORIZED,
+                "no participant cookie: open the entry link first",
+            )),
+            Err(e) => {
+                tracing::error!("store error on WebSocket handshake: {e}");
+                Err(StatusCode::INTERNAL_SERVER_ERROR.into_response())
+            }
+        }
     }
 }

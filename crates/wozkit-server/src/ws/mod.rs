@@ -11,21 +11,19 @@ pub mod waiting;
 
 use std::time::Duration;
 
+use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use wozkit_core::model::PageKind;
 
 use self::frames::{ClientFrame, ServerFrame, error_frame};
 use wozkit_store::SessionKind;
 
 use crate::app::AppState;
-use crate::auth::Access;
 use crate::flow;
-use crate::http::entry::current_participant;
-use crate::security::{RateLimiter, origin_ok, parse_seat, seat_query};
+use crate::http::extract::WsAsking;
+use crate::security::{RateLimiter, seat_query};
 
 /// Frames larger than this close the connection (protocol error 1009); frames between
 /// [`frames::MAX_FRAME_BYTES`] and this get a `too_large` error frame and are dropped.
@@ -45,40 +43,12 @@ const WRITE_BUFFER: usize = 8 * 1024;
 /// Commands per second on average, and the burst allowed.
 const RATE: (f64, f64) = (10.0, 20.0);
 
-#[derive(Deserialize)]
-pub struct WsQuery {
-    seat: Option<String>,
-    /// A session to observe (a researcher's read-only connection, see `observer`).
-    observe: Option<String>,
-}
-
-/// `GET /ws`.
-pub async fn upgrade(
-    State(app): State<AppState>,
-    Query(q): Query<WsQuery>,
-    headers: HeaderMap,
-    ws: WebSocketUpgrade,
-) -> Response {
-    if !origin_ok(&headers, true) {
-        return (StatusCode::FORBIDDEN, "WebSocket from another site refused").into_response();
-    }
-    if let Some(session) = q.observe {
-        return observe(app, session, headers, ws).await;
-    }
-    let seat = q.seat.as_deref().and_then(parse_seat);
-    let participant = match current_participant(&app, &headers, seat.as_deref()).await {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return (
-                StatusCode::UNAUTHORIZED,
-                "no participant cookie: open the entry link first",
-            )
-                .into_response();
-        }
-        Err(e) => {
-            tracing::error!("store error on WebSocket handshake: {e}");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        }
+/// `GET /ws`: who is asking is the extractor's business ([`WsAsking`]); the upgrade is checked
+/// first, so a request that is no WebSocket handshake is refused as such.
+pub async fn upgrade(State(app): State<AppState>, ws: WebSocketUpgrade, who: WsAsking) -> Response {
+    let (participant, seat) = match who {
+        WsAsking::Observer { session } => return observe(app, session, ws).await,
+        WsAsking::Participant { p, seat } => (p, seat),
     };
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
@@ -102,39 +72,9 @@ pub async fn upgrade(
         })
 }
 
-/// `GET /ws?observe=SESSION`: a researcher (any access level) observing a live dialogue
-/// session. The Origin must be this site's (a researcher's cookie must not open it from
-/// another site's page).
-async fn observe(
-    app: AppState,
-    session: String,
-    headers: HeaderMap,
-    ws: WebSocketUpgrade,
-) -> Response {
-    if !origin_ok(&headers, false) {
-        return (
-            StatusCode::FORBIDDEN,
-            "observing needs a WebSocket from this site's page",
-        )
-            .into_response();
-    }
-    match crate::http::researcher::researcher(&app, &headers).await {
-        Some(r) if r.may(Access::Observer) => {}
-        Some(_) => {
-            return (
-                StatusCode::FORBIDDEN,
-                "this account may not observe sessions",
-            )
-                .into_response();
-        }
-        None => {
-            return (
-                StatusCode::UNAUTHORIZED,
-                "log in as a researcher to observe a session",
-            )
-                .into_response();
-        }
-    }
+/// `GET /ws?observe=SESSION`: a researcher who may observe ([`WsAsking::Observer`]) watching a
+/// live dialogue session served here.
+async fn observe(app: AppState, session: String, ws: WebSocketUpgrade) -> Response {
     let record = match app.store.session(&session).await {
         Ok(Some(r)) => r,
         Ok(None) => return (StatusCode::NOT_FOUND, "no such session").into_response(),
