@@ -24,7 +24,7 @@ pub struct CodeKey([u8; 32]);
 impl CodeKey {
     /// Reads the key from the store, creating it on first start. Instances started together on
     /// a new database all end up with the key that was stored first
-    /// ([`Store::meta_swap`] from absent), so a code issued by one verifies on every other.
+    /// ([`MetaStore::meta_swap`] from absent), so a code issued by one verifies on every other.
     pub async fn load_or_create(store: &dyn Store) -> Result<CodeKey> {
         if let Some(hex) = store.meta(META_KEY).await?
             && let Some(key) = from_hex(&hex)

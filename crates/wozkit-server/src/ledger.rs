@@ -6,7 +6,7 @@
 use wozkit_platforms::once::{self, Ledger};
 use wozkit_store::Store;
 
-/// A [`Ledger`] over a store's meta table (`Store::meta`, `Store::meta_swap`).
+/// A [`Ledger`] over a store's meta table (`MetaStore::meta`, `MetaStore::meta_swap`).
 pub struct StoreLedger<'a>(pub &'a dyn Store);
 
 #[once::async_trait]

@@ -9,7 +9,7 @@
 //! queue. A participant is never paired with itself: a second tab replaces the first tab's
 //! place (the first tab is told at once, on whichever instance it waits, and the wait counts
 //! from it), and two entries of the same crowd worker never match. Pairing is one atomic store call
-//! ([`Store::join_lobby`]): take the partner, or queue.
+//! ([`LobbyStore::join_lobby`]): take the partner, or queue.
 //!
 //! The queue is ordered by waiting time (front places first, then the time the participant
 //! first queued, then arrival), and a reload keeps that time for the grace period, so a waiter
@@ -38,6 +38,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
+use wozkit_store::prelude::*;
 
 use tokio::sync::{OnceCell, oneshot};
 use tokio::time::Instant;
@@ -622,7 +623,7 @@ impl Lobby {
     }
 
     /// Moves the waiting connection `ticket.conn` of `ticket.participant` to the other role
-    /// if its role is in lasting surplus ([`Store::switch_lobby_role`]): it is the last of at
+    /// if its role is in lasting surplus ([`LobbyStore::switch_lobby_role`]): it is the last of at
     /// least two more waiters of its role than participants of the other role present
     /// (waiting, or entered within `arrival`). Then its place is gone, the participant's
     /// record has the other role and `flow_step` (that role's instructions), and when they
@@ -701,13 +702,13 @@ impl Lobby {
     }
 
     /// The role for a newcomer to `study`: the one with fewer participants present across
-    /// every instance ([`Store::lobby_presence`]: those with a live place in the lobby, and
+    /// every instance ([`LobbyStore::lobby_presence`]: those with a live place in the lobby, and
     /// those who entered, or were switched to a role, within `arrival` and are not yet in a
     /// session — still reading consent and instructions), so a burst of arrivals is split
     /// evenly before anyone reaches the waiting room. On a tie, alternating (the first is the
     /// wizard, whose instructions take longer to read) by a count of tie-broken roles kept in
     /// the store (meta key `lobby/ties/STUDY`), so instances sharing a database alternate
-    /// together. The count is bumped in one atomic step ([`Store::meta_increment`]), so two
+    /// together. The count is bumped in one atomic step ([`MetaStore::meta_increment`]), so two
     /// newcomers breaking a tie at the same moment, on one instance or two, get different
     /// roles. Newcomers counted at the same moment may still unbalance the roles by a few, as
     /// may people who leave before the waiting room: the waiting room resolves a lasting

@@ -42,7 +42,19 @@ pub use model::{
 };
 pub use postgres::{PgOptions, PgStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
-pub use store::Store;
+pub use store::{
+    AccountStore, ClaimStore, EventStore, LobbyStore, MetaStore, ParticipantStore, RoomLeaseStore,
+    SessionStore, Store,
+};
+
+/// Every store capability's methods in scope (`use wozkit_store::prelude::*;`), for code that
+/// holds a whole [`Store`] and calls across its capabilities.
+pub mod prelude {
+    pub use crate::store::{
+        AccountStore as _, ClaimStore as _, EventStore as _, LobbyStore as _, MetaStore as _,
+        ParticipantStore as _, RoomLeaseStore as _, SessionStore as _, Store,
+    };
+}
 pub use token::{hash_token, new_id, new_token};
 
 /// Where a store lives, parsed from a location string (see [`open`]).

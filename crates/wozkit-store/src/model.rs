@@ -63,8 +63,8 @@ pub enum SessionStatus {
     Ended,
 }
 
-/// Which sessions [`Store::list_sessions`](crate::Store::list_sessions) and
-/// [`Store::count_sessions`](crate::Store::count_sessions) return. The default selects all.
+/// Which sessions [`SessionStore::list_sessions`](crate::SessionStore::list_sessions) and
+/// [`SessionStore::count_sessions`](crate::SessionStore::count_sessions) return. The default selects all.
 /// Listing is ordered by creation time, then id.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionFilter {
@@ -85,7 +85,7 @@ impl SessionFilter {
     }
 }
 
-/// Where an export page of [`Store::events_page`](crate::Store::events_page) resumes: just after
+/// Where an export page of [`EventStore::events_page`](crate::EventStore::events_page) resumes: just after
 /// this event. Pages are ordered by session id, then `seq`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EventCursor {
@@ -216,7 +216,7 @@ impl SessionKind {
 }
 
 /// One evaluation item as a study declares it, registered with
-/// [`Store::register_items`](crate::Store::register_items).
+/// [`ClaimStore::register_items`](crate::ClaimStore::register_items).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EvalItem {
     pub id: String,
@@ -289,7 +289,7 @@ impl LeaseState {
     }
 }
 
-/// What [`Store::submit`](crate::Store::submit) decided.
+/// What [`ClaimStore::submit`](crate::ClaimStore::submit) decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubmitOutcome {
     /// Counted towards the item (the lease was live, or had expired while the item still
@@ -301,7 +301,7 @@ pub enum SubmitOutcome {
     AlreadyClosed(LeaseState),
 }
 
-/// Judgments of one item, as [`Store::item_counts`](crate::Store::item_counts) reports them.
+/// Judgments of one item, as [`ClaimStore::item_counts`](crate::ClaimStore::item_counts) reports them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ItemCount {
     pub item_id: String,
@@ -352,7 +352,7 @@ pub struct NewLogin {
     pub expires_at_ms: u64,
 }
 
-/// A current login and its account, as [`Store::login`](crate::Store::login) finds them.
+/// A current login and its account, as [`AccountStore::login`](crate::AccountStore::login) finds them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveLogin {
     pub account: Account,

@@ -15,11 +15,33 @@ use crate::model::{
     Platform, SessionFilter, SessionRecord, SubmitOutcome,
 };
 
-/// Persistence for sessions, their event logs, participants and settings.
+/// Persistence for sessions, their event logs, participants and settings: every capability
+/// below in one object, as each backend implements them. A part that needs one capability
+/// names it (`&dyn EventStore`, `&dyn ClaimStore`…); [`crate::prelude`] brings every
+/// capability's methods into scope where a whole store is used.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
-    // ----- sessions -----
+pub trait Store:
+    SessionStore
+    + EventStore
+    + ParticipantStore
+    + ClaimStore
+    + AccountStore
+    + RoomLeaseStore
+    + LobbyStore
+    + MetaStore
+    + Send
+    + Sync
+    + 'static
+{
+    /// Finishes pending writes and releases the database. Later writes fail with
+    /// [`StoreError::Closed`](crate::StoreError::Closed) (on PostgreSQL, calls other than
+    /// `append` get a closed-pool database error).
+    async fn close(&self);
+}
 
+/// Sessions: a dialogue session's record (created, read, listed, counted, ended).
+#[async_trait]
+pub trait SessionStore: Send + Sync {
     /// Creates a live session with an empty log. [`StoreError::Conflict`] if the id is taken.
     ///
     /// [`StoreError::Conflict`]: crate::StoreError::Conflict
@@ -39,15 +61,17 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// [`StoreError::UnknownSession`]: crate::StoreError::UnknownSession
     async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool>;
+}
 
-    // ----- events -----
-
+/// Event logs: appending to a session's log (durably, in order, with no gap) and reading it back.
+#[async_trait]
+pub trait EventStore: Send + Sync {
     /// Appends events to a session's log, numbering them after its last `seq` with no gap.
     /// All or nothing, and durable when it returns: an acknowledged event survives the process
     /// being killed. Returns the stored events in order.
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>>;
 
-    /// Like [`append`](Store::append), but only while the session's log still ends at
+    /// Like [`append`](EventStore::append), but only while the session's log still ends at
     /// `after_seq`: otherwise nothing is stored and the answer is [`StoreError::LogMoved`].
     /// For the one writer that folds the log into its state as it writes (a room): when
     /// another appended meanwhile (an instance that took the room over while this one stalled
@@ -61,7 +85,7 @@ pub trait Store: Send + Sync + 'static {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Event>>;
 
-    /// Like [`append`](Store::append), but at most once per `(session, key)`: the key is stored
+    /// Like [`append`](EventStore::append), but at most once per `(session, key)`: the key is stored
     /// in the same transaction as the events, under a unique constraint, so of any number of
     /// concurrent calls with the same key exactly one appends (even from several processes
     /// sharing a database). Returns `None`, having stored nothing, when the key was already
@@ -86,9 +110,11 @@ pub trait Store: Send + Sync + 'static {
         after: Option<&EventCursor>,
         limit: u32,
     ) -> Result<Vec<Event>>;
+}
 
-    // ----- participants -----
-
+/// Participants: their records, found by id, token, crowd worker or session, and their own logs.
+#[async_trait]
+pub trait ParticipantStore: Send + Sync {
     /// Stores a new participant with no role, session or completion code yet.
     /// [`StoreError::Conflict`] if the id, the token hash or the worker (per study and
     /// platform) is already known.
@@ -129,9 +155,11 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// [`SessionKind::Participant`]: crate::SessionKind::Participant
     async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord>;
+}
 
-    // ----- evaluation items and leases -----
-
+/// Evaluation items and their leases: registered, claimed exactly N times, submitted, returned, counted.
+#[async_trait]
+pub trait ClaimStore: Send + Sync {
     /// Registers a study's items. Idempotent: an item already known keeps its leases and
     /// takes the new `needed` and dialogues; items not given are left as they are.
     async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()>;
@@ -179,9 +207,11 @@ pub trait Store: Send + Sync + 'static {
     /// Per item of the study: needed, done, surplus, live, returned and expired leases at
     /// `now_ms`, by item id.
     async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>>;
+}
 
-    // ----- researcher accounts -----
-
+/// Researcher accounts, their logins, and the failed logins that limit guessing.
+#[async_trait]
+pub trait AccountStore: Send + Sync {
     /// Stores a new account. [`StoreError::Conflict`] if the id is taken or an account that is
     /// not removed has the same name.
     ///
@@ -237,9 +267,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Forgets the failed logins against the account name `name` (after a successful login).
     async fn clear_failed_logins(&self, name: &str) -> Result<()>;
+}
 
-    // ----- room leases (which instance runs a live session's room) -----
-    //
+/// Room leases: which instance runs a live session's room.
+#[async_trait]
+pub trait RoomLeaseStore: Send + Sync {
     // Times are wall-clock milliseconds of the calling instance; instances sharing a database
     // are expected to have clocks within a small fraction of the lease length of each other.
     // The defaults refuse with [`StoreError::ReadOnly`](crate::StoreError::ReadOnly): for
@@ -289,7 +321,7 @@ pub trait Store: Send + Sync + 'static {
     /// whose lease expired by `now_ms`, or whose room nobody holds and that were created at or
     /// before `unowned_before_ms` (a younger session is being started by the instance that
     /// paired it, which leases it at once), and returns their ids (by id). Atomic per room
-    /// like [`acquire_room`](Store::acquire_room): instances claiming at once never get the
+    /// like [`acquire_room`](RoomLeaseStore::acquire_room): instances claiming at once never get the
     /// same room.
     async fn claim_orphan_rooms(
         &self,
@@ -310,9 +342,11 @@ pub trait Store: Send + Sync + 'static {
         );
         Err(crate::StoreError::ReadOnly)
     }
+}
 
-    // ----- lobby (participants waiting for a partner, shared by every instance) -----
-
+/// The lobby: participants waiting for a partner, shared by every instance.
+#[async_trait]
+pub trait LobbyStore: Send + Sync {
     /// Pairs `entry`'s participant or queues them, atomically: first removes any earlier place
     /// of the same participant (another tab; returned in [`JoinedLobby::replaced`]), then takes
     /// the first live waiter of the complementary role in the same queue (study and pair key)
@@ -346,7 +380,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// How many participants of `study_id` are present, per role: given a role, not seated in a
     /// session, without a completion code, and either entered (or switched role by
-    /// [`switch_lobby_role`](Store::switch_lobby_role)) at or after `arrived_since_ms`, or
+    /// [`switch_lobby_role`](LobbyStore::switch_lobby_role)) at or after `arrived_since_ms`, or
     /// holding a place in the study's lobby heard from at or after `live_since_ms`. Each
     /// participant counts once. The lobby balances newcomers' roles over these.
     async fn lobby_presence(
@@ -360,26 +394,28 @@ pub trait Store: Send + Sync + 'static {
     /// surplus, atomically with the queue's joins: the place held by `req.instance`/`req.conn`
     /// for `req.participant`, of role `req.from` in the study's public queue, is the last of the
     /// live places of that role (front first, then waiting time, then order of arrival; live as
-    /// in [`join_lobby`](Store::join_lobby)), and those places outnumber the participants of
-    /// the other role present ([`lobby_presence`](Store::lobby_presence)) by at least two (see
+    /// in [`join_lobby`](LobbyStore::join_lobby)), and those places outnumber the participants of
+    /// the other role present ([`lobby_presence`](LobbyStore::lobby_presence)) by at least two (see
     /// [`switch_is_due`]). Then the place is removed and the participant gets the other role,
     /// `req.flow_step` and a role change at `req.at_ms` (present again from then); `true`.
     /// Otherwise nothing changes; `false`.
     async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool>;
 
     /// Sends a short notice (at most [`LOBBY_NOTICE_MAX`] bytes) to every instance listening on
-    /// this database through [`listen_lobby`](Store::listen_lobby) (PostgreSQL `NOTIFY`).
+    /// this database through [`listen_lobby`](LobbyStore::listen_lobby) (PostgreSQL `NOTIFY`).
     /// `false` when the backend has no such channel (SQLite, one process): the caller delivers
     /// the notice in its own process.
     async fn notify_lobby(&self, notice: &str) -> Result<bool>;
 
-    /// Notices sent by [`notify_lobby`](Store::notify_lobby) from any instance, including this
+    /// Notices sent by [`notify_lobby`](LobbyStore::notify_lobby) from any instance, including this
     /// one (PostgreSQL `LISTEN`, reconnecting after a lost connection); `None` when the backend
     /// has no such channel.
     async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>>;
+}
 
-    // ----- settings -----
-
+/// Settings: small named values, read, written, counted and compare-and-set.
+#[async_trait]
+pub trait MetaStore: Send + Sync {
     /// A value from the key-value `meta` table (e.g. the researcher password hash).
     async fn meta(&self, key: &str) -> Result<Option<String>>;
 
@@ -397,16 +433,326 @@ pub trait Store: Send + Sync + 'static {
     /// the same value, from this process or other instances on the same database, exactly one
     /// succeeds: a claim on a record (e.g. a payment being sent) that two cannot both win.
     async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool>;
-
-    // ----- lifecycle -----
-
-    /// Finishes pending writes and releases the database. Later writes fail with
-    /// [`StoreError::Closed`](crate::StoreError::Closed) (on PostgreSQL, calls other than
-    /// `append` get a closed-pool database error).
-    async fn close(&self);
 }
 
-/// Which instance runs a live session's room, and until when (see [`Store::acquire_room`]).
+/// A store that hands calls on to another: `Arc<S>`, or a wrapper that changes a few calls
+/// (metering writes, answering some reads from memory). It implements the capabilities it
+/// changes itself and takes each other one from [`inner`](Forward::inner) by implementing that
+/// capability's marker (`ForwardSessions`, `ForwardEvents`…): the forwarding is written once,
+/// here, for every wrapper.
+pub trait Forward: Send + Sync + 'static {
+    /// The store the calls go to.
+    type To: Store + ?Sized;
+    fn inner(&self) -> &Self::To;
+}
+
+/// Takes [`SessionStore`] from [`Forward::inner`].
+pub trait ForwardSessions: Forward {}
+
+#[async_trait]
+impl<T: ForwardSessions> SessionStore for T {
+    async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
+        self.inner().create_session(new).await
+    }
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
+        self.inner().session(id).await
+    }
+    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
+        self.inner().list_sessions(filter).await
+    }
+    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
+        self.inner().count_sessions(filter).await
+    }
+    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
+        self.inner().end_session(id, reason, at_ms).await
+    }
+}
+
+/// Takes [`EventStore`] from [`Forward::inner`].
+pub trait ForwardEvents: Forward {}
+
+#[async_trait]
+impl<T: ForwardEvents> EventStore for T {
+    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
+        self.inner().append(session, events).await
+    }
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        self.inner().append_after(session, after_seq, events).await
+    }
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>> {
+        self.inner().append_once(session, key, events).await
+    }
+    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
+        self.inner().events(session, after_seq).await
+    }
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> Result<Vec<Event>> {
+        self.inner().events_page(study_id, after, limit).await
+    }
+}
+
+/// Takes [`ParticipantStore`] from [`Forward::inner`].
+pub trait ForwardParticipants: Forward {}
+
+#[async_trait]
+impl<T: ForwardParticipants> ParticipantStore for T {
+    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
+        self.inner().create_participant(new).await
+    }
+    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
+        self.inner().participant(id).await
+    }
+    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
+        self.inner().participant_by_token_hash(token_hash).await
+    }
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> Result<Option<Participant>> {
+        self.inner()
+            .participant_by_worker(study_id, platform, worker_id)
+            .await
+    }
+    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
+        self.inner().participants_in_session(session_id).await
+    }
+    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
+        self.inner().list_participants(study_id).await
+    }
+    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
+        self.inner().update_participant(id, patch).await
+    }
+    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
+        self.inner().open_participant_log(new).await
+    }
+}
+
+/// Takes [`ClaimStore`] from [`Forward::inner`].
+pub trait ForwardClaims: Forward {}
+
+#[async_trait]
+impl<T: ForwardClaims> ClaimStore for T {
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
+        self.inner().register_items(study_id, items).await
+    }
+    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
+        self.inner().claim(req).await
+    }
+    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
+        self.inner().lease(lease_id).await
+    }
+    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
+        self.inner().open_lease(study_id, worker).await
+    }
+    async fn submit(
+        &self,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> Result<(SubmitOutcome, Vec<Event>)> {
+        self.inner().submit(lease_id, now_ms, session, events).await
+    }
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
+        self.inner().return_lease(lease_id, now_ms).await
+    }
+    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
+        self.inner().leases(study_id).await
+    }
+    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
+        self.inner().item_counts(study_id, now_ms).await
+    }
+}
+
+/// Takes [`AccountStore`] from [`Forward::inner`].
+pub trait ForwardAccounts: Forward {}
+
+#[async_trait]
+impl<T: ForwardAccounts> AccountStore for T {
+    async fn create_account(&self, new: NewAccount) -> Result<Account> {
+        self.inner().create_account(new).await
+    }
+    async fn account(&self, id: &str) -> Result<Option<Account>> {
+        self.inner().account(id).await
+    }
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>> {
+        self.inner().account_by_name(name).await
+    }
+    async fn accounts(&self) -> Result<Vec<Account>> {
+        self.inner().accounts().await
+    }
+    async fn set_account_password(&self, id: &str, password_hash: &str) -> Result<bool> {
+        self.inner().set_account_password(id, password_hash).await
+    }
+    async fn remove_account(&self, id: &str, at_ms: u64) -> Result<bool> {
+        self.inner().remove_account(id, at_ms).await
+    }
+    async fn create_login(&self, login: NewLogin) -> Result<()> {
+        self.inner().create_login(login).await
+    }
+    async fn login(&self, token_hash: &str, now_ms: u64) -> Result<Option<LiveLogin>> {
+        self.inner().login(token_hash, now_ms).await
+    }
+    async fn end_login(&self, token_hash: &str) -> Result<bool> {
+        self.inner().end_login(token_hash).await
+    }
+    async fn end_logins(&self, account_id: &str) -> Result<u64> {
+        self.inner().end_logins(account_id).await
+    }
+    async fn record_failed_login(
+        &self,
+        address: &str,
+        name: &str,
+        at_ms: u64,
+        forget_before_ms: u64,
+    ) -> Result<()> {
+        self.inner()
+            .record_failed_login(address, name, at_ms, forget_before_ms)
+            .await
+    }
+    async fn failed_logins(
+        &self,
+        address: &str,
+        name: &str,
+        since_ms: u64,
+    ) -> Result<FailedLogins> {
+        self.inner().failed_logins(address, name, since_ms).await
+    }
+    async fn clear_failed_logins(&self, name: &str) -> Result<()> {
+        self.inner().clear_failed_logins(name).await
+    }
+}
+
+/// Takes [`RoomLeaseStore`] from [`Forward::inner`].
+pub trait ForwardRoomLeases: Forward {}
+
+#[async_trait]
+impl<T: ForwardRoomLeases> RoomLeaseStore for T {
+    async fn acquire_room(
+        &self,
+        session: &str,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        expires_at_ms: u64,
+    ) -> Result<bool> {
+        self.inner()
+            .acquire_room(session, instance, address, now_ms, expires_at_ms)
+            .await
+    }
+    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
+        self.inner().renew_rooms(instance, expires_at_ms).await
+    }
+    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
+        self.inner().release_room(session, instance).await
+    }
+    async fn room_owner(&self, session: &str) -> Result<Option<RoomLease>> {
+        self.inner().room_owner(session).await
+    }
+    async fn claim_orphan_rooms(
+        &self,
+        instance: &str,
+        address: &str,
+        now_ms: u64,
+        unowned_before_ms: u64,
+        expires_at_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        self.inner()
+            .claim_orphan_rooms(
+                instance,
+                address,
+                now_ms,
+                unowned_before_ms,
+                expires_at_ms,
+                limit,
+            )
+            .await
+    }
+}
+
+/// Takes [`LobbyStore`] from [`Forward::inner`].
+pub trait ForwardLobby: Forward {}
+
+#[async_trait]
+impl<T: ForwardLobby> LobbyStore for T {
+    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
+        self.inner().join_lobby(entry, live_since_ms).await
+    }
+    async fn lobby_heard(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+        at_ms: u64,
+    ) -> Result<bool> {
+        self.inner()
+            .lobby_heard(participant, instance, conn, at_ms)
+            .await
+    }
+    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
+        self.inner().leave_lobby(participant, instance, conn).await
+    }
+    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
+        self.inner().waiters(study_id).await
+    }
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> Result<RoleCounts> {
+        self.inner()
+            .lobby_presence(study_id, arrived_since_ms, live_since_ms)
+            .await
+    }
+    async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool> {
+        self.inner().switch_lobby_role(req).await
+    }
+    async fn notify_lobby(&self, notice: &str) -> Result<bool> {
+        self.inner().notify_lobby(notice).await
+    }
+    async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+        self.inner().listen_lobby().await
+    }
+}
+
+/// Takes [`MetaStore`] from [`Forward::inner`].
+pub trait ForwardMeta: Forward {}
+
+#[async_trait]
+impl<T: ForwardMeta> MetaStore for T {
+    async fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.inner().meta(key).await
+    }
+    async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.inner().set_meta(key, value).await
+    }
+    async fn meta_increment(&self, key: &str) -> Result<i64> {
+        self.inner().meta_increment(key).await
+    }
+    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
+        self.inner().meta_swap(key, expected, new).await
+    }
+}
+
+/// Which instance runs a live session's room, and until when (see [`RoomLeaseStore::acquire_room`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoomLease {
     /// The session whose room it is.
@@ -429,258 +775,23 @@ impl EventCursor {
     }
 }
 
+impl<S: Store + ?Sized> Forward for Arc<S> {
+    type To = S;
+    fn inner(&self) -> &S {
+        self
+    }
+}
+impl<S: Store + ?Sized> ForwardSessions for Arc<S> {}
+impl<S: Store + ?Sized> ForwardEvents for Arc<S> {}
+impl<S: Store + ?Sized> ForwardParticipants for Arc<S> {}
+impl<S: Store + ?Sized> ForwardClaims for Arc<S> {}
+impl<S: Store + ?Sized> ForwardAccounts for Arc<S> {}
+impl<S: Store + ?Sized> ForwardRoomLeases for Arc<S> {}
+impl<S: Store + ?Sized> ForwardLobby for Arc<S> {}
+impl<S: Store + ?Sized> ForwardMeta for Arc<S> {}
+
 #[async_trait]
 impl<S: Store + ?Sized> Store for Arc<S> {
-    async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
-        (**self).create_session(new).await
-    }
-    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
-        (**self).session(id).await
-    }
-    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
-        (**self).list_sessions(filter).await
-    }
-    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
-        (**self).count_sessions(filter).await
-    }
-    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
-        (**self).end_session(id, reason, at_ms).await
-    }
-    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
-        (**self).append(session, events).await
-    }
-    async fn append_after(
-        &self,
-        session: &str,
-        after_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Event>> {
-        (**self).append_after(session, after_seq, events).await
-    }
-    async fn append_once(
-        &self,
-        session: &str,
-        key: &str,
-        events: Vec<NewEvent>,
-    ) -> Result<Option<Vec<Event>>> {
-        (**self).append_once(session, key, events).await
-    }
-    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
-        (**self).events(session, after_seq).await
-    }
-    async fn events_page(
-        &self,
-        study_id: Option<&str>,
-        after: Option<&EventCursor>,
-        limit: u32,
-    ) -> Result<Vec<Event>> {
-        (**self).events_page(study_id, after, limit).await
-    }
-    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
-        (**self).create_participant(new).await
-    }
-    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
-        (**self).participant(id).await
-    }
-    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
-        (**self).participant_by_token_hash(token_hash).await
-    }
-    async fn participant_by_worker(
-        &self,
-        study_id: &str,
-        platform: Platform,
-        worker_id: &str,
-    ) -> Result<Option<Participant>> {
-        (**self)
-            .participant_by_worker(study_id, platform, worker_id)
-            .await
-    }
-    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
-        (**self).participants_in_session(session_id).await
-    }
-    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
-        (**self).list_participants(study_id).await
-    }
-    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
-        (**self).update_participant(id, patch).await
-    }
-    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
-        (**self).open_participant_log(new).await
-    }
-    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
-        (**self).register_items(study_id, items).await
-    }
-    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
-        (**self).claim(req).await
-    }
-    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
-        (**self).lease(lease_id).await
-    }
-    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
-        (**self).open_lease(study_id, worker).await
-    }
-    async fn submit(
-        &self,
-        lease_id: &str,
-        now_ms: u64,
-        session: &str,
-        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
-    ) -> Result<(SubmitOutcome, Vec<Event>)> {
-        (**self).submit(lease_id, now_ms, session, events).await
-    }
-    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
-        (**self).return_lease(lease_id, now_ms).await
-    }
-    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
-        (**self).leases(study_id).await
-    }
-    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
-        (**self).item_counts(study_id, now_ms).await
-    }
-    async fn create_account(&self, new: NewAccount) -> Result<Account> {
-        (**self).create_account(new).await
-    }
-    async fn account(&self, id: &str) -> Result<Option<Account>> {
-        (**self).account(id).await
-    }
-    async fn account_by_name(&self, name: &str) -> Result<Option<Account>> {
-        (**self).account_by_name(name).await
-    }
-    async fn accounts(&self) -> Result<Vec<Account>> {
-        (**self).accounts().await
-    }
-    async fn set_account_password(&self, id: &str, password_hash: &str) -> Result<bool> {
-        (**self).set_account_password(id, password_hash).await
-    }
-    async fn remove_account(&self, id: &str, at_ms: u64) -> Result<bool> {
-        (**self).remove_account(id, at_ms).await
-    }
-    async fn create_login(&self, login: NewLogin) -> Result<()> {
-        (**self).create_login(login).await
-    }
-    async fn login(&self, token_hash: &str, now_ms: u64) -> Result<Option<LiveLogin>> {
-        (**self).login(token_hash, now_ms).await
-    }
-    async fn end_login(&self, token_hash: &str) -> Result<bool> {
-        (**self).end_login(token_hash).await
-    }
-    async fn end_logins(&self, account_id: &str) -> Result<u64> {
-        (**self).end_logins(account_id).await
-    }
-    async fn record_failed_login(
-        &self,
-        address: &str,
-        name: &str,
-        at_ms: u64,
-        forget_before_ms: u64,
-    ) -> Result<()> {
-        (**self)
-            .record_failed_login(address, name, at_ms, forget_before_ms)
-            .await
-    }
-    async fn failed_logins(
-        &self,
-        address: &str,
-        name: &str,
-        since_ms: u64,
-    ) -> Result<FailedLogins> {
-        (**self).failed_logins(address, name, since_ms).await
-    }
-    async fn clear_failed_logins(&self, name: &str) -> Result<()> {
-        (**self).clear_failed_logins(name).await
-    }
-    async fn acquire_room(
-        &self,
-        session: &str,
-        instance: &str,
-        address: &str,
-        now_ms: u64,
-        expires_at_ms: u64,
-    ) -> Result<bool> {
-        (**self)
-            .acquire_room(session, instance, address, now_ms, expires_at_ms)
-            .await
-    }
-    async fn renew_rooms(&self, instance: &str, expires_at_ms: u64) -> Result<Vec<String>> {
-        (**self).renew_rooms(instance, expires_at_ms).await
-    }
-    async fn release_room(&self, session: &str, instance: &str) -> Result<bool> {
-        (**self).release_room(session, instance).await
-    }
-    async fn room_owner(&self, session: &str) -> Result<Option<RoomLease>> {
-        (**self).room_owner(session).await
-    }
-    async fn claim_orphan_rooms(
-        &self,
-        instance: &str,
-        address: &str,
-        now_ms: u64,
-        unowned_before_ms: u64,
-        expires_at_ms: u64,
-        limit: u32,
-    ) -> Result<Vec<String>> {
-        (**self)
-            .claim_orphan_rooms(
-                instance,
-                address,
-                now_ms,
-                unowned_before_ms,
-                expires_at_ms,
-                limit,
-            )
-            .await
-    }
-    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
-        (**self).join_lobby(entry, live_since_ms).await
-    }
-    async fn lobby_heard(
-        &self,
-        participant: &str,
-        instance: &str,
-        conn: u64,
-        at_ms: u64,
-    ) -> Result<bool> {
-        (**self)
-            .lobby_heard(participant, instance, conn, at_ms)
-            .await
-    }
-    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
-        (**self).leave_lobby(participant, instance, conn).await
-    }
-    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
-        (**self).waiters(study_id).await
-    }
-    async fn lobby_presence(
-        &self,
-        study_id: &str,
-        arrived_since_ms: u64,
-        live_since_ms: u64,
-    ) -> Result<RoleCounts> {
-        (**self)
-            .lobby_presence(study_id, arrived_since_ms, live_since_ms)
-            .await
-    }
-    async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool> {
-        (**self).switch_lobby_role(req).await
-    }
-    async fn notify_lobby(&self, notice: &str) -> Result<bool> {
-        (**self).notify_lobby(notice).await
-    }
-    async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
-        (**self).listen_lobby().await
-    }
-    async fn meta(&self, key: &str) -> Result<Option<String>> {
-        (**self).meta(key).await
-    }
-    async fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        (**self).set_meta(key, value).await
-    }
-    async fn meta_increment(&self, key: &str) -> Result<i64> {
-        (**self).meta_increment(key).await
-    }
-    async fn meta_swap(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool> {
-        (**self).meta_swap(key, expected, new).await
-    }
     async fn close(&self) {
         (**self).close().await
     }
@@ -688,11 +799,11 @@ impl<S: Store + ?Sized> Store for Arc<S> {
 
 // ----- lobby types -----
 
-/// The longest notice [`Store::notify_lobby`] sends (PostgreSQL allows 8000 bytes; lobby notices
+/// The longest notice [`LobbyStore::notify_lobby`] sends (PostgreSQL allows 8000 bytes; lobby notices
 /// are ids only).
 pub const LOBBY_NOTICE_MAX: usize = 1000;
 
-/// A participant asking to be paired (see [`Store::join_lobby`]).
+/// A participant asking to be paired (see [`LobbyStore::join_lobby`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewWaiter {
     pub participant: String,
@@ -732,7 +843,7 @@ pub struct Waiter {
     pub heard_at_ms: u64,
 }
 
-/// What [`Store::join_lobby`] did.
+/// What [`LobbyStore::join_lobby`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JoinedLobby {
     /// A partner taken, or the joiner queued.
@@ -742,7 +853,7 @@ pub struct JoinedLobby {
     pub replaced: Option<Waiter>,
 }
 
-/// Whether [`Store::join_lobby`] took a partner or queued the joiner.
+/// Whether [`LobbyStore::join_lobby`] took a partner or queued the joiner.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Joined {
     /// A partner was waiting: their place is removed and returned; the joiner was not queued.
@@ -751,7 +862,7 @@ pub enum Joined {
     Queued(Waiter),
 }
 
-/// Participants per role (see [`Store::lobby_presence`]).
+/// Participants per role (see [`LobbyStore::lobby_presence`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RoleCounts {
     pub users: u64,
@@ -776,7 +887,7 @@ impl RoleCounts {
     }
 }
 
-/// A waiter the lobby may move to the other role (see [`Store::switch_lobby_role`]).
+/// A waiter the lobby may move to the other role (see [`LobbyStore::switch_lobby_role`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoleSwitch {
     pub participant: String,

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use wozkit_store::prelude::*;
 
 use harness::{message, new_session};
 use wozkit_store::{SqliteOptions, SqliteStore, Store, Synchronous, sqlite::DB_FILE};

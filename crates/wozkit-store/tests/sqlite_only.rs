@@ -4,6 +4,7 @@
 mod harness;
 
 use std::time::Duration;
+use wozkit_store::prelude::*;
 
 use wozkit_store::{
     SessionFilter, SqliteOptions, SqliteStore, Store, StoreError, open, open_snapshot,

@@ -1,5 +1,5 @@
 //! Reading sessions back from the store one at a time: [`SessionStream`] pages through
-//! [`Store::events_page`] (ordered by session id, then `seq`) and hands out each session once all
+//! [`EventStore::events_page`] (ordered by session id, then `seq`) and hands out each session once all
 //! its events have arrived, so memory holds one page and one session, whatever the store's size.
 //!
 //! The store's event pages hold every kind of session: dialogues (live or imported) and the

@@ -27,12 +27,6 @@
 //! `figures_cost_with_many_sessions`
 //! in the API tests prints them.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -41,6 +35,11 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use wozkit_core::evaluation::EvalTask;
 use wozkit_core::event::EndReason;
@@ -53,11 +52,13 @@ use wozkit_data::report::html::render_html;
 use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::ExportFormat;
+use wozkit_store::store::{
+    Forward, ForwardAccounts, ForwardClaims, ForwardLobby, ForwardMeta, RoomLeaseStore,
+};
 use wozkit_store::{
-    Account, ClaimRequest, EvalItem, EventCursor, FailedLogins, ItemCount, Lease, LiveLogin,
-    NewAccount, NewEvent, NewLogin, NewParticipant, NewSession, Participant, ParticipantPatch,
-    Platform, SessionEnd, SessionFilter, SessionKind, SessionRecord, Store, StoreError,
-    SubmitOutcome, TEST_KEY,
+    EventCursor, EventStore, NewEvent, NewParticipant, NewSession, Participant, ParticipantPatch,
+    ParticipantStore, Platform, SessionEnd, SessionFilter, SessionKind, SessionRecord,
+    SessionStore, Store, StoreError, TEST_KEY,
 };
 
 use super::extract::ResearcherPage;
@@ -612,7 +613,7 @@ impl Scoped {
 }
 
 #[async_trait::async_trait]
-impl Store for Scoped {
+impl SessionStore for Scoped {
     async fn create_session(&self, new: NewSession) -> wozkit_store::Result<SessionRecord> {
         self.inner.create_session(new).await
     }
@@ -644,6 +645,10 @@ impl Store for Scoped {
     ) -> wozkit_store::Result<bool> {
         self.inner.end_session(id, reason, at_ms).await
     }
+}
+
+#[async_trait::async_trait]
+impl EventStore for Scoped {
     async fn append(
         &self,
         session: &str,
@@ -687,6 +692,10 @@ impl Store for Scoped {
     ) -> wozkit_store::Result<Vec<Event>> {
         self.inner.events_page(study_id, after, limit).await
     }
+}
+
+#[async_trait::async_trait]
+impl ParticipantStore for Scoped {
     async fn create_participant(&self, new: NewParticipant) -> wozkit_store::Result<Participant> {
         self.inner.create_participant(new).await
     }
@@ -731,181 +740,30 @@ impl Store for Scoped {
     async fn open_participant_log(&self, new: NewSession) -> wozkit_store::Result<SessionRecord> {
         self.inner.open_participant_log(new).await
     }
-    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> wozkit_store::Result<()> {
-        self.inner.register_items(study_id, items).await
-    }
-    async fn claim(&self, req: ClaimRequest) -> wozkit_store::Result<Option<Lease>> {
-        self.inner.claim(req).await
-    }
-    async fn lease(&self, lease_id: &str) -> wozkit_store::Result<Option<Lease>> {
-        self.inner.lease(lease_id).await
-    }
-    async fn open_lease(
-        &self,
-        study_id: &str,
-        worker: &str,
-    ) -> wozkit_store::Result<Option<Lease>> {
-        self.inner.open_lease(study_id, worker).await
-    }
-    async fn submit(
-        &self,
-        lease_id: &str,
-        now_ms: u64,
-        session: &str,
-        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
-    ) -> wozkit_store::Result<(SubmitOutcome, Vec<Event>)> {
-        self.inner.submit(lease_id, now_ms, session, events).await
-    }
-    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> wozkit_store::Result<bool> {
-        self.inner.return_lease(lease_id, now_ms).await
-    }
-    async fn leases(&self, study_id: &str) -> wozkit_store::Result<Vec<Lease>> {
-        self.inner.leases(study_id).await
-    }
-    async fn item_counts(
-        &self,
-        study_id: &str,
-        now_ms: u64,
-    ) -> wozkit_store::Result<Vec<ItemCount>> {
-        self.inner.item_counts(study_id, now_ms).await
-    }
-    async fn create_account(&self, new: NewAccount) -> wozkit_store::Result<Account> {
-        self.inner.create_account(new).await
-    }
-    async fn account(&self, id: &str) -> wozkit_store::Result<Option<Account>> {
-        self.inner.account(id).await
-    }
-    async fn account_by_name(&self, name: &str) -> wozkit_store::Result<Option<Account>> {
-        self.inner.account_by_name(name).await
-    }
-    async fn accounts(&self) -> wozkit_store::Result<Vec<Account>> {
-        self.inner.accounts().await
-    }
-    async fn set_account_password(
-        &self,
-        id: &str,
-        password_hash: &str,
-    ) -> wozkit_store::Result<bool> {
-        self.inner.set_account_password(id, password_hash).await
-    }
-    async fn remove_account(&self, id: &str, at_ms: u64) -> wozkit_store::Result<bool> {
-        self.inner.remove_account(id, at_ms).await
-    }
-    async fn create_login(&self, login: NewLogin) -> wozkit_store::Result<()> {
-        self.inner.create_login(login).await
-    }
-    async fn login(
-        &self,
-        token_hash: &str,
-        now_ms: u64,
-    ) -> wozkit_store::Result<Option<LiveLogin>> {
-        self.inner.login(token_hash, now_ms).await
-    }
-    async fn end_login(&self, token_hash: &str) -> wozkit_store::Result<bool> {
-        self.inner.end_login(token_hash).await
-    }
-    async fn end_logins(&self, account_id: &str) -> wozkit_store::Result<u64> {
-        self.inner.end_logins(account_id).await
-    }
-    async fn record_failed_login(
-        &self,
-        address: &str,
-        name: &str,
-        at_ms: u64,
-        forget_before_ms: u64,
-    ) -> wozkit_store::Result<()> {
-        self.inner
-            .record_failed_login(address, name, at_ms, forget_before_ms)
-            .await
-    }
-    async fn failed_logins(
-        &self,
-        address: &str,
-        name: &str,
-        since_ms: u64,
-    ) -> wozkit_store::Result<FailedLogins> {
-        self.inner.failed_logins(address, name, since_ms).await
-    }
-    async fn clear_failed_logins(&self, name: &str) -> wozkit_store::Result<()> {
-        self.inner.clear_failed_logins(name).await
-    }
-    async fn join_lobby(
-        &self,
-        entry: wozkit_store::store::NewWaiter,
-        live_since_ms: u64,
-    ) -> wozkit_store::Result<wozkit_store::store::JoinedLobby> {
-        self.inner.join_lobby(entry, live_since_ms).await
-    }
-    async fn lobby_heard(
-        &self,
-        participant: &str,
-        instance: &str,
-        conn: u64,
-        at_ms: u64,
-    ) -> wozkit_store::Result<bool> {
-        self.inner
-            .lobby_heard(participant, instance, conn, at_ms)
-            .await
-    }
-    async fn leave_lobby(
-        &self,
-        participant: &str,
-        instance: &str,
-        conn: u64,
-    ) -> wozkit_store::Result<bool> {
-        self.inner.leave_lobby(participant, instance, conn).await
-    }
-    async fn waiters(
-        &self,
-        study_id: Option<&str>,
-    ) -> wozkit_store::Result<Vec<wozkit_store::store::Waiter>> {
-        self.inner.waiters(study_id).await
-    }
-    async fn lobby_presence(
-        &self,
-        study_id: &str,
-        arrived_since_ms: u64,
-        live_since_ms: u64,
-    ) -> wozkit_store::Result<wozkit_store::store::RoleCounts> {
-        self.inner
-            .lobby_presence(study_id, arrived_since_ms, live_since_ms)
-            .await
-    }
-    async fn switch_lobby_role(
-        &self,
-        req: wozkit_store::store::RoleSwitch,
-    ) -> wozkit_store::Result<bool> {
-        self.inner.switch_lobby_role(req).await
-    }
-    async fn notify_lobby(&self, notice: &str) -> wozkit_store::Result<bool> {
-        self.inner.notify_lobby(notice).await
-    }
-    async fn listen_lobby(
-        &self,
-    ) -> wozkit_store::Result<Option<tokio::sync::mpsc::Receiver<String>>> {
-        self.inner.listen_lobby().await
-    }
-    async fn meta(&self, key: &str) -> wozkit_store::Result<Option<String>> {
-        self.inner.meta(key).await
-    }
-    async fn set_meta(&self, key: &str, value: &str) -> wozkit_store::Result<()> {
-        self.inner.set_meta(key, value).await
-    }
-    async fn meta_increment(&self, key: &str) -> wozkit_store::Result<i64> {
-        self.inner.meta_increment(key).await
-    }
-    async fn meta_swap(
-        &self,
-        key: &str,
-        expected: Option<&str>,
-        new: &str,
-    ) -> wozkit_store::Result<bool> {
-        self.inner.meta_swap(key, expected, new).await
-    }
+}
+
+#[async_trait::async_trait]
+impl Store for Scoped {
     async fn close(&self) {
         self.inner.close().await
     }
 }
+
+/// A view: no room is run through it (the leases' defaults refuse).
+#[async_trait::async_trait]
+impl RoomLeaseStore for Scoped {}
+
+/// Claims, accounts, the lobby and settings go to the store as they are.
+impl Forward for Scoped {
+    type To = dyn Store;
+    fn inner(&self) -> &dyn Store {
+        self.inner.as_ref()
+    }
+}
+impl ForwardClaims for Scoped {}
+impl ForwardAccounts for Scoped {}
+impl ForwardLobby for Scoped {}
+impl ForwardMeta for Scoped {}
 
 /// The figures, at most [`FRESH`] old; recomputed only when the fingerprint changed (or after
 /// [`MAX_STALE`]), and then only the parts of sessions that changed. Sends them to the live

@@ -239,7 +239,7 @@ struct WsQuery {
 /// participant of the cookie (or `?seat=`).
 pub enum WsAsking {
     Participant {
-        p: Participant,
+        p: Box<Participant>,
         seat: Option<String>,
     },
     Observer {
@@ -282,7 +282,10 @@ impl FromRequestParts<AppState> for WsAsking {
         }
         let seat = q.seat.as_deref().and_then(parse_seat);
         match current_participant(app, &parts.headers, seat.as_deref()).await {
-            Ok(Some(p)) => Ok(WsAsking::Participant { p, seat }),
+            Ok(Some(p)) => Ok(WsAsking::Participant {
+                p: Box::new(p),
+                seat,
+            }),
             Ok(None) => Err(refuse(
                 StatusCode::UNAUTHORIZED,
                 "no participant cookie: open the entry link first",

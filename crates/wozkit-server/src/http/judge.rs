@@ -7,7 +7,7 @@
 //! two dialogues of a comparison stack on a narrow screen). A refused form is shown again (422)
 //! with the answers kept and each problem next to its field. Everything is recorded in the
 //! participant's log (`crate::evaluation`); a judgment closes its lease in the same store
-//! transaction (`Store::submit`).
+//! transaction (`ClaimStore::submit`).
 
 use axum::Form;
 use axum::extract::State;

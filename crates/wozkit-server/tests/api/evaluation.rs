@@ -7,7 +7,7 @@
 
 use wozkit_core::event::{EventKind, ItemPool, ScreenReason};
 use wozkit_core::load::{StudySource, load_text};
-use wozkit_store::{LeaseState, Store};
+use wozkit_store::LeaseState;
 
 use crate::helpers::{Client, TestApp, hidden, page_kind, spawn_app_in};
 

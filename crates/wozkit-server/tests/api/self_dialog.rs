@@ -11,7 +11,7 @@ use serde_json::Value;
 use wozkit_core::event::{Event, EventKind, Judgment, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_builtin, load_text};
 use wozkit_data::{ImportedSession, Input, add_segments, export_taskmaster1, import_taskmaster1};
-use wozkit_store::{SessionFilter, Store};
+use wozkit_store::SessionFilter;
 
 use crate::helpers::{
     Client, TestApp, hidden, join_past_first_page, join_worker, judgments, page_kind, spawn_app_in,

@@ -13,6 +13,10 @@ mod rooms;
 mod waiting;
 mod writer;
 
+use crate::store::{
+    AccountStore, ClaimStore, EventStore, LobbyStore, MetaStore, ParticipantStore, RoomLeaseStore,
+    SessionStore,
+};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -183,7 +187,7 @@ macro_rules! select_sessions {
 }
 
 #[async_trait]
-impl Store for PgStore {
+impl SessionStore for PgStore {
     async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
         match self.insert_session(&new, SessionKind::Dialogue).await? {
             Some(record) => Ok(record),
@@ -192,53 +196,6 @@ impl Store for PgStore {
                 key: new.id,
             }),
         }
-    }
-
-    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
-        if let Some(record) = self.insert_session(&new, SessionKind::Participant).await? {
-            return Ok(record);
-        }
-        self.session(&new.id)
-            .await?
-            .ok_or(StoreError::UnknownSession(new.id))
-    }
-
-    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
-        leases::register_items(&self.pool, study_id, items).await
-    }
-
-    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
-        leases::claim(&self.pool, &req).await
-    }
-
-    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
-        leases::lease(&self.pool, lease_id).await
-    }
-
-    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
-        leases::open_lease(&self.pool, study_id, worker).await
-    }
-
-    async fn submit(
-        &self,
-        lease_id: &str,
-        now_ms: u64,
-        session: &str,
-        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
-    ) -> Result<(SubmitOutcome, Vec<Event>)> {
-        leases::submit(&self.pool, lease_id, now_ms, session, events).await
-    }
-
-    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
-        leases::return_lease(&self.pool, lease_id, now_ms).await
-    }
-
-    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
-        leases::leases(&self.pool, study_id).await
-    }
-
-    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
-        leases::item_counts(&self.pool, study_id, now_ms).await
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
@@ -293,7 +250,10 @@ impl Store for PgStore {
         .await?;
         ended_now.ok_or_else(|| StoreError::UnknownSession(id.to_owned()))
     }
+}
 
+#[async_trait]
+impl EventStore for PgStore {
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
         self.append_fenced(session, None, events).await
     }
@@ -355,6 +315,18 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(codec::event_from_row).collect()
+    }
+}
+
+#[async_trait]
+impl ParticipantStore for PgStore {
+    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
+        if let Some(record) = self.insert_session(&new, SessionKind::Participant).await? {
+            return Ok(record);
+        }
+        self.session(&new.id)
+            .await?
+            .ok_or(StoreError::UnknownSession(new.id))
     }
 
     async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
@@ -453,7 +425,51 @@ impl Store for PgStore {
             }),
         }
     }
+}
 
+#[async_trait]
+impl ClaimStore for PgStore {
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
+        leases::register_items(&self.pool, study_id, items).await
+    }
+
+    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
+        leases::claim(&self.pool, &req).await
+    }
+
+    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
+        leases::lease(&self.pool, lease_id).await
+    }
+
+    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
+        leases::open_lease(&self.pool, study_id, worker).await
+    }
+
+    async fn submit(
+        &self,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> Result<(SubmitOutcome, Vec<Event>)> {
+        leases::submit(&self.pool, lease_id, now_ms, session, events).await
+    }
+
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
+        leases::return_lease(&self.pool, lease_id, now_ms).await
+    }
+
+    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
+        leases::leases(&self.pool, study_id).await
+    }
+
+    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
+        leases::item_counts(&self.pool, study_id, now_ms).await
+    }
+}
+
+#[async_trait]
+impl AccountStore for PgStore {
     async fn create_account(&self, new: NewAccount) -> Result<Account> {
         let done = sqlx::query(
             "INSERT INTO accounts (id, name, access, password_hash, created_at_ms) \
@@ -665,7 +681,10 @@ impl Store for PgStore {
             .await?;
         Ok(())
     }
+}
 
+#[async_trait]
+impl RoomLeaseStore for PgStore {
     async fn acquire_room(
         &self,
         session: &str,
@@ -717,7 +736,10 @@ impl Store for PgStore {
         )
         .await
     }
+}
 
+#[async_trait]
+impl LobbyStore for PgStore {
     async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
         waiting::join(&self.pool, &entry, live_since_ms).await
     }
@@ -761,7 +783,10 @@ impl Store for PgStore {
     async fn listen_lobby(&self) -> Result<Option<mpsc::Receiver<String>>> {
         waiting::listen(&self.pool).await.map(Some)
     }
+}
 
+#[async_trait]
+impl MetaStore for PgStore {
     async fn meta(&self, key: &str) -> Result<Option<String>> {
         Ok(sqlx::query_scalar("SELECT value FROM meta WHERE key = $1")
             .bind(key)
@@ -821,7 +846,10 @@ impl Store for PgStore {
             };
         Ok(done.rows_affected() == 1)
     }
+}
 
+#[async_trait]
+impl Store for PgStore {
     async fn close(&self) {
         {
             let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());

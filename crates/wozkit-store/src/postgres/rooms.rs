@@ -1,4 +1,4 @@
-//! Room leases on PostgreSQL (see [`Store::acquire_room`](crate::Store::acquire_room)), for
+//! Room leases on PostgreSQL (see [`RoomLeaseStore::acquire_room`](crate::RoomLeaseStore::acquire_room)), for
 //! several instances sharing the database. Each change is one statement: a conditional upsert
 //! (`INSERT ... ON CONFLICT DO UPDATE ... WHERE`) locks the row it updates and re-checks its
 //! condition on the latest committed version, so two instances racing for a room cannot both
@@ -11,7 +11,7 @@ use crate::codec::to_i64;
 use crate::error::{Result, StoreError};
 use crate::store::RoomLease;
 
-/// See [`Store::acquire_room`](crate::Store::acquire_room).
+/// See [`RoomLeaseStore::acquire_room`](crate::RoomLeaseStore::acquire_room).
 pub(super) async fn acquire(
     pool: &PgPool,
     session: &str,
@@ -38,7 +38,7 @@ pub(super) async fn acquire(
     Ok(done.rows_affected() > 0)
 }
 
-/// See [`Store::renew_rooms`](crate::Store::renew_rooms). The rows of sessions that ended
+/// See [`RoomLeaseStore::renew_rooms`](crate::RoomLeaseStore::renew_rooms). The rows of sessions that ended
 /// are deleted in the same statement; the update leaves them to the delete (a statement must
 /// not change a row twice).
 pub(super) async fn renew(
@@ -63,7 +63,7 @@ pub(super) async fn renew(
     Ok(held)
 }
 
-/// See [`Store::release_room`](crate::Store::release_room).
+/// See [`RoomLeaseStore::release_room`](crate::RoomLeaseStore::release_room).
 pub(super) async fn release(pool: &PgPool, session: &str, instance: &str) -> Result<bool> {
     let done = sqlx::query("DELETE FROM room_leases WHERE session_id = $1 AND instance_id = $2")
         .bind(session)
@@ -73,7 +73,7 @@ pub(super) async fn release(pool: &PgPool, session: &str, instance: &str) -> Res
     Ok(done.rows_affected() > 0)
 }
 
-/// See [`Store::room_owner`](crate::Store::room_owner).
+/// See [`RoomLeaseStore::room_owner`](crate::RoomLeaseStore::room_owner).
 pub(super) async fn owner(pool: &PgPool, session: &str) -> Result<Option<RoomLease>> {
     let row = sqlx::query(
         "SELECT session_id, instance_id, address, expires_at_ms FROM room_leases \
@@ -97,7 +97,7 @@ pub(super) async fn owner(pool: &PgPool, session: &str) -> Result<Option<RoomLea
     .transpose()
 }
 
-/// See [`Store::claim_orphan_rooms`](crate::Store::claim_orphan_rooms). Candidates are read
+/// See [`RoomLeaseStore::claim_orphan_rooms`](crate::RoomLeaseStore::claim_orphan_rooms). Candidates are read
 /// without locks; the upsert re-checks each one's expiry under its row lock, so a room another
 /// instance claimed or renewed in between is skipped (not returned).
 pub(super) async fn claim_orphans(

@@ -72,7 +72,7 @@ async fn lock_queue(tx: &mut PgConnection, study_id: &str, pair: &str) -> Result
     Ok(())
 }
 
-/// See [`Store::join_lobby`](crate::Store::join_lobby).
+/// See [`LobbyStore::join_lobby`](crate::LobbyStore::join_lobby).
 pub(super) async fn join(pool: &PgPool, e: &NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
     let conn_id = to_i64("waiting conn", e.conn)?;
     let since = to_i64("waiting since", e.since_ms)?;
@@ -183,7 +183,7 @@ pub(super) async fn touch(
     Ok(done.rows_affected() > 0)
 }
 
-/// See [`Store::waiters`](crate::Store::waiters).
+/// See [`LobbyStore::waiters`](crate::LobbyStore::waiters).
 pub(super) async fn waiters(pool: &PgPool, study_id: Option<&str>) -> Result<Vec<Waiter>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM waiting WHERE ($1::text IS NULL OR study_id = $1) \
@@ -196,7 +196,7 @@ pub(super) async fn waiters(pool: &PgPool, study_id: Option<&str>) -> Result<Vec
     rows.iter().map(waiter_from_row).collect()
 }
 
-/// Participants present per role (see [`Store::lobby_presence`](crate::Store::lobby_presence)):
+/// Participants present per role (see [`LobbyStore::lobby_presence`](crate::LobbyStore::lobby_presence)):
 /// those who entered or changed role recently, and those holding a live place, each once.
 const PRESENCE: &str = "SELECT role, COUNT(*) AS n FROM ( \
        SELECT id, role FROM participants WHERE study_id = $1 AND created_at_ms >= $2 \
@@ -210,7 +210,7 @@ const PRESENCE: &str = "SELECT role, COUNT(*) AS n FROM ( \
          AND p.role IS NOT NULL AND p.session_id IS NULL AND p.completion_code IS NULL \
      ) AS present GROUP BY role";
 
-/// See [`Store::lobby_presence`](crate::Store::lobby_presence).
+/// See [`LobbyStore::lobby_presence`](crate::LobbyStore::lobby_presence).
 pub(super) async fn presence(
     conn: &mut PgConnection,
     study_id: &str,
@@ -231,7 +231,7 @@ pub(super) async fn presence(
     Ok(counts)
 }
 
-/// See [`Store::switch_lobby_role`](crate::Store::switch_lobby_role): under the public queue's
+/// See [`LobbyStore::switch_lobby_role`](crate::LobbyStore::switch_lobby_role): under the public queue's
 /// lock, so no join of that queue runs between the reads and the change.
 pub(super) async fn switch(pool: &PgPool, r: &RoleSwitch) -> Result<bool> {
     let conn_id = to_i64("waiting conn", r.conn)?;
@@ -290,7 +290,7 @@ pub(super) async fn switch(pool: &PgPool, r: &RoleSwitch) -> Result<bool> {
     Ok(true)
 }
 
-/// See [`Store::notify_lobby`](crate::Store::notify_lobby).
+/// See [`LobbyStore::notify_lobby`](crate::LobbyStore::notify_lobby).
 pub(super) async fn notify(pool: &PgPool, notice: &str) -> Result<bool> {
     if notice.len() > LOBBY_NOTICE_MAX {
         return Err(StoreError::OutOfRange {
@@ -306,7 +306,7 @@ pub(super) async fn notify(pool: &PgPool, notice: &str) -> Result<bool> {
     Ok(true)
 }
 
-/// See [`Store::listen_lobby`](crate::Store::listen_lobby). The listener stops when the
+/// See [`LobbyStore::listen_lobby`](crate::LobbyStore::listen_lobby). The listener stops when the
 /// receiver is dropped; the receiver sees the end when the listener fails for good.
 pub(super) async fn listen(pool: &PgPool) -> Result<mpsc::Receiver<String>> {
     let mut listener = PgListener::connect_with(pool).await?;

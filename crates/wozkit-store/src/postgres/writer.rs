@@ -43,7 +43,7 @@ pub(super) struct Append {
     /// The request's key for `append_once`: inserted under the unique `(session_id, key)`
     /// constraint in the batch's transaction.
     pub once: Option<String>,
-    /// Only if the log still ends at this `seq` (`Store::append_after`).
+    /// Only if the log still ends at this `seq` (`EventStore::append_after`).
     pub after: Option<u64>,
 }
 

@@ -86,9 +86,9 @@ impl Apply for RegisterItems {
     }
 }
 
-/// Give a worker the next eligible item under a new lease (see [`Store::claim`]).
+/// Give a worker the next eligible item under a new lease (see [`ClaimStore::claim`]).
 ///
-/// [`Store::claim`]: crate::Store::claim
+/// [`ClaimStore::claim`]: crate::ClaimStore::claim
 pub(super) struct Claim(pub ClaimRequest);
 
 #[async_trait]
@@ -188,10 +188,10 @@ impl Apply for Claim {
 /// The callback that turns a submit's outcome into the events to append.
 pub(super) type EventsFor = Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>;
 
-/// Close a lease with a judgment and append the caller's events (see [`Store::submit`]). The
+/// Close a lease with a judgment and append the caller's events (see [`ClaimStore::submit`]). The
 /// output is the outcome, and for a stored judgment the first `seq` and the events appended.
 ///
-/// [`Store::submit`]: crate::Store::submit
+/// [`ClaimStore::submit`]: crate::ClaimStore::submit
 pub(super) struct Submit {
     pub lease_id: String,
     pub now_ms: u64,

@@ -36,6 +36,10 @@ mod rooms;
 mod waiting;
 mod writer;
 
+use crate::store::{
+    AccountStore, ClaimStore, EventStore, LobbyStore, MetaStore, ParticipantStore, RoomLeaseStore,
+    SessionStore,
+};
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -497,7 +501,7 @@ macro_rules! select_sessions {
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl SessionStore for SqliteStore {
     async fn create_session(&self, new: NewSession) -> Result<SessionRecord> {
         self.write(ops::CreateSession {
             new,
@@ -506,6 +510,128 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
+        let row = sqlx::query(select_sessions!("WHERE s.id = ?1"))
+            .bind(id)
+            .fetch_optional(&self.reads)
+            .await?;
+        row.map(|r| codec::session_from_row(&r)).transpose()
+    }
+
+    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
+        let rows = sqlx::query(select_sessions!(
+            "WHERE (?1 IS NULL OR s.study_id = ?1) \
+               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) AND s.kind = ?5 \
+             ORDER BY s.created_at_ms, s.id LIMIT COALESCE(?3, -1) OFFSET ?4"
+        ))
+        .bind(filter.study_id.as_deref())
+        .bind(filter.ended())
+        .bind(filter.limit.map(i64::from))
+        .bind(i64::from(filter.offset))
+        .bind(filter.kind.as_str())
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::session_from_row).collect()
+    }
+
+    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sessions s WHERE (?1 IS NULL OR s.study_id = ?1) \
+               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) AND s.kind = ?3",
+        )
+        .bind(filter.study_id.as_deref())
+        .bind(filter.ended())
+        .bind(filter.kind.as_str())
+        .fetch_one(&self.reads)
+        .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
+        self.write(ops::EndSession {
+            id: id.to_owned(),
+            reason,
+            at_ms,
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl EventStore for SqliteStore {
+    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
+        self.append_fenced(session, None, events).await
+    }
+
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        self.append_fenced(session, Some(after_seq), events).await
+    }
+
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>> {
+        let rows = codec::encode_events(&events)?;
+        let first = self
+            .write(ops::AppendOnce {
+                key: key.to_owned(),
+                append: ops::AppendEvents {
+                    session: session.to_owned(),
+                    rows,
+                    after: None,
+                },
+            })
+            .await?;
+        Ok(first.map(|first| codec::stored_events(session, first, events)))
+    }
+
+    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
+        let rows = sqlx::query(
+            "SELECT session_id, seq, v, at_ms, actor, payload FROM events \
+             WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
+        )
+        .bind(session)
+        .bind(to_i64("seq", after_seq)?)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::event_from_row).collect()
+    }
+
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> Result<Vec<Event>> {
+        let (after_session, after_seq) = match after {
+            Some(c) => (c.session.as_str(), to_i64("seq", c.seq)?),
+            None => ("", 0),
+        };
+        let rows = sqlx::query(
+            "SELECT e.session_id, e.seq, e.v, e.at_ms, e.actor, e.payload FROM events e \
+             WHERE (?1 IS NULL OR e.session_id IN (SELECT id FROM sessions WHERE study_id = ?1)) \
+               AND (e.session_id, e.seq) > (?2, ?3) \
+             ORDER BY e.session_id, e.seq LIMIT ?4",
+        )
+        .bind(study_id)
+        .bind(after_session)
+        .bind(after_seq)
+        .bind(i64::from(limit))
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::event_from_row).collect()
+    }
+}
+
+#[async_trait]
+impl ParticipantStore for SqliteStore {
     async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
         self.write(ops::CreateSession {
             new,
@@ -514,6 +640,68 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
+        self.write(ops::CreateParticipant(new)).await
+    }
+
+    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
+        self.one_participant("SELECT * FROM participants WHERE id = ?1", &[id])
+            .await
+    }
+
+    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
+        self.one_participant(
+            "SELECT * FROM participants WHERE token_hash = ?1",
+            &[token_hash],
+        )
+        .await
+    }
+
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> Result<Option<Participant>> {
+        self.one_participant(
+            "SELECT * FROM participants WHERE study_id = ?1 AND platform = ?2 AND worker_id = ?3",
+            &[study_id, platform.as_str(), worker_id],
+        )
+        .await
+    }
+
+    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
+        let rows = sqlx::query(
+            "SELECT * FROM participants WHERE session_id = ?1 ORDER BY created_at_ms, id",
+        )
+        .bind(session_id)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::participant_from_row).collect()
+    }
+
+    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
+        let rows = sqlx::query(
+            "SELECT * FROM participants WHERE ?1 IS NULL OR study_id = ?1 \
+             ORDER BY created_at_ms, id",
+        )
+        .bind(study_id)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(codec::participant_from_row).collect()
+    }
+
+    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
+        self.write(ops::UpdateParticipant {
+            id: id.to_owned(),
+            patch,
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ClaimStore for SqliteStore {
     async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
         let items = items
             .iter()
@@ -599,182 +787,10 @@ impl Store for SqliteStore {
             .await?;
         rows.iter().map(codec::item_count_from_row).collect()
     }
+}
 
-    async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
-        let row = sqlx::query(select_sessions!("WHERE s.id = ?1"))
-            .bind(id)
-            .fetch_optional(&self.reads)
-            .await?;
-        row.map(|r| codec::session_from_row(&r)).transpose()
-    }
-
-    async fn list_sessions(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>> {
-        let rows = sqlx::query(select_sessions!(
-            "WHERE (?1 IS NULL OR s.study_id = ?1) \
-               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) AND s.kind = ?5 \
-             ORDER BY s.created_at_ms, s.id LIMIT COALESCE(?3, -1) OFFSET ?4"
-        ))
-        .bind(filter.study_id.as_deref())
-        .bind(filter.ended())
-        .bind(filter.limit.map(i64::from))
-        .bind(i64::from(filter.offset))
-        .bind(filter.kind.as_str())
-        .fetch_all(&self.reads)
-        .await?;
-        rows.iter().map(codec::session_from_row).collect()
-    }
-
-    async fn count_sessions(&self, filter: &SessionFilter) -> Result<u64> {
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM sessions s WHERE (?1 IS NULL OR s.study_id = ?1) \
-               AND (?2 IS NULL OR (s.ended_at_ms IS NOT NULL) = ?2) AND s.kind = ?3",
-        )
-        .bind(filter.study_id.as_deref())
-        .bind(filter.ended())
-        .bind(filter.kind.as_str())
-        .fetch_one(&self.reads)
-        .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
-    }
-
-    async fn end_session(&self, id: &str, reason: EndReason, at_ms: u64) -> Result<bool> {
-        self.write(ops::EndSession {
-            id: id.to_owned(),
-            reason,
-            at_ms,
-        })
-        .await
-    }
-
-    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
-        self.append_fenced(session, None, events).await
-    }
-
-    async fn append_after(
-        &self,
-        session: &str,
-        after_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Event>> {
-        self.append_fenced(session, Some(after_seq), events).await
-    }
-
-    async fn append_once(
-        &self,
-        session: &str,
-        key: &str,
-        events: Vec<NewEvent>,
-    ) -> Result<Option<Vec<Event>>> {
-        let rows = codec::encode_events(&events)?;
-        let first = self
-            .write(ops::AppendOnce {
-                key: key.to_owned(),
-                append: ops::AppendEvents {
-                    session: session.to_owned(),
-                    rows,
-                    after: None,
-                },
-            })
-            .await?;
-        Ok(first.map(|first| codec::stored_events(session, first, events)))
-    }
-
-    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
-        let rows = sqlx::query(
-            "SELECT session_id, seq, v, at_ms, actor, payload FROM events \
-             WHERE session_id = ?1 AND seq > ?2 ORDER BY seq",
-        )
-        .bind(session)
-        .bind(to_i64("seq", after_seq)?)
-        .fetch_all(&self.reads)
-        .await?;
-        rows.iter().map(codec::event_from_row).collect()
-    }
-
-    async fn events_page(
-        &self,
-        study_id: Option<&str>,
-        after: Option<&EventCursor>,
-        limit: u32,
-    ) -> Result<Vec<Event>> {
-        let (after_session, after_seq) = match after {
-            Some(c) => (c.session.as_str(), to_i64("seq", c.seq)?),
-            None => ("", 0),
-        };
-        let rows = sqlx::query(
-            "SELECT e.session_id, e.seq, e.v, e.at_ms, e.actor, e.payload FROM events e \
-             WHERE (?1 IS NULL OR e.session_id IN (SELECT id FROM sessions WHERE study_id = ?1)) \
-               AND (e.session_id, e.seq) > (?2, ?3) \
-             ORDER BY e.session_id, e.seq LIMIT ?4",
-        )
-        .bind(study_id)
-        .bind(after_session)
-        .bind(after_seq)
-        .bind(i64::from(limit))
-        .fetch_all(&self.reads)
-        .await?;
-        rows.iter().map(codec::event_from_row).collect()
-    }
-
-    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
-        self.write(ops::CreateParticipant(new)).await
-    }
-
-    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
-        self.one_participant("SELECT * FROM participants WHERE id = ?1", &[id])
-            .await
-    }
-
-    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
-        self.one_participant(
-            "SELECT * FROM participants WHERE token_hash = ?1",
-            &[token_hash],
-        )
-        .await
-    }
-
-    async fn participant_by_worker(
-        &self,
-        study_id: &str,
-        platform: Platform,
-        worker_id: &str,
-    ) -> Result<Option<Participant>> {
-        self.one_participant(
-            "SELECT * FROM participants WHERE study_id = ?1 AND platform = ?2 AND worker_id = ?3",
-            &[study_id, platform.as_str(), worker_id],
-        )
-        .await
-    }
-
-    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
-        let rows = sqlx::query(
-            "SELECT * FROM participants WHERE session_id = ?1 ORDER BY created_at_ms, id",
-        )
-        .bind(session_id)
-        .fetch_all(&self.reads)
-        .await?;
-        rows.iter().map(codec::participant_from_row).collect()
-    }
-
-    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
-        let rows = sqlx::query(
-            "SELECT * FROM participants WHERE ?1 IS NULL OR study_id = ?1 \
-             ORDER BY created_at_ms, id",
-        )
-        .bind(study_id)
-        .fetch_all(&self.reads)
-        .await?;
-        rows.iter().map(codec::participant_from_row).collect()
-    }
-
-    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
-        self.write(ops::UpdateParticipant {
-            id: id.to_owned(),
-            patch,
-        })
-        .await
-    }
-
+#[async_trait]
+impl AccountStore for SqliteStore {
     async fn create_account(&self, new: NewAccount) -> Result<Account> {
         self.write(accounts::CreateAccount(new)).await
     }
@@ -897,7 +913,10 @@ impl Store for SqliteStore {
         self.write(accounts::ClearFailedLogins(name.to_owned()))
             .await
     }
+}
 
+#[async_trait]
+impl RoomLeaseStore for SqliteStore {
     async fn acquire_room(
         &self,
         session: &str,
@@ -955,7 +974,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl LobbyStore for SqliteStore {
     async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
         self.write(waiting::Join {
             entry,
@@ -1024,7 +1046,10 @@ impl Store for SqliteStore {
     async fn listen_lobby(&self) -> Result<Option<mpsc::Receiver<String>>> {
         Ok(None)
     }
+}
 
+#[async_trait]
+impl MetaStore for SqliteStore {
     async fn meta(&self, key: &str) -> Result<Option<String>> {
         Ok(sqlx::query_scalar("SELECT value FROM meta WHERE key = ?1")
             .bind(key)
@@ -1055,7 +1080,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Store for SqliteStore {
     async fn close(&self) {
         {
             let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());

@@ -34,7 +34,7 @@ pub(super) trait Apply: Send + 'static {
 pub(super) struct AppendEvents {
     pub session: String,
     pub rows: Vec<EncodedEvent>,
-    /// Only if the log still ends at this `seq` (`Store::append_after`).
+    /// Only if the log still ends at this `seq` (`EventStore::append_after`).
     pub after: Option<u64>,
 }
 

@@ -8,6 +8,7 @@
 //! connection, waits until the writer has taken a first append (which then waits for the lock),
 //! queues the burst, and lets go.
 
+use crate::prelude::*;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;

@@ -1,4 +1,4 @@
-//! Room leases on SQLite (see [`Store::acquire_room`](crate::Store::acquire_room)). Every
+//! Room leases on SQLite (see [`RoomLeaseStore::acquire_room`](crate::RoomLeaseStore::acquire_room)). Every
 //! change is a write request applied by the single writer inside its batch transaction, so
 //! each conditional upsert sees every lease written before it; reads go to the read pool. One
 //! process holds a data directory, so on SQLite the leases only ever name this instance (or

@@ -1,7 +1,7 @@
 //! The lobby on SQLite: the `waiting` table (migration 0006). Every write goes through the
 //! single writer, one request at a time inside its transaction, so "take a partner or queue
 //! myself" is atomic without further locking. SQLite serves one process, so lobby notices stay
-//! in that process ([`Store::notify_lobby`](crate::Store::notify_lobby) answers `false`).
+//! in that process ([`LobbyStore::notify_lobby`](crate::LobbyStore::notify_lobby) answers `false`).
 //! A role switch reads the queue and the presence and changes them in one writer transaction,
 //! so it is exact against concurrent joins in the same way.
 
@@ -213,7 +213,7 @@ impl Apply for Touch {
     }
 }
 
-/// Participants present per role (see [`Store::lobby_presence`](crate::Store::lobby_presence)):
+/// Participants present per role (see [`LobbyStore::lobby_presence`](crate::LobbyStore::lobby_presence)):
 /// those who entered or changed role recently, and those holding a live place, each once.
 const PRESENCE: &str = "SELECT role, COUNT(*) AS n FROM ( \
        SELECT id, role FROM participants WHERE study_id = ?1 AND created_at_ms >= ?2 \
@@ -227,7 +227,7 @@ const PRESENCE: &str = "SELECT role, COUNT(*) AS n FROM ( \
          AND p.role IS NOT NULL AND p.session_id IS NULL AND p.completion_code IS NULL \
      ) AS present GROUP BY role";
 
-/// See [`Store::lobby_presence`](crate::Store::lobby_presence); on any connection (the
+/// See [`LobbyStore::lobby_presence`](crate::LobbyStore::lobby_presence); on any connection (the
 /// reader pool, or the writer inside a switch). A database error is the outer error (it fails
 /// a writer's batch); a bad value is the inner one.
 pub(super) async fn presence(
@@ -263,7 +263,7 @@ pub(super) async fn presence(
 }
 
 /// Moves a waiter in surplus to the other role (see
-/// [`Store::switch_lobby_role`](crate::Store::switch_lobby_role)).
+/// [`LobbyStore::switch_lobby_role`](crate::LobbyStore::switch_lobby_role)).
 pub(super) struct Switch {
     pub req: RoleSwitch,
 }
