@@ -8,7 +8,7 @@
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
-use wozkit_store::{Result, Store};
+use wozkit_store::{MetaStore, Result};
 
 /// Meta key holding the hex-encoded code key.
 const META_KEY: &str = "completion_code_key";
@@ -25,7 +25,7 @@ impl CodeKey {
     /// Reads the key from the store, creating it on first start. Instances started together on
     /// a new database all end up with the key that was stored first
     /// ([`MetaStore::meta_swap`] from absent), so a code issued by one verifies on every other.
-    pub async fn load_or_create(store: &dyn Store) -> Result<CodeKey> {
+    pub async fn load_or_create(store: &dyn MetaStore) -> Result<CodeKey> {
         if let Some(hex) = store.meta(META_KEY).await?
             && let Some(key) = from_hex(&hex)
         {
@@ -49,7 +49,7 @@ impl CodeKey {
     }
 
     /// Reads the key if the data directory has one.
-    pub async fn load(store: &dyn Store) -> Result<Option<CodeKey>> {
+    pub async fn load(store: &dyn MetaStore) -> Result<Option<CodeKey>> {
         Ok(store
             .meta(META_KEY)
             .await?

@@ -219,7 +219,7 @@ impl Rooms {
     /// writer for this log here. `Ok(None)`: appended under `key` before.
     pub async fn append_once(
         &self,
-        store: &dyn wozkit_store::Store,
+        store: &dyn wozkit_store::EventStore,
         session: &str,
         key: &str,
         events: Vec<NewEvent>,

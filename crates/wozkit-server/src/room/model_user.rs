@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use wozkit_core::event::{self, Role};
 use wozkit_core::simulated_users::{SimulatedUser, UserMove};
-use wozkit_store::Store;
+use wozkit_store::EventStore;
 use wozkit_systems::Turn;
 use wozkit_systems::client::Client;
 use wozkit_systems::judge::JudgeEndpoint;
@@ -43,7 +43,7 @@ pub type Outcome = Result<UserMove, String>;
 /// sends it to the room. Nothing is sent when the room is gone.
 pub async fn ask(
     user: Arc<ModelUser>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn EventStore>,
     session: String,
     goal: String,
     room: mpsc::WeakSender<RoomMsg>,
@@ -54,7 +54,7 @@ pub async fn ask(
     }
 }
 
-async fn next_move(user: &ModelUser, store: &dyn Store, session: &str, goal: &str) -> Outcome {
+async fn next_move(user: &ModelUser, store: &dyn EventStore, session: &str, goal: &str) -> Outcome {
     let events = store
         .events(session, 0)
         .await
@@ -131,7 +131,7 @@ pub type WizardOutcome = Result<String, String>;
 /// the room. Nothing is sent when the room is gone.
 pub async fn ask_system(
     wizard: Arc<SystemWizard>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn EventStore>,
     session: String,
     room: mpsc::WeakSender<RoomMsg>,
 ) {
@@ -147,7 +147,7 @@ pub async fn ask_system(
 /// sent when the room is gone.
 pub async fn ask_copilot(
     client: Arc<Client>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn EventStore>,
     session: String,
     asked_at: u32,
     room: mpsc::WeakSender<RoomMsg>,
@@ -164,7 +164,7 @@ pub async fn ask_copilot(
 async fn system_reply(
     client: &Client,
     who: &str,
-    store: &dyn Store,
+    store: &dyn EventStore,
     session: &str,
 ) -> WizardOutcome {
     let events = store
