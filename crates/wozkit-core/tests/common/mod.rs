@@ -1,6 +1,10 @@
 //! Shared fixtures: a small study that exercises every engine feature.
 #![allow(dead_code)]
 
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use wozkit_core::engine::{Command, Refusal, Session, step};
+use wozkit_core::event::{Actor, Event, EventKind};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 
 pub const MINI: &str = include_str!("mini.yaml");
@@ -42,4 +46,65 @@ pub fn all_warnings(text: &str) -> Vec<String> {
         .iter()
         .map(|w| format!("{}:{}: {}", w.line, w.col, w.message))
         .collect()
+}
+
+/// A session driven step by step through the engine, keeping its log as the store would.
+pub struct Run {
+    pub study: LoadedStudy,
+    pub s: Session,
+    pub log: Vec<Event>,
+    pub rng: ChaCha8Rng,
+    pub now: u64,
+}
+
+impl Run {
+    /// A started session of the fixture study.
+    pub fn new() -> Run {
+        Run::with(mini())
+    }
+
+    /// A started session of `study`.
+    pub fn with(study: LoadedStudy) -> Run {
+        let s = Session::new(&study, "t");
+        let mut r = Run {
+            study,
+            s,
+            log: vec![],
+            rng: ChaCha8Rng::seed_from_u64(1),
+            now: 1_000,
+        };
+        r.ok(&Actor::System, Command::Start { seed: 1 });
+        r
+    }
+
+    /// Runs `cmd` from `actor`: the events it emitted (logged), or why it was refused.
+    pub fn run(&mut self, actor: &Actor, cmd: Command) -> Result<Vec<EventKind>, Refusal> {
+        let st = step(&self.study, &self.s, actor, cmd, self.now, &mut self.rng)?;
+        for (a, k) in &st.events {
+            self.log.push(Event {
+                v: 1,
+                session: "t".into(),
+                seq: self.log.len() as u64 + 1,
+                at_ms: self.now,
+                actor: a.clone(),
+                kind: k.clone(),
+            });
+        }
+        self.s = st.session;
+        Ok(st.events.into_iter().map(|(_, k)| k).collect())
+    }
+
+    /// Runs `cmd`, which must be taken.
+    pub fn ok(&mut self, actor: &Actor, cmd: Command) -> Vec<EventKind> {
+        self.run(actor, cmd.clone())
+            .unwrap_or_else(|e| panic!("{cmd:?} refused: {e}"))
+    }
+
+    /// Runs `cmd`, which must be refused without changing the state.
+    pub fn refused(&mut self, actor: &Actor, cmd: Command) -> Refusal {
+        let before = self.s.clone();
+        let e = self.run(actor, cmd).expect_err("should be refused");
+        assert_eq!(self.s, before, "a refused command changed the state");
+        e
+    }
 }

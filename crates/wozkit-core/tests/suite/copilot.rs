@@ -2,13 +2,11 @@
 //! `send_suggestion`, and what the log says became of each suggestion.
 
 use crate::common;
-use common::{MINI, problems};
+use common::{MINI, Run, problems};
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use wozkit_core::copilot::{Uptake, uptake};
-use wozkit_core::engine::{Command, Refusal, Session, replay, step};
-use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
+use wozkit_core::engine::{Command, Refusal, replay};
+use wozkit_core::event::{Actor, EventKind, MessageSource, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 
 const USER: Actor = Actor::Participant {
@@ -32,51 +30,7 @@ fn study() -> LoadedStudy {
     load_text("s.yaml", &text, StudySource::Dir(std::env::temp_dir())).expect("the study loads")
 }
 
-/// A session driven step by step, keeping its log as the store would.
-struct Run {
-    study: LoadedStudy,
-    s: Session,
-    log: Vec<Event>,
-    rng: ChaCha8Rng,
-}
-
 impl Run {
-    fn new(study: LoadedStudy) -> Run {
-        let s = Session::new(&study, "t");
-        let mut r = Run {
-            study,
-            s,
-            log: vec![],
-            rng: ChaCha8Rng::seed_from_u64(1),
-        };
-        r.ok(&Actor::System, Command::Start { seed: 1 });
-        r
-    }
-    fn run(&mut self, actor: &Actor, cmd: Command) -> Result<Vec<EventKind>, Refusal> {
-        let st = step(&self.study, &self.s, actor, cmd, 1_000, &mut self.rng)?;
-        for (a, k) in &st.events {
-            self.log.push(Event {
-                v: 1,
-                session: "t".into(),
-                seq: self.log.len() as u64 + 1,
-                at_ms: 1_000,
-                actor: a.clone(),
-                kind: k.clone(),
-            });
-        }
-        self.s = st.session;
-        Ok(st.events.into_iter().map(|(_, k)| k).collect())
-    }
-    fn ok(&mut self, actor: &Actor, cmd: Command) -> Vec<EventKind> {
-        self.run(actor, cmd.clone())
-            .unwrap_or_else(|e| panic!("{cmd:?} refused: {e}"))
-    }
-    fn refused(&mut self, actor: &Actor, cmd: Command) -> Refusal {
-        let before = self.s.clone();
-        let e = self.run(actor, cmd).expect_err("should be refused");
-        assert_eq!(self.s, before, "a refused command changed the state");
-        e
-    }
     fn suggest(&mut self, text: &str) -> Vec<EventKind> {
         self.ok(
             &Actor::System,
@@ -141,7 +95,7 @@ fn a_copilot_names_a_system_a_program_answers() {
 
 #[test]
 fn a_suggestion_sent_as_it_is_edited_or_ignored_is_logged_so() {
-    let mut r = Run::new(study());
+    let mut r = Run::with(study());
     assert_eq!(
         r.suggest("  Hello, how can I help?  "),
         [EventKind::Suggested {
@@ -263,7 +217,7 @@ fn a_suggestion_sent_as_it_is_edited_or_ignored_is_logged_so() {
 
 #[test]
 fn a_study_without_a_copilot_takes_no_suggestion() {
-    let mut r = Run::new(common::mini());
+    let mut r = Run::new();
     assert_eq!(
         r.refused(
             &Actor::System,

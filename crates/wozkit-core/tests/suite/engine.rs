@@ -1,12 +1,11 @@
 //! The engine's rules, one behaviour per test, on the fixture study.
 
-use crate::common;
+use crate::common::{self, Run};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use wozkit_core::engine::{self, Command, Refusal, Session, next_wakeup, offered, replay, step};
 use wozkit_core::event::{Actor, EndReason, Event, EventKind, Role};
-use wozkit_core::load::LoadedStudy;
 
 const USER: Actor = Actor::Participant {
     role: Role::User,
@@ -17,54 +16,7 @@ const WIZARD: Actor = Actor::Participant {
     participant: None,
 };
 
-/// A session driven step by step, keeping its log like the store would.
-struct Run {
-    study: LoadedStudy,
-    s: Session,
-    log: Vec<Event>,
-    rng: ChaCha8Rng,
-    now: u64,
-}
-
 impl Run {
-    fn new() -> Run {
-        let study = common::mini();
-        let s = Session::new(&study, "t");
-        let mut r = Run {
-            study,
-            s,
-            log: vec![],
-            rng: ChaCha8Rng::seed_from_u64(1),
-            now: 1_000,
-        };
-        r.ok(&Actor::System, Command::Start { seed: 1 });
-        r
-    }
-    fn run(&mut self, actor: &Actor, cmd: Command) -> Result<Vec<EventKind>, Refusal> {
-        let st = step(&self.study, &self.s, actor, cmd, self.now, &mut self.rng)?;
-        for (a, k) in &st.events {
-            self.log.push(Event {
-                v: 1,
-                session: "t".into(),
-                seq: self.log.len() as u64 + 1,
-                at_ms: self.now,
-                actor: a.clone(),
-                kind: k.clone(),
-            });
-        }
-        self.s = st.session;
-        Ok(st.events.into_iter().map(|(_, k)| k).collect())
-    }
-    fn ok(&mut self, actor: &Actor, cmd: Command) -> Vec<EventKind> {
-        self.run(actor, cmd.clone())
-            .unwrap_or_else(|e| panic!("{cmd:?} refused: {e}"))
-    }
-    fn refused(&mut self, actor: &Actor, cmd: Command) -> Refusal {
-        let before = self.s.clone();
-        let e = self.run(actor, cmd).expect_err("should be refused");
-        assert_eq!(self.s, before, "a refused command changed the state");
-        e
-    }
     fn say(&mut self, state: &str) -> Vec<EventKind> {
         self.ok(
             &WIZARD,

@@ -4,7 +4,7 @@
 use serde_json::json;
 use wozkit_core::event::{EndReason, EventKind, Role};
 
-use crate::helpers::{Tiny, enter, paired, spawn_app};
+use crate::helpers::{Tiny, enter, greet_and_end, paired, spawn_app};
 
 #[tokio::test]
 async fn a_terminal_state_ends_the_session_then_survey_and_code() {
@@ -12,11 +12,7 @@ async fn a_terminal_state_ends_the_session_then_survey_and_code() {
     let (user, wizard, session) = paired(&app).await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
-    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
-    ww.answer("c1").await;
-    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
-    ww.answer("c2").await;
-    let ended = wu.until_type("ended").await;
+    let ended = greet_and_end(&mut ww, &mut wu).await;
     assert_eq!(
         (ended["reason"].as_str(), ended["next"].as_str()),
         (Some("terminal"), Some("/p"))

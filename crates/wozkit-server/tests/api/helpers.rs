@@ -305,6 +305,18 @@ pub fn judgments(events: &[Event]) -> Vec<Judgment> {
         .collect()
 }
 
+/// The wizard greets and says goodbye (the tiny study's terminal state), so the session ends;
+/// returns the user's `ended` frame.
+pub async fn greet_and_end(ww: &mut Ws, wu: &mut Ws) -> serde_json::Value {
+    ww.cmd("c1", serde_json::json!({"cmd": "say", "state": "greet"}))
+        .await;
+    ww.answer("c1").await;
+    ww.cmd("c2", serde_json::json!({"cmd": "say", "state": "bye"}))
+        .await;
+    ww.answer("c2").await;
+    wu.until_type("ended").await
+}
+
 /// Opens the room socket: hello, welcome, and the first view.
 pub async fn enter(c: &Client, last_seq: u64) -> Ws {
     let mut ws = c.ws().await;

@@ -2,12 +2,11 @@
 //! reached, which the stand-in of Prolific's completion page accepts; a code Prolific does not
 //! know (wozkit's own) is never sent. Lab participants see wozkit's own code only.
 
-use serde_json::json;
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::platforms::{ProlificCodes, ProlificSettings};
 use wozkit_platforms::prolific::app_mock::MockProlificApp;
 
-use crate::helpers::{Tiny, enter, pair_links, spawn_app_in};
+use crate::helpers::{Tiny, enter, greet_and_end, pair_links, spawn_app_in};
 
 const COMPLETED: &str = "C1K8Q2ZD";
 const NO_PARTNER: &str = "NP4R7TX2";
@@ -75,11 +74,7 @@ async fn a_prolific_participant_who_finishes_is_sent_back_with_the_studys_code()
     .await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
-    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
-    ww.answer("c1").await;
-    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
-    ww.answer("c2").await;
-    wu.until_type("ended").await;
+    greet_and_end(&mut ww, &mut wu).await;
     for c in [&user, &wizard] {
         let step = c.step().await;
         assert_eq!(

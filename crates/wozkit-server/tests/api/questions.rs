@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use wozkit_core::event::{EventKind, Role};
 use wozkit_core::load::{StudySource, load_text};
 
-use crate::helpers::{Client, TestApp, Tiny, enter, paired, spawn_app_in};
+use crate::helpers::{Client, TestApp, Tiny, enter, greet_and_end, paired, spawn_app_in};
 
 const EVERY_KIND: &str = "survey:
   title: Every kind
@@ -46,11 +46,7 @@ async fn at_survey(yaml: &str) -> (TestApp, Client, String, tempfile::TempDir) {
     let (user, wizard, session) = paired(&app).await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
-    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
-    ww.answer("c1").await;
-    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
-    ww.answer("c2").await;
-    wu.until_type("ended").await;
+    greet_and_end(&mut ww, &mut wu).await;
     let page = user.page().await.body;
     assert!(page.contains("data-page=\"survey\""), "{page}");
     (app, user, session, tmp)

@@ -9,7 +9,7 @@ use wozkit_core::event::EventKind;
 use wozkit_core::event::Role;
 use wozkit_core::load::{StudySource, load_text};
 
-use crate::helpers::{Tiny, enter, paired, spawn_app, spawn_app_in};
+use crate::helpers::{Tiny, enter, greet_and_end, paired, spawn_app, spawn_app_in};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_submissions_store_one_answer_set() {
@@ -18,11 +18,7 @@ async fn concurrent_submissions_store_one_answer_set() {
     let (user, wizard, session) = paired(&app).await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
-    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
-    ww.answer("c1").await;
-    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
-    ww.answer("c2").await;
-    wu.until_type("ended").await;
+    greet_and_end(&mut ww, &mut wu).await;
     assert!(user.page().await.body.contains("data-page=\"survey\""));
     let step = user.step().await;
 
@@ -65,11 +61,7 @@ async fn concurrent_completion_pages_issue_one_code_event() {
     let (user, wizard, session) = paired(&app).await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
-    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
-    ww.answer("c1").await;
-    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
-    ww.answer("c2").await;
-    wu.until_type("ended").await;
+    greet_and_end(&mut ww, &mut wu).await;
     let step = user.step().await;
     // Submitted without following the redirect, so the completion page is not opened yet.
     let res = user.post("/p/survey", &format!("step={step}&q1=3")).await;
@@ -122,11 +114,7 @@ async fn the_user_and_the_wizard_answer_their_own_questionnaires() {
     let (user, wizard, session) = paired(&app).await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
-    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
-    ww.answer("c1").await;
-    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
-    ww.answer("c2").await;
-    wu.until_type("ended").await;
+    greet_and_end(&mut ww, &mut wu).await;
     ww.until_type("ended").await;
 
     let user_page = user.page().await.body;
@@ -223,11 +211,7 @@ async fn answers_after_the_end_are_written_through_the_lingering_room() {
     let (user, wizard, session) = paired(&app).await;
     let mut ww = enter(&wizard, 0).await;
     let mut wu = enter(&user, 0).await;
-    ww.cmd("c1", json!({"cmd": "say", "state": "greet"})).await;
-    ww.answer("c1").await;
-    ww.cmd("c2", json!({"cmd": "say", "state": "bye"})).await;
-    ww.answer("c2").await;
-    wu.until_type("ended").await;
+    greet_and_end(&mut ww, &mut wu).await;
 
     let step = user.step().await;
     let res = user.post("/p/survey", &format!("step={step}&q1=4")).await;

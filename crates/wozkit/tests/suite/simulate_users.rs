@@ -63,8 +63,8 @@ fn with_store<T>(data: &Path, f: impl AsyncFnOnce(&dyn wozkit_store::Store) -> T
     })
 }
 
-/// `(choice, justification)` of every judgment in `study`'s participant logs.
-fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
+/// Every judgment in `study`'s participant logs.
+fn judgments(data: &Path, study: &str) -> Vec<wozkit_core::event::Judgment> {
     with_store(data, async |store| {
         let filter = wozkit_store::SessionFilter {
             study_id: Some(study.to_string()),
@@ -75,7 +75,7 @@ fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
         for log in store.list_sessions(&filter).await.unwrap() {
             for e in store.events(&log.id, 0).await.unwrap() {
                 if let EventKind::Judged(j) = e.kind {
-                    out.push((j.choice, j.justification));
+                    out.push(*j);
                 }
             }
         }
@@ -83,24 +83,20 @@ fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
     })
 }
 
+/// `(choice, justification)` of every judgment in `study`'s participant logs.
+fn votes(data: &Path, study: &str) -> Vec<(Option<String>, Option<String>)> {
+    judgments(data, study)
+        .into_iter()
+        .map(|j| (j.choice, j.justification))
+        .collect()
+}
+
 /// The answers of every judgment in `study`'s participant logs.
 fn answers(data: &Path, study: &str) -> Vec<serde_json::Map<String, Value>> {
-    with_store(data, async |store| {
-        let filter = wozkit_store::SessionFilter {
-            study_id: Some(study.to_string()),
-            kind: wozkit_store::SessionKind::Participant,
-            ..Default::default()
-        };
-        let mut out = vec![];
-        for log in store.list_sessions(&filter).await.unwrap() {
-            for e in store.events(&log.id, 0).await.unwrap() {
-                if let EventKind::Judged(j) = e.kind {
-                    out.push(j.answers.into_iter().collect());
-                }
-            }
-        }
-        out
-    })
+    judgments(data, study)
+        .into_iter()
+        .map(|j| j.answers.into_iter().collect())
+        .collect()
 }
 
 /// Every session's events in the store at `data`.
