@@ -107,7 +107,9 @@ mod tests {
         assert_eq!(edits("Send the drone.", "Send the drone."), 0);
         assert_eq!(edits("  Send the drone. ", "Send the drone."), 0);
         assert_eq!(edits("Send the drone.", "Send the drones."), 1);
-        assert_eq!(edits("派无人机去", "派机器人去"), 2);
+        // One character changed, three bytes in UTF-8.
+        assert_eq!(edits("派无人机去", "派无人车去"), 1);
+        assert_eq!(edits("无人机", "机器人"), 3);
         assert_eq!(edits("", "Hi"), 2);
     }
 }
