@@ -4,7 +4,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use wozkit_core::engine::{Command, Refusal, Session, step};
-use wozkit_core::event::{Actor, Event, EventKind};
+use wozkit_core::event::{Actor, Event, EventKind, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
 
 pub const MINI: &str = include_str!("mini.yaml");
@@ -47,6 +47,18 @@ pub fn all_warnings(text: &str) -> Vec<String> {
         .map(|w| format!("{}:{}: {}", w.line, w.col, w.message))
         .collect()
 }
+
+/// The user, as a participant.
+pub const USER: Actor = Actor::Participant {
+    role: Role::User,
+    participant: None,
+};
+
+/// The wizard, as a participant.
+pub const WIZARD: Actor = Actor::Participant {
+    role: Role::Wizard,
+    participant: None,
+};
 
 /// A session driven step by step through the engine, keeping its log as the store would.
 pub struct Run {

@@ -2,21 +2,12 @@
 //! `send_suggestion`, and what the log says became of each suggestion.
 
 use crate::common;
-use common::{MINI, Run, problems};
+use common::{MINI, Run, USER, WIZARD, problems};
 
 use wozkit_core::copilot::{Uptake, uptake};
 use wozkit_core::engine::{Command, Refusal, replay};
 use wozkit_core::event::{Actor, EventKind, MessageSource, Role};
 use wozkit_core::load::{LoadedStudy, StudySource, load_text};
-
-const USER: Actor = Actor::Participant {
-    role: Role::User,
-    participant: None,
-};
-const WIZARD: Actor = Actor::Participant {
-    role: Role::Wizard,
-    participant: None,
-};
 
 const SYSTEMS: &str =
     "systems:\n  helper:\n    kind: builtin\n    fallback: [\"How can I help?\"]\n";

@@ -1,20 +1,11 @@
 //! The engine's rules, one behaviour per test, on the fixture study.
 
-use crate::common::{self, Run};
+use crate::common::{self, Run, USER, WIZARD};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use wozkit_core::engine::{self, Command, Refusal, Session, next_wakeup, offered, replay, step};
 use wozkit_core::event::{Actor, EndReason, Event, EventKind, Role};
-
-const USER: Actor = Actor::Participant {
-    role: Role::User,
-    participant: None,
-};
-const WIZARD: Actor = Actor::Participant {
-    role: Role::Wizard,
-    participant: None,
-};
 
 impl Run {
     fn say(&mut self, state: &str) -> Vec<EventKind> {
