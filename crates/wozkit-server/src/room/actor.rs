@@ -110,7 +110,7 @@ pub struct RoomActor {
 #[derive(Default)]
 struct CopilotAsks {
     in_flight: bool,
-    /// The user spoke while a request was in flight.
+    /// The user spoke while a request was in flight, and the wizard has not answered since.
     again: bool,
     /// The wizard's opening was asked for (once per room task).
     opening_asked: bool,
@@ -493,15 +493,16 @@ impl RoomActor {
         if self.session.is_ended() || self.bots.iter().any(|b| b.role == Role::Wizard) {
             return;
         }
-        let user_spoke = stored.iter().any(|e| {
-            matches!(
-                e.kind,
-                EventKind::Message {
-                    role: Role::User,
-                    ..
-                }
-            )
-        });
+        let said = |role: Role| {
+            stored
+                .iter()
+                .any(|e| matches!(&e.kind, EventKind::Message { role: r, .. } if *r == role))
+        };
+        let user_spoke = said(Role::User);
+        // The wizard answered: a request the user's words were waiting for is owed no more.
+        if said(Role::Wizard) && !user_spoke {
+            self.copilot.again = false;
+        }
         let opening = copilot.opening
             && !self.copilot.opening_asked
             && !self.session.wizard_spoke
