@@ -232,9 +232,12 @@ impl Rooms {
                 reply,
             };
             // A room that stopped meanwhile (its inbox closed, or it ended without answering)
-            // stored nothing of these: the store takes them.
+            // stored nothing of these: the store takes them. So does a room whose log another
+            // instance took over: it no longer owns the log, and the keyed append cannot be
+            // stored twice.
             if tx.send(msg).await.is_ok()
                 && let Ok(stored) = answer.await
+                && !matches!(stored, Err(StoreError::LogMoved { .. }))
             {
                 return stored;
             }
@@ -521,4 +524,75 @@ pub(crate) async fn notify(app: &AppState, session_id: &str, msg: RoomMsg) {
 /// alive and takes over the rooms of instances that stop (see `lease.rs`).
 pub(crate) fn resume_live_rooms(app: AppState) {
     lease::start(app);
+}
+
+#[cfg(test)]
+mod tests {
+    use wozkit_core::event::Actor;
+    use wozkit_store::{EventStore, NewSession, SessionStore, SqliteStore};
+
+    use super::*;
+
+    fn joined() -> NewEvent {
+        NewEvent {
+            actor: Actor::System,
+            kind: EventKind::Joined {
+                role: Role::User,
+                bot: false,
+            },
+            at_ms: 1,
+        }
+    }
+
+    /// A room whose log another instance took over answers `LogMoved`: the append is not lost
+    /// but goes to the store, once.
+    #[tokio::test]
+    async fn an_append_a_moved_room_refuses_goes_to_the_store() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = SqliteStore::open_dir(dir.path()).await.expect("store");
+        store
+            .create_session(NewSession {
+                id: "s1".into(),
+                study_id: "study".into(),
+                study_version: "1".into(),
+                seed: 1,
+                created_at_ms: 0,
+            })
+            .await
+            .expect("session");
+        let rooms = Rooms::default();
+        let (tx, mut rx) = mpsc::channel(1);
+        let (_, stopped) = rooms.insert("s1", tx);
+        assert!(stopped.is_some());
+        // The stale room: every append is refused because its log moved on.
+        let room = tokio::spawn(async move {
+            let mut asked = 0;
+            while let Some(msg) = rx.recv().await {
+                if let RoomMsg::Append { reply, .. } = msg {
+                    asked += 1;
+                    let _ = reply.send(Err(StoreError::LogMoved {
+                        session: "s1".into(),
+                        after: 0,
+                        last: 0,
+                    }));
+                }
+            }
+            asked
+        });
+
+        let stored = rooms
+            .append_once(&store, "s1", "code", vec![joined()])
+            .await
+            .expect("stored by the store");
+        assert_eq!(stored.map(|e| e.len()), Some(1));
+        let again = rooms
+            .append_once(&store, "s1", "code", vec![joined()])
+            .await
+            .expect("the second append under the key");
+        assert!(again.is_none(), "stored twice under one key");
+        assert_eq!(store.events("s1", 0).await.expect("events").len(), 1);
+
+        rooms.remove("s1");
+        assert_eq!(room.await.expect("the room task"), 2);
+    }
 }
