@@ -308,6 +308,13 @@ fn pay(args: PayArgs) -> Result<ExitCode> {
     })
 }
 
+/// The rows of each worker, with their columns as JSON (for the review decisions).
+type ByWorker<'r> = BTreeMap<&'r str, Vec<(&'r PaymentRow, Value)>>;
+
+/// A payment left unsettled (no certain answer from Prolific): the command stops there and
+/// fails, paying nothing new.
+struct Unsettled;
+
 async fn pay_with(
     args: &PayArgs,
     study: &Arc<LoadedStudy>,
@@ -326,13 +333,112 @@ async fn pay_with(
         .collect();
     let checks = check_codes(store, &rows, &subs).await?;
     let prefix = if args.dry_run { "would " } else { "" };
+    let by_worker = rows_by_worker(&rows);
 
-    // The rows of each worker, with their columns as JSON (for the review decisions).
-    let mut by_worker: BTreeMap<&str, Vec<(&PaymentRow, Value)>> = BTreeMap::new();
+    // 1. Approvals.
+    let (to_approve, mut approved_workers) =
+        approvals(args, store, &subs, &checks, &by_worker, prefix).await?;
+    if !args.dry_run && !to_approve.is_empty() {
+        client.bulk_approve(&to_approve).await?;
+        for s in &to_approve {
+            store.set_meta(&approved_key(pstudy, s), "1").await?;
+        }
+    }
+
+    // 2. Bonuses of the approved workers: the table's amount minus what was paid before, which
+    // is the older per-worker record plus the bonuses of every recorded bonus run. A run left
+    // unsettled (no certain answer, an interrupted command) is carried on first, by asking
+    // Prolific what became of it; nothing new is paid while one is unsettled.
+    let ledger = StoreLedger(store);
+    let reviews = review::read(store, &id).await?;
+    let runs_key = format!("prolific:{pstudy}:bonus-runs");
+    let runs_text = store.meta(&runs_key).await?;
+    let runs: u64 = runs_text
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let claimant = format!(
+        "wozkit prolific pay (process {}, {})",
+        std::process::id(),
+        wozkit_server::now_ms()
+    );
+    let bonuses = Bonuses {
+        args,
+        client,
+        store,
+        ledger: &ledger,
+        pstudy,
+        study: &id,
+        reviews: &reviews,
+        claimant: &claimant,
+        prefix,
+        submission_of: subs
+            .iter()
+            .map(|s| (s.worker_id.as_str(), s.id.as_str()))
+            .collect(),
+    };
+    let Ok(in_runs) = bonuses.settle_runs(runs).await? else {
+        return Ok(ExitCode::FAILURE);
+    };
+    let mut lines: Vec<Bonus> = vec![];
+    approved_workers.sort_unstable();
+    approved_workers.dedup();
+    for worker in approved_workers {
+        let Some(rs) = by_worker.get(worker) else {
+            continue;
+        };
+        let paid_in_runs = in_runs.get(worker).copied().unwrap_or(0);
+        match bonuses.worker_bonus(worker, rs, paid_in_runs).await? {
+            Ok(line) => lines.extend(line),
+            Err(Unsettled) => return Ok(ExitCode::FAILURE),
+        }
+    }
+    let total: u64 = lines.iter().map(|b| b.cents).sum();
+    if !args.dry_run && !lines.is_empty() {
+        let next = bonuses
+            .pay_run(&runs_key, runs_text.as_deref(), runs + 1, &lines)
+            .await?;
+        if let Err(Unsettled) = next {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    println!(
+        "{}{} submission(s) approved, {} bonus(es) of {} in all{}",
+        prefix,
+        to_approve.len(),
+        lines.len(),
+        prolific::amount(total),
+        if to_approve.is_empty() && lines.is_empty() {
+            " (nothing new)"
+        } else {
+            ""
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Prolific rows of the payment table by worker, each with its columns as JSON.
+fn rows_by_worker(rows: &[PaymentRow]) -> ByWorker<'_> {
+    let mut by_worker: ByWorker = BTreeMap::new();
     for r in rows.iter().filter(|r| r.platform == "prolific") {
         let json = serde_json::to_value(r).unwrap_or(Value::Null);
         by_worker.entry(&r.worker_id).or_default().push((r, json));
     }
+    by_worker
+}
+
+/// Decides which submissions to approve (printing why the others are left for review), and
+/// which workers count as approved: the submissions to approve and those workers (with
+/// repeats).
+async fn approvals<'s>(
+    args: &PayArgs,
+    store: &dyn Store,
+    subs: &'s [Submission],
+    checks: &[CodeCheck],
+    by_worker: &ByWorker<'_>,
+    prefix: &str,
+) -> Result<(Vec<String>, Vec<&'s str>)> {
+    let pstudy = args.prolific_study.as_str();
     let decision = |worker: &str| -> Option<String> {
         by_worker
             .get(worker)?
@@ -340,11 +446,9 @@ async fn pay_with(
             .find_map(|(_, j)| column(j, "decision"))
             .map(|d| d.to_lowercase())
     };
-
-    // 1. Approvals.
     let mut to_approve = vec![];
     let mut approved_workers: Vec<&str> = vec![];
-    for (s, c) in subs.iter().zip(&checks) {
+    for (s, c) in subs.iter().zip(checks) {
         let decided = decision(&s.worker_id);
         let rejected = decided
             .as_deref()
@@ -386,199 +490,149 @@ async fn pay_with(
         approved_workers.push(&s.worker_id);
         println!("{prefix}approve {} ({})", s.id, s.worker_id);
     }
-    if !args.dry_run && !to_approve.is_empty() {
-        client.bulk_approve(&to_approve).await?;
-        for s in &to_approve {
-            store.set_meta(&approved_key(pstudy, s), "1").await?;
+    Ok((to_approve, approved_workers))
+}
+
+/// What paying the bonuses works with: the command's arguments, Prolific, the store and its
+/// ledger of payment records, the study's reviews, and who is paying.
+struct Bonuses<'a> {
+    args: &'a PayArgs,
+    client: &'a Prolific,
+    store: &'a dyn Store,
+    ledger: &'a StoreLedger<'a>,
+    pstudy: &'a str,
+    study: &'a str,
+    reviews: &'a HashMap<String, review::Reviewed>,
+    claimant: &'a str,
+    /// `would ` on a dry run, else empty.
+    prefix: &'a str,
+    /// The submission of each worker.
+    submission_of: HashMap<&'a str, &'a str>,
+}
+
+impl Bonuses<'_> {
+    /// Pays once under `key` (see [`once::pay_once`]): carries on the payment recorded there,
+    /// else starts `new`.
+    async fn pay_once(&self, key: &str, new: Option<NewPayment<'_>>) -> Result<Outcome> {
+        once::pay_once(
+            self.client,
+            self.ledger,
+            key,
+            new,
+            self.claimant,
+            Policy::default(),
+        )
+        .await
+        .map_err(anyhow::Error::msg)
+    }
+
+    /// A bonus of `cents` to `worker`, on their submission.
+    fn bonus_to(&self, worker: &str, cents: u64) -> Bonus {
+        Bonus {
+            worker_id: worker.to_string(),
+            submission_id: self
+                .submission_of
+                .get(worker)
+                .copied()
+                .unwrap_or(worker)
+                .to_string(),
+            cents,
+            reason: String::new(),
         }
     }
 
-    // 2. Bonuses of the approved workers: the table's amount minus what was paid before, which
-    // is the older per-worker record plus the bonuses of every recorded bonus run. A run left
-    // unsettled (no certain answer, an interrupted command) is carried on first, by asking
-    // Prolific what became of it; nothing new is paid while one is unsettled.
-    let ledger = StoreLedger(store);
-    let reviews = review::read(store, &id).await?;
-    let runs_key = format!("prolific:{pstudy}:bonus-runs");
-    let runs_text = store.meta(&runs_key).await?;
-    let runs: u64 = runs_text
-        .as_deref()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let claimant = format!(
-        "wozkit prolific pay (process {}, {})",
-        std::process::id(),
-        wozkit_server::now_ms()
-    );
-    let mut in_runs: BTreeMap<String, u64> = BTreeMap::new();
-    for n in 1..=runs {
-        let key = run_key(pstudy, n);
-        let Some(mut rec) = once::read(&ledger, &key)
-            .await
-            .map_err(anyhow::Error::msg)?
-        else {
-            continue;
-        };
-        if !rec.stage.settled() && !args.dry_run {
-            match once::pay_once(client, &ledger, &key, None, &claimant, Policy::default())
+    /// Reads the recorded bonus runs `1..=runs`, settling any left unsettled (unless on a dry
+    /// run): the cents each worker was paid in them.
+    async fn settle_runs(&self, runs: u64) -> Result<Result<BTreeMap<String, u64>, Unsettled>> {
+        let mut in_runs: BTreeMap<String, u64> = BTreeMap::new();
+        for n in 1..=runs {
+            let key = run_key(self.pstudy, n);
+            let Some(mut rec) = once::read(self.ledger, &key)
                 .await
                 .map_err(anyhow::Error::msg)?
-            {
-                Outcome::Settled(r) => {
-                    println!(
-                        "bonus run {n} ({}) settled: {} paid",
-                        r.prepared.as_deref().unwrap_or("-"),
-                        prolific::amount(r.paid_cents())
-                    );
-                    rec = r;
-                }
-                Outcome::Pending { why, .. } => {
-                    println!("bonus run {n} is not settled, nothing new is paid: {why}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            }
-        }
-        for b in &rec.bonuses {
-            let counted = if rec.stage.settled() {
-                b.paid == Some(true)
-            } else {
-                b.paid != Some(false)
+            else {
+                continue;
             };
-            if counted {
-                *in_runs.entry(b.worker_id.clone()).or_default() += b.cents;
+            if !rec.stage.settled() && !self.args.dry_run {
+                match self.pay_once(&key, None).await? {
+                    Outcome::Settled(r) => {
+                        println!(
+                            "bonus run {n} ({}) settled: {} paid",
+                            r.prepared.as_deref().unwrap_or("-"),
+                            prolific::amount(r.paid_cents())
+                        );
+                        rec = r;
+                    }
+                    Outcome::Pending { why, .. } => {
+                        println!("bonus run {n} is not settled, nothing new is paid: {why}");
+                        return Ok(Err(Unsettled));
+                    }
+                }
+            }
+            for b in &rec.bonuses {
+                let counted = if rec.stage.settled() {
+                    b.paid == Some(true)
+                } else {
+                    b.paid != Some(false)
+                };
+                if counted {
+                    *in_runs.entry(b.worker_id.clone()).or_default() += b.cents;
+                }
             }
         }
+        Ok(Ok(in_runs))
     }
-    let submission_of: HashMap<&str, &str> = subs
-        .iter()
-        .map(|s| (s.worker_id.as_str(), s.id.as_str()))
-        .collect();
-    let mut lines: Vec<Bonus> = vec![];
-    approved_workers.sort_unstable();
-    approved_workers.dedup();
-    for worker in approved_workers {
-        let Some(rs) = by_worker.get(worker) else {
-            continue;
-        };
+
+    /// Pays an approved worker's review bonuses (each on the console's record of the
+    /// participant), and returns the bonus still owed to them beyond those, if any, for this
+    /// command's run. `paid_in_runs`: what the recorded runs paid them.
+    async fn worker_bonus(
+        &self,
+        worker: &str,
+        rs: &[(&PaymentRow, Value)],
+        paid_in_runs: u64,
+    ) -> Result<Result<Option<Bonus>, Unsettled>> {
         // Review bonuses are paid on the console's record of each participant (below), so that
         // the console's Send and `pay` meet on one record; the rest in this command's runs.
         let mut owed = 0;
         let mut review_owed: Vec<(&str, u64)> = vec![];
         for (r, j) in rs {
             if row_reviewed(j)? {
-                review_owed.push((&r.participant, row_bonus(j, args.bonus_from)?));
+                review_owed.push((&r.participant, row_bonus(j, self.args.bonus_from)?));
             } else {
-                owed += row_bonus(j, args.bonus_from)?;
+                owed += row_bonus(j, self.args.bonus_from)?;
             }
         }
-        let legacy: u64 = store
-            .meta(&bonus_key(pstudy, worker))
+        let legacy: u64 = self
+            .store
+            .meta(&bonus_key(self.pstudy, worker))
             .await?
             .as_deref()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        let mut paid = legacy + in_runs.get(worker).copied().unwrap_or(0);
+        let mut paid = legacy + paid_in_runs;
         // What runs paid beyond the rest was review bonuses paid before the records.
         let mut runs_surplus = paid.saturating_sub(owed);
         paid = paid.min(owed);
+        let currency = &rs[0].0.currency;
         for (participant, cents) in review_owed {
-            let key = review::send::bonus_key(&id, participant);
-            let mut record = once::read(&ledger, &key)
-                .await
-                .map_err(anyhow::Error::msg)?;
-            if record.as_ref().is_some_and(|r| !r.stage.settled()) && !args.dry_run {
-                match once::pay_once(client, &ledger, &key, None, &claimant, Policy::default())
-                    .await
-                    .map_err(anyhow::Error::msg)?
-                {
-                    Outcome::Settled(r) => record = Some(r),
-                    Outcome::Pending { why, .. } => {
-                        println!(
-                            "the review bonus of {participant} is not settled, nothing new is paid: {why}"
-                        );
-                        return Ok(ExitCode::FAILURE);
-                    }
-                }
-            }
-            let none = Default::default();
-            let done =
-                review_bonus_paid(reviews.get(participant).unwrap_or(&none), record.as_ref());
-            let from_runs = runs_surplus.min(cents.saturating_sub(done));
-            runs_surplus -= from_runs;
-            let due = cents.saturating_sub(done + from_runs);
-            if due == 0 {
-                continue;
-            }
-            println!(
-                "{prefix}pay the review bonus of {participant}, {} {} to {worker} (owed {}, paid before {})",
-                prolific::amount(due),
-                rs[0].0.currency,
-                prolific::amount(cents),
-                prolific::amount(done + from_runs)
-            );
-            if args.dry_run {
-                continue;
-            }
-            let one = [Bonus {
-                worker_id: worker.to_string(),
-                submission_id: submission_of
-                    .get(worker)
-                    .copied()
-                    .unwrap_or(worker)
-                    .to_string(),
-                cents: due,
-                reason: String::new(),
-            }];
-            let tag = format!("wozkit prolific pay: review bonus of {participant}");
-            let new = NewPayment {
-                bonuses: &one,
-                tag: &tag,
-                replaces: record.as_ref().filter(|r| r.stage.settled()),
-            };
-            match once::pay_once(
-                client,
-                &ledger,
-                &key,
-                Some(new),
-                &claimant,
-                Policy::default(),
-            )
-            .await
-            .map_err(anyhow::Error::msg)?
-            {
-                Outcome::Settled(r) if r.stage == Stage::Sent => {
-                    println!("review bonus of {participant} paid");
-                }
-                Outcome::Settled(r) => anyhow::bail!(
-                    "Prolific refused the review bonus of {participant}, nothing was paid: {}",
-                    r.note
-                ),
-                Outcome::Pending { why, .. } => {
-                    println!(
-                        "the review bonus of {participant} is not settled: {why}; run `wozkit prolific pay` again to settle it (nothing is paid twice)"
-                    );
-                    return Ok(ExitCode::FAILURE);
-                }
+            let step = self
+                .review_bonus(worker, currency, participant, cents, &mut runs_surplus)
+                .await?;
+            if let Err(Unsettled) = step {
+                return Ok(Err(Unsettled));
             }
         }
         if owed > paid {
             println!(
-                "{prefix}pay a bonus of {} {} to {worker} (owed {}, paid before {})",
+                "{}pay a bonus of {} {} to {worker} (owed {}, paid before {})",
+                self.prefix,
                 prolific::amount(owed - paid),
-                rs[0].0.currency,
+                currency,
                 prolific::amount(owed),
                 prolific::amount(paid)
             );
-            lines.push(Bonus {
-                worker_id: worker.to_string(),
-                submission_id: submission_of
-                    .get(worker)
-                    .copied()
-                    .unwrap_or(worker)
-                    .to_string(),
-                cents: owed - paid,
-                reason: String::new(),
-            });
+            return Ok(Ok(Some(self.bonus_to(worker, owed - paid))));
         } else if owed < paid {
             println!(
                 "note: {worker} was paid {} in bonuses, more than the {} owed now",
@@ -586,36 +640,120 @@ async fn pay_with(
                 prolific::amount(owed)
             );
         }
+        Ok(Ok(None))
     }
-    let total: u64 = lines.iter().map(|b| b.cents).sum();
-    if !args.dry_run && !lines.is_empty() {
-        // The next run's number is claimed atomically: of two commands at once, one pays.
-        let n = runs + 1;
-        if !store
-            .meta_swap(&runs_key, runs_text.as_deref(), &n.to_string())
+
+    /// Pays what is still due of `participant`'s review bonus of `cents` to `worker`, on the
+    /// console's record of the participant (settling it first if it is unsettled). What the
+    /// runs paid beyond the rest (`runs_surplus`) counts as paid, and is used up.
+    async fn review_bonus(
+        &self,
+        worker: &str,
+        currency: &str,
+        participant: &str,
+        cents: u64,
+        runs_surplus: &mut u64,
+    ) -> Result<Result<(), Unsettled>> {
+        let key = review::send::bonus_key(self.study, participant);
+        let Ok(record) = self.settled_review_record(&key, participant).await? else {
+            return Ok(Err(Unsettled));
+        };
+        let none = Default::default();
+        let done = review_bonus_paid(
+            self.reviews.get(participant).unwrap_or(&none),
+            record.as_ref(),
+        );
+        let from_runs = (*runs_surplus).min(cents.saturating_sub(done));
+        *runs_surplus -= from_runs;
+        let due = cents.saturating_sub(done + from_runs);
+        if due == 0 {
+            return Ok(Ok(()));
+        }
+        println!(
+            "{}pay the review bonus of {participant}, {} {} to {worker} (owed {}, paid before {})",
+            self.prefix,
+            prolific::amount(due),
+            currency,
+            prolific::amount(cents),
+            prolific::amount(done + from_runs)
+        );
+        if self.args.dry_run {
+            return Ok(Ok(()));
+        }
+        let one = [self.bonus_to(worker, due)];
+        let tag = format!("wozkit prolific pay: review bonus of {participant}");
+        let new = NewPayment {
+            bonuses: &one,
+            tag: &tag,
+            replaces: record.as_ref().filter(|r| r.stage.settled()),
+        };
+        match self.pay_once(&key, Some(new)).await? {
+            Outcome::Settled(r) if r.stage == Stage::Sent => {
+                println!("review bonus of {participant} paid");
+            }
+            Outcome::Settled(r) => anyhow::bail!(
+                "Prolific refused the review bonus of {participant}, nothing was paid: {}",
+                r.note
+            ),
+            Outcome::Pending { why, .. } => {
+                println!(
+                    "the review bonus of {participant} is not settled: {why}; run `wozkit prolific pay` again to settle it (nothing is paid twice)"
+                );
+                return Ok(Err(Unsettled));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// The payment record of `participant`'s review bonus under `key`, settled first if it is
+    /// not (unless on a dry run).
+    async fn settled_review_record(
+        &self,
+        key: &str,
+        participant: &str,
+    ) -> Result<Result<Option<once::PaymentRecord>, Unsettled>> {
+        let record = once::read(self.ledger, key)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        if record.as_ref().is_some_and(|r| !r.stage.settled()) && !self.args.dry_run {
+            match self.pay_once(key, None).await? {
+                Outcome::Settled(r) => return Ok(Ok(Some(r))),
+                Outcome::Pending { why, .. } => {
+                    println!(
+                        "the review bonus of {participant} is not settled, nothing new is paid: {why}"
+                    );
+                    return Ok(Err(Unsettled));
+                }
+            }
+        }
+        Ok(Ok(record))
+    }
+
+    /// Pays `lines` as bonus run `n`, after claiming its number atomically (the runs counter
+    /// under `runs_key` moves from `runs_text`): of two commands at once, one pays.
+    async fn pay_run(
+        &self,
+        runs_key: &str,
+        runs_text: Option<&str>,
+        n: u64,
+        lines: &[Bonus],
+    ) -> Result<Result<(), Unsettled>> {
+        if !self
+            .store
+            .meta_swap(runs_key, runs_text, &n.to_string())
             .await?
         {
             anyhow::bail!(
                 "another `wozkit prolific pay` started a bonus run meanwhile: nothing was paid; run again"
             );
         }
-        let key = run_key(pstudy, n);
+        let key = run_key(self.pstudy, n);
         let new = NewPayment {
-            bonuses: &lines,
+            bonuses: lines,
             tag: "prolific pay",
             replaces: None,
         };
-        match once::pay_once(
-            client,
-            &ledger,
-            &key,
-            Some(new),
-            &claimant,
-            Policy::default(),
-        )
-        .await
-        .map_err(anyhow::Error::msg)?
-        {
+        match self.pay_once(&key, Some(new)).await? {
             Outcome::Settled(r) if r.stage == Stage::Sent => {
                 println!(
                     "bulk bonus payment {} paid",
@@ -629,23 +767,11 @@ async fn pay_with(
                 println!(
                     "bonus run {n} is not settled: {why}; run `wozkit prolific pay` again to settle it (nothing is paid twice)"
                 );
-                return Ok(ExitCode::FAILURE);
+                return Ok(Err(Unsettled));
             }
         }
+        Ok(Ok(()))
     }
-    println!(
-        "{}{} submission(s) approved, {} bonus(es) of {} in all{}",
-        prefix,
-        to_approve.len(),
-        lines.len(),
-        prolific::amount(total),
-        if to_approve.is_empty() && lines.is_empty() {
-            " (nothing new)"
-        } else {
-            ""
-        }
-    );
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
