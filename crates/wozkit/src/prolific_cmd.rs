@@ -338,12 +338,7 @@ async fn pay_with(
     // 1. Approvals.
     let (to_approve, mut approved_workers) =
         approvals(args, store, &subs, &checks, &by_worker, prefix).await?;
-    if !args.dry_run && !to_approve.is_empty() {
-        client.bulk_approve(&to_approve).await?;
-        for s in &to_approve {
-            store.set_meta(&approved_key(pstudy, s), "1").await?;
-        }
-    }
+    send_approvals(args, client, store, &to_approve).await?;
 
     // 2. Bonuses of the approved workers: the table's amount minus what was paid before, which
     // is the older per-worker record plus the bonuses of every recorded bonus run. A run left
@@ -380,20 +375,14 @@ async fn pay_with(
     let Ok(in_runs) = bonuses.settle_runs(runs).await? else {
         return Ok(ExitCode::FAILURE);
     };
-    let mut lines: Vec<Bonus> = vec![];
     approved_workers.sort_unstable();
     approved_workers.dedup();
-    for worker in approved_workers {
-        let Some(rs) = by_worker.get(worker) else {
-            continue;
-        };
-        let paid_in_runs = in_runs.get(worker).copied().unwrap_or(0);
-        match bonuses.worker_bonus(worker, rs, paid_in_runs).await? {
-            Ok(line) => lines.extend(line),
-            Err(Unsettled) => return Ok(ExitCode::FAILURE),
-        }
-    }
-    let total: u64 = lines.iter().map(|b| b.cents).sum();
+    let Ok(lines) = bonuses
+        .owed_lines(&approved_workers, &by_worker, &in_runs)
+        .await?
+    else {
+        return Ok(ExitCode::FAILURE);
+    };
     if !args.dry_run && !lines.is_empty() {
         let next = bonuses
             .pay_run(&runs_key, runs_text.as_deref(), runs + 1, &lines)
@@ -402,6 +391,13 @@ async fn pay_with(
             return Ok(ExitCode::FAILURE);
         }
     }
+    print_summary(prefix, &to_approve, &lines);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints what the command approved and paid (or would have).
+fn print_summary(prefix: &str, to_approve: &[String], lines: &[Bonus]) {
+    let total: u64 = lines.iter().map(|b| b.cents).sum();
     println!(
         "{}{} submission(s) approved, {} bonus(es) of {} in all{}",
         prefix,
@@ -414,7 +410,6 @@ async fn pay_with(
             ""
         }
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The Prolific rows of the payment table by worker, each with its columns as JSON.
@@ -491,6 +486,24 @@ async fn approvals<'s>(
         println!("{prefix}approve {} ({})", s.id, s.worker_id);
     }
     Ok((to_approve, approved_workers))
+}
+
+/// Approves `to_approve` on Prolific in bulk and records each as sent (unless on a dry run).
+async fn send_approvals(
+    args: &PayArgs,
+    client: &Prolific,
+    store: &dyn Store,
+    to_approve: &[String],
+) -> Result<()> {
+    if !args.dry_run && !to_approve.is_empty() {
+        client.bulk_approve(to_approve).await?;
+        for s in to_approve {
+            store
+                .set_meta(&approved_key(&args.prolific_study, s), "1")
+                .await?;
+        }
+    }
+    Ok(())
 }
 
 /// What paying the bonuses works with: the command's arguments, Prolific, the store and its
@@ -581,6 +594,29 @@ impl Bonuses<'_> {
             }
         }
         Ok(Ok(in_runs))
+    }
+
+    /// Pays the review bonuses of the approved workers (sorted, once each), and returns the
+    /// bonuses still owed to them for this command's run. `in_runs`: what the recorded runs
+    /// paid each.
+    async fn owed_lines(
+        &self,
+        approved_workers: &[&str],
+        by_worker: &ByWorker<'_>,
+        in_runs: &BTreeMap<String, u64>,
+    ) -> Result<Result<Vec<Bonus>, Unsettled>> {
+        let mut lines: Vec<Bonus> = vec![];
+        for &worker in approved_workers {
+            let Some(rs) = by_worker.get(worker) else {
+                continue;
+            };
+            let paid_in_runs = in_runs.get(worker).copied().unwrap_or(0);
+            match self.worker_bonus(worker, rs, paid_in_runs).await? {
+                Ok(line) => lines.extend(line),
+                Err(Unsettled) => return Ok(Err(Unsettled)),
+            }
+        }
+        Ok(Ok(lines))
     }
 
     /// Pays an approved worker's review bonuses (each on the console's record of the
