@@ -13,7 +13,7 @@
 //! What versions before the records paid (`mturk:<study>:<bonus|review>:<assignment>`, cents)
 //! counts as paid.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -240,10 +240,10 @@ pub async fn payer_for_study(store: &dyn Store, study: &str) -> Result<Arc<dyn P
     )?)
 }
 
-async fn create_hit(args: CreateHitArgs) -> Result<ExitCode> {
-    let study = load_study(&args.study)?;
-    let st = &study.study;
-    let reward_cents = match &args.reward {
+/// The reward per assignment in cents: `--reward`, else the study's payment for an ending
+/// without a partner, else its base.
+fn reward_cents(args: &CreateHitArgs, st: &wozkit_core::model::Study) -> Result<u64> {
+    Ok(match &args.reward {
         Some(r) => mturk::cents_of(r)
             .ok_or_else(|| anyhow!("--reward {r}: give dollars with at most two decimals"))?,
         None => {
@@ -258,7 +258,11 @@ async fn create_hit(args: CreateHitArgs) -> Result<ExitCode> {
             };
             (amount * 100.0).round() as u64
         }
-    };
+    })
+}
+
+/// The workers' requirements the options ask for.
+fn requirements(args: &CreateHitArgs) -> Vec<Requirement> {
     let mut requirements = vec![];
     if !args.locale.is_empty() {
         requirements.push(Requirement::Locale(args.locale.clone()));
@@ -278,6 +282,14 @@ async fn create_hit(args: CreateHitArgs) -> Result<ExitCode> {
     for q in &args.exclude_qualification {
         requirements.push(Requirement::Lacks { type_id: q.clone() });
     }
+    requirements
+}
+
+async fn create_hit(args: CreateHitArgs) -> Result<ExitCode> {
+    let study = load_study(&args.study)?;
+    let st = &study.study;
+    let reward_cents = reward_cents(&args, st)?;
+    let requirements = requirements(&args);
     let client = MTurk::from_env(args.common.sandbox)?;
     // The store first: a HIT that cannot be recorded would be one `pay` never sees.
     let store = open_store(&args.common.data, Access::Write).await?;
@@ -452,7 +464,6 @@ async fn pay_with(args: &PayArgs, study: &Arc<LoadedStudy>, store: &dyn Store) -
         std::process::id(),
         now_ms()
     );
-    let mut unsettled = 0;
     let study_of = |sid: &str| (sid == id).then(|| study.clone());
     let rows: Vec<PaymentRow> = payments::payments(store, Some(&id), &study_of, false)
         .await?
@@ -464,211 +475,32 @@ async fn pay_with(args: &PayArgs, study: &Arc<LoadedStudy>, store: &dyn Store) -
         .map(|h| (h.hit_id.as_str(), h.reward_cents))
         .collect();
     let prefix = if args.dry_run { "would " } else { "" };
-    let title = study.study.title.clone();
-    let (mut approved, mut bonuses, mut left) = (0, 0u64, 0);
+    let pay = MturkPay {
+        args,
+        client,
+        store,
+        ledger,
+        id: &id,
+        title: study.study.title.clone(),
+        reviews,
+        claimant,
+        prefix,
+        rows,
+        reward,
+    };
+    let mut tally = Tally::default();
     for h in &hits {
-        let list: Vec<Assignment> = client.list_assignments(&h.hit_id).await?;
+        let list: Vec<Assignment> = pay.client.list_assignments(&h.hit_id).await?;
         for a in list {
-            // The worker's row: the one whose entry link carried this assignment, else theirs.
-            let row = rows
-                .iter()
-                .find(|r| crowd_id(r, "assignmentId") == Some(a.id.as_str()))
-                .or_else(|| {
-                    let mine: Vec<_> = rows.iter().filter(|r| r.worker_id == a.worker_id).collect();
-                    (mine.len() == 1).then(|| mine[0])
-                });
-            let Some(row) = row else {
-                println!(
-                    "left for review: {} ({}): worker unknown to wozkit",
-                    a.id, a.worker_id
-                );
-                left += 1;
-                continue;
-            };
-            let json = serde_json::to_value(row).unwrap_or(Value::Null);
-            let decision = column(&json, "decision").map(|d| d.to_lowercase());
-            if decision
-                .as_deref()
-                .is_some_and(|d| d.starts_with("reject") || d == "block")
-            {
-                println!(
-                    "left for review: {} ({}): the review decision is `{}`",
-                    a.id,
-                    a.worker_id,
-                    decision.as_deref().unwrap_or_default()
-                );
-                left += 1;
-                continue;
-            }
-            let mut is_approved = a.status == "Approved";
-            if a.status == SUBMITTED {
-                let code_ok = !row.completion_code.is_empty()
-                    && a.completion_code
-                        .as_deref()
-                        .is_none_or(|c| same_code(c, &row.completion_code));
-                let by_review = decision
-                    .as_deref()
-                    .is_some_and(|d| d.starts_with("approve"));
-                if !(code_ok || by_review) {
-                    println!(
-                        "left for review: {} ({}): {}",
-                        a.id,
-                        a.worker_id,
-                        if row.completion_code.is_empty() {
-                            "no completion code in wozkit".to_string()
-                        } else {
-                            format!(
-                                "submitted code {} is not theirs",
-                                a.completion_code.as_deref().unwrap_or("-")
-                            )
-                        }
-                    );
-                    left += 1;
-                    continue;
-                }
-                println!("{prefix}approve {} ({})", a.id, a.worker_id);
-                if !args.dry_run {
-                    client
-                        .approve(&a.id, Some("Thank you for taking part."))
-                        .await?;
-                }
-                approved += 1;
-                is_approved = true;
-            }
-            if !is_approved {
-                continue;
-            }
-            // What the table gives above the HIT's reward, and the review's bonus.
-            let hit_reward = reward.get(a.hit_id.as_str()).copied().unwrap_or(0);
-            let total = cents(row.total);
-            if total < hit_reward {
-                println!(
-                    "note: {} ({}) got the reward {}, more than the table's {}",
-                    a.id,
-                    a.worker_id,
-                    mturk::amount(hit_reward),
-                    mturk::amount(total)
-                );
-            }
-            let review = column(&json, "review_bonus")
-                .map(|t| {
-                    t.parse::<f64>().map(cents).with_context(|| {
-                        format!(
-                            "participant {}: review_bonus `{t}` is not an amount",
-                            row.participant
-                        )
-                    })
-                })
-                .transpose()?
-                .unwrap_or(0);
-            for (kind, owed, reason) in [
-                (
-                    "bonus",
-                    total.saturating_sub(hit_reward),
-                    format!("{title}: your pay beyond the HIT reward, as the study's terms say"),
-                ),
-                (
-                    "review",
-                    review,
-                    format!("{title}: a bonus from the research team"),
-                ),
-            ] {
-                let legacy: u64 = store
-                    .meta(&legacy_key(&id, &a.id, kind))
-                    .await?
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                if owed <= legacy {
-                    continue;
-                }
-                let key = if kind == "review" {
-                    review::send::bonus_key(&id, &row.participant)
-                } else {
-                    record_key(&id, &a.id)
-                };
-                let mut record = once::read(&ledger, &key)
-                    .await
-                    .map_err(anyhow::Error::msg)?;
-                // A payment left unsettled is settled first, by asking MTurk.
-                if record.as_ref().is_some_and(|r| !r.stage.settled()) && !args.dry_run {
-                    match once::pay_once(&client, &ledger, &key, None, &claimant, Policy::default())
-                        .await
-                        .map_err(anyhow::Error::msg)?
-                    {
-                        Outcome::Settled(r) => record = Some(r),
-                        Outcome::Pending { why, .. } => {
-                            println!(
-                                "the {kind} of {} is not settled, nothing new is paid: {why}",
-                                a.id
-                            );
-                            unsettled += 1;
-                            continue;
-                        }
-                    }
-                }
-                let paid = legacy
-                    + match (kind, &record) {
-                        ("review", r) => review_bonus_paid(
-                            reviews.get(&row.participant).unwrap_or(&Default::default()),
-                            r.as_ref(),
-                        ),
-                        (_, Some(r)) if r.stage.settled() => r.total_paid_cents(),
-                        (_, Some(r)) => r.total_maybe_paid_cents(),
-                        (_, None) => 0,
-                    };
-                if owed <= paid {
-                    continue;
-                }
-                println!(
-                    "{prefix}pay a {kind} of {} to {} for {} (owed {}, paid before {})",
-                    mturk::amount(owed - paid),
-                    a.worker_id,
-                    a.id,
-                    mturk::amount(owed),
-                    mturk::amount(paid)
-                );
-                if args.dry_run {
-                    bonuses += owed - paid;
-                    continue;
-                }
-                let lines = [Bonus {
-                    worker_id: a.worker_id.clone(),
-                    submission_id: a.id.clone(),
-                    cents: owed - paid,
-                    reason,
-                }];
-                let tag = format!("wozkit mturk pay: {kind} of {}", row.participant);
-                let new = NewPayment {
-                    bonuses: &lines,
-                    tag: &tag,
-                    replaces: record.as_ref().filter(|r| r.stage.settled()),
-                };
-                match once::pay_once(
-                    &client,
-                    &ledger,
-                    &key,
-                    Some(new),
-                    &claimant,
-                    Policy::default(),
-                )
-                .await
-                .map_err(anyhow::Error::msg)?
-                {
-                    Outcome::Settled(r) if r.stage == Stage::Sent => bonuses += r.paid_cents(),
-                    Outcome::Settled(r) => bail!(
-                        "MTurk refused the {kind} of {} for {}, nothing was paid: {}",
-                        mturk::amount(owed - paid),
-                        a.id,
-                        r.note
-                    ),
-                    Outcome::Pending { why, .. } => {
-                        println!("the {kind} of {} is not settled: {why}", a.id);
-                        unsettled += 1;
-                    }
-                }
-            }
+            pay.assignment(&a, &mut tally).await?;
         }
     }
+    let Tally {
+        approved,
+        bonuses,
+        left,
+        unsettled,
+    } = tally;
     println!(
         "{prefix}approve {approved} assignment(s) and pay {} in bonuses; {left} left for review",
         mturk::amount(bonuses)
@@ -680,6 +512,320 @@ async fn pay_with(args: &PayArgs, study: &Arc<LoadedStudy>, store: &dyn Store) -
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `wozkit mturk pay` counts as it goes, for its summary.
+#[derive(Default)]
+struct Tally {
+    /// Assignments approved (or that would be, on a dry run).
+    approved: u64,
+    /// Cents paid in bonuses (or that would be).
+    bonuses: u64,
+    /// Assignments left for review.
+    left: u64,
+    /// Bonuses left unsettled.
+    unsettled: u64,
+}
+
+/// What `wozkit mturk pay` works with: its arguments, MTurk, the store and its ledger of
+/// payment records, the study's payment rows and reviews, and who is paying.
+struct MturkPay<'a> {
+    args: &'a PayArgs,
+    client: MTurk,
+    store: &'a dyn Store,
+    ledger: StoreLedger<'a>,
+    /// The study's id.
+    id: &'a str,
+    /// The study's title (in the bonuses' reasons).
+    title: String,
+    reviews: HashMap<String, review::Reviewed>,
+    claimant: String,
+    /// `would ` on a dry run, else empty.
+    prefix: &'static str,
+    /// The MTurk rows of the payment table.
+    rows: Vec<PaymentRow>,
+    /// The reward of each HIT, in cents.
+    reward: BTreeMap<&'a str, u64>,
+}
+
+impl MturkPay<'_> {
+    /// Approves one assignment if it is due, then pays what it is owed beyond the reward.
+    async fn assignment(&self, a: &Assignment, tally: &mut Tally) -> Result<()> {
+        // The worker's row: the one whose entry link carried this assignment, else theirs.
+        let row = self
+            .rows
+            .iter()
+            .find(|r| crowd_id(r, "assignmentId") == Some(a.id.as_str()))
+            .or_else(|| {
+                let mine: Vec<_> = self
+                    .rows
+                    .iter()
+                    .filter(|r| r.worker_id == a.worker_id)
+                    .collect();
+                (mine.len() == 1).then(|| mine[0])
+            });
+        let Some(row) = row else {
+            println!(
+                "left for review: {} ({}): worker unknown to wozkit",
+                a.id, a.worker_id
+            );
+            tally.left += 1;
+            return Ok(());
+        };
+        let json = serde_json::to_value(row).unwrap_or(Value::Null);
+        if self.approve(a, row, &json, tally).await? {
+            self.pay_bonuses(a, row, &json, tally).await?;
+        }
+        Ok(())
+    }
+
+    /// Approves a submitted assignment whose code is its worker's (or that the review
+    /// approves), printing why when it is left for review: whether the assignment is approved
+    /// now (or was before).
+    async fn approve(
+        &self,
+        a: &Assignment,
+        row: &PaymentRow,
+        json: &Value,
+        tally: &mut Tally,
+    ) -> Result<bool> {
+        let decision = column(json, "decision").map(|d| d.to_lowercase());
+        if decision
+            .as_deref()
+            .is_some_and(|d| d.starts_with("reject") || d == "block")
+        {
+            println!(
+                "left for review: {} ({}): the review decision is `{}`",
+                a.id,
+                a.worker_id,
+                decision.as_deref().unwrap_or_default()
+            );
+            tally.left += 1;
+            return Ok(false);
+        }
+        if a.status != SUBMITTED {
+            return Ok(a.status == "Approved");
+        }
+        let code_ok = !row.completion_code.is_empty()
+            && a.completion_code
+                .as_deref()
+                .is_none_or(|c| same_code(c, &row.completion_code));
+        let by_review = decision
+            .as_deref()
+            .is_some_and(|d| d.starts_with("approve"));
+        if !(code_ok || by_review) {
+            println!(
+                "left for review: {} ({}): {}",
+                a.id,
+                a.worker_id,
+                if row.completion_code.is_empty() {
+                    "no completion code in wozkit".to_string()
+                } else {
+                    format!(
+                        "submitted code {} is not theirs",
+                        a.completion_code.as_deref().unwrap_or("-")
+                    )
+                }
+            );
+            tally.left += 1;
+            return Ok(false);
+        }
+        println!("{}approve {} ({})", self.prefix, a.id, a.worker_id);
+        if !self.args.dry_run {
+            self.client
+                .approve(&a.id, Some("Thank you for taking part."))
+                .await?;
+        }
+        tally.approved += 1;
+        Ok(true)
+    }
+
+    /// Pays an approved assignment what the table gives above the HIT's reward, and the
+    /// review's bonus, each as far as it was not paid before.
+    async fn pay_bonuses(
+        &self,
+        a: &Assignment,
+        row: &PaymentRow,
+        json: &Value,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let hit_reward = self.reward.get(a.hit_id.as_str()).copied().unwrap_or(0);
+        let total = cents(row.total);
+        if total < hit_reward {
+            println!(
+                "note: {} ({}) got the reward {}, more than the table's {}",
+                a.id,
+                a.worker_id,
+                mturk::amount(hit_reward),
+                mturk::amount(total)
+            );
+        }
+        let review = column(json, "review_bonus")
+            .map(|t| {
+                t.parse::<f64>().map(cents).with_context(|| {
+                    format!(
+                        "participant {}: review_bonus `{t}` is not an amount",
+                        row.participant
+                    )
+                })
+            })
+            .transpose()?
+            .unwrap_or(0);
+        let title = &self.title;
+        for (kind, owed, reason) in [
+            (
+                "bonus",
+                total.saturating_sub(hit_reward),
+                format!("{title}: your pay beyond the HIT reward, as the study's terms say"),
+            ),
+            (
+                "review",
+                review,
+                format!("{title}: a bonus from the research team"),
+            ),
+        ] {
+            self.pay_owed(a, row, kind, owed, reason, tally).await?;
+        }
+        Ok(())
+    }
+
+    /// Pays the `kind` (`bonus` or `review`) of `owed` cents to an assignment's worker, less
+    /// what was paid before: on its payment record, settled first if it is not.
+    async fn pay_owed(
+        &self,
+        a: &Assignment,
+        row: &PaymentRow,
+        kind: &str,
+        owed: u64,
+        reason: String,
+        tally: &mut Tally,
+    ) -> Result<()> {
+        let legacy: u64 = self
+            .store
+            .meta(&legacy_key(self.id, &a.id, kind))
+            .await?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if owed <= legacy {
+            return Ok(());
+        }
+        let key = if kind == "review" {
+            review::send::bonus_key(self.id, &row.participant)
+        } else {
+            record_key(self.id, &a.id)
+        };
+        let Some(record) = self.settled_record(a, kind, &key, tally).await? else {
+            return Ok(());
+        };
+        let paid = legacy + self.paid_on_record(kind, row, record.as_ref());
+        if owed <= paid {
+            return Ok(());
+        }
+        println!(
+            "{}pay a {kind} of {} to {} for {} (owed {}, paid before {})",
+            self.prefix,
+            mturk::amount(owed - paid),
+            a.worker_id,
+            a.id,
+            mturk::amount(owed),
+            mturk::amount(paid)
+        );
+        if self.args.dry_run {
+            tally.bonuses += owed - paid;
+            return Ok(());
+        }
+        let lines = [Bonus {
+            worker_id: a.worker_id.clone(),
+            submission_id: a.id.clone(),
+            cents: owed - paid,
+            reason,
+        }];
+        let tag = format!("wozkit mturk pay: {kind} of {}", row.participant);
+        let new = NewPayment {
+            bonuses: &lines,
+            tag: &tag,
+            replaces: record.as_ref().filter(|r| r.stage.settled()),
+        };
+        match self.pay_once(&key, Some(new)).await? {
+            Outcome::Settled(r) if r.stage == Stage::Sent => tally.bonuses += r.paid_cents(),
+            Outcome::Settled(r) => bail!(
+                "MTurk refused the {kind} of {} for {}, nothing was paid: {}",
+                mturk::amount(owed - paid),
+                a.id,
+                r.note
+            ),
+            Outcome::Pending { why, .. } => {
+                println!("the {kind} of {} is not settled: {why}", a.id);
+                tally.unsettled += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the `kind`'s payment record says was paid (for a review bonus, with what the
+    /// review paid before the records).
+    fn paid_on_record(
+        &self,
+        kind: &str,
+        row: &PaymentRow,
+        record: Option<&once::PaymentRecord>,
+    ) -> u64 {
+        match (kind, record) {
+            ("review", r) => review_bonus_paid(
+                self.reviews
+                    .get(&row.participant)
+                    .unwrap_or(&Default::default()),
+                r,
+            ),
+            (_, Some(r)) if r.stage.settled() => r.total_paid_cents(),
+            (_, Some(r)) => r.total_maybe_paid_cents(),
+            (_, None) => 0,
+        }
+    }
+
+    /// The payment record under `key` (`None` inside when there is none), settled first if it
+    /// is not (unless on a dry run); `None` when it stays unsettled (counted in the tally).
+    async fn settled_record(
+        &self,
+        a: &Assignment,
+        kind: &str,
+        key: &str,
+        tally: &mut Tally,
+    ) -> Result<Option<Option<once::PaymentRecord>>> {
+        let record = once::read(&self.ledger, key)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        // A payment left unsettled is settled first, by asking MTurk.
+        if record.as_ref().is_some_and(|r| !r.stage.settled()) && !self.args.dry_run {
+            match self.pay_once(key, None).await? {
+                Outcome::Settled(r) => return Ok(Some(Some(r))),
+                Outcome::Pending { why, .. } => {
+                    println!(
+                        "the {kind} of {} is not settled, nothing new is paid: {why}",
+                        a.id
+                    );
+                    tally.unsettled += 1;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(record))
+    }
+
+    /// Pays once under `key` (see [`once::pay_once`]): carries on the payment recorded there,
+    /// else starts `new`.
+    async fn pay_once(&self, key: &str, new: Option<NewPayment<'_>>) -> Result<Outcome> {
+        once::pay_once(
+            &self.client,
+            &self.ledger,
+            key,
+            new,
+            &self.claimant,
+            Policy::default(),
+        )
+        .await
+        .map_err(anyhow::Error::msg)
+    }
 }
 
 async fn qualify(cmd: QualifyCmd) -> Result<ExitCode> {
