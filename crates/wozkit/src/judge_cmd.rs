@@ -17,7 +17,7 @@ use clap::Args;
 use tokio::task::JoinSet;
 use wozkit_core::evaluation::{Dialogue, Evaluation};
 use wozkit_core::event::{Actor, EventKind, ItemPool, ModelJudgment};
-use wozkit_core::judges::{ModelJudge, ask, parse_reply};
+use wozkit_core::judges::{Asked, ModelJudge, ask, parse_reply};
 use wozkit_core::systems::SystemSpec;
 use wozkit_store::{NewEvent, NewSession, Store};
 use wozkit_systems::judge::JudgeEndpoint;
@@ -198,21 +198,67 @@ async fn run_judge(
     budget: &Budget,
 ) -> Result<u32> {
     let log = format!("judge-{study}-{}", r.judge.name);
+    let done = open_log(store, study, r, &log).await?;
+    let tasks = tasks(ev, r, &done);
+    eprintln!(
+        "judge `{}`: {} to ask, {} answered before",
+        r.judge.name,
+        tasks.len(),
+        done.len()
+    );
+    let endpoint = Arc::new(JudgeEndpoint::new(
+        &r.judge.name,
+        &r.url,
+        &r.model,
+        r.api_key.clone(),
+    )?);
+    let mut running: JoinSet<(Task, ModelJudgment)> = JoinSet::new();
+    let mut failed = 0;
+    let mut pending = tasks.into_iter();
+    loop {
+        // Start calls while permits and budget allow; store answers as they arrive.
+        while running.len() < concurrency && !budget.spent() {
+            let Some(task) = pending.next() else { break };
+            let shown: Vec<&Dialogue> = task.shown.iter().collect();
+            let Some(asked) = ask(ev, &r.judge, &task.question, &shown) else {
+                continue;
+            };
+            running.spawn(answer(endpoint.clone(), r.judge.name.clone(), task, asked));
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        let (_, j) = joined.context("a judge call panicked")?;
+        budget.used.fetch_add(j.tokens, Ordering::Relaxed);
+        failed += u32::from(j.answer.is_none());
+        append(store, &log, EventKind::ModelJudged(Box::new(j))).await?;
+    }
+    Ok(failed)
+}
+
+/// Opens the judge's log `log` (starting it when it is new), and returns what it holds
+/// answers to: (item, question, swapped).
+async fn open_log(
+    store: &dyn Store,
+    study: &str,
+    r: &Resolved,
+    log: &str,
+) -> Result<HashSet<(String, String, bool)>> {
     let now = wozkit_server::now_ms();
     store
         .open_participant_log(NewSession {
-            id: log.clone(),
+            id: log.to_string(),
             study_id: study.to_string(),
             study_version: String::new(),
             seed: 0,
             created_at_ms: now,
         })
         .await?;
-    let events = store.events(&log, 0).await?;
+    let events = store.events(log, 0).await?;
     if events.is_empty() {
         append(
             store,
-            &log,
+            log,
             EventKind::JudgeLogStarted {
                 judge: r.judge.name.clone(),
                 study: study.to_string(),
@@ -222,7 +268,7 @@ async fn run_judge(
         )
         .await?;
     }
-    let done: HashSet<(String, String, bool)> = events
+    Ok(events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::ModelJudged(j) if j.answer.is_some() => {
@@ -230,7 +276,12 @@ async fn run_judge(
             }
             _ => None,
         })
-        .collect();
+        .collect())
+}
+
+/// The questions still to ask the judge: each of its questions about each item whose
+/// dialogues are all known, both ways round when it swaps a pair, less those in `done`.
+fn tasks(ev: &Evaluation, r: &Resolved, done: &HashSet<(String, String, bool)>) -> Vec<Task> {
     let dialogue = |id: &str| ev.dialogues.iter().find(|d| d.id == id).cloned();
     let mut tasks = Vec::new();
     for item in ev.items().into_iter().filter(|i| i.pool == ItemPool::Item) {
@@ -265,72 +316,46 @@ async fn run_judge(
             }
         }
     }
-    eprintln!(
-        "judge `{}`: {} to ask, {} answered before",
-        r.judge.name,
-        tasks.len(),
-        done.len()
-    );
-    let endpoint = Arc::new(JudgeEndpoint::new(
-        &r.judge.name,
-        &r.url,
-        &r.model,
-        r.api_key.clone(),
-    )?);
-    let mut running: JoinSet<(Task, ModelJudgment)> = JoinSet::new();
-    let mut failed = 0;
-    let mut pending = tasks.into_iter();
-    loop {
-        // Start calls while permits and budget allow; store answers as they arrive.
-        while running.len() < concurrency && !budget.spent() {
-            let Some(task) = pending.next() else { break };
-            let shown: Vec<&Dialogue> = task.shown.iter().collect();
-            let Some(asked) = ask(ev, &r.judge, &task.question, &shown) else {
-                continue;
-            };
-            let endpoint = endpoint.clone();
-            let judge = r.judge.name.clone();
-            running.spawn(async move {
-                let mut j = ModelJudgment {
-                    judge,
-                    item: task.item.clone(),
-                    question: task.question.clone(),
-                    dialogues: task.shown.iter().map(|d| d.id.clone()).collect(),
-                    systems: task.shown.iter().map(|d| d.system.clone()).collect(),
-                    swapped: task.swapped,
-                    answer: None,
-                    reply: String::new(),
-                    failure: None,
-                    tokens: 0,
-                };
-                match endpoint.ask(&asked.prompt).await {
-                    Ok(reply) => {
-                        j.tokens = reply.tokens;
-                        match parse_reply(&reply.text, &asked.options) {
-                            Some(i) => j.answer = Some(asked.values[i].clone()),
-                            None => {
-                                j.failure = Some(format!(
-                                    "the reply names none of {}",
-                                    asked.options.join(", ")
-                                ))
-                            }
-                        }
-                        j.reply = reply.text;
-                    }
-                    Err(e) => j.failure = Some(e.to_string()),
+    tasks
+}
+
+/// Asks the endpoint one task's prompt: the judgment, with the answer the reply names or why
+/// there is none.
+async fn answer(
+    endpoint: Arc<JudgeEndpoint>,
+    judge: String,
+    task: Task,
+    asked: Asked,
+) -> (Task, ModelJudgment) {
+    let mut j = ModelJudgment {
+        judge,
+        item: task.item.clone(),
+        question: task.question.clone(),
+        dialogues: task.shown.iter().map(|d| d.id.clone()).collect(),
+        systems: task.shown.iter().map(|d| d.system.clone()).collect(),
+        swapped: task.swapped,
+        answer: None,
+        reply: String::new(),
+        failure: None,
+        tokens: 0,
+    };
+    match endpoint.ask(&asked.prompt).await {
+        Ok(reply) => {
+            j.tokens = reply.tokens;
+            match parse_reply(&reply.text, &asked.options) {
+                Some(i) => j.answer = Some(asked.values[i].clone()),
+                None => {
+                    j.failure = Some(format!(
+                        "the reply names none of {}",
+                        asked.options.join(", ")
+                    ))
                 }
-                (task, j)
-            });
+            }
+            j.reply = reply.text;
         }
-        let Some(joined) = running.join_next().await else {
-            break;
-        };
-        let (_, j) = joined.context("a judge call panicked")?;
-        budget.used.fetch_add(j.tokens, Ordering::Relaxed);
-        failed += u32::from(j.answer.is_none());
-        append(store, &log, EventKind::ModelJudged(Box::new(j))).await?;
+        Err(e) => j.failure = Some(e.to_string()),
     }
-    Ok(failed)
+    (task, j)
 }
 
 async fn append(store: &dyn Store, log: &str, kind: EventKind) -> Result<()> {
