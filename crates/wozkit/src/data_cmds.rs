@@ -19,8 +19,8 @@ use wozkit_data::report::questionnaire::Questionnaires;
 use wozkit_data::report::{Filter, ReportOptions, build_report};
 use wozkit_data::stored::export::parse_dataset;
 use wozkit_data::stored::{
-    ExportFormat, ExportOptions, Progress, SplitSpec, export_store_mapped, import_files,
-    span_judgments,
+    ExportFormat, ExportOptions, ExportSummary, Progress, SplitSpec, export_store_mapped,
+    import_files, span_judgments,
 };
 use wozkit_data::{Format, SpanSegments};
 use wozkit_store::Store;
@@ -179,6 +179,35 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         Some(text) => Some(SplitSpec::parse(text, args.seed).map_err(|e| anyhow!("--split: {e}"))?),
         None => None,
     };
+    check_merges(&args, format)?;
+    let mut studies = vec![];
+    for arg in &args.mapping {
+        let study = wozkit_core::load::resolve(arg)
+            .map_err(|d| anyhow!("{d}"))
+            .with_context(|| format!("--mapping {arg}: the study does not load"))?;
+        studies.push(study.study);
+    }
+    let mappings = Mappings::with_studies(&studies);
+    let options = ExportOptions {
+        format,
+        out: args.out,
+        split,
+        study: args.study,
+        include_test: args.include_test,
+    };
+    let started = Instant::now();
+    let summary = with_store(&args.data.data, Access::Snapshot, async |store| {
+        let segments = span_segments(store, &args.spans, &mappings).await?;
+        let acts = turn_acts(store, &args.acts_from).await?;
+        let bar = Bar::default();
+        Ok(export_store_mapped(store, &options, &segments, &acts, &mappings, &bar).await?)
+    })?;
+    print_export_summary(format, &summary, started);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses `--spans` and `--acts-from` with a format that cannot hold them.
+fn check_merges(args: &ExportArgs, format: ExportFormat) -> Result<()> {
     if !args.spans.is_empty() && format != ExportFormat::Dataset(Format::Taskmaster1) {
         return Err(anyhow!(
             "--spans {}: span annotations are exported with --format taskmaster1, not {}",
@@ -198,71 +227,74 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
             args.format
         ));
     }
-    let mut studies = vec![];
-    for arg in &args.mapping {
-        let study = wozkit_core::load::resolve(arg)
-            .map_err(|d| anyhow!("{d}"))
-            .with_context(|| format!("--mapping {arg}: the study does not load"))?;
-        studies.push(study.study);
+    Ok(())
+}
+
+/// The span segments of the judgments of the `--spans` studies (none without any), with
+/// their slot names as the studies' Taskmaster-1 mappings name them.
+async fn span_segments(
+    store: &dyn Store,
+    spans: &[String],
+    mappings: &Mappings,
+) -> Result<SpanSegments> {
+    let mut segments = SpanSegments::default();
+    if spans.is_empty() {
+        return Ok(segments);
     }
-    let mappings = Mappings::with_studies(&studies);
-    let options = ExportOptions {
-        format,
-        out: args.out,
-        split,
-        study: args.study,
-        include_test: args.include_test,
-    };
-    let started = Instant::now();
-    let summary = with_store(&args.data.data, Access::Snapshot, async |store| {
-        let mut segments = SpanSegments::default();
-        if !args.spans.is_empty() {
-            let judgments = span_judgments(store, &args.spans).await?;
-            if judgments.is_empty() {
-                eprintln!(
-                    "warning: --spans {}: the store holds no judgments of that study, so no \
-                     segments are added",
-                    args.spans.join(",")
-                );
-            }
-            segments = SpanSegments::from_judgments(&judgments);
-            // The span studies' slot names as their Taskmaster-1 mappings name them.
-            for study in &args.spans {
-                if let Some(tm) = mappings
-                    .of_study(study)
-                    .and_then(|d| d.taskmaster1.as_ref())
-                {
-                    segments.rename(&tm.segments);
-                }
-            }
-            println!(
-                "merging the spans of {} judgments ({} dialogues) of {}",
-                judgments.len(),
-                segments.dialogues(),
-                args.spans.join(", ")
-            );
+    let judgments = span_judgments(store, spans).await?;
+    if judgments.is_empty() {
+        eprintln!(
+            "warning: --spans {}: the store holds no judgments of that study, so no \
+             segments are added",
+            spans.join(",")
+        );
+    }
+    segments = SpanSegments::from_judgments(&judgments);
+    // The span studies' slot names as their Taskmaster-1 mappings name them.
+    for study in spans {
+        if let Some(tm) = mappings
+            .of_study(study)
+            .and_then(|d| d.taskmaster1.as_ref())
+        {
+            segments.rename(&tm.segments);
         }
-        let mut acts = TurnActs::default();
-        if !args.acts_from.is_empty() {
-            let judgments = span_judgments(store, &args.acts_from).await?;
-            acts = TurnActs::from_judgments(&judgments);
-            if acts.is_empty() {
-                eprintln!(
-                    "warning: --acts-from {}: the store holds no counted act labels of that \
-                     study, so no acts are added",
-                    args.acts_from.join(",")
-                );
-            }
-            let turns: usize = acts.sessions.values().map(|t| t.len()).sum();
-            println!(
-                "writing the adjudicated acts of {turns} turns ({} sessions) of {}",
-                acts.sessions.len(),
-                args.acts_from.join(", ")
-            );
-        }
-        let bar = Bar::default();
-        Ok(export_store_mapped(store, &options, &segments, &acts, &mappings, &bar).await?)
-    })?;
+    }
+    println!(
+        "merging the spans of {} judgments ({} dialogues) of {}",
+        judgments.len(),
+        segments.dialogues(),
+        spans.join(", ")
+    );
+    Ok(segments)
+}
+
+/// The adjudicated dialogue acts of the judgments of the `--acts-from` studies (none without
+/// any).
+async fn turn_acts(store: &dyn Store, acts_from: &[String]) -> Result<TurnActs> {
+    let mut acts = TurnActs::default();
+    if acts_from.is_empty() {
+        return Ok(acts);
+    }
+    let judgments = span_judgments(store, acts_from).await?;
+    acts = TurnActs::from_judgments(&judgments);
+    if acts.is_empty() {
+        eprintln!(
+            "warning: --acts-from {}: the store holds no counted act labels of that \
+             study, so no acts are added",
+            acts_from.join(",")
+        );
+    }
+    let turns: usize = acts.sessions.values().map(|t| t.len()).sum();
+    println!(
+        "writing the adjudicated acts of {turns} turns ({} sessions) of {}",
+        acts.sessions.len(),
+        acts_from.join(", ")
+    );
+    Ok(acts)
+}
+
+/// Prints what an export read and wrote, and how long it took.
+fn print_export_summary(format: ExportFormat, summary: &ExportSummary, started: Instant) {
     if matches!(
         format,
         ExportFormat::JudgmentsJsonl | ExportFormat::JudgmentsCsv
@@ -288,7 +320,6 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     for file in &summary.files {
         println!("  wrote {}", file.display());
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
