@@ -17,7 +17,8 @@ use wozkit_data::records::{
     payments::{self, Verdict},
 };
 use wozkit_server::{
-    Config, MetricsToken, Tunables, auth, launch_with_listener, launch_with_metrics_listener,
+    Config, MetricsToken, ModelUser, Tunables, auth, launch_with_listener,
+    launch_with_metrics_listener,
 };
 
 /// The study served when none is named.
@@ -370,19 +371,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     apply_systems(&mut studies, &args.systems, &args.add_systems)?;
     crate::priors_cmd::apply_overlays(&mut studies, &args.priors)?;
-    let simulated_user = match &args.simulated_user {
-        Some(arg) => {
-            let Some(woz) = studies.iter().find(|s| s.study.has_room()) else {
-                anyhow::bail!("--simulated-user: none of the served studies has a WoZ room");
-            };
-            Some(crate::simulate_users_cmd::resolve_user(
-                "--simulated-user",
-                arg,
-                woz,
-            )?)
-        }
-        None => None,
-    };
+    let simulated_user = simulated_user(&args, &studies)?;
     serve_runtime(args.workers)?.block_on(async move {
         let store = open_store(&args.data, Access::Write).await?;
         let env_password = std::env::var("WOZKIT_RESEARCHER_PASSWORD").ok();
@@ -394,38 +383,12 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot listen on {}", args.addr))?;
         let base = format!("http://{}", listener.local_addr().unwrap_or(args.addr));
         println!("wozkit is serving on {base} (data: {})", args.data);
-        for s in &studies {
-            println!("  participant entry link ({}): {base}/join?study={}", s.study.title, s.study.id);
-            println!("    Prolific: …&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}");
-        }
-        for line in systems_in_play(&studies) {
-            println!("  {line}");
-        }
-        if let Some(user) = &simulated_user {
-            println!(
-                "  simulated user `{}` plays the user's seat for every test participant who \
-                 arrives as the wizard (the try page shows the wizard's side only)",
-                user.spec.name
-            );
-        }
-        println!("  try both roles yourself: {base}/try");
-        println!("  researcher pages:        {base}/researcher");
-        match generated {
-            Some(pw) => println!("  researcher account admin, password (shown once, stored hashed): {pw}"),
-            None if env_password.is_some() => println!("  researcher account admin: password from WOZKIT_RESEARCHER_PASSWORD"),
-            None => println!("  researcher accounts: `wozkit researchers list` (admin's password was printed on first start; WOZKIT_RESEARCHER_PASSWORD sets it)"),
-        }
+        print_links(&base, &studies, simulated_user.as_deref());
+        print_researcher_account(generated, env_password.is_some());
         let metrics_token = std::env::var("WOZKIT_METRICS_TOKEN")
             .ok()
             .and_then(|t| MetricsToken::new(&t));
-        let metrics_listener = match args.metrics_addr {
-            Some(addr) => Some(
-                tokio::net::TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("--metrics-addr: cannot listen on {addr}"))?,
-            ),
-            None => None,
-        };
+        let metrics_listener = metrics_listener(args.metrics_addr).await?;
         if let (Some(l), Some(addr)) = (&metrics_listener, args.metrics_addr) {
             let at = l.local_addr().unwrap_or(addr);
             println!("  metrics (no token):      http://{at}/metrics");
@@ -434,15 +397,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
             println!("  metrics (bearer token of WOZKIT_METRICS_TOKEN): {base}/metrics");
         }
         println!("Press Ctrl-C to stop; sessions resume where they were on the next start.");
-        let blocklist = match &args.blocklist {
-            Some(path) => std::fs::read_to_string(path)
-                .with_context(|| format!("--blocklist {}: cannot read the file", path.display()))?
-                .lines()
-                .map(|l| l.split('#').next().unwrap_or_default().trim().to_string())
-                .filter(|l| !l.is_empty())
-                .collect(),
-            None => Default::default(),
-        };
+        let blocklist = read_blocklist(args.blocklist.as_deref())?;
         let payers = platform_payers(store.as_ref(), &studies).await?;
         let config = Config {
             studies,
@@ -478,6 +433,90 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         }
         .context("the server stopped with an error")?;
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The simulated user of `--simulated-user`, for the first served study with a WoZ room.
+fn simulated_user(args: &ServeArgs, studies: &[LoadedStudy]) -> Result<Option<Arc<ModelUser>>> {
+    Ok(match &args.simulated_user {
+        Some(arg) => {
+            let Some(woz) = studies.iter().find(|s| s.study.has_room()) else {
+                anyhow::bail!("--simulated-user: none of the served studies has a WoZ room");
+            };
+            Some(crate::simulate_users_cmd::resolve_user(
+                "--simulated-user",
+                arg,
+                woz,
+            )?)
+        }
+        None => None,
+    })
+}
+
+/// Prints the entry link of each study, the systems in play, the simulated user, and the
+/// pages to try the roles and for researchers.
+fn print_links(base: &str, studies: &[LoadedStudy], simulated_user: Option<&ModelUser>) {
+    for s in studies {
+        println!(
+            "  participant entry link ({}): {base}/join?study={}",
+            s.study.title, s.study.id
+        );
+        println!(
+            "    Prolific: …&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
+        );
+    }
+    for line in systems_in_play(studies) {
+        println!("  {line}");
+    }
+    if let Some(user) = simulated_user {
+        println!(
+            "  simulated user `{}` plays the user's seat for every test participant who \
+             arrives as the wizard (the try page shows the wizard's side only)",
+            user.spec.name
+        );
+    }
+    println!("  try both roles yourself: {base}/try");
+    println!("  researcher pages:        {base}/researcher");
+}
+
+/// Prints how to sign in as a researcher: the admin's password when it was just generated.
+fn print_researcher_account(generated: Option<String>, from_env: bool) {
+    match generated {
+        Some(pw) => {
+            println!("  researcher account admin, password (shown once, stored hashed): {pw}")
+        }
+        None if from_env => {
+            println!("  researcher account admin: password from WOZKIT_RESEARCHER_PASSWORD")
+        }
+        None => println!(
+            "  researcher accounts: `wozkit researchers list` (admin's password was printed on first start; WOZKIT_RESEARCHER_PASSWORD sets it)"
+        ),
+    }
+}
+
+/// The listener of `--metrics-addr`, when given.
+async fn metrics_listener(addr: Option<SocketAddr>) -> Result<Option<tokio::net::TcpListener>> {
+    Ok(match addr {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("--metrics-addr: cannot listen on {addr}"))?,
+        ),
+        None => None,
+    })
+}
+
+/// The worker ids of the `--blocklist` file, one a line (`#` starts a comment); none without
+/// one.
+fn read_blocklist(path: Option<&std::path::Path>) -> Result<std::collections::HashSet<String>> {
+    Ok(match path {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("--blocklist {}: cannot read the file", path.display()))?
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or_default().trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect(),
+        None => Default::default(),
     })
 }
 
@@ -523,46 +562,7 @@ pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
         if let Some(code) = &args.verify {
             let verdict = payments::verify(store.as_ref(), code).await?;
             store.close().await;
-            return Ok(match verdict {
-                Verdict::Valid {
-                    participant,
-                    session,
-                } => {
-                    let ids: Vec<String> = participant
-                        .external_ids
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect();
-                    // An evaluation participant's "session" is their own log.
-                    println!(
-                        "valid: participant {} ({}; {}), study {}, session {}",
-                        participant.id,
-                        participant.platform.as_str(),
-                        if ids.is_empty() {
-                            "no crowd ids".to_string()
-                        } else {
-                            ids.join(", ")
-                        },
-                        participant.study_id,
-                        session.as_deref().unwrap_or("none"),
-                    );
-                    ExitCode::SUCCESS
-                }
-                Verdict::Unknown => {
-                    println!(
-                        "not valid: no participant in {} has the code {code}",
-                        args.data
-                    );
-                    ExitCode::FAILURE
-                }
-                Verdict::NoKey => {
-                    println!(
-                        "not valid: {} has no completion-code key (no server ran on it)",
-                        args.data
-                    );
-                    ExitCode::FAILURE
-                }
-            });
+            return Ok(print_verdict(verdict, code, &args.data));
         }
         let given = args
             .study
@@ -605,6 +605,47 @@ pub fn payments(args: PaymentsArgs) -> Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Prints whether a completion code is valid, and whose it is: success when it is valid.
+fn print_verdict(verdict: Verdict, code: &str, data: &str) -> ExitCode {
+    match verdict {
+        Verdict::Valid {
+            participant,
+            session,
+        } => {
+            let ids: Vec<String> = participant
+                .external_ids
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            // An evaluation participant's "session" is their own log.
+            println!(
+                "valid: participant {} ({}; {}), study {}, session {}",
+                participant.id,
+                participant.platform.as_str(),
+                if ids.is_empty() {
+                    "no crowd ids".to_string()
+                } else {
+                    ids.join(", ")
+                },
+                participant.study_id,
+                session.as_deref().unwrap_or("none"),
+            );
+            ExitCode::SUCCESS
+        }
+        Verdict::Unknown => {
+            println!("not valid: no participant in {} has the code {code}", data);
+            ExitCode::FAILURE
+        }
+        Verdict::NoKey => {
+            println!(
+                "not valid: {} has no completion-code key (no server ran on it)",
+                data
+            );
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `wozkit export --format log`: one JSON log per session with its metrics (or JSON Lines when
