@@ -8,7 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use wozkit_core::evaluation::EvalTask;
 use wozkit_core::event::ItemPool;
 use wozkit_core::load::{self, LoadedStudy};
-use wozkit_core::sim::{self, WizardPolicy};
+use wozkit_core::sim::{self, SimReport, WizardPolicy};
 
 #[derive(Subcommand)]
 pub enum StudiesCmd {
@@ -234,49 +234,7 @@ pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&with_variants(&r, &variants)?)?
         );
     } else {
-        println!("study               {}", r.study);
-        println!("sessions            {}", r.sessions);
-        println!(
-            "goal reached        {} ({:.1}%)",
-            r.goal_reached,
-            r.goal_share * 100.0
-        );
-        println!(
-            "states covered      {}/{}",
-            r.states_covered, r.states_total
-        );
-        println!(
-            "transitions covered {}/{}",
-            r.transitions_covered, r.transitions_total
-        );
-        println!(
-            "dead ends           {}",
-            if r.dead_ends.is_empty() {
-                "none".into()
-            } else {
-                r.dead_ends.join(", ")
-            }
-        );
-        if !r.uncovered_states.is_empty() {
-            println!("never reached       {}", r.uncovered_states.join(", "));
-        }
-        let reasons: Vec<String> = r
-            .end_reasons
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        println!("end reasons         {}", reasons.join(", "));
-        println!(
-            "steps               mean {:.1}, p50 {:.0}, p90 {:.0}, p99 {:.0}",
-            r.steps.mean, r.steps.p50, r.steps.p90, r.steps.p99
-        );
-        println!(
-            "simulated time (s)  mean {:.0}, p50 {:.0}, p90 {:.0}, max {:.0}",
-            r.simulated_seconds.mean,
-            r.simulated_seconds.p50,
-            r.simulated_seconds.p90,
-            r.simulated_seconds.max
-        );
+        print_simulation(&r);
     }
     if !args.json {
         print_variants(&variants);
@@ -288,6 +246,53 @@ pub fn simulate(args: SimulateArgs) -> Result<ExitCode> {
             ExitCode::FAILURE
         },
     )
+}
+
+/// Prints a simulation's figures as `simulate` shows them without `--json`.
+fn print_simulation(r: &SimReport) {
+    println!("study               {}", r.study);
+    println!("sessions            {}", r.sessions);
+    println!(
+        "goal reached        {} ({:.1}%)",
+        r.goal_reached,
+        r.goal_share * 100.0
+    );
+    println!(
+        "states covered      {}/{}",
+        r.states_covered, r.states_total
+    );
+    println!(
+        "transitions covered {}/{}",
+        r.transitions_covered, r.transitions_total
+    );
+    println!(
+        "dead ends           {}",
+        if r.dead_ends.is_empty() {
+            "none".into()
+        } else {
+            r.dead_ends.join(", ")
+        }
+    );
+    if !r.uncovered_states.is_empty() {
+        println!("never reached       {}", r.uncovered_states.join(", "));
+    }
+    let reasons: Vec<String> = r
+        .end_reasons
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!("end reasons         {}", reasons.join(", "));
+    println!(
+        "steps               mean {:.1}, p50 {:.0}, p90 {:.0}, p99 {:.0}",
+        r.steps.mean, r.steps.p50, r.steps.p90, r.steps.p99
+    );
+    println!(
+        "simulated time (s)  mean {:.0}, p50 {:.0}, p90 {:.0}, max {:.0}",
+        r.simulated_seconds.mean,
+        r.simulated_seconds.p50,
+        r.simulated_seconds.p90,
+        r.simulated_seconds.max
+    );
 }
 
 /// Sessions played per scenario variant: a share of `--sessions`, at least 20.
