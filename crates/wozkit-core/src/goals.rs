@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::database::{Database, Filter, FilterOp, Row, value_text};
+use crate::database::{Database, Filter, FilterOp, Row, TableInfo, value_text};
 use crate::event::Role;
 
 /// The `goals:` block of a study: how each session's user goal is drawn from the database.
@@ -465,7 +465,21 @@ fn draw_count(c: Count, rng: &mut impl Rng) -> usize {
 /// goal.
 pub fn generate(rules: &GoalRules, db: &Database, seed: u64) -> Result<Goal, GoalError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let n = draw_count(rules.subgoals, &mut rng)
+    let chosen = choose_domains(rules, &mut rng);
+    let mut subgoals: Vec<SubGoal> = vec![];
+    let mut drawn_rows: Vec<Row> = vec![];
+    for (i, &di) in chosen.iter().enumerate() {
+        let (subgoal, row) = draw_subgoal(rules, db, &mut rng, i, di, &subgoals, &drawn_rows)?;
+        subgoals.push(subgoal);
+        drawn_rows.push(row);
+    }
+    Ok(Goal { subgoals })
+}
+
+/// Draws how many sub-goals a goal has, then that many distinct domains by weight; their indices
+/// in the rules' order.
+fn choose_domains(rules: &GoalRules, rng: &mut impl Rng) -> Vec<usize> {
+    let n = draw_count(rules.subgoals, rng)
         .max(1)
         .min(rules.domains.len());
     // Distinct domains by weight, then listed in the rules' order.
@@ -492,152 +506,194 @@ pub fn generate(rules: &GoalRules, db: &Database, seed: u64) -> Result<Goal, Goa
         chosen.push(left.remove(at));
     }
     chosen.sort_unstable();
+    chosen
+}
 
-    let mut subgoals: Vec<SubGoal> = vec![];
-    let mut drawn_rows: Vec<Row> = vec![];
-    for (i, &di) in chosen.iter().enumerate() {
-        let rule = &rules.domains[di];
-        let all = db.all_rows(&rule.table).map_err(|e| GoalError::Database {
+/// Draws sub-goal `i` (numbered from 1) from the domain `di`, given the sub-goals drawn before it
+/// and their rows; the sub-goal and the row it was drawn from.
+fn draw_subgoal(
+    rules: &GoalRules,
+    db: &Database,
+    rng: &mut impl Rng,
+    i: usize,
+    di: usize,
+    subgoals: &[SubGoal],
+    drawn_rows: &[Row],
+) -> Result<(SubGoal, Row), GoalError> {
+    let rule = &rules.domains[di];
+    let all = db.all_rows(&rule.table).map_err(|e| GoalError::Database {
+        table: rule.table.clone(),
+        message: e.to_string(),
+    })?;
+    if all.is_empty() {
+        return Err(GoalError::EmptyTable {
             table: rule.table.clone(),
-            message: e.to_string(),
-        })?;
-        if all.is_empty() {
-            return Err(GoalError::EmptyTable {
-                table: rule.table.clone(),
-            });
-        }
-        let key = db
-            .tables()
-            .get(&rule.table)
-            .map(|t| t.key.clone())
-            .unwrap_or_default();
-        let mut candidates: Vec<&Row> = all.iter().collect();
-        let mut reference: Option<(GoalSlot, String)> = None;
-        for rr in rules.references.iter().filter(|r| r.to == rule.table) {
-            let Some(pi) = subgoals.iter().position(|sg| sg.table == rr.from) else {
-                continue;
-            };
-            if rng.random::<f64>() >= rr.probability {
-                continue;
-            }
-            let listing = cell(&drawn_rows[pi], &rr.column);
-            let cands: Vec<&Row> = all
-                .iter()
-                .filter(|r| listed(&listing, &cell(r, &rr.slot)))
-                .collect();
-            if cands.is_empty() {
-                continue;
-            }
-            let id = subgoals[pi].id;
-            let text = rr
-                .text
-                .as_deref()
-                .unwrap_or("in the {column} of sub-goal {id}")
-                .replace("{id}", &id.to_string())
-                .replace("{column}", &rr.column);
-            reference = Some((
-                GoalSlot {
-                    slot: rr.slot.clone(),
-                    value: text,
-                    reference: Some(GoalRef {
-                        subgoal: id,
-                        column: rr.column.clone(),
-                    }),
-                    range: None,
-                },
-                rr.slot.clone(),
-            ));
-            candidates = cands;
-            break;
-        }
-        let row = candidates[rng.random_range(0..candidates.len())].clone();
-        let ref_slot = reference.as_ref().map(|(_, s)| s.clone());
-        let mut constraints: Vec<GoalSlot> = vec![];
-        let mut taken: Vec<String> = vec![];
-        if let Some((slot, name)) = reference {
-            constraints.push(slot);
-            taken.push(name);
-        }
-        let fixed: Vec<String> = rule
-            .constraints
-            .always
-            .iter()
-            .filter(|c| Some(*c) != ref_slot.as_ref() && !cell(&row, c).is_empty())
-            .cloned()
-            .collect();
-        let open: Vec<String> = rule
-            .constraints
-            .columns
-            .iter()
-            .filter(|c| {
-                Some(*c) != ref_slot.as_ref() && !fixed.contains(c) && !cell(&row, c).is_empty()
-            })
-            .cloned()
-            .collect();
-        let k = draw_count(rule.constraints.count, &mut rng);
-        for c in fixed.into_iter().chain(pick(&open, k, &mut rng)) {
-            let value = cell(&row, &c);
-            // A range column: one of the bands holding the row's number, else the plain value.
-            let bands: Vec<&RangeBand> = match (rule.ranges.get(&c), value.trim().parse::<f64>()) {
-                (Some(bands), Ok(x)) => bands.iter().filter(|b| b.holds(x)).collect(),
-                _ => vec![],
-            };
-            let (value, range) = if bands.is_empty() {
-                (value, None)
-            } else {
-                let b = bands[rng.random_range(0..bands.len())];
-                (
-                    b.text.clone(),
-                    Some(GoalRange {
-                        min: b.min,
-                        max: b.max,
-                    }),
-                )
-            };
-            constraints.push(GoalSlot {
-                value,
-                slot: c.clone(),
-                reference: None,
-                range,
-            });
-            taken.push(c);
-        }
-        let fixed: Vec<String> = rule
-            .requests
-            .always
-            .iter()
-            .filter(|c| !taken.contains(c))
-            .cloned()
-            .collect();
-        let open: Vec<String> = rule
-            .requests
-            .columns
-            .iter()
-            .filter(|c| !taken.contains(c) && !fixed.contains(c))
-            .cloned()
-            .collect();
-        let k = draw_count(rule.requests.count, &mut rng);
-        let requests = fixed
-            .into_iter()
-            .chain(pick(&open, k, &mut rng))
-            .map(|c| GoalSlot {
-                slot: c,
-                value: String::new(),
-                reference: None,
-                range: None,
-            })
-            .collect();
-        subgoals.push(SubGoal {
-            id: u32::try_from(i + 1).unwrap_or(u32::MAX),
-            domain: rule.label().to_string(),
-            table: rule.table.clone(),
-            row: cell(&row, &key),
-            constraints,
-            requests,
         });
-        drawn_rows.push(row);
     }
-    Ok(Goal { subgoals })
+    let key = db
+        .tables()
+        .get(&rule.table)
+        .map(|t| t.key.clone())
+        .unwrap_or_default();
+    let (candidates, reference) = match draw_reference(rules, rule, &all, subgoals, drawn_rows, rng)
+    {
+        Some((slot, name, cands)) => (cands, Some((slot, name))),
+        None => (all.iter().collect(), None),
+    };
+    let row = candidates[rng.random_range(0..candidates.len())].clone();
+    let (constraints, taken) = draw_constraints(rule, &row, reference, rng);
+    let requests = draw_requests(rule, &taken, rng);
+    let subgoal = SubGoal {
+        id: u32::try_from(i + 1).unwrap_or(u32::MAX),
+        domain: rule.label().to_string(),
+        table: rule.table.clone(),
+        row: cell(&row, &key),
+        constraints,
+        requests,
+    };
+    Ok((subgoal, row))
+}
+
+/// The first reference into `rule`'s table that is drawn (by its probability) and whose earlier
+/// sub-goal's row lists some of `all`: the constraint it makes, its slot, and the rows it allows.
+fn draw_reference<'a>(
+    rules: &GoalRules,
+    rule: &DomainRule,
+    all: &'a [Row],
+    subgoals: &[SubGoal],
+    drawn_rows: &[Row],
+    rng: &mut impl Rng,
+) -> Option<(GoalSlot, String, Vec<&'a Row>)> {
+    for rr in rules.references.iter().filter(|r| r.to == rule.table) {
+        let Some(pi) = subgoals.iter().position(|sg| sg.table == rr.from) else {
+            continue;
+        };
+        if rng.random::<f64>() >= rr.probability {
+            continue;
+        }
+        let listing = cell(&drawn_rows[pi], &rr.column);
+        let cands: Vec<&Row> = all
+            .iter()
+            .filter(|r| listed(&listing, &cell(r, &rr.slot)))
+            .collect();
+        if cands.is_empty() {
+            continue;
+        }
+        let id = subgoals[pi].id;
+        let text = rr
+            .text
+            .as_deref()
+            .unwrap_or("in the {column} of sub-goal {id}")
+            .replace("{id}", &id.to_string())
+            .replace("{column}", &rr.column);
+        let slot = GoalSlot {
+            slot: rr.slot.clone(),
+            value: text,
+            reference: Some(GoalRef {
+                subgoal: id,
+                column: rr.column.clone(),
+            }),
+            range: None,
+        };
+        return Some((slot, rr.slot.clone(), cands));
+    }
+    None
+}
+
+/// Draws a sub-goal's constraints from `row`: the reference's first, then the columns always
+/// drawn, then a drawn number of the others; the constraints and the columns they take.
+fn draw_constraints(
+    rule: &DomainRule,
+    row: &Row,
+    reference: Option<(GoalSlot, String)>,
+    rng: &mut impl Rng,
+) -> (Vec<GoalSlot>, Vec<String>) {
+    let ref_slot = reference.as_ref().map(|(_, s)| s.clone());
+    let mut constraints: Vec<GoalSlot> = vec![];
+    let mut taken: Vec<String> = vec![];
+    if let Some((slot, name)) = reference {
+        constraints.push(slot);
+        taken.push(name);
+    }
+    let fixed: Vec<String> = rule
+        .constraints
+        .always
+        .iter()
+        .filter(|c| Some(*c) != ref_slot.as_ref() && !cell(row, c).is_empty())
+        .cloned()
+        .collect();
+    let open: Vec<String> = rule
+        .constraints
+        .columns
+        .iter()
+        .filter(|c| Some(*c) != ref_slot.as_ref() && !fixed.contains(c) && !cell(row, c).is_empty())
+        .cloned()
+        .collect();
+    let k = draw_count(rule.constraints.count, rng);
+    for c in fixed.into_iter().chain(pick(&open, k, rng)) {
+        constraints.push(constraint_slot(rule, row, &c, rng));
+        taken.push(c);
+    }
+    (constraints, taken)
+}
+
+/// The constraint on column `c` of `row`: for a range column, one of the bands holding the row's
+/// number, else the plain value.
+fn constraint_slot(rule: &DomainRule, row: &Row, c: &str, rng: &mut impl Rng) -> GoalSlot {
+    let value = cell(row, c);
+    // A range column: one of the bands holding the row's number, else the plain value.
+    let bands: Vec<&RangeBand> = match (rule.ranges.get(c), value.trim().parse::<f64>()) {
+        (Some(bands), Ok(x)) => bands.iter().filter(|b| b.holds(x)).collect(),
+        _ => vec![],
+    };
+    let (value, range) = if bands.is_empty() {
+        (value, None)
+    } else {
+        let b = bands[rng.random_range(0..bands.len())];
+        (
+            b.text.clone(),
+            Some(GoalRange {
+                min: b.min,
+                max: b.max,
+            }),
+        )
+    };
+    GoalSlot {
+        value,
+        slot: c.to_string(),
+        reference: None,
+        range,
+    }
+}
+
+/// Draws a sub-goal's requests: the columns always requested, then a drawn number of the others,
+/// none of them a column already `taken` by a constraint.
+fn draw_requests(rule: &DomainRule, taken: &[String], rng: &mut impl Rng) -> Vec<GoalSlot> {
+    let fixed: Vec<String> = rule
+        .requests
+        .always
+        .iter()
+        .filter(|c| !taken.contains(c))
+        .cloned()
+        .collect();
+    let open: Vec<String> = rule
+        .requests
+        .columns
+        .iter()
+        .filter(|c| !taken.contains(c) && !fixed.contains(c))
+        .cloned()
+        .collect();
+    let k = draw_count(rule.requests.count, rng);
+    fixed
+        .into_iter()
+        .chain(pick(&open, k, rng))
+        .map(|c| GoalSlot {
+            slot: c,
+            value: String::new(),
+            reference: None,
+            range: None,
+        })
+        .collect()
 }
 
 /// A filter as a belief-state string: the value; a range as `x-y`, `>x` or `<x` (bounds
@@ -899,6 +955,9 @@ impl GoalTrack {
     }
 }
 
+/// A problem found in a `goals:` block: the JSON pointer, the message and a hint.
+type Problem = (String, String, Option<String>);
+
 /// Problems of a study's `goals:` block against its loaded database: each message with the JSON
 /// pointer of the key at fault.
 pub fn check(rules: &GoalRules, db: Option<&Database>) -> Vec<(String, String, Option<String>)> {
@@ -932,167 +991,204 @@ pub fn check(rules: &GoalRules, db: Option<&Database>) -> Vec<(String, String, O
     }
     let mut seen: Vec<&str> = vec![];
     for (i, d) in rules.domains.iter().enumerate() {
-        let at = format!("/goals/domains/{i}");
-        let Some(info) = db.tables().get(&d.table) else {
+        check_domain(&mut out, db, &tables, &mut seen, i, d);
+    }
+    for (i, r) in rules.references.iter().enumerate() {
+        check_reference(&mut out, rules, db, i, r);
+    }
+    out
+}
+
+/// The slot rules of a domain by the key they sit under.
+fn slot_rules(d: &DomainRule) -> [(&'static str, &SlotRule); 2] {
+    [("constraints", &d.constraints), ("requests", &d.requests)]
+}
+
+/// Problems of domain `i` of a `goals:` block; `seen` gathers the tables already taken as domains.
+fn check_domain<'a>(
+    out: &mut Vec<Problem>,
+    db: &Database,
+    tables: &[&str],
+    seen: &mut Vec<&'a str>,
+    i: usize,
+    d: &'a DomainRule,
+) {
+    let at = format!("/goals/domains/{i}");
+    let Some(info) = db.tables().get(&d.table) else {
+        out.push((
+            format!("{at}/table"),
+            format!("goals: domain {i}: the database has no table `{}`", d.table),
+            Some(format!("its tables: {}", tables.join(", "))),
+        ));
+        return;
+    };
+    if seen.contains(&d.table.as_str()) {
+        out.push((
+            format!("{at}/table"),
+            format!("goals: the table `{}` is a domain twice", d.table),
+            None,
+        ));
+    }
+    seen.push(&d.table);
+    if !(d.weight.is_finite() && d.weight >= 0.0) {
+        out.push((
+            format!("{at}/weight"),
+            format!("goals: domain `{}`: a weight is a number from 0", d.table),
+            None,
+        ));
+    }
+    let cols: Vec<&str> = info.columns.iter().map(|(c, _)| c.as_str()).collect();
+    let mut col_check = |ptr: String, col: &str| {
+        if info.column(col).is_none() {
             out.push((
-                format!("{at}/table"),
-                format!("goals: domain {i}: the database has no table `{}`", d.table),
-                Some(format!("its tables: {}", tables.join(", "))),
-            ));
-            continue;
-        };
-        if seen.contains(&d.table.as_str()) {
-            out.push((
-                format!("{at}/table"),
-                format!("goals: the table `{}` is a domain twice", d.table),
-                None,
+                ptr,
+                format!("goals: the table `{}` has no column `{col}`", d.table),
+                Some(format!("its columns: {}", cols.join(", "))),
             ));
         }
-        seen.push(&d.table);
-        if !(d.weight.is_finite() && d.weight >= 0.0) {
-            out.push((
-                format!("{at}/weight"),
-                format!("goals: domain `{}`: a weight is a number from 0", d.table),
-                None,
-            ));
+    };
+    if let Some(n) = &d.name {
+        col_check(format!("{at}/name"), n);
+    }
+    for (part, r) in slot_rules(d) {
+        for (j, col) in r.columns.iter().enumerate() {
+            col_check(format!("{at}/{part}/columns/{j}"), col);
         }
-        let cols: Vec<&str> = info.columns.iter().map(|(c, _)| c.as_str()).collect();
-        let mut col_check = |ptr: String, col: &str| {
-            if info.column(col).is_none() {
-                out.push((
-                    ptr,
-                    format!("goals: the table `{}` has no column `{col}`", d.table),
-                    Some(format!("its columns: {}", cols.join(", "))),
-                ));
-            }
-        };
-        if let Some(n) = &d.name {
-            col_check(format!("{at}/name"), n);
-        }
-        for part in ["constraints", "requests"] {
-            let r = if part == "constraints" {
-                &d.constraints
-            } else {
-                &d.requests
-            };
-            for (j, col) in r.columns.iter().enumerate() {
-                col_check(format!("{at}/{part}/columns/{j}"), col);
-            }
-            for (j, col) in r.always.iter().enumerate() {
-                col_check(format!("{at}/{part}/always/{j}"), col);
-            }
-        }
-        for (col, bands) in &d.ranges {
-            let ptr = format!("{at}/ranges/{col}");
-            match info.column(col) {
-                None => out.push((
-                    ptr.clone(),
-                    format!("goals: the table `{}` has no column `{col}`", d.table),
-                    Some(format!("its columns: {}", cols.join(", "))),
-                )),
-                Some(t) if !t.is_numeric() => out.push((
-                    ptr.clone(),
-                    format!(
-                        "goals: domain `{}`: ranges on `{col}`, whose values are not numbers",
-                        d.table
-                    ),
-                    None,
-                )),
-                Some(_) => {}
-            }
-            if !d.constraints.columns.contains(col) && !d.constraints.always.contains(col) {
-                out.push((
-                    ptr.clone(),
-                    format!(
-                        "goals: domain `{}`: ranges on `{col}`, which its constraints never draw",
-                        d.table
-                    ),
-                    Some("list the column in constraints.columns or constraints.always".into()),
-                ));
-            }
-            for (j, b) in bands.iter().enumerate() {
-                let bad = (b.min.is_none() && b.max.is_none())
-                    || b.min.zip(b.max).is_some_and(|(a, z)| a > z)
-                    || b.min.is_some_and(|x| !x.is_finite())
-                    || b.max.is_some_and(|x| !x.is_finite())
-                    || b.text.trim().is_empty();
-                if bad {
-                    out.push((
-                        format!("{ptr}/{j}"),
-                        format!(
-                            "goals: domain `{}`: range {j} of `{col}`: a band has a min, a max or \
-                             both (min at most max) and a text",
-                            d.table
-                        ),
-                        None,
-                    ));
-                }
-            }
-        }
-        for part in ["constraints", "requests"] {
-            let r = if part == "constraints" {
-                &d.constraints
-            } else {
-                &d.requests
-            };
-            if r.count.min > r.count.max {
-                out.push((
-                    format!("{at}/{part}/count"),
-                    format!(
-                        "goals: domain `{}`: {part} count min {} is above max {}",
-                        d.table, r.count.min, r.count.max
-                    ),
-                    None,
-                ));
-            }
+        for (j, col) in r.always.iter().enumerate() {
+            col_check(format!("{at}/{part}/always/{j}"), col);
         }
     }
-    let position = |t: &str| rules.domains.iter().position(|d| d.table == t);
-    for (i, r) in rules.references.iter().enumerate() {
-        let at = format!("/goals/references/{i}");
-        let from = position(&r.from);
-        let to = position(&r.to);
-        for (key, t, p) in [("from", &r.from, from), ("to", &r.to, to)] {
-            if p.is_none() {
-                out.push((
-                    format!("{at}/{key}"),
-                    format!("goals: reference {i}: `{t}` is not one of the goal's domains"),
-                    None,
-                ));
-            }
-        }
-        if let (Some(f), Some(t)) = (from, to)
-            && f >= t
-        {
+    for (col, bands) in &d.ranges {
+        check_ranges(out, info, &cols, &at, d, col, bands);
+    }
+    for (part, r) in slot_rules(d) {
+        if r.count.min > r.count.max {
             out.push((
-                format!("{at}/to"),
+                format!("{at}/{part}/count"),
                 format!(
-                    "goals: reference {i}: `{}` must come after `{}` in `domains` (a sub-goal refers to an earlier one)",
-                    r.to, r.from
+                    "goals: domain `{}`: {part} count min {} is above max {}",
+                    d.table, r.count.min, r.count.max
                 ),
                 None,
             ));
         }
-        for (key, t, col) in [("column", &r.from, &r.column), ("slot", &r.to, &r.slot)] {
-            if let Some(info) = db.tables().get(t)
-                && info.column(col).is_none()
-            {
-                out.push((
-                    format!("{at}/{key}"),
-                    format!("goals: reference {i}: the table `{t}` has no column `{col}`"),
-                    None,
-                ));
-            }
-        }
-        if !(0.0..=1.0).contains(&r.probability) {
+    }
+}
+
+/// Problems of a domain's ranges on the column `col` (`at` points at the domain).
+fn check_ranges(
+    out: &mut Vec<Problem>,
+    info: &TableInfo,
+    cols: &[&str],
+    at: &str,
+    d: &DomainRule,
+    col: &str,
+    bands: &[RangeBand],
+) {
+    let ptr = format!("{at}/ranges/{col}");
+    match info.column(col) {
+        None => out.push((
+            ptr.clone(),
+            format!("goals: the table `{}` has no column `{col}`", d.table),
+            Some(format!("its columns: {}", cols.join(", "))),
+        )),
+        Some(t) if !t.is_numeric() => out.push((
+            ptr.clone(),
+            format!(
+                "goals: domain `{}`: ranges on `{col}`, whose values are not numbers",
+                d.table
+            ),
+            None,
+        )),
+        Some(_) => {}
+    }
+    let drawn = |cols: &[String]| cols.iter().any(|c| c == col);
+    if !drawn(&d.constraints.columns) && !drawn(&d.constraints.always) {
+        out.push((
+            ptr.clone(),
+            format!(
+                "goals: domain `{}`: ranges on `{col}`, which its constraints never draw",
+                d.table
+            ),
+            Some("list the column in constraints.columns or constraints.always".into()),
+        ));
+    }
+    for (j, b) in bands.iter().enumerate() {
+        if band_is_bad(b) {
             out.push((
-                format!("{at}/probability"),
-                format!("goals: reference {i}: a probability is between 0 and 1"),
+                format!("{ptr}/{j}"),
+                format!(
+                    "goals: domain `{}`: range {j} of `{col}`: a band has a min, a max or \
+                     both (min at most max) and a text",
+                    d.table
+                ),
                 None,
             ));
         }
     }
-    out
+}
+
+/// Whether a range band lacks both bounds, has them the wrong way round, has a bound that is not
+/// finite, or has no text.
+fn band_is_bad(b: &RangeBand) -> bool {
+    (b.min.is_none() && b.max.is_none())
+        || b.min.zip(b.max).is_some_and(|(a, z)| a > z)
+        || b.min.is_some_and(|x| !x.is_finite())
+        || b.max.is_some_and(|x| !x.is_finite())
+        || b.text.trim().is_empty()
+}
+
+/// Problems of reference `i` of a `goals:` block.
+fn check_reference(
+    out: &mut Vec<Problem>,
+    rules: &GoalRules,
+    db: &Database,
+    i: usize,
+    r: &ReferenceRule,
+) {
+    let position = |t: &str| rules.domains.iter().position(|d| d.table == t);
+    let at = format!("/goals/references/{i}");
+    let from = position(&r.from);
+    let to = position(&r.to);
+    for (key, t, p) in [("from", &r.from, from), ("to", &r.to, to)] {
+        if p.is_none() {
+            out.push((
+                format!("{at}/{key}"),
+                format!("goals: reference {i}: `{t}` is not one of the goal's domains"),
+                None,
+            ));
+        }
+    }
+    if let (Some(f), Some(t)) = (from, to)
+        && f >= t
+    {
+        out.push((
+            format!("{at}/to"),
+            format!(
+                "goals: reference {i}: `{}` must come after `{}` in `domains` (a sub-goal refers to an earlier one)",
+                r.to, r.from
+            ),
+            None,
+        ));
+    }
+    for (key, t, col) in [("column", &r.from, &r.column), ("slot", &r.to, &r.slot)] {
+        if let Some(info) = db.tables().get(t)
+            && info.column(col).is_none()
+        {
+            out.push((
+                format!("{at}/{key}"),
+                format!("goals: reference {i}: the table `{t}` has no column `{col}`"),
+                None,
+            ));
+        }
+    }
+    if !(0.0..=1.0).contains(&r.probability) {
+        out.push((
+            format!("{at}/probability"),
+            format!("goals: reference {i}: a probability is between 0 and 1"),
+            None,
+        ));
+    }
 }
 
 #[cfg(test)]
