@@ -226,7 +226,61 @@ async fn health(target: &Target) -> Result<(), LoadgenError> {
 
 /// Runs the load: ramp-up, the measurement window, then every participant leaves.
 pub async fn run(config: Config) -> Result<Report, LoadgenError> {
-    let targets = check(&config)?;
+    let targets = prepare(&config).await?;
+    let pid = config.server_pid.or_else(|| match targets.as_slice() {
+        [one] => server_proc::pid_listening_on(one.port),
+        _ => None,
+    });
+    let origins = targets
+        .iter()
+        .map(Target::origin)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let rss_before = pid.and_then(server_proc::rss_kib);
+    let epoch_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ctx = Arc::new(new_ctx(&config, targets, epoch_ms, stop_rx));
+    if config.progress {
+        eprintln!(
+            "bench: {} participants against {} (server pid {}), run {}",
+            config.participants,
+            origins,
+            pid.map_or_else(|| "unknown".into(), |p| p.to_string()),
+            ctx.run_id
+        );
+    }
+    let ramp_start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for i in 0..config.participants {
+        let ctx = ctx.clone();
+        tasks.spawn(async move { journey::participant(&ctx, i).await });
+    }
+    ramp(&ctx, &config, ramp_start).await;
+    let ramp_s = ramp_start.elapsed().as_secs_f64();
+
+    let measured = measure(&ctx, &config, pid, rss_before).await;
+
+    let _ = stop_tx.send(true);
+    ctx.gate.close();
+    if config.progress {
+        eprintln!(
+            "bench: window over; closing {} connections",
+            measured.connected
+        );
+    }
+    let all_done = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(STOP_WAIT, all_done).await.is_err() {
+        tasks.abort_all();
+    }
+    Ok(build_report(&ctx, &config, origins, ramp_s, measured))
+}
+
+/// Checks the configuration and the open-file limit (raised to the hard limit), and that a
+/// server answers at every target: the targets.
+async fn prepare(config: &Config) -> Result<Vec<Target>, LoadgenError> {
+    let targets = check(config)?;
     let limit = raise_fd_limit().map_err(LoadgenError::FdLimit)?;
     let needed = config.participants as u64 + SPARE_FDS;
     if limit < needed {
@@ -246,21 +300,18 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
     for target in &targets {
         health(target).await?;
     }
-    let pid = config.server_pid.or_else(|| match targets.as_slice() {
-        [one] => server_proc::pid_listening_on(one.port),
-        _ => None,
-    });
-    let origins = targets
-        .iter()
-        .map(Target::origin)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let rss_before = pid.and_then(server_proc::rss_kib);
-    let epoch_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let ctx = Arc::new(Ctx {
+    Ok(targets)
+}
+
+/// The run's shared state: the targets with their figures, the run's name and seed (from its
+/// start time), and the pace and gate of the participants.
+fn new_ctx(
+    config: &Config,
+    targets: Vec<Target>,
+    epoch_ms: u64,
+    stop: watch::Receiver<bool>,
+) -> Ctx {
+    Ctx {
         targets: targets
             .into_iter()
             .map(|target| UrlTarget {
@@ -273,27 +324,40 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         period: Duration::from_secs_f64(1.0 / config.rate),
         stats: Stats::default(),
         gate: Semaphore::new(config.connect_concurrency),
-        stop: stop_rx,
+        stop,
         progress: config.progress,
-    });
-    if config.progress {
-        eprintln!(
-            "bench: {} participants against {} (server pid {}), run {}",
-            config.participants,
-            origins,
-            pid.map_or_else(|| "unknown".into(), |p| p.to_string()),
-            ctx.run_id
-        );
     }
-    let ramp_start = Instant::now();
-    let mut tasks = JoinSet::new();
-    for i in 0..config.participants {
-        let ctx = ctx.clone();
-        tasks.spawn(async move { journey::participant(&ctx, i).await });
-    }
-    ramp(&ctx, &config, ramp_start).await;
-    let ramp_s = ramp_start.elapsed().as_secs_f64();
+}
 
+/// What the measurement window read of the server, this process and the machine.
+struct Measured {
+    /// The server's process, when known.
+    pid: Option<u32>,
+    /// The server's resident memory before the run, after the window and at its peak (KiB).
+    rss_before: Option<u64>,
+    rss_end: Option<u64>,
+    rss_peak: Option<u64>,
+    /// The window's length in seconds.
+    secs: f64,
+    /// Participants connected at the window's end.
+    connected: usize,
+    /// The server's CPU over the window, in percent of one core.
+    cpu: Option<f64>,
+    /// The server's busiest thread, and the CPU by thread name.
+    threads: Option<(server_proc::ThreadShare, Vec<server_proc::ThreadShare>)>,
+    /// This process's CPU over the window, in percent of one core.
+    own_cpu: Option<f64>,
+    machine: Option<machine::MachineFigures>,
+}
+
+/// Runs the measurement window: starts the figures' window, samples the server's memory each
+/// second until `config.duration` is over, ends the window and reads the CPU used meanwhile.
+async fn measure(
+    ctx: &Ctx,
+    config: &Config,
+    pid: Option<u32>,
+    rss_before: Option<u64>,
+) -> Measured {
     let start = Instant::now();
     ctx.stats.start_window(start);
     for t in &ctx.targets {
@@ -337,17 +401,40 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
     {
         eprintln!("bench: {}", report::not_quiet_warning(m));
     }
-
-    let _ = stop_tx.send(true);
-    ctx.gate.close();
-    if config.progress {
-        eprintln!("bench: window over; closing {connected} connections");
+    Measured {
+        pid,
+        rss_before,
+        rss_end,
+        rss_peak,
+        secs,
+        connected,
+        cpu,
+        threads,
+        own_cpu,
+        machine,
     }
-    let all_done = async { while tasks.join_next().await.is_some() {} };
-    if tokio::time::timeout(STOP_WAIT, all_done).await.is_err() {
-        tasks.abort_all();
-    }
+}
 
+/// The run's report from its figures and what the window measured.
+fn build_report(
+    ctx: &Ctx,
+    config: &Config,
+    origins: String,
+    ramp_s: f64,
+    measured: Measured,
+) -> Report {
+    let Measured {
+        pid,
+        rss_before,
+        rss_end,
+        rss_peak,
+        secs,
+        connected,
+        cpu,
+        threads,
+        own_cpu,
+        machine,
+    } = measured;
     let s = &ctx.stats;
     let per_participant = match (rss_before, rss_end) {
         (Some(b), Some(e)) if connected > 0 => Some(e.saturating_sub(b) as f64 / connected as f64),
@@ -357,30 +444,7 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
     let cpu_us_per_command = cpu
         .filter(|_| acked > 0)
         .map(|c| c / 100.0 * secs * 1e6 / acked as f64);
-    let per_url = ctx
-        .targets
-        .iter()
-        .enumerate()
-        .map(|(n, t)| {
-            let s = &t.stats;
-            let acked = s.acked.load(Ordering::Relaxed);
-            UrlFigures {
-                url: t.target.origin(),
-                participants: (0..config.participants)
-                    .filter(|i| url_of(*i, ctx.targets.len()) == n)
-                    .count(),
-                reached_room: s.reached_room.load(Ordering::Relaxed),
-                gave_up: s.gave_up.load(Ordering::Relaxed),
-                connected: s.connected.load(Ordering::Relaxed),
-                sessions: s.sessions(),
-                commands_acked: acked,
-                messages_per_s: acked as f64 / secs,
-                latency: s.latency(),
-                errors: s.errors(),
-            }
-        })
-        .collect();
-    Ok(Report {
+    Report {
         url: origins,
         participants: config.participants,
         rate_per_participant: config.rate,
@@ -413,8 +477,34 @@ pub async fn run(config: Config) -> Result<Report, LoadgenError> {
         }),
         loadgen_cpu_percent: own_cpu,
         machine,
-        per_url,
-    })
+        per_url: per_url(ctx, config, secs),
+    }
+}
+
+/// The figures of each URL's participants over a window of `secs`.
+fn per_url(ctx: &Ctx, config: &Config, secs: f64) -> Vec<UrlFigures> {
+    ctx.targets
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let s = &t.stats;
+            let acked = s.acked.load(Ordering::Relaxed);
+            UrlFigures {
+                url: t.target.origin(),
+                participants: (0..config.participants)
+                    .filter(|i| url_of(*i, ctx.targets.len()) == n)
+                    .count(),
+                reached_room: s.reached_room.load(Ordering::Relaxed),
+                gave_up: s.gave_up.load(Ordering::Relaxed),
+                connected: s.connected.load(Ordering::Relaxed),
+                sessions: s.sessions(),
+                commands_acked: acked,
+                messages_per_s: acked as f64 / secs,
+                latency: s.latency(),
+                errors: s.errors(),
+            }
+        })
+        .collect()
 }
 
 /// Waits until every participant reached a room or gave up, or the ramp-up timed out.

@@ -132,105 +132,14 @@ impl Report {
             "  delivery latency   p50 {:.2} ms  p90 {:.2} ms  p99 {:.2} ms  max {:.2} ms  ({} samples)",
             l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms, l.samples
         );
-        if let Some(srv) = &self.server {
-            let _ = writeln!(
-                s,
-                "  server (pid {})    RSS {} KiB before, {} KiB at the end, peak {} KiB; {} KiB per participant; CPU {}%",
-                srv.pid,
-                opt(srv.rss_before_kib),
-                opt(srv.rss_end_kib),
-                opt(srv.rss_peak_kib),
-                opt(srv.kib_per_participant.map(|k| format!("{k:.1}"))),
-                opt(srv.cpu_percent.map(|c| format!("{c:.0}"))),
-            );
-            if let Some(us) = srv.cpu_us_per_command {
-                let _ = writeln!(
-                    s,
-                    "  server CPU         {us:.0} µs per command acknowledged"
-                );
-            }
-            if let Some(b) = &srv.busiest_thread {
-                let groups: Vec<String> = srv
-                    .threads
-                    .iter()
-                    .map(|g| {
-                        format!(
-                            "{} ×{} {:.0}% ({:.0}% of a core)",
-                            g.name, g.threads, g.share_percent, g.cpu_percent
-                        )
-                    })
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    "  server threads     busiest: {} with {:.0}% of the server's CPU ({:.0}% of a core); by name: {}",
-                    b.name,
-                    b.share_percent,
-                    b.cpu_percent,
-                    groups.join(", ")
-                );
-            }
-        } else {
-            let _ = writeln!(
-                s,
-                "  server             process not found (give --server-pid for memory figures)"
-            );
-        }
+        write_server(&mut s, self.server.as_ref());
         if let Some(c) = self.loadgen_cpu_percent {
             let _ = writeln!(s, "  load generator     CPU {c:.0}%");
         }
-        match &self.machine {
-            Some(m) => {
-                let _ = writeln!(
-                    s,
-                    "  machine            {} CPUs; busy {:.0}%, other processes {} (100% = one core); steal {:.1}%, iowait {:.1}% of all CPU time",
-                    m.cpus,
-                    m.busy_cpu_percent,
-                    m.foreign_cpu_percent.map_or_else(
-                        || "not measured (server process unknown)".to_string(),
-                        |f| format!("{f:.0}%")
-                    ),
-                    m.steal_percent,
-                    m.iowait_percent,
-                );
-                if !m.quiet {
-                    let _ = writeln!(s, "  WARNING            {}", not_quiet_warning(m));
-                }
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "  machine            not measured (needs Linux's /proc/stat)"
-                );
-            }
-        }
-        let list = |m: &BTreeMap<String, u64>| {
-            if m.is_empty() {
-                "none".to_string()
-            } else {
-                m.iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        };
+        write_machine(&mut s, self.machine.as_ref());
         let _ = writeln!(s, "  errors             {}", list(&self.errors));
         if self.per_url.len() > 1 {
-            for u in &self.per_url {
-                let _ = writeln!(
-                    s,
-                    "  {}: {} participants, {} reached a room ({} gave up), {} sessions; {:.1} msg/s acked; p50 {:.2} ms p99 {:.2} ms ({} samples); errors {}",
-                    u.url,
-                    u.participants,
-                    u.reached_room,
-                    u.gave_up,
-                    u.sessions,
-                    u.messages_per_s,
-                    u.latency.p50_ms,
-                    u.latency.p99_ms,
-                    u.latency.samples,
-                    list(&u.errors),
-                );
-            }
+            write_per_url(&mut s, &self.per_url);
         }
         let _ = writeln!(s, "  sessions ended     {}", list(&self.endings));
         if self.skipped_busy > 0 || self.uncorrelated_acks > 0 {
@@ -241,6 +150,115 @@ impl Report {
             );
         }
         s
+    }
+}
+
+/// A list of counts: `name n, …`, or `none`.
+fn list(m: &BTreeMap<String, u64>) -> String {
+    if m.is_empty() {
+        "none".to_string()
+    } else {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Writes the server's lines of [`Report::text`]: memory, CPU and threads, or why there are
+/// none.
+fn write_server(s: &mut String, server: Option<&ServerFigures>) {
+    if let Some(srv) = server {
+        let _ = writeln!(
+            s,
+            "  server (pid {})    RSS {} KiB before, {} KiB at the end, peak {} KiB; {} KiB per participant; CPU {}%",
+            srv.pid,
+            opt(srv.rss_before_kib),
+            opt(srv.rss_end_kib),
+            opt(srv.rss_peak_kib),
+            opt(srv.kib_per_participant.map(|k| format!("{k:.1}"))),
+            opt(srv.cpu_percent.map(|c| format!("{c:.0}"))),
+        );
+        if let Some(us) = srv.cpu_us_per_command {
+            let _ = writeln!(
+                s,
+                "  server CPU         {us:.0} µs per command acknowledged"
+            );
+        }
+        if let Some(b) = &srv.busiest_thread {
+            let groups: Vec<String> = srv
+                .threads
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{} ×{} {:.0}% ({:.0}% of a core)",
+                        g.name, g.threads, g.share_percent, g.cpu_percent
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "  server threads     busiest: {} with {:.0}% of the server's CPU ({:.0}% of a core); by name: {}",
+                b.name,
+                b.share_percent,
+                b.cpu_percent,
+                groups.join(", ")
+            );
+        }
+    } else {
+        let _ = writeln!(
+            s,
+            "  server             process not found (give --server-pid for memory figures)"
+        );
+    }
+}
+
+/// Writes the machine's line of [`Report::text`] (and the warning when it was not quiet).
+fn write_machine(s: &mut String, machine: Option<&MachineFigures>) {
+    match machine {
+        Some(m) => {
+            let _ = writeln!(
+                s,
+                "  machine            {} CPUs; busy {:.0}%, other processes {} (100% = one core); steal {:.1}%, iowait {:.1}% of all CPU time",
+                m.cpus,
+                m.busy_cpu_percent,
+                m.foreign_cpu_percent.map_or_else(
+                    || "not measured (server process unknown)".to_string(),
+                    |f| format!("{f:.0}%")
+                ),
+                m.steal_percent,
+                m.iowait_percent,
+            );
+            if !m.quiet {
+                let _ = writeln!(s, "  WARNING            {}", not_quiet_warning(m));
+            }
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "  machine            not measured (needs Linux's /proc/stat)"
+            );
+        }
+    }
+}
+
+/// Writes one line of [`Report::text`] per URL.
+fn write_per_url(s: &mut String, per_url: &[UrlFigures]) {
+    for u in per_url {
+        let _ = writeln!(
+            s,
+            "  {}: {} participants, {} reached a room ({} gave up), {} sessions; {:.1} msg/s acked; p50 {:.2} ms p99 {:.2} ms ({} samples); errors {}",
+            u.url,
+            u.participants,
+            u.reached_room,
+            u.gave_up,
+            u.sessions,
+            u.messages_per_s,
+            u.latency.p50_ms,
+            u.latency.p99_ms,
+            u.latency.samples,
+            list(&u.errors),
+        );
     }
 }
 
