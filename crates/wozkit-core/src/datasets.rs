@@ -723,6 +723,7 @@ fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .unwrap_or_default()
 }
 
+/// Problems of one format's act mapping: its domains, its slots and its acts.
 fn check_mapping(
     ctx: &Sources<'_>,
     format: Format,
@@ -738,33 +739,7 @@ fn check_mapping(
     };
     for (ours, theirs) in &m.domains {
         let ptr = format!("{base}/domains/{}", pointer_escape(ours));
-        if !ctx.domains.iter().any(|d| d == ours) {
-            out.push((
-                ptr.clone(),
-                format!(
-                    "`{ours}` is not a domain of the study (a database table or a goal domain)"
-                ),
-                Some(if ctx.domains.is_empty() {
-                    "the study has no database tables or goal domains to map".into()
-                } else {
-                    format!(
-                        "the study's domains: {}",
-                        names(ctx.domains.iter().map(String::as_str))
-                    )
-                }),
-            ));
-        }
-        if format != Format::ConvLab3 && !format_domains.contains(&theirs.as_str()) {
-            out.push((
-                ptr,
-                format!("`{theirs}` is not a {} domain", format_name(format)),
-                Some(format!(
-                    "one of {}{}",
-                    names(format_domains.iter().copied()),
-                    did_you_mean(theirs, format_domains.iter().copied())
-                )),
-            ));
-        }
+        check_mapped_domain(ctx, format, &format_domains, ptr, ours, theirs, out);
     }
     // Slots: the study's columns → the format's state slots.
     // Slots are looked up in the mapped domains that are the format's (in all when none is).
@@ -776,73 +751,7 @@ fn check_mapping(
         .collect();
     for (ours, theirs) in &m.slots {
         let ptr = format!("{base}/slots/{}", pointer_escape(ours));
-        let columns = ctx.column_names(None);
-        if !columns.contains(&ours.as_str()) {
-            out.push((
-                ptr.clone(),
-                format!("`{ours}` is not a column of the study's database"),
-                Some(if ctx.has_db {
-                    format!("the columns: {}{}", names(columns.iter().copied()), did_you_mean(ours, columns.iter().copied()))
-                } else {
-                    "slots map the columns of the study's `database:` tables, and the study has none".into()
-                }),
-            ));
-        }
-        let known = match format {
-            Format::MultiWoz => {
-                if mapped.is_empty() {
-                    is_multiwoz_slot(None, theirs)
-                } else {
-                    mapped.iter().any(|d| is_multiwoz_slot(Some(d), theirs))
-                }
-            }
-            Format::CrossWoz => CROSSWOZ_DOMAINS
-                .iter()
-                .filter(|(d, _)| mapped.is_empty() || mapped.contains(d))
-                .any(|(_, s)| s.contains(&theirs.as_str())),
-            Format::ConvLab3 => !theirs.trim().is_empty(),
-        };
-        if !known {
-            let all: Vec<&str> = match format {
-                Format::MultiWoz => {
-                    let mut v: Vec<&str> = MULTIWOZ_DOMAINS
-                        .iter()
-                        .filter(|(d, _, _)| mapped.is_empty() || mapped.contains(d))
-                        .flat_map(|(_, b, s)| b.iter().chain(s.iter()).copied())
-                        .collect();
-                    v.sort_unstable();
-                    v.dedup();
-                    v
-                }
-                Format::CrossWoz => {
-                    let mut v: Vec<&str> = CROSSWOZ_DOMAINS
-                        .iter()
-                        .filter(|(d, _)| mapped.is_empty() || mapped.contains(d))
-                        .flat_map(|(_, s)| s.iter().copied())
-                        .collect();
-                    v.dedup();
-                    v
-                }
-                Format::ConvLab3 => vec![],
-            };
-            out.push((
-                ptr,
-                format!(
-                    "`{theirs}` is not a state slot of {}{}",
-                    format_name(format),
-                    if mapped.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" in {}", names(mapped.iter().copied()))
-                    }
-                ),
-                Some(format!(
-                    "one of {}{}",
-                    names(all.iter().copied()),
-                    did_you_mean(theirs, all.iter().copied())
-                )),
-            ));
-        }
+        check_mapped_slot(ctx, format, &mapped, ptr, ours, theirs, out);
     }
     // Acts: the study's states and options → the format's acts.
     for (said, acts) in &m.acts {
@@ -870,6 +779,138 @@ fn check_mapping(
     }
 }
 
+/// Problems of a mapping from the study's domain `ours` to the format's domain `theirs`.
+fn check_mapped_domain(
+    ctx: &Sources<'_>,
+    format: Format,
+    format_domains: &[&str],
+    ptr: String,
+    ours: &str,
+    theirs: &str,
+    out: &mut Vec<(String, String, Option<String>)>,
+) {
+    if !ctx.domains.iter().any(|d| d == ours) {
+        out.push((
+            ptr.clone(),
+            format!("`{ours}` is not a domain of the study (a database table or a goal domain)"),
+            Some(if ctx.domains.is_empty() {
+                "the study has no database tables or goal domains to map".into()
+            } else {
+                format!(
+                    "the study's domains: {}",
+                    names(ctx.domains.iter().map(String::as_str))
+                )
+            }),
+        ));
+    }
+    if format != Format::ConvLab3 && !format_domains.contains(&theirs) {
+        out.push((
+            ptr,
+            format!("`{theirs}` is not a {} domain", format_name(format)),
+            Some(format!(
+                "one of {}{}",
+                names(format_domains.iter().copied()),
+                did_you_mean(theirs, format_domains.iter().copied())
+            )),
+        ));
+    }
+}
+
+/// Problems of a mapping from the study's column `ours` to the format's state slot `theirs`,
+/// looked up in the `mapped` domains (in all when there are none).
+fn check_mapped_slot(
+    ctx: &Sources<'_>,
+    format: Format,
+    mapped: &[&str],
+    ptr: String,
+    ours: &str,
+    theirs: &str,
+    out: &mut Vec<(String, String, Option<String>)>,
+) {
+    let columns = ctx.column_names(None);
+    if !columns.contains(&ours) {
+        out.push((
+            ptr.clone(),
+            format!("`{ours}` is not a column of the study's database"),
+            Some(if ctx.has_db {
+                format!(
+                    "the columns: {}{}",
+                    names(columns.iter().copied()),
+                    did_you_mean(ours, columns.iter().copied())
+                )
+            } else {
+                "slots map the columns of the study's `database:` tables, and the study has none"
+                    .into()
+            }),
+        ));
+    }
+    if !is_state_slot(format, mapped, theirs) {
+        let all = state_slots(format, mapped);
+        out.push((
+            ptr,
+            format!(
+                "`{theirs}` is not a state slot of {}{}",
+                format_name(format),
+                if mapped.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {}", names(mapped.iter().copied()))
+                }
+            ),
+            Some(format!(
+                "one of {}{}",
+                names(all.iter().copied()),
+                did_you_mean(theirs, all.iter().copied())
+            )),
+        ));
+    }
+}
+
+/// Whether `slot` is a state slot of the format in the `mapped` domains (in any when there are
+/// none); for ConvLab-3, any slot that is not blank.
+fn is_state_slot(format: Format, mapped: &[&str], slot: &str) -> bool {
+    match format {
+        Format::MultiWoz => {
+            if mapped.is_empty() {
+                is_multiwoz_slot(None, slot)
+            } else {
+                mapped.iter().any(|d| is_multiwoz_slot(Some(d), slot))
+            }
+        }
+        Format::CrossWoz => CROSSWOZ_DOMAINS
+            .iter()
+            .filter(|(d, _)| mapped.is_empty() || mapped.contains(d))
+            .any(|(_, s)| s.contains(&slot)),
+        Format::ConvLab3 => !slot.trim().is_empty(),
+    }
+}
+
+/// The format's state slots in the `mapped` domains (in all when there are none), for a hint.
+fn state_slots(format: Format, mapped: &[&str]) -> Vec<&'static str> {
+    match format {
+        Format::MultiWoz => {
+            let mut v: Vec<&str> = MULTIWOZ_DOMAINS
+                .iter()
+                .filter(|(d, _, _)| mapped.is_empty() || mapped.contains(d))
+                .flat_map(|(_, b, s)| b.iter().chain(s.iter()).copied())
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+        Format::CrossWoz => {
+            let mut v: Vec<&str> = CROSSWOZ_DOMAINS
+                .iter()
+                .filter(|(d, _)| mapped.is_empty() || mapped.contains(d))
+                .flat_map(|(_, s)| s.iter().copied())
+                .collect();
+            v.dedup();
+            v
+        }
+        Format::ConvLab3 => vec![],
+    }
+}
+
 fn format_name(format: Format) -> &'static str {
     match format {
         Format::MultiWoz => "MultiWOZ 2.1",
@@ -878,6 +919,8 @@ fn format_name(format: Format) -> &'static str {
     }
 }
 
+/// Problems of one mapped act: its name and slot against the format, then the table, column and
+/// value it reads.
 fn check_act(
     ctx: &Sources<'_>,
     format: Format,
@@ -898,129 +941,182 @@ fn check_act(
         ));
         return;
     };
-    let slot = spec.slot.as_deref();
+    let act = NamedAct {
+        name,
+        domain,
+        intent,
+        slot: spec.slot.as_deref(),
+    };
     match format {
-        Format::MultiWoz => {
-            if !is_multiwoz_act_name(name) {
-                let hint = if MULTIWOZ_ACT_DOMAINS.contains(&domain) {
-                    let intents: &[&str] = if domain == "general" {
-                        &MULTIWOZ_GENERAL
-                    } else {
-                        &MULTIWOZ_INTENTS
-                    };
-                    format!(
-                        "MultiWOZ's intents of `{domain}`: {}{}",
-                        names(intents.iter().copied()),
-                        did_you_mean(intent, intents.iter().copied())
-                    )
-                } else {
-                    format!(
-                        "MultiWOZ's act domains: {}{}",
-                        names(MULTIWOZ_ACT_DOMAINS.iter().copied()),
-                        did_you_mean(domain, MULTIWOZ_ACT_DOMAINS.iter().copied())
-                    )
-                };
-                out.push((
-                    field("act"),
-                    format!("`{name}` is not a MultiWOZ 2.1 act"),
-                    Some(hint),
-                ));
-            }
-            if let Some(slot) = slot
-                && !MULTIWOZ_ACT_SLOTS.contains(&slot)
-            {
-                out.push((
-                    field("slot"),
-                    format!("`{slot}` is not a slot of MultiWOZ 2.1's acts"),
-                    Some(format!(
-                        "one of {}{}",
-                        names(MULTIWOZ_ACT_SLOTS.iter().copied()),
-                        did_you_mean(slot, MULTIWOZ_ACT_SLOTS.iter().copied())
-                    )),
-                ));
-            }
-        }
-        Format::CrossWoz => {
-            let domains: Vec<&str> = CROSSWOZ_DOMAINS.iter().map(|(d, _)| *d).collect();
-            let ok = if domain == "general" {
-                CROSSWOZ_GENERAL.contains(&intent)
-            } else {
-                domains.contains(&domain)
-                    && CROSSWOZ_INTENTS.contains(&intent)
-                    && intent != "General"
-            };
-            if !ok {
-                let hint = if domain == "general" {
-                    format!(
-                        "CrossWOZ's general acts: {}",
-                        names(CROSSWOZ_GENERAL.iter().copied())
-                    )
-                } else if !domains.contains(&domain) {
-                    format!(
-                        "CrossWOZ's domains: {}, or `general`",
-                        names(domains.iter().copied())
-                    )
-                } else {
-                    format!(
-                        "CrossWOZ's intents: {}{}",
-                        names(CROSSWOZ_INTENTS.iter().copied().filter(|i| *i != "General")),
-                        did_you_mean(intent, CROSSWOZ_INTENTS.iter().copied())
-                    )
-                };
-                out.push((
-                    field("act"),
-                    format!("`{name}` is not a CrossWOZ act"),
-                    Some(hint),
-                ));
-            } else if let Some(slot) = slot
-                && domain != "general"
-                && !is_crosswoz_act_slot(domain, slot)
-            {
-                out.push((
-                    field("slot"),
-                    format!("`{slot}` is not a slot of CrossWOZ's {domain} acts"),
-                    Some(format!(
-                        "the slots of {domain}: {}",
-                        names(
-                            crosswoz_slots(domain)
-                                .unwrap_or_default()
-                                .iter()
-                                .chain(
-                                    CROSSWOZ_ACT_SLOTS
-                                        .iter()
-                                        .filter(|(d, _)| *d == domain)
-                                        .flat_map(|(_, s)| s.iter())
-                                )
-                                .copied()
-                        )
-                    )),
-                ));
-            }
-        }
-        Format::ConvLab3 => {
-            if !is_convlab3_act(domain, intent) {
-                let list: Vec<&str> = if domain == "general" {
-                    CONVLAB3_GENERAL.to_vec()
-                } else {
-                    CONVLAB3_INTENTS.to_vec()
-                };
-                out.push((
-                    field("act"),
-                    format!("`{name}` is not an act of the ConvLab-3 unified format"),
-                    Some(format!(
-                        "the intents{}: {}{}",
-                        if domain == "general" {
-                            " of `general`"
-                        } else {
-                            ""
-                        },
-                        names(list.iter().copied()),
-                        did_you_mean(intent, list.iter().copied())
-                    )),
-                ));
-            }
-        }
+        Format::MultiWoz => check_multiwoz_act(&act, field, out),
+        Format::CrossWoz => check_crosswoz_act(&act, field, out),
+        Format::ConvLab3 => check_convlab3_act(&act, field, out),
     }
+    check_act_source(ctx, spec, field, out);
+}
+
+/// A mapped act's name, its halves and its slot.
+struct NamedAct<'a> {
+    name: &'a str,
+    domain: &'a str,
+    intent: &'a str,
+    slot: Option<&'a str>,
+}
+
+/// Problems of a mapped act's name and slot against MultiWOZ 2.1's acts.
+fn check_multiwoz_act(
+    act: &NamedAct<'_>,
+    field: &dyn Fn(&str) -> String,
+    out: &mut Vec<(String, String, Option<String>)>,
+) {
+    let NamedAct {
+        name,
+        domain,
+        intent,
+        slot,
+    } = *act;
+    if !is_multiwoz_act_name(name) {
+        let hint = if MULTIWOZ_ACT_DOMAINS.contains(&domain) {
+            let intents: &[&str] = if domain == "general" {
+                &MULTIWOZ_GENERAL
+            } else {
+                &MULTIWOZ_INTENTS
+            };
+            format!(
+                "MultiWOZ's intents of `{domain}`: {}{}",
+                names(intents.iter().copied()),
+                did_you_mean(intent, intents.iter().copied())
+            )
+        } else {
+            format!(
+                "MultiWOZ's act domains: {}{}",
+                names(MULTIWOZ_ACT_DOMAINS.iter().copied()),
+                did_you_mean(domain, MULTIWOZ_ACT_DOMAINS.iter().copied())
+            )
+        };
+        out.push((
+            field("act"),
+            format!("`{name}` is not a MultiWOZ 2.1 act"),
+            Some(hint),
+        ));
+    }
+    if let Some(slot) = slot
+        && !MULTIWOZ_ACT_SLOTS.contains(&slot)
+    {
+        out.push((
+            field("slot"),
+            format!("`{slot}` is not a slot of MultiWOZ 2.1's acts"),
+            Some(format!(
+                "one of {}{}",
+                names(MULTIWOZ_ACT_SLOTS.iter().copied()),
+                did_you_mean(slot, MULTIWOZ_ACT_SLOTS.iter().copied())
+            )),
+        ));
+    }
+}
+
+/// Problems of a mapped act's name and slot against CrossWOZ's acts.
+fn check_crosswoz_act(
+    act: &NamedAct<'_>,
+    field: &dyn Fn(&str) -> String,
+    out: &mut Vec<(String, String, Option<String>)>,
+) {
+    let NamedAct {
+        name,
+        domain,
+        intent,
+        slot,
+    } = *act;
+    let domains: Vec<&str> = CROSSWOZ_DOMAINS.iter().map(|(d, _)| *d).collect();
+    let ok = if domain == "general" {
+        CROSSWOZ_GENERAL.contains(&intent)
+    } else {
+        domains.contains(&domain) && CROSSWOZ_INTENTS.contains(&intent) && intent != "General"
+    };
+    if !ok {
+        let hint = if domain == "general" {
+            format!(
+                "CrossWOZ's general acts: {}",
+                names(CROSSWOZ_GENERAL.iter().copied())
+            )
+        } else if !domains.contains(&domain) {
+            format!(
+                "CrossWOZ's domains: {}, or `general`",
+                names(domains.iter().copied())
+            )
+        } else {
+            format!(
+                "CrossWOZ's intents: {}{}",
+                names(CROSSWOZ_INTENTS.iter().copied().filter(|i| *i != "General")),
+                did_you_mean(intent, CROSSWOZ_INTENTS.iter().copied())
+            )
+        };
+        out.push((
+            field("act"),
+            format!("`{name}` is not a CrossWOZ act"),
+            Some(hint),
+        ));
+    } else if let Some(slot) = slot
+        && domain != "general"
+        && !is_crosswoz_act_slot(domain, slot)
+    {
+        let slots = crosswoz_slots(domain).unwrap_or_default().iter().chain(
+            CROSSWOZ_ACT_SLOTS
+                .iter()
+                .filter(|(d, _)| *d == domain)
+                .flat_map(|(_, s)| s.iter()),
+        );
+        out.push((
+            field("slot"),
+            format!("`{slot}` is not a slot of CrossWOZ's {domain} acts"),
+            Some(format!("the slots of {domain}: {}", names(slots.copied()))),
+        ));
+    }
+}
+
+/// Problems of a mapped act's name against the ConvLab-3 unified format's acts.
+fn check_convlab3_act(
+    act: &NamedAct<'_>,
+    field: &dyn Fn(&str) -> String,
+    out: &mut Vec<(String, String, Option<String>)>,
+) {
+    let NamedAct {
+        name,
+        domain,
+        intent,
+        ..
+    } = *act;
+    if !is_convlab3_act(domain, intent) {
+        let list: Vec<&str> = if domain == "general" {
+            CONVLAB3_GENERAL.to_vec()
+        } else {
+            CONVLAB3_INTENTS.to_vec()
+        };
+        out.push((
+            field("act"),
+            format!("`{name}` is not an act of the ConvLab-3 unified format"),
+            Some(format!(
+                "the intents{}: {}{}",
+                if domain == "general" {
+                    " of `general`"
+                } else {
+                    ""
+                },
+                names(list.iter().copied()),
+                did_you_mean(intent, list.iter().copied())
+            )),
+        ));
+    }
+}
+
+/// Problems of where a mapped act reads its value: its table, its column, and a value given
+/// beside a column.
+fn check_act_source(
+    ctx: &Sources<'_>,
+    spec: &ActSpec,
+    field: &dyn Fn(&str) -> String,
+    out: &mut Vec<(String, String, Option<String>)>,
+) {
     if let Some(table) = &spec.table
         && !ctx.columns.iter().any(|(t, _)| t == table)
     {
