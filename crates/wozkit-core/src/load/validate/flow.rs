@@ -28,6 +28,34 @@ const RESERVED_FIELDS: &[&str] = &["step", "lease", "choice", "justification"];
 /// The flow's compiled page conditions, per role: `[user, wizard]`, indexed like the pages.
 pub type PageConditions = [Vec<Option<Condition>>; 2];
 
+/// The dialogue ids an evaluation may name.
+struct KnownDialogues<'a> {
+    /// The evaluation's dialogues.
+    known: Vec<&'a str>,
+    /// Whether stored sessions are read too: they are read when the server starts, so until then
+    /// an unknown id may be one.
+    stored: bool,
+}
+
+impl<'a> KnownDialogues<'a> {
+    /// The dialogue ids of `ev`, and whether it reads stored sessions.
+    fn of(ev: &'a Evaluation) -> Self {
+        KnownDialogues {
+            known: ev.dialogues.iter().map(|d| d.id.as_str()).collect(),
+            stored: ev.from_store.is_some(),
+        }
+    }
+
+    /// Reports `id` at `ptr` unless it names a known dialogue (or stored sessions are read).
+    fn check(&self, c: &mut Checker<'_>, ptr: &str, id: &str) {
+        if !self.known.contains(&id) && !self.stored {
+            let hint = did_you_mean(id, self.known.iter().copied())
+                .or_else(|| Some("name a dialogue of `evaluation.dialogues`".into()));
+            c.err(ptr, format!("unknown dialogue `{id}`"), hint);
+        }
+    }
+}
+
 impl Checker<'_> {
     /// Checks both roles' flows and the evaluation section; returns the page conditions.
     pub(super) fn flow(&mut self) -> PageConditions {
@@ -101,22 +129,7 @@ impl Checker<'_> {
                     None,
                 );
             }
-            let after = match &p.next {
-                Some(target) => match ids.get(target.as_str()) {
-                    Some(&j) => j,
-                    None => {
-                        let hint = did_you_mean(target, ids.keys().copied())
-                            .or_else(|| Some("`next` names a page by its `id`".into()));
-                        self.err(
-                            &format!("{ptr}/next"),
-                            format!("`next` names unknown page `{target}`"),
-                            hint,
-                        );
-                        i + 1
-                    }
-                },
-                None => i + 1,
-            };
+            let after = self.page_next(&ptr, i, p, &ids);
             if p.kind != PageKind::Completion {
                 edges[i].push(after);
             }
@@ -125,7 +138,33 @@ impl Checker<'_> {
             }
             self.page_kind(&ptr, p);
         }
-        // Reachability from the first page.
+        self.unreachable_pages(&base, pages, &edges);
+        self.page_conditions(&base, pages, &edges)
+    }
+
+    /// The page that page `i` leads to: the one its `next` names (reported when unknown), else
+    /// the next one.
+    fn page_next(&mut self, ptr: &str, i: usize, p: &Page, ids: &HashMap<&str, usize>) -> usize {
+        match &p.next {
+            Some(target) => match ids.get(target.as_str()) {
+                Some(&j) => j,
+                None => {
+                    let hint = did_you_mean(target, ids.keys().copied())
+                        .or_else(|| Some("`next` names a page by its `id`".into()));
+                    self.err(
+                        &format!("{ptr}/next"),
+                        format!("`next` names unknown page `{target}`"),
+                        hint,
+                    );
+                    i + 1
+                }
+            },
+            None => i + 1,
+        }
+    }
+
+    /// Reports the pages that cannot be reached from the first one along `edges`.
+    fn unreachable_pages(&mut self, base: &str, pages: &[Page], edges: &[Vec<usize>]) {
         let mut seen = vec![false; pages.len() + 1];
         let mut queue = VecDeque::from([0]);
         while let Some(i) = queue.pop_front() {
@@ -153,11 +192,20 @@ impl Checker<'_> {
                 );
             }
         }
-        // Conditions: the answers they read must be asked on a page that can come before.
+    }
+
+    /// Compiles the pages' conditions; the answers they read must be asked on a page that can
+    /// come before.
+    fn page_conditions(
+        &mut self,
+        base: &str,
+        pages: &[Page],
+        edges: &[Vec<usize>],
+    ) -> Vec<Option<Condition>> {
         let mut asked_before: Vec<HashSet<&str>> = vec![HashSet::new(); pages.len()];
         for (j, target) in asked_before.iter_mut().enumerate() {
             for (i, p) in pages.iter().enumerate() {
-                if i != j && leads_to(&edges, i, j) {
+                if i != j && leads_to(edges, i, j) {
                     target.extend(p.questions.iter().map(|q| q.id.as_str()));
                 }
             }
@@ -173,27 +221,39 @@ impl Checker<'_> {
                 let src = p.when.as_deref()?;
                 let ptr = format!("{base}/{i}/when");
                 let c = self.flow_condition(&ptr, src)?;
-                for name in member_names(src, "answers") {
-                    if !asked_before[i].contains(name.as_str()) {
-                        let (msg, hint) = if all_asked.contains(name.as_str()) {
-                            (
-                                format!("condition reads answer `{name}` before it is asked"),
-                                "the question is on this page or a later one".to_string(),
-                            )
-                        } else {
-                            (
-                                format!("condition reads answer `{name}`, which no page asks"),
-                                did_you_mean(&name, asked_before[i].iter().copied()).unwrap_or_else(
-                                    || "`answers.ID` reads the question `ID` of an earlier `questions` page".into(),
-                                ),
-                            )
-                        };
-                        self.err(&ptr, msg, Some(hint));
-                    }
-                }
+                self.answers_read(&ptr, src, &asked_before[i], &all_asked);
                 Some(c)
             })
             .collect()
+    }
+
+    /// Reports each answer the condition `src` reads that is not asked before its page.
+    fn answers_read(
+        &mut self,
+        ptr: &str,
+        src: &str,
+        asked_before: &HashSet<&str>,
+        all_asked: &HashSet<&str>,
+    ) {
+        for name in member_names(src, "answers") {
+            if !asked_before.contains(name.as_str()) {
+                let (msg, hint) = if all_asked.contains(name.as_str()) {
+                    (
+                        format!("condition reads answer `{name}` before it is asked"),
+                        "the question is on this page or a later one".to_string(),
+                    )
+                } else {
+                    (
+                        format!("condition reads answer `{name}`, which no page asks"),
+                        did_you_mean(&name, asked_before.iter().copied()).unwrap_or_else(|| {
+                            "`answers.ID` reads the question `ID` of an earlier `questions` page"
+                                .into()
+                        }),
+                    )
+                };
+                self.err(ptr, msg, Some(hint));
+            }
+        }
     }
 
     fn flow_condition(&mut self, ptr: &str, src: &str) -> Option<Condition> {
@@ -278,6 +338,49 @@ impl Checker<'_> {
     }
 
     fn evaluation(&mut self, ev: &Evaluation) {
+        self.dialogue_ids(ev);
+        self.store_selections(ev);
+        let dialogues = KnownDialogues::of(ev);
+        match ev.task {
+            EvalTask::Compare => self.compare_task(ev, &dialogues),
+            EvalTask::Rate => self.rate_task(ev, &dialogues),
+            EvalTask::Chat | EvalTask::Arena => self.live_evaluation(ev),
+            EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs => {
+                for problem in ev.writing_problems() {
+                    self.err(&problem.0, problem.1, None);
+                }
+            }
+        }
+        self.evaluation_questions(ev);
+        if let Some(a) = ev.annotate.as_ref().filter(|_| !ev.task.is_live()) {
+            let speaks = ev
+                .dialogues
+                .iter()
+                .any(|d| d.turns.iter().any(|t| t.speaker == a.speaker));
+            let stored_speaker =
+                dialogues.stored && ["user", "wizard"].contains(&a.speaker.as_str());
+            if !speaks && !stored_speaker {
+                self.err(
+                    "/evaluation/annotate/speaker",
+                    format!("no dialogue has a turn by `{}`", a.speaker),
+                    None,
+                );
+            }
+            self.annotation_shape(a);
+        }
+        self.known_item_lists(ev, &dialogues);
+        if !dialogues.stored
+            && ev
+                .items()
+                .iter()
+                .all(|i| i.pool != crate::event::ItemPool::Item)
+        {
+            self.no_items(ev.task);
+        }
+    }
+
+    /// The evaluation's dialogues: each id once, and each with turns.
+    fn dialogue_ids(&mut self, ev: &Evaluation) {
         let inline = ev.dialogues.len() - self.file_dialogues;
         let dialogue_ptr = |i: usize| {
             if i < inline {
@@ -303,88 +406,66 @@ impl Checker<'_> {
                 );
             }
         }
-        self.store_selections(ev);
-        // Stored sessions are read when the server starts: until then an unknown id may be one.
-        let stored = ev.from_store.is_some();
-        let known: Vec<&str> = ev.dialogues.iter().map(|d| d.id.as_str()).collect();
-        let dialogue_ref = |c: &mut Self, ptr: &str, id: &str| {
-            if !known.contains(&id) && !stored {
-                let hint = did_you_mean(id, known.iter().copied())
-                    .or_else(|| Some("name a dialogue of `evaluation.dialogues`".into()));
-                c.err(ptr, format!("unknown dialogue `{id}`"), hint);
-            }
-        };
-        match ev.task {
-            EvalTask::Compare => {
-                match &ev.pairs {
-                    None => self.err(
-                        "/evaluation",
-                        "a comparison needs `pairs`".into(),
-                        Some(
-                            "`pairs: {rule: all_systems}` or `pairs: {given: [{a: ID, b: ID}]}`"
-                                .into(),
-                        ),
-                    ),
-                    Some(pairs) => {
-                        for (i, p) in pairs.given.iter().enumerate() {
-                            let ptr = format!("/evaluation/pairs/given/{i}");
-                            dialogue_ref(self, &format!("{ptr}/a"), &p.a);
-                            dialogue_ref(self, &format!("{ptr}/b"), &p.b);
-                            if p.a == p.b {
-                                self.err(
-                                    &ptr,
-                                    "a pair compares two different dialogues".into(),
-                                    None,
-                                );
-                            }
-                        }
-                        if pairs.given.is_empty() && pairs.rule.is_none() {
-                            self.err(
-                                "/evaluation/pairs",
-                                "`pairs` needs `given` pairs or a `rule`".into(),
-                                None,
-                            );
-                        }
+    }
+
+    /// A comparison's pairs, each of two different known dialogues, and no `items`.
+    fn compare_task(&mut self, ev: &Evaluation, dialogues: &KnownDialogues<'_>) {
+        match &ev.pairs {
+            None => self.err(
+                "/evaluation",
+                "a comparison needs `pairs`".into(),
+                Some("`pairs: {rule: all_systems}` or `pairs: {given: [{a: ID, b: ID}]}`".into()),
+            ),
+            Some(pairs) => {
+                for (i, p) in pairs.given.iter().enumerate() {
+                    let ptr = format!("/evaluation/pairs/given/{i}");
+                    dialogues.check(self, &format!("{ptr}/a"), &p.a);
+                    dialogues.check(self, &format!("{ptr}/b"), &p.b);
+                    if p.a == p.b {
+                        self.err(&ptr, "a pair compares two different dialogues".into(), None);
                     }
                 }
-                if ev.items.is_some() {
-                    self.err(
-                        "/evaluation/items",
-                        "`items` lists dialogues to rate; a comparison's items are its `pairs`"
-                            .into(),
-                        None,
-                    );
-                }
-            }
-            EvalTask::Rate => {
-                if ev.pairs.is_some() {
+                if pairs.given.is_empty() && pairs.rule.is_none() {
                     self.err(
                         "/evaluation/pairs",
-                        "`pairs` are for `task: compare`".into(),
-                        Some(
-                            "a rating study lists its dialogues under `items` (or rates them all)"
-                                .into(),
-                        ),
-                    );
-                }
-                for (i, id) in ev.items.iter().flatten().enumerate() {
-                    dialogue_ref(self, &format!("/evaluation/items/{i}"), id);
-                }
-                if ev.questions.is_empty() && ev.annotate.is_none() {
-                    self.err(
-                        "/evaluation",
-                        "a rating study needs `questions` (or `annotate`)".into(),
+                        "`pairs` needs `given` pairs or a `rule`".into(),
                         None,
                     );
-                }
-            }
-            EvalTask::Chat | EvalTask::Arena => self.live_evaluation(ev),
-            EvalTask::SelfDialog | EvalTask::Spans | EvalTask::TurnActs => {
-                for problem in ev.writing_problems() {
-                    self.err(&problem.0, problem.1, None);
                 }
             }
         }
+        if ev.items.is_some() {
+            self.err(
+                "/evaluation/items",
+                "`items` lists dialogues to rate; a comparison's items are its `pairs`".into(),
+                None,
+            );
+        }
+    }
+
+    /// A rating study: no `pairs`, known dialogues as `items`, and questions to ask.
+    fn rate_task(&mut self, ev: &Evaluation, dialogues: &KnownDialogues<'_>) {
+        if ev.pairs.is_some() {
+            self.err(
+                "/evaluation/pairs",
+                "`pairs` are for `task: compare`".into(),
+                Some("a rating study lists its dialogues under `items` (or rates them all)".into()),
+            );
+        }
+        for (i, id) in ev.items.iter().flatten().enumerate() {
+            dialogues.check(self, &format!("/evaluation/items/{i}"), id);
+        }
+        if ev.questions.is_empty() && ev.annotate.is_none() {
+            self.err(
+                "/evaluation",
+                "a rating study needs `questions` (or `annotate`)".into(),
+                None,
+            );
+        }
+    }
+
+    /// The evaluation's questions: their rules, and no id the judging form uses itself.
+    fn evaluation_questions(&mut self, ev: &Evaluation) {
         for problem in questions::rules::check(&ev.questions, "/evaluation/questions") {
             self.err(&problem.pointer, problem.message, problem.hint);
         }
@@ -397,21 +478,11 @@ impl Checker<'_> {
                 );
             }
         }
-        if let Some(a) = ev.annotate.as_ref().filter(|_| !ev.task.is_live()) {
-            let speaks = ev
-                .dialogues
-                .iter()
-                .any(|d| d.turns.iter().any(|t| t.speaker == a.speaker));
-            let stored_speaker = stored && ["user", "wizard"].contains(&a.speaker.as_str());
-            if !speaks && !stored_speaker {
-                self.err(
-                    "/evaluation/annotate/speaker",
-                    format!("no dialogue has a turn by `{}`", a.speaker),
-                    None,
-                );
-            }
-            self.annotation_shape(a);
-        }
+    }
+
+    /// The onboarding's and gold's items with known answers: some of each, naming known
+    /// dialogues and answering the questions.
+    fn known_item_lists(&mut self, ev: &Evaluation, dialogues: &KnownDialogues<'_>) {
         let question_ids: Vec<&str> = ev.questions.iter().map(|q| q.id.as_str()).collect();
         let known_lists = ev
             .onboarding
@@ -425,31 +496,28 @@ impl Checker<'_> {
             for (i, k) in items.iter().enumerate() {
                 let ptr = format!("{base}/{i}");
                 for id in k.dialogues() {
-                    dialogue_ref(self, &ptr, &id);
+                    dialogues.check(self, &ptr, &id);
                 }
                 self.known_item(&ptr, ev.task, k, &question_ids);
             }
         }
-        if !stored
-            && ev
-                .items()
-                .iter()
-                .all(|i| i.pool != crate::event::ItemPool::Item)
-        {
-            self.err(
-                "/evaluation",
-                "the evaluation has no items to judge".into(),
-                Some(match ev.task {
-                    EvalTask::Compare => "no pair could be formed: check `pairs` and the dialogues' systems and scenarios".into(),
-                    EvalTask::Rate => "every dialogue is used by onboarding or gold items".into(),
-                    EvalTask::Chat => "declare `systems` and list them in `evaluation.systems`".into(),
-                    EvalTask::Arena => "an arena needs at least two systems in `evaluation.systems`".into(),
-                    EvalTask::SelfDialog => "list the scenarios in `self_dialog.scenarios`".into(),
-                    EvalTask::Spans => "give the dialogues to annotate in `dialogues` or `from_store`".into(),
-                    EvalTask::TurnActs => "give the dialogues in `dialogues` or `from_store`; check `acts.which` selects some of their turns".into(),
-                }),
-            );
-        }
+    }
+
+    /// The evaluation has no items to judge: what to check, by its task.
+    fn no_items(&mut self, task: EvalTask) {
+        self.err(
+            "/evaluation",
+            "the evaluation has no items to judge".into(),
+            Some(match task {
+                EvalTask::Compare => "no pair could be formed: check `pairs` and the dialogues' systems and scenarios".into(),
+                EvalTask::Rate => "every dialogue is used by onboarding or gold items".into(),
+                EvalTask::Chat => "declare `systems` and list them in `evaluation.systems`".into(),
+                EvalTask::Arena => "an arena needs at least two systems in `evaluation.systems`".into(),
+                EvalTask::SelfDialog => "list the scenarios in `self_dialog.scenarios`".into(),
+                EvalTask::Spans => "give the dialogues to annotate in `dialogues` or `from_store`".into(),
+                EvalTask::TurnActs => "give the dialogues in `dialogues` or `from_store`; check `acts.which` selects some of their turns".into(),
+            }),
+        );
     }
 
     /// The stored-session selections: a study to read from, and values that name something.
@@ -591,6 +659,41 @@ impl Checker<'_> {
     /// A `chat` or `arena` evaluation: systems that exist, turn limits that fit, annotation of
     /// the systems' replies, and none of the written-dialogue fields.
     fn live_evaluation(&mut self, ev: &Evaluation) {
+        let task = if ev.task == EvalTask::Arena {
+            "arena"
+        } else {
+            "chat"
+        };
+        self.live_systems(ev, task);
+        let c = &ev.conversation;
+        if c.min_turns > c.max_turns {
+            self.err(
+                "/evaluation/conversation/min_turns",
+                format!(
+                    "`min_turns` ({}) is more than `max_turns` ({})",
+                    c.min_turns, c.max_turns
+                ),
+                None,
+            );
+        }
+        self.written_fields(ev, task);
+        if let Some(a) = &ev.annotate {
+            if a.speaker != SYSTEM_SPEAKER {
+                self.err(
+                    "/evaluation/annotate/speaker",
+                    format!(
+                        "in a `{task}` the systems' replies are annotated: `speaker: {SYSTEM_SPEAKER}`"
+                    ),
+                    None,
+                );
+            }
+            self.annotation_shape(a);
+        }
+    }
+
+    /// The systems of a `chat` or `arena` (`task`): declared, each once, enough of them, and a
+    /// `schedule` only for an arena.
+    fn live_systems(&mut self, ev: &Evaluation, task: &str) {
         let declared: Vec<&str> = self.study.systems.keys().map(String::as_str).collect();
         for (i, name) in ev.systems.iter().enumerate() {
             if !declared.contains(&name.as_str()) {
@@ -608,11 +711,6 @@ impl Checker<'_> {
             "/evaluation/systems",
             ev.systems.iter().map(String::as_str),
         );
-        let task = if ev.task == EvalTask::Arena {
-            "arena"
-        } else {
-            "chat"
-        };
         let fewest = if ev.task == EvalTask::Arena { 2 } else { 1 };
         if ev.systems.len() < fewest {
             self.err(
@@ -636,17 +734,10 @@ impl Checker<'_> {
                 Some("a chat gives every system the same number of conversations".into()),
             );
         }
-        let c = &ev.conversation;
-        if c.min_turns > c.max_turns {
-            self.err(
-                "/evaluation/conversation/min_turns",
-                format!(
-                    "`min_turns` ({}) is more than `max_turns` ({})",
-                    c.min_turns, c.max_turns
-                ),
-                None,
-            );
-        }
+    }
+
+    /// Reports the fields of written dialogues set in a `chat` or `arena` (`task`).
+    fn written_fields(&mut self, ev: &Evaluation, task: &str) {
         let written = [
             ("dialogues", !ev.dialogues.is_empty()),
             ("dialogues_file", ev.dialogues_file.is_some()),
@@ -666,18 +757,6 @@ impl Checker<'_> {
                     Some("participants of a chat or arena talk to the `systems` instead".into()),
                 );
             }
-        }
-        if let Some(a) = &ev.annotate {
-            if a.speaker != SYSTEM_SPEAKER {
-                self.err(
-                    "/evaluation/annotate/speaker",
-                    format!(
-                        "in a `{task}` the systems' replies are annotated: `speaker: {SYSTEM_SPEAKER}`"
-                    ),
-                    None,
-                );
-            }
-            self.annotation_shape(a);
         }
     }
 
