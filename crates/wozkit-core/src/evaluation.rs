@@ -807,76 +807,29 @@ impl Evaluation {
 
     /// Every item: the ordinary ones (pairs or dialogues) then the gold ones.
     pub fn items(&self) -> Vec<ItemSpec> {
-        let reserved = self.reserved();
+        let item = |id: String, dialogues: Vec<String>| ItemSpec {
+            id,
+            pool: ItemPool::Item,
+            dialogues,
+        };
         let mut out: Vec<ItemSpec> = match self.task {
-            EvalTask::Rate | EvalTask::Spans => {
-                let ids: Vec<&str> = match &self.items {
-                    Some(ids) => ids.iter().map(String::as_str).collect(),
-                    None => self
-                        .dialogues
-                        .iter()
-                        .map(|d| d.id.as_str())
-                        .filter(|id| !reserved.contains(id))
-                        .collect(),
-                };
-                ids.into_iter()
-                    .map(|id| ItemSpec {
-                        id: id.to_string(),
-                        pool: ItemPool::Item,
-                        dialogues: vec![id.to_string()],
-                    })
-                    .collect()
-            }
+            EvalTask::Rate | EvalTask::Spans => self
+                .item_dialogues()
+                .into_iter()
+                .map(|id| item(id.to_string(), vec![id.to_string()]))
+                .collect(),
             // One item per selected turn of each dialogue to annotate.
-            EvalTask::TurnActs => {
-                let which = self.acts.as_ref().map(|a| a.which).unwrap_or_default();
-                let ids: Vec<&str> = match &self.items {
-                    Some(ids) => ids.iter().map(String::as_str).collect(),
-                    None => self
-                        .dialogues
-                        .iter()
-                        .map(|d| d.id.as_str())
-                        .filter(|id| !reserved.contains(id))
-                        .collect(),
-                };
-                ids.into_iter()
-                    .filter_map(|id| self.dialogue(id))
-                    .flat_map(|d| {
-                        d.turns
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, t)| which.takes(t))
-                            .map(|(i, _)| {
-                                // The turn, not its dialogue, is what a worker may see once:
-                                // one worker may label several turns of a dialogue.
-                                let id = turn_item_id(&d.id, i);
-                                ItemSpec {
-                                    id: id.clone(),
-                                    pool: ItemPool::Item,
-                                    dialogues: vec![id],
-                                }
-                            })
-                    })
-                    .collect()
-            }
+            EvalTask::TurnActs => self.turn_items(),
             EvalTask::Compare => self
                 .pairs()
                 .into_iter()
-                .map(|(a, b)| ItemSpec {
-                    id: format!("{a}~{b}"),
-                    pool: ItemPool::Item,
-                    dialogues: vec![a, b],
-                })
+                .map(|(a, b)| item(format!("{a}~{b}"), vec![a, b]))
                 .collect(),
             // A worker chats with each system at most once (the item's "dialogue" is the system).
             EvalTask::Chat => self
                 .systems
                 .iter()
-                .map(|s| ItemSpec {
-                    id: s.clone(),
-                    pool: ItemPool::Item,
-                    dialogues: vec![s.clone()],
-                })
+                .map(|s| item(s.clone(), vec![s.clone()]))
                 .collect(),
             // A worker battles each pair at most once, but meets a system in several pairs.
             EvalTask::Arena => self
@@ -884,11 +837,7 @@ impl Evaluation {
                 .into_iter()
                 .map(|(a, b)| {
                     let id = format!("{a}~{b}");
-                    ItemSpec {
-                        id: id.clone(),
-                        pool: ItemPool::Item,
-                        dialogues: vec![id],
-                    }
+                    item(id.clone(), vec![id])
                 })
                 .collect(),
             // One item per scenario: each written by `judgments_per_item` workers.
@@ -896,11 +845,7 @@ impl Evaluation {
                 .self_dialog
                 .iter()
                 .flat_map(|w| w.scenarios.iter())
-                .map(|s| ItemSpec {
-                    id: s.id.clone(),
-                    pool: ItemPool::Item,
-                    dialogues: vec![s.id.clone()],
-                })
+                .map(|s| item(s.id.clone(), vec![s.id.clone()]))
                 .collect(),
         };
         if let Some(gold) = &self.gold {
@@ -911,6 +856,46 @@ impl Evaluation {
             }));
         }
         out
+    }
+
+    /// The dialogues that are items: those `items` lists, else every dialogue that onboarding or
+    /// gold items do not use.
+    fn item_dialogues(&self) -> Vec<&str> {
+        let reserved = self.reserved();
+        match &self.items {
+            Some(ids) => ids.iter().map(String::as_str).collect(),
+            None => self
+                .dialogues
+                .iter()
+                .map(|d| d.id.as_str())
+                .filter(|id| !reserved.contains(id))
+                .collect(),
+        }
+    }
+
+    /// The items of `task: turn_acts`: one per selected turn of each dialogue to annotate.
+    fn turn_items(&self) -> Vec<ItemSpec> {
+        let which = self.acts.as_ref().map(|a| a.which).unwrap_or_default();
+        self.item_dialogues()
+            .into_iter()
+            .filter_map(|id| self.dialogue(id))
+            .flat_map(|d| {
+                d.turns
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| which.takes(t))
+                    .map(|(i, _)| {
+                        // The turn, not its dialogue, is what a worker may see once:
+                        // one worker may label several turns of a dialogue.
+                        let id = turn_item_id(&d.id, i);
+                        ItemSpec {
+                            id: id.clone(),
+                            pool: ItemPool::Item,
+                            dialogues: vec![id],
+                        }
+                    })
+            })
+            .collect()
     }
 
     /// The comparison pairs, given or formed by the rule.
@@ -1357,132 +1342,35 @@ impl Evaluation {
     /// self_dialog` or `spans`), as JSON pointers and messages; the loader reports them.
     pub fn writing_problems(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = vec![];
-        let mut err = |ptr: &str, msg: String| out.push((ptr.to_string(), msg));
         match self.task {
             EvalTask::SelfDialog => {
                 let Some(w) = &self.self_dialog else {
-                    err(
-                        "/evaluation",
+                    out.push((
+                        "/evaluation".into(),
                         "`task: self_dialog` needs a `self_dialog` section with `scenarios`".into(),
-                    );
+                    ));
                     return out;
                 };
-                if w.scenarios.is_empty() || w.scenarios.len() > MAX_SCENARIOS {
-                    err(
-                        "/evaluation/self_dialog/scenarios",
-                        format!("list 1 to {MAX_SCENARIOS} scenarios"),
-                    );
-                }
-                let mut seen = std::collections::HashSet::new();
-                for (i, s) in w.scenarios.iter().enumerate() {
-                    if s.id.is_empty() || s.id.contains('~') || !seen.insert(s.id.as_str()) {
-                        err(
-                            &format!("/evaluation/self_dialog/scenarios/{i}/id"),
-                            format!("scenario id `{}` is empty, has `~` or is used twice", s.id),
-                        );
-                    }
-                    if s.instructions.trim().is_empty() {
-                        err(
-                            &format!("/evaluation/self_dialog/scenarios/{i}/instructions"),
-                            format!("scenario `{}` has no instructions", s.id),
-                        );
-                    }
-                }
-                if w.min_turns == 0 || w.min_turns > w.max_turns || w.max_turns > MAX_SELF_TURNS {
-                    err(
-                        "/evaluation/self_dialog",
-                        format!(
-                            "turns must satisfy 1 <= min_turns ({}) <= max_turns ({}) <= {MAX_SELF_TURNS}",
-                            w.min_turns, w.max_turns
-                        ),
-                    );
-                }
-                if self.spans.is_some() {
-                    err(
-                        "/evaluation/spans",
-                        "`spans` are for `task: spans` (a separate annotation study)".into(),
-                    );
-                }
+                self.self_dialog_problems(w, &mut out);
             }
-            EvalTask::Spans => {
-                match &self.spans {
-                    None => err(
-                        "/evaluation",
-                        "`task: spans` needs a `spans` section with `slots`".into(),
-                    ),
-                    Some(sp) => {
-                        if sp.slots.is_empty() {
-                            err(
-                                "/evaluation/spans/slots",
-                                "list at least one slot name".into(),
-                            );
-                        }
-                        let mut seen = std::collections::HashSet::new();
-                        for (i, slot) in sp.slots.iter().enumerate() {
-                            if slot.trim().is_empty() || !seen.insert(slot.as_str()) {
-                                err(
-                                    &format!("/evaluation/spans/slots/{i}"),
-                                    format!("slot name `{slot}` is empty or listed twice"),
-                                );
-                            }
-                        }
-                    }
-                }
-                if self.self_dialog.is_some() {
-                    err(
-                        "/evaluation/self_dialog",
-                        "`self_dialog` is for `task: self_dialog`".into(),
-                    );
-                }
-            }
-            EvalTask::TurnActs => {
-                match &self.acts {
-                    None => err(
-                        "/evaluation",
-                        "`task: turn_acts` needs an `acts` section with `acts`".into(),
-                    ),
-                    Some(a) => {
-                        for (what, list) in [("acts", &a.acts), ("slots", &a.slots)] {
-                            if what == "acts" && list.is_empty() {
-                                err("/evaluation/acts/acts", "list at least one act".into());
-                            }
-                            let mut seen = std::collections::HashSet::new();
-                            for (i, name) in list.iter().enumerate() {
-                                if name.trim().is_empty() || !seen.insert(name.as_str()) {
-                                    err(
-                                        &format!("/evaluation/acts/{what}/{i}"),
-                                        format!("name `{name}` is empty or listed twice"),
-                                    );
-                                }
-                            }
-                        }
-                        if a.max_pairs > MAX_ACT_PAIRS {
-                            err(
-                                "/evaluation/acts/max_pairs",
-                                format!("at most {MAX_ACT_PAIRS} slot-value pairs per turn"),
-                            );
-                        }
-                    }
-                }
-                if self.self_dialog.is_some() || self.spans.is_some() {
-                    err(
-                        "/evaluation",
-                        "`self_dialog` and `spans` are not used by `task: turn_acts`".into(),
-                    );
-                }
-            }
+            EvalTask::Spans => self.spans_problems(&mut out),
+            EvalTask::TurnActs => self.turn_acts_problems(&mut out),
             _ => {
                 if self.self_dialog.is_some() {
-                    err(
-                        "/evaluation/self_dialog",
+                    out.push((
+                        "/evaluation/self_dialog".into(),
                         "`self_dialog` is for `task: self_dialog`".into(),
-                    );
+                    ));
                 }
                 if self.spans.is_some() {
-                    err("/evaluation/spans", "`spans` are for `task: spans`".into());
+                    out.push((
+                        "/evaluation/spans".into(),
+                        "`spans` are for `task: spans`".into(),
+                    ));
                 }
             }
         }
+        let mut err = |ptr: &str, msg: String| out.push((ptr.to_string(), msg));
         if self.acts.is_some() && self.task != EvalTask::TurnActs {
             err(
                 "/evaluation/acts",
@@ -1501,6 +1389,120 @@ impl Evaluation {
             );
         }
         out
+    }
+
+    /// The problems of a `self_dialog` section `w` for `task: self_dialog`.
+    fn self_dialog_problems(&self, w: &SelfDialogs, out: &mut Vec<(String, String)>) {
+        let mut err = |ptr: &str, msg: String| out.push((ptr.to_string(), msg));
+        if w.scenarios.is_empty() || w.scenarios.len() > MAX_SCENARIOS {
+            err(
+                "/evaluation/self_dialog/scenarios",
+                format!("list 1 to {MAX_SCENARIOS} scenarios"),
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, s) in w.scenarios.iter().enumerate() {
+            if s.id.is_empty() || s.id.contains('~') || !seen.insert(s.id.as_str()) {
+                err(
+                    &format!("/evaluation/self_dialog/scenarios/{i}/id"),
+                    format!("scenario id `{}` is empty, has `~` or is used twice", s.id),
+                );
+            }
+            if s.instructions.trim().is_empty() {
+                err(
+                    &format!("/evaluation/self_dialog/scenarios/{i}/instructions"),
+                    format!("scenario `{}` has no instructions", s.id),
+                );
+            }
+        }
+        if w.min_turns == 0 || w.min_turns > w.max_turns || w.max_turns > MAX_SELF_TURNS {
+            err(
+                "/evaluation/self_dialog",
+                format!(
+                    "turns must satisfy 1 <= min_turns ({}) <= max_turns ({}) <= {MAX_SELF_TURNS}",
+                    w.min_turns, w.max_turns
+                ),
+            );
+        }
+        if self.spans.is_some() {
+            err(
+                "/evaluation/spans",
+                "`spans` are for `task: spans` (a separate annotation study)".into(),
+            );
+        }
+    }
+
+    /// The problems of the sections for `task: spans`.
+    fn spans_problems(&self, out: &mut Vec<(String, String)>) {
+        let mut err = |ptr: &str, msg: String| out.push((ptr.to_string(), msg));
+        match &self.spans {
+            None => err(
+                "/evaluation",
+                "`task: spans` needs a `spans` section with `slots`".into(),
+            ),
+            Some(sp) => {
+                if sp.slots.is_empty() {
+                    err(
+                        "/evaluation/spans/slots",
+                        "list at least one slot name".into(),
+                    );
+                }
+                let mut seen = std::collections::HashSet::new();
+                for (i, slot) in sp.slots.iter().enumerate() {
+                    if slot.trim().is_empty() || !seen.insert(slot.as_str()) {
+                        err(
+                            &format!("/evaluation/spans/slots/{i}"),
+                            format!("slot name `{slot}` is empty or listed twice"),
+                        );
+                    }
+                }
+            }
+        }
+        if self.self_dialog.is_some() {
+            err(
+                "/evaluation/self_dialog",
+                "`self_dialog` is for `task: self_dialog`".into(),
+            );
+        }
+    }
+
+    /// The problems of the sections for `task: turn_acts`.
+    fn turn_acts_problems(&self, out: &mut Vec<(String, String)>) {
+        let mut err = |ptr: &str, msg: String| out.push((ptr.to_string(), msg));
+        match &self.acts {
+            None => err(
+                "/evaluation",
+                "`task: turn_acts` needs an `acts` section with `acts`".into(),
+            ),
+            Some(a) => {
+                for (what, list) in [("acts", &a.acts), ("slots", &a.slots)] {
+                    if what == "acts" && list.is_empty() {
+                        err("/evaluation/acts/acts", "list at least one act".into());
+                    }
+                    let mut seen = std::collections::HashSet::new();
+                    for (i, name) in list.iter().enumerate() {
+                        if name.trim().is_empty() || !seen.insert(name.as_str()) {
+                            err(
+                                &format!("/evaluation/acts/{what}/{i}"),
+                                format!("name `{name}` is empty or listed twice"),
+                            );
+                        }
+                    }
+                }
+                if a.max_pairs > MAX_ACT_PAIRS {
+                    err(
+                        "/evaluation/acts/max_pairs",
+                        format!("at most {MAX_ACT_PAIRS} slot-value pairs per turn"),
+                    );
+                }
+            }
+        }
+        if self.self_dialog.is_some() || self.spans.is_some() {
+            err(
+                "/evaluation",
+                "`self_dialog` and `spans` are not used by `task: turn_acts`".into(),
+            );
+        }
     }
 }
 
