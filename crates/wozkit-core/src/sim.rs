@@ -88,6 +88,25 @@ pub fn wizard_move(
     policy: WizardPolicy,
     rng: &mut impl Rng,
 ) -> Option<Command> {
+    let mut choices = offer_choices(study, s, policy);
+    if let Some(choice) = select_choice(study, s, choices.is_empty(), rng) {
+        choices.push(choice);
+    }
+    if choices.is_empty() {
+        return None;
+    }
+    if !study.study.fixed_options.is_empty() && rng.random_bool(0.05) {
+        let f = &study.study.fixed_options[rng.random_range(0..study.study.fixed_options.len())];
+        return Some(Command::Fixed { id: f.id.clone() });
+    }
+    if engine::finish_allowed(study, s) && rng.random_bool(0.05) {
+        return Some(Command::Finish);
+    }
+    pick_weighted(choices, rng)
+}
+
+/// The wizard's offered options and valid actions, each with its weight.
+fn offer_choices(study: &LoadedStudy, s: &Session, policy: WizardPolicy) -> Vec<(f64, Command)> {
     let offers = engine::offered(study, s);
     let actions = engine::valid_actions(study, s);
     let mut choices: Vec<(f64, Command)> = offers
@@ -126,46 +145,51 @@ pub fn wizard_move(
             },
         )
     }));
-    // The wizard's database: select a row of one table (of the first rows a search finds). A
-    // first selection is always possible; another only next to something else to do, so a
-    // study whose selections lead nowhere still shows its dead end.
-    if let Some(db) = &study.database
-        && !db.tables().is_empty()
-    {
-        let t = db
-            .tables()
-            .keys()
-            .nth(rng.random_range(0..db.tables().len()));
-        if let Some(t) = t
-            && (!choices.is_empty() || !s.db_selected.contains_key(t))
-            && let Ok(found) = db.query(t, &[], crate::database::MAX_RESULTS)
-            && !found.keys.is_empty()
-        {
-            let key = found.keys[rng.random_range(0..found.keys.len())].clone();
-            let w = if s.db_selected.contains_key(t) {
-                0.3
-            } else {
-                2.0
-            };
-            choices.push((
-                w,
-                Command::Select {
-                    table: t.clone(),
-                    key,
-                },
-            ));
-        }
-    }
-    if choices.is_empty() {
+    choices
+}
+
+/// The wizard's database: select a row of one table (of the first rows a search finds). A
+/// first selection is always possible; another only next to something else to do (`no_other`
+/// says there is nothing else), so a study whose selections lead nowhere still shows its dead
+/// end.
+fn select_choice(
+    study: &LoadedStudy,
+    s: &Session,
+    no_other: bool,
+    rng: &mut impl Rng,
+) -> Option<(f64, Command)> {
+    let db = study.database.as_ref()?;
+    if db.tables().is_empty() {
         return None;
     }
-    if !study.study.fixed_options.is_empty() && rng.random_bool(0.05) {
-        let f = &study.study.fixed_options[rng.random_range(0..study.study.fixed_options.len())];
-        return Some(Command::Fixed { id: f.id.clone() });
+    let t = db
+        .tables()
+        .keys()
+        .nth(rng.random_range(0..db.tables().len()))?;
+    if no_other && s.db_selected.contains_key(t) {
+        return None;
     }
-    if engine::finish_allowed(study, s) && rng.random_bool(0.05) {
-        return Some(Command::Finish);
+    let found = db.query(t, &[], crate::database::MAX_RESULTS).ok()?;
+    if found.keys.is_empty() {
+        return None;
     }
+    let key = found.keys[rng.random_range(0..found.keys.len())].clone();
+    let w = if s.db_selected.contains_key(t) {
+        0.3
+    } else {
+        2.0
+    };
+    Some((
+        w,
+        Command::Select {
+            table: t.clone(),
+            key,
+        },
+    ))
+}
+
+/// One of `choices` drawn by weight (uniformly when no weight is positive).
+fn pick_weighted(mut choices: Vec<(f64, Command)>, rng: &mut impl Rng) -> Option<Command> {
     let total: f64 = choices.iter().map(|c| c.0).sum();
     if total <= 0.0 {
         let i = rng.random_range(0..choices.len());
@@ -215,105 +239,107 @@ pub fn play_variant(
     policy: WizardPolicy,
     fixed: &crate::scenario::Values,
 ) -> Played {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut s = Session::new(study, &format!("sim-{seed}"));
+    let mut p = Playing {
+        study,
+        rng: ChaCha8Rng::seed_from_u64(seed),
+        s: Session::new(study, &format!("sim-{seed}")),
+        events: vec![],
+    };
     let mut now: u64 = 0;
-    let mut events = vec![];
     let mut steps = 0;
     let mut dead_end = None;
-    let user = Actor::Bot {
-        role: Role::User,
-        name: "sim".into(),
-    };
-    let wizard = Actor::Bot {
-        role: Role::Wizard,
-        name: "sim".into(),
-    };
-    let run = |s: &mut Session,
-               actor: &Actor,
-               cmd: Command,
-               now: u64,
-               rng: &mut ChaCha8Rng,
-               events: &mut Vec<_>| {
-        if let Ok(step) = engine::step(study, s, actor, cmd, now, rng) {
-            events.extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
-            *s = step.session;
-        }
-    };
-    if let Ok(step) = engine::start_with_scenario(study, &s, seed, fixed, now, &mut rng) {
-        events.extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
-        s = step.session;
+    let user = sim_actor(Role::User);
+    let wizard = sim_actor(Role::Wizard);
+    p.start(seed, fixed, now);
+    for (actor, role) in [(&user, Role::User), (&wizard, Role::Wizard)] {
+        p.run(actor, Command::Join { role, bot: true }, now);
     }
-    run(
-        &mut s,
-        &user,
-        Command::Join {
-            role: Role::User,
-            bot: true,
-        },
-        now,
-        &mut rng,
-        &mut events,
-    );
-    run(
-        &mut s,
-        &wizard,
-        Command::Join {
-            role: Role::Wizard,
-            bot: true,
-        },
-        now,
-        &mut rng,
-        &mut events,
-    );
-    while !s.is_ended() && steps < 5000 {
+    while !p.s.is_ended() && steps < 5000 {
         steps += 1;
-        now += rng.random_range(2000..8000);
+        now += p.rng.random_range(2000..8000);
         // Timers due during the think time fire first; they do not take a turn.
-        while let Some(t) = engine::next_wakeup(study, &s).filter(|t| *t <= now) {
-            run(
-                &mut s,
-                &Actor::System,
-                Command::Tick,
-                t,
-                &mut rng,
-                &mut events,
-            );
+        while let Some(t) = engine::next_wakeup(study, &p.s).filter(|t| *t <= now) {
+            p.run(&Actor::System, Command::Tick, t);
         }
-        if s.is_ended() {
+        if p.s.is_ended() {
             break;
         }
-        if let Some(cmd) = user_move(study, &s, &mut rng) {
-            run(&mut s, &user, cmd, now, &mut rng, &mut events);
-            if s.lock.is_some() || rng.random_bool(0.5) {
+        if let Some(cmd) = user_move(study, &p.s, &mut p.rng) {
+            p.run(&user, cmd, now);
+            if p.s.lock.is_some() || p.rng.random_bool(0.5) {
                 continue;
             }
         }
-        match wizard_move(study, &s, policy, &mut rng) {
-            Some(cmd) => run(&mut s, &wizard, cmd, now, &mut rng, &mut events),
-            None => {
-                let pending = s.lock.is_some() || s.busy_robots() > 0;
-                if !pending {
-                    dead_end = Some(study.study.states[s.current].id.clone());
-                    run(
-                        &mut s,
-                        &Actor::System,
-                        Command::Abort {
-                            reason: EndReason::Aborted,
-                        },
-                        now,
-                        &mut rng,
-                        &mut events,
-                    );
-                }
-            }
+        if let Some(d) = p.wizard_turn(&wizard, policy, now) {
+            dead_end = Some(d);
         }
     }
     Played {
-        session: s,
-        events,
+        session: p.s,
+        events: p.events,
         steps,
         dead_end,
+    }
+}
+
+/// The simulation's bot playing `role`.
+fn sim_actor(role: Role) -> Actor {
+    Actor::Bot {
+        role,
+        name: "sim".into(),
+    }
+}
+
+/// A session being played: the session so far, its random source and the events logged.
+struct Playing<'a> {
+    study: &'a LoadedStudy,
+    rng: ChaCha8Rng,
+    s: Session,
+    events: Vec<(Actor, EventKind, u64)>,
+}
+
+impl Playing<'_> {
+    /// Starts the session, drawing the scenario variables that `fixed` does not give.
+    fn start(&mut self, seed: u64, fixed: &crate::scenario::Values, now: u64) {
+        if let Ok(step) =
+            engine::start_with_scenario(self.study, &self.s, seed, fixed, now, &mut self.rng)
+        {
+            self.events
+                .extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
+            self.s = step.session;
+        }
+    }
+
+    /// Runs one command at `now`; a refused one changes nothing.
+    fn run(&mut self, actor: &Actor, cmd: Command, now: u64) {
+        if let Ok(step) = engine::step(self.study, &self.s, actor, cmd, now, &mut self.rng) {
+            self.events
+                .extend(step.events.into_iter().map(|(a, k)| (a, k, now)));
+            self.s = step.session;
+        }
+    }
+
+    /// The wizard's turn: its move, or, when it has none and nothing is pending, an abort; then
+    /// the state where the session could go no further.
+    fn wizard_turn(&mut self, wizard: &Actor, policy: WizardPolicy, now: u64) -> Option<String> {
+        match wizard_move(self.study, &self.s, policy, &mut self.rng) {
+            Some(cmd) => {
+                self.run(wizard, cmd, now);
+                None
+            }
+            None => {
+                let pending = self.s.lock.is_some() || self.s.busy_robots() > 0;
+                if pending {
+                    return None;
+                }
+                let dead_end = self.study.study.states[self.s.current].id.clone();
+                let abort = Command::Abort {
+                    reason: EndReason::Aborted,
+                };
+                self.run(&Actor::System, abort, now);
+                Some(dead_end)
+            }
+        }
     }
 }
 
@@ -372,42 +398,13 @@ pub fn simulate(study: &LoadedStudy, n: usize, seed: u64, policy: WizardPolicy) 
         None => 0,
     };
     let mut covered_t: HashSet<(String, String)> = HashSet::new();
-    let all_t: HashSet<(String, String)> = st
-        .states
-        .iter()
-        .flat_map(|s| {
-            s.transitions
-                .iter()
-                .map(|t| (s.id.clone(), t.to().to_string()))
-        })
-        .collect();
+    let all_t = all_transitions(study);
     let mut dead: BTreeMap<String, usize> = BTreeMap::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let (mut goals, mut steps, mut secs) = (0, vec![], vec![]);
     let mut seeder = ChaCha8Rng::seed_from_u64(seed);
     let seeds: Vec<u64> = (0..n).map(|_| seeder.random()).collect();
-    // Sessions are independent: play them on every core, then fold in seed order.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |t| t.get())
-        .min(n.max(1));
-    let chunk = n.div_ceil(threads).max(1);
-    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
-        let handles: Vec<_> = seeds
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|s| outcome(play(study, *s, policy)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    for o in outcomes {
+    for o in play_all(study, &seeds, policy) {
         covered.extend(o.states);
         covered_t.extend(o.transitions);
         if let Some(d) = o.dead_end {
@@ -443,4 +440,44 @@ pub fn simulate(study: &LoadedStudy, n: usize, seed: u64, policy: WizardPolicy) 
         steps: Summary::of(steps),
         simulated_seconds: Summary::of(secs),
     }
+}
+
+/// Every transition of the study, as (from, to) state ids.
+fn all_transitions(study: &LoadedStudy) -> HashSet<(String, String)> {
+    study
+        .study
+        .states
+        .iter()
+        .flat_map(|s| {
+            s.transitions
+                .iter()
+                .map(|t| (s.id.clone(), t.to().to_string()))
+        })
+        .collect()
+}
+
+/// Plays a session for each seed and returns their outcomes in seed order. Sessions are
+/// independent: they are played on every core, then folded in seed order.
+fn play_all(study: &LoadedStudy, seeds: &[u64], policy: WizardPolicy) -> Vec<Outcome> {
+    let n = seeds.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(n.max(1));
+    let chunk = n.div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = seeds
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|s| outcome(play(study, *s, policy)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
 }
