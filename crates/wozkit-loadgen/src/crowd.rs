@@ -27,7 +27,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::error::{Failure, LoadgenError};
-use crate::http::{Conn, form_escape};
+use crate::http::{Conn, Response, form_escape};
 use crate::target::Target;
 
 /// Pages one worker may load before it is counted as stuck (a loop of forms the server keeps
@@ -520,6 +520,70 @@ async fn worker(
     tally: &Tally,
 ) -> Result<Ending, Failure> {
     let mut conn = Conn::connect(target).await?;
+    let cookie = enter(&mut conn, config, name).await?;
+    let mut last_lease = String::new();
+    let mut chat: Option<crate::crowd_chat::Convo> = None;
+    for _ in 0..MAX_PAGES {
+        let res = page(&mut conn, &cookie, tally).await?;
+        let kind = page_kind(&res.body).unwrap_or_default();
+        if kind == "chat" || kind == "arena" {
+            let lease = Form::parse(&res.body)
+                .hidden("lease")
+                .unwrap_or_default()
+                .to_string();
+            if lease.is_empty() {
+                return Err(Failure::new("no_lease", "a chat page without a lease"));
+            }
+            if claims_anew(&lease, &mut last_lease, config, rng, tally) {
+                return abandon(&mut conn, &cookie, &lease, rng, tally).await;
+            }
+            let w = crate::crowd_chat::Worker {
+                conn: &mut conn,
+                cookie: &cookie,
+                config,
+                name,
+                tally,
+            };
+            crate::crowd_chat::step(w, &kind, &res.body, &mut chat, rng).await?;
+            continue;
+        }
+        let form = Form::parse(&res.body);
+        let path = match kind.as_str() {
+            "consent" | "instructions" => "/p/next",
+            "questions" => "/p/answers",
+            "onboarding" => "/p/onboarding",
+            "compare" | "rate" => {
+                let lease = form.hidden("lease").unwrap_or_default().to_string();
+                if lease.is_empty() {
+                    return Err(Failure::new("no_lease", "an item page without a lease"));
+                }
+                if claims_anew(&lease, &mut last_lease, config, rng, tally) {
+                    return abandon(&mut conn, &cookie, &lease, rng, tally).await;
+                }
+                "/p/judge"
+            }
+            "completion" => return Ok(Ending::Finished),
+            "no-items" => return Ok(Ending::NoItems),
+            "screened" => return Ok(Ending::Screened),
+            other => {
+                return Err(Failure::new(
+                    "unknown_page",
+                    format!("a page of kind `{other}`"),
+                ));
+            }
+        };
+        let body = form.fill(rng);
+        submit(&mut conn, &cookie, path, &body, tally).await?;
+    }
+    Err(Failure::new(
+        "stuck",
+        format!("no end after {MAX_PAGES} pages"),
+    ))
+}
+
+/// Opens the worker's entry link (Prolific's or a simulated user's): the participant cookie
+/// it sets.
+async fn enter(conn: &mut Conn, config: &CrowdConfig, name: &str) -> Result<String, Failure> {
     let link = match &config.entry {
         Entry::Prolific => format!(
             "/join?study={}&PROLIFIC_PID={}&STUDY_ID=crowd&SESSION_ID={}",
@@ -547,105 +611,74 @@ async fn worker(
             format!("GET /join answered {}", res.status),
         ));
     }
-    let cookie = res
-        .cookies
+    res.cookies
         .into_iter()
         .find(|c| c.starts_with("wozkit_token="))
-        .ok_or_else(|| Failure::new("no_cookie", "the entry link set no participant cookie"))?;
-    let mut last_lease = String::new();
-    let mut chat: Option<crate::crowd_chat::Convo> = None;
-    for _ in 0..MAX_PAGES {
-        let t = Instant::now();
-        let res = conn.get("/p", Some(&cookie)).await?;
-        tally
-            .latencies_us
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(t.elapsed().as_micros() as u64);
-        tally.pages.fetch_add(1, Ordering::Relaxed);
-        if res.status != 200 {
+        .ok_or_else(|| Failure::new("no_cookie", "the entry link set no participant cookie"))
+}
+
+/// Fetches the participant's current page, timing it.
+async fn page(conn: &mut Conn, cookie: &str, tally: &Tally) -> Result<Response, Failure> {
+    let t = Instant::now();
+    let res = conn.get("/p", Some(cookie)).await?;
+    tally
+        .latencies_us
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(t.elapsed().as_micros() as u64);
+    tally.pages.fetch_add(1, Ordering::Relaxed);
+    if res.status != 200 {
+        return Err(Failure::new(
+            "http_status",
+            format!("GET /p answered {}", res.status),
+        ));
+    }
+    Ok(res)
+}
+
+/// Counts a lease not seen before as a claim, and draws whether the worker abandons it:
+/// true when they do.
+fn claims_anew(
+    lease: &str,
+    last_lease: &mut String,
+    config: &CrowdConfig,
+    rng: &mut Rng,
+    tally: &Tally,
+) -> bool {
+    if lease == last_lease {
+        return false;
+    }
+    tally.claims.fetch_add(1, Ordering::Relaxed);
+    last_lease.clear();
+    last_lease.push_str(lease);
+    rng.unit() < config.abandon
+}
+
+/// Posts a page's filled form, counting a judgment stored or a form refused.
+async fn submit(
+    conn: &mut Conn,
+    cookie: &str,
+    path: &str,
+    body: &str,
+    tally: &Tally,
+) -> Result<(), Failure> {
+    let res = conn.post_form(path, Some(cookie), body).await?;
+    match res.status {
+        303 if path == "/p/judge" => {
+            tally.judgments.fetch_add(1, Ordering::Relaxed);
+        }
+        303 => {}
+        422 => {
+            tally.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+        s => {
             return Err(Failure::new(
                 "http_status",
-                format!("GET /p answered {}", res.status),
+                format!("POST {path} answered {s}"),
             ));
         }
-        let kind = page_kind(&res.body).unwrap_or_default();
-        if kind == "chat" || kind == "arena" {
-            let lease = Form::parse(&res.body)
-                .hidden("lease")
-                .unwrap_or_default()
-                .to_string();
-            if lease.is_empty() {
-                return Err(Failure::new("no_lease", "a chat page without a lease"));
-            }
-            if lease != last_lease {
-                tally.claims.fetch_add(1, Ordering::Relaxed);
-                last_lease.clone_from(&lease);
-                if rng.unit() < config.abandon {
-                    return abandon(&mut conn, &cookie, &lease, rng, tally).await;
-                }
-            }
-            let w = crate::crowd_chat::Worker {
-                conn: &mut conn,
-                cookie: &cookie,
-                config,
-                name,
-                tally,
-            };
-            crate::crowd_chat::step(w, &kind, &res.body, &mut chat, rng).await?;
-            continue;
-        }
-        let form = Form::parse(&res.body);
-        let path = match kind.as_str() {
-            "consent" | "instructions" => "/p/next",
-            "questions" => "/p/answers",
-            "onboarding" => "/p/onboarding",
-            "compare" | "rate" => {
-                let lease = form.hidden("lease").unwrap_or_default().to_string();
-                if lease.is_empty() {
-                    return Err(Failure::new("no_lease", "an item page without a lease"));
-                }
-                if lease != last_lease {
-                    tally.claims.fetch_add(1, Ordering::Relaxed);
-                    last_lease.clone_from(&lease);
-                    if rng.unit() < config.abandon {
-                        return abandon(&mut conn, &cookie, &lease, rng, tally).await;
-                    }
-                }
-                "/p/judge"
-            }
-            "completion" => return Ok(Ending::Finished),
-            "no-items" => return Ok(Ending::NoItems),
-            "screened" => return Ok(Ending::Screened),
-            other => {
-                return Err(Failure::new(
-                    "unknown_page",
-                    format!("a page of kind `{other}`"),
-                ));
-            }
-        };
-        let body = form.fill(rng);
-        let res = conn.post_form(path, Some(&cookie), &body).await?;
-        match res.status {
-            303 if path == "/p/judge" => {
-                tally.judgments.fetch_add(1, Ordering::Relaxed);
-            }
-            303 => {}
-            422 => {
-                tally.rejected.fetch_add(1, Ordering::Relaxed);
-            }
-            s => {
-                return Err(Failure::new(
-                    "http_status",
-                    format!("POST {path} answered {s}"),
-                ));
-            }
-        }
     }
-    Err(Failure::new(
-        "stuck",
-        format!("no end after {MAX_PAGES} pages"),
-    ))
+    Ok(())
 }
 
 /// Leaves an item: half the time the item is given back, otherwise the lease is left to

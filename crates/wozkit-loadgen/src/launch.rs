@@ -180,22 +180,7 @@ pub async fn run(config: LaunchConfig) -> Result<LaunchReport, LoadgenError> {
     let mut tasks = JoinSet::new();
     for i in 0..config.arrivals {
         let (shared, config, target) = (shared.clone(), config.clone(), target.clone());
-        let mut over = over_rx.clone();
-        tasks.spawn(async move {
-            let mut rng = Rng::new(config.seed ^ (i as u64).wrapping_mul(0xA24B_AED4_963E_E407));
-            let at = config.over.mul_f64(rng.unit());
-            tokio::time::sleep(at).await;
-            update(&shared, |b| {
-                b.to_come -= 1;
-                b.walking += 1;
-            });
-            let name = format!("{}-{i}", config.worker_prefix);
-            let got = worker(&target, &config, &name, &mut rng, &shared, &mut over).await;
-            if got.is_err() {
-                update(&shared, |b| b.walking = b.walking.saturating_sub(1));
-            }
-            got
-        });
+        tasks.spawn(arrival(i, shared, config, target, over_rx.clone()));
     }
     let mut report = LaunchReport {
         url: target.origin(),
@@ -204,28 +189,7 @@ pub async fn run(config: LaunchConfig) -> Result<LaunchReport, LoadgenError> {
         arrivals: config.arrivals as u64,
         ..LaunchReport::default()
     };
-    let all = async {
-        while let Some(done) = tasks.join_next().await {
-            match done {
-                Ok(Ok(Ending::Left)) => report.left += 1,
-                Ok(Ok(Ending::Paired)) => report.paired += 1,
-                Ok(Ok(Ending::NoPartner)) => report.unpaired += 1,
-                Ok(Ok(Ending::StillWaiting)) => {
-                    report.unpaired += 1;
-                    report.still_waiting += 1;
-                }
-                Ok(Err(f)) => {
-                    report.failed += 1;
-                    *report.errors.entry(f.code).or_default() += 1;
-                }
-                Err(e) => {
-                    report.failed += 1;
-                    *report.errors.entry("panic".into()).or_default() += 1;
-                    eprintln!("launch: a worker task failed: {e}");
-                }
-            }
-        }
-    };
+    let all = count_endings(&mut tasks, &mut report);
     let give_up = async {
         tokio::time::sleep(config.give_up).await;
         shared.1.send_replace(true);
@@ -241,6 +205,53 @@ pub async fn run(config: LaunchConfig) -> Result<LaunchReport, LoadgenError> {
     report.sessions = board.sessions.len() as u64;
     report.duration_s = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Arrival `i`: comes at a time drawn over the launch, then walks as a worker.
+async fn arrival(
+    i: usize,
+    shared: Shared,
+    config: Arc<LaunchConfig>,
+    target: Target,
+    mut over: watch::Receiver<bool>,
+) -> Result<Ending, Failure> {
+    let mut rng = Rng::new(config.seed ^ (i as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    let at = config.over.mul_f64(rng.unit());
+    tokio::time::sleep(at).await;
+    update(&shared, |b| {
+        b.to_come -= 1;
+        b.walking += 1;
+    });
+    let name = format!("{}-{i}", config.worker_prefix);
+    let got = worker(&target, &config, &name, &mut rng, &shared, &mut over).await;
+    if got.is_err() {
+        update(&shared, |b| b.walking = b.walking.saturating_sub(1));
+    }
+    got
+}
+
+/// Counts each worker's ending in the report as the workers end.
+async fn count_endings(tasks: &mut JoinSet<Result<Ending, Failure>>, report: &mut LaunchReport) {
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok(Ok(Ending::Left)) => report.left += 1,
+            Ok(Ok(Ending::Paired)) => report.paired += 1,
+            Ok(Ok(Ending::NoPartner)) => report.unpaired += 1,
+            Ok(Ok(Ending::StillWaiting)) => {
+                report.unpaired += 1;
+                report.still_waiting += 1;
+            }
+            Ok(Err(f)) => {
+                report.failed += 1;
+                *report.errors.entry(f.code).or_default() += 1;
+            }
+            Err(e) => {
+                report.failed += 1;
+                *report.errors.entry("panic".into()).or_default() += 1;
+                eprintln!("launch: a worker task failed: {e}");
+            }
+        }
+    }
 }
 
 /// A time drawn log-uniformly from `read_ms`.
@@ -262,27 +273,7 @@ async fn worker(
     over: &mut watch::Receiver<bool>,
 ) -> Result<Ending, Failure> {
     let mut conn = Conn::connect(target).await?;
-    let link = format!(
-        "/join?study={}&PROLIFIC_PID={}&STUDY_ID=launch&SESSION_ID={}",
-        form_escape(&config.study),
-        form_escape(name),
-        form_escape(&format!("{name}-session"))
-    );
-    let res = conn.get(&link, None).await?;
-    if res.status != 303 {
-        return Err(Failure::new(
-            format!("http_{}", res.status),
-            format!(
-                "GET /join answered {} (start the server with --join-limit 0)",
-                res.status
-            ),
-        ));
-    }
-    let cookie = res
-        .cookies
-        .into_iter()
-        .find(|c| c.starts_with("wozkit_token="))
-        .ok_or_else(|| Failure::new("no_cookie", "the entry link set no participant cookie"))?;
+    let cookie = enter(&mut conn, config, name).await?;
     // A leaver leaves on the first or the second page it reads.
     let mut leaves_after = (rng.unit() < config.leave).then(|| 1 + rng.below(2));
     for _ in 0..MAX_PAGES {
@@ -303,60 +294,13 @@ async fn worker(
                         return Ok(Ending::Left);
                     }
                 }
-                let step = Form::parse(&res.body)
-                    .hidden("step")
-                    .unwrap_or_default()
-                    .to_string();
-                let body = format!("step={}", form_escape(&step));
-                let res = conn.post_form("/p/next", Some(&cookie), &body).await?;
-                if res.status != 303 {
-                    return Err(Failure::new(
-                        format!("http_{}", res.status),
-                        "POST /p/next was refused",
-                    ));
-                }
+                next_page(&mut conn, &cookie, &res.body).await?;
             }
             Some("waiting") => {
                 // A leaver who has not left by now stays.
                 leaves_after = None;
-                update(shared, |b| {
-                    b.walking -= 1;
-                    b.waiting += 1;
-                });
-                let ws = pages::upgrade(target, conn.into_stream()?, &cookie).await;
-                let waited = match ws {
-                    Ok(ws) => wait(ws, over).await,
-                    Err(f) => Err(f),
-                };
-                match waited {
-                    Ok(Waited::Switched) => update(shared, |b| {
-                        b.waiting -= 1;
-                        b.walking += 1;
-                        b.switched += 1;
-                    }),
-                    Ok(Waited::Paired(session)) => {
-                        update(shared, |b| {
-                            b.waiting -= 1;
-                            *b.sessions.entry(session).or_default() += 1;
-                        });
-                        return Ok(Ending::Paired);
-                    }
-                    Ok(Waited::NoPartner) => {
-                        update(shared, |b| b.waiting -= 1);
-                        return Ok(Ending::NoPartner);
-                    }
-                    Ok(Waited::Over) => {
-                        update(shared, |b| b.waiting -= 1);
-                        return Ok(Ending::StillWaiting);
-                    }
-                    Err(f) => {
-                        // Counted as walking again so the caller's correction balances.
-                        update(shared, |b| {
-                            b.waiting -= 1;
-                            b.walking += 1;
-                        });
-                        return Err(f);
-                    }
+                if let Some(ending) = waiting_room(target, conn, &cookie, shared, over).await? {
+                    return Ok(ending);
                 }
                 conn = Conn::connect(target).await?;
             }
@@ -376,6 +320,100 @@ async fn worker(
         "stuck",
         format!("no end after {MAX_PAGES} pages"),
     ))
+}
+
+/// Opens the worker's Prolific entry link: the participant cookie it sets.
+async fn enter(conn: &mut Conn, config: &LaunchConfig, name: &str) -> Result<String, Failure> {
+    let link = format!(
+        "/join?study={}&PROLIFIC_PID={}&STUDY_ID=launch&SESSION_ID={}",
+        form_escape(&config.study),
+        form_escape(name),
+        form_escape(&format!("{name}-session"))
+    );
+    let res = conn.get(&link, None).await?;
+    if res.status != 303 {
+        return Err(Failure::new(
+            format!("http_{}", res.status),
+            format!(
+                "GET /join answered {} (start the server with --join-limit 0)",
+                res.status
+            ),
+        ));
+    }
+    res.cookies
+        .into_iter()
+        .find(|c| c.starts_with("wozkit_token="))
+        .ok_or_else(|| Failure::new("no_cookie", "the entry link set no participant cookie"))
+}
+
+/// Goes on from a consent or instructions page (`body`) to the next step.
+async fn next_page(conn: &mut Conn, cookie: &str, body: &str) -> Result<(), Failure> {
+    let step = Form::parse(body)
+        .hidden("step")
+        .unwrap_or_default()
+        .to_string();
+    let body = format!("step={}", form_escape(&step));
+    let res = conn.post_form("/p/next", Some(cookie), &body).await?;
+    if res.status != 303 {
+        return Err(Failure::new(
+            format!("http_{}", res.status),
+            "POST /p/next was refused",
+        ));
+    }
+    Ok(())
+}
+
+/// Waits in the waiting room over `conn`'s stream until the wait decides: the worker's
+/// ending, or `None` when their role was switched and they walk the pages again.
+async fn waiting_room(
+    target: &Target,
+    conn: Conn,
+    cookie: &str,
+    shared: &Shared,
+    over: &mut watch::Receiver<bool>,
+) -> Result<Option<Ending>, Failure> {
+    update(shared, |b| {
+        b.walking -= 1;
+        b.waiting += 1;
+    });
+    let ws = pages::upgrade(target, conn.into_stream()?, cookie).await;
+    let waited = match ws {
+        Ok(ws) => wait(ws, over).await,
+        Err(f) => Err(f),
+    };
+    match waited {
+        Ok(Waited::Switched) => {
+            update(shared, |b| {
+                b.waiting -= 1;
+                b.walking += 1;
+                b.switched += 1;
+            });
+            Ok(None)
+        }
+        Ok(Waited::Paired(session)) => {
+            update(shared, |b| {
+                b.waiting -= 1;
+                *b.sessions.entry(session).or_default() += 1;
+            });
+            Ok(Some(Ending::Paired))
+        }
+        Ok(Waited::NoPartner) => {
+            update(shared, |b| b.waiting -= 1);
+            Ok(Some(Ending::NoPartner))
+        }
+        Ok(Waited::Over) => {
+            update(shared, |b| b.waiting -= 1);
+            Ok(Some(Ending::StillWaiting))
+        }
+        Err(f) => {
+            // Counted as walking again so the caller's correction balances.
+            update(shared, |b| {
+                b.waiting -= 1;
+                b.walking += 1;
+            });
+            Err(f)
+        }
+    }
 }
 
 /// How a wait ended.
