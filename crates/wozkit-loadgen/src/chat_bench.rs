@@ -210,58 +210,15 @@ pub async fn run(config: ChatBenchConfig) -> Result<ChatBenchReport, LoadgenErro
     result
 }
 
+/// Starts the server, plays one chat to warm it up, then the bench's chats, measuring the
+/// server's memory and CPU meanwhile.
 async fn bench(
     config: &ChatBenchConfig,
     mock: &MockSystem,
     dir: &std::path::Path,
 ) -> Result<ChatBenchReport, LoadgenError> {
-    let io = |what: &str, e: std::io::Error| LoadgenError::NoServer {
-        url: dir.display().to_string(),
-        reason: format!("{what}: {e}"),
-    };
-    let study = dir.join("study.yaml");
-    std::fs::write(
-        &study,
-        study_yaml(&mock.base_url(), config.chats, config.turns, config.stream),
-    )
-    .map_err(|e| io("cannot write the bench's study", e))?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| io("no free port", e))?
-        .port();
-    let log = std::fs::File::create(dir.join("server.log"))
-        .map_err(|e| io("cannot create the server log", e))?;
-    let err = log
-        .try_clone()
-        .map_err(|e| io("cannot create the server log", e))?;
-    let child = Command::new(&config.wozkit)
-        .arg("serve")
-        .arg(&study)
-        .args(["--addr", &format!("127.0.0.1:{port}"), "--join-limit", "0"])
-        .arg("--data")
-        .arg(dir.join("data"))
-        .env_remove("WOZKIT_DATA")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| io(&format!("cannot start {}", config.wozkit.display()), e))?;
-    let mut server = ServerChild(child);
+    let (server, url) = start_server(config, mock, dir).await?;
     let pid = server.0.id();
-    let url = format!("http://127.0.0.1:{port}");
-    let target = crate::target::Target::parse(&url)?;
-    let started = Instant::now();
-    while crate::health(&target).await.is_err() {
-        if started.elapsed() > START_TIMEOUT || matches!(server.0.try_wait(), Ok(Some(_))) {
-            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-            return Err(LoadgenError::NoServer {
-                url,
-                reason: format!("the server did not start; its log:\n{log}"),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 
     let crowd_config = |workers: usize, prefix: &str| {
         let mut c = CrowdConfig::new(url.clone(), STUDY, workers);
@@ -333,6 +290,62 @@ async fn bench(
         failed_workers: report.failed,
         errors: report.errors,
     })
+}
+
+/// Writes the bench's study into `dir` and starts `wozkit serve` on it (its data and log in
+/// `dir` too), on a free port: the server, once it answers, and its URL.
+async fn start_server(
+    config: &ChatBenchConfig,
+    mock: &MockSystem,
+    dir: &std::path::Path,
+) -> Result<(ServerChild, String), LoadgenError> {
+    let io = |what: &str, e: std::io::Error| LoadgenError::NoServer {
+        url: dir.display().to_string(),
+        reason: format!("{what}: {e}"),
+    };
+    let study = dir.join("study.yaml");
+    std::fs::write(
+        &study,
+        study_yaml(&mock.base_url(), config.chats, config.turns, config.stream),
+    )
+    .map_err(|e| io("cannot write the bench's study", e))?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| io("no free port", e))?
+        .port();
+    let log = std::fs::File::create(dir.join("server.log"))
+        .map_err(|e| io("cannot create the server log", e))?;
+    let err = log
+        .try_clone()
+        .map_err(|e| io("cannot create the server log", e))?;
+    let child = Command::new(&config.wozkit)
+        .arg("serve")
+        .arg(&study)
+        .args(["--addr", &format!("127.0.0.1:{port}"), "--join-limit", "0"])
+        .arg("--data")
+        .arg(dir.join("data"))
+        .env_remove("WOZKIT_DATA")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| io(&format!("cannot start {}", config.wozkit.display()), e))?;
+    let mut server = ServerChild(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let target = crate::target::Target::parse(&url)?;
+    let started = Instant::now();
+    while crate::health(&target).await.is_err() {
+        if started.elapsed() > START_TIMEOUT || matches!(server.0.try_wait(), Ok(Some(_))) {
+            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+            return Err(LoadgenError::NoServer {
+                url,
+                reason: format!("the server did not start; its log:\n{log}"),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok((server, url))
 }
 
 #[cfg(test)]

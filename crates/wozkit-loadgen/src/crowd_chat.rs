@@ -275,23 +275,7 @@ pub async fn step(
 ) -> Result<(), Failure> {
     let page = ChatPage::parse(html);
     if convo.as_ref().is_none_or(|c| c.record.lease != page.lease) {
-        let (lo, hi) = (
-            page.min_turns.max(1),
-            page.max_turns.max(page.min_turns.max(1)),
-        );
-        let target = lo + rng.below((hi - lo + 1) as usize) as u32;
-        *convo = Some(Convo {
-            record: CrowdChat {
-                worker: w.name.to_string(),
-                page: kind.to_string(),
-                lease: page.lease.clone(),
-                item: page.item.clone(),
-                ..CrowdChat::default()
-            },
-            target,
-            finishing: false,
-            silent: 0,
-        });
+        *convo = Some(Convo::start(w.name, kind, &page, rng));
     }
     let Some(c) = convo.as_mut() else {
         return Ok(());
@@ -311,13 +295,7 @@ pub async fn step(
     // retry: asking again would send the system a history that ends with its own reply.
     let stale = page.failed.iter().any(|s| page.answered.contains(s));
     if let Some(side) = page.failed.iter().find(|s| !page.answered.contains(s)) {
-        let mut body = hidden;
-        body.push(("side".into(), side.clone()));
-        let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/retry", &body).await?;
-        check(w.tally, "/p/chat/retry", res)?;
-        c.record.retried.push(side.clone());
-        w.tally.retries.fetch_add(1, Ordering::Relaxed);
-        return Ok(());
+        return retry(w, hidden, side, c).await;
     }
     if let Some(speaker) = w.config.speaker.as_deref()
         && page.can_send
@@ -327,13 +305,7 @@ pub async fn step(
         return speak(w, speaker, &page, html, c).await;
     }
     if page.can_send && page.turns < c.target && !stale && w.config.speaker.is_none() {
-        // A person reads the replies and types: a pause drawn from the configured range.
-        let (low, high) = w.config.typing_ms;
-        if high > 0 {
-            let span = high.saturating_sub(low) as f64;
-            let pause = low + (rng.unit() * span) as u64;
-            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
-        }
+        typing_pause(w.config, rng).await;
         let text = QUESTIONS[rng.below(QUESTIONS.len())];
         let body = maybe_labels(Form::parse_id(html, "chat-send").fill_pairs(rng), rng);
         return send(w, c, body, text.to_string()).await;
@@ -362,6 +334,56 @@ pub async fn step(
     let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/end", &body).await?;
     check(w.tally, "/p/chat/end", res)?;
     Ok(())
+}
+
+impl Convo {
+    /// A conversation on a chat page newly leased: the number of messages to send is drawn
+    /// between the page's fewest and most (at least one).
+    fn start(worker: &str, kind: &str, page: &ChatPage, rng: &mut Rng) -> Convo {
+        let (lo, hi) = (
+            page.min_turns.max(1),
+            page.max_turns.max(page.min_turns.max(1)),
+        );
+        let target = lo + rng.below((hi - lo + 1) as usize) as u32;
+        Convo {
+            record: CrowdChat {
+                worker: worker.to_string(),
+                page: kind.to_string(),
+                lease: page.lease.clone(),
+                item: page.item.clone(),
+                ..CrowdChat::default()
+            },
+            target,
+            finishing: false,
+            silent: 0,
+        }
+    }
+}
+
+/// Asks the system of `side` again for the reply that failed (`body`: the page's hidden
+/// fields).
+async fn retry(
+    w: Worker<'_>,
+    mut body: Vec<(String, String)>,
+    side: &str,
+    c: &mut Convo,
+) -> Result<(), Failure> {
+    body.push(("side".into(), side.to_string()));
+    let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/retry", &body).await?;
+    check(w.tally, "/p/chat/retry", res)?;
+    c.record.retried.push(side.to_string());
+    w.tally.retries.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// A person reads the replies and types: a pause drawn from the configured range.
+async fn typing_pause(config: &CrowdConfig, rng: &mut Rng) {
+    let (low, high) = config.typing_ms;
+    if high > 0 {
+        let span = high.saturating_sub(low) as f64;
+        let pause = low + (rng.unit() * span) as u64;
+        tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+    }
 }
 
 /// A simulated user's move: asks the speaker with the conversation so far and sends its message
@@ -452,31 +474,7 @@ async fn finish(
     let mut body = maybe_labels(form.fill_pairs(rng), rng);
     speaker_answers(w.config, page, &form, &mut body).await?;
     if kind == "arena" {
-        let chars = |side: &str| {
-            page.reply_chars
-                .iter()
-                .find(|(s, _)| s == side)
-                .map_or(0, |(_, n)| *n)
-        };
-        let lengths = [chars("left"), chars("right")];
-        let (choice, reason, justification) = match speaker_vote(w.config, page).await? {
-            Some(voted) => (voted.vote, "model", voted.reason),
-            None => {
-                let (choice, reason) = vote(lengths, w.config.vote_noise, rng);
-                let why = match reason {
-                    "longer" => "its answers said more",
-                    "equal" => "the answers were as long",
-                    _ => "just a feeling",
-                };
-                (choice, reason, why.to_string())
-            }
-        };
-        body.retain(|(n, _)| n != "vote" && n != "justification");
-        body.push(("vote".into(), choice.into()));
-        body.push(("justification".into(), justification));
-        c.record.vote = Some(choice.into());
-        c.record.reason = Some(reason.into());
-        c.record.reply_chars = lengths.to_vec();
+        arena_vote(w.config, page, c, &mut body, rng).await?;
     }
     let res = w
         .conn
@@ -487,22 +485,7 @@ async fn finish(
             c.record.submitted = true;
             w.tally.judgments.fetch_add(1, Ordering::Relaxed);
             if let Some(location) = res.location.filter(|l| l.starts_with("/p/chat/reveal")) {
-                let reveal = w.conn.get(&location, Some(w.cookie)).await?;
-                if reveal.status != 200 {
-                    return Err(Failure::new(
-                        "http_status",
-                        format!("GET {location} answered {}", reveal.status),
-                    ));
-                }
-                c.record.revealed = ["left", "right"]
-                    .iter()
-                    .filter_map(|side| {
-                        let needle = format!("data-testid=\"reveal-{side}\"");
-                        let at = reveal.body.find(&needle)?;
-                        let tag = &reveal.body[at..at + reveal.body[at..].find('>')?];
-                        attr(&format!(" {tag}"), "data-system")
-                    })
-                    .collect();
+                c.record.revealed = revealed(w.conn, w.cookie, &location).await?;
             }
             w.tally
                 .chats
@@ -520,6 +503,63 @@ async fn finish(
             format!("POST /p/chat/finish answered {s}"),
         )),
     }
+}
+
+/// The arena's vote in the form after the conversation (`body`): the speaker's when it votes,
+/// else the policy's, with its justification; kept in the record with the replies' lengths.
+async fn arena_vote(
+    config: &CrowdConfig,
+    page: &ChatPage,
+    c: &mut Convo,
+    body: &mut Vec<(String, String)>,
+    rng: &mut Rng,
+) -> Result<(), Failure> {
+    let chars = |side: &str| {
+        page.reply_chars
+            .iter()
+            .find(|(s, _)| s == side)
+            .map_or(0, |(_, n)| *n)
+    };
+    let lengths = [chars("left"), chars("right")];
+    let (choice, reason, justification) = match speaker_vote(config, page).await? {
+        Some(voted) => (voted.vote, "model", voted.reason),
+        None => {
+            let (choice, reason) = vote(lengths, config.vote_noise, rng);
+            let why = match reason {
+                "longer" => "its answers said more",
+                "equal" => "the answers were as long",
+                _ => "just a feeling",
+            };
+            (choice, reason, why.to_string())
+        }
+    };
+    body.retain(|(n, _)| n != "vote" && n != "justification");
+    body.push(("vote".into(), choice.into()));
+    body.push(("justification".into(), justification));
+    c.record.vote = Some(choice.into());
+    c.record.reason = Some(reason.into());
+    c.record.reply_chars = lengths.to_vec();
+    Ok(())
+}
+
+/// Loads the reveal page at `location`: the systems it names, left then right.
+async fn revealed(conn: &mut Conn, cookie: &str, location: &str) -> Result<Vec<String>, Failure> {
+    let reveal = conn.get(location, Some(cookie)).await?;
+    if reveal.status != 200 {
+        return Err(Failure::new(
+            "http_status",
+            format!("GET {location} answered {}", reveal.status),
+        ));
+    }
+    Ok(["left", "right"]
+        .iter()
+        .filter_map(|side| {
+            let needle = format!("data-testid=\"reveal-{side}\"");
+            let at = reveal.body.find(&needle)?;
+            let tag = &reveal.body[at..at + reveal.body[at..].find('>')?];
+            attr(&format!(" {tag}"), "data-system")
+        })
+        .collect())
 }
 
 /// The speaker's answers to the questions of the form after the conversation, in place of the

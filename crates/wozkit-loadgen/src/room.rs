@@ -140,35 +140,7 @@ impl Play<'_> {
             return None;
         };
         match kind.as_str() {
-            "event" => {
-                stats.count_in_window(|s| &s.events, now);
-                let Ok(f) = serde_json::from_str::<EventFrame>(text) else {
-                    stats.error("bad_frame");
-                    return None;
-                };
-                self.known.event(text);
-                let by = f.event.actor.participant_role();
-                if by == Some(self.role) {
-                    let b = self.batch.get_or_insert(Batch {
-                        mine: None,
-                        arrived: now,
-                    });
-                    b.mine.get_or_insert(f.event.seq);
-                } else {
-                    self.batch.get_or_insert(Batch {
-                        mine: None,
-                        arrived: now,
-                    });
-                }
-                if by == Some(self.role.other())
-                    && let Some((_, pairing)) = &self.session
-                {
-                    let matched = lock(pairing).received(f.event.seq, now);
-                    if let Some((sent, latency)) = matched {
-                        stats.sample(sent, latency);
-                    }
-                }
-            }
+            "event" => self.on_event(text, now),
             "view" => {
                 self.last_batch = self.batch.take();
                 // A wizard's view leaves out an unchanged action panel: keep the last view
@@ -202,22 +174,59 @@ impl Play<'_> {
                 stats.ended(&reason);
                 return Some(Outcome::Ended);
             }
-            "welcome" => {
-                if self.session.is_some() {
-                    return None;
-                }
-                let Ok(w) = serde_json::from_str::<SessionFrame>(text) else {
-                    stats.error("bad_frame");
-                    return None;
-                };
-                self.known.welcome(text);
-                stats.joined_room(&w.session, std::mem::take(first_visit));
-                let pairing = stats.pairing(&w.session);
-                self.session = Some((w.session, pairing));
-            }
+            "welcome" => self.on_welcome(text, first_visit),
             _ => {}
         }
         None
+    }
+
+    /// Handles an event frame arrived at `now`: counts it, notes the batch it starts (and its
+    /// first event of ours), and samples the latency of the other side's event.
+    fn on_event(&mut self, text: &str, now: Instant) {
+        let stats = self.stats;
+        stats.count_in_window(|s| &s.events, now);
+        let Ok(f) = serde_json::from_str::<EventFrame>(text) else {
+            stats.error("bad_frame");
+            return;
+        };
+        self.known.event(text);
+        let by = f.event.actor.participant_role();
+        if by == Some(self.role) {
+            let b = self.batch.get_or_insert(Batch {
+                mine: None,
+                arrived: now,
+            });
+            b.mine.get_or_insert(f.event.seq);
+        } else {
+            self.batch.get_or_insert(Batch {
+                mine: None,
+                arrived: now,
+            });
+        }
+        if by == Some(self.role.other())
+            && let Some((_, pairing)) = &self.session
+        {
+            let matched = lock(pairing).received(f.event.seq, now);
+            if let Some((sent, latency)) = matched {
+                stats.sample(sent, latency);
+            }
+        }
+    }
+
+    /// Handles the room's welcome: the session joined (only the first welcome counts).
+    fn on_welcome(&mut self, text: &str, first_visit: &mut bool) {
+        let stats = self.stats;
+        if self.session.is_some() {
+            return;
+        }
+        let Ok(w) = serde_json::from_str::<SessionFrame>(text) else {
+            stats.error("bad_frame");
+            return;
+        };
+        self.known.welcome(text);
+        stats.joined_room(&w.session, std::mem::take(first_visit));
+        let pairing = stats.pairing(&w.session);
+        self.session = Some((w.session, pairing));
     }
 
     /// At the ack of a command sent at `sent`: its own event is the first event of ours in the
