@@ -21,7 +21,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use super::{Diagnostic, Diagnostics, LoadedStudy, Positions, pointer_escape};
-use crate::model::{MAX_PRIOR, Transition, TransitionFull};
+use crate::model::{MAX_PRIOR, State, Transition, TransitionFull};
 
 /// The contents of a priors overlay file.
 #[derive(Clone, Debug, Deserialize)]
@@ -103,47 +103,61 @@ pub fn apply_priors_text(
             ));
             continue;
         };
-        let def = &study.study.states[i];
         for (to, prior) in targets {
             let at = format!("{at}/{}", pointer_escape(to));
-            let matching: Vec<usize> = def
-                .transitions
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.to() == to)
-                .map(|(j, _)| j)
-                .collect();
-            if matching.is_empty() {
-                problems.push(diag(
-                    &at,
-                    format!("state `{state}` has no transition to `{to}`"),
-                    Some(format!(
-                        "its transitions: {}",
-                        def.transitions
-                            .iter()
-                            .map(Transition::to)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                ));
-                continue;
+            match prior_targets(state, &study.study.states[i], to, *prior) {
+                Ok(matching) => changes.extend(matching.into_iter().map(|j| (i, j, *prior))),
+                Err((message, hint)) => problems.push(diag(&at, message, hint)),
             }
-            if !prior.is_finite() || *prior < 0.0 || *prior > f64::from(MAX_PRIOR) {
-                problems.push(diag(
-                    &at,
-                    format!(
-                        "the prior of `{state}` → `{to}` is {prior}, but must be 0 – {MAX_PRIOR}"
-                    ),
-                    None,
-                ));
-                continue;
-            }
-            changes.extend(matching.into_iter().map(|j| (i, j, *prior)));
         }
     }
     if !problems.is_empty() {
         return Err(Diagnostics(problems));
     }
+    set_priors(study, changes);
+    Ok(())
+}
+
+/// The transitions of `def` (the state `state`) to `to` that take `prior`; else what is wrong
+/// (the message and a hint): no such transition, or a prior out of range.
+fn prior_targets(
+    state: &str,
+    def: &State,
+    to: &str,
+    prior: f64,
+) -> Result<Vec<usize>, (String, Option<String>)> {
+    let matching: Vec<usize> = def
+        .transitions
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.to() == to)
+        .map(|(j, _)| j)
+        .collect();
+    if matching.is_empty() {
+        return Err((
+            format!("state `{state}` has no transition to `{to}`"),
+            Some(format!(
+                "its transitions: {}",
+                def.transitions
+                    .iter()
+                    .map(Transition::to)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ));
+    }
+    if !prior.is_finite() || prior < 0.0 || prior > f64::from(MAX_PRIOR) {
+        return Err((
+            format!("the prior of `{state}` → `{to}` is {prior}, but must be 0 – {MAX_PRIOR}"),
+            None,
+        ));
+    }
+    Ok(matching)
+}
+
+/// Sets the priors of the transitions `(state, transition, prior)`; a bare target becomes a
+/// full transition.
+fn set_priors(study: &mut LoadedStudy, changes: Vec<(usize, usize, f64)>) {
     for (i, j, prior) in changes {
         let t = &mut study.study.states[i].transitions[j];
         match t {
@@ -157,7 +171,6 @@ pub fn apply_priors_text(
             }
         }
     }
-    Ok(())
 }
 
 /// Parses a priors overlay without checking it against a study (e.g. to find which study it is
