@@ -4,14 +4,14 @@
 use cel::Value;
 use serde::Serialize;
 
-use super::{Refusal, Session};
+use super::{Refusal, RobotState, Session};
 use crate::event::RobotSnapshot;
 use cel::common::types::{CelBool, CelDouble};
 use cel::common::value::Val;
 
 use crate::expr::{Vars, json_to_val, val_list, val_map, val_str};
 use crate::load::LoadedStudy;
-use crate::model::ActType;
+use crate::model::{ActType, Action, Robot, Study};
 
 /// Why an option is offered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -234,13 +234,6 @@ pub fn render_clock_parts(
 /// The value of one slot now: a world variable first, then the built-in slots.
 fn slot_value(study: &LoadedStudy, s: &Session, slot: &str) -> Option<String> {
     let st = &study.study;
-    let loc_name = |id: &str| {
-        st.world
-            .locations
-            .iter()
-            .find(|l| l.id == id)
-            .map_or_else(|| id.to_string(), |l| l.name.clone())
-    };
     if let Some(v) = s.world.get(slot) {
         return Some(match v {
             serde_json::Value::String(x) => x.clone(),
@@ -284,7 +277,29 @@ fn slot_value(study: &LoadedStudy, s: &Session, slot: &str) -> Option<String> {
         "target.name" => s
             .last_target
             .as_deref()
-            .map_or_else(|| "the target".into(), loc_name),
+            .map_or_else(|| "the target".into(), |id| location_name(st, id)),
+        _ => return robot_slot(st, s, robot, slot),
+    })
+}
+
+/// The name of the location `id` (the id itself when there is none).
+fn location_name(st: &Study, id: &str) -> String {
+    st.world
+        .locations
+        .iter()
+        .find(|l| l.id == id)
+        .map_or_else(|| id.to_string(), |l| l.name.clone())
+}
+
+/// The value of a `robot.` slot now: of `robot`, the one that acted last (its definition and
+/// state).
+fn robot_slot(
+    st: &Study,
+    s: &Session,
+    robot: Option<(&Robot, &RobotState)>,
+    slot: &str,
+) -> Option<String> {
+    Some(match slot {
         "robot.name" => robot.map_or_else(|| "the robot".into(), |(d, _)| d.name.clone()),
         "robot.kind" => robot.map_or_else(String::new, |(d, _)| {
             st.world
@@ -292,7 +307,7 @@ fn slot_value(study: &LoadedStudy, s: &Session, slot: &str) -> Option<String> {
                 .get(&d.kind)
                 .map_or_else(|| d.kind.clone(), |k| k.label.clone())
         }),
-        "robot.location" => robot.map_or_else(String::new, |(_, r)| loc_name(&r.location)),
+        "robot.location" => robot.map_or_else(String::new, |(_, r)| location_name(st, &r.location)),
         "robot.battery" => robot.map_or_else(String::new, |(_, r)| format!("{:.0}", r.battery)),
         "robot.speed" => robot.map_or_else(String::new, |(d, _)| format!("{}", d.speed)),
         "robot.eta" => robot.map_or_else(
@@ -497,20 +512,46 @@ fn action_check_with(
         .position(|r| r.id == robot)
         .ok_or_else(|| Refusal::UnknownRobot { id: robot.into() })?;
     let a = &st.actions[ai];
-    let def = &st.world.robots[ri];
-    let target = match (a.target, target) {
-        (true, None) => return Err(Refusal::TargetRequired),
+    let target = action_target(st, a, target)?;
+    robot_free(st, s, a, ri)?;
+    if let Some(g) = &study.compiled.action_guard[ai] {
+        let own;
+        let rv = match robot_scopes {
+            Some(scopes) => &scopes[ri],
+            None => {
+                own = robot_scope(study, s, base, ri);
+                &own
+            }
+        };
+        let mut v = rv.scope();
+        v.set_val("target", val_str(target));
+        if !g.holds(&v) {
+            return Err(guard_failed(study, ai, ri, target, &v));
+        }
+    }
+    Ok((ai, ri))
+}
+
+/// The place an action goes to: the target given when the action takes one (a known location),
+/// else none (`""`).
+fn action_target<'t>(st: &Study, a: &Action, target: Option<&'t str>) -> Result<&'t str, Refusal> {
+    match (a.target, target) {
+        (true, None) => Err(Refusal::TargetRequired),
         (true, Some(t)) if !st.world.locations.iter().any(|l| l.id == t) => {
-            return Err(Refusal::UnknownLocation { id: t.into() });
+            Err(Refusal::UnknownLocation { id: t.into() })
         }
-        (true, Some(t)) => t,
-        (false, Some(_)) => {
-            return Err(Refusal::TargetNotTaken {
-                action: a.label.clone(),
-            });
-        }
-        (false, None) => "",
-    };
+        (true, Some(t)) => Ok(t),
+        (false, Some(_)) => Err(Refusal::TargetNotTaken {
+            action: a.label.clone(),
+        }),
+        (false, None) => Ok(""),
+    }
+}
+
+/// Whether robot `ri` may start action `a`: in service, capable, idle, and no other robot
+/// acting when the action is exclusive.
+fn robot_free(st: &Study, s: &Session, a: &Action, ri: usize) -> Result<(), Refusal> {
+    let def = &st.world.robots[ri];
     if !s.robots[ri].in_service {
         return Err(Refusal::OutOfService {
             robot: def.name.clone(),
@@ -539,40 +580,33 @@ fn action_check_with(
             action: a.label.clone(),
         });
     }
-    if let Some(g) = &study.compiled.action_guard[ai] {
-        let own;
-        let rv = match robot_scopes {
-            Some(scopes) => &scopes[ri],
-            None => {
-                own = robot_scope(study, s, base, ri);
-                &own
-            }
-        };
-        let mut v = rv.scope();
-        v.set_val("target", val_str(target));
-        if !g.holds(&v) {
-            // The first part that does not hold says why, in the study's words.
-            let reason = study.compiled.action_guard_parts[ai]
+    Ok(())
+}
+
+/// The refusal of action `ai` by robot `ri` whose guard does not hold in `v`: the first part
+/// that does not hold says why, in the study's words.
+fn guard_failed(study: &LoadedStudy, ai: usize, ri: usize, target: &str, v: &Vars<'_>) -> Refusal {
+    let st = &study.study;
+    let a = &st.actions[ai];
+    let def = &st.world.robots[ri];
+    let reason = study.compiled.action_guard_parts[ai]
+        .iter()
+        .find(|(part, _)| !part.holds(v))
+        .map(|(_, why)| {
+            let place = st
+                .world
+                .locations
                 .iter()
-                .find(|(part, _)| !part.holds(&v))
-                .map(|(_, why)| {
-                    let place = st
-                        .world
-                        .locations
-                        .iter()
-                        .find(|l| l.id == target)
-                        .map_or(target, |l| l.name.as_str());
-                    why.replace("{robot}", &def.name)
-                        .replace("{target}", place)
-                        .replace("{action}", &a.label)
-                });
-            return Err(Refusal::GuardFailed {
-                action: a.label.clone(),
-                reason,
-            });
-        }
+                .find(|l| l.id == target)
+                .map_or(target, |l| l.name.as_str());
+            why.replace("{robot}", &def.name)
+                .replace("{target}", place)
+                .replace("{action}", &a.label)
+        });
+    Refusal::GuardFailed {
+        action: a.label.clone(),
+        reason,
     }
-    Ok((ai, ri))
 }
 
 /// One row of the action table: action index, robot id, target, and whether it may start.
