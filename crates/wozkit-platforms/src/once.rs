@@ -30,7 +30,7 @@
 pub use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::{Bonus, Payer};
+use crate::{Bonus, Payer, PlatformError};
 
 /// Where payment records are kept: string values under keys, with an atomic compare-and-set.
 #[async_trait]
@@ -239,29 +239,7 @@ pub async fn pay_once(
             _ => false,
         };
         if let (true, Some(n)) = (start, new.take()) {
-            let record = PaymentRecord {
-                platform: payer.platform().to_string(),
-                stage: Stage::Claimed,
-                bonuses: n
-                    .bonuses
-                    .iter()
-                    .map(|b| RecordedBonus {
-                        worker_id: b.worker_id.clone(),
-                        submission_id: b.submission_id.clone(),
-                        cents: b.cents,
-                        reason: b.reason.clone(),
-                        before: None,
-                        paid: None,
-                    })
-                    .collect(),
-                prepared: None,
-                claimant: claimant.to_string(),
-                since_ms: now,
-                tag: n.tag.to_string(),
-                note: String::new(),
-                number: n.replaces.map_or(1, |r| r.number + 1),
-                paid_before: n.replaces.map_or(0, PaymentRecord::total_paid_cents),
-            };
+            let record = claimed_payment(payer, n, claimant, now);
             ledger.swap(key, raw.as_deref(), &record.to_json()).await?;
             continue;
         }
@@ -270,118 +248,189 @@ pub async fn pay_once(
         };
         let raw = raw.unwrap_or_default();
         let mine = rec.claimant == claimant;
-        match rec.stage {
-            Stage::Sent | Stage::Refused => return Ok(Outcome::Settled(rec)),
-            Stage::Claimed | Stage::SetUp if !mine && fresh(&rec) => {
-                return Ok(Outcome::Pending {
-                    why: format!("{} is paying it", rec.claimant),
-                    record: rec,
-                });
-            }
+        let pass = match rec.stage {
+            Stage::Sent | Stage::Refused => Pass::Done(Outcome::Settled(rec)),
+            Stage::Claimed | Stage::SetUp if !mine && fresh(&rec) => Pass::Done(Outcome::Pending {
+                why: format!("{} is paying it", rec.claimant),
+                record: rec,
+            }),
             Stage::Claimed | Stage::SetUp if !mine => {
                 // Abandoned before anything was paid: take it over.
                 let mut next = rec.clone();
                 next.claimant = claimant.to_string();
                 next.since_ms = now;
                 ledger.swap(key, Some(&raw), &next.to_json()).await?;
+                Pass::Again
             }
-            Stage::Claimed => {
-                let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
-                let mut next = rec.clone();
-                match payer.prepare_bonus(&all).await {
-                    Ok(prepared) => {
-                        next.prepared = prepared;
-                        next.stage = Stage::SetUp;
-                    }
-                    // A set-up that may have happened pays nothing: it is left unused.
-                    Err(e) if e.is_uncertain() => {
-                        return Ok(Outcome::Pending {
-                            why: e.to_string(),
-                            record: rec,
-                        });
-                    }
-                    Err(e) => {
-                        next.stage = Stage::Refused;
-                        next.note = e.to_string();
-                        for b in &mut next.bonuses {
-                            b.paid = Some(false);
-                        }
-                    }
-                }
-                ledger.swap(key, Some(&raw), &next.to_json()).await?;
-            }
-            Stage::SetUp => {
-                let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
-                let before = match payer.bonuses_paid(&all).await {
-                    Ok(counts) if counts.len() == all.len() => {
-                        counts.into_iter().map(Some).collect()
-                    }
-                    Ok(_) => vec![None; all.len()],
-                    Err(e) if e.is_unsupported() => vec![None; all.len()],
-                    Err(e) => {
-                        return Ok(Outcome::Pending {
-                            why: format!(
-                                "not sent: the platform's record of bonuses could not be read first: {e}"
-                            ),
-                            record: rec,
-                        });
-                    }
-                };
-                let mut sending = rec.clone();
-                sending.stage = Stage::Sending;
-                sending.since_ms = now;
-                for (b, n) in sending.bonuses.iter_mut().zip(before) {
-                    b.before = n;
-                    b.paid = None;
-                }
-                let sending_raw = sending.to_json();
-                if !ledger.swap(key, Some(&raw), &sending_raw).await? {
-                    continue;
-                }
-                let results = payer.pay_prepared(sending.prepared.as_deref(), &all).await;
-                let mut done = sending.clone();
-                let mut notes = vec![];
-                for (i, b) in done.bonuses.iter_mut().enumerate() {
-                    match results.get(i) {
-                        Some(Ok(())) => b.paid = Some(true),
-                        Some(Err(e)) if !e.is_uncertain() => {
-                            b.paid = Some(false);
-                            notes.push(e.to_string());
-                        }
-                        Some(Err(e)) => notes.push(e.to_string()),
-                        None => notes.push("no answer for this bonus".into()),
-                    }
-                }
-                notes.dedup();
-                done.note = notes.join("; ");
-                if done.bonuses.iter().all(|b| b.paid.is_some()) {
-                    done.stage = if done.bonuses.iter().any(|b| b.paid == Some(true)) {
-                        Stage::Sent
-                    } else {
-                        Stage::Refused
-                    };
-                }
-                ledger
-                    .swap(key, Some(&sending_raw), &done.to_json())
-                    .await?;
-                if !done.stage.settled() {
-                    // Uncertain: ask the platform at once (the next pass), but never re-send
-                    // in this call.
-                    return Ok(resolve(payer, ledger, key, done, policy, true)
-                        .await?
-                        .unwrap_or_else(|| unreachable_pending(key)));
-                }
-            }
-            Stage::Sending => {
-                if let Some(outcome) = resolve(payer, ledger, key, rec, policy, false).await? {
-                    return Ok(outcome);
-                }
-            }
+            Stage::Claimed => prepare_payment(payer, ledger, key, rec, &raw).await?,
+            Stage::SetUp => send_payment(payer, ledger, key, rec, &raw, now, policy).await?,
+            Stage::Sending => match resolve(payer, ledger, key, rec, policy, false).await? {
+                Some(outcome) => Pass::Done(outcome),
+                None => Pass::Again,
+            },
+        };
+        if let Pass::Done(outcome) = pass {
+            return Ok(outcome);
         }
     }
     Err(format!(
         "payment record {key} keeps changing under this caller"
     ))
+}
+
+/// What one pass over a record leaves: another pass, or the answer.
+enum Pass<T> {
+    Again,
+    Done(T),
+}
+
+/// The record of `new` claimed by `claimant` at `now`, nothing of it paid yet.
+fn claimed_payment(
+    payer: &dyn Payer,
+    n: NewPayment<'_>,
+    claimant: &str,
+    now: u64,
+) -> PaymentRecord {
+    PaymentRecord {
+        platform: payer.platform().to_string(),
+        stage: Stage::Claimed,
+        bonuses: n
+            .bonuses
+            .iter()
+            .map(|b| RecordedBonus {
+                worker_id: b.worker_id.clone(),
+                submission_id: b.submission_id.clone(),
+                cents: b.cents,
+                reason: b.reason.clone(),
+                before: None,
+                paid: None,
+            })
+            .collect(),
+        prepared: None,
+        claimant: claimant.to_string(),
+        since_ms: now,
+        tag: n.tag.to_string(),
+        note: String::new(),
+        number: n.replaces.map_or(1, |r| r.number + 1),
+        paid_before: n.replaces.map_or(0, PaymentRecord::total_paid_cents),
+    }
+}
+
+/// Sets up a claimed payment on the platform (`set_up`), or records its refusal; a set-up
+/// without a certain answer is left pending (it pays nothing: it is left unused).
+async fn prepare_payment(
+    payer: &dyn Payer,
+    ledger: &dyn Ledger,
+    key: &str,
+    rec: PaymentRecord,
+    raw: &str,
+) -> Result<Pass<Outcome>, String> {
+    let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
+    let mut next = rec.clone();
+    match payer.prepare_bonus(&all).await {
+        Ok(prepared) => {
+            next.prepared = prepared;
+            next.stage = Stage::SetUp;
+        }
+        // A set-up that may have happened pays nothing: it is left unused.
+        Err(e) if e.is_uncertain() => {
+            return Ok(Pass::Done(Outcome::Pending {
+                why: e.to_string(),
+                record: rec,
+            }));
+        }
+        Err(e) => {
+            next.stage = Stage::Refused;
+            next.note = e.to_string();
+            for b in &mut next.bonuses {
+                b.paid = Some(false);
+            }
+        }
+    }
+    ledger.swap(key, Some(raw), &next.to_json()).await?;
+    Ok(Pass::Again)
+}
+
+/// Sends a payment that is set up: reads the platform's counts of bonuses paid first (so that
+/// an uncertain send can be looked up), records it as `sending`, sends it and records the
+/// answers. What is left uncertain is asked of the platform at once, never sent again here.
+async fn send_payment(
+    payer: &dyn Payer,
+    ledger: &dyn Ledger,
+    key: &str,
+    rec: PaymentRecord,
+    raw: &str,
+    now: u64,
+    policy: Policy,
+) -> Result<Pass<Outcome>, String> {
+    let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
+    let before = match payer.bonuses_paid(&all).await {
+        Ok(counts) if counts.len() == all.len() => counts.into_iter().map(Some).collect(),
+        Ok(_) => vec![None; all.len()],
+        Err(e) if e.is_unsupported() => vec![None; all.len()],
+        Err(e) => {
+            return Ok(Pass::Done(Outcome::Pending {
+                why: format!(
+                    "not sent: the platform's record of bonuses could not be read first: {e}"
+                ),
+                record: rec,
+            }));
+        }
+    };
+    let mut sending = rec.clone();
+    sending.stage = Stage::Sending;
+    sending.since_ms = now;
+    for (b, n) in sending.bonuses.iter_mut().zip(before) {
+        b.before = n;
+        b.paid = None;
+    }
+    let sending_raw = sending.to_json();
+    if !ledger.swap(key, Some(raw), &sending_raw).await? {
+        return Ok(Pass::Again);
+    }
+    let results = payer.pay_prepared(sending.prepared.as_deref(), &all).await;
+    let done = answered(&sending, &results);
+    ledger
+        .swap(key, Some(&sending_raw), &done.to_json())
+        .await?;
+    if !done.stage.settled() {
+        // Uncertain: ask the platform at once (the next pass), but never re-send
+        // in this call.
+        return Ok(Pass::Done(
+            resolve(payer, ledger, key, done, policy, true)
+                .await?
+                .unwrap_or_else(|| unreachable_pending(key)),
+        ));
+    }
+    Ok(Pass::Again)
+}
+
+/// The `sending` record with the platform's answer to each bonus: paid, refused, or (an
+/// uncertain answer, or none) still unknown; settled when every bonus is known.
+fn answered(sending: &PaymentRecord, results: &[Result<(), PlatformError>]) -> PaymentRecord {
+    let mut done = sending.clone();
+    let mut notes = vec![];
+    for (i, b) in done.bonuses.iter_mut().enumerate() {
+        match results.get(i) {
+            Some(Ok(())) => b.paid = Some(true),
+            Some(Err(e)) if !e.is_uncertain() => {
+                b.paid = Some(false);
+                notes.push(e.to_string());
+            }
+            Some(Err(e)) => notes.push(e.to_string()),
+            None => notes.push("no answer for this bonus".into()),
+        }
+    }
+    notes.dedup();
+    done.note = notes.join("; ");
+    if done.bonuses.iter().all(|b| b.paid.is_some()) {
+        done.stage = if done.bonuses.iter().any(|b| b.paid == Some(true)) {
+            Stage::Sent
+        } else {
+            Stage::Refused
+        };
+    }
+    done
 }
 
 fn unreachable_pending(key: &str) -> Outcome {
@@ -417,16 +466,7 @@ async fn resolve(
     let raw = rec.to_json();
     let stored = ledger.get(key).await?;
     if stored.as_deref() != Some(raw.as_str()) {
-        // Re-read what is there instead of guessing.
-        let now = read(ledger, key).await?;
-        return match now {
-            Some(r) if r.stage.settled() => Ok(Some(Outcome::Settled(r))),
-            Some(r) => Ok(Some(Outcome::Pending {
-                why: "the payment record changed while it was being resolved".into(),
-                record: r,
-            })),
-            None => Err(format!("payment record {key} vanished")),
-        };
+        return changed_meanwhile(ledger, key).await.map(Some);
     }
     let all: Vec<Bonus> = rec.bonuses.iter().map(RecordedBonus::bonus).collect();
     let mut next = rec.clone();
@@ -467,17 +507,7 @@ async fn resolve(
             ledger.swap(key, Some(&raw), &next.to_json()).await?;
         }
         return Ok(Some(Outcome::Pending {
-            why: format!(
-                "the platform does not show {unknown} bonus(es) of the last send yet ({}); \
-                 it is asked again on the next send and nothing is sent again before it shows \
-                 or {} min have passed",
-                if rec.note.is_empty() {
-                    "no certain answer"
-                } else {
-                    rec.note.as_str()
-                },
-                policy.settle_ms / 60_000
-            ),
+            why: not_shown_yet(unknown, &rec, policy),
             record: next,
         }));
     } else if unknown == next.bonuses.len() {
@@ -501,6 +531,33 @@ async fn resolve(
         Some(_) => Ok(None),
         None => Err(format!("payment record {key} vanished")),
     }
+}
+
+/// What a payment record changed to while it was being resolved (re-read instead of guessed).
+async fn changed_meanwhile(ledger: &dyn Ledger, key: &str) -> Result<Outcome, String> {
+    match read(ledger, key).await? {
+        Some(r) if r.stage.settled() => Ok(Outcome::Settled(r)),
+        Some(r) => Ok(Outcome::Pending {
+            why: "the payment record changed while it was being resolved".into(),
+            record: r,
+        }),
+        None => Err(format!("payment record {key} vanished")),
+    }
+}
+
+/// Why a send is still pending when the platform does not show `unknown` of its bonuses yet.
+fn not_shown_yet(unknown: usize, rec: &PaymentRecord, policy: Policy) -> String {
+    format!(
+        "the platform does not show {unknown} bonus(es) of the last send yet ({}); \
+         it is asked again on the next send and nothing is sent again before it shows \
+         or {} min have passed",
+        if rec.note.is_empty() {
+            "no certain answer"
+        } else {
+            rec.note.as_str()
+        },
+        policy.settle_ms / 60_000
+    )
 }
 
 /// A decision on a submission (approve, reject) as the ledger holds it (JSON): the same
@@ -630,88 +687,119 @@ pub async fn decide_once(
         let busy = rec.claimant != claimant
             && now.saturating_sub(rec.since_ms) < policy.settle_ms
             && (rec.stage == Stage::Claimed || rec.note.is_empty());
-        match rec.stage {
-            Stage::Sent | Stage::Refused => return Ok(Decided::Settled(rec)),
-            _ if busy => {
-                return Ok(Decided::Pending {
-                    why: format!("{} is sending it", rec.claimant),
-                    record: rec,
-                });
-            }
+        let pass = match rec.stage {
+            Stage::Sent | Stage::Refused => Pass::Done(Decided::Settled(rec)),
+            _ if busy => Pass::Done(Decided::Pending {
+                why: format!("{} is sending it", rec.claimant),
+                record: rec,
+            }),
             Stage::Sending => {
-                // Its sender is done with it or gone: ask the platform what became of it.
-                let subs = match payer.submissions().await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        return Ok(Decided::Pending {
-                            why: format!(
-                                "the last send had no certain answer and the platform could not be asked: {e}"
-                            ),
-                            record: rec,
-                        });
-                    }
-                };
-                let status = subs
-                    .iter()
-                    .find(|s| s.id == rec.submission_id)
-                    .map(|s| s.status.clone());
-                let mut next = rec.clone();
-                next.claimant = claimant.to_string();
-                next.since_ms = now;
-                match status {
-                    Some(s) if status_is(&s, &rec.action) => next.stage = Stage::Sent,
-                    Some(s) if status_is(&s, "approve") || status_is(&s, "reject") => {
-                        next.stage = Stage::Refused;
-                        next.note = format!("the submission is {s} on the platform already");
-                    }
-                    // Undecided (or not listed): send it again.
-                    _ => {
-                        next.stage = Stage::Claimed;
-                        next.note = String::new();
-                    }
-                }
-                ledger.swap(key, Some(&raw), &next.to_json()).await?;
+                look_up_decision(payer, ledger, key, rec, &raw, claimant, now).await?
             }
             Stage::Claimed | Stage::SetUp => {
-                let mut sending = rec.clone();
-                sending.stage = Stage::Sending;
-                sending.claimant = claimant.to_string();
-                sending.since_ms = now;
-                sending.note = String::new();
-                let sending_raw = sending.to_json();
-                if !ledger.swap(key, Some(&raw), &sending_raw).await? {
-                    continue;
-                }
-                let result = match rec.action.as_str() {
-                    "approve" => payer.approve(&rec.submission_id).await,
-                    _ => payer.reject(&rec.submission_id, &rec.reason).await,
-                };
-                let mut done = sending.clone();
-                match result {
-                    Ok(()) => done.stage = Stage::Sent,
-                    Err(e) if e.is_uncertain() => done.note = e.to_string(),
-                    Err(e) => {
-                        done.stage = Stage::Refused;
-                        done.note = e.to_string();
-                    }
-                }
-                ledger
-                    .swap(key, Some(&sending_raw), &done.to_json())
-                    .await?;
-                return Ok(if done.stage.settled() {
-                    Decided::Settled(done)
-                } else {
-                    Decided::Pending {
-                        why: done.note.clone(),
-                        record: done,
-                    }
-                });
+                send_decision(payer, ledger, key, rec, &raw, claimant, now).await?
             }
+        };
+        if let Pass::Done(decided) = pass {
+            return Ok(decided);
         }
     }
     Err(format!(
         "decision record {key} keeps changing under this caller"
     ))
+}
+
+/// Settles a decision left `sending` (its sender is done with it or gone) by the submission's
+/// status on the platform: decided as wanted is `sent`, decided otherwise `refused`, undecided
+/// (or not listed) is claimed again to be sent again.
+async fn look_up_decision(
+    payer: &dyn Payer,
+    ledger: &dyn Ledger,
+    key: &str,
+    rec: DecisionRecord,
+    raw: &str,
+    claimant: &str,
+    now: u64,
+) -> Result<Pass<Decided>, String> {
+    // Its sender is done with it or gone: ask the platform what became of it.
+    let subs = match payer.submissions().await {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(Pass::Done(Decided::Pending {
+                why: format!(
+                    "the last send had no certain answer and the platform could not be asked: {e}"
+                ),
+                record: rec,
+            }));
+        }
+    };
+    let status = subs
+        .iter()
+        .find(|s| s.id == rec.submission_id)
+        .map(|s| s.status.clone());
+    let mut next = rec.clone();
+    next.claimant = claimant.to_string();
+    next.since_ms = now;
+    match status {
+        Some(s) if status_is(&s, &rec.action) => next.stage = Stage::Sent,
+        Some(s) if status_is(&s, "approve") || status_is(&s, "reject") => {
+            next.stage = Stage::Refused;
+            next.note = format!("the submission is {s} on the platform already");
+        }
+        // Undecided (or not listed): send it again.
+        _ => {
+            next.stage = Stage::Claimed;
+            next.note = String::new();
+        }
+    }
+    ledger.swap(key, Some(raw), &next.to_json()).await?;
+    Ok(Pass::Again)
+}
+
+/// Sends a claimed decision: records it as `sending`, sends it, and records the answer (an
+/// uncertain one leaves it pending, to be looked up).
+async fn send_decision(
+    payer: &dyn Payer,
+    ledger: &dyn Ledger,
+    key: &str,
+    rec: DecisionRecord,
+    raw: &str,
+    claimant: &str,
+    now: u64,
+) -> Result<Pass<Decided>, String> {
+    let mut sending = rec.clone();
+    sending.stage = Stage::Sending;
+    sending.claimant = claimant.to_string();
+    sending.since_ms = now;
+    sending.note = String::new();
+    let sending_raw = sending.to_json();
+    if !ledger.swap(key, Some(raw), &sending_raw).await? {
+        return Ok(Pass::Again);
+    }
+    let result = match rec.action.as_str() {
+        "approve" => payer.approve(&rec.submission_id).await,
+        _ => payer.reject(&rec.submission_id, &rec.reason).await,
+    };
+    let mut done = sending.clone();
+    match result {
+        Ok(()) => done.stage = Stage::Sent,
+        Err(e) if e.is_uncertain() => done.note = e.to_string(),
+        Err(e) => {
+            done.stage = Stage::Refused;
+            done.note = e.to_string();
+        }
+    }
+    ledger
+        .swap(key, Some(&sending_raw), &done.to_json())
+        .await?;
+    Ok(Pass::Done(if done.stage.settled() {
+        Decided::Settled(done)
+    } else {
+        Decided::Pending {
+            why: done.note.clone(),
+            record: done,
+        }
+    }))
 }
 
 /// A [`Ledger`] in memory, for tests and dry runs.

@@ -396,17 +396,22 @@ fn respond(
         let (.., message) = m.fail_when.remove(i);
         return error("RequestError", &message);
     }
-    let answer = match operation.as_str() {
-        "CreateHIT" => create_hit(&mut m, &body),
-        "CreateQualificationType" => create_qualification_type(&mut m, &body),
-        "AssociateQualificationWithWorker" => associate(&mut m, &body),
-        "ListAssignmentsForHIT" => list_assignments(&m, &body),
-        "ApproveAssignment" => decide(&mut m, &body, true),
-        "RejectAssignment" => decide(&mut m, &body, false),
-        "SendBonus" => send_bonus(&mut m, &body),
-        "ListBonusPayments" => list_bonuses(&m, &body),
-        "GetAssignment" => get_assignment(&m, &body),
-        "CreateWorkerBlock" => block(&mut m, &body),
+    dispatch(&mut m, &operation, &body)
+}
+
+/// Answers one operation of the API on the mock's state.
+fn dispatch(m: &mut Mock, operation: &str, body: &Value) -> Response {
+    let answer = match operation {
+        "CreateHIT" => create_hit(m, body),
+        "CreateQualificationType" => create_qualification_type(m, body),
+        "AssociateQualificationWithWorker" => associate(m, body),
+        "ListAssignmentsForHIT" => list_assignments(m, body),
+        "ApproveAssignment" => decide(m, body, true),
+        "RejectAssignment" => decide(m, body, false),
+        "SendBonus" => send_bonus(m, body),
+        "ListBonusPayments" => list_bonuses(m, body),
+        "GetAssignment" => get_assignment(m, body),
+        "CreateWorkerBlock" => block(m, body),
         other => {
             return error(
                 "UnknownOperationException",
