@@ -227,43 +227,9 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     };
 
     // Pass 1: syntax.
-    let value: serde_json::Value = match serde_saphyr::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            let (line, col) = e
-                .location()
-                .map(|l| (l.line() as usize, l.column() as usize))
-                .unwrap_or((1, 1));
-            let message = e.without_snippet().to_string();
-            let message = message.lines().next().unwrap_or("invalid YAML").to_string();
-            return Err(Diagnostics(vec![Diagnostic {
-                file: file.to_string(),
-                line,
-                col,
-                message: format!("invalid YAML: {message}"),
-                hint: Some("check indentation and quoting on this line".into()),
-            }]));
-        }
-    };
-
+    let value = parse_yaml(file, text)?;
     // Pass 2: shape.
-    let schema = serde_json::to_value(schemars::schema_for!(Study)).unwrap_or_default();
-    let mut problems = Vec::new();
-    match jsonschema::validator_for(&schema) {
-        Ok(validator) => {
-            for err in validator.iter_errors(&value) {
-                shape_problem(&err, &schema, &value, &diag, &mut problems);
-            }
-        }
-        Err(e) => problems.push(diag("", format!("internal schema error: {e}"), None)),
-    }
-    if !problems.is_empty() {
-        return Err(Diagnostics(problems));
-    }
-    let mut study: Study = match serde_json::from_value(value) {
-        Ok(s) => s,
-        Err(e) => return Err(Diagnostics(vec![diag("", e.to_string(), None)])),
-    };
+    let mut study = study_of(value, &diag)?;
     let file_dialogues = read_dialogues_file(&mut study, &source, &diag)?;
     default_systems(&mut study);
 
@@ -289,18 +255,7 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
         }
     }
     if problems.is_empty() {
-        compiled.reads = Some(crate::expr::Reads::of(compiled.conditions()));
-        compiled.templates = crate::slots::Templates::of(&study);
-        compiled.transition_to = study
-            .states
-            .iter()
-            .map(|s| {
-                s.transitions
-                    .iter()
-                    .map(|t| compiled.state_index.get(t.to()).copied())
-                    .collect()
-            })
-            .collect();
+        finish_compiled(&mut compiled, &study);
         Ok(LoadedStudy {
             study,
             source,
@@ -310,6 +265,63 @@ pub fn load_text(file: &str, text: &str, source: StudySource) -> Result<LoadedSt
     } else {
         Err(Diagnostics(problems))
     }
+}
+
+/// Pass 1 of loading: the YAML text as a value; a syntax error names its line and column.
+fn parse_yaml(file: &str, text: &str) -> Result<serde_json::Value, Diagnostics> {
+    serde_saphyr::from_str(text).map_err(|e| {
+        let (line, col) = e
+            .location()
+            .map(|l| (l.line() as usize, l.column() as usize))
+            .unwrap_or((1, 1));
+        let message = e.without_snippet().to_string();
+        let message = message.lines().next().unwrap_or("invalid YAML").to_string();
+        Diagnostics(vec![Diagnostic {
+            file: file.to_string(),
+            line,
+            col,
+            message: format!("invalid YAML: {message}"),
+            hint: Some("check indentation and quoting on this line".into()),
+        }])
+    })
+}
+
+/// Pass 2 of loading: the value checked against the study's schema, then read as a study.
+fn study_of(
+    value: serde_json::Value,
+    diag: &impl Fn(&str, String, Option<String>) -> Diagnostic,
+) -> Result<Study, Diagnostics> {
+    let schema = serde_json::to_value(schemars::schema_for!(Study)).unwrap_or_default();
+    let mut problems = Vec::new();
+    match jsonschema::validator_for(&schema) {
+        Ok(validator) => {
+            for err in validator.iter_errors(&value) {
+                shape_problem(&err, &schema, &value, diag, &mut problems);
+            }
+        }
+        Err(e) => problems.push(diag("", format!("internal schema error: {e}"), None)),
+    }
+    if !problems.is_empty() {
+        return Err(Diagnostics(problems));
+    }
+    serde_json::from_value(value).map_err(|e| Diagnostics(vec![diag("", e.to_string(), None)]))
+}
+
+/// What is compiled once a study has no problems: the variables its conditions read, its
+/// templates, and the state each transition goes to.
+fn finish_compiled(compiled: &mut Compiled, study: &Study) {
+    compiled.reads = Some(crate::expr::Reads::of(compiled.conditions()));
+    compiled.templates = crate::slots::Templates::of(study);
+    compiled.transition_to = study
+        .states
+        .iter()
+        .map(|s| {
+            s.transitions
+                .iter()
+                .map(|t| compiled.state_index.get(t.to()).copied())
+                .collect()
+        })
+        .collect();
 }
 
 /// Loads `study.database` into SQLite; a problem (naming the data file, row and column) is
