@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use super::{Checker, did_you_mean};
-use crate::evaluation::EvalTask;
-use crate::judges::{CHOICE, PLACEHOLDERS, question_options, unknown_placeholders};
+use crate::evaluation::{EvalTask, Evaluation};
+use crate::judges::{CHOICE, ModelJudge, PLACEHOLDERS, question_options, unknown_placeholders};
 use crate::systems::SystemSpec;
 
 impl Checker<'_> {
@@ -27,34 +27,7 @@ impl Checker<'_> {
                 judge.url.as_deref(),
                 judge.model.is_some(),
             );
-            if judge.questions.is_empty() {
-                self.err(
-                    &format!("{base}/questions"),
-                    "a judge answers at least one question".into(),
-                    Some("list question ids of `evaluation.questions`, or `choice`".into()),
-                );
-            }
-            for (k, q) in judge.questions.iter().enumerate() {
-                if question_options(ev, q).is_none() {
-                    let mut known: Vec<&str> = ev.questions.iter().map(|q| q.id.as_str()).collect();
-                    if ev.task == EvalTask::Compare {
-                        known.push(CHOICE);
-                    }
-                    let hint = did_you_mean(q, known.iter().copied()).or_else(|| {
-                        Some(
-                            "a judge answers `likert` and `choice` questions of \
-                             `evaluation.questions`, and `choice` (the side preferred) in a \
-                             comparison"
-                                .into(),
-                        )
-                    });
-                    self.err(
-                        &format!("{base}/questions/{k}"),
-                        format!("judge `{}` cannot answer question `{q}`", judge.name),
-                        hint,
-                    );
-                }
-            }
+            self.judge_questions(ev, &base, judge);
             let unknown = unknown_placeholders(&judge.prompt);
             if !unknown.is_empty() {
                 self.err(
@@ -97,6 +70,39 @@ impl Checker<'_> {
             }
         }
     }
+
+    /// A judge's questions: at least one, each one it can answer.
+    fn judge_questions(&mut self, ev: &Evaluation, base: &str, judge: &ModelJudge) {
+        if judge.questions.is_empty() {
+            self.err(
+                &format!("{base}/questions"),
+                "a judge answers at least one question".into(),
+                Some("list question ids of `evaluation.questions`, or `choice`".into()),
+            );
+        }
+        for (k, q) in judge.questions.iter().enumerate() {
+            if question_options(ev, q).is_none() {
+                let mut known: Vec<&str> = ev.questions.iter().map(|q| q.id.as_str()).collect();
+                if ev.task == EvalTask::Compare {
+                    known.push(CHOICE);
+                }
+                let hint = did_you_mean(q, known.iter().copied()).or_else(|| {
+                    Some(
+                        "a judge answers `likert` and `choice` questions of \
+                         `evaluation.questions`, and `choice` (the side preferred) in a \
+                         comparison"
+                            .into(),
+                    )
+                });
+                self.err(
+                    &format!("{base}/questions/{k}"),
+                    format!("judge `{}` cannot answer question `{q}`", judge.name),
+                    hint,
+                );
+            }
+        }
+    }
+
     /// The name of a judge or simulated user (`what`) at `base`: letters, digits, `_` and `-`,
     /// and not one of `names` (the names seen so far, which it joins).
     pub(super) fn unique_name<'s>(

@@ -30,61 +30,41 @@ impl Checker<'_> {
             user.url.as_deref(),
             user.model.is_some(),
         );
-        let known = |p: &&str| PLACEHOLDERS.contains(p);
-        let unknown = crate::judges::placeholders(&user.prompt).find(|p| !known(p));
-        if let Some(p) = unknown {
-            self.err(
-                &format!("{base}/prompt"),
-                format!("unknown placeholder `{{{p}}}` in the prompt"),
-                Some(format!(
-                    "known ones: {}",
-                    PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
-                )),
-            );
-        }
+        let prompt_ptr = format!("{base}/prompt");
+        self.known_placeholders(&prompt_ptr, "prompt", &user.prompt, &PLACEHOLDERS);
         if !user.prompt.contains("{conversation}") {
             self.err(
-                &format!("{base}/prompt"),
+                &prompt_ptr,
                 "the prompt does not show the dialogue: it has no `{conversation}`".into(),
                 Some("write `{conversation}` where the dialogue so far goes".into()),
             );
         }
-        let unknown =
-            crate::judges::placeholders(&user.vote_prompt).find(|p| !VOTE_PLACEHOLDERS.contains(p));
-        if let Some(p) = unknown {
-            self.err(
-                &format!("{base}/vote_prompt"),
-                format!("unknown placeholder `{{{p}}}` in the vote prompt"),
-                Some(format!(
-                    "known ones: {}",
-                    VOTE_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
-                )),
-            );
-        }
+        let vote_ptr = format!("{base}/vote_prompt");
+        self.known_placeholders(
+            &vote_ptr,
+            "vote prompt",
+            &user.vote_prompt,
+            &VOTE_PLACEHOLDERS,
+        );
         if !(user.vote_prompt.contains("{left}") && user.vote_prompt.contains("{right}")) {
             self.err(
-                &format!("{base}/vote_prompt"),
+                &vote_ptr,
                 "the vote prompt does not show both conversations: it needs `{left}` and `{right}`"
                     .into(),
                 Some("write `{left}` and `{right}` where each side's conversation goes".into()),
             );
         }
-        let unknown = crate::judges::placeholders(&user.answer_prompt)
-            .find(|p| !ANSWER_PLACEHOLDERS.contains(p));
-        if let Some(p) = unknown {
-            self.err(
-                &format!("{base}/answer_prompt"),
-                format!("unknown placeholder `{{{p}}}` in the answer prompt"),
-                Some(format!(
-                    "known ones: {}",
-                    ANSWER_PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
-                )),
-            );
-        }
+        let answer_ptr = format!("{base}/answer_prompt");
+        self.known_placeholders(
+            &answer_ptr,
+            "answer prompt",
+            &user.answer_prompt,
+            &ANSWER_PLACEHOLDERS,
+        );
         if !(user.answer_prompt.contains("{question}") && user.answer_prompt.contains("{choices}"))
         {
             self.err(
-                &format!("{base}/answer_prompt"),
+                &answer_ptr,
                 "the answer prompt does not show the question: it needs `{question}` and \
                  `{choices}`"
                     .into(),
@@ -107,6 +87,26 @@ impl Checker<'_> {
                 &format!("{base}/stop"),
                 "the stop phrase is empty".into(),
                 Some("write the phrase that ends the dialogue, e.g. `stop: \"[END]\"`".into()),
+            );
+        }
+    }
+
+    /// Reports the first placeholder of `prompt` (the `what` of a simulated user, at `ptr`) that
+    /// is not one of `known`.
+    fn known_placeholders(&mut self, ptr: &str, what: &str, prompt: &str, known: &[&str]) {
+        let unknown = crate::judges::placeholders(prompt).find(|p| !known.contains(p));
+        if let Some(p) = unknown {
+            self.err(
+                ptr,
+                format!("unknown placeholder `{{{p}}}` in the {what}"),
+                Some(format!(
+                    "known ones: {}",
+                    known
+                        .iter()
+                        .map(|p| format!("{{{p}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
             );
         }
     }
