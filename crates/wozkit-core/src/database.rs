@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::load::StudySource;
-use crate::model::DatabaseSpec;
+use crate::model::{DatabaseSpec, TableSpec};
 
 /// Most rows one query returns.
 pub const MAX_RESULTS: usize = 20;
@@ -232,52 +232,11 @@ impl Database {
                     "a table name is letters, digits and `_` (not starting with a digit)".into(),
                 ));
             }
-            let raw = match &t.file {
-                Some(f) => {
-                    let bytes = source
-                        .read(f)
-                        .ok_or_else(|| err(None, None, "cannot read the file".into()))?;
-                    if f.ends_with(".csv") {
-                        read_csv(&bytes).map_err(|(r, c, m)| err(r, c.as_deref(), m))?
-                    } else if f.ends_with(".json") {
-                        read_json(&bytes).map_err(|(r, c, m)| err(r, c.as_deref(), m))?
-                    } else {
-                        return Err(err(None, None, "a table file ends in .csv or .json".into()));
-                    }
-                }
-                None => {
-                    let Some(path) = &spec.sqlite else {
-                        return Err(err(
-                            None,
-                            None,
-                            "give the table a `file`, or the database a `sqlite` file".into(),
-                        ));
-                    };
-                    if sqlite.is_none() {
-                        sqlite = Some(open_sqlite(source, path).map_err(|m| err(None, None, m))?);
-                    }
-                    let src = sqlite.as_ref().expect("opened above");
-                    read_sqlite(src, name).map_err(|(r, c, m)| err(r, c.as_deref(), m))?
-                }
-            };
+            let raw = read_table(spec, source, name, t, &mut sqlite, &err)?;
             let info = db
                 .store(name, &t.key, raw)
                 .map_err(|(r, c, m)| err(r, c.as_deref(), m))?;
-            let named =
-                (t.show.iter().map(|c| (c, "show"))).chain(t.labels.keys().map(|c| (c, "labels")));
-            for (c, key) in named {
-                if info.column(c).is_none() {
-                    let names: Vec<&str> = info.columns.iter().map(|(n, _)| n.as_str()).collect();
-                    return Err(err(
-                        None,
-                        Some(c),
-                        format!(
-                            "`{key}` names a column the table lacks (its columns: {})",
-                            names.join(", ")
-                        ),
-                    ));
-                }
-            }
+            named_columns(&info, t, &err)?;
             db.tables.insert(name.clone(), info);
         }
         Ok(db)
@@ -381,58 +340,7 @@ impl Database {
         let mut clauses: Vec<String> = vec![];
         let mut params: Vec<SqlValue> = vec![];
         for f in filters {
-            // The whitelist: only a column the table has ever reaches the SQL text, quoted.
-            let Some(ty) = info.column(&f.column) else {
-                return Err(QueryError::UnknownColumn {
-                    table: table.to_string(),
-                    column: f.column.clone(),
-                });
-            };
-            let col = &f.column;
-            let bad = |reason: &str| QueryError::BadValue {
-                column: col.clone(),
-                reason: reason.to_string(),
-            };
-            match &f.op {
-                FilterOp::Equals { value } => {
-                    let v = match value {
-                        Value::String(s) if s.chars().count() > MAX_FILTER_CHARS => {
-                            return Err(bad("the value is too long"));
-                        }
-                        Value::String(s) => SqlValue::Text(s.clone()),
-                        Value::Number(_) | Value::Bool(_) => to_sql(value),
-                        _ => return Err(bad("equals takes a text, a number or true/false")),
-                    };
-                    params.push(v);
-                    clauses.push(format!("\"{col}\" = ?{} COLLATE NOCASE", params.len()));
-                }
-                FilterOp::Contains { value } => {
-                    if value.chars().count() > MAX_FILTER_CHARS {
-                        return Err(bad("the value is too long"));
-                    }
-                    params.push(SqlValue::Text(value.to_lowercase()));
-                    clauses.push(format!(
-                        "instr(lower(CAST(\"{col}\" AS TEXT)), ?{}) > 0",
-                        params.len()
-                    ));
-                }
-                FilterOp::Range { min, max } => {
-                    if !ty.is_numeric() {
-                        return Err(QueryError::RangeOnText {
-                            column: col.clone(),
-                        });
-                    }
-                    for (bound, cmp) in [(min, ">="), (max, "<=")] {
-                        if let Some(b) = bound {
-                            if !b.is_finite() {
-                                return Err(bad("a range bound is a finite number"));
-                            }
-                            params.push(SqlValue::Real(*b));
-                            clauses.push(format!("\"{col}\" {cmp} ?{}", params.len()));
-                        }
-                    }
-                }
-            }
+            filter_clause(table, info, f, &mut clauses, &mut params)?;
         }
         let limit = limit.min(MAX_RESULTS);
         params.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(0)));
@@ -510,6 +418,132 @@ impl Database {
 
 /// A load problem inside one file: row, column, message.
 type Problem = (Option<usize>, Option<String>, String);
+
+/// How a table's load problem is reported: the row, the column and the message.
+type LoadErr<'a> = dyn Fn(Option<usize>, Option<&str>, String) -> LoadError + 'a;
+
+/// Reads the rows of table `name`: from its CSV or JSON file, else from the database's SQLite
+/// file (opened once, into `sqlite`, for all the tables it holds).
+fn read_table(
+    spec: &DatabaseSpec,
+    source: &StudySource,
+    name: &str,
+    t: &TableSpec,
+    sqlite: &mut Option<Connection>,
+    err: &LoadErr<'_>,
+) -> Result<Raw, LoadError> {
+    match &t.file {
+        Some(f) => {
+            let bytes = source
+                .read(f)
+                .ok_or_else(|| err(None, None, "cannot read the file".into()))?;
+            if f.ends_with(".csv") {
+                read_csv(&bytes).map_err(|(r, c, m)| err(r, c.as_deref(), m))
+            } else if f.ends_with(".json") {
+                read_json(&bytes).map_err(|(r, c, m)| err(r, c.as_deref(), m))
+            } else {
+                Err(err(None, None, "a table file ends in .csv or .json".into()))
+            }
+        }
+        None => {
+            let Some(path) = &spec.sqlite else {
+                return Err(err(
+                    None,
+                    None,
+                    "give the table a `file`, or the database a `sqlite` file".into(),
+                ));
+            };
+            if sqlite.is_none() {
+                *sqlite = Some(open_sqlite(source, path).map_err(|m| err(None, None, m))?);
+            }
+            let src = sqlite.as_ref().expect("opened above");
+            read_sqlite(src, name).map_err(|(r, c, m)| err(r, c.as_deref(), m))
+        }
+    }
+}
+
+/// The columns a table's `show` and `labels` name must be columns of the table.
+fn named_columns(info: &TableInfo, t: &TableSpec, err: &LoadErr<'_>) -> Result<(), LoadError> {
+    let named = (t.show.iter().map(|c| (c, "show"))).chain(t.labels.keys().map(|c| (c, "labels")));
+    for (c, key) in named {
+        if info.column(c).is_none() {
+            let names: Vec<&str> = info.columns.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(err(
+                None,
+                Some(c),
+                format!(
+                    "`{key}` names a column the table lacks (its columns: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Adds filter `f` on `table` to a query: its SQL condition to `clauses`, its values to
+/// `params`.
+fn filter_clause(
+    table: &str,
+    info: &TableInfo,
+    f: &Filter,
+    clauses: &mut Vec<String>,
+    params: &mut Vec<SqlValue>,
+) -> Result<(), QueryError> {
+    // The whitelist: only a column the table has ever reaches the SQL text, quoted.
+    let Some(ty) = info.column(&f.column) else {
+        return Err(QueryError::UnknownColumn {
+            table: table.to_string(),
+            column: f.column.clone(),
+        });
+    };
+    let col = &f.column;
+    let bad = |reason: &str| QueryError::BadValue {
+        column: col.clone(),
+        reason: reason.to_string(),
+    };
+    match &f.op {
+        FilterOp::Equals { value } => {
+            let v = match value {
+                Value::String(s) if s.chars().count() > MAX_FILTER_CHARS => {
+                    return Err(bad("the value is too long"));
+                }
+                Value::String(s) => SqlValue::Text(s.clone()),
+                Value::Number(_) | Value::Bool(_) => to_sql(value),
+                _ => return Err(bad("equals takes a text, a number or true/false")),
+            };
+            params.push(v);
+            clauses.push(format!("\"{col}\" = ?{} COLLATE NOCASE", params.len()));
+        }
+        FilterOp::Contains { value } => {
+            if value.chars().count() > MAX_FILTER_CHARS {
+                return Err(bad("the value is too long"));
+            }
+            params.push(SqlValue::Text(value.to_lowercase()));
+            clauses.push(format!(
+                "instr(lower(CAST(\"{col}\" AS TEXT)), ?{}) > 0",
+                params.len()
+            ));
+        }
+        FilterOp::Range { min, max } => {
+            if !ty.is_numeric() {
+                return Err(QueryError::RangeOnText {
+                    column: col.clone(),
+                });
+            }
+            for (bound, cmp) in [(min, ">="), (max, "<=")] {
+                if let Some(b) = bound {
+                    if !b.is_finite() {
+                        return Err(bad("a range bound is a finite number"));
+                    }
+                    params.push(SqlValue::Real(*b));
+                    clauses.push(format!("\"{col}\" {cmp} ?{}", params.len()));
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 /// A value as text: strings as they are, numbers and booleans as written, null as "".
 pub fn value_text(v: &Value) -> String {
