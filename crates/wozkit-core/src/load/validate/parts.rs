@@ -7,7 +7,7 @@ use std::collections::{HashSet, VecDeque};
 use super::{ACTION_VARS, BUILTIN_VARS, Checker, Compiled, StudySource, did_you_mean};
 use crate::event::Role;
 use crate::expr::Condition;
-use crate::model::Effects;
+use crate::model::{Effects, State};
 use crate::questions;
 
 impl Checker<'_> {
@@ -143,6 +143,16 @@ impl Checker<'_> {
     /// each; a way out of every state that is not terminal.
     pub(super) fn states(&mut self, compiled: &mut Compiled) {
         let study = self.study;
+        self.initial_state(compiled);
+        let any_global = study.states.iter().any(|s| s.global && !s.terminal);
+        for (i, s) in study.states.iter().enumerate() {
+            self.state(compiled, i, s, any_global);
+        }
+    }
+
+    /// Exactly one initial state (none in a study without dialogue states); it is compiled.
+    fn initial_state(&mut self, compiled: &mut Compiled) {
+        let study = self.study;
         let initials: Vec<usize> = study
             .states
             .iter()
@@ -169,59 +179,62 @@ impl Checker<'_> {
                 }
             }
         }
-        let any_global = study.states.iter().any(|s| s.global && !s.terminal);
-        for (i, s) in study.states.iter().enumerate() {
-            let base = format!("/states/{i}");
-            compiled.state_when.push(
-                s.when
-                    .as_ref()
-                    .and_then(|w| self.condition(&format!("{base}/when"), w, &[])),
+    }
+
+    /// State `i`: its condition and its transitions' (compiled), targets, templates, subtask,
+    /// effects and lock, and a way out unless it is terminal (`any_global`: a global state
+    /// that is not terminal is a way out of every state).
+    fn state(&mut self, compiled: &mut Compiled, i: usize, s: &State, any_global: bool) {
+        let study = self.study;
+        let base = format!("/states/{i}");
+        compiled.state_when.push(
+            s.when
+                .as_ref()
+                .and_then(|w| self.condition(&format!("{base}/when"), w, &[])),
+        );
+        let mut tw = vec![];
+        for (j, t) in s.transitions.iter().enumerate() {
+            self.state_ref(&format!("{base}/transitions/{j}"), t.to());
+            tw.push(
+                t.when()
+                    .and_then(|w| self.condition(&format!("{base}/transitions/{j}/when"), w, &[])),
             );
-            let mut tw = vec![];
-            for (j, t) in s.transitions.iter().enumerate() {
-                self.state_ref(&format!("{base}/transitions/{j}"), t.to());
-                tw.push(
-                    t.when().and_then(|w| {
-                        self.condition(&format!("{base}/transitions/{j}/when"), w, &[])
-                    }),
-                );
+        }
+        compiled.transition_when.push(tw);
+        if !s.initial && s.templates.is_empty() {
+            self.err(
+                &base,
+                format!("state `{}` has no templates", s.id),
+                Some("add at least one utterance under `templates`".into()),
+            );
+        }
+        for (j, t) in s.templates.iter().enumerate() {
+            self.template(&format!("{base}/templates/{j}"), t);
+        }
+        if let Some(st) = &s.subtask {
+            self.subtask_ref(&format!("{base}/subtask"), st);
+        }
+        self.effects(&format!("{base}/effects"), &s.effects);
+        if let Some(lock) = &s.lock {
+            if let Some(p) = &lock.prompt {
+                self.template(&format!("{base}/lock/prompt"), p);
             }
-            compiled.transition_when.push(tw);
-            if !s.initial && s.templates.is_empty() {
-                self.err(
-                    &base,
-                    format!("state `{}` has no templates", s.id),
-                    Some("add at least one utterance under `templates`".into()),
-                );
-            }
-            for (j, t) in s.templates.iter().enumerate() {
-                self.template(&format!("{base}/templates/{j}"), t);
-            }
-            if let Some(st) = &s.subtask {
-                self.subtask_ref(&format!("{base}/subtask"), st);
-            }
-            self.effects(&format!("{base}/effects"), &s.effects);
-            if let Some(lock) = &s.lock {
-                if let Some(p) = &lock.prompt {
-                    self.template(&format!("{base}/lock/prompt"), p);
-                }
-                self.effects(&format!("{base}/lock/on_approve"), &lock.on_approve);
-                self.effects(&format!("{base}/lock/on_deny"), &lock.on_deny);
-            }
-            let has_way_out = !s.transitions.is_empty()
-                || s.global
-                || any_global
-                || study
-                    .actions
-                    .iter()
-                    .any(|a| a.on_complete.enter.is_some() || !a.on_complete.unlock.is_empty());
-            if !s.terminal && !has_way_out {
-                self.err(
-                    &base,
-                    format!("state `{}` has no way out and is not terminal", s.id),
-                    Some("add transitions, or mark it `terminal: true`".into()),
-                );
-            }
+            self.effects(&format!("{base}/lock/on_approve"), &lock.on_approve);
+            self.effects(&format!("{base}/lock/on_deny"), &lock.on_deny);
+        }
+        let has_way_out = !s.transitions.is_empty()
+            || s.global
+            || any_global
+            || study
+                .actions
+                .iter()
+                .any(|a| a.on_complete.enter.is_some() || !a.on_complete.unlock.is_empty());
+        if !s.terminal && !has_way_out {
+            self.err(
+                &base,
+                format!("state `{}` has no way out and is not terminal", s.id),
+                Some("add transitions, or mark it `terminal: true`".into()),
+            );
         }
     }
 
