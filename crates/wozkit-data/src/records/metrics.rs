@@ -62,14 +62,88 @@ fn words(text: &str) -> u32 {
     text.split_whitespace().count() as u32
 }
 
+/// The subtasks' times as the events go: each subtask entered, and the one open.
+#[derive(Default)]
+struct Subtasks {
+    times: Vec<SubtaskTime>,
+    /// The open subtask: its index in `times` and when it was entered.
+    open: Option<(usize, u64)>,
+}
+
+impl Subtasks {
+    /// Closes the open subtask at `at`, adding its time (and marking it completed).
+    fn close(&mut self, at: u64, completed: bool) {
+        if let Some((i, since)) = self.open.take()
+            && let Some(t) = self.times.get_mut(i)
+        {
+            t.seconds += at.saturating_sub(since) as f64 / 1000.0;
+            t.completed |= completed;
+        }
+    }
+
+    /// Enters `subtask` at `at`, closing the one open.
+    fn enter(&mut self, subtask: &str, at: u64) {
+        self.close(at, false);
+        let i = match self.times.iter().position(|t| t.subtask == subtask) {
+            Some(i) => i,
+            None => {
+                self.times.push(SubtaskTime {
+                    subtask: subtask.to_string(),
+                    seconds: 0.0,
+                    turns: PerRole::default(),
+                    completed: false,
+                });
+                self.times.len() - 1
+            }
+        };
+        self.open = Some((i, at));
+    }
+
+    /// The milestone of `subtask` at `at`: completes it, closing it when it is the one open.
+    fn milestone(&mut self, subtask: &str, at: u64) {
+        if self
+            .open
+            .is_some_and(|(i, _)| self.times.get(i).is_some_and(|t| t.subtask == subtask))
+        {
+            self.close(at, true);
+        } else if let Some(t) = self.times.iter_mut().find(|t| t.subtask == subtask) {
+            t.completed = true;
+        }
+    }
+
+    /// Counts a message of `role` in the open subtask.
+    fn message(&mut self, role: Role) {
+        if let Some((i, _)) = self.open
+            && let Some(t) = self.times.get_mut(i)
+        {
+            *t.turns.get_mut(role) += 1;
+        }
+    }
+}
+
+/// The act type a wizard's message is counted under: `free` for free text.
+fn act_key(source: &MessageSource) -> String {
+    match source {
+        MessageSource::Free => "free".to_string(),
+        other => other.act().map_or("free", |(_, t)| t.as_str()).to_string(),
+    }
+}
+
+/// `w / t`, 0 when `t` is 0.
+fn ratio(w: u32, t: u32) -> f64 {
+    if t == 0 {
+        0.0
+    } else {
+        f64::from(w) / f64::from(t)
+    }
+}
+
 /// Computes the metrics of one session's events (in `seq` order).
 pub fn metrics(events: &[Event]) -> Metrics {
     let mut turns = PerRole::<u32>::default();
     let mut word_count = PerRole::<u32>::default();
     let mut by_act: BTreeMap<String, u32> = BTreeMap::new();
-    let mut subtasks: Vec<SubtaskTime> = vec![];
-    // The open subtask: its index in `subtasks` and when it was entered.
-    let mut open: Option<(usize, u64)> = None;
+    let mut subtasks = Subtasks::default();
     let mut milestones = vec![];
     let (mut actions, mut hints, mut disconnects) = (0, 0, 0);
     let mut bots = vec![];
@@ -80,59 +154,20 @@ pub fn metrics(events: &[Event]) -> Metrics {
         .or(events.first())
         .map_or(0, |e| e.at_ms);
     let mut end_ms = events.last().map_or(start, |e| e.at_ms);
-    let close = |subtasks: &mut Vec<SubtaskTime>,
-                 open: &mut Option<(usize, u64)>,
-                 at: u64,
-                 completed: bool| {
-        if let Some((i, since)) = open.take()
-            && let Some(t) = subtasks.get_mut(i)
-        {
-            t.seconds += at.saturating_sub(since) as f64 / 1000.0;
-            t.completed |= completed;
-        }
-    };
     for e in events {
         match &e.kind {
             EventKind::Message { role, text, source } => {
                 *turns.get_mut(*role) += 1;
                 *word_count.get_mut(*role) += words(text);
                 if *role == Role::Wizard {
-                    let key = match source {
-                        MessageSource::Free => "free".to_string(),
-                        other => other.act().map_or("free", |(_, t)| t.as_str()).to_string(),
-                    };
-                    *by_act.entry(key).or_default() += 1;
+                    *by_act.entry(act_key(source)).or_default() += 1;
                 }
-                if let Some((i, _)) = open
-                    && let Some(t) = subtasks.get_mut(i)
-                {
-                    *t.turns.get_mut(*role) += 1;
-                }
+                subtasks.message(*role);
             }
-            EventKind::SubtaskEntered { subtask } => {
-                close(&mut subtasks, &mut open, e.at_ms, false);
-                let i = match subtasks.iter().position(|t| &t.subtask == subtask) {
-                    Some(i) => i,
-                    None => {
-                        subtasks.push(SubtaskTime {
-                            subtask: subtask.clone(),
-                            seconds: 0.0,
-                            turns: PerRole::default(),
-                            completed: false,
-                        });
-                        subtasks.len() - 1
-                    }
-                };
-                open = Some((i, e.at_ms));
-            }
+            EventKind::SubtaskEntered { subtask } => subtasks.enter(subtask, e.at_ms),
             EventKind::Milestone { subtask, .. } => {
                 milestones.push(subtask.clone());
-                if open.is_some_and(|(i, _)| subtasks.get(i).is_some_and(|t| &t.subtask == subtask))
-                {
-                    close(&mut subtasks, &mut open, e.at_ms, true);
-                } else if let Some(t) = subtasks.iter_mut().find(|t| &t.subtask == subtask) {
-                    t.completed = true;
-                }
+                subtasks.milestone(subtask, e.at_ms);
             }
             EventKind::ActionStarted { .. } => actions += 1,
             EventKind::HintGiven { .. } => hints += 1,
@@ -144,19 +179,12 @@ pub fn metrics(events: &[Event]) -> Metrics {
             } => {
                 end = Some((reason.as_str().to_string(), *goal_reached));
                 end_ms = e.at_ms;
-                close(&mut subtasks, &mut open, e.at_ms, false);
+                subtasks.close(e.at_ms, false);
             }
             _ => {}
         }
     }
-    close(&mut subtasks, &mut open, end_ms, false);
-    let ratio = |w: u32, t: u32| {
-        if t == 0 {
-            0.0
-        } else {
-            f64::from(w) / f64::from(t)
-        }
-    };
+    subtasks.close(end_ms, false);
     let free = by_act.get("free").copied().unwrap_or(0);
     Metrics {
         turns,
@@ -168,7 +196,7 @@ pub fn metrics(events: &[Event]) -> Metrics {
         wizard_free_text_percent: 100.0 * ratio(free, turns.wizard),
         wizard_turns_by_act_type: by_act,
         duration_s: end_ms.saturating_sub(start) as f64 / 1000.0,
-        subtasks,
+        subtasks: subtasks.times,
         milestones,
         robot_actions: actions,
         hints,

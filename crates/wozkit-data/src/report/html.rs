@@ -364,41 +364,54 @@ fn judgments(page: &mut String, j: &JudgmentsReport) {
         j.onboarding.taken,
         screened(j)
     );
-    if !j.ratings.is_empty() {
-        page.push_str(
-            "<h3>Ratings (counted judgments)</h3><table><tr><th>system</th><th>question</th>\
-             <th>n</th><th>mean</th><th>SD</th><th>95% CI (t)</th></tr>",
-        );
-        let mut bars = Vec::new();
-        for (system, questions) in &j.ratings {
-            for (question, r) in questions {
-                let _ = write!(
-                    page,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} – {}</td></tr>",
-                    esc(system),
-                    esc(question),
-                    r.n,
-                    num(r.mean),
-                    num(r.sd),
-                    num(r.ci_low),
-                    num(r.ci_high)
-                );
-                if let Some(mean) = r.mean {
-                    bars.push(Bar {
-                        label: format!("{system} · {question}"),
-                        value: mean,
-                        interval: r.ci_low.zip(r.ci_high),
-                    });
-                }
-            }
-        }
-        page.push_str("</table>");
-        page.push_str(&chart("mean rating (95% CI)", &bars));
-    }
+    ratings(page, j);
     if !j.win_rates.is_empty() {
         page.push_str("<h3>Pairwise comparisons (ACUTE-Eval)</h3>");
         win_rate_table(page, &j.win_rates);
     }
+    worker_agreement(page, j);
+    label_agreements(page, j);
+    workers(page, j);
+}
+
+/// The table and chart of the ratings (counted judgments), when there are any.
+fn ratings(page: &mut String, j: &JudgmentsReport) {
+    if j.ratings.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h3>Ratings (counted judgments)</h3><table><tr><th>system</th><th>question</th>\
+         <th>n</th><th>mean</th><th>SD</th><th>95% CI (t)</th></tr>",
+    );
+    let mut bars = Vec::new();
+    for (system, questions) in &j.ratings {
+        for (question, r) in questions {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} – {}</td></tr>",
+                esc(system),
+                esc(question),
+                r.n,
+                num(r.mean),
+                num(r.sd),
+                num(r.ci_low),
+                num(r.ci_high)
+            );
+            if let Some(mean) = r.mean {
+                bars.push(Bar {
+                    label: format!("{system} · {question}"),
+                    value: mean,
+                    interval: r.ci_low.zip(r.ci_high),
+                });
+            }
+        }
+    }
+    page.push_str("</table>");
+    page.push_str(&chart("mean rating (95% CI)", &bars));
+}
+
+/// The table of agreement between workers on the ratings and comparisons.
+fn worker_agreement(page: &mut String, j: &JudgmentsReport) {
     let agreements = j
         .rating_agreement
         .iter()
@@ -419,7 +432,10 @@ fn judgments(page: &mut String, j: &JudgmentsReport) {
         );
     }
     page.push_str("</table>");
-    label_agreements(page, j);
+}
+
+/// The table of the workers: judgments, gold accuracy, time and straight-lining.
+fn workers(page: &mut String, j: &JudgmentsReport) {
     page.push_str(
         "<h3>Workers</h3><table><tr><th>participant</th><th>worker id</th><th>judgments</th>\
          <th>gold judged</th><th>gold correct</th><th>accuracy</th><th>median s</th>\

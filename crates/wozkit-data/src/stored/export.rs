@@ -17,7 +17,7 @@
 //! the same leaderboard. With `--split`, the votes of every part go to the one file named after
 //! `--out`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
@@ -200,24 +200,7 @@ pub async fn export_store_mapped(
     };
     let mut ids = visible_session_ids(store, options.study.as_deref()).await?;
     ids.retain(|id| !skip.contains(id));
-    let ontology = sinks::SharedOntology::default();
-    let (mut parts, assignment): (Vec<Box<dyn Sink>>, _) = match &options.split {
-        None => (
-            vec![sinks::open(options.format, &options.out, mappings)?],
-            None,
-        ),
-        Some(spec) => {
-            let parts = spec
-                .parts
-                .iter()
-                .map(|(name, _)| {
-                    let path = part_path(&options.out, name);
-                    sinks::open_part(options.format, &path, Some(name), &ontology, mappings)
-                })
-                .collect::<Result<_, _>>()?;
-            (parts, Some(spec.assign(&ids)))
-        }
-    };
+    let (mut parts, assignment) = open_sinks(options, mappings, &ids)?;
     let mut summary = ExportSummary::default();
     progress.start("exporting", Some(ids.len() as u64));
     let mut stream = SessionStream::open(store, options.study.as_deref())
@@ -257,17 +240,57 @@ pub async fn export_store_mapped(
         summary.files.extend(sink.finish()?);
     }
     if options.format == ExportFormat::Dataset(Format::CrsArena) {
-        let rows = study_rows(store, options.study.as_deref(), options.include_test).await?;
-        let votes = votes_from_rows(&rows);
-        if !votes.is_empty() {
-            let mut writer = VotesWriter::new(OutFile::create(&votes_path(&options.out))?)?;
-            for vote in &votes {
-                writer.vote(vote)?;
-            }
-            summary.files.push(writer.finish()?.finish()?);
-        }
+        write_arena_votes(store, options, &mut summary).await?;
     }
     Ok(summary)
+}
+
+/// An export's sinks, and the part (an index into them) of each session id under `--split`.
+type Parts = (Vec<Box<dyn Sink>>, Option<HashMap<String, usize>>);
+
+/// The sinks an export writes: one at `options.out`, or one per part of `--split` with the
+/// part of each session id.
+fn open_sinks(
+    options: &ExportOptions,
+    mappings: &Mappings,
+    ids: &[String],
+) -> Result<Parts, StoreExportError> {
+    let ontology = sinks::SharedOntology::default();
+    Ok(match &options.split {
+        None => (
+            vec![sinks::open(options.format, &options.out, mappings)?],
+            None,
+        ),
+        Some(spec) => {
+            let parts = spec
+                .parts
+                .iter()
+                .map(|(name, _)| {
+                    let path = part_path(&options.out, name);
+                    sinks::open_part(options.format, &path, Some(name), &ontology, mappings)
+                })
+                .collect::<Result<_, _>>()?;
+            (parts, Some(spec.assign(ids)))
+        }
+    })
+}
+
+/// Writes the live arena's votes beside a CRSArena export (none when there are none).
+async fn write_arena_votes(
+    store: &dyn Store,
+    options: &ExportOptions,
+    summary: &mut ExportSummary,
+) -> Result<(), StoreExportError> {
+    let rows = study_rows(store, options.study.as_deref(), options.include_test).await?;
+    let votes = votes_from_rows(&rows);
+    if !votes.is_empty() {
+        let mut writer = VotesWriter::new(OutFile::create(&votes_path(&options.out))?)?;
+        for vote in &votes {
+            writer.vote(vote)?;
+        }
+        summary.files.push(writer.finish()?.finish()?);
+    }
+    Ok(())
 }
 
 /// The judgments in the participant logs of the span-annotation studies `studies`, in log

@@ -104,45 +104,8 @@ pub async fn import_files(
     progress: &dyn Progress,
 ) -> Result<ImportSummary, StoreImportError> {
     let now = now_ms();
-    progress.start("reading", Some(paths.len() as u64));
-    let mut planned = Vec::new();
-    for path in paths {
-        let input = Input::read(path)?;
-        let (origin_format, sessions) = parse(format, &input)?;
-        let file = file_name(path);
-        for session in sessions {
-            let position = planned.len() as u64;
-            planned.push(plan(&origin_format, &file, position, session, now)?);
-        }
-        progress.advance(1);
-    }
-    progress.finish();
-    check_duplicates(&planned)?;
-
-    progress.start("checking", Some(planned.len() as u64));
-    let actions: Vec<Action> = stream::iter(&planned)
-        .map(|p| async move {
-            let action = decide(store, p).await;
-            progress.advance(1);
-            action
-        })
-        .buffered(CONCURRENCY)
-        .try_collect()
-        .await?;
-    progress.finish();
-    let conflicts: Vec<String> = planned
-        .iter()
-        .zip(&actions)
-        .filter(|(_, a)| matches!(a, Action::Conflict))
-        .map(|(p, _)| p.id.clone())
-        .collect();
-    if !conflicts.is_empty() {
-        return Err(conflict(
-            conflicts,
-            "they are already in the store with different content (imported from another \
-             version of the file?); import into a fresh --data directory",
-        ));
-    }
+    let planned = read_all(format, paths, progress, now)?;
+    let actions = check_all(store, &planned, progress).await?;
 
     let mut summary = ImportSummary {
         files: paths.len(),
@@ -208,6 +171,64 @@ pub async fn import_files(
         .await
         .map_err(interrupted)?;
     Ok(summary)
+}
+
+/// Reads and parses every file into the sessions to import (refusing a session id twice).
+fn read_all(
+    format: Format,
+    paths: &[PathBuf],
+    progress: &dyn Progress,
+    now: u64,
+) -> Result<Vec<Planned>, StoreImportError> {
+    progress.start("reading", Some(paths.len() as u64));
+    let mut planned = Vec::new();
+    for path in paths {
+        let input = Input::read(path)?;
+        let (origin_format, sessions) = parse(format, &input)?;
+        let file = file_name(path);
+        for session in sessions {
+            let position = planned.len() as u64;
+            planned.push(plan(&origin_format, &file, position, session, now)?);
+        }
+        progress.advance(1);
+    }
+    progress.finish();
+    check_duplicates(&planned)?;
+    Ok(planned)
+}
+
+/// What to do with each planned session, given what the store holds; refuses the import when
+/// any is in the store with different content.
+async fn check_all(
+    store: &dyn Store,
+    planned: &[Planned],
+    progress: &dyn Progress,
+) -> Result<Vec<Action>, StoreImportError> {
+    progress.start("checking", Some(planned.len() as u64));
+    let actions: Vec<Action> = stream::iter(planned)
+        .map(|p| async move {
+            let action = decide(store, p).await;
+            progress.advance(1);
+            action
+        })
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await?;
+    progress.finish();
+    let conflicts: Vec<String> = planned
+        .iter()
+        .zip(&actions)
+        .filter(|(_, a)| matches!(a, Action::Conflict))
+        .map(|(p, _)| p.id.clone())
+        .collect();
+    if !conflicts.is_empty() {
+        return Err(conflict(
+            conflicts,
+            "they are already in the store with different content (imported from another \
+             version of the file?); import into a fresh --data directory",
+        ));
+    }
+    Ok(actions)
 }
 
 /// Parses one file; returns the origin format name and the sessions.
