@@ -7,6 +7,7 @@
 //! are numbered without gaps, written all or nothing, and durable before they are acknowledged.
 //!
 //! Map of the crate:
+//! - [`cached`]: event logs read again and again, answered from memory (over SQLite).
 //! - [`store`]: the [`Store`] trait, the one interface the server and the data crate use.
 //! - [`model`]: the records (sessions, participants, new events, filters) it takes and returns.
 //! - [`sqlite`]: the embedded default, one WAL-mode file with a group-committing writer task.
@@ -20,6 +21,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cached;
 mod codec;
 pub mod error;
 mod migrations;
@@ -106,15 +108,31 @@ impl<'a> Location<'a> {
 ///
 /// The schema is created or updated on the way. A SQLite store is held by one process at a
 /// time ([`StoreError::Locked`] otherwise); to read beside a running server use
-/// [`open_snapshot`].
+/// [`open_snapshot`]. Since only this process writes to it, the logs it reads more than once
+/// are held in memory ([`cached`]).
 pub async fn open(location: &str) -> Result<Arc<dyn Store>> {
     Ok(match Location::parse(location)? {
         Location::Postgres(url) => Arc::new(PgStore::connect(url).await?),
         Location::SqliteFile(path) => {
-            Arc::new(SqliteStore::open_with(path, SqliteOptions::default()).await?)
+            cached(SqliteStore::open_with(path, SqliteOptions::default()).await?)
         }
-        Location::SqliteDir(dir) => Arc::new(SqliteStore::open_dir(dir).await?),
+        Location::SqliteDir(dir) => cached(SqliteStore::open_dir(dir).await?),
     })
+}
+
+/// A SQLite store, which this process alone writes to, with its logs read more than once held
+/// in memory ([`cached::CachedLogs`]): at most [`cached::DEFAULT_CAPACITY`] events, or as many
+/// as the environment variable `WOZKIT_LOG_CACHE_EVENTS` says (`0`: none, every read goes to
+/// the file, as for measuring what the memory saves).
+fn cached(store: SqliteStore) -> Arc<dyn Store> {
+    let capacity = std::env::var(cached::CAPACITY_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(cached::DEFAULT_CAPACITY);
+    if capacity == 0 {
+        return Arc::new(store);
+    }
+    Arc::new(cached::CachedLogs::new(Arc::new(store), capacity))
 }
 
 /// Opens the store at `location` (as [`open`] reads it) for reading only, beside whatever

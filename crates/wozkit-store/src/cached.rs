@@ -1,0 +1,573 @@
+//! Event logs read again and again, answered from memory.
+//!
+//! A participant's page and a chat turn read the same logs on every request: the participant's
+//! own log (their answers and claims) and each conversation's. [`CachedLogs`] keeps the logs that
+//! are read more than once in memory, and every write that goes through it extends the log it
+//! holds, so a read after the first costs a copy instead of a query and the decoding of every
+//! event in the log.
+//!
+//! It is correct only over a store this process alone writes to: a SQLite data directory,
+//! which one process holds ([`crate::open`] wraps those). Over PostgreSQL, where several
+//! instances append to the same logs, a log in memory could miss another instance's events, so
+//! PostgreSQL stores are never wrapped.
+//!
+//! What keeps the memory true:
+//! - Every write of events goes through [`EventStore`]'s appends or [`ClaimStore::submit`]; each
+//!   extends a log in memory only when its events follow the log's last one, and otherwise
+//!   drops the log (two appends to one log that finished out of order), as does a failed write
+//!   (it may have been stored all the same), except an `append_after` refused because the log
+//!   moved on, which stored nothing.
+//! - A log read from the store is kept only when no write to a log of its shard finished while
+//!   it was read (a generation per shard, counted under the same lock), so a read that raced
+//!   with a write never keeps a log without that write's events.
+//! - An empty log is never kept (the session may be created after the read).
+//! - A log is kept on its second read in a while (the first only marks it): a room reads its log
+//!   once when it is built and keeps its own state, so rooms' logs do not fill the memory.
+//! - At most [`CachedLogs::capacity`] events are held; past that the least recently read logs
+//!   go.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use wozkit_core::event::Event;
+
+use crate::error::{Result, StoreError};
+use crate::model::{
+    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, SubmitOutcome,
+};
+use crate::store::{
+    ClaimStore, EventStore, Forward, ForwardAccounts, ForwardLobby, ForwardMeta,
+    ForwardParticipants, ForwardRoomLeases, ForwardSessions, Store,
+};
+
+/// Write generations are counted per shard of session ids.
+const SHARDS: usize = 64;
+
+/// The events held by default.
+pub const DEFAULT_CAPACITY: usize = 100_000;
+
+/// The environment variable that sets how many events [`crate::open`] holds (`0`: none).
+pub const CAPACITY_ENV: &str = "WOZKIT_LOG_CACHE_EVENTS";
+
+/// A store whose logs read more than once are answered from memory (see the module's notes).
+pub struct CachedLogs {
+    inner: Arc<dyn Store>,
+    memory: Mutex<Memory>,
+}
+
+/// The logs in memory and what guards them.
+struct Memory {
+    logs: HashMap<String, Log>,
+    /// Logs read once lately: read again, they are kept.
+    seen: HashSet<String>,
+    /// Finished writes, per shard of session ids.
+    generations: [u64; SHARDS],
+    hasher: RandomState,
+    /// Events in `logs`.
+    held: usize,
+    capacity: usize,
+    /// Counts reads, to order logs by their last one.
+    clock: u64,
+    hits: u64,
+    misses: u64,
+}
+
+struct Log {
+    events: Vec<Event>,
+    read_at: u64,
+}
+
+/// How a read from the store may be kept.
+enum Admit {
+    /// The log's shard generation when the read started.
+    Keep(u64),
+    /// Read once now; not kept.
+    No,
+}
+
+impl Memory {
+    fn shard(&self, session: &str) -> usize {
+        (self.hasher.hash_one(session) % SHARDS as u64) as usize
+    }
+
+    /// The log's events after `after` when it is held.
+    fn read(&mut self, session: &str, after: u64) -> Option<Vec<Event>> {
+        self.clock += 1;
+        let clock = self.clock;
+        let log = self.logs.get_mut(session)?;
+        log.read_at = clock;
+        self.hits += 1;
+        let from = log.events.partition_point(|e| e.seq <= after);
+        Some(log.events[from..].to_vec())
+    }
+
+    /// A read that missed: whether what the store returns may be kept.
+    fn admit(&mut self, session: &str) -> Admit {
+        self.misses += 1;
+        if self.seen.remove(session) {
+            return Admit::Keep(self.generations[self.shard(session)]);
+        }
+        // Bounded like the logs: forgetting who was seen only delays keeping a log.
+        if self.seen.len() >= self.capacity {
+            self.seen.clear();
+        }
+        self.seen.insert(session.to_string());
+        Admit::No
+    }
+
+    /// Keeps a log read from the store, unless a write to its shard finished meanwhile.
+    fn keep(&mut self, session: &str, generation: u64, events: &[Event]) {
+        if events.is_empty()
+            || events.len() > self.capacity / 4
+            || self.generations[self.shard(session)] != generation
+            || self.logs.contains_key(session)
+        {
+            return;
+        }
+        self.held += events.len();
+        self.logs.insert(
+            session.to_string(),
+            Log {
+                events: events.to_vec(),
+                read_at: self.clock,
+            },
+        );
+        self.evict();
+    }
+
+    /// A write to `session` finished with `stored` (`None`: it failed, and may have stored
+    /// something all the same).
+    fn wrote(&mut self, session: &str, stored: Option<&[Event]>) {
+        let shard = self.shard(session);
+        self.generations[shard] = self.generations[shard].wrapping_add(1);
+        let Some(log) = self.logs.get_mut(session) else {
+            return;
+        };
+        let last = log.events.last().map_or(0, |e| e.seq);
+        match stored {
+            Some([]) => {}
+            Some(new) if new[0].seq == last + 1 => {
+                log.events.extend_from_slice(new);
+                self.held += new.len();
+                self.evict();
+            }
+            _ => {
+                if let Some(log) = self.logs.remove(session) {
+                    self.held -= log.events.len();
+                }
+            }
+        }
+    }
+
+    /// Lets the least recently read logs go until at most `capacity` events are held, and then
+    /// an eighth fewer, so that eviction runs once in many writes.
+    fn evict(&mut self) {
+        if self.held <= self.capacity {
+            return;
+        }
+        let goal = self.capacity - self.capacity / 8;
+        let mut by_age: Vec<(u64, String)> = self
+            .logs
+            .iter()
+            .map(|(id, log)| (log.read_at, id.clone()))
+            .collect();
+        by_age.sort_unstable();
+        for (_, id) in by_age {
+            if self.held <= goal {
+                break;
+            }
+            if let Some(log) = self.logs.remove(&id) {
+                self.held -= log.events.len();
+            }
+        }
+    }
+}
+
+/// Counters of a [`CachedLogs`], for `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheFigures {
+    /// Reads answered from memory.
+    pub hits: u64,
+    /// Reads that went to the store.
+    pub misses: u64,
+    /// Logs and events held now.
+    pub logs: usize,
+    pub events: usize,
+}
+
+impl CachedLogs {
+    /// Wraps `inner`, which only this process writes to, holding at most `capacity` events.
+    pub fn new(inner: Arc<dyn Store>, capacity: usize) -> CachedLogs {
+        CachedLogs {
+            inner,
+            memory: Mutex::new(Memory {
+                logs: HashMap::new(),
+                seen: HashSet::new(),
+                generations: [0; SHARDS],
+                hasher: RandomState::new(),
+                held: 0,
+                capacity: capacity.max(1),
+                clock: 0,
+                hits: 0,
+                misses: 0,
+            }),
+        }
+    }
+
+    /// The most events held.
+    pub fn capacity(&self) -> usize {
+        self.memory().capacity
+    }
+
+    /// What the memory has done so far and holds now.
+    pub fn figures(&self) -> CacheFigures {
+        let m = self.memory();
+        CacheFigures {
+            hits: m.hits,
+            misses: m.misses,
+            logs: m.logs.len(),
+            events: m.held,
+        }
+    }
+
+    /// A std mutex, held for map work only, never across an await.
+    fn memory(&self) -> MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tells the memory that a write to `session` finished with `out`, whose stored events
+    /// `stored` gives.
+    /// A refused `append_after` stored nothing; other failures may have stored something.
+    fn wrote<T>(&self, session: &str, out: &Result<T>, stored: impl Fn(&T) -> &[Event]) {
+        let stored = match out {
+            Ok(v) => Some(stored(v)),
+            Err(StoreError::LogMoved { .. }) => Some(&[][..]),
+            Err(_) => None,
+        };
+        self.memory().wrote(session, stored);
+    }
+}
+
+impl Forward for CachedLogs {
+    type To = dyn Store;
+    fn inner(&self) -> &dyn Store {
+        self.inner.as_ref()
+    }
+}
+impl ForwardSessions for CachedLogs {}
+impl ForwardParticipants for CachedLogs {}
+impl ForwardAccounts for CachedLogs {}
+impl ForwardRoomLeases for CachedLogs {}
+impl ForwardLobby for CachedLogs {}
+impl ForwardMeta for CachedLogs {}
+
+#[async_trait]
+impl Store for CachedLogs {
+    async fn close(&self) {
+        self.inner.close().await
+    }
+}
+
+#[async_trait]
+impl EventStore for CachedLogs {
+    async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
+        let out = self.inner.append(session, events).await;
+        self.wrote(session, &out, |v| v.as_slice());
+        out
+    }
+
+    async fn append_after(
+        &self,
+        session: &str,
+        after_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Event>> {
+        let out = self.inner.append_after(session, after_seq, events).await;
+        self.wrote(session, &out, |v| v.as_slice());
+        out
+    }
+
+    async fn append_once(
+        &self,
+        session: &str,
+        key: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>> {
+        let out = self.inner.append_once(session, key, events).await;
+        self.wrote(session, &out, |v| v.as_deref().unwrap_or(&[]));
+        out
+    }
+
+    async fn events(&self, session: &str, after_seq: u64) -> Result<Vec<Event>> {
+        let admit = {
+            let mut m = self.memory();
+            if let Some(events) = m.read(session, after_seq) {
+                return Ok(events);
+            }
+            m.admit(session)
+        };
+        let Admit::Keep(generation) = admit else {
+            return self.inner.events(session, after_seq).await;
+        };
+        let mut all = self.inner.events(session, 0).await?;
+        self.memory().keep(session, generation, &all);
+        all.retain(|e| e.seq > after_seq);
+        Ok(all)
+    }
+
+    async fn events_page(
+        &self,
+        study_id: Option<&str>,
+        after: Option<&EventCursor>,
+        limit: u32,
+    ) -> Result<Vec<Event>> {
+        self.inner.events_page(study_id, after, limit).await
+    }
+}
+
+/// Claims are forwarded; a judgment's events extend the participant's log in memory.
+#[async_trait]
+impl ClaimStore for CachedLogs {
+    async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
+        self.inner.register_items(study_id, items).await
+    }
+    async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
+        self.inner.claim(req).await
+    }
+    async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
+        self.inner.lease(lease_id).await
+    }
+    async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
+        self.inner.open_lease(study_id, worker).await
+    }
+    async fn submit(
+        &self,
+        lease_id: &str,
+        now_ms: u64,
+        session: &str,
+        events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
+    ) -> Result<(SubmitOutcome, Vec<Event>)> {
+        let out = self.inner.submit(lease_id, now_ms, session, events).await;
+        self.wrote(session, &out, |(_, stored)| stored.as_slice());
+        out
+    }
+    async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
+        self.inner.return_lease(lease_id, now_ms).await
+    }
+    async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
+        self.inner.leases(study_id).await
+    }
+    async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
+        self.inner.item_counts(study_id, now_ms).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wozkit_core::event::{Actor, EventKind, MessageSource, Role};
+
+    use super::*;
+    use crate::model::NewSession;
+    use crate::sqlite::SqliteStore;
+
+    fn message(text: &str) -> NewEvent {
+        NewEvent {
+            actor: Actor::System,
+            kind: EventKind::Message {
+                role: Role::User,
+                text: text.to_string(),
+                source: MessageSource::Free,
+            },
+            at_ms: 1,
+        }
+    }
+
+    /// A cached store over a fresh SQLite store, the store itself, and its directory.
+    async fn setup(capacity: usize) -> (CachedLogs, Arc<dyn Store>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store: Arc<dyn Store> =
+            Arc::new(SqliteStore::open_dir(dir.path()).await.expect("store"));
+        (CachedLogs::new(store.clone(), capacity), store, dir)
+    }
+
+    async fn session(store: &dyn Store, id: &str) {
+        store
+            .create_session(NewSession {
+                id: id.into(),
+                study_id: "study".into(),
+                study_version: "1".into(),
+                seed: 1,
+                created_at_ms: 0,
+            })
+            .await
+            .expect("session");
+    }
+
+    #[tokio::test]
+    async fn a_log_read_twice_is_answered_from_memory_and_follows_every_write() {
+        let (cached, store, _dir) = setup(1000).await;
+        session(&cached, "s").await;
+        cached
+            .append("s", vec![message("a"), message("b")])
+            .await
+            .expect("append");
+        let first = cached.events("s", 0).await.expect("read");
+        let second = cached.events("s", 0).await.expect("read");
+        assert_eq!(first, second);
+        assert_eq!(
+            cached.figures().hits,
+            0,
+            "the second read is the one that keeps it"
+        );
+        assert_eq!(cached.figures().logs, 1);
+
+        cached
+            .append("s", vec![message("c")])
+            .await
+            .expect("append");
+        cached
+            .append_once("s", "k", vec![message("d")])
+            .await
+            .expect("once");
+        assert!(
+            cached
+                .append_once("s", "k", vec![message("e")])
+                .await
+                .expect("once")
+                .is_none()
+        );
+        cached
+            .append_after("s", 4, vec![message("f")])
+            .await
+            .expect("after");
+        assert!(
+            cached
+                .append_after("s", 1, vec![message("g")])
+                .await
+                .is_err()
+        );
+
+        for after in [0, 2, 5, 9] {
+            let held = cached.events("s", after).await.expect("read");
+            assert_eq!(
+                held,
+                store.events("s", after).await.expect("read"),
+                "after {after}"
+            );
+        }
+        let f = cached.figures();
+        assert_eq!((f.hits, f.logs, f.events), (4, 1, 5));
+    }
+
+    #[tokio::test]
+    async fn empty_logs_are_not_kept_and_a_write_during_a_read_is_not_missed() {
+        let (cached, store, _dir) = setup(1000).await;
+        // Read twice before the session exists: nothing is kept.
+        cached.events("s", 0).await.expect("read");
+        cached.events("s", 0).await.expect("read");
+        assert_eq!(cached.figures().logs, 0);
+        session(&cached, "s").await;
+        cached
+            .append("s", vec![message("a")])
+            .await
+            .expect("append");
+
+        // A read admitted before a write finished, returning the log without that write, is
+        // not kept.
+        let generation = {
+            let mut m = cached.memory();
+            m.admit("s");
+            match m.admit("s") {
+                Admit::Keep(g) => g,
+                Admit::No => panic!("the second read is admitted"),
+            }
+        };
+        let before = store.events("s", 0).await.expect("read");
+        cached
+            .append("s", vec![message("b")])
+            .await
+            .expect("append");
+        cached.memory().keep("s", generation, &before);
+        assert_eq!(cached.figures().logs, 0, "kept a log that misses a write");
+        assert_eq!(cached.events("s", 0).await.expect("read").len(), 2);
+    }
+
+    #[tokio::test]
+    async fn writes_finishing_out_of_order_drop_the_log() {
+        let (cached, store, _dir) = setup(1000).await;
+        session(&cached, "s").await;
+        cached
+            .append("s", vec![message("a")])
+            .await
+            .expect("append");
+        cached.events("s", 0).await.expect("read");
+        cached.events("s", 0).await.expect("read");
+        assert_eq!(cached.figures().logs, 1);
+        // Two appends whose answers reach the memory in the other order.
+        let second = store.append("s", vec![message("b")]).await.expect("append");
+        let third = store.append("s", vec![message("c")]).await.expect("append");
+        cached.memory().wrote("s", Some(&third));
+        assert_eq!(cached.figures().logs, 0);
+        cached.memory().wrote("s", Some(&second));
+        assert_eq!(cached.events("s", 0).await.expect("read").len(), 3);
+    }
+
+    #[tokio::test]
+    async fn concurrent_writers_and_readers_see_the_store() {
+        let (cached, store, _dir) = setup(1000).await;
+        let cached = Arc::new(cached);
+        for s in ["s0", "s1", "s2"] {
+            session(cached.as_ref(), s).await;
+        }
+        let mut tasks = Vec::new();
+        for t in 0..6 {
+            let cached = cached.clone();
+            tasks.push(tokio::spawn(async move {
+                let s = format!("s{}", t % 3);
+                for i in 0..20 {
+                    cached
+                        .append(&s, vec![message(&format!("{t}/{i}"))])
+                        .await
+                        .expect("append");
+                    let read = cached.events(&s, 0).await.expect("read");
+                    assert!(read.iter().any(|e| matches!(&e.kind,
+                        EventKind::Message { text, .. } if *text == format!("{t}/{i}"))));
+                    assert!(read.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("task");
+        }
+        for s in ["s0", "s1", "s2"] {
+            let from_store = store.events(s, 0).await.expect("read");
+            assert_eq!(from_store.len(), 40);
+            assert_eq!(cached.events(s, 0).await.expect("read"), from_store);
+        }
+        assert!(cached.figures().hits > 0);
+    }
+
+    #[tokio::test]
+    async fn the_least_recently_read_logs_go_past_the_capacity() {
+        let (cached, _store, _dir) = setup(40).await;
+        for n in 0..10 {
+            let s = format!("s{n}");
+            session(&cached, &s).await;
+            let batch: Vec<NewEvent> = (0..8).map(|i| message(&i.to_string())).collect();
+            cached.append(&s, batch).await.expect("append");
+            cached.events(&s, 0).await.expect("read");
+            cached.events(&s, 0).await.expect("read");
+            assert!(cached.figures().events <= 40, "{:?}", cached.figures());
+        }
+        let f = cached.figures();
+        assert!(f.logs >= 3, "{f:?}");
+        // The latest log is held; the first went.
+        let hits = f.hits;
+        cached.events("s9", 0).await.expect("read");
+        assert_eq!(cached.figures().hits, hits + 1);
+        cached.events("s0", 0).await.expect("read");
+        assert_eq!(cached.figures().hits, hits + 1);
+    }
+}
