@@ -25,7 +25,7 @@ use axum::response::{Html, IntoResponse, Response};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
-use wozkit_core::evaluation::{AnnotationKind, EvalTask, Evaluation};
+use wozkit_core::evaluation::{AnnotationKind, EvalTask, Evaluation, TurnAnnotation};
 use wozkit_core::event::{
     Actor, EndReason, EventKind, ItemPool, Judgment, MessageSource, Role, TurnLabel, VOTE_BOTH_BAD,
     VOTE_TIE,
@@ -255,84 +255,112 @@ fn reply_controls(
         return String::new();
     }
     let Some(form) = form else {
-        let mut given: Vec<String> = said.labels.clone();
-        given.extend(said.score.map(|s| format!("{s}")));
-        given.extend(said.feedback.as_deref().map(|f| {
-            FEEDBACK
-                .iter()
-                .find(|(v, _)| *v == f)
-                .map_or_else(|| f.to_string(), |(_, key)| w.get(key))
-        }));
-        if given.is_empty() {
-            return String::new();
-        }
-        return format!(
-            "<p class=\"given-labels muted\">{}</p>",
-            esc(&given.join(" · "))
-        );
+        return given_labels(w, said);
     };
     let name = format!("ann.{}", side.name);
-    // What was posted with a refused form is ticked again, so nothing has to be redone. Nothing
-    // else is: `autocomplete="off"` keeps Firefox from restoring ticks by their place on the page
-    // when it reloads after the replies, which would move them onto other replies (and store
-    // labels the participant never gave).
-    let posted = |n: &str, v: &str| {
-        if fields.iter().any(|(fname, fv)| fname == n && fv == v) {
-            " checked"
-        } else {
-            ""
-        }
-    };
     let mut out = String::new();
     if let Some(a) = annotate {
-        let inputs: String = match a.kind {
-            AnnotationKind::Checkboxes => a
-                .options
-                .iter()
-                .map(|o| {
-                    format!(
-                        "<label><input type=\"checkbox\" form=\"{form}\" name=\"{name}\" value=\"{v}\" autocomplete=\"off\"{c}> {v}</label>",
-                        v = esc(o),
-                        c = posted(&name, o),
-                    )
-                })
-                .collect(),
-            AnnotationKind::Scale => (1..=a.points())
-                .map(|p| {
-                    format!(
-                        "<label><input type=\"radio\" form=\"{form}\" name=\"{name}\" value=\"{p}\" autocomplete=\"off\"{c}> {p}</label>",
-                        c = posted(&name, &p.to_string()),
-                    )
-                })
-                .collect(),
-        };
-        let default_prompt = w.get("eval-chat-reply-prompt");
-        let prompt = a.prompt.as_deref().unwrap_or(&default_prompt);
-        out.push_str(&format!(
-            "<fieldset class=\"turn-labels\" data-testid=\"annotate-{side}\"><legend>{}</legend>{inputs}{}</fieldset>",
-            esc(prompt),
-            problem_html(&name, find_problem(problems, &name)),
-            side = side.name
+        out.push_str(&annotation_fieldset(
+            w, a, side, &name, form, fields, problems,
         ));
     }
     if feedback {
-        let radios: String = FEEDBACK
-            .iter()
-            .map(|(v, key)| {
-                format!(
-                    "<label><input type=\"radio\" form=\"{form}\" name=\"fb.{side}\" value=\"{v}\" data-testid=\"feedback-{side}-{v}\"{c}> {label}</label>",
-                    side = side.name,
-                    c = posted(&format!("fb.{}", side.name), v),
-                    label = esc(&w.get(key)),
-                )
-            })
-            .collect();
-        out.push_str(&format!(
-            "<fieldset class=\"turn-labels feedback\"><legend>{}</legend>{radios}</fieldset>",
-            esc(&w.get("eval-chat-feeling"))
-        ));
+        out.push_str(&feedback_fieldset(w, side, form, fields));
     }
     out
+}
+
+/// The labels already given to a reply, as one line (nothing when it has none).
+fn given_labels(w: &Words, said: &chat::Said) -> String {
+    let mut given: Vec<String> = said.labels.clone();
+    given.extend(said.score.map(|s| format!("{s}")));
+    given.extend(said.feedback.as_deref().map(|f| {
+        FEEDBACK
+            .iter()
+            .find(|(v, _)| *v == f)
+            .map_or_else(|| f.to_string(), |(_, key)| w.get(key))
+    }));
+    if given.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<p class=\"given-labels muted\">{}</p>",
+        esc(&given.join(" · "))
+    )
+}
+
+/// ` checked` when the value `v` of input `n` was posted with the form.
+///
+/// What was posted with a refused form is ticked again, so nothing has to be redone. Nothing
+/// else is: `autocomplete="off"` keeps Firefox from restoring ticks by their place on the page
+/// when it reloads after the replies, which would move them onto other replies (and store
+/// labels the participant never gave).
+fn posted(fields: &[(String, String)], n: &str, v: &str) -> &'static str {
+    if fields.iter().any(|(fname, fv)| fname == n && fv == v) {
+        " checked"
+    } else {
+        ""
+    }
+}
+
+/// The per-turn annotation of one reply (checkboxes or a scale), as inputs of form `form`.
+fn annotation_fieldset(
+    w: &Words,
+    a: &TurnAnnotation,
+    side: &Side,
+    name: &str,
+    form: &str,
+    fields: &[(String, String)],
+    problems: &[Problem],
+) -> String {
+    let inputs: String = match a.kind {
+        AnnotationKind::Checkboxes => a
+            .options
+            .iter()
+            .map(|o| {
+                format!(
+                    "<label><input type=\"checkbox\" form=\"{form}\" name=\"{name}\" value=\"{v}\" autocomplete=\"off\"{c}> {v}</label>",
+                    v = esc(o),
+                    c = posted(fields, name, o),
+                )
+            })
+            .collect(),
+        AnnotationKind::Scale => (1..=a.points())
+            .map(|p| {
+                format!(
+                    "<label><input type=\"radio\" form=\"{form}\" name=\"{name}\" value=\"{p}\" autocomplete=\"off\"{c}> {p}</label>",
+                    c = posted(fields, name, &p.to_string()),
+                )
+            })
+            .collect(),
+    };
+    let default_prompt = w.get("eval-chat-reply-prompt");
+    let prompt = a.prompt.as_deref().unwrap_or(&default_prompt);
+    format!(
+        "<fieldset class=\"turn-labels\" data-testid=\"annotate-{side}\"><legend>{}</legend>{inputs}{}</fieldset>",
+        esc(prompt),
+        problem_html(name, find_problem(problems, name)),
+        side = side.name
+    )
+}
+
+/// The live feedback of one reply, as inputs of form `form`.
+fn feedback_fieldset(w: &Words, side: &Side, form: &str, fields: &[(String, String)]) -> String {
+    let radios: String = FEEDBACK
+        .iter()
+        .map(|(v, key)| {
+            format!(
+                "<label><input type=\"radio\" form=\"{form}\" name=\"fb.{side}\" value=\"{v}\" data-testid=\"feedback-{side}-{v}\"{c}> {label}</label>",
+                side = side.name,
+                c = posted(fields, &format!("fb.{}", side.name), v),
+                label = esc(&w.get(key)),
+            )
+        })
+        .collect();
+    format!(
+        "<fieldset class=\"turn-labels feedback\"><legend>{}</legend>{radios}</fieldset>",
+        esc(&w.get("eval-chat-feeling"))
+    )
 }
 
 /// The whole page: the sides' conversations, then the input (or, once ended, the questions).
@@ -346,7 +374,6 @@ fn render(
 ) -> String {
     let ev = ctx.ev();
     let w = ctx.words();
-    let c = &ev.conversation;
     let arena = ev.task == EvalTask::Arena;
     let seatq = seat_query(seat);
     let ended = ctx.ended();
@@ -355,82 +382,9 @@ fn render(
         .sides
         .iter()
         .zip(&ctx.convos)
-        .map(|(side, convo)| {
-            let last = convo.last_reply().map(|s| s.index);
-            let said: String = convo
-                .said
-                .iter()
-                .map(|s| {
-                    let who = if s.by_system { "system" } else { "user" };
-                    let controls = if s.by_system {
-                        let form = (Some(s.index) == last && s.labels.is_empty() && s.score.is_none() && s.feedback.is_none()).then_some(form_id);
-                        reply_controls(w, ev, side, s, form, fields, problems)
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "<li class=\"said {who}\" data-index=\"{}\"><span class=\"speaker\">{}</span> <span class=\"text\">{}</span>{controls}</li>",
-                        s.index,
-                        esc(&if s.by_system { side_label(w, side) } else { w.get("eval-chat-you") }),
-                        esc(&s.text)
-                    )
-                })
-                .collect();
-            let typing = format!(
-                "<p class=\"typing muted\" data-testid=\"typing-{n}\" role=\"status\"{hidden}>{typing}</p>",
-                n = side.name,
-                typing = esc(&w.with("eval-chat-typing", &[("assistant", &side_label(w, side))])),
-                hidden = if convo.pending { "" } else { " hidden" }
-            );
-            let failed = convo
-                .failed
-                .as_ref()
-                .map(|_| {
-                    format!(
-                        "<div class=\"problem failed\" role=\"alert\" data-testid=\"failed-{n}\">{failed} \
-                         <form method=\"post\" action=\"/p/chat/retry{seatq}\" class=\"inline\">\
-                         <input type=\"hidden\" name=\"step\" value=\"{step}\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-                         <input type=\"hidden\" name=\"side\" value=\"{n}\">\
-                         <button type=\"submit\" data-testid=\"retry-{n}\">{retry}</button></form></div>",
-                        n = side.name,
-                        failed = esc(&w.with("eval-chat-failed", &[("assistant", &side_label(w, side))])),
-                        retry = esc(&w.get("eval-chat-retry")),
-                        seatq = esc(&seatq),
-                        step = esc(&ctx.p.flow_step),
-                        lease = esc(&ctx.lease.id),
-                    )
-                })
-                .unwrap_or_default();
-            format!(
-                "<section class=\"chat-side\" data-side=\"{n}\" data-testid=\"side-{n}\" aria-label=\"{label}\">\
-                 <h2>{label}</h2><ol class=\"chat-log\" data-testid=\"log-{n}\" aria-live=\"polite\">{said}</ol>{typing}{failed}</section>",
-                n = side.name,
-                label = esc(&side_label(w, side)),
-            )
-        })
+        .map(|(side, convo)| side_panel(ctx, side, convo, form_id, &seatq, problems, fields))
         .collect();
-    let turns = ctx.turns();
-    let mut progress = vec![w.with(
-        "eval-chat-progress",
-        &[
-            ("turns", &turns.to_string()),
-            ("min", &c.min_turns.to_string()),
-            ("max", &c.max_turns.to_string()),
-        ],
-    )];
-    if let Some(s) = c.time_limit_s {
-        let minutes = s.div_ceil(60).to_string();
-        progress.push(w.with("eval-chat-time-limit", &[("minutes", &minutes)]));
-    }
-    if ev.items_per_worker > 1 {
-        let n = (f.judged.min(ev.items_per_worker) + 1).to_string();
-        let max = ev.items_per_worker.to_string();
-        progress.push(w.with("eval-chat-conversation-of", &[("n", &n), ("max", &max)]));
-    }
-    let progress = format!(
-        "<p class=\"muted\" data-testid=\"chat-progress\">{}</p>",
-        esc(&progress.join(" · "))
-    );
+    let progress = progress_html(ctx, f);
     let notice = notice
         .map(|n| {
             format!(
@@ -445,84 +399,9 @@ fn render(
         esc(&ctx.lease.id)
     );
     let bottom = if ended {
-        let vote = if arena {
-            let chosen = field(fields, "vote");
-            let radios: String = VOTES
-                .iter()
-                .map(|(v, key)| {
-                    format!(
-                        "<label class=\"point\"><input type=\"radio\" name=\"vote\" value=\"{v}\" data-testid=\"vote-{v}\" required{c}> {label}</label>",
-                        c = if chosen == Some(*v) { " checked" } else { "" },
-                        label = esc(&w.get(key)),
-                    )
-                })
-                .collect();
-            format!(
-                "<fieldset class=\"question choice-pair\" data-testid=\"question-vote\"><legend>{}</legend>{radios}{}</fieldset>{}",
-                esc(&ev
-                    .question
-                    .clone()
-                    .unwrap_or_else(|| w.get("eval-arena-question"))),
-                problem_html("vote", find_problem(problems, "vote")),
-                justification_html(w, &ev.justification, fields, problems),
-            )
-        } else {
-            String::new()
-        };
-        let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
-        format!(
-            "<form method=\"post\" action=\"/p/chat/finish{}\" id=\"chat-finish\" data-testid=\"chat-finish-form\" autocomplete=\"off\">{hidden}\
-             <p data-testid=\"chat-ended\">{}</p>{vote}{}\
-             <button type=\"submit\" class=\"primary\" data-testid=\"chat-finish\">{}</button></form>",
-            esc(&seatq),
-            esc(&w.get(match ctx.convos.first().and_then(|c| c.ended) {
-                Some(EndReason::TimeLimit) => "eval-chat-time-up",
-                _ => "eval-chat-ended",
-            })),
-            fieldsets(w, &ev.questions, seed, fields, problems),
-            esc(&w.get("eval-submit")),
-        )
+        finish_form(ctx, &hidden, &seatq, problems, fields)
     } else {
-        let closed = turns >= c.max_turns;
-        let input = if closed {
-            format!(
-                "<p data-testid=\"chat-max\">{}</p>",
-                esc(&w.get("eval-chat-max"))
-            )
-        } else {
-            format!(
-                "<label for=\"chat-text\" class=\"sr-only\">{}</label>\
-                 <textarea id=\"chat-text\" name=\"text\" rows=\"2\" autocomplete=\"off\" maxlength=\"{}\" required placeholder=\"{}\" data-testid=\"chat-text\">{}</textarea>\
-                 <button type=\"submit\" class=\"primary\" data-testid=\"chat-send\">{}</button>",
-                esc(&w.get("eval-chat-your-message")),
-                c.max_chars,
-                esc(&c
-                    .placeholder
-                    .clone()
-                    .unwrap_or_else(|| w.get("eval-chat-placeholder"))),
-                esc(field(fields, "text").unwrap_or("")),
-                esc(&w.get("eval-chat-send")),
-            )
-        };
-        let end = if turns >= c.min_turns {
-            // The end button submits the send form (to another address), so the labels of the
-            // last reply and anything typed come with it instead of being lost with the page.
-            format!(
-                "<p class=\"chat-end\"><button type=\"submit\" form=\"chat-send\" formaction=\"/p/chat/end{}\" formnovalidate data-testid=\"chat-end\">{}</button></p>",
-                esc(&seatq),
-                esc(&w.get(if arena {
-                    "eval-arena-finish"
-                } else {
-                    "eval-chat-end"
-                }))
-            )
-        } else {
-            String::new()
-        };
-        format!(
-            "<form method=\"post\" action=\"/p/chat/send{}\" id=\"chat-send\" class=\"chat-input\" data-testid=\"chat-form\" autocomplete=\"off\">{hidden}{input}</form>{end}",
-            esc(&seatq)
-        )
+        send_form(ctx, &hidden, &seatq, fields)
     };
     let body = format!(
         "<main class=\"wide chat\" data-page=\"{kind}\" data-item=\"{item}\" data-pending=\"{pending}\">{head}{progress}{notice}\
@@ -551,6 +430,211 @@ fn render(
         "",
         &page_words,
         &["chat.js"],
+    )
+}
+
+/// One side's panel: its conversation so far (with the labels under the last reply), the
+/// typing line and, when its system failed, the retry form.
+fn side_panel(
+    ctx: &Ctx,
+    side: &Side,
+    convo: &Convo,
+    form_id: &str,
+    seatq: &str,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> String {
+    let ev = ctx.ev();
+    let w = ctx.words();
+    let last = convo.last_reply().map(|s| s.index);
+    let said: String = convo
+        .said
+        .iter()
+        .map(|s| {
+            let who = if s.by_system { "system" } else { "user" };
+            let controls = if s.by_system {
+                let form = (Some(s.index) == last && s.labels.is_empty() && s.score.is_none() && s.feedback.is_none()).then_some(form_id);
+                reply_controls(w, ev, side, s, form, fields, problems)
+            } else {
+                String::new()
+            };
+            format!(
+                "<li class=\"said {who}\" data-index=\"{}\"><span class=\"speaker\">{}</span> <span class=\"text\">{}</span>{controls}</li>",
+                s.index,
+                esc(&if s.by_system { side_label(w, side) } else { w.get("eval-chat-you") }),
+                esc(&s.text)
+            )
+        })
+        .collect();
+    let typing = format!(
+        "<p class=\"typing muted\" data-testid=\"typing-{n}\" role=\"status\"{hidden}>{typing}</p>",
+        n = side.name,
+        typing = esc(&w.with("eval-chat-typing", &[("assistant", &side_label(w, side))])),
+        hidden = if convo.pending { "" } else { " hidden" }
+    );
+    let failed = convo
+        .failed
+        .as_ref()
+        .map(|_| {
+            format!(
+                "<div class=\"problem failed\" role=\"alert\" data-testid=\"failed-{n}\">{failed} \
+                 <form method=\"post\" action=\"/p/chat/retry{seatq}\" class=\"inline\">\
+                 <input type=\"hidden\" name=\"step\" value=\"{step}\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
+                 <input type=\"hidden\" name=\"side\" value=\"{n}\">\
+                 <button type=\"submit\" data-testid=\"retry-{n}\">{retry}</button></form></div>",
+                n = side.name,
+                failed = esc(&w.with("eval-chat-failed", &[("assistant", &side_label(w, side))])),
+                retry = esc(&w.get("eval-chat-retry")),
+                seatq = esc(seatq),
+                step = esc(&ctx.p.flow_step),
+                lease = esc(&ctx.lease.id),
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "<section class=\"chat-side\" data-side=\"{n}\" data-testid=\"side-{n}\" aria-label=\"{label}\">\
+         <h2>{label}</h2><ol class=\"chat-log\" data-testid=\"log-{n}\" aria-live=\"polite\">{said}</ol>{typing}{failed}</section>",
+        n = side.name,
+        label = esc(&side_label(w, side)),
+    )
+}
+
+/// The progress line: turns so far and their bounds, the time limit, which conversation of
+/// the worker's this is.
+fn progress_html(ctx: &Ctx, f: &Facts) -> String {
+    let ev = ctx.ev();
+    let w = ctx.words();
+    let c = &ev.conversation;
+    let turns = ctx.turns();
+    let mut progress = vec![w.with(
+        "eval-chat-progress",
+        &[
+            ("turns", &turns.to_string()),
+            ("min", &c.min_turns.to_string()),
+            ("max", &c.max_turns.to_string()),
+        ],
+    )];
+    if let Some(s) = c.time_limit_s {
+        let minutes = s.div_ceil(60).to_string();
+        progress.push(w.with("eval-chat-time-limit", &[("minutes", &minutes)]));
+    }
+    if ev.items_per_worker > 1 {
+        let n = (f.judged.min(ev.items_per_worker) + 1).to_string();
+        let max = ev.items_per_worker.to_string();
+        progress.push(w.with("eval-chat-conversation-of", &[("n", &n), ("max", &max)]));
+    }
+    format!(
+        "<p class=\"muted\" data-testid=\"chat-progress\">{}</p>",
+        esc(&progress.join(" · "))
+    )
+}
+
+/// The form once the conversation has ended: the vote of a battle (with its justification)
+/// and the questions.
+fn finish_form(
+    ctx: &Ctx,
+    hidden: &str,
+    seatq: &str,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> String {
+    let ev = ctx.ev();
+    let w = ctx.words();
+    let vote = if ev.task == EvalTask::Arena {
+        vote_html(w, ev, problems, fields)
+    } else {
+        String::new()
+    };
+    let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
+    format!(
+        "<form method=\"post\" action=\"/p/chat/finish{}\" id=\"chat-finish\" data-testid=\"chat-finish-form\" autocomplete=\"off\">{hidden}\
+         <p data-testid=\"chat-ended\">{}</p>{vote}{}\
+         <button type=\"submit\" class=\"primary\" data-testid=\"chat-finish\">{}</button></form>",
+        esc(seatq),
+        esc(&w.get(match ctx.convos.first().and_then(|c| c.ended) {
+            Some(EndReason::TimeLimit) => "eval-chat-time-up",
+            _ => "eval-chat-ended",
+        })),
+        fieldsets(w, &ev.questions, seed, fields, problems),
+        esc(&w.get("eval-submit")),
+    )
+}
+
+/// A battle's vote: its choices and the justification asked with it.
+fn vote_html(
+    w: &Words,
+    ev: &Evaluation,
+    problems: &[Problem],
+    fields: &[(String, String)],
+) -> String {
+    let chosen = field(fields, "vote");
+    let radios: String = VOTES
+        .iter()
+        .map(|(v, key)| {
+            format!(
+                "<label class=\"point\"><input type=\"radio\" name=\"vote\" value=\"{v}\" data-testid=\"vote-{v}\" required{c}> {label}</label>",
+                c = if chosen == Some(*v) { " checked" } else { "" },
+                label = esc(&w.get(key)),
+            )
+        })
+        .collect();
+    format!(
+        "<fieldset class=\"question choice-pair\" data-testid=\"question-vote\"><legend>{}</legend>{radios}{}</fieldset>{}",
+        esc(&ev
+            .question
+            .clone()
+            .unwrap_or_else(|| w.get("eval-arena-question"))),
+        problem_html("vote", find_problem(problems, "vote")),
+        justification_html(w, &ev.justification, fields, problems),
+    )
+}
+
+/// The form while the conversation goes on: the message box (or, at the most turns, a line
+/// saying so) and, once the fewest turns are reached, the end button.
+fn send_form(ctx: &Ctx, hidden: &str, seatq: &str, fields: &[(String, String)]) -> String {
+    let ev = ctx.ev();
+    let w = ctx.words();
+    let c = &ev.conversation;
+    let turns = ctx.turns();
+    let closed = turns >= c.max_turns;
+    let input = if closed {
+        format!(
+            "<p data-testid=\"chat-max\">{}</p>",
+            esc(&w.get("eval-chat-max"))
+        )
+    } else {
+        format!(
+            "<label for=\"chat-text\" class=\"sr-only\">{}</label>\
+             <textarea id=\"chat-text\" name=\"text\" rows=\"2\" autocomplete=\"off\" maxlength=\"{}\" required placeholder=\"{}\" data-testid=\"chat-text\">{}</textarea>\
+             <button type=\"submit\" class=\"primary\" data-testid=\"chat-send\">{}</button>",
+            esc(&w.get("eval-chat-your-message")),
+            c.max_chars,
+            esc(&c
+                .placeholder
+                .clone()
+                .unwrap_or_else(|| w.get("eval-chat-placeholder"))),
+            esc(field(fields, "text").unwrap_or("")),
+            esc(&w.get("eval-chat-send")),
+        )
+    };
+    let end = if turns >= c.min_turns {
+        // The end button submits the send form (to another address), so the labels of the
+        // last reply and anything typed come with it instead of being lost with the page.
+        format!(
+            "<p class=\"chat-end\"><button type=\"submit\" form=\"chat-send\" formaction=\"/p/chat/end{}\" formnovalidate data-testid=\"chat-end\">{}</button></p>",
+            esc(seatq),
+            esc(&w.get(if ev.task == EvalTask::Arena {
+                "eval-arena-finish"
+            } else {
+                "eval-chat-end"
+            }))
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "<form method=\"post\" action=\"/p/chat/send{}\" id=\"chat-send\" class=\"chat-input\" data-testid=\"chat-form\" autocomplete=\"off\">{hidden}{input}</form>{end}",
+        esc(seatq)
     )
 }
 
