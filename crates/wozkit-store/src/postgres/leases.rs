@@ -134,6 +134,33 @@ async fn lock_lease(tx: &mut PgConnection, lease_id: &str) -> Result<Option<Leas
     codec::lease_from_row(&row).map(Some)
 }
 
+/// The outcome of a judgment submitted after its lease expired: counted while the item still
+/// needs judgments beyond those done or leased by others, else surplus.
+async fn late_outcome(
+    tx: &mut PgConnection,
+    lease: &Lease,
+    lease_id: &str,
+    now: i64,
+) -> Result<SubmitOutcome> {
+    let (taken, needed): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM leases WHERE study_id = $1 AND item_id = $2 \
+                   AND id <> $4 \
+                   AND (state = 'done' OR (state = 'leased' AND expires_at_ms > $3))), \
+                (SELECT needed FROM eval_items WHERE study_id = $1 AND item_id = $2)",
+    )
+    .bind(lease.study_id.as_str())
+    .bind(lease.item_id.as_str())
+    .bind(now)
+    .bind(lease_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    Ok(if taken < needed {
+        SubmitOutcome::Counted
+    } else {
+        SubmitOutcome::Surplus
+    })
+}
+
 pub(super) async fn submit(
     pool: &PgPool,
     lease_id: &str,
@@ -157,23 +184,7 @@ pub(super) async fn submit(
     let outcome = if lease.pool == ItemPool::Gold || lease.expires_at_ms > now_ms {
         SubmitOutcome::Counted
     } else {
-        let (taken, needed): (i64, i64) = sqlx::query_as(
-            "SELECT (SELECT COUNT(*) FROM leases WHERE study_id = $1 AND item_id = $2 \
-                       AND id <> $4 \
-                       AND (state = 'done' OR (state = 'leased' AND expires_at_ms > $3))), \
-                    (SELECT needed FROM eval_items WHERE study_id = $1 AND item_id = $2)",
-        )
-        .bind(lease.study_id.as_str())
-        .bind(lease.item_id.as_str())
-        .bind(now)
-        .bind(lease_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        if taken < needed {
-            SubmitOutcome::Counted
-        } else {
-            SubmitOutcome::Surplus
-        }
+        late_outcome(&mut tx, &lease, lease_id, now).await?
     };
     let events = events(outcome);
     let append = Append {

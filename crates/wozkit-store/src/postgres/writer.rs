@@ -130,11 +130,7 @@ pub(super) async fn write_appends(
     let mut last_seq: HashMap<String, i64> = counters.into_iter().collect();
 
     let total: usize = batch.iter().map(|r| r.rows.len()).sum();
-    let mut sessions: Vec<&str> = Vec::with_capacity(total);
-    let mut seqs: Vec<i64> = Vec::with_capacity(total);
-    let mut at_ms: Vec<i64> = Vec::with_capacity(total);
-    let mut actors: Vec<&str> = Vec::with_capacity(total);
-    let mut payloads: Vec<&str> = Vec::with_capacity(total);
+    let mut columns = EventColumns::with_capacity(total);
     let mut outcomes = Vec::with_capacity(batch.len());
     for request in batch {
         let Some(last) = last_seq.get_mut(&request.session) else {
@@ -152,28 +148,14 @@ pub(super) async fn write_appends(
             }));
             continue;
         }
-        if let Some(key) = &request.once {
-            let done = sqlx::query(
-                "INSERT INTO append_keys (session_id, key) VALUES ($1, $2) \
-                 ON CONFLICT (session_id, key) DO NOTHING",
-            )
-            .bind(&request.session)
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                outcomes.push(Ok(None));
-                continue;
-            }
+        if let Some(key) = &request.once
+            && !first_time(tx, &request.session, key).await?
+        {
+            outcomes.push(Ok(None));
+            continue;
         }
         let first = *last + 1;
-        for (seq, row) in (first..).zip(&request.rows) {
-            sessions.push(&request.session);
-            seqs.push(seq);
-            at_ms.push(row.at_ms);
-            actors.push(&row.actor);
-            payloads.push(&row.payload);
-        }
+        columns.push(request, first);
         *last += request.rows.len() as i64;
         outcomes.push(
             u64::try_from(first)
@@ -184,10 +166,66 @@ pub(super) async fn write_appends(
                 }),
         );
     }
-    if seqs.is_empty() && batch.iter().all(|r| r.once.is_none()) {
+    if columns.seqs.is_empty() && batch.iter().all(|r| r.once.is_none()) {
         return Ok((outcomes, false));
     }
+    write_columns(tx, &last_seq, &columns).await?;
+    Ok((outcomes, true))
+}
 
+/// Records an append's `once` key for its session: false when it was recorded before (the
+/// append is done already).
+async fn first_time(tx: &mut PgConnection, session: &str, key: &str) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO append_keys (session_id, key) VALUES ($1, $2) \
+         ON CONFLICT (session_id, key) DO NOTHING",
+    )
+    .bind(session)
+    .bind(key)
+    .execute(&mut *tx)
+    .await?;
+    Ok(done.rows_affected() != 0)
+}
+
+/// A batch's events as the columns of one multi-row insert.
+struct EventColumns<'a> {
+    sessions: Vec<&'a str>,
+    seqs: Vec<i64>,
+    at_ms: Vec<i64>,
+    actors: Vec<&'a str>,
+    payloads: Vec<&'a str>,
+}
+
+impl<'a> EventColumns<'a> {
+    /// Empty columns with room for `total` events.
+    fn with_capacity(total: usize) -> Self {
+        EventColumns {
+            sessions: Vec::with_capacity(total),
+            seqs: Vec::with_capacity(total),
+            at_ms: Vec::with_capacity(total),
+            actors: Vec::with_capacity(total),
+            payloads: Vec::with_capacity(total),
+        }
+    }
+
+    /// Adds `request`'s events, numbered from `first`.
+    fn push(&mut self, request: &'a Append, first: i64) {
+        for (seq, row) in (first..).zip(&request.rows) {
+            self.sessions.push(&request.session);
+            self.seqs.push(seq);
+            self.at_ms.push(row.at_ms);
+            self.actors.push(&row.actor);
+            self.payloads.push(&row.payload);
+        }
+    }
+}
+
+/// Moves the sessions' counters to `last_seq` (those that changed) and inserts the events.
+async fn write_columns(
+    tx: &mut PgConnection,
+    last_seq: &HashMap<String, i64>,
+    columns: &EventColumns<'_>,
+) -> Result<(), sqlx::Error> {
     let (counter_ids, counter_values): (Vec<&str>, Vec<i64>) = last_seq
         .iter()
         .map(|(id, last)| (id.as_str(), *last))
@@ -207,13 +245,13 @@ pub(super) async fn write_appends(
          FROM UNNEST($1::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) \
               AS t(session_id, seq, at_ms, actor, payload)",
     )
-    .bind(&sessions)
+    .bind(&columns.sessions)
     .bind(i64::from(EVENT_SCHEMA_VERSION))
-    .bind(&seqs)
-    .bind(&at_ms)
-    .bind(&actors)
-    .bind(&payloads)
+    .bind(&columns.seqs)
+    .bind(&columns.at_ms)
+    .bind(&columns.actors)
+    .bind(&columns.payloads)
     .execute(&mut *tx)
     .await?;
-    Ok((outcomes, true))
+    Ok(())
 }

@@ -120,42 +120,7 @@ impl Apply for Claim {
                 return Ok(Ok(None));
             }
         }
-        // With a preference, the listed items first: each looked up by its key, in the list's
-        // order (`?5`, a JSON array of item ids; a repeated id is simply tried again).
-        let mut candidate: Option<(String, String)> = None;
-        if !req.prefer.is_empty() {
-            let prefer = serde_json::Value::from(req.prefer.clone()).to_string();
-            candidate = sqlx::query_as(concat!(
-                "SELECT i.item_id, i.dialogues FROM json_each(?5) p \
-                 JOIN eval_items i ON i.study_id = ?1 AND i.item_id = p.value ",
-                eligible_items!(),
-                " ORDER BY p.key LIMIT 1"
-            ))
-            .bind(req.study_id.as_str())
-            .bind(req.worker.as_str())
-            .bind(req.pool.as_str())
-            .bind(now)
-            .bind(prefer)
-            .fetch_optional(&mut *conn)
-            .await?;
-        }
-        // Eligible items of the pool, fewest done plus open leases first, then by id: a walk of
-        // `eval_items_by_taken` that stops at the first item with room (done plus live leases
-        // under `needed`, a range of `leases_by_item`) the worker may see. After a preference
-        // that found nothing, no listed item is eligible, so this gives an unlisted one.
-        if candidate.is_none() {
-            candidate = sqlx::query_as(concat!(
-                "SELECT i.item_id, i.dialogues FROM eval_items i ",
-                eligible_items!(),
-                " ORDER BY i.taken, i.item_id LIMIT 1"
-            ))
-            .bind(req.study_id.as_str())
-            .bind(req.worker.as_str())
-            .bind(req.pool.as_str())
-            .bind(now)
-            .fetch_optional(&mut *conn)
-            .await?;
-        }
+        let candidate = candidate(conn, req, now).await?;
         let Some((item_id, dialogues)) = candidate else {
             return Ok(Ok(None));
         };
@@ -183,6 +148,52 @@ impl Apply for Claim {
         add_taken(conn, &req.study_id, &item_id, 1).await?;
         Ok(codec::granted_lease(req, item_id, &dialogues, expires).map(Some))
     }
+}
+
+/// The item a claim leases, with its dialogues: the first eligible one of the worker's
+/// preference, else the pool's eligible item with the fewest judgments done or leased.
+async fn candidate(
+    conn: &mut SqliteConnection,
+    req: &ClaimRequest,
+    now: i64,
+) -> Result<Option<(String, String)>, sqlx::Error> {
+    // With a preference, the listed items first: each looked up by its key, in the list's
+    // order (`?5`, a JSON array of item ids; a repeated id is simply tried again).
+    let mut candidate: Option<(String, String)> = None;
+    if !req.prefer.is_empty() {
+        let prefer = serde_json::Value::from(req.prefer.clone()).to_string();
+        candidate = sqlx::query_as(concat!(
+            "SELECT i.item_id, i.dialogues FROM json_each(?5) p \
+             JOIN eval_items i ON i.study_id = ?1 AND i.item_id = p.value ",
+            eligible_items!(),
+            " ORDER BY p.key LIMIT 1"
+        ))
+        .bind(req.study_id.as_str())
+        .bind(req.worker.as_str())
+        .bind(req.pool.as_str())
+        .bind(now)
+        .bind(prefer)
+        .fetch_optional(&mut *conn)
+        .await?;
+    }
+    // Eligible items of the pool, fewest done plus open leases first, then by id: a walk of
+    // `eval_items_by_taken` that stops at the first item with room (done plus live leases
+    // under `needed`, a range of `leases_by_item`) the worker may see. After a preference
+    // that found nothing, no listed item is eligible, so this gives an unlisted one.
+    if candidate.is_none() {
+        candidate = sqlx::query_as(concat!(
+            "SELECT i.item_id, i.dialogues FROM eval_items i ",
+            eligible_items!(),
+            " ORDER BY i.taken, i.item_id LIMIT 1"
+        ))
+        .bind(req.study_id.as_str())
+        .bind(req.worker.as_str())
+        .bind(req.pool.as_str())
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?;
+    }
+    Ok(candidate)
 }
 
 /// The callback that turns a submit's outcome into the events to append.
@@ -234,23 +245,7 @@ impl Apply for Submit {
         let outcome = if pool == ItemPool::Gold.as_str() || expires_at > now {
             SubmitOutcome::Counted
         } else {
-            let (taken, needed): (i64, i64) = sqlx::query_as(
-                "SELECT (SELECT COUNT(*) FROM leases WHERE study_id = ?1 AND item_id = ?2 \
-                           AND id <> ?4 \
-                           AND (state = 'done' OR (state = 'leased' AND expires_at_ms > ?3))), \
-                        (SELECT needed FROM eval_items WHERE study_id = ?1 AND item_id = ?2)",
-            )
-            .bind(study_id.as_str())
-            .bind(item_id.as_str())
-            .bind(now)
-            .bind(self.lease_id.as_str())
-            .fetch_one(&mut *conn)
-            .await?;
-            if taken < needed {
-                SubmitOutcome::Counted
-            } else {
-                SubmitOutcome::Surplus
-            }
+            late_outcome(conn, &study_id, &item_id, &self.lease_id, now).await?
         };
         let events = self.events.take().map_or_else(Vec::new, |f| f(outcome));
         let rows: Vec<EncodedEvent> = match codec::encode_events(&events) {
@@ -291,6 +286,34 @@ impl Apply for Submit {
         }
         Ok(Ok((outcome, first, events)))
     }
+}
+
+/// The outcome of a judgment submitted after its lease `lease_id` expired: counted while the
+/// item still needs judgments beyond those done or leased by others, else surplus.
+async fn late_outcome(
+    conn: &mut SqliteConnection,
+    study_id: &str,
+    item_id: &str,
+    lease_id: &str,
+    now: i64,
+) -> Result<SubmitOutcome, sqlx::Error> {
+    let (taken, needed): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM leases WHERE study_id = ?1 AND item_id = ?2 \
+                   AND id <> ?4 \
+                   AND (state = 'done' OR (state = 'leased' AND expires_at_ms > ?3))), \
+                (SELECT needed FROM eval_items WHERE study_id = ?1 AND item_id = ?2)",
+    )
+    .bind(study_id)
+    .bind(item_id)
+    .bind(now)
+    .bind(lease_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(if taken < needed {
+        SubmitOutcome::Counted
+    } else {
+        SubmitOutcome::Surplus
+    })
 }
 
 /// Give an open lease back; the output says whether it was open.

@@ -65,21 +65,9 @@ impl Apply for Join {
         _: &mut BatchState,
     ) -> Result<Result<JoinedLobby>, sqlx::Error> {
         let e = &self.entry;
-        let numbers = (
-            to_i64("waiting conn", e.conn),
-            to_i64("waiting since", e.since_ms),
-            to_i64("waiting heard", e.heard_at_ms),
-            to_i64("lobby live cut-off", self.live_since_ms),
-        );
-        let (conn_id, since, heard, live) = match numbers {
-            (Ok(a), Ok(b), Ok(c), Ok(d)) => (a, b, c, d),
-            (a, b, c, d) => {
-                let err = [a.err(), b.err(), c.err(), d.err()]
-                    .into_iter()
-                    .flatten()
-                    .next();
-                return Ok(Err(err.expect("one number is out of range")));
-            }
+        let (conn_id, since, heard, live) = match self.numbers() {
+            Ok(numbers) => numbers,
+            Err(err) => return Ok(Err(err)),
         };
         let pair = e.pair_key.as_deref().unwrap_or("");
         // Another tab of the same participant gives up its place to this one.
@@ -97,56 +85,17 @@ impl Apply for Join {
             Some(r) => since.min(to_i64("waiting since", r.since_ms).unwrap_or(since)),
             None => since,
         };
-        let sql = format!(
-            "SELECT {COLUMNS} FROM waiting \
-             WHERE study_id = ?1 AND pair_key = ?2 AND role = ?3 AND participant <> ?4 \
-               AND (worker IS NULL OR ?5 IS NULL OR worker <> ?5) AND heard_at_ms >= ?6 \
-             ORDER BY front DESC, since_ms, ord LIMIT 1"
-        );
-        let partner = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(e.study_id.as_str())
-            .bind(pair)
-            .bind(e.role.other().as_str())
-            .bind(e.participant.as_str())
-            .bind(e.worker.as_deref())
-            .bind(live)
-            .fetch_optional(&mut *conn)
-            .await?;
-        if let Some(row) = partner {
-            let partner = match waiter_from_row(&row) {
-                Ok(w) => w,
-                Err(err) => return Ok(Err(err)),
-            };
-            sqlx::query("DELETE FROM waiting WHERE participant = ?1")
-                .bind(partner.participant.as_str())
-                .execute(&mut *conn)
-                .await?;
-            return Ok(Ok(JoinedLobby {
-                joined: Joined::Taken(partner),
-                replaced,
-            }));
+        match take_partner(conn, e, pair, live).await? {
+            Ok(Some(partner)) => {
+                return Ok(Ok(JoinedLobby {
+                    joined: Joined::Taken(partner),
+                    replaced,
+                }));
+            }
+            Ok(None) => {}
+            Err(err) => return Ok(Err(err)),
         }
-        let ord: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(ord), 0) + 1 FROM waiting")
-            .fetch_one(&mut *conn)
-            .await?;
-        sqlx::query(
-            "INSERT INTO waiting (participant, study_id, pair_key, role, worker, instance, conn, \
-             front, ord, since_ms, heard_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        )
-        .bind(e.participant.as_str())
-        .bind(e.study_id.as_str())
-        .bind(pair)
-        .bind(e.role.as_str())
-        .bind(e.worker.as_deref())
-        .bind(e.instance.as_str())
-        .bind(conn_id)
-        .bind(i64::from(e.front))
-        .bind(ord)
-        .bind(since)
-        .bind(heard)
-        .execute(&mut *conn)
-        .await?;
+        let ord = queue(conn, e, pair, conn_id, since, heard).await?;
         let queued = Waiter {
             participant: e.participant.clone(),
             study_id: e.study_id.clone(),
@@ -165,6 +114,100 @@ impl Apply for Join {
             replaced,
         }))
     }
+}
+
+impl Join {
+    /// The entry's connection, start and last-heard times, and the lobby's live cut-off as
+    /// SQLite integers; the first out of range is the error.
+    fn numbers(&self) -> Result<(i64, i64, i64, i64)> {
+        let e = &self.entry;
+        let numbers = (
+            to_i64("waiting conn", e.conn),
+            to_i64("waiting since", e.since_ms),
+            to_i64("waiting heard", e.heard_at_ms),
+            to_i64("lobby live cut-off", self.live_since_ms),
+        );
+        match numbers {
+            (Ok(a), Ok(b), Ok(c), Ok(d)) => Ok((a, b, c, d)),
+            (a, b, c, d) => {
+                let err = [a.err(), b.err(), c.err(), d.err()]
+                    .into_iter()
+                    .flatten()
+                    .next();
+                Err(err.expect("one number is out of range"))
+            }
+        }
+    }
+}
+
+/// Takes the partner `e` pairs with out of the queue, if one waits (heard from since `live`):
+/// the one in front, else the longest waiting.
+async fn take_partner(
+    conn: &mut SqliteConnection,
+    e: &NewWaiter,
+    pair: &str,
+    live: i64,
+) -> Result<Result<Option<Waiter>>, sqlx::Error> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM waiting \
+         WHERE study_id = ?1 AND pair_key = ?2 AND role = ?3 AND participant <> ?4 \
+           AND (worker IS NULL OR ?5 IS NULL OR worker <> ?5) AND heard_at_ms >= ?6 \
+         ORDER BY front DESC, since_ms, ord LIMIT 1"
+    );
+    let partner = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(e.study_id.as_str())
+        .bind(pair)
+        .bind(e.role.other().as_str())
+        .bind(e.participant.as_str())
+        .bind(e.worker.as_deref())
+        .bind(live)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some(row) = partner else {
+        return Ok(Ok(None));
+    };
+    let partner = match waiter_from_row(&row) {
+        Ok(w) => w,
+        Err(err) => return Ok(Err(err)),
+    };
+    sqlx::query("DELETE FROM waiting WHERE participant = ?1")
+        .bind(partner.participant.as_str())
+        .execute(&mut *conn)
+        .await?;
+    Ok(Ok(Some(partner)))
+}
+
+/// Queues `e` behind everyone waiting: its place's order.
+async fn queue(
+    conn: &mut SqliteConnection,
+    e: &NewWaiter,
+    pair: &str,
+    conn_id: i64,
+    since: i64,
+    heard: i64,
+) -> Result<i64, sqlx::Error> {
+    let ord: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(ord), 0) + 1 FROM waiting")
+        .fetch_one(&mut *conn)
+        .await?;
+    sqlx::query(
+        "INSERT INTO waiting (participant, study_id, pair_key, role, worker, instance, conn, \
+         front, ord, since_ms, heard_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )
+    .bind(e.participant.as_str())
+    .bind(e.study_id.as_str())
+    .bind(pair)
+    .bind(e.role.as_str())
+    .bind(e.worker.as_deref())
+    .bind(e.instance.as_str())
+    .bind(conn_id)
+    .bind(i64::from(e.front))
+    .bind(ord)
+    .bind(since)
+    .bind(heard)
+    .execute(&mut *conn)
+    .await?;
+    Ok(ord)
 }
 
 /// Refreshes (`heard_at_ms: Some`) or removes (`None`) the place of one connection.

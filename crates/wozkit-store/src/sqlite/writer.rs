@@ -386,19 +386,7 @@ pub(super) async fn run(
             if !inbox.is_empty() {
                 busy_since = Some(began);
             }
-            match &syncer {
-                Some(syncer) => {
-                    let committed = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
-                    if let Err(mpsc::error::SendError(committed)) =
-                        syncer.batches.send(committed).await
-                    {
-                        // The thread is gone (it panicked): nothing can be promised durable.
-                        let err = Arc::new(sqlx::Error::WorkerCrashed);
-                        answer(committed, Some(&err));
-                    }
-                }
-                None => answer(std::mem::take(&mut batch), None),
-            }
+            hand_over(syncer.as_ref(), &mut batch, max_batch).await;
         }
     }
     if let Some(syncer) = syncer.take() {
@@ -413,6 +401,22 @@ pub(super) async fn run(
     drop(dir_lock);
     if let Some(reply) = close_reply {
         let _ = reply.send(());
+    }
+}
+
+/// Passes a committed batch on to be answered: to the syncer, which answers once it is on
+/// disk, or (without one) answers it at once. Leaves `batch` empty.
+async fn hand_over(syncer: Option<&Syncer>, batch: &mut Committed, max_batch: usize) {
+    match syncer {
+        Some(syncer) => {
+            let committed = std::mem::replace(batch, Vec::with_capacity(max_batch));
+            if let Err(mpsc::error::SendError(committed)) = syncer.batches.send(committed).await {
+                // The thread is gone (it panicked): nothing can be promised durable.
+                let err = Arc::new(sqlx::Error::WorkerCrashed);
+                answer(committed, Some(&err));
+            }
+        }
+        None => answer(std::mem::take(batch), None),
     }
 }
 
