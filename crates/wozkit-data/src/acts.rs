@@ -31,7 +31,7 @@ use wozkit_core::event::{Actor, EventKind, ItemPool, Judgment};
 
 use crate::error::ExportError;
 use crate::formats;
-use crate::session::Format;
+use crate::session::{Format, ImportedSession};
 use crate::stored::StoredSession;
 
 /// The adjudicated label of one turn.
@@ -167,17 +167,7 @@ impl TurnActs {
         let Some(record) = formats::record(format, &view, 0)? else {
             return Ok(false);
         };
-        // The written turn of each message (its turn position; none when the shape left it out).
-        let mut positions: Vec<Option<usize>> = vec![None; view.messages().count()];
-        if let Some(layout) = formats::layout(format) {
-            for (p, (_, turn)) in formats::shaped(layout, &view).iter().enumerate() {
-                for m in turn.iter().flat_map(|t| &t.messages) {
-                    if let Some(slot) = positions.get_mut(*m) {
-                        *slot = Some(p);
-                    }
-                }
-            }
-        }
+        let positions = turn_positions(format, &view);
         drop(view);
         let written: Vec<Value> = record
             .get(turns_key)
@@ -240,6 +230,22 @@ impl TurnActs {
         session.events = events;
         Ok(true)
     }
+}
+
+/// The written turn of each message of `view` in `format` (its turn position; none when the
+/// shape left it out).
+fn turn_positions(format: Format, view: &ImportedSession) -> Vec<Option<usize>> {
+    let mut positions: Vec<Option<usize>> = vec![None; view.messages().count()];
+    if let Some(layout) = formats::layout(format) {
+        for (p, (_, turn)) in formats::shaped(layout, view).iter().enumerate() {
+            for m in turn.iter().flat_map(|t| &t.messages) {
+                if let Some(slot) = positions.get_mut(*m) {
+                    *slot = Some(p);
+                }
+            }
+        }
+    }
+    positions
 }
 
 /// Per format: the record's turn list key, the text key, the speaker key (`None`: speakers

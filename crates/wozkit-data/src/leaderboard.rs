@@ -493,6 +493,12 @@ pub fn html_tables(lb: &Leaderboard) -> String {
     if lb.systems.is_empty() {
         return out;
     }
+    win_rate_grid(&mut out, lb);
+    out
+}
+
+/// The win-rate grid: the row system's win rate against each column system.
+fn win_rate_grid(out: &mut String, lb: &Leaderboard) {
     out.push_str(
         "<table data-testid=\"win-rates\"><caption>Win rate of the row system against the \
          column system (decided battles)</caption><thead><tr><th></th>",
@@ -520,7 +526,6 @@ pub fn html_tables(lb: &Leaderboard) -> String {
         out.push_str("</tr>");
     }
     out.push_str("</tbody></table>");
-    out
 }
 
 /// `system`'s win rate against `opponent` among their decided battles; `None` when they had

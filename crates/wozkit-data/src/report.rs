@@ -296,6 +296,26 @@ struct Collected {
     copilot: copilot::Collector,
 }
 
+/// The agreement between participants: on the votes (when there are any), and on each
+/// rating item (`ratings`: the values given to each item and target).
+fn agreements(
+    votes: &[Vote],
+    ratings: BTreeMap<(String, String), Vec<f64>>,
+) -> IndexMap<String, Agreement> {
+    let mut agreements = IndexMap::new();
+    if !votes.is_empty() {
+        agreements.insert("votes".to_string(), vote_agreement(votes));
+    }
+    let mut by_item: IndexMap<String, Vec<Vec<f64>>> = IndexMap::new();
+    for ((item, _), values) in ratings {
+        by_item.entry(item).or_default().push(values);
+    }
+    for (item, units) in by_item {
+        agreements.insert(item, agreement(units, Level::Interval, &[]));
+    }
+    agreements
+}
+
 impl Collected {
     fn add(&mut self, session: &StoredSession, options: &ReportOptions) -> Result<(), ExportError> {
         let view = session.dataset_view();
@@ -339,6 +359,25 @@ impl Collected {
         Ok(())
     }
 
+    /// The votes (sorted) by their source, each with its time.
+    fn sources(&self) -> Vec<SourceVotes> {
+        let mut sources: BTreeMap<String, Vec<(u64, Vote)>> = BTreeMap::new();
+        for ((at_ms, ..), source, vote) in &self.votes {
+            sources
+                .entry(source.clone())
+                .or_default()
+                .push((*at_ms, vote.clone()));
+        }
+        sources
+            .into_iter()
+            .map(|(source, votes)| SourceVotes {
+                source,
+                votes,
+                void: 0,
+            })
+            .collect()
+    }
+
     fn report(mut self, options: &ReportOptions, live: Option<SourceVotes>) -> Report {
         let scenarios = scenario::breakdown(&self.sessions, &self.variants, options.outcome);
         let Summary {
@@ -359,35 +398,11 @@ impl Collected {
             options.top,
         );
         self.votes.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut sources: BTreeMap<String, Vec<(u64, Vote)>> = BTreeMap::new();
-        for ((at_ms, ..), source, vote) in &self.votes {
-            sources
-                .entry(source.clone())
-                .or_default()
-                .push((*at_ms, vote.clone()));
-        }
-        let mut sources: Vec<SourceVotes> = sources
-            .into_iter()
-            .map(|(source, votes)| SourceVotes {
-                source,
-                votes,
-                void: 0,
-            })
-            .collect();
+        let mut sources = self.sources();
         sources.extend(live);
         let leaderboard = sourced_leaderboard(sources, options.ranking);
         let votes: Vec<Vote> = self.votes.into_iter().map(|(_, _, v)| v).collect();
-        let mut agreements = IndexMap::new();
-        if !votes.is_empty() {
-            agreements.insert("votes".to_string(), vote_agreement(&votes));
-        }
-        let mut by_item: IndexMap<String, Vec<Vec<f64>>> = IndexMap::new();
-        for ((item, _), values) in self.ratings {
-            by_item.entry(item).or_default().push(values);
-        }
-        for (item, units) in by_item {
-            agreements.insert(item, agreement(units, Level::Interval, &[]));
-        }
+        let agreements = agreements(&votes, self.ratings);
         let judged: Vec<(String, bool)> = self
             .sessions
             .iter()

@@ -716,30 +716,7 @@ pub fn render(page: &mut String, section: &JudgeAgreement) {
             }
         }
         page.push_str("</table>");
-        let correlations: Vec<(&str, &RankCorrelation)> = judge
-            .questions
-            .iter()
-            .flat_map(|q| q.rank_correlation.iter().map(|c| (q.question.as_str(), c)))
-            .collect();
-        if !correlations.is_empty() {
-            page.push_str(
-                "<table><tr><th>question</th><th>score</th><th>systems</th>\
-                 <th>Spearman ρ</th><th>p</th><th>Kendall τ</th></tr>",
-            );
-            for (question, c) in correlations {
-                let _ = write!(
-                    page,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(question),
-                    c.score,
-                    c.systems.len(),
-                    num(c.spearman.map(|s| s.r)),
-                    num(c.spearman.map(|s| s.p)),
-                    num(c.kendall_tau)
-                );
-            }
-            page.push_str("</table>");
-        }
+        rank_correlations(page, judge);
         if let Some(b) = &judge.side_bias {
             let _ = write!(
                 page,
@@ -759,6 +736,34 @@ pub fn render(page: &mut String, section: &JudgeAgreement) {
         }
     }
     page.push_str("</div>");
+}
+
+/// A judge's table of rank correlations with people, per question (none without any).
+fn rank_correlations(page: &mut String, judge: &JudgeSummary) {
+    let correlations: Vec<(&str, &RankCorrelation)> = judge
+        .questions
+        .iter()
+        .flat_map(|q| q.rank_correlation.iter().map(|c| (q.question.as_str(), c)))
+        .collect();
+    if !correlations.is_empty() {
+        page.push_str(
+            "<table><tr><th>question</th><th>score</th><th>systems</th>\
+             <th>Spearman ρ</th><th>p</th><th>Kendall τ</th></tr>",
+        );
+        for (question, c) in correlations {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(question),
+                c.score,
+                c.systems.len(),
+                num(c.spearman.map(|s| s.r)),
+                num(c.spearman.map(|s| s.p)),
+                num(c.kendall_tau)
+            );
+        }
+        page.push_str("</table>");
+    }
 }
 
 fn row(page: &mut String, question: &str, systems: &str, model: &Paired, human: &Paired) {
