@@ -30,6 +30,7 @@ use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use wozkit_core::event::Role;
+use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::PageKind;
 use wozkit_store::{
     NewParticipant, Participant, ParticipantPatch, Platform, SIMULATED_KEY, StoreError, TEST_KEY,
@@ -249,21 +250,7 @@ pub async fn join(
     if q.get("assignmentId")
         .is_some_and(|a| a == "ASSIGNMENT_ID_NOT_AVAILABLE")
     {
-        // MTurk shows this page before the worker accepts: what the task is, and no participant.
-        // Only the study's participant-facing `preview` (the cover story of a Wizard-of-Oz
-        // study): never the researcher's `description`, nor that two workers are paired.
-        let st = &study.study;
-        let w = crate::i18n::words(st.language);
-        let body = format!(
-            "<main class=\"narrow\" data-page=\"preview\"><h1>{}</h1>\
-             <section id=\"task-description\" data-testid=\"task-description\">{}</section>\
-             <p id=\"preview\"><strong>{}</strong></p></main>",
-            esc(&st.title),
-            paragraphs(st.preview.as_deref().unwrap_or("")),
-            esc(&w.get("preview-accept")),
-        );
-        let html = super::html::layout_in(w.lang(), &st.title, "", &body, &[]);
-        return Ok(Html(html).into_response());
+        return Ok(preview(&study));
     }
     let seat = match q.get("seat") {
         Some(s) => Some(parse_named_seat(s).ok_or_else(|| {
@@ -272,15 +259,7 @@ pub async fn join(
         None => None,
     };
     let id = identify(&q, app.tunables.simulated_joins)?;
-    // In another site's frame, this site's cookies are not sent: the pages carry the token
-    // instead. (`/try` frames its two seats on this site, where cookies work.)
-    let header = |name: &str, value: &[u8]| {
-        headers
-            .get(name)
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(value))
-    };
-    let framed = id.platform == Platform::Mturk
-        || (header("sec-fetch-dest", b"iframe") && !header("sec-fetch-site", b"same-origin"));
+    let framed = is_framed(&headers, &id);
     let study_id = study.study.id.clone();
     if crate::evaluation::blocked(&app, &study, id.worker.as_deref()) {
         tracing::info!(
@@ -316,6 +295,60 @@ pub async fn join(
         }
         return Ok(resume(&app, &headers, seat.as_deref(), &p, framed).await?);
     }
+    let role = entry_role(&app, &q, &study, &id).await?;
+    let entry = Entry {
+        app: &app,
+        headers: &headers,
+        q: &q,
+        id: &id,
+        seat: seat.as_deref(),
+        framed,
+    };
+    create(&entry, &study, role).await
+}
+
+/// MTurk's preview, shown before the worker accepts: what the task is, and no participant.
+/// Only the study's participant-facing `preview` (the cover story of a Wizard-of-Oz study):
+/// never the researcher's `description`, nor that two workers are paired.
+fn preview(study: &LoadedStudy) -> Response {
+    let st = &study.study;
+    let w = crate::i18n::words(st.language);
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"preview\"><h1>{}</h1>\
+         <section id=\"task-description\" data-testid=\"task-description\">{}</section>\
+         <p id=\"preview\"><strong>{}</strong></p></main>",
+        esc(&st.title),
+        paragraphs(st.preview.as_deref().unwrap_or("")),
+        esc(&w.get("preview-accept")),
+    );
+    let html = super::html::layout_in(w.lang(), &st.title, "", &body, &[]);
+    Html(html).into_response()
+}
+
+/// Whether the entry is in another site's frame, where this site's cookies are not sent: the
+/// pages carry the token instead. (`/try` frames its two seats on this site, where cookies
+/// work.)
+fn is_framed(headers: &HeaderMap, id: &Identity) -> bool {
+    let header = |name: &str, value: &[u8]| {
+        headers
+            .get(name)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(value))
+    };
+    id.platform == Platform::Mturk
+        || (header("sec-fetch-dest", b"iframe") && !header("sec-fetch-site", b"same-origin"))
+}
+
+/// The role of a new participant.
+///
+/// A study without a live room has one kind of participant, who takes the user flow; the one
+/// exception is a wizard sent by a lab link (`role=wizard`) to the desk where people answer
+/// for the study's `human` systems. Crowd links never choose a role.
+async fn entry_role(
+    app: &AppState,
+    q: &HashMap<String, String>,
+    study: &LoadedStudy,
+    id: &Identity,
+) -> Result<Role, HttpError> {
     let role = match (id.platform, q.get("role")) {
         (Platform::Lab, Some(r)) => Some(
             Role::parse(r)
@@ -323,22 +356,36 @@ pub async fn join(
         ),
         _ => None,
     };
-    // A study without a live room has one kind of participant, who takes the user flow; the
-    // one exception is a wizard sent by a lab link (`role=wizard`) to the desk where people
-    // answer for the study's `human` systems. Crowd links never choose a role.
     let desk = study
         .study
         .flow
         .wizard
         .iter()
         .any(|p| p.kind == PageKind::Desk);
-    let role = if study.study.has_room() {
-        role_or(role, &app, &study_id).await?
+    Ok(if study.study.has_room() {
+        role_or(role, app, &study.study.id).await?
     } else if desk && role == Some(Role::Wizard) {
         Role::Wizard
     } else {
         Role::User
-    };
+    })
+}
+
+/// What an entry link that makes a new participant comes with.
+struct Entry<'a> {
+    app: &'a AppState,
+    headers: &'a HeaderMap,
+    q: &'a HashMap<String, String>,
+    id: &'a Identity,
+    seat: Option<&'a str>,
+    framed: bool,
+}
+
+/// Creates the participant of an entry in `role` and sends it to its first page (or, when the
+/// same worker joined twice at once, resumes the one that won).
+async fn create(e: &Entry<'_>, study: &LoadedStudy, role: Role) -> Result<Response, HttpError> {
+    let (app, id) = (e.app, e.id);
+    let study_id = study.study.id.clone();
     let (token, token_hash) = new_token();
     let new = NewParticipant {
         id: new_id(),
@@ -360,8 +407,8 @@ pub async fn join(
                 .participant_by_worker(&study_id, id.platform, worker)
                 .await?
             {
-                Some(p) if may_resume(&app, &p, &id, &q) => {
-                    return Ok(resume(&app, &headers, seat.as_deref(), &p, framed).await?);
+                Some(p) if may_resume(app, &p, id, e.q) => {
+                    return Ok(resume(app, e.headers, e.seat, &p, e.framed).await?);
                 }
                 Some(_) => {
                     return Err(HttpError::Conflict(SEAT_TAKEN).in_language(study.study.language));
@@ -373,7 +420,7 @@ pub async fn join(
                 }
             }
         }
-        Err(e) => return Err(e.into()),
+        Err(err) => return Err(err.into()),
     };
     let patch = ParticipantPatch {
         role: Some(Some(role)),
@@ -388,10 +435,10 @@ pub async fn join(
         "joined"
     );
     Ok(redirect_with_cookie(
-        &headers,
-        seat.as_deref(),
+        e.headers,
+        e.seat,
         Some(&token),
-        framed,
+        e.framed,
     ))
 }
 

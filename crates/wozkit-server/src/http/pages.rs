@@ -38,15 +38,13 @@ pub fn to_page(seat: Option<&str>) -> Response {
 /// `GET /p`.
 pub async fn current(State(app): State<AppState>, me: Asking) -> Result<Response, HttpError> {
     let seat = me.seat.clone();
-    let Asking {
-        mut p, study, role, ..
-    } = me;
+    let Asking { p, study, role, .. } = me;
     let st = &study.study;
     if let Some(reason) = eval::screened_reason(&p.flow_step) {
         let html = judge::screened_page(&app, &p, &study, role, reason).await?;
         return Ok(Html(html).into_response());
     }
-    let mut i = flow::index(&p.flow_step);
+    let i = flow::index(&p.flow_step);
     // A researcher who sat in a session (took a wizard's seat over, or joined as the wizard)
     // goes back to its page in the console once it is over: the questionnaire and the code are
     // the participants', and a researcher's answers would mix into their data.
@@ -57,9 +55,28 @@ pub async fn current(State(app): State<AppState>, me: Asking) -> Result<Response
         let to = format!("/researcher/session/{}", super::html::query_escape(session));
         return Ok((StatusCode::SEE_OTHER, [(LOCATION, to)]).into_response());
     }
-    // Pages whose `when` is false, and a survey without questions, are skipped; so is a judging
-    // page once the worker has judged their share (or no item is left for them). Bounded: each
-    // round moves forward or stops.
+    let (p, i, judge_html) = skip_to_shown(&app, p, &study, role, i, seat.as_deref()).await?;
+    if let Some(html) = judge_html {
+        return Ok(Html(html).into_response());
+    }
+    shown_page(&app, &p, &study, role, i, seat.as_deref()).await
+}
+
+/// Moves the participant past the pages not to show from page `i` on: the participant then,
+/// the page reached and, for a judging page, its markup.
+///
+/// Pages whose `when` is false, and a survey without questions, are skipped; so is a judging
+/// page once the worker has judged their share (or no item is left for them). Bounded: each
+/// round moves forward or stops.
+async fn skip_to_shown(
+    app: &AppState,
+    mut p: Participant,
+    study: &LoadedStudy,
+    role: Role,
+    mut i: usize,
+    seat: Option<&str>,
+) -> Result<(Participant, usize, Option<String>), HttpError> {
+    let st = &study.study;
     let conditions = &study.compiled.page_when[usize::from(role == Role::Wizard)];
     let mut facts: Option<eval::Facts> = None;
     let mut judge_html = None;
@@ -68,7 +85,7 @@ pub async fn current(State(app): State<AppState>, me: Asking) -> Result<Response
         let skip = match (page, conditions.get(i).and_then(Option::as_ref)) {
             (Some(_), Some(when)) => {
                 if facts.is_none() {
-                    facts = Some(eval::facts(&app, &p).await?);
+                    facts = Some(eval::facts(app, &p).await?);
                 }
                 let f = facts
                     .as_ref()
@@ -81,112 +98,61 @@ pub async fn current(State(app): State<AppState>, me: Asking) -> Result<Response
         let kind = flow::kind_at(st, role, i);
         if skip || (kind == PageKind::Survey && st.survey.questions(role).is_empty()) {
             i += 1;
-            p = advance(&app, &p, &study, role, i).await?;
+            p = advance(app, &p, study, role, i).await?;
             continue;
         }
         if matches!(
             kind,
             PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena
         ) {
-            match judge::judge_or_move_on(&app, &p, &study, role, i, seat.as_deref()).await? {
+            match judge::judge_or_move_on(app, &p, study, role, i, seat).await? {
                 Some(html) => judge_html = Some(html),
                 None => {
                     i = flow::after(st, role, i);
-                    p = advance(&app, &p, &study, role, i).await?;
+                    p = advance(app, &p, study, role, i).await?;
                     continue;
                 }
             }
         }
         break;
     }
-    if let Some(html) = judge_html {
-        return Ok(Html(html).into_response());
-    }
+    Ok((p, i, judge_html))
+}
+
+/// The response for page `i` of the participant's flow, by its kind.
+async fn shown_page(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    role: Role,
+    i: usize,
+    seat: Option<&str>,
+) -> Result<Response, HttpError> {
+    let st = &study.study;
     let page = flow::pages(st, role).get(i);
-    let title = page.and_then(|pg| pg.title.clone());
-    let action = |path: &str| format!("{path}{}", seat_query(seat.as_deref()));
-    let seat_attr = esc(seat.as_deref().unwrap_or(""));
-    let w = words(st.language);
-    let page_of = |body: &str, scripts: &[&str]| layout_in(w.lang(), &st.title, "", body, scripts);
+    let action = |path: &str| format!("{path}{}", seat_query(seat));
     let html = match flow::kind_at(st, role, i) {
-        PageKind::Consent => {
-            let body = format!(
-                "<main class=\"narrow\" data-page=\"consent\"><h1>{}</h1>{}{}</main>",
-                esc(&title.unwrap_or_else(|| w.get("consent-title"))),
-                page_text(page),
-                button_form(
-                    &action("/p/next"),
-                    &p.flow_step,
-                    "accept",
-                    &w.get("consent-accept")
-                )
-            );
-            page_of(&body, &[])
-        }
+        PageKind::Consent => consent_page(study, page, &action("/p/next"), &p.flow_step),
         PageKind::Instructions => {
-            let me = match role {
-                Role::User => &st.roles.user,
-                Role::Wizard => &st.roles.wizard,
-            };
-            // Roles matter only where two people meet in a room; a study without one has a
-            // single kind of participant and no role to announce.
-            let badge = if st.has_room() {
-                format!(
-                    "<p class=\"role-badge\" data-testid=\"role\" data-role=\"{}\">{} \
-                     <strong>{}</strong></p>",
-                    role.as_str(),
-                    esc(&w.get("instructions-role")),
-                    esc(&me.label)
-                )
-            } else {
-                String::new()
-            };
-            let body = format!(
-                "<main class=\"narrow\" data-page=\"instructions\"><h1>{}</h1>{}{}{}{}</main>",
-                esc(&title.unwrap_or_else(|| w.get("instructions-title"))),
-                badge,
-                paragraphs(&me.instructions),
-                page_text(page),
-                button_form(
-                    &action("/p/next"),
-                    &p.flow_step,
-                    "continue",
-                    &w.get("instructions-continue")
-                )
-            );
-            page_of(&body, &[])
+            instructions_page(study, role, page, &action("/p/next"), &p.flow_step)
         }
         PageKind::Waiting | PageKind::Room if p.session_id.is_none() => {
-            // The status line keeps the study's own words (waiting.js adds the time to them);
-            // without any, waiting.js says it waits for a partner.
-            let body = format!(
-                "<main class=\"narrow\" data-page=\"waiting\" data-seat=\"{seat_attr}\" \
-                 data-waiting=\"{}\"><h1>{}</h1>{}\
-                 <p id=\"waiting-status\" data-testid=\"waiting-status\" role=\"status\">{}</p>\
-                 <p class=\"muted\">{}</p></main>{}",
-                esc(&waiting_words(page)),
-                esc(&title.unwrap_or_else(|| w.get("waiting-title"))),
-                page_text(page),
-                esc(&w.get("waiting-connecting")),
-                esc(&w.get("waiting-keep-open")),
-                w.script_block("waiting-js-"),
-            );
-            page_of(&body, &["waiting.js"])
+            waiting_page(study, page, seat)
         }
-        PageKind::Waiting | PageKind::Room => room_page::render(&study, role, seat.as_deref()),
+        PageKind::Waiting | PageKind::Room => room_page::render(study, role, seat),
         PageKind::Survey => survey::render(
-            &study,
+            study,
             role,
             page,
             &action("/p/survey"),
             &p.flow_step,
-            survey::seed(&p),
+            survey::seed(p),
             &[],
             &[],
-            survey::end_note(&app, &p, role).await?,
+            survey::end_note(app, p, role).await?,
         ),
         PageKind::Questions => judge::questions_page(
-            &study,
+            study,
             page,
             &action("/p/answers"),
             &p.flow_step,
@@ -195,35 +161,121 @@ pub async fn current(State(app): State<AppState>, me: Asking) -> Result<Response
             &[],
         ),
         PageKind::Onboarding => {
-            judge::onboarding_page(&study, &p, page, &action("/p/onboarding"), &[], &[])
+            judge::onboarding_page(study, p, page, &action("/p/onboarding"), &[], &[])
         }
-        PageKind::Desk => super::desk::render(&app, &p, &study, page, seat.as_deref()),
+        PageKind::Desk => super::desk::render(app, p, study, page, seat),
         // Reached only when the loop above found nothing to judge and could not move on.
         PageKind::Rate | PageKind::Compare | PageKind::Chat | PageKind::Arena => {
-            return Ok(to_page(seat.as_deref()));
+            return Ok(to_page(seat));
         }
-        PageKind::Completion => {
-            let code = ensure_code(&app, &p, role).await?;
-            let no_partner = match &p.session_id {
-                Some(id) => app
-                    .store
-                    .session(id)
-                    .await?
-                    .and_then(|r| r.ended)
-                    .is_some_and(|e| e.reason == EndReason::NoPartner),
-                None => false,
-            };
-            let ending = if no_partner {
-                EndingKind::NoPartner
-            } else {
-                EndingKind::Completed
-            };
-            let back = platform_return::of(&study.study, &p, ending, Some(&code));
-            let mturk = mturk_submit(&p, &code, w);
-            completion(&study, page, no_partner, &back, &mturk)
-        }
+        PageKind::Completion => completion_page(app, p, study, role, page).await?,
     };
     Ok(Html(html).into_response())
+}
+
+/// The consent page, accepted by a button posting to `next`.
+fn consent_page(study: &LoadedStudy, page: Option<&Page>, next: &str, step: &str) -> String {
+    let st = &study.study;
+    let w = words(st.language);
+    let title = page.and_then(|pg| pg.title.clone());
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"consent\"><h1>{}</h1>{}{}</main>",
+        esc(&title.unwrap_or_else(|| w.get("consent-title"))),
+        page_text(page),
+        button_form(next, step, "accept", &w.get("consent-accept"))
+    );
+    layout_in(w.lang(), &st.title, "", &body, &[])
+}
+
+/// The instructions page of `role`, with the role's badge where the study has a room.
+fn instructions_page(
+    study: &LoadedStudy,
+    role: Role,
+    page: Option<&Page>,
+    next: &str,
+    step: &str,
+) -> String {
+    let st = &study.study;
+    let w = words(st.language);
+    let title = page.and_then(|pg| pg.title.clone());
+    let me = match role {
+        Role::User => &st.roles.user,
+        Role::Wizard => &st.roles.wizard,
+    };
+    // Roles matter only where two people meet in a room; a study without one has a
+    // single kind of participant and no role to announce.
+    let badge = if st.has_room() {
+        format!(
+            "<p class=\"role-badge\" data-testid=\"role\" data-role=\"{}\">{} \
+             <strong>{}</strong></p>",
+            role.as_str(),
+            esc(&w.get("instructions-role")),
+            esc(&me.label)
+        )
+    } else {
+        String::new()
+    };
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"instructions\"><h1>{}</h1>{}{}{}{}</main>",
+        esc(&title.unwrap_or_else(|| w.get("instructions-title"))),
+        badge,
+        paragraphs(&me.instructions),
+        page_text(page),
+        button_form(next, step, "continue", &w.get("instructions-continue"))
+    );
+    layout_in(w.lang(), &st.title, "", &body, &[])
+}
+
+/// The waiting room's skeleton, filled by `waiting.js`.
+fn waiting_page(study: &LoadedStudy, page: Option<&Page>, seat: Option<&str>) -> String {
+    let st = &study.study;
+    let w = words(st.language);
+    let title = page.and_then(|pg| pg.title.clone());
+    let seat_attr = esc(seat.unwrap_or(""));
+    // The status line keeps the study's own words (waiting.js adds the time to them);
+    // without any, waiting.js says it waits for a partner.
+    let body = format!(
+        "<main class=\"narrow\" data-page=\"waiting\" data-seat=\"{seat_attr}\" \
+         data-waiting=\"{}\"><h1>{}</h1>{}\
+         <p id=\"waiting-status\" data-testid=\"waiting-status\" role=\"status\">{}</p>\
+         <p class=\"muted\">{}</p></main>{}",
+        esc(&waiting_words(page)),
+        esc(&title.unwrap_or_else(|| w.get("waiting-title"))),
+        page_text(page),
+        esc(&w.get("waiting-connecting")),
+        esc(&w.get("waiting-keep-open")),
+        w.script_block("waiting-js-"),
+    );
+    layout_in(w.lang(), &st.title, "", &body, &["waiting.js"])
+}
+
+/// The completion page: the participant's code (made once), and the way back to the platform.
+async fn completion_page(
+    app: &AppState,
+    p: &Participant,
+    study: &LoadedStudy,
+    role: Role,
+    page: Option<&Page>,
+) -> Result<String, HttpError> {
+    let w = words(study.study.language);
+    let code = ensure_code(app, p, role).await?;
+    let no_partner = match &p.session_id {
+        Some(id) => app
+            .store
+            .session(id)
+            .await?
+            .and_then(|r| r.ended)
+            .is_some_and(|e| e.reason == EndReason::NoPartner),
+        None => false,
+    };
+    let ending = if no_partner {
+        EndingKind::NoPartner
+    } else {
+        EndingKind::Completed
+    };
+    let back = platform_return::of(&study.study, p, ending, Some(&code));
+    let mturk = mturk_submit(p, &code, w);
+    Ok(completion(study, page, no_partner, &back, &mturk))
 }
 
 /// The waiting page's own words for its status line: its title, or else the first paragraph

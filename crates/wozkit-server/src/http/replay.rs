@@ -36,7 +36,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use wozkit_core::engine::{self, Session};
-use wozkit_core::event::{Actor, Event, EventKind, MessageSource, Role};
+use wozkit_core::event::{Actor, Event, EventKind, Judgment, MessageSource, Role};
 use wozkit_core::load::LoadedStudy;
 use wozkit_core::model::LockKind;
 
@@ -355,78 +355,102 @@ fn line(study: Option<&LoadedStudy>, e: &Event) -> Option<Line> {
                 .map(|(label, t)| format!("{label} / {}", t.as_str()));
             l
         }
+        EventKind::SurveyAnswered { role, answers } => {
+            let mut l = mk("answers", format!("questionnaire: {}", compact(answers)));
+            l.role = Some(*role);
+            l
+        }
+        kind => {
+            let (kind, text) = room_text(study, kind).or_else(|| evaluation_text(kind))?;
+            mk(kind, text)
+        }
+    })
+}
+
+/// The transcript line's kind and text of an event of a room, if it has one.
+fn room_text(study: Option<&LoadedStudy>, kind: &EventKind) -> Option<(&'static str, String)> {
+    Some(match kind {
         EventKind::ActionStarted {
             action,
             label,
             robot,
             target,
             ..
-        } => {
-            let st = study.map(|s| &s.study);
-            let robot = st
-                .and_then(|s| s.world.robots.iter().find(|r| &r.id == robot))
-                .map_or(robot.as_str(), |r| r.name.as_str());
-            let label = st
-                .and_then(|s| s.actions.iter().find(|a| &a.id == action))
-                .map_or(label.as_str(), |a| a.label.as_str());
-            let target = target.as_deref().map(|t| {
-                st.and_then(|s| s.world.locations.iter().find(|l| l.id == t))
-                    .map_or(t, |l| l.name.as_str())
-            });
-            let mut text = format!("{robot}: {label}");
-            if let Some(t) = target {
-                text.push_str(&format!(" → {t}"));
-            }
-            mk("action", text)
-        }
-        EventKind::Judged(j) => {
-            let mut parts = vec![format!("item {}", j.item)];
-            if let Some(c) = &j.choice {
-                parts.push(format!("chose {c}"));
-            }
-            if let Some(r) = &j.justification {
-                parts.push(format!("because “{r}”"));
-            }
-            if !j.answers.is_empty() {
-                parts.push(compact(&j.answers));
-            }
-            if !j.turns.is_empty() {
-                parts.push(format!("{} turn label(s)", j.turns.len()));
-            }
-            if let Some(g) = j.gold_correct {
-                parts.push(if g { "gold: right" } else { "gold: wrong" }.into());
-            }
-            if !j.counted {
-                parts.push("not counted".into());
-            }
-            mk("judgment", parts.join(" · "))
-        }
+        } => (
+            "action",
+            action_text(study, action, label, robot, target.as_deref()),
+        ),
         // The copilot's help, which the wizard saw and the user did not (`docs/copilot.md`).
-        EventKind::Suggested { n, system, text } => mk(
+        EventKind::Suggested { n, system, text } => (
             "note",
             format!("copilot {system} suggested ({n}): “{text}”"),
         ),
-        EventKind::SuggestionUsed { n, edits } => mk(
+        EventKind::SuggestionUsed { n, edits } => (
             "note",
             match edits {
                 0 => format!("sent from suggestion {n} as it was"),
                 e => format!("sent from suggestion {n}, edited ({e} characters changed)"),
             },
         ),
+        EventKind::TakenOver { role, .. } => (
+            "note",
+            format!("a researcher took over the {} seat", role.as_str()),
+        ),
+        EventKind::SessionEnded {
+            reason,
+            goal_reached,
+        } => (
+            "note",
+            format!(
+                "session ended: {}{}",
+                reason.as_str(),
+                if *goal_reached { ", goal reached" } else { "" }
+            ),
+        ),
+        _ => return None,
+    })
+}
+
+/// A started action's text: the robot, the action and its target, by their names in the study
+/// (their ids without one).
+fn action_text(
+    study: Option<&LoadedStudy>,
+    action: &str,
+    label: &str,
+    robot: &str,
+    target: Option<&str>,
+) -> String {
+    let st = study.map(|s| &s.study);
+    let robot = st
+        .and_then(|s| s.world.robots.iter().find(|r| r.id == robot))
+        .map_or(robot, |r| r.name.as_str());
+    let label = st
+        .and_then(|s| s.actions.iter().find(|a| a.id == action))
+        .map_or(label, |a| a.label.as_str());
+    let target = target.map(|t| {
+        st.and_then(|s| s.world.locations.iter().find(|l| l.id == t))
+            .map_or(t, |l| l.name.as_str())
+    });
+    let mut text = format!("{robot}: {label}");
+    if let Some(t) = target {
+        text.push_str(&format!(" → {t}"));
+    }
+    text
+}
+
+/// The transcript line's kind and text of an evaluation's event, if it has one.
+fn evaluation_text(kind: &EventKind) -> Option<(&'static str, String)> {
+    Some(match kind {
+        EventKind::Judged(j) => ("judgment", judged_text(j)),
         EventKind::PageAnswered { page, answers } => {
-            mk("answers", format!("page {page}: {}", compact(answers)))
-        }
-        EventKind::SurveyAnswered { role, answers } => {
-            let mut l = mk("answers", format!("questionnaire: {}", compact(answers)));
-            l.role = Some(*role);
-            l
+            ("answers", format!("page {page}: {}", compact(answers)))
         }
         EventKind::OnboardingDone {
             passed,
             correct,
             total,
             ..
-        } => mk(
+        } => (
             "answers",
             format!(
                 "onboarding test {}: {correct} of {total} right",
@@ -439,7 +463,7 @@ fn line(study: Option<&LoadedStudy>, e: &Event) -> Option<Line> {
             dialogues,
             systems,
             ..
-        } => mk(
+        } => (
             "note",
             format!(
                 "page {page}: item {item} shown ({})",
@@ -451,13 +475,11 @@ fn line(study: Option<&LoadedStudy>, e: &Event) -> Option<Line> {
                     .join(", ")
             ),
         ),
-        EventKind::ItemReturned { item, .. } => mk("note", format!("item {item} skipped")),
-        EventKind::ScreenedOut { reason } => {
-            mk("note", format!("screened out: {}", compact(reason)))
-        }
+        EventKind::ItemReturned { item, .. } => ("note", format!("item {item} skipped")),
+        EventKind::ScreenedOut { reason } => ("note", format!("screened out: {}", compact(reason))),
         EventKind::ChatStarted {
             system, side, page, ..
-        } => mk(
+        } => (
             "note",
             format!(
                 "page {page}: chat with {system}{}",
@@ -471,39 +493,60 @@ fn line(study: Option<&LoadedStudy>, e: &Event) -> Option<Line> {
             labels,
             score,
             feedback,
-        } => {
-            let mut parts = vec![format!("turn {turn}")];
-            if !labels.is_empty() {
-                parts.push(labels.join(", "));
-            }
-            if let Some(s) = score {
-                parts.push(format!("score {s}"));
-            }
-            if let Some(f) = feedback {
-                parts.push(f.clone());
-            }
-            mk("judgment", parts.join(" · "))
-        }
+        } => (
+            "judgment",
+            annotated_text(*turn, labels, *score, feedback.as_deref()),
+        ),
         EventKind::SystemFailed { system, error } => {
-            mk("note", format!("{system} gave no reply: {error}"))
+            ("note", format!("{system} gave no reply: {error}"))
         }
-        EventKind::TakenOver { role, .. } => mk(
-            "note",
-            format!("a researcher took over the {} seat", role.as_str()),
-        ),
-        EventKind::SessionEnded {
-            reason,
-            goal_reached,
-        } => mk(
-            "note",
-            format!(
-                "session ended: {}{}",
-                reason.as_str(),
-                if *goal_reached { ", goal reached" } else { "" }
-            ),
-        ),
         _ => return None,
     })
+}
+
+/// A judgment's text: the item, the choice and its reason, the answers, the turns labelled,
+/// the gold check and whether it counts.
+fn judged_text(j: &Judgment) -> String {
+    let mut parts = vec![format!("item {}", j.item)];
+    if let Some(c) = &j.choice {
+        parts.push(format!("chose {c}"));
+    }
+    if let Some(r) = &j.justification {
+        parts.push(format!("because “{r}”"));
+    }
+    if !j.answers.is_empty() {
+        parts.push(compact(&j.answers));
+    }
+    if !j.turns.is_empty() {
+        parts.push(format!("{} turn label(s)", j.turns.len()));
+    }
+    if let Some(g) = j.gold_correct {
+        parts.push(if g { "gold: right" } else { "gold: wrong" }.into());
+    }
+    if !j.counted {
+        parts.push("not counted".into());
+    }
+    parts.join(" · ")
+}
+
+/// A turn's labels' text: the turn, its labels, its score and the live feedback.
+fn annotated_text(
+    turn: u32,
+    labels: &[String],
+    score: Option<u32>,
+    feedback: Option<&str>,
+) -> String {
+    let mut parts = vec![format!("turn {turn}")];
+    if !labels.is_empty() {
+        parts.push(labels.join(", "));
+    }
+    if let Some(s) = score {
+        parts.push(format!("score {s}"));
+    }
+    if let Some(f) = feedback {
+        parts.push(f.to_string());
+    }
+    parts.join(" · ")
 }
 
 /// What the pages show of a session besides its raw fields: names for ids, the options the
