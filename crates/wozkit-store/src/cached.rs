@@ -1,10 +1,11 @@
-//! Event logs read again and again, answered from memory.
+//! Event logs, participants and leases read again and again, answered from memory.
 //!
-//! A participant's page and a chat turn read the same logs on every request: the participant's
-//! own log (their answers and claims) and each conversation's. [`CachedLogs`] keeps the logs that
-//! are read more than once in memory, and every write that goes through it extends the log it
-//! holds, so a read after the first costs a copy instead of a query and the decoding of every
-//! event in the log.
+//! A participant's page and a chat turn read the same rows on every request: the participant
+//! by their token, their lease, their own log (answers and claims) and each conversation's log.
+//! [`CachedLogs`] keeps the logs that are read more than once in memory, and every write that
+//! goes through it extends the log it holds, so a read after the first costs a copy instead of
+//! a query (a round trip to a connection thread) and the decoding of every event in the log.
+//! Participants and leases are kept once read, and dropped by every write to them.
 //!
 //! It is correct only over a store this process alone writes to: a SQLite data directory,
 //! which one process holds ([`crate::open`] wraps those). Over PostgreSQL, where several
@@ -25,6 +26,10 @@
 //!   once when it is built and keeps its own state, so rooms' logs do not fill the memory.
 //! - At most [`CachedLogs::capacity`] events are held; past that the least recently read logs
 //!   go.
+//! - A participant or lease read from the store is kept only when no write to any participant
+//!   (or lease) finished while it was read; a write drops the record it changed (a participant:
+//!   `update_participant`, `switch_lobby_role`; a lease: `submit`, `return_lease`). At most as
+//!   many records as events are kept, and all go at once past that.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
@@ -35,11 +40,13 @@ use wozkit_core::event::Event;
 
 use crate::error::{Result, StoreError};
 use crate::model::{
-    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, SubmitOutcome,
+    ClaimRequest, EvalItem, EventCursor, ItemCount, Lease, NewEvent, NewParticipant, NewSession,
+    Participant, ParticipantPatch, Platform, SessionRecord, SubmitOutcome,
 };
 use crate::store::{
-    ClaimStore, EventStore, Forward, ForwardAccounts, ForwardLobby, ForwardMeta,
-    ForwardParticipants, ForwardRoomLeases, ForwardSessions, Store,
+    ClaimStore, EventStore, Forward, ForwardAccounts, ForwardMeta, ForwardRoomLeases,
+    ForwardSessions, JoinedLobby, LobbyStore, NewWaiter, ParticipantStore, RoleCounts, RoleSwitch,
+    Store, Waiter,
 };
 
 /// Write generations are counted per shard of session ids.
@@ -55,6 +62,55 @@ pub const CAPACITY_ENV: &str = "WOZKIT_LOG_CACHE_EVENTS";
 pub struct CachedLogs {
     inner: Arc<dyn Store>,
     memory: Mutex<Memory>,
+    participants: Mutex<Records<Participant>>,
+    leases: Mutex<Records<Lease>>,
+}
+
+/// Records read by id (participants also by token hash), each dropped by a write to it.
+struct Records<V> {
+    by_id: HashMap<String, V>,
+    /// Token hash to id (participants only).
+    by_token: HashMap<String, String>,
+    /// Writes finished.
+    generation: u64,
+    capacity: usize,
+}
+
+impl<V: Clone> Records<V> {
+    fn new(capacity: usize) -> Records<V> {
+        Records {
+            by_id: HashMap::new(),
+            by_token: HashMap::new(),
+            generation: 0,
+            capacity,
+        }
+    }
+
+    fn by_token(&self, token_hash: &str) -> Option<V> {
+        self.by_id.get(self.by_token.get(token_hash)?).cloned()
+    }
+
+    /// Keeps a record read from the store (`token_hash`: the token it was found by), unless a
+    /// write finished since `generation`.
+    fn keep(&mut self, generation: u64, id: &str, token_hash: Option<&str>, record: &V) {
+        if generation != self.generation {
+            return;
+        }
+        if self.by_id.len() >= self.capacity {
+            self.by_id.clear();
+            self.by_token.clear();
+        }
+        self.by_id.insert(id.to_string(), record.clone());
+        if let Some(hash) = token_hash {
+            self.by_token.insert(hash.to_string(), id.to_string());
+        }
+    }
+
+    /// A write to record `id` finished (or failed).
+    fn wrote(&mut self, id: &str) {
+        self.generation = self.generation.wrapping_add(1);
+        self.by_id.remove(id);
+    }
 }
 
 /// The logs in memory and what guards them.
@@ -202,6 +258,8 @@ impl CachedLogs {
     pub fn new(inner: Arc<dyn Store>, capacity: usize) -> CachedLogs {
         CachedLogs {
             inner,
+            participants: Mutex::new(Records::new(capacity.max(1))),
+            leases: Mutex::new(Records::new(capacity.max(1))),
             memory: Mutex::new(Memory {
                 logs: HashMap::new(),
                 seen: HashSet::new(),
@@ -237,6 +295,14 @@ impl CachedLogs {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn participants(&self) -> MutexGuard<'_, Records<Participant>> {
+        self.participants.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn leases(&self) -> MutexGuard<'_, Records<Lease>> {
+        self.leases.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Tells the memory that a write to `session` finished with `out`, whose stored events
     /// `stored` gives.
     /// A refused `append_after` stored nothing; other failures may have stored something.
@@ -257,10 +323,8 @@ impl Forward for CachedLogs {
     }
 }
 impl ForwardSessions for CachedLogs {}
-impl ForwardParticipants for CachedLogs {}
 impl ForwardAccounts for CachedLogs {}
 impl ForwardRoomLeases for CachedLogs {}
-impl ForwardLobby for CachedLogs {}
 impl ForwardMeta for CachedLogs {}
 
 #[async_trait]
@@ -337,7 +401,18 @@ impl ClaimStore for CachedLogs {
         self.inner.claim(req).await
     }
     async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
-        self.inner.lease(lease_id).await
+        let generation = {
+            let leases = self.leases();
+            if let Some(lease) = leases.by_id.get(lease_id) {
+                return Ok(Some(lease.clone()));
+            }
+            leases.generation
+        };
+        let lease = self.inner.lease(lease_id).await?;
+        if let Some(l) = &lease {
+            self.leases().keep(generation, &l.id, None, l);
+        }
+        Ok(lease)
     }
     async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
         self.inner.open_lease(study_id, worker).await
@@ -350,17 +425,132 @@ impl ClaimStore for CachedLogs {
         events: Box<dyn FnOnce(SubmitOutcome) -> Vec<NewEvent> + Send>,
     ) -> Result<(SubmitOutcome, Vec<Event>)> {
         let out = self.inner.submit(lease_id, now_ms, session, events).await;
+        self.leases().wrote(lease_id);
         self.wrote(session, &out, |(_, stored)| stored.as_slice());
         out
     }
     async fn return_lease(&self, lease_id: &str, now_ms: u64) -> Result<bool> {
-        self.inner.return_lease(lease_id, now_ms).await
+        let out = self.inner.return_lease(lease_id, now_ms).await;
+        self.leases().wrote(lease_id);
+        out
     }
     async fn leases(&self, study_id: &str) -> Result<Vec<Lease>> {
         self.inner.leases(study_id).await
     }
     async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
         self.inner.item_counts(study_id, now_ms).await
+    }
+}
+
+/// Participants by id and token from memory once read; every write to one drops it.
+#[async_trait]
+impl ParticipantStore for CachedLogs {
+    async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
+        let out = self.inner.create_participant(new).await;
+        if let Ok(p) = &out {
+            self.participants().wrote(&p.id);
+        }
+        out
+    }
+    async fn participant(&self, id: &str) -> Result<Option<Participant>> {
+        let generation = {
+            let participants = self.participants();
+            if let Some(p) = participants.by_id.get(id) {
+                return Ok(Some(p.clone()));
+            }
+            participants.generation
+        };
+        let found = self.inner.participant(id).await?;
+        if let Some(p) = &found {
+            self.participants().keep(generation, &p.id, None, p);
+        }
+        Ok(found)
+    }
+    async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
+        let generation = {
+            let participants = self.participants();
+            if let Some(p) = participants.by_token(token_hash) {
+                return Ok(Some(p));
+            }
+            participants.generation
+        };
+        let found = self.inner.participant_by_token_hash(token_hash).await?;
+        if let Some(p) = &found {
+            self.participants()
+                .keep(generation, &p.id, Some(token_hash), p);
+        }
+        Ok(found)
+    }
+    async fn participant_by_worker(
+        &self,
+        study_id: &str,
+        platform: Platform,
+        worker_id: &str,
+    ) -> Result<Option<Participant>> {
+        self.inner
+            .participant_by_worker(study_id, platform, worker_id)
+            .await
+    }
+    async fn participants_in_session(&self, session_id: &str) -> Result<Vec<Participant>> {
+        self.inner.participants_in_session(session_id).await
+    }
+    async fn list_participants(&self, study_id: Option<&str>) -> Result<Vec<Participant>> {
+        self.inner.list_participants(study_id).await
+    }
+    async fn update_participant(&self, id: &str, patch: ParticipantPatch) -> Result<Participant> {
+        let out = self.inner.update_participant(id, patch).await;
+        self.participants().wrote(id);
+        out
+    }
+    async fn open_participant_log(&self, new: NewSession) -> Result<SessionRecord> {
+        self.inner.open_participant_log(new).await
+    }
+}
+
+/// The lobby is forwarded; a role switch drops the participant it changed.
+#[async_trait]
+impl LobbyStore for CachedLogs {
+    async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
+        self.inner.join_lobby(entry, live_since_ms).await
+    }
+    async fn lobby_heard(
+        &self,
+        participant: &str,
+        instance: &str,
+        conn: u64,
+        at_ms: u64,
+    ) -> Result<bool> {
+        self.inner
+            .lobby_heard(participant, instance, conn, at_ms)
+            .await
+    }
+    async fn leave_lobby(&self, participant: &str, instance: &str, conn: u64) -> Result<bool> {
+        self.inner.leave_lobby(participant, instance, conn).await
+    }
+    async fn waiters(&self, study_id: Option<&str>) -> Result<Vec<Waiter>> {
+        self.inner.waiters(study_id).await
+    }
+    async fn lobby_presence(
+        &self,
+        study_id: &str,
+        arrived_since_ms: u64,
+        live_since_ms: u64,
+    ) -> Result<RoleCounts> {
+        self.inner
+            .lobby_presence(study_id, arrived_since_ms, live_since_ms)
+            .await
+    }
+    async fn switch_lobby_role(&self, req: RoleSwitch) -> Result<bool> {
+        let participant = req.participant.clone();
+        let out = self.inner.switch_lobby_role(req).await;
+        self.participants().wrote(&participant);
+        out
+    }
+    async fn notify_lobby(&self, notice: &str) -> Result<bool> {
+        self.inner.notify_lobby(notice).await
+    }
+    async fn listen_lobby(&self) -> Result<Option<tokio::sync::mpsc::Receiver<String>>> {
+        self.inner.listen_lobby().await
     }
 }
 
@@ -569,5 +759,146 @@ mod tests {
         assert_eq!(cached.figures().hits, hits + 1);
         cached.events("s0", 0).await.expect("read");
         assert_eq!(cached.figures().hits, hits + 1);
+    }
+
+    #[tokio::test]
+    async fn participants_and_leases_are_read_once_and_dropped_by_their_writes() {
+        let (cached, store, _dir) = setup(1000).await;
+        let p = cached
+            .create_participant(NewParticipant {
+                id: "p1".into(),
+                token_hash: "h1".into(),
+                study_id: "study".into(),
+                platform: Platform::Lab,
+                worker_id: None,
+                external_ids: Default::default(),
+                flow_step: "0".into(),
+                created_at_ms: 0,
+            })
+            .await
+            .expect("participant");
+        let read = cached.participant_by_token_hash("h1").await.expect("read");
+        assert_eq!(read.as_ref(), Some(&p));
+        // Changed behind the memory's back: the memory still answers (which is why only a
+        // store this process alone writes to may be wrapped), so the answer shows a hit.
+        store
+            .update_participant(
+                "p1",
+                ParticipantPatch {
+                    flow_step: Some("1".into()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("update");
+        let held = cached
+            .participant_by_token_hash("h1")
+            .await
+            .expect("read")
+            .expect("p1");
+        assert_eq!(held.flow_step, "0", "answered from memory");
+        assert_eq!(
+            cached
+                .participant("p1")
+                .await
+                .expect("read")
+                .expect("p1")
+                .flow_step,
+            "0"
+        );
+        // A write through the memory drops it.
+        cached
+            .update_participant(
+                "p1",
+                ParticipantPatch {
+                    flow_step: Some("2".into()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("update");
+        let after = cached
+            .participant_by_token_hash("h1")
+            .await
+            .expect("read")
+            .expect("p1");
+        assert_eq!(after.flow_step, "2");
+        assert_eq!(
+            cached
+                .participant("p1")
+                .await
+                .expect("read")
+                .expect("p1")
+                .flow_step,
+            "2"
+        );
+
+        // A read that started before a write finished is not kept.
+        let generation = cached.participants().generation;
+        let stale = store.participant("p1").await.expect("read").expect("p1");
+        cached
+            .update_participant(
+                "p1",
+                ParticipantPatch {
+                    flow_step: Some("3".into()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("update");
+        cached
+            .participants()
+            .keep(generation, "p1", Some("h1"), &stale);
+        assert_eq!(
+            cached
+                .participant("p1")
+                .await
+                .expect("read")
+                .expect("p1")
+                .flow_step,
+            "3"
+        );
+
+        // Leases: kept once read, dropped by a submit.
+        session(&cached, "log").await;
+        cached
+            .register_items(
+                "study",
+                &[EvalItem {
+                    id: "i1".into(),
+                    pool: wozkit_core::event::ItemPool::Item,
+                    dialogues: vec!["d1".into()],
+                    needed: 1,
+                }],
+            )
+            .await
+            .expect("items");
+        let lease = cached
+            .claim(ClaimRequest {
+                study_id: "study".into(),
+                worker: "p1".into(),
+                pool: wozkit_core::event::ItemPool::Item,
+                lease_id: "l1".into(),
+                now_ms: 10,
+                lease_ms: 60_000,
+                max_per_worker: None,
+                prefer: vec![],
+            })
+            .await
+            .expect("claim")
+            .expect("a lease");
+        assert_eq!(
+            cached.lease("l1").await.expect("read").as_ref(),
+            Some(&lease)
+        );
+        assert!(cached.leases().by_id.contains_key("l1"));
+        cached
+            .submit("l1", 20, "log", Box::new(|_| vec![message("judged")]))
+            .await
+            .expect("submit");
+        assert!(!cached.leases().by_id.contains_key("l1"));
+        let closed = cached.lease("l1").await.expect("read").expect("l1");
+        assert_eq!(closed, store.lease("l1").await.expect("read").expect("l1"));
+        assert_ne!(closed.state, lease.state);
     }
 }
