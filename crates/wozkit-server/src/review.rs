@@ -324,17 +324,7 @@ fn dialogue_facts(
                 if seated && !now {
                     let left = gone_since.unwrap_or(e.at_ms);
                     left_at = Some(left);
-                    let _ = write!(
-                        flags.taken_over,
-                        "{}left the seat {} into the session; a researcher took it over at {}",
-                        if flags.taken_over.is_empty() {
-                            ""
-                        } else {
-                            "; "
-                        },
-                        into(left),
-                        into(e.at_ms)
-                    );
+                    note_takeover(&mut flags.taken_over, &into(left), &into(e.at_ms));
                 } else if now {
                     left_at = None;
                 }
@@ -374,43 +364,68 @@ fn dialogue_facts(
     };
     let duration = start.zip(end).map(|(s, e)| e.saturating_sub(s));
     if let (Some(role), Some(start), Some(end)) = (role, start, end) {
-        let longest = |r: Role| -> (u64, u64) {
-            let mut points = vec![start];
-            points.extend(
-                said.get(&r)
-                    .into_iter()
-                    .flatten()
-                    .copied()
-                    .filter(|t| *t <= end),
-            );
-            points.push(end);
-            points
-                .windows(2)
-                .map(|w| (w[1].saturating_sub(w[0]), w[0].saturating_sub(start)))
-                .max_by_key(|(gap, _)| *gap)
-                .unwrap_or((0, 0))
-        };
-        let say = |who: &str, (gap, from): (u64, u64)| {
-            format!(
-                "{who} sent nothing for {} (from {} into the session; limit {})",
-                minutes(gap),
-                minutes(from),
-                minutes(limits.idle_ms)
-            )
-        };
-        let partner = longest(role.other());
-        if partner.0 >= limits.idle_ms {
-            flags.idle_partner = Some(say(
-                &format!("the partner ({})", role.other().as_str()),
-                partner,
-            ));
-        }
-        let own = longest(role);
-        if own.0 >= limits.idle_ms {
-            flags.own_silence = Some(say("the participant", own));
-        }
+        flag_silences(&mut flags, role, (start, end), &said, limits);
     }
     (answers, duration, flags)
+}
+
+/// Adds to `taken_over` that the participant left the seat `left` into the session and a
+/// researcher took it over `at`.
+fn note_takeover(taken_over: &mut String, left: &str, at: &str) {
+    let _ = write!(
+        taken_over,
+        "{}left the seat {} into the session; a researcher took it over at {}",
+        if taken_over.is_empty() { "" } else { "; " },
+        left,
+        at
+    );
+}
+
+/// Flags the longest stretches without a message, the partner's and the participant's own
+/// (who played `role`), over the participant's stretch `(start, end)` where they reach the
+/// idle limit.
+fn flag_silences(
+    flags: &mut Flags,
+    role: Role,
+    (start, end): (u64, u64),
+    said: &HashMap<Role, Vec<u64>>,
+    limits: Thresholds,
+) {
+    let longest = |r: Role| -> (u64, u64) {
+        let mut points = vec![start];
+        points.extend(
+            said.get(&r)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|t| *t <= end),
+        );
+        points.push(end);
+        points
+            .windows(2)
+            .map(|w| (w[1].saturating_sub(w[0]), w[0].saturating_sub(start)))
+            .max_by_key(|(gap, _)| *gap)
+            .unwrap_or((0, 0))
+    };
+    let say = |who: &str, (gap, from): (u64, u64)| {
+        format!(
+            "{who} sent nothing for {} (from {} into the session; limit {})",
+            minutes(gap),
+            minutes(from),
+            minutes(limits.idle_ms)
+        )
+    };
+    let partner = longest(role.other());
+    if partner.0 >= limits.idle_ms {
+        flags.idle_partner = Some(say(
+            &format!("the partner ({})", role.other().as_str()),
+            partner,
+        ));
+    }
+    let own = longest(role);
+    if own.0 >= limits.idle_ms {
+        flags.own_silence = Some(say("the participant", own));
+    }
 }
 
 /// Answers, duration and gold of an evaluation participant (their own log).

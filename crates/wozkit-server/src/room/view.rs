@@ -49,49 +49,73 @@ pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Optio
             role: r,
             user_state,
             ..
-        } => {
-            let mut e = e.clone();
-            e.kind = EventKind::TurnState {
+        } => Some(with_kind(
+            e,
+            EventKind::TurnState {
                 turn: *turn,
                 role: *r,
                 user_state: user_state.clone(),
                 sys_state: Default::default(),
                 sys_state_init: Default::default(),
-            };
-            Some(Cow::Owned(e))
-        }
+            },
+        )),
         _ if role == Role::Wizard => Some(Cow::Borrowed(e)),
         EventKind::HintGiven { .. }
         | EventKind::StateEntered { .. }
         | EventKind::OptionsUnlocked { .. } => None,
+        kind => Some(
+            match user_kind(kind).or_else(|| user_action_kind(study_def, kind)) {
+                Some(kind) => with_kind(e, kind),
+                None => Cow::Borrowed(e),
+            },
+        ),
+    }
+}
+
+/// A copy of `e` with its kind replaced by `kind`.
+fn with_kind(e: &Event, kind: EventKind) -> Cow<'_, Event> {
+    let mut e = e.clone();
+    e.kind = kind;
+    Cow::Owned(e)
+}
+
+/// What the user receives instead of an event of the dialogue that shows the menu behind the
+/// assistant (a message's source, the initial state, a lock's state), if anything.
+fn user_kind(kind: &EventKind) -> Option<EventKind> {
+    Some(match kind {
         EventKind::Message {
             role: r,
             text,
             source,
-        } if !matches!(source, MessageSource::Free) => {
-            let mut e = e.clone();
-            e.kind = EventKind::Message {
-                role: *r,
-                text: text.clone(),
-                source: MessageSource::Free,
-            };
-            Some(Cow::Owned(e))
-        }
+        } if !matches!(source, MessageSource::Free) => EventKind::Message {
+            role: *r,
+            text: text.clone(),
+            source: MessageSource::Free,
+        },
         EventKind::SessionStarted {
             study,
             study_version,
             seed,
             ..
-        } => {
-            let mut e = e.clone();
-            e.kind = EventKind::SessionStarted {
-                study: study.clone(),
-                study_version: study_version.clone(),
-                seed: *seed,
-                initial_state: String::new(),
-            };
-            Some(Cow::Owned(e))
-        }
+        } => EventKind::SessionStarted {
+            study: study.clone(),
+            study_version: study_version.clone(),
+            seed: *seed,
+            initial_state: String::new(),
+        },
+        EventKind::LockStarted { lock, prompt, .. } => EventKind::LockStarted {
+            state: String::new(),
+            lock: *lock,
+            prompt: prompt.clone(),
+        },
+        _ => return None,
+    })
+}
+
+/// What the user receives instead of a robot action's event: no action id, and the action's
+/// label without the world snapshot, which is the wizard's model; `None` for other events.
+fn user_action_kind(study_def: &LoadedStudy, kind: &EventKind) -> Option<EventKind> {
+    Some(match kind {
         EventKind::ActionStarted {
             action,
             robot,
@@ -107,8 +131,7 @@ pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Optio
                 .iter()
                 .find(|a| &a.id == action)
                 .map_or_else(String::new, |a| a.label.clone());
-            let mut e = e.clone();
-            e.kind = EventKind::ActionStarted {
+            EventKind::ActionStarted {
                 action: String::new(),
                 label,
                 robot: robot.clone(),
@@ -116,50 +139,32 @@ pub fn event_for<'e>(study_def: &LoadedStudy, role: Role, e: &'e Event) -> Optio
                 ends_at_ms: *ends_at_ms,
                 world: Default::default(),
                 robots: robots.clone(),
-            };
-            Some(Cow::Owned(e))
+            }
         }
         EventKind::ActionProgress {
             robot,
             percent,
             eta_s,
             ..
-        } => {
-            let mut e = e.clone();
-            e.kind = EventKind::ActionProgress {
-                action: String::new(),
-                robot: robot.clone(),
-                percent: *percent,
-                eta_s: *eta_s,
-            };
-            Some(Cow::Owned(e))
-        }
+        } => EventKind::ActionProgress {
+            action: String::new(),
+            robot: robot.clone(),
+            percent: *percent,
+            eta_s: *eta_s,
+        },
         EventKind::ActionCompleted {
             robot,
             target,
             battery,
             ..
-        } => {
-            let mut e = e.clone();
-            e.kind = EventKind::ActionCompleted {
-                action: String::new(),
-                robot: robot.clone(),
-                target: target.clone(),
-                battery: *battery,
-            };
-            Some(Cow::Owned(e))
-        }
-        EventKind::LockStarted { lock, prompt, .. } => {
-            let mut e = e.clone();
-            e.kind = EventKind::LockStarted {
-                state: String::new(),
-                lock: *lock,
-                prompt: prompt.clone(),
-            };
-            Some(Cow::Owned(e))
-        }
-        _ => Some(Cow::Borrowed(e)),
-    }
+        } => EventKind::ActionCompleted {
+            action: String::new(),
+            robot: robot.clone(),
+            target: target.clone(),
+            battery: *battery,
+        },
+        _ => return None,
+    })
 }
 
 fn role_json(r: &RoleDef) -> Value {
@@ -467,39 +472,7 @@ pub fn view<'a>(
     basis: &Basis,
 ) -> View<'a> {
     let st = &study.study;
-    let loc_name = |id: &'a str| -> &'a str {
-        st.world
-            .locations
-            .iter()
-            .find(|l| l.id == id)
-            .map_or(id, |l| l.name.as_str())
-    };
-    let robots = st
-        .world
-        .robots
-        .iter()
-        .zip(&s.robots)
-        .map(|(def, r)| {
-            let act = r.activity.as_ref();
-            RobotView {
-                id: &def.id,
-                name: &def.name,
-                location: &r.location,
-                location_name: loc_name(&r.location),
-                battery: r.battery,
-                in_service: r.in_service,
-                busy: act.is_some(),
-                action: act.map(|a| st.actions[a.action].label.as_str()),
-                target: act.and_then(|a| a.target.as_deref()).map(loc_name),
-                // The same rule as the engine's completion: only a moving action with a target.
-                moving_to: act
-                    .filter(|a| st.actions[a.action].moves)
-                    .and_then(|a| a.target.as_deref()),
-                percent: act.map(|a| a.percent),
-                eta_s: act.map(|a| a.ends_ms.saturating_sub(now_ms).div_ceil(1000)),
-            }
-        })
-        .collect();
+    let robots = robot_views(study, s, now_ms);
     let lock = s.lock.as_ref().map(|l| {
         let def = st.states[l.state].lock.as_ref();
         LockView {
@@ -533,45 +506,7 @@ pub fn view<'a>(
             muted: st.session.user_waits_for_wizard && !s.wizard_spoke && s.ended.is_none(),
             lock: lock.filter(|l| l.kind == LockKind::Approval),
         },
-        Role::Wizard => {
-            let offers = engine::offered_with(study, s, &basis.vars);
-            let can_hint = s.started && s.ended.is_none() && s.lock.is_none() && !offers.is_empty();
-            let options = offers
-                .into_iter()
-                .map(|o| OptionView {
-                    hint: s.hint.as_deref() == Some(o.state.as_str()),
-                    clock_text: study
-                        .state_idx(&o.state)
-                        .and_then(|i| st.states[i].templates.get(o.template))
-                        .and_then(|t| engine::render_clock_parts(study, s, t)),
-                    state: o.state,
-                    label: o.label,
-                    act_type: o.act_type,
-                    text: o.text,
-                    kind: o.kind,
-                })
-                .collect();
-            let fixed = st
-                .fixed_options
-                .iter()
-                .map(|f| FixedView {
-                    id: &f.id,
-                    text: engine::render(study, s, &f.text),
-                    act_type: f.act_type,
-                    clock_text: engine::render_clock_parts(study, s, &f.text),
-                })
-                .collect();
-            Side::Wizard {
-                state: &st.states[s.current].id,
-                options,
-                fixed,
-                actions: Some(panel(study, s, &basis.vars)),
-                hint: s.hint.as_deref(),
-                can_hint,
-                lock,
-                muted: false,
-            }
-        }
+        Role::Wizard => wizard_side(study, s, basis, lock),
     };
     View {
         role,
@@ -607,6 +542,91 @@ pub fn view<'a>(
             goal_reached,
         }),
         side,
+    }
+}
+
+/// The robots as the views show them: where each is (by name), its battery and what it is doing.
+fn robot_views<'a>(study: &'a LoadedStudy, s: &'a Session, now_ms: u64) -> Vec<RobotView<'a>> {
+    let st = &study.study;
+    let loc_name = |id: &'a str| -> &'a str {
+        st.world
+            .locations
+            .iter()
+            .find(|l| l.id == id)
+            .map_or(id, |l| l.name.as_str())
+    };
+    st.world
+        .robots
+        .iter()
+        .zip(&s.robots)
+        .map(|(def, r)| {
+            let act = r.activity.as_ref();
+            RobotView {
+                id: &def.id,
+                name: &def.name,
+                location: &r.location,
+                location_name: loc_name(&r.location),
+                battery: r.battery,
+                in_service: r.in_service,
+                busy: act.is_some(),
+                action: act.map(|a| st.actions[a.action].label.as_str()),
+                target: act.and_then(|a| a.target.as_deref()).map(loc_name),
+                // The same rule as the engine's completion: only a moving action with a target.
+                moving_to: act
+                    .filter(|a| st.actions[a.action].moves)
+                    .and_then(|a| a.target.as_deref()),
+                percent: act.map(|a| a.percent),
+                eta_s: act.map(|a| a.ends_ms.saturating_sub(now_ms).div_ceil(1000)),
+            }
+        })
+        .collect()
+}
+
+/// The wizard's side of the view: the state, the options offered, the fixed options, the
+/// action panel, the hint and the lock.
+fn wizard_side<'a>(
+    study: &'a LoadedStudy,
+    s: &'a Session,
+    basis: &Basis,
+    lock: Option<LockView<'a>>,
+) -> Side<'a> {
+    let st = &study.study;
+    let offers = engine::offered_with(study, s, &basis.vars);
+    let can_hint = s.started && s.ended.is_none() && s.lock.is_none() && !offers.is_empty();
+    let options = offers
+        .into_iter()
+        .map(|o| OptionView {
+            hint: s.hint.as_deref() == Some(o.state.as_str()),
+            clock_text: study
+                .state_idx(&o.state)
+                .and_then(|i| st.states[i].templates.get(o.template))
+                .and_then(|t| engine::render_clock_parts(study, s, t)),
+            state: o.state,
+            label: o.label,
+            act_type: o.act_type,
+            text: o.text,
+            kind: o.kind,
+        })
+        .collect();
+    let fixed = st
+        .fixed_options
+        .iter()
+        .map(|f| FixedView {
+            id: &f.id,
+            text: engine::render(study, s, &f.text),
+            act_type: f.act_type,
+            clock_text: engine::render_clock_parts(study, s, &f.text),
+        })
+        .collect();
+    Side::Wizard {
+        state: &st.states[s.current].id,
+        options,
+        fixed,
+        actions: Some(panel(study, s, &basis.vars)),
+        hint: s.hint.as_deref(),
+        can_hint,
+        lock,
+        muted: false,
     }
 }
 
