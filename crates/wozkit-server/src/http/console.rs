@@ -341,14 +341,6 @@ async fn rebuild(
         }
         by_id.insert(p.id.clone(), p);
     }
-    let log_people = |log: &SessionRecord| -> Vec<Participant> {
-        log.id
-            .strip_prefix("log-")
-            .and_then(|id| by_id.get(id))
-            .cloned()
-            .into_iter()
-            .collect()
-    };
     let mut changed = Scoped::new(app.store.clone());
     for r in &listed.dialogues {
         let people = in_session.get(&r.id).map_or(&[][..], Vec::as_slice);
@@ -357,7 +349,7 @@ async fn rebuild(
         }
     }
     for r in &listed.logs {
-        let people = log_people(r);
+        let people = log_people(&by_id, r);
         if !parts.get(&r.id).is_some_and(|p| p.is_for(r, &people)) {
             changed.logs.push(r.clone());
         }
@@ -371,59 +363,81 @@ async fn rebuild(
         .collect();
     parts.retain(|id, _| listed_ids.contains(id.as_str()));
     if repriced > 0 {
-        // `payments` itself prices them, on a view of the store that lists only these
-        // sessions and answers with the participants read above.
-        for r in &changed.dialogues {
-            if let Some(people) = in_session.get(&r.id) {
-                changed.in_session.insert(r.id.clone(), people.clone());
-            }
-        }
-        for r in &changed.logs {
-            for p in log_people(r) {
-                changed.by_id.insert(p.id.clone(), p);
-            }
-        }
-        let served = |id: &str| app.study(Some(id));
-        let mut rows: HashMap<String, Vec<PaymentRow>> = HashMap::new();
-        for row in payments(&changed, None, &served, true).await? {
-            rows.entry(row.session.clone()).or_default().push(row);
-        }
-        let spans = std::mem::take(&mut *changed.spans.lock().unwrap_or_else(|p| p.into_inner()));
-        for r in &changed.dialogues {
-            let people = in_session.get(&r.id).cloned().unwrap_or_default();
-            parts.insert(
-                r.id.clone(),
-                Part {
-                    last_seq: r.last_seq,
-                    ended: r.ended,
-                    people,
-                    rows: rows.remove(&r.id).unwrap_or_default(),
-                    span_s: None,
-                },
-            );
-        }
-        for r in &changed.logs {
-            // None when the payment table did not read the log (no participant, or one
-            // placed in a session).
-            let span_s = spans
-                .get(&r.id)
-                .map(|&(first, last)| last.saturating_sub(first) as f64 / 1e3);
-            parts.insert(
-                r.id.clone(),
-                Part {
-                    last_seq: r.last_seq,
-                    ended: r.ended,
-                    people: log_people(r),
-                    rows: rows.remove(&r.id).unwrap_or_default(),
-                    span_s,
-                },
-            );
-        }
+        reprice(app, parts, changed, &in_session, &by_id).await?;
     }
     Ok((
         sum(app, parts, &listed.dialogues, &listed.waiting).await?,
         repriced,
     ))
+}
+
+/// The participant whose log `log` is, if it is one and they are in `by_id`.
+fn log_people(by_id: &HashMap<String, Participant>, log: &SessionRecord) -> Vec<Participant> {
+    log.id
+        .strip_prefix("log-")
+        .and_then(|id| by_id.get(id))
+        .cloned()
+        .into_iter()
+        .collect()
+}
+
+/// Prices the sessions of `changed` again and puts their parts in `parts`.
+async fn reprice(
+    app: &AppState,
+    parts: &mut HashMap<String, Part>,
+    mut changed: Scoped,
+    in_session: &HashMap<String, Vec<Participant>>,
+    by_id: &HashMap<String, Participant>,
+) -> Result<(), StoreError> {
+    // `payments` itself prices them, on a view of the store that lists only these
+    // sessions and answers with the participants read above.
+    for r in &changed.dialogues {
+        if let Some(people) = in_session.get(&r.id) {
+            changed.in_session.insert(r.id.clone(), people.clone());
+        }
+    }
+    for r in &changed.logs {
+        for p in log_people(by_id, r) {
+            changed.by_id.insert(p.id.clone(), p);
+        }
+    }
+    let served = |id: &str| app.study(Some(id));
+    let mut rows: HashMap<String, Vec<PaymentRow>> = HashMap::new();
+    for row in payments(&changed, None, &served, true).await? {
+        rows.entry(row.session.clone()).or_default().push(row);
+    }
+    let spans = std::mem::take(&mut *changed.spans.lock().unwrap_or_else(|p| p.into_inner()));
+    for r in &changed.dialogues {
+        let people = in_session.get(&r.id).cloned().unwrap_or_default();
+        parts.insert(
+            r.id.clone(),
+            Part {
+                last_seq: r.last_seq,
+                ended: r.ended,
+                people,
+                rows: rows.remove(&r.id).unwrap_or_default(),
+                span_s: None,
+            },
+        );
+    }
+    for r in &changed.logs {
+        // None when the payment table did not read the log (no participant, or one
+        // placed in a session).
+        let span_s = spans
+            .get(&r.id)
+            .map(|&(first, last)| last.saturating_sub(first) as f64 / 1e3);
+        parts.insert(
+            r.id.clone(),
+            Part {
+                last_seq: r.last_seq,
+                ended: r.ended,
+                people: log_people(by_id, r),
+                rows: rows.remove(&r.id).unwrap_or_default(),
+                span_s,
+            },
+        );
+    }
+    Ok(())
 }
 
 /// The figures from the parts, the dialogues' records and `counts`, the people waiting on
@@ -459,81 +473,18 @@ async fn sum(
     }
     let mut out = Vec::with_capacity(app.studies.len());
     for (id, study) in &app.studies {
-        let mut f = StudyFigures {
-            study: id.clone(),
-            title: study.study.title.clone(),
-            kind: kind_of(study),
-            waiting_users: 0,
-            waiting_wizards: 0,
-            live: 0,
-            finished: 0,
-            abandoned: 0,
-            no_partner: 0,
-            unfinished: 0,
-            screened_out: 0,
-            codes: 0,
-            spent: 0.0,
-            currency: study
-                .study
-                .payment
-                .as_ref()
-                .map_or_else(String::new, |p| p.currency.clone()),
-            budget: study.study.payment.as_ref().and_then(|p| p.budget),
-            budget_percent: None,
-            budget_warning: false,
-            median_duration_s: None,
-            items_done: None,
-            items_total: None,
-        };
+        let mut f = new_figures(id, study);
         for q in counts.iter().filter(|q| q.key.study == *id) {
             f.waiting_users += q.users as u64;
             f.waiting_wizards += q.wizards as u64;
         }
-        let mut durations = vec![];
-        for record in dialogues.iter().filter(|r| r.study_id == *id) {
-            if test_sessions.contains(record.id.as_str()) {
-                continue;
-            }
-            match record.ended {
-                None => f.live += 1,
-                Some(end) => match end.reason {
-                    EndReason::Terminal | EndReason::TimeLimit | EndReason::Finished => {
-                        f.finished += 1;
-                        durations.push(end.at_ms.saturating_sub(record.created_at_ms) as f64 / 1e3);
-                    }
-                    EndReason::NoPartner => f.no_partner += 1,
-                    EndReason::Disconnect | EndReason::Aborted => f.abandoned += 1,
-                },
-            }
-        }
+        let mut durations = count_dialogues(&mut f, dialogues, &test_sessions);
         // In cents: each row's total is, so the sum is exact whatever the order. The review
         // bonuses are read afresh from the study's review log (a bonus changes no session, so
         // the kept parts do not see it): the spend is the payment table's total_with_bonus.
         let review = crate::review::read(app.store.as_ref(), id).await?;
-        let mut spent_cents: i64 = 0;
-        for (row, span_s) in by_study.get(id.as_str()).into_iter().flatten() {
-            let bonus = review
-                .get(&row.participant)
-                .map_or(0, |r| i64::try_from(r.bonus_cents()).unwrap_or(i64::MAX));
-            spent_cents = spent_cents
-                .saturating_add(cents(row.total))
-                .saturating_add(bonus);
-            if !row.completion_code.is_empty() {
-                f.codes += 1;
-            }
-            // Evaluation rows are the participant logs' (their session column is the log).
-            if row.judgments.is_some() || row.session.starts_with("log-") {
-                match row.status.as_str() {
-                    "completed" => {
-                        f.finished += 1;
-                        durations.extend(span_s);
-                    }
-                    s if s.starts_with("screened_") => f.screened_out += 1,
-                    "abandoned" => f.unfinished += 1,
-                    _ => {}
-                }
-            }
-        }
+        let rows = by_study.get(id.as_str()).map_or(&[][..], Vec::as_slice);
+        let spent_cents = count_rows(&mut f, rows, &review, &mut durations);
         f.spent = spent_cents as f64 / 100.0;
         if let Some(budget) = f.budget.filter(|b| *b > 0.0) {
             f.budget_percent = Some((f.spent / budget * 1000.0).round() / 10.0);
@@ -551,6 +502,99 @@ async fn sum(
         studies: out,
         computed_at_ms: now_ms(),
     })
+}
+
+/// The figures of study `id` before anything is counted: its title, kind and budget.
+fn new_figures(id: &str, study: &LoadedStudy) -> StudyFigures {
+    StudyFigures {
+        study: id.to_string(),
+        title: study.study.title.clone(),
+        kind: kind_of(study),
+        waiting_users: 0,
+        waiting_wizards: 0,
+        live: 0,
+        finished: 0,
+        abandoned: 0,
+        no_partner: 0,
+        unfinished: 0,
+        screened_out: 0,
+        codes: 0,
+        spent: 0.0,
+        currency: study
+            .study
+            .payment
+            .as_ref()
+            .map_or_else(String::new, |p| p.currency.clone()),
+        budget: study.study.payment.as_ref().and_then(|p| p.budget),
+        budget_percent: None,
+        budget_warning: false,
+        median_duration_s: None,
+        items_done: None,
+        items_total: None,
+    }
+}
+
+/// Counts the study's dialogues (test sessions left out) into `f` by how they ended; returns
+/// the durations of those finished, in seconds.
+fn count_dialogues(
+    f: &mut StudyFigures,
+    dialogues: &[SessionRecord],
+    test_sessions: &HashSet<&str>,
+) -> Vec<f64> {
+    let mut durations = vec![];
+    for record in dialogues.iter().filter(|r| r.study_id == f.study) {
+        if test_sessions.contains(record.id.as_str()) {
+            continue;
+        }
+        match record.ended {
+            None => f.live += 1,
+            Some(end) => match end.reason {
+                EndReason::Terminal | EndReason::TimeLimit | EndReason::Finished => {
+                    f.finished += 1;
+                    durations.push(end.at_ms.saturating_sub(record.created_at_ms) as f64 / 1e3);
+                }
+                EndReason::NoPartner => f.no_partner += 1,
+                EndReason::Disconnect | EndReason::Aborted => f.abandoned += 1,
+            },
+        }
+    }
+    durations
+}
+
+/// Counts the study's payment rows into `f` (codes, and the evaluation participants by their
+/// status, their durations added to `durations`); returns the spend with the review bonuses,
+/// in cents.
+fn count_rows(
+    f: &mut StudyFigures,
+    rows: &[(&PaymentRow, Option<f64>)],
+    review: &HashMap<String, crate::review::Reviewed>,
+    durations: &mut Vec<f64>,
+) -> i64 {
+    let mut spent_cents: i64 = 0;
+    for (row, span_s) in rows {
+        let bonus = review
+            .get(&row.participant)
+            .map_or(0, |r| i64::try_from(r.bonus_cents()).unwrap_or(i64::MAX));
+        spent_cents = spent_cents
+            .saturating_add(cents(row.total))
+            .saturating_add(bonus);
+        if !row.completion_code.is_empty() {
+            f.codes += 1;
+        }
+        // Evaluation rows are the participant logs' (their session column is the log).
+        if row.judgments.is_some() || row.session.starts_with("log-") {
+            match row.status.as_str() {
+                "completed" => {
+                    f.finished += 1;
+                    durations.extend(span_s);
+                }
+                s if s.starts_with("screened_") => f.screened_out += 1,
+                "abandoned" => f.unfinished += 1,
+                _ => {}
+            }
+        }
+    }
+    spent_cents
 }
 
 /// An amount of the payment table (rounded to cents there) in cents.
@@ -1203,99 +1247,133 @@ async fn build_download(
     include_test: bool,
     acts: TurnActs,
 ) -> Result<Response, DownloadError> {
-    let store = app.store.clone();
     let base = file_name_part(&study);
     let err = |e: &dyn std::fmt::Display| DownloadError(format!("{what} of study {study}: {e}"));
     match what.as_str() {
         "report" | "report-json" => {
-            let options = ReportOptions {
-                filters: vec![Filter {
-                    key: "study".into(),
-                    value: study.clone(),
-                }],
-                questionnaires: questionnaires(&app),
-                include_test,
-                ..ReportOptions::default()
-            };
-            let report = build_report(store.as_ref(), &options)
-                .await
-                .map_err(|e| err(&e))?;
-            Ok(if what == "report" {
-                attachment(
-                    &format!("{base}.report.html"),
-                    "text/html; charset=utf-8",
-                    render_html(&report).into_bytes(),
-                )
-            } else {
-                let json = serde_json::to_vec_pretty(&report).map_err(|e| err(&e))?;
-                attachment(&format!("{base}.report.json"), "application/json", json)
-            })
+            report_download(&app, &study, &what, &base, include_test, &err).await
         }
-        "payments" => {
-            let served = |id: &str| app.study(Some(id));
-            let rows = payments(store.as_ref(), Some(&study), &served, include_test)
-                .await
-                .map_err(|e| err(&e))?;
-            let mut csv = vec![];
-            write_csv(&rows, &mut csv).map_err(|e| err(&e))?;
+        "payments" => payments_download(&app, &study, &base, include_test, &err).await,
+        "log" => log_download(&app, &study, &base, include_test, &err).await,
+        name => export_download(&app, &study, name, &base, include_test, &acts, &err).await,
+    }
+}
+
+/// The study's report, as a page (`report`) or as JSON (`report-json`).
+async fn report_download(
+    app: &AppState,
+    study: &str,
+    what: &str,
+    base: &str,
+    include_test: bool,
+    err: &impl Fn(&dyn std::fmt::Display) -> DownloadError,
+) -> Result<Response, DownloadError> {
+    let options = ReportOptions {
+        filters: vec![Filter {
+            key: "study".into(),
+            value: study.to_string(),
+        }],
+        questionnaires: questionnaires(app),
+        include_test,
+        ..ReportOptions::default()
+    };
+    let report = build_report(app.store.as_ref(), &options)
+        .await
+        .map_err(|e| err(&e))?;
+    Ok(if what == "report" {
+        attachment(
+            &format!("{base}.report.html"),
+            "text/html; charset=utf-8",
+            render_html(&report).into_bytes(),
+        )
+    } else {
+        let json = serde_json::to_vec_pretty(&report).map_err(|e| err(&e))?;
+        attachment(&format!("{base}.report.json"), "application/json", json)
+    })
+}
+
+/// The study's payment table, as CSV.
+async fn payments_download(
+    app: &AppState,
+    study: &str,
+    base: &str,
+    include_test: bool,
+    err: &impl Fn(&dyn std::fmt::Display) -> DownloadError,
+) -> Result<Response, DownloadError> {
+    let served = |id: &str| app.study(Some(id));
+    let rows = payments(app.store.as_ref(), Some(study), &served, include_test)
+        .await
+        .map_err(|e| err(&e))?;
+    let mut csv = vec![];
+    write_csv(&rows, &mut csv).map_err(|e| err(&e))?;
+    Ok(attachment(
+        &format!("{base}.payments.csv"),
+        "text/csv; charset=utf-8",
+        csv,
+    ))
+}
+
+/// The study's sessions' logs, one JSON line each.
+async fn log_download(
+    app: &AppState,
+    study: &str,
+    base: &str,
+    include_test: bool,
+    err: &impl Fn(&dyn std::fmt::Display) -> DownloadError,
+) -> Result<Response, DownloadError> {
+    let store = app.store.as_ref();
+    let mut out = vec![];
+    for r in sessions(store, Some(study)).await.map_err(|e| err(&e))? {
+        if !include_test && is_test_session(store, &r.id).await.map_err(|e| err(&e))? {
+            continue;
+        }
+        let log = session_log(store, r).await.map_err(|e| err(&e))?;
+        serde_json::to_writer(&mut out, &log).map_err(|e| err(&e))?;
+        out.push(b'\n');
+    }
+    Ok(attachment(
+        &format!("{base}.log.jsonl"),
+        "application/x-ndjson",
+        out,
+    ))
+}
+
+/// The study exported in format `name`: one file as it is, several in a zip.
+async fn export_download(
+    app: &AppState,
+    study: &str,
+    name: &str,
+    base: &str,
+    include_test: bool,
+    acts: &TurnActs,
+    err: &impl Fn(&dyn std::fmt::Display) -> DownloadError,
+) -> Result<Response, DownloadError> {
+    let format = ExportFormat::parse(name).ok_or_else(|| err(&"unknown format"))?;
+    // The served study's own `datasets:` mapping, as `wozkit export --mapping` gives it.
+    let served = app.study(Some(study));
+    let mappings = Mappings::with_studies(served.iter().map(|s| &s.study));
+    let files: Vec<NamedFile> = export_into_memory_annotated(
+        app.store.as_ref(),
+        format,
+        Some(study),
+        include_test,
+        base,
+        acts,
+        &mappings,
+    )
+    .await
+    .map_err(|e| err(&e))?;
+    match files.as_slice() {
+        [(file, bytes)] if !file.contains('/') => {
+            Ok(attachment(file, content_type(file), bytes.clone()))
+        }
+        _ => {
+            let zip = zip_files(&files).map_err(|e| err(&e))?;
             Ok(attachment(
-                &format!("{base}.payments.csv"),
-                "text/csv; charset=utf-8",
-                csv,
+                &format!("{base}.{name}.zip"),
+                "application/zip",
+                zip,
             ))
-        }
-        "log" => {
-            let mut out = vec![];
-            for r in sessions(store.as_ref(), Some(&study))
-                .await
-                .map_err(|e| err(&e))?
-            {
-                if !include_test
-                    && is_test_session(store.as_ref(), &r.id)
-                        .await
-                        .map_err(|e| err(&e))?
-                {
-                    continue;
-                }
-                let log = session_log(store.as_ref(), r).await.map_err(|e| err(&e))?;
-                serde_json::to_writer(&mut out, &log).map_err(|e| err(&e))?;
-                out.push(b'\n');
-            }
-            Ok(attachment(
-                &format!("{base}.log.jsonl"),
-                "application/x-ndjson",
-                out,
-            ))
-        }
-        name => {
-            let format = ExportFormat::parse(name).ok_or_else(|| err(&"unknown format"))?;
-            // The served study's own `datasets:` mapping, as `wozkit export --mapping` gives it.
-            let served = app.study(Some(&study));
-            let mappings = Mappings::with_studies(served.iter().map(|s| &s.study));
-            let files: Vec<NamedFile> = export_into_memory_annotated(
-                store.as_ref(),
-                format,
-                Some(&study),
-                include_test,
-                &base,
-                &acts,
-                &mappings,
-            )
-            .await
-            .map_err(|e| err(&e))?;
-            match files.as_slice() {
-                [(file, bytes)] if !file.contains('/') => {
-                    Ok(attachment(file, content_type(file), bytes.clone()))
-                }
-                _ => {
-                    let zip = zip_files(&files).map_err(|e| err(&e))?;
-                    Ok(attachment(
-                        &format!("{base}.{name}.zip"),
-                        "application/zip",
-                        zip,
-                    ))
-                }
-            }
         }
     }
 }
