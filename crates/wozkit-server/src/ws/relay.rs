@@ -26,6 +26,7 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio_tungstenite::tungstenite;
@@ -277,90 +278,8 @@ pub(crate) async fn run(app: AppState, mut socket: WebSocket, lease: RoomLease, 
     // When anything last came from the owner (milliseconds since the epoch).
     let heard = AtomicU64::new(now_ms());
     let silence = app.tunables.room_lease_ms;
-    let up = async {
-        let mut ping = tokio::time::interval(Duration::from_millis((silence / 3).max(1)));
-        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            let msg = tokio::select! {
-                m = from_client.next() => match m {
-                    Some(Ok(m)) => m,
-                    _ => return,
-                },
-                _ = ping.tick() => {
-                    if now_ms() > heard.load(Ordering::Relaxed) + silence {
-                        tracing::warn!(session = lease.session_id, "the room's instance fell silent; closing the relayed socket");
-                        return;
-                    }
-                    if to_owner.send(tungstenite::Message::Ping(Default::default())).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let to = match msg {
-                Message::Text(t) => {
-                    match tungstenite::Utf8Bytes::try_from(axum::body::Bytes::from(t)) {
-                        Ok(t) => tungstenite::Message::Text(t),
-                        Err(_) => return,
-                    }
-                }
-                Message::Binary(b) => tungstenite::Message::Binary(b),
-                Message::Close(_) => return,
-                // Control frames are answered on each hop by the WebSocket libraries.
-                Message::Ping(_) | Message::Pong(_) => continue,
-            };
-            if to_owner.send(to).await.is_err() {
-                return;
-            }
-        }
-    };
-    let down = async {
-        loop {
-            let Some(Ok(mut m)) = from_owner.next().await else {
-                return;
-            };
-            // The frames the owner wrote together (a batch: events, view, ack) are written on
-            // together too, with one flush.
-            let mut fed = 0;
-            loop {
-                heard.store(now_ms(), Ordering::Relaxed);
-                let to = match m {
-                    tungstenite::Message::Text(t) => {
-                        match Utf8Bytes::try_from(axum::body::Bytes::from(t)) {
-                            Ok(t) => Some(Message::Text(t)),
-                            Err(_) => return,
-                        }
-                    }
-                    tungstenite::Message::Binary(b) => Some(Message::Binary(b)),
-                    tungstenite::Message::Close(_) => {
-                        let _ = to_client.flush().await;
-                        return;
-                    }
-                    _ => None,
-                };
-                if let Some(to) = to {
-                    if to_client.feed(to).await.is_err() {
-                        return;
-                    }
-                    fed += 1;
-                }
-                if fed >= super::FLUSH_EVERY {
-                    break;
-                }
-                match from_owner.next().now_or_never() {
-                    Some(Some(Ok(n))) => m = n,
-                    Some(_) => {
-                        let _ = to_client.flush().await;
-                        return;
-                    }
-                    None => break,
-                }
-            }
-            if to_client.flush().await.is_err() {
-                return;
-            }
-        }
-    };
+    let up = up(&mut from_client, &mut to_owner, &heard, silence, &lease);
+    let down = down(&mut from_owner, &mut to_client, &heard);
     tokio::select! {
         () = up => {}
         () = down => {}
@@ -373,6 +292,106 @@ pub(crate) async fn run(app: AppState, mut socket: WebSocket, lease: RoomLease, 
         let _ = to_owner.send(tungstenite::Message::Close(None)).await;
     })
     .await;
+}
+
+/// Passes what the client sends on to the owner, and pings the owner, until either closes or
+/// the owner has been silent (`heard`) for `silence` milliseconds.
+async fn up(
+    from_client: &mut SplitStream<WebSocket>,
+    to_owner: &mut SplitSink<OwnerSocket, tungstenite::Message>,
+    heard: &AtomicU64,
+    silence: u64,
+    lease: &RoomLease,
+) {
+    let mut ping = tokio::time::interval(Duration::from_millis((silence / 3).max(1)));
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let msg = tokio::select! {
+            m = from_client.next() => match m {
+                Some(Ok(m)) => m,
+                _ => return,
+            },
+            _ = ping.tick() => {
+                if now_ms() > heard.load(Ordering::Relaxed) + silence {
+                    tracing::warn!(session = lease.session_id, "the room's instance fell silent; closing the relayed socket");
+                    return;
+                }
+                if to_owner.send(tungstenite::Message::Ping(Default::default())).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let to = match msg {
+            Message::Text(t) => {
+                match tungstenite::Utf8Bytes::try_from(axum::body::Bytes::from(t)) {
+                    Ok(t) => tungstenite::Message::Text(t),
+                    Err(_) => return,
+                }
+            }
+            Message::Binary(b) => tungstenite::Message::Binary(b),
+            Message::Close(_) => return,
+            // Control frames are answered on each hop by the WebSocket libraries.
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+        if to_owner.send(to).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Passes what the owner sends on to the client, noting in `heard` when it came, until either
+/// closes.
+async fn down(
+    from_owner: &mut SplitStream<OwnerSocket>,
+    to_client: &mut SplitSink<WebSocket, Message>,
+    heard: &AtomicU64,
+) {
+    loop {
+        let Some(Ok(mut m)) = from_owner.next().await else {
+            return;
+        };
+        // The frames the owner wrote together (a batch: events, view, ack) are written on
+        // together too, with one flush.
+        let mut fed = 0;
+        loop {
+            heard.store(now_ms(), Ordering::Relaxed);
+            let to = match m {
+                tungstenite::Message::Text(t) => {
+                    match Utf8Bytes::try_from(axum::body::Bytes::from(t)) {
+                        Ok(t) => Some(Message::Text(t)),
+                        Err(_) => return,
+                    }
+                }
+                tungstenite::Message::Binary(b) => Some(Message::Binary(b)),
+                tungstenite::Message::Close(_) => {
+                    let _ = to_client.flush().await;
+                    return;
+                }
+                _ => None,
+            };
+            if let Some(to) = to {
+                if to_client.feed(to).await.is_err() {
+                    return;
+                }
+                fed += 1;
+            }
+            if fed >= super::FLUSH_EVERY {
+                break;
+            }
+            match from_owner.next().now_or_never() {
+                Some(Some(Ok(n))) => m = n,
+                Some(_) => {
+                    let _ = to_client.flush().await;
+                    return;
+                }
+                None => break,
+            }
+        }
+        if to_client.flush().await.is_err() {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
