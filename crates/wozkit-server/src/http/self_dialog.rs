@@ -109,43 +109,16 @@ pub async fn item_page(
     let progress = item_progress(w, ev, f);
     // The turns written so far on this item (none on a span page).
     let turns = written_turns(&events, &lease.id);
-    // The skip button sends the writing or marking form (`form=`), where a turn or a span may
-    // be typed and not yet added: the skip keeps it in the log (see `judge::skip`).
-    let skip = format!(
-        "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
-         <button type=\"submit\" data-testid=\"judge-skip\"{pending}>{label}</button></form>",
-        seatq = esc(&seatq),
-        lease = esc(&lease.id),
-        label = esc(&w.get("eval-skip")),
-        pending = pending_form(
-            pending_form_of(ev.task, turns.len(), ev.self_dialog.as_ref()),
-            &format!("/p/skip{seatq}")
-        ),
-    );
+    let skip = skip_form(w, ev, turns.len(), &lease.id, &seatq);
     let body = match (ev.task, &ev.self_dialog, &ev.spans) {
-        (EvalTask::SelfDialog, Some(spec), _) => {
-            let scenario = ev.scenario(&lease.item_id);
-            let instructions = scenario
-                .map(|s| {
-                    format!(
-                        "<section class=\"sd-scenario\" data-testid=\"scenario\" data-scenario=\"{}\">{}{}</section>",
-                        esc(&s.id),
-                        s.title
-                            .as_deref()
-                            .map(|t| format!("<h2>{}</h2>", esc(t)))
-                            .unwrap_or_default(),
-                        markdown(&s.instructions)
-                    )
-                })
-                .unwrap_or_default();
-            format!(
-                "<main class=\"self-dialog\" data-page=\"self-dialog\" data-testid=\"self-dialog\" data-item=\"{item}\">\
-                 {head}{progress}{instructions}{problems_html}{writing}{skip}</main>",
-                item = esc(&lease.item_id),
-                head = page_head(page, &w.get("sd-title")),
-                writing = writing_html(w, spec, &turns, &lease.id, &seatq, kept),
-            )
-        }
+        (EvalTask::SelfDialog, Some(spec), _) => format!(
+            "<main class=\"self-dialog\" data-page=\"self-dialog\" data-testid=\"self-dialog\" data-item=\"{item}\">\
+             {head}{progress}{instructions}{problems_html}{writing}{skip}</main>",
+            item = esc(&lease.item_id),
+            head = page_head(page, &w.get("sd-title")),
+            instructions = scenario_html(ev, &lease.item_id),
+            writing = writing_html(w, spec, &turns, &lease.id, &seatq, kept),
+        ),
         (EvalTask::Spans, _, Some(spec)) => {
             let dialogue = lease.dialogues.first().and_then(|d| ev.dialogue(d));
             let utterances: Vec<(String, &str)> = dialogue
@@ -186,6 +159,42 @@ pub async fn item_page(
     ))
 }
 
+/// The skip button of the item under `lease`.
+///
+/// It sends the writing or marking form (`form=`), where a turn or a span may be typed and not
+/// yet added: the skip keeps it in the log (see `judge::skip`).
+fn skip_form(w: &Words, ev: &Evaluation, written: usize, lease: &str, seatq: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"/p/skip{seatq}\" class=\"skip\"><input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
+         <button type=\"submit\" data-testid=\"judge-skip\"{pending}>{label}</button></form>",
+        seatq = esc(seatq),
+        lease = esc(lease),
+        label = esc(&w.get("eval-skip")),
+        pending = pending_form(
+            pending_form_of(ev.task, written, ev.self_dialog.as_ref()),
+            &format!("/p/skip{seatq}")
+        ),
+    )
+}
+
+/// The scenario of item `item` to write a dialogue for: its title and instructions (nothing
+/// when the item has no scenario).
+fn scenario_html(ev: &Evaluation, item: &str) -> String {
+    ev.scenario(item)
+        .map(|s| {
+            format!(
+                "<section class=\"sd-scenario\" data-testid=\"scenario\" data-scenario=\"{}\">{}{}</section>",
+                esc(&s.id),
+                s.title
+                    .as_deref()
+                    .map(|t| format!("<h2>{}</h2>", esc(t)))
+                    .unwrap_or_default(),
+                markdown(&s.instructions)
+            )
+        })
+        .unwrap_or_default()
+}
+
 /// What the participant reads as a Taskmaster-1 speaker (USER, ASSISTANT): the page's word for
 /// it. The data values stay USER and ASSISTANT (hidden fields, `data-speaker`, the log).
 fn speaker_label(w: &Words, speaker: &str) -> String {
@@ -206,12 +215,6 @@ fn writing_html(
     seatq: &str,
     kept: &[(String, String)],
 ) -> String {
-    // The text sent back for the turn at `index`, if the refused form was that turn's.
-    let kept_turn = |index: usize| {
-        (field(kept, "index").map(|i| i.trim().to_string()) == Some(index.to_string()))
-            .then(|| field(kept, "text"))
-            .flatten()
-    };
     let lease = esc(lease);
     let seatq = esc(seatq);
     let list: String = turns
@@ -242,45 +245,77 @@ fn writing_html(
                 aria = esc(&w.get("sd-fix-label")),
                 save = esc(&w.get("sd-fix-save")),
                 max = spec.max_chars,
-                text = esc(kept_turn(last).unwrap_or(&turns[last])),
+                text = esc(kept_turn(kept, last).unwrap_or(&turns[last])),
             )
         }
         None => String::new(),
     };
     let n = turns.len();
     let next = if n < spec.max_turns as usize {
-        let who = self_speaker(n);
-        // The speaker's name is marked inside the sentence, wherever the language puts it.
-        let hole = "\u{1}speaker\u{1}";
-        let label = esc(&w.with(
-            "sd-next",
-            &[("turn", &(n + 1).to_string()), ("speaker", hole)],
-        ))
-        .replace(
-            hole,
-            &format!(
-                "<strong data-testid=\"sd-next-speaker\" class=\"sd-{cls}\">{name}</strong>",
-                cls = who.to_ascii_lowercase(),
-                name = esc(&speaker_label(w, who)),
-            ),
-        );
-        format!(
-            "<form method=\"post\" action=\"/p/self-dialog/turn{seatq}\" class=\"sd-next\" id=\"sd-next\">\
-             <input type=\"hidden\" name=\"lease\" value=\"{lease}\"><input type=\"hidden\" name=\"index\" value=\"{n}\">\
-             <input type=\"hidden\" name=\"speaker\" value=\"{who}\">\
-             <label for=\"sd-text\">{label}</label>\
-             <textarea id=\"sd-text\" name=\"text\" rows=\"3\" maxlength=\"{max}\" required autofocus>{typed}</textarea>\
-             <button type=\"submit\" class=\"primary\" data-testid=\"sd-add\">{add}</button></form>",
-            add = esc(&w.get("sd-add")),
-            max = spec.max_chars,
-            typed = esc(kept_turn(n).unwrap_or_default()),
-        )
+        next_turn_form(w, spec, n, &lease, &seatq, kept)
     } else {
         format!(
             "<p data-testid=\"sd-full\">{}</p>",
             esc(&w.with("sd-full", &[("max", &spec.max_turns.to_string())]))
         )
     };
+    let submit = submit_dialogue_form(w, spec, n, &lease, &seatq);
+    format!("<ol class=\"sd-turns\" data-testid=\"sd-turns\">{list}</ol>{fix}{next}{submit}")
+}
+
+/// The text sent back in `kept` for the turn at `index`, if the refused form was that turn's.
+fn kept_turn(kept: &[(String, String)], index: usize) -> Option<&str> {
+    (field(kept, "index").map(|i| i.trim().to_string()) == Some(index.to_string()))
+        .then(|| field(kept, "text"))
+        .flatten()
+}
+
+/// The form of turn `n`, the next one to write (`lease` and `seatq` already escaped).
+fn next_turn_form(
+    w: &Words,
+    spec: &SelfDialogs,
+    n: usize,
+    lease: &str,
+    seatq: &str,
+    kept: &[(String, String)],
+) -> String {
+    let who = self_speaker(n);
+    // The speaker's name is marked inside the sentence, wherever the language puts it.
+    let hole = "\u{1}speaker\u{1}";
+    let label = esc(&w.with(
+        "sd-next",
+        &[("turn", &(n + 1).to_string()), ("speaker", hole)],
+    ))
+    .replace(
+        hole,
+        &format!(
+            "<strong data-testid=\"sd-next-speaker\" class=\"sd-{cls}\">{name}</strong>",
+            cls = who.to_ascii_lowercase(),
+            name = esc(&speaker_label(w, who)),
+        ),
+    );
+    format!(
+        "<form method=\"post\" action=\"/p/self-dialog/turn{seatq}\" class=\"sd-next\" id=\"sd-next\">\
+         <input type=\"hidden\" name=\"lease\" value=\"{lease}\"><input type=\"hidden\" name=\"index\" value=\"{n}\">\
+         <input type=\"hidden\" name=\"speaker\" value=\"{who}\">\
+         <label for=\"sd-text\">{label}</label>\
+         <textarea id=\"sd-text\" name=\"text\" rows=\"3\" maxlength=\"{max}\" required autofocus>{typed}</textarea>\
+         <button type=\"submit\" class=\"primary\" data-testid=\"sd-add\">{add}</button></form>",
+        add = esc(&w.get("sd-add")),
+        max = spec.max_chars,
+        typed = esc(kept_turn(kept, n).unwrap_or_default()),
+    )
+}
+
+/// The submit form of a dialogue of `n` turns, with the count of turns (`lease` and `seatq`
+/// already escaped).
+fn submit_dialogue_form(
+    w: &Words,
+    spec: &SelfDialogs,
+    n: usize,
+    lease: &str,
+    seatq: &str,
+) -> String {
     let missing = (spec.min_turns as usize).saturating_sub(n);
     let (turns_s, min_s, max_s, missing_s) = (
         n.to_string(),
@@ -304,7 +339,7 @@ fn writing_html(
             &[("turns", &turns_s), ("min", &min_s), ("max", &max_s)],
         )
     };
-    let submit = format!(
+    format!(
         "<form method=\"post\" action=\"/p/self-dialog/submit{seatq}\" class=\"sd-submit\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
          <p class=\"muted\" data-testid=\"sd-count\">{count}</p>\
@@ -313,11 +348,10 @@ fn writing_html(
         label = esc(&w.get("sd-submit")),
         disabled = if missing > 0 { " disabled" } else { "" },
         pending = pending_form(
-            pending_form_of(EvalTask::SelfDialog, turns.len(), Some(spec)),
+            pending_form_of(EvalTask::SelfDialog, n, Some(spec)),
             &format!("/p/self-dialog/submit{seatq}")
         ),
-    );
-    format!("<ol class=\"sd-turns\" data-testid=\"sd-turns\">{list}</ol>{fix}{next}{submit}")
+    )
 }
 
 /// The utterances, the spans marked so far, the marking form and the submit.
@@ -330,15 +364,6 @@ fn spans_html(
     seatq: &str,
     kept: &[(String, String)],
 ) -> String {
-    // What a refused form sent back stays in the marking form.
-    let typed = |name: &str| esc(field(kept, name).unwrap_or_default());
-    let chosen = |name: &str, value: &str| {
-        if field(kept, name) == Some(value) {
-            " selected"
-        } else {
-            ""
-        }
-    };
     let lease = esc(lease);
     let seatq = esc(seatq);
     let list: String = utterances
@@ -359,6 +384,21 @@ fn spans_html(
             )
         })
         .collect();
+    format!(
+        "<ol class=\"sd-turns sp-turns\" data-testid=\"sp-turns\" start=\"0\">{list}</ol>{table}{forms}",
+        table = spans_table(w, spans, &lease, &seatq),
+        forms = mark_forms(w, spec, utterances.len(), &lease, &seatq, kept),
+    )
+}
+
+/// The spans marked so far, each with its remove button (`lease` and `seatq` already escaped).
+fn spans_table(w: &Words, spans: &[Span], lease: &str, seatq: &str) -> String {
+    if spans.is_empty() {
+        return format!(
+            "<p class=\"muted\" data-testid=\"sp-none\">{}</p>",
+            esc(&w.get("sp-none"))
+        );
+    }
     let remove = esc(&w.get("sp-remove"));
     let marked: String = spans
         .iter()
@@ -376,22 +416,35 @@ fn spans_html(
             )
         })
         .collect();
-    let table = if spans.is_empty() {
-        format!(
-            "<p class=\"muted\" data-testid=\"sp-none\">{}</p>",
-            esc(&w.get("sp-none"))
-        )
-    } else {
-        format!(
-            "<table class=\"sp-spans\"><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th></th></tr></thead>\
-             <tbody>{marked}</tbody></table>",
-            esc(&w.get("sp-utterance")),
-            esc(&w.get("sp-characters-head")),
-            esc(&w.get("sp-text")),
-            esc(&w.get("sp-slot")),
-        )
+    format!(
+        "<table class=\"sp-spans\"><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th></th></tr></thead>\
+         <tbody>{marked}</tbody></table>",
+        esc(&w.get("sp-utterance")),
+        esc(&w.get("sp-characters-head")),
+        esc(&w.get("sp-text")),
+        esc(&w.get("sp-slot")),
+    )
+}
+
+/// The marking form (over `utterances` utterances) and the submit (`lease` and `seatq` already
+/// escaped). What a refused form sent back in `kept` stays in the marking form.
+fn mark_forms(
+    w: &Words,
+    spec: &SpanAnnotation,
+    utterances: usize,
+    lease: &str,
+    seatq: &str,
+    kept: &[(String, String)],
+) -> String {
+    let typed = |name: &str| esc(field(kept, name).unwrap_or_default());
+    let chosen = |name: &str, value: &str| {
+        if field(kept, name) == Some(value) {
+            " selected"
+        } else {
+            ""
+        }
     };
-    let turn_options: String = (0..utterances.len())
+    let turn_options: String = (0..utterances)
         .map(|i| {
             format!(
                 "<option value=\"{i}\"{}>{i}</option>",
@@ -411,8 +464,7 @@ fn spans_html(
         })
         .collect();
     format!(
-        "<ol class=\"sd-turns sp-turns\" data-testid=\"sp-turns\" start=\"0\">{list}</ol>{table}\
-         <form method=\"post\" action=\"/p/spans/mark{seatq}\" class=\"sp-mark\" id=\"sp-mark\">\
+        "<form method=\"post\" action=\"/p/spans/mark{seatq}\" class=\"sp-mark\" id=\"sp-mark\">\
          <input type=\"hidden\" name=\"lease\" value=\"{lease}\">\
          <p class=\"muted\">{help}</p>\
          <label>{utterance} <select name=\"turn\" id=\"sp-turn\">{turn_options}</select></label>\
