@@ -16,7 +16,7 @@ use axum::response::{Html, IntoResponse, Response};
 use indexmap::IndexMap;
 use serde_json::Value;
 use wozkit_core::evaluation::{
-    AnnotationKind, Dialogue, Ending, EvalTask, Evaluation, Justification, KnownItem,
+    AnnotationKind, Dialogue, Ending, EvalTask, Evaluation, Justification, KnownItem, Onboarding,
     TurnAnnotation,
 };
 use wozkit_core::event::{EventKind, ItemPool, Judgment, Role, ScreenReason, TurnLabel};
@@ -496,55 +496,7 @@ pub async fn onboarding(
     let Some(ob) = &ev.onboarding else {
         return Ok(to_page(seat.as_deref()));
     };
-    let seed = seed_of(&p.id);
-    let mut problems = vec![];
-    let mut answers = IndexMap::new();
-    let mut correct = 0u32;
-    for (n, k) in ob.items.iter().enumerate() {
-        let key = format!("ob{n}");
-        match ev.task {
-            EvalTask::Compare => {
-                let shown = known_order(&p, n, k);
-                let choice = match field(&fields, &key) {
-                    Some("left") => shown.first(),
-                    Some("right") => shown.get(1),
-                    _ => None,
-                };
-                match choice {
-                    None => problems.push(Problem {
-                        question: key.clone(),
-                        message: words(st.language).get("eval-problem-choice"),
-                    }),
-                    Some(c) => {
-                        correct += u32::from(k.correct(Some(c), &IndexMap::new()));
-                        answers.insert(k.id(), Value::String(c.clone()));
-                    }
-                }
-            }
-            EvalTask::Rate
-            | EvalTask::Chat
-            | EvalTask::Arena
-            | EvalTask::SelfDialog
-            | EvalTask::Spans
-            | EvalTask::TurnActs => {
-                let qs = onboarding_questions(ev, n, k);
-                match super::questions::check(words(st.language), &qs, &fields, seed) {
-                    Err(mut more) => problems.append(&mut more),
-                    Ok(a) => {
-                        let given: IndexMap<String, Value> = a
-                            .to_event(&qs)
-                            .into_iter()
-                            .map(|(id, v)| {
-                                (id.trim_start_matches(&format!("ob{n}_")).to_string(), v)
-                            })
-                            .collect();
-                        correct += u32::from(k.correct(None, &given));
-                        answers.insert(k.id(), Value::Object(given.into_iter().collect()));
-                    }
-                }
-            }
-        }
-    }
+    let (problems, answers, correct) = grade_onboarding(words(st.language), ev, ob, &p, &fields);
     if !problems.is_empty() {
         let page = flow::pages(st, role).get(i);
         let action = format!("/p/onboarding{}", seat_query(seat.as_deref()));
@@ -577,6 +529,67 @@ pub async fn onboarding(
         eval::screen_out(&app, &p, &study, ScreenReason::Onboarding).await?;
     }
     Ok(to_page(seat.as_deref()))
+}
+
+/// The onboarding answers in `fields` checked against the known items: the problems, the
+/// answers by item and how many were right.
+fn grade_onboarding(
+    w: &Words,
+    ev: &Evaluation,
+    ob: &Onboarding,
+    p: &Participant,
+    fields: &[(String, String)],
+) -> (Vec<Problem>, IndexMap<String, Value>, u32) {
+    let seed = seed_of(&p.id);
+    let mut problems = vec![];
+    let mut answers = IndexMap::new();
+    let mut correct = 0u32;
+    for (n, k) in ob.items.iter().enumerate() {
+        let key = format!("ob{n}");
+        match ev.task {
+            EvalTask::Compare => {
+                let shown = known_order(p, n, k);
+                let choice = match field(fields, &key) {
+                    Some("left") => shown.first(),
+                    Some("right") => shown.get(1),
+                    _ => None,
+                };
+                match choice {
+                    None => problems.push(Problem {
+                        question: key.clone(),
+                        message: w.get("eval-problem-choice"),
+                    }),
+                    Some(c) => {
+                        correct += u32::from(k.correct(Some(c), &IndexMap::new()));
+                        answers.insert(k.id(), Value::String(c.clone()));
+                    }
+                }
+            }
+            EvalTask::Rate
+            | EvalTask::Chat
+            | EvalTask::Arena
+            | EvalTask::SelfDialog
+            | EvalTask::Spans
+            | EvalTask::TurnActs => {
+                let qs = onboarding_questions(ev, n, k);
+                match super::questions::check(w, &qs, fields, seed) {
+                    Err(mut more) => problems.append(&mut more),
+                    Ok(a) => {
+                        let given: IndexMap<String, Value> = a
+                            .to_event(&qs)
+                            .into_iter()
+                            .map(|(id, v)| {
+                                (id.trim_start_matches(&format!("ob{n}_")).to_string(), v)
+                            })
+                            .collect();
+                        correct += u32::from(k.correct(None, &given));
+                        answers.insert(k.id(), Value::Object(given.into_iter().collect()));
+                    }
+                }
+            }
+        }
+    }
+    (problems, answers, correct)
 }
 
 // ----- rating and comparison -----
@@ -668,7 +681,48 @@ fn item_page(
         .and_then(|a| a.prompt.as_deref())
         .map(|t| format!("<div class=\"annotate-prompt\">{}</div>", markdown(t)))
         .unwrap_or_default();
-    let (dialogues, choice) = match ev.task {
+    let (dialogues, choice) = item_dialogues(w, ev, &shown, fields, problems);
+    let qs = fieldsets(w, &ev.questions, seed, fields, problems);
+    let progress = item_progress(w, ev, f);
+    let body = format!(
+        "<main class=\"wide\" data-page=\"{kind}\" data-item=\"{item}\">{head}{progress}{prompt}\
+         <form method=\"post\" action=\"{action}\" id=\"judge\"><input type=\"hidden\" name=\"step\" value=\"{step}\">\
+         <input type=\"hidden\" name=\"lease\" value=\"{lease}\">{dialogues}{choice}{qs}\
+         <button type=\"submit\" class=\"primary\" data-testid=\"judge-submit\">{submit}</button>\
+         <button type=\"submit\" class=\"skip\" formaction=\"/p/skip{seatq}\" formnovalidate data-testid=\"judge-skip\">{skip}</button></form></main>",
+        kind = match ev.task {
+            EvalTask::Compare => "compare",
+            _ => "rate",
+        },
+        item = esc(&lease.item_id),
+        head = page_head(
+            page,
+            &w.get(match ev.task {
+                EvalTask::Compare => "eval-compare-title",
+                _ => "eval-rate-title",
+            })
+        ),
+        action = esc(action),
+        step = esc(&p.flow_step),
+        lease = esc(&lease.id),
+        seatq = esc(&seat_query(seat)),
+        submit = esc(&w.get("eval-submit")),
+        skip = esc(&w.get("eval-skip")),
+    );
+    layout_in(w.lang(), &study.study.title, "", &body, &[])
+}
+
+/// The item's dialogues as shown (side by side in a comparison) and, in a comparison, the
+/// choice between them with its justification.
+fn item_dialogues(
+    w: &Words,
+    ev: &Evaluation,
+    shown: &[&Dialogue],
+    fields: &[(String, String)],
+    problems: &[Problem],
+) -> (String, String) {
+    let annotate = ev.annotate.as_ref();
+    match ev.task {
         EvalTask::Compare => (
             format!(
                 "<div class=\"compare\">{}</div>",
@@ -722,35 +776,7 @@ fn item_page(
                 .collect(),
             String::new(),
         ),
-    };
-    let qs = fieldsets(w, &ev.questions, seed, fields, problems);
-    let progress = item_progress(w, ev, f);
-    let body = format!(
-        "<main class=\"wide\" data-page=\"{kind}\" data-item=\"{item}\">{head}{progress}{prompt}\
-         <form method=\"post\" action=\"{action}\" id=\"judge\"><input type=\"hidden\" name=\"step\" value=\"{step}\">\
-         <input type=\"hidden\" name=\"lease\" value=\"{lease}\">{dialogues}{choice}{qs}\
-         <button type=\"submit\" class=\"primary\" data-testid=\"judge-submit\">{submit}</button>\
-         <button type=\"submit\" class=\"skip\" formaction=\"/p/skip{seatq}\" formnovalidate data-testid=\"judge-skip\">{skip}</button></form></main>",
-        kind = match ev.task {
-            EvalTask::Compare => "compare",
-            _ => "rate",
-        },
-        item = esc(&lease.item_id),
-        head = page_head(
-            page,
-            &w.get(match ev.task {
-                EvalTask::Compare => "eval-compare-title",
-                _ => "eval-rate-title",
-            })
-        ),
-        action = esc(action),
-        step = esc(&p.flow_step),
-        lease = esc(&lease.id),
-        seatq = esc(&seat_query(seat)),
-        submit = esc(&w.get("eval-submit")),
-        skip = esc(&w.get("eval-skip")),
-    );
-    layout_in(w.lang(), &study.study.title, "", &body, &[])
+    }
 }
 
 /// The open lease named in the form, if it is this participant's.
@@ -869,46 +895,9 @@ pub async fn judge(
         return Ok(to_page(seat.as_deref()));
     };
     let shown_ids = eval::shown_order(&lease);
-    let shown: Vec<&Dialogue> = shown_ids.iter().filter_map(|id| ev.dialogue(id)).collect();
     let seed = seed_of(&format!("{}/{}", p.id, lease.id));
-    let w = words(st.language);
-    let mut problems = vec![];
-    let answers = match super::questions::check(w, &ev.questions, &fields, seed) {
-        Ok(a) => a.to_event(&ev.questions),
-        Err(mut more) => {
-            problems.append(&mut more);
-            IndexMap::new()
-        }
-    };
-    let mut choice = None;
-    let mut justification = None;
-    if ev.task == EvalTask::Compare {
-        choice = match field(&fields, "choice") {
-            Some("left") => shown_ids.first().cloned(),
-            Some("right") => shown_ids.get(1).cloned(),
-            _ => None,
-        };
-        if choice.is_none() {
-            problems.push(Problem {
-                question: "choice".into(),
-                message: w.get("eval-problem-choice"),
-            });
-        }
-        justification = check_justification(w, &ev.justification, &fields, &mut problems);
-    }
-    let turns = turn_labels(ev, &shown, &fields);
-    if let Some(a) = &ev.annotate {
-        for t in &turns {
-            let side = shown.iter().position(|d| d.id == t.dialogue).unwrap_or(0);
-            if let Some(message) = turn_problem(w, a, &t.labels, t.score) {
-                problems.push(Problem {
-                    question: turn_field(side, t.turn as usize),
-                    message,
-                });
-            }
-        }
-    }
-    if !problems.is_empty() {
+    let checked = check_judgment(words(st.language), ev, &shown_ids, &fields, seed);
+    if !checked.problems.is_empty() {
         let f = eval::facts(&app, &p).await?;
         let page = flow::pages(st, role).get(i);
         let action = format!("/p/judge{}", seat_query(seat.as_deref()));
@@ -921,7 +910,7 @@ pub async fn judge(
             &f,
             &action,
             seat.as_deref(),
-            &problems,
+            &checked.problems,
             &fields,
         );
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response());
@@ -929,27 +918,17 @@ pub async fn judge(
     let gold_correct = match lease.pool {
         ItemPool::Gold => ev
             .gold_item(&lease.item_id)
-            .map(|k| k.correct(choice.as_deref(), &answers)),
+            .map(|k| k.correct(checked.choice.as_deref(), &checked.answers)),
         ItemPool::Item => None,
     };
     let log = eval::ensure_log(&app, &p, &study).await?;
-    let judgment = Judgment {
-        page: flow::page_id(st, role, i),
-        item: lease.item_id.clone(),
-        lease: lease.id.clone(),
-        pool: lease.pool,
-        systems: shown_ids.iter().map(|d| ev.system_of(d)).collect(),
-        dialogues: shown_ids.clone(),
-        choice,
-        justification,
-        answers,
-        turns,
-        counted: false,
-        surplus: false,
+    let judgment = checked.judgment(
+        ev,
+        flow::page_id(st, role, i),
+        &lease,
+        shown_ids,
         gold_correct,
-        claimed_at_ms: lease.claimed_at_ms,
-        void: false,
-    };
+    );
     let outcome = submit_judgment(&app, &p, &log, judgment).await?;
     if gold_correct == Some(false)
         && !matches!(outcome, SubmitOutcome::AlreadyClosed(_))
@@ -961,6 +940,101 @@ pub async fn judge(
         }
     }
     Ok(to_page(seat.as_deref()))
+}
+
+/// A judgment's form, checked: its problems, and what it gives.
+struct Checked {
+    problems: Vec<Problem>,
+    answers: IndexMap<String, Value>,
+    choice: Option<String>,
+    justification: Option<String>,
+    turns: Vec<TurnLabel>,
+}
+
+impl Checked {
+    /// The judgment this form gives of the item under `lease`, shown on page `page` with its
+    /// dialogues in the order `shown_ids`.
+    fn judgment(
+        self,
+        ev: &Evaluation,
+        page: String,
+        lease: &Lease,
+        shown_ids: Vec<String>,
+        gold_correct: Option<bool>,
+    ) -> Judgment {
+        Judgment {
+            page,
+            item: lease.item_id.clone(),
+            lease: lease.id.clone(),
+            pool: lease.pool,
+            systems: shown_ids.iter().map(|d| ev.system_of(d)).collect(),
+            dialogues: shown_ids,
+            choice: self.choice,
+            justification: self.justification,
+            answers: self.answers,
+            turns: self.turns,
+            counted: false,
+            surplus: false,
+            gold_correct,
+            claimed_at_ms: lease.claimed_at_ms,
+            void: false,
+        }
+    }
+}
+
+/// Checks a judgment's form over the dialogues `shown_ids` (in the order shown): the
+/// questions, then (in a comparison) the choice and its reason, then the turns' labels.
+fn check_judgment(
+    w: &Words,
+    ev: &Evaluation,
+    shown_ids: &[String],
+    fields: &[(String, String)],
+    seed: u64,
+) -> Checked {
+    let shown: Vec<&Dialogue> = shown_ids.iter().filter_map(|id| ev.dialogue(id)).collect();
+    let mut problems = vec![];
+    let answers = match super::questions::check(w, &ev.questions, fields, seed) {
+        Ok(a) => a.to_event(&ev.questions),
+        Err(mut more) => {
+            problems.append(&mut more);
+            IndexMap::new()
+        }
+    };
+    let mut choice = None;
+    let mut justification = None;
+    if ev.task == EvalTask::Compare {
+        choice = match field(fields, "choice") {
+            Some("left") => shown_ids.first().cloned(),
+            Some("right") => shown_ids.get(1).cloned(),
+            _ => None,
+        };
+        if choice.is_none() {
+            problems.push(Problem {
+                question: "choice".into(),
+                message: w.get("eval-problem-choice"),
+            });
+        }
+        justification = check_justification(w, &ev.justification, fields, &mut problems);
+    }
+    let turns = turn_labels(ev, &shown, fields);
+    if let Some(a) = &ev.annotate {
+        for t in &turns {
+            let side = shown.iter().position(|d| d.id == t.dialogue).unwrap_or(0);
+            if let Some(message) = turn_problem(w, a, &t.labels, t.score) {
+                problems.push(Problem {
+                    question: turn_field(side, t.turn as usize),
+                    message,
+                });
+            }
+        }
+    }
+    Checked {
+        problems,
+        answers,
+        choice,
+        justification,
+        turns,
+    }
 }
 
 /// The reason given for a choice (`None` when not asked or left empty); a missing required
