@@ -178,6 +178,53 @@ impl Inner {
         let l = self.local.remove(participant).expect("checked above");
         l.notify.send(told).is_ok()
     }
+
+    /// Holds a place here for `ticket` in the queue `key`: whether the participant is to go
+    /// first, since when they have waited, the receiver of what they will be told and the place
+    /// of another tab of theirs it replaces.
+    fn hold(
+        &mut self,
+        key: &QueueKey,
+        ticket: &Ticket,
+        now: Instant,
+        now_ms: u64,
+    ) -> (bool, u64, oneshot::Receiver<Told>, Option<Local>) {
+        self.sweep(now, false);
+        let front = self.first.contains_key(&ticket.participant);
+        let since = self
+            .since
+            .entry(ticket.participant.clone())
+            .or_insert(Since {
+                ms: now_ms,
+                forget_at: None,
+            });
+        since.forget_at = None;
+        let since_ms = since.ms;
+        let (notify, rx) = oneshot::channel();
+        let replaced = self.local.insert(
+            ticket.participant.clone(),
+            Local {
+                key: key.clone(),
+                role: ticket.role,
+                conn: ticket.conn,
+                notify,
+                stored_heard: now,
+                lost: false,
+            },
+        );
+        (front, since_ms, rx, replaced)
+    }
+
+    /// Drops the place held here for `ticket`, if it is still this connection's.
+    fn forget(&mut self, ticket: &Ticket) {
+        if self
+            .local
+            .get(&ticket.participant)
+            .is_some_and(|l| l.conn == ticket.conn)
+        {
+            self.local.remove(&ticket.participant);
+        }
+    }
 }
 
 /// The lobby as seen from one instance.
@@ -306,32 +353,8 @@ impl Lobby {
         stale_after: Duration,
     ) -> Result<Enqueued, StoreError> {
         let now = Instant::now();
-        let (front, since_ms, rx, replaced) = self.with(|inner| {
-            inner.sweep(now, false);
-            let front = inner.first.contains_key(&ticket.participant);
-            let since = inner
-                .since
-                .entry(ticket.participant.clone())
-                .or_insert(Since {
-                    ms: now_ms,
-                    forget_at: None,
-                });
-            since.forget_at = None;
-            let since_ms = since.ms;
-            let (notify, rx) = oneshot::channel();
-            let replaced = inner.local.insert(
-                ticket.participant.clone(),
-                Local {
-                    key: key.clone(),
-                    role: ticket.role,
-                    conn: ticket.conn,
-                    notify,
-                    stored_heard: now,
-                    lost: false,
-                },
-            );
-            (front, since_ms, rx, replaced)
-        });
+        let (front, since_ms, rx, replaced) =
+            self.with(|inner| inner.hold(&key, &ticket, now, now_ms));
         if let Some(old) = replaced {
             // Another tab here gives up its place to this one.
             let _ = old.notify.send(Told::Replaced);
@@ -350,58 +373,62 @@ impl Lobby {
         };
         let live_since = now_ms.saturating_sub(stale_after.as_millis() as u64);
         let joined = store.join_lobby(entry, live_since).await;
-        let forget = |inner: &mut Inner| {
-            if inner
-                .local
-                .get(&ticket.participant)
-                .is_some_and(|l| l.conn == ticket.conn)
-            {
-                inner.local.remove(&ticket.participant);
-            }
-        };
         let joined = match joined {
             Ok(j) => j,
             Err(e) => {
-                self.with(forget);
+                self.with(|inner| inner.forget(&ticket));
                 return Err(e);
             }
         };
         if let Some(old) = joined.replaced
             && old.instance != self.instance
         {
-            // Another tab on another instance gave up its place to this one: tell it now
-            // (a tab here was told above, when this one took its entry).
-            let place = Place {
-                instance: old.instance,
-                conn: old.conn,
-            };
-            if let Err(e) = self
-                .tell(store, &place, &ticket.participant, Told::Replaced)
-                .await
-            {
-                tracing::warn!(
-                    participant = ticket.participant,
-                    instance = place.instance,
-                    "lobby: cannot tell a replaced tab on another instance: {e}"
-                );
-            }
+            self.tell_replaced(store, old, &ticket.participant).await;
         }
-        match joined.joined {
+        Ok(self.settle(joined.joined, &ticket, since_ms, rx))
+    }
+
+    /// Tells the tab of `participant` on another instance, whose place `old` was, that it gave
+    /// up its place to this one (a tab here is told when the new one takes its entry).
+    async fn tell_replaced(&self, store: &dyn Store, old: Waiter, participant: &str) {
+        let place = Place {
+            instance: old.instance,
+            conn: old.conn,
+        };
+        if let Err(e) = self.tell(store, &place, participant, Told::Replaced).await {
+            tracing::warn!(
+                participant,
+                instance = place.instance,
+                "lobby: cannot tell a replaced tab on another instance: {e}"
+            );
+        }
+    }
+
+    /// What the table's answer to `ticket` means here: a partner taken (the places of both
+    /// forgotten), or the ticket queued since the earliest start among its tabs.
+    fn settle(
+        &self,
+        joined: Joined,
+        ticket: &Ticket,
+        since_ms: u64,
+        rx: oneshot::Receiver<Told>,
+    ) -> Enqueued {
+        match joined {
             Joined::Taken(w) => {
                 self.with(|inner| {
-                    forget(inner);
+                    inner.forget(ticket);
                     for p in [&w.participant, &ticket.participant] {
                         inner.since.remove(p);
                         inner.first.remove(p);
                     }
                 });
-                Ok(Enqueued::Matched {
+                Enqueued::Matched {
                     place: Place {
                         instance: w.instance.clone(),
                         conn: w.conn,
                     },
                     partner: ticket_of(w),
-                })
+                }
             }
             Joined::Queued(w) => {
                 // The table keeps the earliest start among the participant's tabs, wherever
@@ -413,7 +440,7 @@ impl Lobby {
                         s.ms = s.ms.min(since_ms);
                     }
                 });
-                Ok(Enqueued::Queued { since_ms, rx })
+                Enqueued::Queued { since_ms, rx }
             }
         }
     }
