@@ -864,23 +864,12 @@ async fn refuse_labels(
     Ok((StatusCode::UNPROCESSABLE_ENTITY, Html(html)).into_response())
 }
 
-/// `POST /p/chat/send`: the participant's turn, sent to every side.
-pub async fn send(
-    State(app): State<AppState>,
-    me: Asking,
-    headers: HeaderMap,
-    Form(fields): Form<Fields>,
-) -> Result<Response, HttpError> {
-    let seat = me.seat.clone();
-    let ctx = match context(&app, me, &fields).await? {
-        Ok(ctx) => ctx,
-        Err(r) => return Ok(r),
-    };
-    let stream = streaming(&headers);
+/// Why the turn `text` cannot be sent now, if it cannot: the conversation ended, a reply is
+/// awaited or failed, the most turns are reached, the text is empty or too long.
+fn send_refusal(ctx: &Ctx, text: &str) -> Option<String> {
     let c = &ctx.ev().conversation;
-    let text = field(&fields, "text").unwrap_or("");
     let w = ctx.words();
-    let refusal = if ctx.ended() {
+    if ctx.ended() {
         Some(w.get("eval-chat-refused-ended"))
     } else if ctx.pending() {
         Some(w.get("eval-chat-refused-pending"))
@@ -897,7 +886,24 @@ pub async fn send(
         ))
     } else {
         None
+    }
+}
+
+/// `POST /p/chat/send`: the participant's turn, sent to every side.
+pub async fn send(
+    State(app): State<AppState>,
+    me: Asking,
+    headers: HeaderMap,
+    Form(fields): Form<Fields>,
+) -> Result<Response, HttpError> {
+    let seat = me.seat.clone();
+    let ctx = match context(&app, me, &fields).await? {
+        Ok(ctx) => ctx,
+        Err(r) => return Ok(r),
     };
+    let stream = streaming(&headers);
+    let text = field(&fields, "text").unwrap_or("");
+    let refusal = send_refusal(&ctx, text);
     if ctx.time_up(now_ms()) {
         end_all(&app, &ctx.sides, EndReason::TimeLimit).await?;
         return Ok(to_page(seat.as_deref()));
@@ -1051,32 +1057,8 @@ pub async fn finish(
     }
     let ev = ctx.ev();
     let arena = ev.task == EvalTask::Arena;
-    let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
-    let w = ctx.words();
     let mut problems = vec![];
-    let answers = match super::questions::check(w, &ev.questions, &fields, seed) {
-        Ok(a) => a.to_event(&ev.questions),
-        Err(mut more) => {
-            problems.append(&mut more);
-            IndexMap::new()
-        }
-    };
-    let (mut choice, mut justification) = (None, None);
-    if arena {
-        choice = match field(&fields, "vote") {
-            Some("left") => ctx.sides.first().map(|s| s.session.clone()),
-            Some("right") => ctx.sides.get(1).map(|s| s.session.clone()),
-            Some(v @ (VOTE_TIE | VOTE_BOTH_BAD)) => Some(v.to_string()),
-            _ => None,
-        };
-        if choice.is_none() {
-            problems.push(Problem {
-                question: "vote".into(),
-                message: w.get("eval-problem-vote"),
-            });
-        }
-        justification = check_justification(w, &ev.justification, &fields, &mut problems);
-    }
+    let (answers, choice, justification) = check_finish(&ctx, &fields, &mut problems);
     let posted = posted_labels(&ctx, &fields);
     problems.extend(label_problems(ctx.words(), ev, &posted));
     if !problems.is_empty() {
@@ -1086,23 +1068,6 @@ pub async fn finish(
     }
     store_labels(&app, &ctx, posted).await?;
     let convos = read_convos(&app, &ctx.sides).await?;
-    let turns: Vec<TurnLabel> = ctx
-        .sides
-        .iter()
-        .zip(&convos)
-        .flat_map(|(side, c)| {
-            c.said
-                .iter()
-                .filter(|s| s.by_system && (!s.labels.is_empty() || s.score.is_some()))
-                .map(|s| TurnLabel {
-                    dialogue: side.session.clone(),
-                    turn: s.index,
-                    labels: s.labels.clone(),
-                    score: s.score,
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
     let void = arena && convos.iter().any(|c| c.ever_failed);
     let judgment = Judgment {
         page: ctx.page_id(),
@@ -1114,7 +1079,7 @@ pub async fn finish(
         choice,
         justification,
         answers,
-        turns,
+        turns: labelled_turns(&ctx, &convos),
         counted: false,
         surplus: false,
         gold_correct: None,
@@ -1157,6 +1122,87 @@ pub async fn finish(
     Ok(to_page(seat.as_deref()))
 }
 
+/// The finish form's answers to the questions and, in a battle, its vote and the reason given;
+/// what is missing or wrong is added to `problems`.
+fn check_finish(
+    ctx: &Ctx,
+    fields: &[(String, String)],
+    problems: &mut Vec<Problem>,
+) -> (
+    IndexMap<String, serde_json::Value>,
+    Option<String>,
+    Option<String>,
+) {
+    let ev = ctx.ev();
+    let seed = seed_of(&format!("{}/{}", ctx.p.id, ctx.lease.id));
+    let w = ctx.words();
+    let answers = match super::questions::check(w, &ev.questions, fields, seed) {
+        Ok(a) => a.to_event(&ev.questions),
+        Err(mut more) => {
+            problems.append(&mut more);
+            IndexMap::new()
+        }
+    };
+    let (mut choice, mut justification) = (None, None);
+    if ev.task == EvalTask::Arena {
+        choice = match field(fields, "vote") {
+            Some("left") => ctx.sides.first().map(|s| s.session.clone()),
+            Some("right") => ctx.sides.get(1).map(|s| s.session.clone()),
+            Some(v @ (VOTE_TIE | VOTE_BOTH_BAD)) => Some(v.to_string()),
+            _ => None,
+        };
+        if choice.is_none() {
+            problems.push(Problem {
+                question: "vote".into(),
+                message: w.get("eval-problem-vote"),
+            });
+        }
+        justification = check_justification(w, &ev.justification, fields, problems);
+    }
+    (answers, choice, justification)
+}
+
+/// The labels given to the systems' replies in `convos`, one side after the other.
+fn labelled_turns(ctx: &Ctx, convos: &[Convo]) -> Vec<TurnLabel> {
+    ctx.sides
+        .iter()
+        .zip(convos)
+        .flat_map(|(side, c)| {
+            c.said
+                .iter()
+                .filter(|s| s.by_system && (!s.labels.is_empty() || s.score.is_some()))
+                .map(|s| TurnLabel {
+                    dialogue: side.session.clone(),
+                    turn: s.index,
+                    labels: s.labels.clone(),
+                    score: s.score,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// One line per side: which system it was.
+fn reveal_rows(w: &Words, sides: &[Side]) -> String {
+    sides
+        .iter()
+        .map(|s| {
+            let sys = esc(&s.system);
+            format!(
+                "<li data-testid=\"reveal-{n}\" data-system=\"{sys}\">{said}</li>",
+                n = s.name,
+                said = with_markup(
+                    w,
+                    "eval-reveal-side",
+                    &[("assistant", &side_label(w, s))],
+                    "system",
+                    &format!("<strong>{sys}</strong>")
+                ),
+            )
+        })
+        .collect()
+}
+
 /// `GET /p/chat/reveal?lease=…`: after a vote, which system was on which side.
 pub async fn reveal(
     State(app): State<AppState>,
@@ -1190,23 +1236,7 @@ pub async fn reveal(
     let Some(verdict) = verdict else {
         return Ok(to_page(seat.as_deref()));
     };
-    let rows: String = sides
-        .iter()
-        .map(|s| {
-            let sys = esc(&s.system);
-            format!(
-                "<li data-testid=\"reveal-{n}\" data-system=\"{sys}\">{said}</li>",
-                n = s.name,
-                said = with_markup(
-                    w,
-                    "eval-reveal-side",
-                    &[("assistant", &side_label(w, s))],
-                    "system",
-                    &format!("<strong>{sys}</strong>")
-                ),
-            )
-        })
-        .collect();
+    let rows = reveal_rows(w, &sides);
     let chose = match verdict.choice.as_deref() {
         Some(VOTE_TIE) => w.get("eval-reveal-tie"),
         Some(VOTE_BOTH_BAD) => w.get("eval-reveal-both-bad"),
