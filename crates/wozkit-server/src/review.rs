@@ -295,16 +295,7 @@ fn dialogue_facts(
 ) -> Facts {
     let mut answers = vec![];
     let mut flags = Flags::default();
-    let start = events
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
-        .or(events.first())
-        .map(|e| e.at_ms);
-    let end = events
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
-        .or(events.last())
-        .map(|e| e.at_ms);
+    let (start, end) = log_span(events);
     // Whether `participant` holds the seat of `role` at this point of the log; since when they
     // have been disconnected (while holding it); and when they left it, if they did not get it
     // back: their last disconnect before the takeover, else the takeover.
@@ -367,6 +358,22 @@ fn dialogue_facts(
         flag_silences(&mut flags, role, (start, end), &said, limits);
     }
     (answers, duration, flags)
+}
+
+/// When a session's log starts and ends: its start and end events, else its first and last
+/// events.
+fn log_span(events: &[Event]) -> (Option<u64>, Option<u64>) {
+    let start = events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
+        .or(events.first())
+        .map(|e| e.at_ms);
+    let end = events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::SessionEnded { .. }))
+        .or(events.last())
+        .map(|e| e.at_ms);
+    (start, end)
 }
 
 /// Adds to `taken_over` that the participant left the seat `left` into the session and a
@@ -528,57 +535,71 @@ fn time_outliers(rows: &mut [ReviewRow], k: f64, percentiles: bool) {
             let Some(x) = rows[i].duration_ms else {
                 continue;
             };
-            let xf = x as f64;
             let why = if !percentiles {
-                let (lo, hi) = (med - k * mad, med + k * mad);
-                if xf > hi {
-                    Some((
-                        Outlier::Slow,
-                        format!(
-                            "took {}, above median {} + {k}×MAD {} = {}",
-                            minutes(x),
-                            minutes(med as u64),
-                            minutes(mad as u64),
-                            minutes(hi as u64)
-                        ),
-                    ))
-                } else if xf < lo {
-                    Some((
-                        Outlier::Fast,
-                        format!(
-                            "took {}, below median {} − {k}×MAD {} = {}",
-                            minutes(x),
-                            minutes(med as u64),
-                            minutes(mad as u64),
-                            minutes(lo.max(0.0) as u64)
-                        ),
-                    ))
-                } else {
-                    None
-                }
-            } else if xf > p95 {
-                Some((
-                    Outlier::Slow,
-                    format!(
-                        "took {}, above the 95th percentile {} ({why_pct})",
-                        minutes(x),
-                        minutes(p95 as u64)
-                    ),
-                ))
-            } else if xf < p5 {
-                Some((
-                    Outlier::Fast,
-                    format!(
-                        "took {}, below the 5th percentile {} ({why_pct})",
-                        minutes(x),
-                        minutes(p5 as u64)
-                    ),
-                ))
+                mad_outlier(x, med, mad, k)
             } else {
-                None
+                percentile_outlier(x, p5, p95, why_pct)
             };
             rows[i].flags.time = why;
         }
+    }
+}
+
+/// Whether duration `x` is beyond median `med` ± `k` × `mad`, which way, and why.
+fn mad_outlier(x: u64, med: f64, mad: f64, k: f64) -> Option<(Outlier, String)> {
+    let xf = x as f64;
+    let (lo, hi) = (med - k * mad, med + k * mad);
+    if xf > hi {
+        Some((
+            Outlier::Slow,
+            format!(
+                "took {}, above median {} + {k}×MAD {} = {}",
+                minutes(x),
+                minutes(med as u64),
+                minutes(mad as u64),
+                minutes(hi as u64)
+            ),
+        ))
+    } else if xf < lo {
+        Some((
+            Outlier::Fast,
+            format!(
+                "took {}, below median {} − {k}×MAD {} = {}",
+                minutes(x),
+                minutes(med as u64),
+                minutes(mad as u64),
+                minutes(lo.max(0.0) as u64)
+            ),
+        ))
+    } else {
+        None
+    }
+}
+
+/// Whether duration `x` is beyond the 5th (`p5`) or 95th (`p95`) percentile, which way, and
+/// why (`why_pct`: why the percentiles are the rule).
+fn percentile_outlier(x: u64, p5: f64, p95: f64, why_pct: &str) -> Option<(Outlier, String)> {
+    let xf = x as f64;
+    if xf > p95 {
+        Some((
+            Outlier::Slow,
+            format!(
+                "took {}, above the 95th percentile {} ({why_pct})",
+                minutes(x),
+                minutes(p95 as u64)
+            ),
+        ))
+    } else if xf < p5 {
+        Some((
+            Outlier::Fast,
+            format!(
+                "took {}, below the 5th percentile {} ({why_pct})",
+                minutes(x),
+                minutes(p5 as u64)
+            ),
+        ))
+    } else {
+        None
     }
 }
 

@@ -525,6 +525,31 @@ fn flags(r: &ReviewRow) -> String {
 
 fn decision(me: &Researcher, study: &str, view: &View, r: &ReviewRow, may_act: bool) -> String {
     let rv = &r.review;
+    let mut out = decision_state(rv);
+    out.push_str(&decision_problems(rv, &r.pay.platform));
+    for n in &rv.notes {
+        let _ = write!(out, "<br><small class=\"note\">note: {}</small>", esc(n));
+    }
+    if !rv.history.is_empty() {
+        out.push_str(&history_html(rv));
+    }
+    if may_act {
+        let _ = write!(
+            out,
+            "<details class=\"decide\"><summary>decide</summary><form method=\"post\" action=\"{}/decide\" class=\"row-decide\">{}{}\
+             <input type=\"hidden\" name=\"p\" value=\"{}\">{}<button type=\"submit\">Record</button></form></details>",
+            esc(&review_url(study, "")),
+            csrf_field(me),
+            view.hidden(),
+            esc(&r.pay.participant),
+            action_fields(&format!("row-{}", esc(&r.pay.participant))),
+        );
+    }
+    out
+}
+
+/// A row's decision as recorded (with its bonus and a block) and as sent to the platform.
+fn decision_state(rv: &review::Reviewed) -> String {
     let mut out = String::new();
     match rv.decision {
         Some((a, _)) => {
@@ -564,6 +589,13 @@ fn decision(me: &Researcher, study: &str, view: &View, r: &ReviewRow, may_act: b
             rv.bonus_sent_cents % 100
         );
     }
+    out
+}
+
+/// What of a row's decisions cannot be sent to its platform `platform`, and the last send
+/// that failed.
+fn decision_problems(rv: &review::Reviewed, platform: &str) -> String {
+    let mut out = String::new();
     for (seq, why) in &rv.not_sendable {
         let action = rv
             .history
@@ -577,7 +609,7 @@ fn decision(me: &Researcher, study: &str, view: &View, r: &ReviewRow, may_act: b
         let _ = write!(
             out,
             "<br><small class=\"problem not-sendable\">{action}: not sendable to {} — {}</small>",
-            esc(platform_name(&r.pay.platform)),
+            esc(platform_name(platform)),
             esc(why)
         );
     }
@@ -588,54 +620,40 @@ fn decision(me: &Researcher, study: &str, view: &View, r: &ReviewRow, may_act: b
             esc(why)
         );
     }
-    for n in &rv.notes {
-        let _ = write!(out, "<br><small class=\"note\">note: {}</small>", esc(n));
-    }
-    if !rv.history.is_empty() {
-        let items: String = rv
-            .history
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::Reviewed(d) => Some(format!(
-                    "<li>{} — {} by {}{}{}</li>",
-                    fmt_time(e.at_ms),
-                    d.action.as_str(),
-                    esc(if d.researcher_name.is_empty() {
-                        &d.researcher
-                    } else {
-                        &d.researcher_name
-                    }),
-                    d.cents
-                        .map(|c| format!(", {}.{:02}", c / 100, c % 100))
-                        .unwrap_or_default(),
-                    if d.reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", esc(&d.reason))
-                    }
-                )),
-                _ => None,
-            })
-            .collect();
-        let _ = write!(
-            out,
-            "<details class=\"history\"><summary>history ({})</summary><ol>{items}</ol></details>",
-            rv.history.len()
-        );
-    }
-    if may_act {
-        let _ = write!(
-            out,
-            "<details class=\"decide\"><summary>decide</summary><form method=\"post\" action=\"{}/decide\" class=\"row-decide\">{}{}\
-             <input type=\"hidden\" name=\"p\" value=\"{}\">{}<button type=\"submit\">Record</button></form></details>",
-            esc(&review_url(study, "")),
-            csrf_field(me),
-            view.hidden(),
-            esc(&r.pay.participant),
-            action_fields(&format!("row-{}", esc(&r.pay.participant))),
-        );
-    }
     out
+}
+
+/// A row's decisions one after the other: when, what, by whom, the amount and the reason.
+fn history_html(rv: &review::Reviewed) -> String {
+    let items: String = rv
+        .history
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Reviewed(d) => Some(format!(
+                "<li>{} — {} by {}{}{}</li>",
+                fmt_time(e.at_ms),
+                d.action.as_str(),
+                esc(if d.researcher_name.is_empty() {
+                    &d.researcher
+                } else {
+                    &d.researcher_name
+                }),
+                d.cents
+                    .map(|c| format!(", {}.{:02}", c / 100, c % 100))
+                    .unwrap_or_default(),
+                if d.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", esc(&d.reason))
+                }
+            )),
+            _ => None,
+        })
+        .collect();
+    format!(
+        "<details class=\"history\"><summary>history ({})</summary><ol>{items}</ol></details>",
+        rv.history.len()
+    )
 }
 
 /// Why a bonus amount cannot be recorded, for the page.
@@ -709,73 +727,10 @@ async fn record(
     fields: &[(String, String)],
 ) -> Result<Response, HttpError> {
     let study_id = study.study.id.as_str();
-    let one = |k: &str| {
-        fields
-            .iter()
-            .find(|(name, _)| name == k)
-            .map(|(_, v)| v.as_str())
-    };
-    let action = match one("action").unwrap_or("") {
-        "approve" => ReviewAction::Approve,
-        "reject" => ReviewAction::Reject,
-        "bonus" => ReviewAction::Bonus,
-        "block" => ReviewAction::Block,
-        "note" => ReviewAction::Note,
-        other => {
-            return Err(HttpError::BadRequest(format!(
-                "unknown action \u{201c}{other}\u{201d}; choose approve, reject, bonus, block or note."
-            )));
-        }
-    };
-    let reason = one("reason").unwrap_or("").trim().to_string();
-    if reason.chars().count() > MAX_REASON {
-        return Err(HttpError::BadRequest(format!(
-            "the reason is longer than {MAX_REASON} characters; shorten it."
-        )));
-    }
-    let needs_reason = matches!(
-        action,
-        ReviewAction::Reject | ReviewAction::Bonus | ReviewAction::Block | ReviewAction::Note
-    );
-    if needs_reason && reason.is_empty() {
-        return Err(HttpError::BadRequest(format!(
-            "a {} needs a reason: write one in the reason field.",
-            action.as_str()
-        )));
-    }
-    let cents = if action == ReviewAction::Bonus {
-        let amount = one("amount").unwrap_or("");
-        match parse_cents(amount) {
-            Some(c) if c <= MAX_BONUS_CENTS => Some(c),
-            _ => return Err(HttpError::BadRequest(bonus_problem(amount))),
-        }
-    } else {
-        None
-    };
+    let (action, reason, cents) = asked_decision(fields)?;
     let _one_at_a_time = app.review.lock.lock().await;
     let rows = review::rows(app, study, true, view.limits).await?;
-    let chosen: Vec<&ReviewRow> = if one("all_matching") == Some("1") {
-        rows.iter()
-            .filter(|r| view.include_test || !is_test_row(r))
-            .filter(|r| view.filter.matches(r))
-            .collect()
-    } else {
-        let wanted: HashSet<&str> = fields
-            .iter()
-            .filter(|(k, _)| k == "p")
-            .map(|(_, v)| v.as_str())
-            .collect();
-        let found: Vec<&ReviewRow> = rows
-            .iter()
-            .filter(|r| wanted.contains(r.pay.participant.as_str()))
-            .collect();
-        if found.len() != wanted.len() {
-            return Err(HttpError::BadRequest(
-                "some selected participants are not participants of this study.".into(),
-            ));
-        }
-        found
-    };
+    let chosen = chosen_rows(&rows, view, fields)?;
     if chosen.is_empty() {
         return Err(HttpError::BadRequest(
             "no participant selected: tick some, or \u{201c}all matching the filter\u{201d}."
@@ -805,6 +760,93 @@ async fn record(
     }
     q.push_str(&format!("done={n}"));
     Ok(redirect(&review_url(study_id, &q)))
+}
+
+/// The field `k` of `fields`, if sent.
+fn sent_field<'f>(fields: &'f [(String, String)], k: &str) -> Option<&'f str> {
+    fields
+        .iter()
+        .find(|(name, _)| name == k)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The decision `fields` ask for: its action, its reason and a bonus's amount in cents; one
+/// that cannot be recorded is a [`HttpError::BadRequest`] saying why.
+fn asked_decision(
+    fields: &[(String, String)],
+) -> Result<(ReviewAction, String, Option<u64>), HttpError> {
+    let action = match sent_field(fields, "action").unwrap_or("") {
+        "approve" => ReviewAction::Approve,
+        "reject" => ReviewAction::Reject,
+        "bonus" => ReviewAction::Bonus,
+        "block" => ReviewAction::Block,
+        "note" => ReviewAction::Note,
+        other => {
+            return Err(HttpError::BadRequest(format!(
+                "unknown action \u{201c}{other}\u{201d}; choose approve, reject, bonus, block or note."
+            )));
+        }
+    };
+    let reason = sent_field(fields, "reason")
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    if reason.chars().count() > MAX_REASON {
+        return Err(HttpError::BadRequest(format!(
+            "the reason is longer than {MAX_REASON} characters; shorten it."
+        )));
+    }
+    let needs_reason = matches!(
+        action,
+        ReviewAction::Reject | ReviewAction::Bonus | ReviewAction::Block | ReviewAction::Note
+    );
+    if needs_reason && reason.is_empty() {
+        return Err(HttpError::BadRequest(format!(
+            "a {} needs a reason: write one in the reason field.",
+            action.as_str()
+        )));
+    }
+    let cents = if action == ReviewAction::Bonus {
+        let amount = sent_field(fields, "amount").unwrap_or("");
+        match parse_cents(amount) {
+            Some(c) if c <= MAX_BONUS_CENTS => Some(c),
+            _ => return Err(HttpError::BadRequest(bonus_problem(amount))),
+        }
+    } else {
+        None
+    };
+    Ok((action, reason, cents))
+}
+
+/// The rows `fields` choose: all those the view's filter matches, or those ticked (each of
+/// which must be a participant of the study).
+fn chosen_rows<'r>(
+    rows: &'r [ReviewRow],
+    view: &View,
+    fields: &[(String, String)],
+) -> Result<Vec<&'r ReviewRow>, HttpError> {
+    if sent_field(fields, "all_matching") == Some("1") {
+        return Ok(rows
+            .iter()
+            .filter(|r| view.include_test || !is_test_row(r))
+            .filter(|r| view.filter.matches(r))
+            .collect());
+    }
+    let wanted: HashSet<&str> = fields
+        .iter()
+        .filter(|(k, _)| k == "p")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let found: Vec<&ReviewRow> = rows
+        .iter()
+        .filter(|r| wanted.contains(r.pay.participant.as_str()))
+        .collect();
+    if found.len() != wanted.len() {
+        return Err(HttpError::BadRequest(
+            "some selected participants are not participants of this study.".into(),
+        ));
+    }
+    Ok(found)
 }
 
 /// Whether a row is a test participant's (a `test=1` crowd id).
