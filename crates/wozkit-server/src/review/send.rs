@@ -17,12 +17,13 @@
 //! Blocks move no money and are sent as before.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use wozkit_core::event::{EventKind, ReviewAction, ReviewDecision};
 use wozkit_core::load::LoadedStudy;
 use wozkit_platforms::once::{
-    self, Decided, NewDecision, NewPayment, Outcome, PaymentRecord, Policy, Stage,
+    self, Decided, DecisionRecord, NewDecision, NewPayment, Outcome, PaymentRecord, Policy, Stage,
 };
 use wozkit_platforms::{Bonus, Payer};
 use wozkit_store::{Store, StoreError};
@@ -246,43 +247,9 @@ impl Turn<'_> {
     ) -> Result<(), StoreError> {
         let r = self.r;
         let key = decision_key(self.study, self.participant);
-        let mut record = once::read_decision(self.ledger, &key)
-            .await
-            .map_err(ledger_err)?;
-        if record.as_ref().is_some_and(|d| !d.stage.settled()) {
-            match once::decide_once(
-                self.payer,
-                self.ledger,
-                &key,
-                None,
-                self.claimant,
-                self.policy,
-            )
-            .await
-            .map_err(ledger_err)?
-            {
-                Decided::Settled(d) => record = Some(d),
-                Decided::Pending { record: d, why } => {
-                    let of = decision_seq(r, &d.action);
-                    out.push(of, Err(Unsent::Failed(not_settled(&why))), None, None);
-                    return Ok(());
-                }
-            }
-        }
-        let mut sent = r.sent_decision.is_some();
-        if let Some(d) = &record {
-            let id = d.id(&key);
-            let of = decision_seq(r, &d.action);
-            if d.stage == Stage::Sent {
-                sent = true;
-                if !r.logged_sent.contains(&id) {
-                    out.push(of, Ok(()), None, Some(id));
-                }
-            } else if !r.logged_failed.contains(&id) && !r.logged_sent.contains(&id) {
-                out.push(of, Err(Unsent::Failed(d.note.clone())), None, Some(id));
-                return Ok(());
-            }
-        }
+        let ControlFlow::Continue((record, sent)) = self.settle_decision(out, &key).await? else {
+            return Ok(());
+        };
         let Some((action, seq)) = r
             .decision
             .filter(|(_, seq)| !sent && !r.is_not_sendable(*seq))
@@ -331,6 +298,55 @@ impl Turn<'_> {
         Ok(())
     }
 
+    /// Settles the decision record under `key` and logs its outcome if the log lacks it; the
+    /// record and whether a decision was sent, or `Break` when nothing is to be sent on this
+    /// press (the record is still pending, or its failure was logged now).
+    async fn settle_decision(
+        &self,
+        out: &mut Outcomes<'_>,
+        key: &str,
+    ) -> Result<ControlFlow<(), (Option<DecisionRecord>, bool)>, StoreError> {
+        let r = self.r;
+        let mut record = once::read_decision(self.ledger, key)
+            .await
+            .map_err(ledger_err)?;
+        if record.as_ref().is_some_and(|d| !d.stage.settled()) {
+            match once::decide_once(
+                self.payer,
+                self.ledger,
+                key,
+                None,
+                self.claimant,
+                self.policy,
+            )
+            .await
+            .map_err(ledger_err)?
+            {
+                Decided::Settled(d) => record = Some(d),
+                Decided::Pending { record: d, why } => {
+                    let of = decision_seq(r, &d.action);
+                    out.push(of, Err(Unsent::Failed(not_settled(&why))), None, None);
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        }
+        let mut sent = r.sent_decision.is_some();
+        if let Some(d) = &record {
+            let id = d.id(key);
+            let of = decision_seq(r, &d.action);
+            if d.stage == Stage::Sent {
+                sent = true;
+                if !r.logged_sent.contains(&id) {
+                    out.push(of, Ok(()), None, Some(id));
+                }
+            } else if !r.logged_failed.contains(&id) && !r.logged_sent.contains(&id) {
+                out.push(of, Err(Unsent::Failed(d.note.clone())), None, Some(id));
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue((record, sent)))
+    }
+
     /// Settles the bonus record, logs what it paid if the log lacks it, and pays what the
     /// review bonus still owes.
     async fn bonus(
@@ -344,50 +360,9 @@ impl Turn<'_> {
         let Some(of) = bonus_seq(r) else {
             return Ok(());
         };
-        let mut record = once::read(self.ledger, &key).await.map_err(ledger_err)?;
-        if record.as_ref().is_some_and(|p| !p.stage.settled()) {
-            match once::pay_once(
-                self.payer,
-                self.ledger,
-                &key,
-                None,
-                self.claimant,
-                self.policy,
-            )
-            .await
-            .map_err(ledger_err)?
-            {
-                Outcome::Settled(p) => record = Some(p),
-                Outcome::Pending { record: p, why } => {
-                    let cents = p.bonuses.iter().map(|b| b.cents).sum();
-                    out.push(
-                        of,
-                        Err(Unsent::Failed(not_settled(&why))),
-                        Some(cents),
-                        None,
-                    );
-                    return Ok(());
-                }
-            }
-        }
-        // What the records paid and the log does not show yet is logged first.
-        if let Some(p) = &record {
-            let id = p.id(&key);
-            let missing = p.total_paid_cents().saturating_sub(r.record_sent_cents);
-            if missing > 0 && !r.logged_sent.contains(&id) {
-                out.push(of, Ok(()), Some(missing), Some(id.clone()));
-            }
-            if p.stage == Stage::Refused && !r.logged_failed.contains(&id) {
-                let cents = p.bonuses.iter().map(|b| b.cents).sum();
-                out.push(
-                    of,
-                    Err(Unsent::Failed(p.note.clone())),
-                    Some(cents),
-                    Some(id),
-                );
-                return Ok(());
-            }
-        }
+        let ControlFlow::Continue(record) = self.settle_bonus(out, &key, of).await? else {
+            return Ok(());
+        };
         let paid = review_bonus_paid(r, record.as_ref());
         let owed = r.bonus_cents().saturating_sub(paid);
         let Some((_, seq)) = r
@@ -444,6 +419,63 @@ impl Turn<'_> {
             ),
         }
         Ok(())
+    }
+
+    /// Settles the bonus record under `key` and logs (as outcomes of decision `of`) what it
+    /// paid that the log does not show yet; the record, or `Break` when nothing more is to be
+    /// paid on this press (the record is still pending, or was refused).
+    async fn settle_bonus(
+        &self,
+        out: &mut Outcomes<'_>,
+        key: &str,
+        of: u64,
+    ) -> Result<ControlFlow<(), Option<PaymentRecord>>, StoreError> {
+        let r = self.r;
+        let mut record = once::read(self.ledger, key).await.map_err(ledger_err)?;
+        if record.as_ref().is_some_and(|p| !p.stage.settled()) {
+            match once::pay_once(
+                self.payer,
+                self.ledger,
+                key,
+                None,
+                self.claimant,
+                self.policy,
+            )
+            .await
+            .map_err(ledger_err)?
+            {
+                Outcome::Settled(p) => record = Some(p),
+                Outcome::Pending { record: p, why } => {
+                    let cents = p.bonuses.iter().map(|b| b.cents).sum();
+                    out.push(
+                        of,
+                        Err(Unsent::Failed(not_settled(&why))),
+                        Some(cents),
+                        None,
+                    );
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+        }
+        // What the records paid and the log does not show yet is logged first.
+        if let Some(p) = &record {
+            let id = p.id(key);
+            let missing = p.total_paid_cents().saturating_sub(r.record_sent_cents);
+            if missing > 0 && !r.logged_sent.contains(&id) {
+                out.push(of, Ok(()), Some(missing), Some(id.clone()));
+            }
+            if p.stage == Stage::Refused && !r.logged_failed.contains(&id) {
+                let cents = p.bonuses.iter().map(|b| b.cents).sum();
+                out.push(
+                    of,
+                    Err(Unsent::Failed(p.note.clone())),
+                    Some(cents),
+                    Some(id),
+                );
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(record))
     }
 }
 
