@@ -145,77 +145,85 @@ impl Bot {
             return;
         }
         match self.role {
-            Role::Wizard => {
-                let news = stored.iter().any(|e| {
-                    matches!(
-                        e.kind,
-                        EventKind::Message {
-                            role: Role::User,
-                            ..
-                        } | EventKind::ActionCompleted { .. }
-                            | EventKind::OptionsUnlocked { .. }
-                            | EventKind::LockReleased { .. }
-                            | EventKind::Joined {
-                                role: Role::User,
-                                ..
-                            }
-                    )
-                });
-                let spoke = stored.iter().any(|e| {
-                    matches!(
-                        e.actor,
-                        Actor::Bot {
-                            role: Role::Wizard,
-                            ..
-                        }
-                    ) && matches!(
-                        e.kind,
-                        EventKind::Message { .. } | EventKind::ActionStarted { .. }
-                    )
-                });
-                if news {
-                    self.quiet_until = 0;
-                    let soon = now + self.delay();
-                    self.next_at = Some(self.next_at.map_or(soon, |t| t.min(soon)));
-                } else if spoke {
-                    self.quiet_until = now + self.pace.1 * 3;
-                    self.next_at = Some(self.quiet_until);
-                } else if self.next_at.is_none() {
-                    self.next_at = Some((now + self.delay()).max(self.quiet_until));
-                }
-            }
-            Role::User => {
-                let mut prompted = false;
-                for e in stored {
-                    match &e.kind {
-                        EventKind::Message {
-                            role: Role::Wizard,
-                            text,
-                            source,
-                        } => {
-                            prompted = true;
-                            self.asked = matches!(
-                                source,
-                                MessageSource::State {
-                                    act_type: ActType::Request,
-                                    ..
-                                }
-                            ) || text.trim_end().ends_with('?');
-                        }
-                        EventKind::LockStarted { .. } => prompted = true,
-                        _ => {}
+            Role::Wizard => self.observe_as_wizard(stored, now),
+            Role::User => self.observe_as_user(stored, now),
+        }
+    }
+
+    /// The wizard bot's plan after `stored`: soon after news from the user or the world, quiet
+    /// for a while after it spoke itself.
+    fn observe_as_wizard(&mut self, stored: &[Event], now: u64) {
+        let news = stored.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::Message {
+                    role: Role::User,
+                    ..
+                } | EventKind::ActionCompleted { .. }
+                    | EventKind::OptionsUnlocked { .. }
+                    | EventKind::LockReleased { .. }
+                    | EventKind::Joined {
+                        role: Role::User,
+                        ..
                     }
+            )
+        });
+        let spoke = stored.iter().any(|e| {
+            matches!(
+                e.actor,
+                Actor::Bot {
+                    role: Role::Wizard,
+                    ..
                 }
-                if prompted && self.next_at.is_none() {
-                    // A model takes its own time to answer: it is asked at once.
-                    let delay = if self.model.is_some() {
-                        0
-                    } else {
-                        self.delay()
-                    };
-                    self.next_at = Some(now + delay);
+            ) && matches!(
+                e.kind,
+                EventKind::Message { .. } | EventKind::ActionStarted { .. }
+            )
+        });
+        if news {
+            self.quiet_until = 0;
+            let soon = now + self.delay();
+            self.next_at = Some(self.next_at.map_or(soon, |t| t.min(soon)));
+        } else if spoke {
+            self.quiet_until = now + self.pace.1 * 3;
+            self.next_at = Some(self.quiet_until);
+        } else if self.next_at.is_none() {
+            self.next_at = Some((now + self.delay()).max(self.quiet_until));
+        }
+    }
+
+    /// The user bot's plan after `stored`: an answer once the wizard said something (noting
+    /// whether it was asked something) or asked for an approval.
+    fn observe_as_user(&mut self, stored: &[Event], now: u64) {
+        let mut prompted = false;
+        for e in stored {
+            match &e.kind {
+                EventKind::Message {
+                    role: Role::Wizard,
+                    text,
+                    source,
+                } => {
+                    prompted = true;
+                    self.asked = matches!(
+                        source,
+                        MessageSource::State {
+                            act_type: ActType::Request,
+                            ..
+                        }
+                    ) || text.trim_end().ends_with('?');
                 }
+                EventKind::LockStarted { .. } => prompted = true,
+                _ => {}
             }
+        }
+        if prompted && self.next_at.is_none() {
+            // A model takes its own time to answer: it is asked at once.
+            let delay = if self.model.is_some() {
+                0
+            } else {
+                self.delay()
+            };
+            self.next_at = Some(now + delay);
         }
     }
 

@@ -363,8 +363,6 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
         .unwrap_or("(no message)")
 }
 
-/// The room of a session, rebuilding it from the log if it is not in memory. `None` when the
-/// session does not exist or its study is not served by this server.
 /// Whether a session of `study` with these events is a dialogue room: the study has one, and
 /// the log is empty (killed before the room stored anything) or starts as a room starts.
 fn is_room(study: &LoadedStudy, events: &[Event]) -> bool {
@@ -374,6 +372,8 @@ fn is_room(study: &LoadedStudy, events: &[Event]) -> bool {
             .is_none_or(|e| matches!(e.kind, EventKind::SessionStarted { .. }))
 }
 
+/// The room of a session, rebuilding it from the log if it is not in memory. `None` when the
+/// session does not exist or its study is not served by this server.
 pub(crate) async fn open(
     app: &AppState,
     session_id: &str,
@@ -418,28 +418,7 @@ pub(crate) async fn open(
     }
     let session = replay(&study, session_id, &events);
     let last_seq = events.last().map_or(0, |e| e.seq);
-    // A simulated user's seat is its again when this server runs that simulated user; else the
-    // built-in user bot takes it over.
-    let mut model_user = None;
-    let mut bots: Vec<Role> = events
-        .iter()
-        .filter_map(|e| match (&e.kind, &e.actor) {
-            (
-                EventKind::Joined { role, bot: true },
-                wozkit_core::event::Actor::Bot { name, .. },
-            ) => {
-                let running = app.tunables.simulated_user.as_ref();
-                match running.filter(|u| *role == Role::User && u.spec.actor_name() == *name) {
-                    Some(user) => {
-                        model_user = Some(user.clone());
-                        None
-                    }
-                    None => Some(*role),
-                }
-            }
-            _ => None,
-        })
-        .collect();
+    let (mut bots, model_user) = logged_bots(app, &events);
     let mut humans: Vec<(Role, String)> = app
         .store
         .participants_in_session(session_id)
@@ -447,19 +426,7 @@ pub(crate) async fn open(
         .into_iter()
         .filter_map(|p| p.role.map(|r| (r, p.id)))
         .collect();
-    // A seat taken over belongs to the researcher who took it (the last takeover wins), not to
-    // the participant who left it.
-    for e in &events {
-        if let EventKind::TakenOver {
-            role, participant, ..
-        } = &e.kind
-        {
-            humans.retain(|(r, p)| r != role || p == participant);
-            if !humans.iter().any(|(r, _)| r == role) {
-                humans.push((*role, participant.clone()));
-            }
-        }
-    }
+    seat_takeovers(&mut humans, &events);
     // Killed before the room stored anything: whether a bot was to play the other role is not
     // in the log. A study that backfills with bots gives a lone participant one (either it was
     // paired with a bot, or its partner was never seated).
@@ -482,6 +449,49 @@ pub(crate) async fn open(
         actor.seat_model_user(user);
     }
     Ok(Some(spawn(app, session_id, actor, Origin::Log)))
+}
+
+/// The roles bots joined in the log as, and the simulated user among them if this server runs
+/// it: a simulated user's seat is its again when this server runs that simulated user; else
+/// the built-in user bot takes it over.
+fn logged_bots(app: &AppState, events: &[Event]) -> (Vec<Role>, Option<Arc<ModelUser>>) {
+    let mut model_user = None;
+    let bots: Vec<Role> = events
+        .iter()
+        .filter_map(|e| match (&e.kind, &e.actor) {
+            (
+                EventKind::Joined { role, bot: true },
+                wozkit_core::event::Actor::Bot { name, .. },
+            ) => {
+                let running = app.tunables.simulated_user.as_ref();
+                match running.filter(|u| *role == Role::User && u.spec.actor_name() == *name) {
+                    Some(user) => {
+                        model_user = Some(user.clone());
+                        None
+                    }
+                    None => Some(*role),
+                }
+            }
+            _ => None,
+        })
+        .collect();
+    (bots, model_user)
+}
+
+/// Gives each seat taken over in the log to the researcher who took it (the last takeover
+/// wins), not to the participant who left it.
+fn seat_takeovers(humans: &mut Vec<(Role, String)>, events: &[Event]) {
+    for e in events {
+        if let EventKind::TakenOver {
+            role, participant, ..
+        } = &e.kind
+        {
+            humans.retain(|(r, p)| r != role || p == participant);
+            if !humans.iter().any(|(r, _)| r == role) {
+                humans.push((*role, participant.clone()));
+            }
+        }
+    }
 }
 
 /// Sends `msg` to the session's room, rebuilding the room once if its task has just stopped.

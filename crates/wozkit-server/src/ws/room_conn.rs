@@ -2,6 +2,7 @@
 //! Commands carry the participant's own role and id (from the cookie); the room answers each with
 //! `ack` or `error`.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use axum::extract::ws::WebSocket;
@@ -51,29 +52,8 @@ pub async fn run(
         next: next.clone(),
         out,
     };
-    // Boxed: opening a room that is not in memory (a store read and a replay) is a large
-    // future, which would otherwise enlarge every connection's task for its whole life.
-    match Box::pin(room::send(&app, &session, connect)).await {
-        Ok(true) => {}
-        Ok(false) => {
-            // No room here: the session has ended (its end reason), or runs elsewhere.
-            let frame = super::no_room_frame(&app, Some(&session), &next).await;
-            let _ = send(&mut socket, &frame).await;
-            return;
-        }
-        Err(e) => {
-            tracing::error!(session, "cannot open the room: {e}");
-            let _ = send(
-                &mut socket,
-                &error_frame(
-                    None,
-                    "internal",
-                    "the room could not be opened; reload the page",
-                ),
-            )
-            .await;
-            return;
-        }
+    if !join_room(&app, &mut socket, &session, connect, &next).await {
+        return;
     }
     loop {
         tokio::select! {
@@ -89,30 +69,10 @@ pub async fn run(
             msg = socket.recv() => {
                 let Some(text) = incoming(&mut socket, msg, &mut limiter).await else { break };
                 let Some(text) = text else { continue };
-                let to_room = match frames::parse(&text) {
-                    Ok(ClientFrame::Cmd { id, cmd }) => {
-                        RoomMsg::Cmd { conn, role, participant: p.id.clone(), id, cmd: Box::new(cmd) }
-                    }
-                    Ok(ClientFrame::Typing) => RoomMsg::Typing { role },
-                    Ok(ClientFrame::Ping) => {
-                        if send(&mut socket, &ServerFrame::Pong.text()).await.is_err() {
-                            break;
-                        }
-                        continue;
-                    }
-                    Ok(ClientFrame::Hello { .. }) => {
-                        let e = error_frame(None, "unexpected_hello", "hello is sent once; reconnect to resynchronise");
-                        if send(&mut socket, &e).await.is_err() {
-                            break;
-                        }
-                        continue;
-                    }
-                    Err(e) => {
-                        if send(&mut socket, &error_frame(e.id.as_deref(), e.code, &e.message)).await.is_err() {
-                            break;
-                        }
-                        continue;
-                    }
+                let to_room = match to_room_msg(&mut socket, &text, conn, role, &p.id).await {
+                    ControlFlow::Continue(Some(m)) => m,
+                    ControlFlow::Continue(None) => continue,
+                    ControlFlow::Break(()) => break,
                 };
                 if !to_room_inbox(&app, &session, to_room).await {
                     break;
@@ -127,6 +87,75 @@ pub async fn run(
         participant: p.id.clone(),
     };
     room::notify(&app, &session, leave).await;
+}
+
+/// Connects to the session's room with `connect`; `false` (the socket told why) when there is
+/// no room here or it could not be opened.
+async fn join_room(
+    app: &AppState,
+    socket: &mut WebSocket,
+    session: &str,
+    connect: RoomMsg,
+    next: &str,
+) -> bool {
+    // Boxed: opening a room that is not in memory (a store read and a replay) is a large
+    // future, which would otherwise enlarge every connection's task for its whole life.
+    match Box::pin(room::send(app, session, connect)).await {
+        Ok(true) => true,
+        Ok(false) => {
+            // No room here: the session has ended (its end reason), or runs elsewhere.
+            let frame = super::no_room_frame(app, Some(session), next).await;
+            let _ = send(socket, &frame).await;
+            false
+        }
+        Err(e) => {
+            tracing::error!(session, "cannot open the room: {e}");
+            let _ = send(
+                socket,
+                &error_frame(
+                    None,
+                    "internal",
+                    "the room could not be opened; reload the page",
+                ),
+            )
+            .await;
+            false
+        }
+    }
+}
+
+/// What the client's frame `text` asks of the room, if anything (pings and mistakes are
+/// answered here); `Break` when the socket cannot be written to.
+async fn to_room_msg(
+    socket: &mut WebSocket,
+    text: &str,
+    conn: u64,
+    role: Role,
+    participant: &str,
+) -> ControlFlow<(), Option<RoomMsg>> {
+    let answer = match frames::parse(text) {
+        Ok(ClientFrame::Cmd { id, cmd }) => {
+            return ControlFlow::Continue(Some(RoomMsg::Cmd {
+                conn,
+                role,
+                participant: participant.to_string(),
+                id,
+                cmd: Box::new(cmd),
+            }));
+        }
+        Ok(ClientFrame::Typing) => return ControlFlow::Continue(Some(RoomMsg::Typing { role })),
+        Ok(ClientFrame::Ping) => ServerFrame::Pong.text(),
+        Ok(ClientFrame::Hello { .. }) => error_frame(
+            None,
+            "unexpected_hello",
+            "hello is sent once; reconnect to resynchronise",
+        ),
+        Err(e) => error_frame(e.id.as_deref(), e.code, &e.message),
+    };
+    if send(socket, &answer).await.is_err() {
+        return ControlFlow::Break(());
+    }
+    ControlFlow::Continue(None)
 }
 
 /// Sends `msg` to the session's room: straight to its inbox while the room is in memory (every

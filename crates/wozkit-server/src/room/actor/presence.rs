@@ -23,20 +23,7 @@ impl RoomActor {
         out: mpsc::Sender<Arc<str>>,
     ) {
         if !self.seated(role, participant) {
-            // A researcher took this seat over while the participant was away: say so, and
-            // end this page's session (it does not reconnect) without seating them again.
-            let refused = error_frame(
-                None,
-                "seat_taken",
-                "A researcher has taken over your place in this conversation while you were away, so you cannot rejoin it. Thank you for taking part.",
-            );
-            let ended = ServerFrame::Ended {
-                reason: "seat_taken",
-                next: &next,
-            }
-            .text();
-            let _ = out.try_send(refused.into());
-            let _ = out.try_send(ended.into());
+            refuse_taken_seat(&out, &next);
             return;
         }
         self.conns.push(Conn {
@@ -60,26 +47,7 @@ impl RoomActor {
         // A participant who joins or comes back gets the view after its `Join` or `Reconnect`
         // is stored (that step's broadcast sends it), so its first view already counts it in.
         let presence = self.presence_command(role);
-        let mut frames: Vec<Arc<str>> = missed
-            .iter()
-            .filter_map(|e| view::event_for(&self.study, role, e))
-            .map(|e| ServerFrame::Event { event: &e }.text().into())
-            .collect();
-        if presence.is_none() {
-            frames.push(self.view_frame(role, &view::Basis::new(&self.study, &self.session)));
-        }
-        if self.session.away.iter().any(|(r, _)| *r == role.other()) {
-            frames.push(
-                ServerFrame::Partner {
-                    status: "reconnecting",
-                }
-                .text()
-                .into(),
-            );
-        }
-        if let Some(c) = self.conns.iter().find(|c| c.id == conn) {
-            frames.push(self.ended_frame(&c.next));
-        }
+        let frames = self.catch_up(conn, role, &missed, presence.is_none());
         for f in frames.into_iter().filter(|f| !f.is_empty()) {
             self.send_to(conn, f);
         }
@@ -97,6 +65,38 @@ impl RoomActor {
         if joining && self.everyone_joined() {
             self.join_deadline = None;
         }
+    }
+
+    /// The frames a connection of `role` gets on joining: the events it missed, its view
+    /// (`with_view`), the partner's absence and the session's end.
+    fn catch_up(
+        &self,
+        conn: u64,
+        role: Role,
+        missed: &[wozkit_core::event::Event],
+        with_view: bool,
+    ) -> Vec<Arc<str>> {
+        let mut frames: Vec<Arc<str>> = missed
+            .iter()
+            .filter_map(|e| view::event_for(&self.study, role, e))
+            .map(|e| ServerFrame::Event { event: &e }.text().into())
+            .collect();
+        if with_view {
+            frames.push(self.view_frame(role, &view::Basis::new(&self.study, &self.session)));
+        }
+        if self.session.away.iter().any(|(r, _)| *r == role.other()) {
+            frames.push(
+                ServerFrame::Partner {
+                    status: "reconnecting",
+                }
+                .text()
+                .into(),
+            );
+        }
+        if let Some(c) = self.conns.iter().find(|c| c.id == conn) {
+            frames.push(self.ended_frame(&c.next));
+        }
+        frames
     }
 
     /// Whether `participant` holds the seat of `role` (a role nobody is recorded in counts
@@ -143,4 +143,22 @@ impl RoomActor {
         }
         let _ = self.step(Actor::System, Command::Disconnect { role }).await;
     }
+}
+
+/// Tells a connection whose seat a researcher took over while the participant was away that
+/// it cannot rejoin, and ends this page's session (it does not reconnect) without seating them
+/// again.
+fn refuse_taken_seat(out: &mpsc::Sender<Arc<str>>, next: &str) {
+    let refused = error_frame(
+        None,
+        "seat_taken",
+        "A researcher has taken over your place in this conversation while you were away, so you cannot rejoin it. Thank you for taking part.",
+    );
+    let ended = ServerFrame::Ended {
+        reason: "seat_taken",
+        next,
+    }
+    .text();
+    let _ = out.try_send(refused.into());
+    let _ = out.try_send(ended.into());
 }
