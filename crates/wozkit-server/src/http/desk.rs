@@ -74,46 +74,7 @@ pub fn render(
     app.systems.desk.touch(&st.id, &p.id);
     let convos = app.systems.desk.conversations(&p.id);
     let action = |path: &str| format!("{path}{}", seat_query(seat));
-    let items: String = convos
-        .iter()
-        .map(|c| {
-            let lines: String = c
-                .history
-                .iter()
-                .map(|t| {
-                    let (class, who) = match t.role {
-                        TurnRole::User => ("user", "Participant"),
-                        TurnRole::Assistant => ("system", "Reply"),
-                    };
-                    format!(
-                        "<li class=\"said {class}\"><span class=\"speaker\">{who}</span> \
-                         <span class=\"text\">{}</span></li>",
-                        esc(&t.text)
-                    )
-                })
-                .collect();
-            let reply = match &c.waiting {
-                Some((system, turn)) => format!(
-                    "<form method=\"post\" action=\"{}\" data-testid=\"desk-reply\">\
-                     <input type=\"hidden\" name=\"dialogue\" value=\"{}\">\
-                     <input type=\"hidden\" name=\"turn\" value=\"{turn}\">\
-                     <label>Your reply as <strong>{}</strong>\
-                     <textarea name=\"text\" required maxlength=\"{MAX_REPLY_CHARS}\" rows=\"3\"></textarea></label>\
-                     <button class=\"primary\" type=\"submit\">Send</button></form>",
-                    esc(&action("/p/desk/reply")),
-                    esc(&c.dialogue_id),
-                    esc(system),
-                ),
-                None => "<p class=\"muted\">Waiting for the participant.</p>".to_string(),
-            };
-            format!(
-                "<section class=\"desk-conversation\" data-testid=\"desk-conversation\" \
-                 data-dialogue=\"{}\" data-waiting=\"{}\"><ol class=\"chat-log\">{lines}</ol>{reply}</section>",
-                esc(&c.dialogue_id),
-                c.waiting.as_ref().map_or(String::new(), |(_, t)| t.to_string()),
-            )
-        })
-        .collect();
+    let items: String = convos.iter().map(|c| conversation_html(c, seat)).collect();
     let empty = if convos.is_empty() {
         "<p id=\"desk-empty\" data-testid=\"desk-empty\" role=\"status\">No conversation yet. \
          Keep this page open: participants' messages appear here.</p>"
@@ -143,6 +104,48 @@ pub fn render(
         leave,
     );
     layout(&st.title, &body, &["desk.js"])
+}
+
+/// One conversation at the desk: what was said, and the reply form when the participant waits
+/// for one.
+fn conversation_html(c: &DeskConversation, seat: Option<&str>) -> String {
+    let lines: String = c
+        .history
+        .iter()
+        .map(|t| {
+            let (class, who) = match t.role {
+                TurnRole::User => ("user", "Participant"),
+                TurnRole::Assistant => ("system", "Reply"),
+            };
+            format!(
+                "<li class=\"said {class}\"><span class=\"speaker\">{who}</span> \
+                 <span class=\"text\">{}</span></li>",
+                esc(&t.text)
+            )
+        })
+        .collect();
+    let reply = match &c.waiting {
+        Some((system, turn)) => format!(
+            "<form method=\"post\" action=\"{}\" data-testid=\"desk-reply\">\
+             <input type=\"hidden\" name=\"dialogue\" value=\"{}\">\
+             <input type=\"hidden\" name=\"turn\" value=\"{turn}\">\
+             <label>Your reply as <strong>{}</strong>\
+             <textarea name=\"text\" required maxlength=\"{MAX_REPLY_CHARS}\" rows=\"3\"></textarea></label>\
+             <button class=\"primary\" type=\"submit\">Send</button></form>",
+            esc(&format!("/p/desk/reply{}", seat_query(seat))),
+            esc(&c.dialogue_id),
+            esc(system),
+        ),
+        None => "<p class=\"muted\">Waiting for the participant.</p>".to_string(),
+    };
+    format!(
+        "<section class=\"desk-conversation\" data-testid=\"desk-conversation\" \
+         data-dialogue=\"{}\" data-waiting=\"{}\"><ol class=\"chat-log\">{lines}</ol>{reply}</section>",
+        esc(&c.dialogue_id),
+        c.waiting
+            .as_ref()
+            .map_or(String::new(), |(_, t)| t.to_string()),
+    )
 }
 
 /// `GET /p/desk/poll`: keeps the wizard at the desk; says what it holds for them.

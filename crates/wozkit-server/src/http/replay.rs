@@ -553,33 +553,8 @@ fn annotated_text(
 /// wizard was offered, each side's lock and presence, the timer, the map's robots and alarm.
 fn derived(study: &LoadedStudy, s: &Session) -> Value {
     let st = &study.study;
-    let place = |id: &str| -> String {
-        st.world
-            .locations
-            .iter()
-            .find(|l| l.id == id)
-            .map_or_else(|| id.to_string(), |l| l.name.clone())
-    };
-    let robots: Vec<Value> = st
-        .world
-        .robots
-        .iter()
-        .zip(&s.robots)
-        .map(|(def, r)| {
-            let act = r.activity.as_ref();
-            json!({
-                "id": def.id,
-                "name": def.name,
-                "location": r.location,
-                "location_name": place(&r.location),
-                "battery": r.battery,
-                "action": act.map(|a| st.actions[a.action].label.clone()),
-                "target": act.and_then(|a| a.target.as_deref()).map(place),
-                "moving_to": act.filter(|a| st.actions[a.action].moves).and_then(|a| a.target.clone()),
-                "percent": act.map(|a| a.percent),
-            })
-        })
-        .collect();
+    let place = |id: &str| place_name(study, id);
+    let robots = robots_json(study, s);
     let lock = s.lock.as_ref().map(|l| {
         json!({"kind": l.kind, "prompt": l.prompt, "state": st.states.get(l.state).map(|x| x.id.clone())})
     });
@@ -646,6 +621,42 @@ fn derived(study: &LoadedStudy, s: &Session) -> Value {
         },
         "ended": s.ended.map(|(reason, goal)| json!({"reason": reason.as_str(), "goal_reached": goal})),
     })
+}
+
+/// The name of place `id` (the id itself when the study has no such place).
+fn place_name(study: &LoadedStudy, id: &str) -> String {
+    study
+        .study
+        .world
+        .locations
+        .iter()
+        .find(|l| l.id == id)
+        .map_or_else(|| id.to_string(), |l| l.name.clone())
+}
+
+/// The robots as the pages show them: where each is, its battery and what it is doing.
+fn robots_json(study: &LoadedStudy, s: &Session) -> Vec<Value> {
+    let st = &study.study;
+    let place = |id: &str| place_name(study, id);
+    st.world
+        .robots
+        .iter()
+        .zip(&s.robots)
+        .map(|(def, r)| {
+            let act = r.activity.as_ref();
+            json!({
+                "id": def.id,
+                "name": def.name,
+                "location": r.location,
+                "location_name": place(&r.location),
+                "battery": r.battery,
+                "action": act.map(|a| st.actions[a.action].label.clone()),
+                "target": act.and_then(|a| a.target.as_deref()).map(place),
+                "moving_to": act.filter(|a| st.actions[a.action].moves).and_then(|a| a.target.clone()),
+                "percent": act.map(|a| a.percent),
+            })
+        })
+        .collect()
 }
 
 /// The study facts the page draws with: role labels, places (with their map position), robots,

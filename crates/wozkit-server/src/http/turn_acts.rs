@@ -19,7 +19,8 @@ use axum::routing::post;
 use axum::{Form, Router};
 use indexmap::IndexMap;
 use wozkit_core::evaluation::{
-    ActAnnotation, ActProblem, EvalTask, Evaluation, PairRow, check_act_label, parse_turn_item,
+    ActAnnotation, ActProblem, Dialogue, EvalTask, Evaluation, PairRow, check_act_label,
+    parse_turn_item,
 };
 use wozkit_core::event::Role;
 use wozkit_core::load::LoadedStudy;
@@ -81,24 +82,7 @@ pub async fn item_page(
         })
         .collect();
     let progress = item_progress(w, ev, f);
-    let before: String = d.turns[..index]
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            format!(
-                "<li class=\"turn\" data-testid=\"acts-context\" data-index=\"{i}\" data-speaker=\"{s}\">\
-                 <span class=\"speaker\">{s}</span> <span class=\"text\">{}</span></li>",
-                esc(&t.text),
-                s = esc(&t.speaker),
-            )
-        })
-        .collect();
-    let target = format!(
-        "<li class=\"turn ta-target\" data-testid=\"acts-turn\" data-index=\"{index}\" data-speaker=\"{s}\" aria-current=\"true\">\
-         <span class=\"speaker\">{s}</span> <strong class=\"text\">{}</strong></li>",
-        esc(&turn.text),
-        s = esc(&turn.speaker),
-    );
+    let (before, target) = turns_so_far(d, index);
     let context = d
         .context
         .as_deref()
@@ -129,6 +113,30 @@ pub async fn item_page(
         controls = label_controls(w, spec, &turn.text, fields),
     );
     Ok(layout_in(w.lang(), &study.study.title, "", &body, &[]))
+}
+
+/// The turns of `d` before the one at `index`, and that turn (marked as the one to label).
+fn turns_so_far(d: &Dialogue, index: usize) -> (String, String) {
+    let before: String = d.turns[..index]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "<li class=\"turn\" data-testid=\"acts-context\" data-index=\"{i}\" data-speaker=\"{s}\">\
+                 <span class=\"speaker\">{s}</span> <span class=\"text\">{}</span></li>",
+                esc(&t.text),
+                s = esc(&t.speaker),
+            )
+        })
+        .collect();
+    let turn = &d.turns[index];
+    let target = format!(
+        "<li class=\"turn ta-target\" data-testid=\"acts-turn\" data-index=\"{index}\" data-speaker=\"{s}\" aria-current=\"true\">\
+         <span class=\"speaker\">{s}</span> <strong class=\"text\">{}</strong></li>",
+        esc(&turn.text),
+        s = esc(&turn.speaker),
+    );
+    (before, target)
 }
 
 /// The act checkboxes and the slot-value rows, filled from `fields`.
@@ -166,48 +174,7 @@ fn label_controls(
         .iter()
         .map(|w| format!("<option value=\"{}\">", esc(w)))
         .collect();
-    let options = |list: &[String], chosen: Option<&str>| -> String {
-        std::iter::once(format!(
-            "<option value=\"\"{}>—</option>",
-            if chosen.is_none_or(str::is_empty) {
-                " selected"
-            } else {
-                ""
-            }
-        ))
-        .chain(list.iter().map(|v| {
-            format!(
-                "<option value=\"{0}\"{1}>{0}</option>",
-                esc(v),
-                if chosen == Some(v.as_str()) {
-                    " selected"
-                } else {
-                    ""
-                }
-            )
-        }))
-        .collect()
-    };
-    let rows: String = (1..=spec.max_pairs)
-        .map(|n| {
-            let act = field(fields, &format!("pair_act_{n}"));
-            let slot = field(fields, &format!("pair_slot_{n}"));
-            let value = field(fields, &format!("pair_value_{n}")).unwrap_or_default();
-            let of = |key: &str| esc(&w.with(key, &[("n", &n.to_string())]));
-            format!(
-                "<tr data-testid=\"pair-row\"><td>{n}</td>\
-                 <td><select name=\"pair_act_{n}\" aria-label=\"{}\">{}</select></td>\
-                 <td><select name=\"pair_slot_{n}\" aria-label=\"{}\">{}</select></td>\
-                 <td><input type=\"text\" name=\"pair_value_{n}\" list=\"ta-words\" maxlength=\"500\" aria-label=\"{}\" value=\"{}\"></td></tr>",
-                of("acts-pair-act"),
-                options(&spec.acts, act),
-                of("acts-pair-slot"),
-                options(&spec.slots, slot),
-                of("acts-pair-value"),
-                esc(value),
-            )
-        })
-        .collect();
+    let rows = pair_rows(w, spec, fields);
     format!(
         "{acts}<fieldset class=\"ta-pairs\"><legend>{legend}</legend>\
          <p class=\"muted\">{how}</p>\
@@ -220,6 +187,54 @@ fn label_controls(
         slot = esc(&w.get("acts-slot")),
         value = esc(&w.get("acts-value")),
     )
+}
+
+/// The act-slot-value rows, filled from `fields`.
+fn pair_rows(w: &Words, spec: &ActAnnotation, fields: &[(String, String)]) -> String {
+    (1..=spec.max_pairs)
+        .map(|n| {
+            let act = field(fields, &format!("pair_act_{n}"));
+            let slot = field(fields, &format!("pair_slot_{n}"));
+            let value = field(fields, &format!("pair_value_{n}")).unwrap_or_default();
+            let of = |key: &str| esc(&w.with(key, &[("n", &n.to_string())]));
+            format!(
+                "<tr data-testid=\"pair-row\"><td>{n}</td>\
+                 <td><select name=\"pair_act_{n}\" aria-label=\"{}\">{}</select></td>\
+                 <td><select name=\"pair_slot_{n}\" aria-label=\"{}\">{}</select></td>\
+                 <td><input type=\"text\" name=\"pair_value_{n}\" list=\"ta-words\" maxlength=\"500\" aria-label=\"{}\" value=\"{}\"></td></tr>",
+                of("acts-pair-act"),
+                select_options(&spec.acts, act),
+                of("acts-pair-slot"),
+                select_options(&spec.slots, slot),
+                of("acts-pair-value"),
+                esc(value),
+            )
+        })
+        .collect()
+}
+
+/// The options of a row's select: none (`—`), then each of `list`, `chosen` selected.
+fn select_options(list: &[String], chosen: Option<&str>) -> String {
+    std::iter::once(format!(
+        "<option value=\"\"{}>—</option>",
+        if chosen.is_none_or(str::is_empty) {
+            " selected"
+        } else {
+            ""
+        }
+    ))
+    .chain(list.iter().map(|v| {
+        format!(
+            "<option value=\"{0}\"{1}>{0}</option>",
+            esc(v),
+            if chosen == Some(v.as_str()) {
+                " selected"
+            } else {
+                ""
+            }
+        )
+    }))
+    .collect()
 }
 
 /// `POST /p/acts/submit`: `lease`, `act` (repeated), `pair_act_N`, `pair_slot_N`,
