@@ -292,6 +292,63 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// Registers the HTTP responses' counters: per route group, one per status class.
+fn register_http(registry: &mut Registry) -> Vec<[Counter; CLASSES.len()]> {
+    let http_family = Family::<Labels, Counter>::default();
+    let http = GROUPS
+        .iter()
+        .map(|g| {
+            CLASSES.map(|c| {
+                http_family
+                    .get_or_create_owned(&vec![("group", g.to_string()), ("class", c.into())])
+            })
+        })
+        .collect();
+    registry.register(
+        "wozkit_http_responses",
+        "HTTP responses by route group (of the matched route template; unmatched for 404s of unknown paths) and status class",
+        http_family,
+    );
+    http
+}
+
+/// Registers each system's reply time and errors, once per system name over `studies`.
+fn register_systems(
+    registry: &mut Registry,
+    studies: &[LoadedStudy],
+) -> HashMap<String, SystemSeries> {
+    let latency_family = Family::<Labels, Timing, fn() -> Timing>::new_with_constructor(|| {
+        Timing::new(SYSTEM_BUCKETS)
+    });
+    let error_family = Family::<Labels, Counter>::default();
+    let mut systems = HashMap::new();
+    for s in studies {
+        for name in s.study.systems.keys() {
+            if systems.contains_key(name) {
+                continue;
+            }
+            let latency = latency_family.get_or_create_owned(&vec![("system", name.clone())]);
+            let errors = ERROR_KINDS.map(|k| {
+                error_family
+                    .get_or_create_owned(&vec![("system", name.clone()), ("kind", k.into())])
+            });
+            systems.insert(name.clone(), SystemSeries { latency, errors });
+        }
+    }
+    registry.register_with_unit(
+        "wozkit_system_reply_duration",
+        "Time a dialogue system under test took to reply (successful or not)",
+        Unit::Seconds,
+        latency_family,
+    );
+    registry.register(
+        "wozkit_system_errors",
+        "Replies a dialogue system under test failed to give, by kind of error",
+        error_family,
+    );
+    systems
+}
+
 impl Metrics {
     /// Counts a panic caught in a task of kind `site` (one of [`PANIC_SITES`]).
     pub fn panicked(&self, site: &str) {
@@ -336,50 +393,8 @@ impl Metrics {
             "Open WebSocket connections (kind: waiting, room, observer; relayed: sockets this instance relays to the room's instance)",
             conn_family,
         );
-        let http_family = Family::<Labels, Counter>::default();
-        let http = GROUPS
-            .iter()
-            .map(|g| {
-                CLASSES.map(|c| {
-                    http_family
-                        .get_or_create_owned(&vec![("group", g.to_string()), ("class", c.into())])
-                })
-            })
-            .collect();
-        registry.register(
-            "wozkit_http_responses",
-            "HTTP responses by route group (of the matched route template; unmatched for 404s of unknown paths) and status class",
-            http_family,
-        );
-        let latency_family = Family::<Labels, Timing, fn() -> Timing>::new_with_constructor(|| {
-            Timing::new(SYSTEM_BUCKETS)
-        });
-        let error_family = Family::<Labels, Counter>::default();
-        let mut systems = HashMap::new();
-        for s in studies {
-            for name in s.study.systems.keys() {
-                if systems.contains_key(name) {
-                    continue;
-                }
-                let latency = latency_family.get_or_create_owned(&vec![("system", name.clone())]);
-                let errors = ERROR_KINDS.map(|k| {
-                    error_family
-                        .get_or_create_owned(&vec![("system", name.clone()), ("kind", k.into())])
-                });
-                systems.insert(name.clone(), SystemSeries { latency, errors });
-            }
-        }
-        registry.register_with_unit(
-            "wozkit_system_reply_duration",
-            "Time a dialogue system under test took to reply (successful or not)",
-            Unit::Seconds,
-            latency_family,
-        );
-        registry.register(
-            "wozkit_system_errors",
-            "Replies a dialogue system under test failed to give, by kind of error",
-            error_family,
-        );
+        let http = register_http(&mut registry);
+        let systems = register_systems(&mut registry, studies);
         let panic_family = Family::<Labels, Counter>::default();
         let panics =
             PANIC_SITES.map(|t| panic_family.get_or_create_owned(&vec![("task", t.into())]));
