@@ -28,7 +28,8 @@
 //!   go.
 //! - A participant or lease read from the store is kept only when no write to any participant
 //!   (or lease) finished while it was read; a write drops the record it changed (a participant:
-//!   `update_participant`, `switch_lobby_role`; a lease: `submit`, `return_lease`). At most as
+//!   `update_participant`, `switch_lobby_role`; a lease: `submit`, `return_lease`; a worker's
+//!   open lease: their `claim`, and the submit or return of the open lease remembered). At most as
 //!   many records as events are kept, and all go at once past that.
 
 use std::collections::{HashMap, HashSet};
@@ -71,6 +72,11 @@ struct Records<V> {
     by_id: HashMap<String, V>,
     /// Token hash to id (participants only).
     by_token: HashMap<String, String>,
+    /// The record found by another key, or that none was (leases: a worker's open lease in a
+    /// study, by `study NUL worker`).
+    by_key: HashMap<String, Option<V>>,
+    /// The id of each record in `by_key`, to its key.
+    key_of: HashMap<String, String>,
     /// Writes finished.
     generation: u64,
     capacity: usize,
@@ -81,6 +87,8 @@ impl<V: Clone> Records<V> {
         Records {
             by_id: HashMap::new(),
             by_token: HashMap::new(),
+            by_key: HashMap::new(),
+            key_of: HashMap::new(),
             generation: 0,
             capacity,
         }
@@ -106,10 +114,36 @@ impl<V: Clone> Records<V> {
         }
     }
 
+    /// Keeps what a read by `key` found (`id`: the record's), unless a write finished since
+    /// `generation`.
+    fn keep_by_key(&mut self, generation: u64, key: &str, found: Option<(&str, &V)>) {
+        if generation != self.generation {
+            return;
+        }
+        if self.by_key.len() >= self.capacity {
+            self.by_key.clear();
+            self.key_of.clear();
+        }
+        if let Some((id, _)) = found {
+            self.key_of.insert(id.to_string(), key.to_string());
+        }
+        self.by_key
+            .insert(key.to_string(), found.map(|(_, v)| v.clone()));
+    }
+
     /// A write to record `id` finished (or failed).
     fn wrote(&mut self, id: &str) {
         self.generation = self.generation.wrapping_add(1);
         self.by_id.remove(id);
+        if let Some(key) = self.key_of.remove(id) {
+            self.by_key.remove(&key);
+        }
+    }
+
+    /// A write that changes what key `key` finds finished (or failed).
+    fn wrote_key(&mut self, key: &str) {
+        self.generation = self.generation.wrapping_add(1);
+        self.by_key.remove(key);
     }
 }
 
@@ -398,7 +432,10 @@ impl ClaimStore for CachedLogs {
         self.inner.register_items(study_id, items).await
     }
     async fn claim(&self, req: ClaimRequest) -> Result<Option<Lease>> {
-        self.inner.claim(req).await
+        let key = open_key(&req.study_id, &req.worker);
+        let out = self.inner.claim(req).await;
+        self.leases().wrote_key(&key);
+        out
     }
     async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
         let generation = {
@@ -415,7 +452,18 @@ impl ClaimStore for CachedLogs {
         Ok(lease)
     }
     async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
-        self.inner.open_lease(study_id, worker).await
+        let key = open_key(study_id, worker);
+        let generation = {
+            let leases = self.leases();
+            if let Some(found) = leases.by_key.get(&key) {
+                return Ok(found.clone());
+            }
+            leases.generation
+        };
+        let found = self.inner.open_lease(study_id, worker).await?;
+        self.leases()
+            .keep_by_key(generation, &key, found.as_ref().map(|l| (l.id.as_str(), l)));
+        Ok(found)
     }
     async fn submit(
         &self,
@@ -440,6 +488,11 @@ impl ClaimStore for CachedLogs {
     async fn item_counts(&self, study_id: &str, now_ms: u64) -> Result<Vec<ItemCount>> {
         self.inner.item_counts(study_id, now_ms).await
     }
+}
+
+/// The key of a worker's open lease in a study.
+fn open_key(study_id: &str, worker: &str) -> String {
+    format!("{study_id}\u{0}{worker}")
 }
 
 /// Participants by id and token from memory once read; every write to one drops it.
@@ -892,11 +945,78 @@ mod tests {
             Some(&lease)
         );
         assert!(cached.leases().by_id.contains_key("l1"));
+        assert_eq!(
+            cached
+                .open_lease("study", "p1")
+                .await
+                .expect("read")
+                .as_ref(),
+            Some(&lease)
+        );
+        assert_eq!(cached.leases().by_key.len(), 1);
         cached
             .submit("l1", 20, "log", Box::new(|_| vec![message("judged")]))
             .await
             .expect("submit");
         assert!(!cached.leases().by_id.contains_key("l1"));
+        assert!(
+            cached.leases().by_key.is_empty(),
+            "the open lease is dropped"
+        );
+        assert!(
+            cached
+                .open_lease("study", "p1")
+                .await
+                .expect("read")
+                .is_none()
+        );
+        // None is remembered too, until the worker claims again.
+        assert!(
+            cached
+                .open_lease("study", "p1")
+                .await
+                .expect("read")
+                .is_none()
+        );
+        assert_eq!(cached.leases().by_key.len(), 1);
+        cached
+            .register_items(
+                "study",
+                &[EvalItem {
+                    id: "i2".into(),
+                    pool: wozkit_core::event::ItemPool::Item,
+                    dialogues: vec!["d2".into()],
+                    needed: 1,
+                }],
+            )
+            .await
+            .expect("items");
+        let second = cached
+            .claim(ClaimRequest {
+                study_id: "study".into(),
+                worker: "p1".into(),
+                pool: wozkit_core::event::ItemPool::Item,
+                lease_id: "l2".into(),
+                now_ms: 30,
+                lease_ms: 60_000,
+                max_per_worker: None,
+                prefer: vec![],
+            })
+            .await
+            .expect("claim")
+            .expect("a second lease");
+        assert_eq!(
+            cached.open_lease("study", "p1").await.expect("read"),
+            Some(second)
+        );
+        assert!(cached.return_lease("l2", 40).await.expect("return"));
+        assert!(
+            cached
+                .open_lease("study", "p1")
+                .await
+                .expect("read")
+                .is_none()
+        );
         let closed = cached.lease("l1").await.expect("read").expect("l1");
         assert_eq!(closed, store.lease("l1").await.expect("read").expect("l1"));
         assert_ne!(closed.state, lease.state);
