@@ -33,6 +33,7 @@
 //!   many records as events are kept, and all go at once past that.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -438,32 +439,29 @@ impl ClaimStore for CachedLogs {
         out
     }
     async fn lease(&self, lease_id: &str) -> Result<Option<Lease>> {
-        let generation = {
-            let leases = self.leases();
-            if let Some(lease) = leases.by_id.get(lease_id) {
-                return Ok(Some(lease.clone()));
-            }
-            leases.generation
-        };
-        let lease = self.inner.lease(lease_id).await?;
-        if let Some(l) = &lease {
-            self.leases().keep(generation, &l.id, None, l);
-        }
-        Ok(lease)
+        read_through(
+            &self.leases,
+            |r| r.by_id.get(lease_id).cloned().map(Some),
+            self.inner.lease(lease_id),
+            |r, generation, found| {
+                if let Some(l) = found {
+                    r.keep(generation, &l.id, None, l);
+                }
+            },
+        )
+        .await
     }
     async fn open_lease(&self, study_id: &str, worker: &str) -> Result<Option<Lease>> {
         let key = open_key(study_id, worker);
-        let generation = {
-            let leases = self.leases();
-            if let Some(found) = leases.by_key.get(&key) {
-                return Ok(found.clone());
-            }
-            leases.generation
-        };
-        let found = self.inner.open_lease(study_id, worker).await?;
-        self.leases()
-            .keep_by_key(generation, &key, found.as_ref().map(|l| (l.id.as_str(), l)));
-        Ok(found)
+        read_through(
+            &self.leases,
+            |r| r.by_key.get(&key).cloned(),
+            self.inner.open_lease(study_id, worker),
+            |r, generation, found: &Option<Lease>| {
+                r.keep_by_key(generation, &key, found.as_ref().map(|l| (l.id.as_str(), l)));
+            },
+        )
+        .await
     }
     async fn submit(
         &self,
@@ -490,6 +488,28 @@ impl ClaimStore for CachedLogs {
     }
 }
 
+/// A read of records: answered from `records` when `held` finds it there; otherwise `read` (a
+/// query not started until awaited) asks the store, and `keep` may keep its answer, given the
+/// generation seen before the query (so that a write finished meanwhile keeps nothing).
+async fn read_through<V, T>(
+    records: &Mutex<Records<V>>,
+    held: impl FnOnce(&Records<V>) -> Option<T>,
+    read: impl Future<Output = Result<T>>,
+    keep: impl FnOnce(&mut Records<V>, u64, &T),
+) -> Result<T> {
+    let lock = || records.lock().unwrap_or_else(|e| e.into_inner());
+    let generation = {
+        let r = lock();
+        if let Some(found) = held(&r) {
+            return Ok(found);
+        }
+        r.generation
+    };
+    let found = read.await?;
+    keep(&mut lock(), generation, &found);
+    Ok(found)
+}
+
 /// The key of a worker's open lease in a study.
 fn open_key(study_id: &str, worker: &str) -> String {
     format!("{study_id}\u{0}{worker}")
@@ -506,33 +526,30 @@ impl ParticipantStore for CachedLogs {
         out
     }
     async fn participant(&self, id: &str) -> Result<Option<Participant>> {
-        let generation = {
-            let participants = self.participants();
-            if let Some(p) = participants.by_id.get(id) {
-                return Ok(Some(p.clone()));
-            }
-            participants.generation
-        };
-        let found = self.inner.participant(id).await?;
-        if let Some(p) = &found {
-            self.participants().keep(generation, &p.id, None, p);
-        }
-        Ok(found)
+        read_through(
+            &self.participants,
+            |r| r.by_id.get(id).cloned().map(Some),
+            self.inner.participant(id),
+            |r, generation, found| {
+                if let Some(p) = found {
+                    r.keep(generation, &p.id, None, p);
+                }
+            },
+        )
+        .await
     }
     async fn participant_by_token_hash(&self, token_hash: &str) -> Result<Option<Participant>> {
-        let generation = {
-            let participants = self.participants();
-            if let Some(p) = participants.by_token(token_hash) {
-                return Ok(Some(p));
-            }
-            participants.generation
-        };
-        let found = self.inner.participant_by_token_hash(token_hash).await?;
-        if let Some(p) = &found {
-            self.participants()
-                .keep(generation, &p.id, Some(token_hash), p);
-        }
-        Ok(found)
+        read_through(
+            &self.participants,
+            |r| r.by_token(token_hash).map(Some),
+            self.inner.participant_by_token_hash(token_hash),
+            |r, generation, found| {
+                if let Some(p) = found {
+                    r.keep(generation, &p.id, Some(token_hash), p);
+                }
+            },
+        )
+        .await
     }
     async fn participant_by_worker(
         &self,
