@@ -126,6 +126,9 @@ impl Store for MeteredStore {
     async fn close(&self) {
         self.inner.close().await
     }
+    fn memory(&self) -> Option<wozkit_store::cached::CacheFigures> {
+        self.inner.memory()
+    }
 }
 
 /// Everything else goes to the store as it is.

@@ -292,6 +292,32 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// Registers what the store's memory of event logs has done and holds (SQLite stores only).
+fn register_memory(now: &mut Registry, figures: wozkit_store::cached::CacheFigures) {
+    let reads = Family::<Labels, Counter>::default();
+    reads
+        .get_or_create(&vec![("from", "memory".into())])
+        .inc_by(figures.hits);
+    reads
+        .get_or_create(&vec![("from", "store".into())])
+        .inc_by(figures.misses);
+    now.register(
+        "wozkit_store_log_reads",
+        "Reads of a session's event log, answered from memory or from the store (SQLite only; see docs/architecture.md)",
+        reads,
+    );
+    let held = Family::<Labels, Gauge>::default();
+    held.get_or_create(&vec![("what", "logs".into())])
+        .set(figures.logs as i64);
+    held.get_or_create(&vec![("what", "events".into())])
+        .set(figures.events as i64);
+    now.register(
+        "wozkit_store_memory_held",
+        "Event logs and events held in memory now",
+        held,
+    );
+}
+
 /// Registers the HTTP responses' counters: per route group, one per status class.
 fn register_http(registry: &mut Registry) -> Vec<[Counter; CLASSES.len()]> {
     let http_family = Family::<Labels, Counter>::default();
@@ -486,6 +512,9 @@ impl Metrics {
             "Participants waiting in the waiting room for a partner, by study and role",
             waiting,
         );
+        if let Some(figures) = app.store.memory() {
+            register_memory(&mut now, figures);
+        }
         let mut out = String::with_capacity(16 * 1024);
         text::encode_registry(&mut out, &self.registry)?;
         text::encode_registry(&mut out, &now)?;

@@ -276,12 +276,12 @@ impl Memory {
     }
 }
 
-/// Counters of a [`CachedLogs`], for `/metrics`.
+/// Counters of a [`CachedLogs`]'s event logs, for `/metrics`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheFigures {
-    /// Reads answered from memory.
+    /// Log reads answered from memory.
     pub hits: u64,
-    /// Reads that went to the store.
+    /// Log reads that went to the store.
     pub misses: u64,
     /// Logs and events held now.
     pub logs: usize,
@@ -366,6 +366,9 @@ impl ForwardMeta for CachedLogs {}
 impl Store for CachedLogs {
     async fn close(&self) {
         self.inner.close().await
+    }
+    fn memory(&self) -> Option<CacheFigures> {
+        Some(self.figures())
     }
 }
 

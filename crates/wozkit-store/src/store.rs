@@ -37,6 +37,12 @@ pub trait Store:
     /// [`StoreError::Closed`](crate::StoreError::Closed) (on PostgreSQL, calls other than
     /// `append` get a closed-pool database error).
     async fn close(&self);
+
+    /// What the reads answered from memory have done, when this store keeps any
+    /// ([`crate::cached::CachedLogs`]); `None` otherwise.
+    fn memory(&self) -> Option<crate::cached::CacheFigures> {
+        None
+    }
 }
 
 /// Sessions: a dialogue session's record (created, read, listed, counted, ended).
@@ -794,6 +800,9 @@ impl<S: Store + ?Sized> ForwardMeta for Arc<S> {}
 impl<S: Store + ?Sized> Store for Arc<S> {
     async fn close(&self) {
         (**self).close().await
+    }
+    fn memory(&self) -> Option<crate::cached::CacheFigures> {
+        (**self).memory()
     }
 }
 

@@ -423,6 +423,23 @@ async fn a_scrape_shows_what_a_short_exchange_did() {
         in_session >= 4,
         "joins, starts and two messages: {in_session}"
     );
+    // Over SQLite the store keeps repeated log reads in memory and says what it did: the
+    // room's first read of its log went to the store.
+    match app.store.memory() {
+        Some(now) => {
+            let from_store = m.must("wozkit_store_log_reads_total", &[("from", "store")]);
+            let from_memory = m.must("wozkit_store_log_reads_total", &[("from", "memory")]);
+            assert!(from_store >= 1.0, "the room read its log: {from_store}");
+            assert!(from_store <= now.misses as f64 && from_memory <= now.hits as f64);
+            // The gauge of what is held is there (`must` fails without it).
+            m.must("wozkit_store_memory_held", &[("what", "events")]);
+        }
+        None => assert!(
+            m.value("wozkit_store_log_reads_total", &[("from", "store")])
+                .is_none(),
+            "a store without memory shows no reads from it"
+        ),
+    }
     let appended = m.must("wozkit_events_appended_total", &[]);
     assert!(
         appended >= stored as f64,
