@@ -564,10 +564,20 @@ impl Browser {
         }
     }
 
-    /// Waits until `script` returns something other than null, false, "" or 0; returns it.
+    /// Waits until `script` returns something other than null, false, "" or 0; returns it. A
+    /// script the driver gave up on (`script timeout`: Chromium answers so when the page is
+    /// replaced while the script waits, which a slow machine makes likelier) is asked again.
     pub async fn wait_js(&self, what: &str, script: &str, args: Vec<Value>) -> Result<Value> {
         let r = until(what, WAIT, || async {
-            let v = self.js(script, args.clone()).await?;
+            let v = match self.client.execute(script, args.clone()).await {
+                Ok(v) => v,
+                Err(CmdError::Standard(w)) if w.error == ErrorStatus::ScriptTimeout => {
+                    return Ok(None);
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("{}: running {script}", self.name));
+                }
+            };
             let falsy = matches!(&v, Value::Null | Value::Bool(false))
                 || v.as_str() == Some("")
                 || v.as_f64() == Some(0.0);
