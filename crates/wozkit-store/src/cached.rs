@@ -655,6 +655,24 @@ mod tests {
         (CachedLogs::new(store.clone(), capacity), store, dir)
     }
 
+    /// A patch that moves the participant to `step`.
+    fn to_step(step: &str) -> ParticipantPatch {
+        ParticipantPatch {
+            flow_step: Some(step.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Participant `p1`'s flow step as read by token `h1` and by id.
+    async fn flow_steps(cached: &CachedLogs) -> (String, String) {
+        let by_token = cached.participant_by_token_hash("h1").await.expect("read");
+        let by_id = cached.participant("p1").await.expect("read");
+        (
+            by_token.expect("p1 by token").flow_step,
+            by_id.expect("p1 by id").flow_step,
+        )
+    }
+
     async fn session(store: &dyn Store, id: &str) {
         store
             .create_session(NewSession {
@@ -855,68 +873,26 @@ mod tests {
         // Changed behind the memory's back: the memory still answers (which is why only a
         // store this process alone writes to may be wrapped), so the answer shows a hit.
         store
-            .update_participant(
-                "p1",
-                ParticipantPatch {
-                    flow_step: Some("1".into()),
-                    ..Default::default()
-                },
-            )
+            .update_participant("p1", to_step("1"))
             .await
             .expect("update");
-        let held = cached
-            .participant_by_token_hash("h1")
-            .await
-            .expect("read")
-            .expect("p1");
-        assert_eq!(held.flow_step, "0", "answered from memory");
         assert_eq!(
-            cached
-                .participant("p1")
-                .await
-                .expect("read")
-                .expect("p1")
-                .flow_step,
-            "0"
+            flow_steps(&cached).await,
+            ("0".into(), "0".into()),
+            "answered from memory"
         );
         // A write through the memory drops it.
         cached
-            .update_participant(
-                "p1",
-                ParticipantPatch {
-                    flow_step: Some("2".into()),
-                    ..Default::default()
-                },
-            )
+            .update_participant("p1", to_step("2"))
             .await
             .expect("update");
-        let after = cached
-            .participant_by_token_hash("h1")
-            .await
-            .expect("read")
-            .expect("p1");
-        assert_eq!(after.flow_step, "2");
-        assert_eq!(
-            cached
-                .participant("p1")
-                .await
-                .expect("read")
-                .expect("p1")
-                .flow_step,
-            "2"
-        );
+        assert_eq!(flow_steps(&cached).await, ("2".into(), "2".into()));
 
         // A read that started before a write finished is not kept.
         let generation = cached.participants().generation;
         let stale = store.participant("p1").await.expect("read").expect("p1");
         cached
-            .update_participant(
-                "p1",
-                ParticipantPatch {
-                    flow_step: Some("3".into()),
-                    ..Default::default()
-                },
-            )
+            .update_participant("p1", to_step("3"))
             .await
             .expect("update");
         cached
