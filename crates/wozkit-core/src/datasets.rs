@@ -584,11 +584,7 @@ pub fn check(study: &Study, db: Option<&Database>) -> Vec<(String, String, Optio
         out.push((
             "/datasets/taskmaster1/domain".into(),
             format!("`{}` is not a Taskmaster-1 scenario domain", tm.domain),
-            Some(format!(
-                "one of {}{}",
-                names(TM1_DOMAINS.iter().map(|(n, _)| *n)),
-                did_you_mean(&tm.domain, TM1_DOMAINS.iter().map(|(n, _)| *n))
-            )),
+            Some(one_of(&tm.domain, TM1_DOMAINS.iter().map(|(n, _)| *n))),
         ));
     }
     out
@@ -618,7 +614,7 @@ fn check_segments(
                     "segments map the slot names of a span-annotation study (evaluation.spans.slots)"
                         .into()
                 } else {
-                    format!("one of {}{}", names(slots.iter().copied()), did_you_mean(slot, slots.iter().copied()))
+                    one_of(slot, slots.iter().copied())
                 }),
             ));
         }
@@ -716,6 +712,15 @@ fn names<'a>(list: impl IntoIterator<Item = &'a str>) -> String {
         .join(", ")
 }
 
+/// A hint listing `candidates`, with the loader's suggestion for `word` when it has one.
+fn one_of<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    format!(
+        "one of {}{}",
+        names(candidates.clone()),
+        did_you_mean(word, candidates)
+    )
+}
+
 /// The loader's suggestion as the end of a hint (`; did you mean …?`), or nothing.
 fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     crate::load::did_you_mean(word, candidates)
@@ -807,11 +812,7 @@ fn check_mapped_domain(
         out.push((
             ptr,
             format!("`{theirs}` is not a {} domain", format_name(format)),
-            Some(format!(
-                "one of {}{}",
-                names(format_domains.iter().copied()),
-                did_you_mean(theirs, format_domains.iter().copied())
-            )),
+            Some(one_of(theirs, format_domains.iter().copied())),
         ));
     }
 }
@@ -857,11 +858,7 @@ fn check_mapped_slot(
                     format!(" in {}", names(mapped.iter().copied()))
                 }
             ),
-            Some(format!(
-                "one of {}{}",
-                names(all.iter().copied()),
-                did_you_mean(theirs, all.iter().copied())
-            )),
+            Some(one_of(theirs, all.iter().copied())),
         ));
     }
 }
@@ -1006,11 +1003,7 @@ fn check_multiwoz_act(
         out.push((
             field("slot"),
             format!("`{slot}` is not a slot of MultiWOZ 2.1's acts"),
-            Some(format!(
-                "one of {}{}",
-                names(MULTIWOZ_ACT_SLOTS.iter().copied()),
-                did_you_mean(slot, MULTIWOZ_ACT_SLOTS.iter().copied())
-            )),
+            Some(one_of(slot, MULTIWOZ_ACT_SLOTS.iter().copied())),
         ));
     }
 }
