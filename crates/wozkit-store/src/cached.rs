@@ -2,7 +2,7 @@
 //!
 //! A participant's page and a chat turn read the same rows on every request: the participant
 //! by their token, their lease, their own log (answers and claims) and each conversation's log.
-//! [`CachedLogs`] keeps the logs that are read more than once in memory, and every write that
+//! [`CachedReads`] keeps the logs that are read more than once in memory, and every write that
 //! goes through it extends the log it holds, so a read after the first costs a copy instead of
 //! a query (a round trip to a connection thread) and the decoding of every event in the log.
 //! Participants and leases are kept once read, and dropped by every write to them.
@@ -24,7 +24,7 @@
 //! - An empty log is never kept (the session may be created after the read).
 //! - A log is kept on its second read in a while (the first only marks it): a room reads its log
 //!   once when it is built and keeps its own state, so rooms' logs do not fill the memory.
-//! - At most [`CachedLogs::capacity`] events are held; past that the least recently read logs
+//! - At most [`CachedReads::capacity`] events are held; past that the least recently read logs
 //!   go.
 //! - A participant or lease read from the store is kept only when no write to any participant
 //!   (or lease) finished while it was read; a write drops the record it changed (a participant:
@@ -61,7 +61,7 @@ pub const DEFAULT_CAPACITY: usize = 100_000;
 pub const CAPACITY_ENV: &str = "WOZKIT_LOG_CACHE_EVENTS";
 
 /// A store whose logs read more than once are answered from memory (see the module's notes).
-pub struct CachedLogs {
+pub struct CachedReads {
     inner: Arc<dyn Store>,
     memory: Mutex<Memory>,
     participants: Mutex<Records<Participant>>,
@@ -276,7 +276,7 @@ impl Memory {
     }
 }
 
-/// Counters of a [`CachedLogs`]'s event logs, for `/metrics`.
+/// Counters of a [`CachedReads`]'s event logs, for `/metrics`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheFigures {
     /// Log reads answered from memory.
@@ -288,10 +288,10 @@ pub struct CacheFigures {
     pub events: usize,
 }
 
-impl CachedLogs {
+impl CachedReads {
     /// Wraps `inner`, which only this process writes to, holding at most `capacity` events.
-    pub fn new(inner: Arc<dyn Store>, capacity: usize) -> CachedLogs {
-        CachedLogs {
+    pub fn new(inner: Arc<dyn Store>, capacity: usize) -> CachedReads {
+        CachedReads {
             inner,
             participants: Mutex::new(Records::new(capacity.max(1))),
             leases: Mutex::new(Records::new(capacity.max(1))),
@@ -351,19 +351,19 @@ impl CachedLogs {
     }
 }
 
-impl Forward for CachedLogs {
+impl Forward for CachedReads {
     type To = dyn Store;
     fn inner(&self) -> &dyn Store {
         self.inner.as_ref()
     }
 }
-impl ForwardSessions for CachedLogs {}
-impl ForwardAccounts for CachedLogs {}
-impl ForwardRoomLeases for CachedLogs {}
-impl ForwardMeta for CachedLogs {}
+impl ForwardSessions for CachedReads {}
+impl ForwardAccounts for CachedReads {}
+impl ForwardRoomLeases for CachedReads {}
+impl ForwardMeta for CachedReads {}
 
 #[async_trait]
-impl Store for CachedLogs {
+impl Store for CachedReads {
     async fn close(&self) {
         self.inner.close().await
     }
@@ -373,7 +373,7 @@ impl Store for CachedLogs {
 }
 
 #[async_trait]
-impl EventStore for CachedLogs {
+impl EventStore for CachedReads {
     async fn append(&self, session: &str, events: Vec<NewEvent>) -> Result<Vec<Event>> {
         let out = self.inner.append(session, events).await;
         self.wrote(session, &out, |v| v.as_slice());
@@ -431,7 +431,7 @@ impl EventStore for CachedLogs {
 
 /// Claims are forwarded; a judgment's events extend the participant's log in memory.
 #[async_trait]
-impl ClaimStore for CachedLogs {
+impl ClaimStore for CachedReads {
     async fn register_items(&self, study_id: &str, items: &[EvalItem]) -> Result<()> {
         self.inner.register_items(study_id, items).await
     }
@@ -520,7 +520,7 @@ fn open_key(study_id: &str, worker: &str) -> String {
 
 /// Participants by id and token from memory once read; every write to one drops it.
 #[async_trait]
-impl ParticipantStore for CachedLogs {
+impl ParticipantStore for CachedReads {
     async fn create_participant(&self, new: NewParticipant) -> Result<Participant> {
         let out = self.inner.create_participant(new).await;
         if let Ok(p) = &out {
@@ -582,7 +582,7 @@ impl ParticipantStore for CachedLogs {
 
 /// The lobby is forwarded; a role switch drops the participant it changed.
 #[async_trait]
-impl LobbyStore for CachedLogs {
+impl LobbyStore for CachedReads {
     async fn join_lobby(&self, entry: NewWaiter, live_since_ms: u64) -> Result<JoinedLobby> {
         self.inner.join_lobby(entry, live_since_ms).await
     }
@@ -648,11 +648,11 @@ mod tests {
     }
 
     /// A cached store over a fresh SQLite store, the store itself, and its directory.
-    async fn setup(capacity: usize) -> (CachedLogs, Arc<dyn Store>, tempfile::TempDir) {
+    async fn setup(capacity: usize) -> (CachedReads, Arc<dyn Store>, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store: Arc<dyn Store> =
             Arc::new(SqliteStore::open_dir(dir.path()).await.expect("store"));
-        (CachedLogs::new(store.clone(), capacity), store, dir)
+        (CachedReads::new(store.clone(), capacity), store, dir)
     }
 
     /// A patch that moves the participant to `step`.
@@ -664,7 +664,7 @@ mod tests {
     }
 
     /// Participant `p1`'s flow step as read by token `h1` and by id.
-    async fn flow_steps(cached: &CachedLogs) -> (String, String) {
+    async fn flow_steps(cached: &CachedReads) -> (String, String) {
         let by_token = cached.participant_by_token_hash("h1").await.expect("read");
         let by_id = cached.participant("p1").await.expect("read");
         (

@@ -121,7 +121,7 @@ pub async fn open(location: &str) -> Result<Arc<dyn Store>> {
 }
 
 /// A SQLite store, which this process alone writes to, with its logs read more than once held
-/// in memory ([`cached::CachedLogs`]): at most [`cached::DEFAULT_CAPACITY`] events, or as many
+/// in memory ([`cached::CachedReads`]): at most [`cached::DEFAULT_CAPACITY`] events, or as many
 /// as the environment variable `WOZKIT_LOG_CACHE_EVENTS` says (`0`: none, every read goes to
 /// the file, as for measuring what the memory saves).
 fn cached(store: SqliteStore) -> Arc<dyn Store> {
@@ -132,7 +132,7 @@ fn cached(store: SqliteStore) -> Arc<dyn Store> {
     if capacity == 0 {
         return Arc::new(store);
     }
-    Arc::new(cached::CachedLogs::new(Arc::new(store), capacity))
+    Arc::new(cached::CachedReads::new(Arc::new(store), capacity))
 }
 
 /// Opens the store at `location` (as [`open`] reads it) for reading only, beside whatever

@@ -39,7 +39,7 @@ pub trait Store:
     async fn close(&self);
 
     /// What the reads answered from memory have done, when this store keeps any
-    /// ([`crate::cached::CachedLogs`]); `None` otherwise.
+    /// ([`crate::cached::CachedReads`]); `None` otherwise.
     fn memory(&self) -> Option<crate::cached::CacheFigures> {
         None
     }
