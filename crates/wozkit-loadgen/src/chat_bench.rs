@@ -81,6 +81,15 @@ pub struct ChatBenchReport {
     pub rss_per_chat_kib: Option<f64>,
     /// CPU seconds the server used during the chats.
     pub server_cpu_s: Option<f64>,
+    /// The server's CPU over the turns answered, microseconds: everything the chats made the
+    /// server do (joins, pages, the questions after) counted against their turns. The cost of
+    /// a turn alone is the difference between two runs with different `--turns`, over the
+    /// difference in turns (see `docs/performance.md`).
+    pub server_cpu_us_per_turn: Option<f64>,
+    /// The server's busiest single thread during the chats.
+    pub busiest_thread: Option<server_proc::ThreadShare>,
+    /// The server's CPU by thread name during the chats, busiest first.
+    pub threads: Vec<server_proc::ThreadShare>,
     /// Whether the machine was quiet during the chats (foreign CPU, steal, iowait); `None`
     /// where it could not be measured (not Linux).
     pub machine: Option<MachineFigures>,
@@ -126,11 +135,20 @@ impl ChatBenchReport {
             mib(self.rss_peak_kib),
             self.rss_per_chat_kib
                 .map_or_else(|| "-".into(), |v| format!("{v:.1} KiB")),
-            self.server_cpu_s
-                .map_or_else(|| "-".into(), |v| format!("{v:.1} s")),
+            match (self.server_cpu_s, self.server_cpu_us_per_turn) {
+                (Some(s), Some(us)) => format!("{s:.1} s, {us:.0} µs per turn"),
+                (Some(s), None) => format!("{s:.1} s"),
+                _ => "-".into(),
+            },
             self.system_requests,
             self.failed_workers,
         );
+        if let Some(b) = &self.busiest_thread {
+            out.push_str(&format!(
+                "server threads:   {}\n",
+                crate::report::threads_text(b, &self.threads)
+            ));
+        }
         match &self.machine {
             Some(m) => {
                 out.push_str(&format!(
@@ -233,6 +251,8 @@ async fn bench(
     crowd::run(crowd_config(1, "warmup")).await?;
     let before = server_proc::rss_kib(pid);
     let cpu_before = server_proc::cpu_seconds(pid);
+    let threads_before = server_proc::thread_ticks(pid);
+    let started = Instant::now();
     let machine_before = machine::Snapshot::read(Some(pid));
     let requests_before = mock.requests().len();
 
@@ -256,11 +276,15 @@ async fn bench(
         peak.fetch_max(kib, Ordering::Relaxed);
     }
     let cpu_after = server_proc::cpu_seconds(pid);
+    let threads = threads_before
+        .zip(server_proc::thread_ticks(pid))
+        .and_then(|(a, b)| server_proc::thread_shares(&a, &b, started.elapsed().as_secs_f64()));
     let machine = machine_before
         .zip(machine::Snapshot::read(Some(pid)))
         .and_then(|(a, b)| machine::figures(&a, &b));
     drop(server);
 
+    let server_cpu_s = cpu_before.zip(cpu_after).map(|(b, a)| a - b);
     let delay_us = config.delay.as_micros() as u64;
     let turns = &report.turn_latencies_us;
     let added: Vec<u64> = turns.iter().map(|t| t.saturating_sub(delay_us)).collect();
@@ -284,7 +308,12 @@ async fn bench(
         rss_per_chat_kib: before
             .zip(peak)
             .map(|(b, p)| p.saturating_sub(b) as f64 / config.chats as f64),
-        server_cpu_s: cpu_before.zip(cpu_after).map(|(b, a)| a - b),
+        server_cpu_s,
+        server_cpu_us_per_turn: server_cpu_s
+            .filter(|_| report.chat_turns > 0)
+            .map(|s| s * 1e6 / report.chat_turns as f64),
+        busiest_thread: threads.as_ref().map(|t| t.0.clone()),
+        threads: threads.map(|t| t.1).unwrap_or_default(),
         machine,
         system_requests: mock.requests().len() - requests_before,
         failed_workers: report.failed,

@@ -186,24 +186,7 @@ fn write_server(s: &mut String, server: Option<&ServerFigures>) {
             );
         }
         if let Some(b) = &srv.busiest_thread {
-            let groups: Vec<String> = srv
-                .threads
-                .iter()
-                .map(|g| {
-                    format!(
-                        "{} ×{} {:.0}% ({:.0}% of a core)",
-                        g.name, g.threads, g.share_percent, g.cpu_percent
-                    )
-                })
-                .collect();
-            let _ = writeln!(
-                s,
-                "  server threads     busiest: {} with {:.0}% of the server's CPU ({:.0}% of a core); by name: {}",
-                b.name,
-                b.share_percent,
-                b.cpu_percent,
-                groups.join(", ")
-            );
+            let _ = writeln!(s, "  server threads     {}", threads_text(b, &srv.threads));
         }
     } else {
         let _ = writeln!(
@@ -263,6 +246,29 @@ fn write_per_url(s: &mut String, per_url: &[UrlFigures]) {
 }
 
 /// The warning for a window during which the machine was not quiet.
+/// The server's busiest thread and its CPU by thread name, on one line.
+pub fn threads_text(
+    busiest: &crate::server_proc::ThreadShare,
+    threads: &[crate::server_proc::ThreadShare],
+) -> String {
+    let groups: Vec<String> = threads
+        .iter()
+        .map(|g| {
+            format!(
+                "{} ×{} {:.0}% ({:.0}% of a core)",
+                g.name, g.threads, g.share_percent, g.cpu_percent
+            )
+        })
+        .collect();
+    format!(
+        "busiest: {} with {:.0}% of the server's CPU ({:.0}% of a core); by name: {}",
+        busiest.name,
+        busiest.share_percent,
+        busiest.cpu_percent,
+        groups.join(", ")
+    )
+}
+
 pub fn not_quiet_warning(m: &MachineFigures) -> String {
     format!(
         "the machine was not quiet during the window: {}; these figures are not comparable \
