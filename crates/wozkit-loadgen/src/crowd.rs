@@ -132,7 +132,8 @@ pub struct AnswerTurn<'a> {
     pub instructions: &'a str,
     /// The conversation (in an arena, the left side's): `(by the system, text)` per message.
     pub said: &'a [(bool, String)],
-    /// The question's form field (its id).
+    /// The question's form field: its id, or for a matrix or a ranking one of its fields
+    /// (`id.row`, `id.i`); the answer then holds every field of the question.
     pub field: &'a str,
 }
 

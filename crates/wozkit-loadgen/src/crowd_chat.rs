@@ -575,7 +575,7 @@ async fn speaker_answers(
         return Ok(());
     };
     let said = page.said.as_slice();
-    let mut asked: Vec<&str> = vec![];
+    let mut asked: Vec<String> = vec![];
     for f in &form.fields {
         let name = match f {
             Field::Hidden(..) => continue,
@@ -585,10 +585,10 @@ async fn speaker_answers(
             || name == "justification"
             || name.starts_with("ann.")
             || name.starts_with("fb."));
-        if !ours || asked.contains(&name.as_str()) {
+        if !ours || asked.contains(name) {
             continue;
         }
-        asked.push(name);
+        asked.push(name.clone());
         let turn = AnswerTurn {
             instructions: &page.instructions,
             said,
@@ -598,8 +598,11 @@ async fn speaker_answers(
             .answer(turn)
             .await
             .map_err(|e| Failure::new("simulated_user", e))?;
+        // The answer holds every field of its question (a matrix's rows, a ranking's ranks):
+        // each replaces the policy's value and is not asked again.
         if let Some(fields) = answered {
-            body.retain(|(n, _)| n != name);
+            body.retain(|(n, _)| n != name && !fields.iter().any(|(f, _)| f == n));
+            asked.extend(fields.iter().map(|(f, _)| f.clone()));
             body.extend(fields);
         }
     }

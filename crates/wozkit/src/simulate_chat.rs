@@ -8,7 +8,8 @@
 //! with the study's vote prompt (`vote_prompt`) over both sides' conversations, and its reply's
 //! first word is the vote, the rest the reason written with it. Each question after the
 //! conversation is the model's too (its `answer_prompt`, read by the question's kind and checked
-//! by its rules); a matrix or a ranking is left to the crowd's policy (`wozkit_loadgen::crowd`).
+//! by its rules), a matrix's statements one `STATEMENT: POINT` line each, a ranking's options
+//! best first (`wozkit_core::simulated_users::read_answer`).
 //!
 //! The conversations are ordinary sessions, marked simulated (a `simulated:NAME` bot in the
 //! user's seat), their participants test participants: left out of payments and of human-only
@@ -100,7 +101,20 @@ impl Speaker for ModelSpeaker {
     fn answer<'a>(&'a self, turn: AnswerTurn<'a>) -> Answer<'a, Option<Vec<(String, String)>>> {
         Box::pin(async move {
             let spec = &self.user.spec;
-            let Some(q) = self.questions.iter().find(|q| q.id == turn.field) else {
+            // A matrix posts a field per statement (`id.row`), a ranking one per option
+            // (`id.i`): any of them asks for the whole question.
+            let Some(q) = self
+                .questions
+                .iter()
+                .find(|q| q.id == turn.field)
+                .or_else(|| {
+                    self.questions.iter().find(|q| {
+                        turn.field
+                            .strip_prefix(q.id.as_str())
+                            .is_some_and(|rest| rest.starts_with('.'))
+                    })
+                })
+            else {
                 return Ok(None);
             };
             let Some(prompt) = spec.answer_prompt(turn.instructions, &dialogue(turn.said), q)

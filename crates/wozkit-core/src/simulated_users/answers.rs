@@ -1,8 +1,8 @@
 //! A simulated user's answers to the questions after a conversation (a chat or arena page's
 //! `questions`): one prompt per question, showing the goal, the conversation, the question and
 //! what its answer may be; the reply read into the form a participant would post, and checked
-//! by the same rules as a person's answers ([`crate::questions::check`]). A matrix or a ranking
-//! is not asked: the crowd's policy answers it.
+//! by the same rules as a person's answers ([`crate::questions::check`]). A matrix is asked for
+//! one `ROW: POINT` line per statement, a ranking for every option once, best first.
 
 use super::{SimulatedUser, render, transcript};
 use crate::event::Role;
@@ -31,6 +31,25 @@ pub enum BadAnswer {
     NoNumber { question: String, reply: String },
     #[error("question `{question}`: the reply is empty")]
     Empty { question: String },
+    #[error(
+        "question `{question}`: the reply does not give each of the {rows} statements a point \
+         from 1 to {points} (one `STATEMENT: POINT` line each, or {rows} numbers in order): `{reply}`"
+    )]
+    Rows {
+        question: String,
+        rows: usize,
+        points: u32,
+        reply: String,
+    },
+    #[error(
+        "question `{question}`: the reply does not order all {options} options (missing: {missing}): `{reply}`"
+    )]
+    Order {
+        question: String,
+        options: usize,
+        missing: String,
+        reply: String,
+    },
     /// Read, but refused by the question's own rules (word limits, bounds, how many options).
     #[error("question `{question}`: the answer `{reply}` breaks the question's rules ({fault})")]
     Rules {
@@ -40,8 +59,8 @@ pub enum BadAnswer {
     },
 }
 
-/// What an answer to `q` may be, in words for the prompt; `None` for the kinds a simulated user
-/// is not asked (a matrix, a ranking).
+/// What an answer to `q` may be, in words for the prompt (`None` is kept for a kind a simulated
+/// user could not be asked; every kind is asked today).
 pub fn choices(q: &Question) -> Option<String> {
     let list = |options: &[String]| {
         options
@@ -52,17 +71,33 @@ pub fn choices(q: &Question) -> Option<String> {
     };
     Some(match q.kind {
         QuestionKind::Likert => {
-            let points = q.points();
-            let named: Vec<String> = (1..=points)
-                .filter_map(|p| q.point_label(p).map(|l| format!("{p} = {l}")))
-                .collect();
-            let scale = if named.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", named.join(", "))
-            };
-            format!("Answer with one number from 1 to {points}{scale}, and nothing else.")
+            format!(
+                "Answer with one number from 1 to {}{}, and nothing else.",
+                q.points(),
+                scale(q)
+            )
         }
+        QuestionKind::Matrix => {
+            let rows = q
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| format!("{}. {}", i + 1, r.text))
+                .collect::<Vec<_>>()
+                .join("\n");
+            format!(
+                "Rate each of these statements with one number from 1 to {}{}. Answer with one \
+                 line per statement, its number, a colon and your rating (e.g. `1: 4`), and \
+                 nothing else:\n{rows}",
+                q.points(),
+                scale(q)
+            )
+        }
+        QuestionKind::Ranking => format!(
+            "Order these options from best to worst: write every option once, as written, one \
+             per line, best first, and nothing else:\n{}",
+            list(&q.options)
+        ),
         QuestionKind::Choice => format!(
             "Answer with exactly one of these options, as written, and nothing else:\n{}",
             list(&q.options)
@@ -101,8 +136,19 @@ pub fn choices(q: &Question) -> Option<String> {
             "Answer in one short sentence, or with the word none if you have nothing to add."
                 .to_string()
         }
-        QuestionKind::Matrix | QuestionKind::Ranking => return None,
     })
+}
+
+/// The named points of `q`'s scale, as ` (1 = Low, 5 = High)`, or nothing.
+fn scale(q: &Question) -> String {
+    let named: Vec<String> = (1..=q.points())
+        .filter_map(|p| q.point_label(p).map(|l| format!("{p} = {l}")))
+        .collect();
+    if named.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", named.join(", "))
+    }
 }
 
 impl SimulatedUser {
@@ -170,6 +216,93 @@ fn option_in(q: &Question, line: &str) -> Option<String> {
     }
 }
 
+/// An optional question left unanswered: nothing, or for a matrix and a ranking each of its
+/// fields empty (a form that posts one field per row or option posts them all).
+fn unanswered(q: &Question) -> Vec<(String, String)> {
+    match q.kind {
+        QuestionKind::Matrix => q
+            .rows
+            .iter()
+            .map(|r| (q.row_field(r), String::new()))
+            .collect(),
+        QuestionKind::Ranking => (0..q.options.len())
+            .map(|i| (q.rank_field(i), String::new()))
+            .collect(),
+        _ => vec![],
+    }
+}
+
+/// The whole numbers written in `text`, in order.
+fn whole_numbers(text: &str) -> Vec<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|d| d.parse().ok())
+        .collect()
+}
+
+/// A matrix's rows read from `text`: lines `STATEMENT: POINT` (the statement's number as
+/// listed, then the point, e.g. `2: 4` or `2. 4`), else exactly one number per line, one line
+/// per statement in the order listed. `None` when neither reading gives every row a point in
+/// range.
+fn matrix_rows(q: &Question, text: &str) -> Option<indexmap::IndexMap<String, u32>> {
+    let points = u64::from(q.points());
+    let lines: Vec<Vec<u64>> = text
+        .lines()
+        .map(whole_numbers)
+        .filter(|n| !n.is_empty())
+        .collect();
+    let mut by_row: Vec<Option<u64>> = vec![None; q.rows.len()];
+    if lines.iter().all(|n| n.len() >= 2) {
+        for n in &lines {
+            let (row, point) = (n[0], n[n.len() - 1]);
+            let slot = usize::try_from(row)
+                .ok()
+                .and_then(|r| r.checked_sub(1))
+                .and_then(|r| by_row.get_mut(r))?;
+            *slot = Some(point);
+        }
+    } else if lines.len() == q.rows.len() && lines.iter().all(|n| n.len() == 1) {
+        for (slot, n) in by_row.iter_mut().zip(&lines) {
+            *slot = Some(n[0]);
+        }
+    }
+    q.rows
+        .iter()
+        .zip(by_row)
+        .map(|(r, p)| {
+            let p = p.filter(|p| (1..=points).contains(p))?;
+            Some((r.id.clone(), p as u32))
+        })
+        .collect()
+}
+
+/// A ranking read from `text`: the options named one per line (or separated by commas), best
+/// first, each once. An option left out alone is put last (naming all but one orders them
+/// all); `Err` names the options missing otherwise.
+fn ranking(q: &Question, text: &str) -> Result<Vec<String>, Vec<String>> {
+    let mut order: Vec<String> = vec![];
+    for part in text.split(['\n', ',', ';']) {
+        if let Some(o) = option_in(q, part)
+            && !order.contains(&o)
+        {
+            order.push(o);
+        }
+    }
+    let missing: Vec<String> = q
+        .options
+        .iter()
+        .filter(|o| !order.contains(o))
+        .cloned()
+        .collect();
+    match missing.as_slice() {
+        [] => Ok(order),
+        [last] if order.len() + 1 == q.options.len() => {
+            order.push(last.clone());
+            Ok(order)
+        }
+        _ => Err(missing),
+    }
+}
+
 /// The first number written in `text`.
 fn first_number(text: &str) -> Option<f64> {
     let mut start = None;
@@ -195,6 +328,9 @@ pub fn read_answer(q: &Question, reply: &str) -> Result<Vec<(String, String)>, B
     let question = q.id.clone();
     let text = reply.trim();
     let short = || text.chars().take(60).collect::<String>();
+    if text.is_empty() && !q.is_required() {
+        return Ok(unanswered(q));
+    }
     let answer = match q.kind {
         QuestionKind::Likert => {
             let points = q.points();
@@ -251,7 +387,24 @@ pub fn read_answer(q: &Question, reply: &str) -> Result<Vec<(String, String)>, B
             }
             Answer::Text(words)
         }
-        QuestionKind::Matrix | QuestionKind::Ranking => return Ok(vec![]),
+        QuestionKind::Matrix => {
+            let rows = matrix_rows(q, text).ok_or_else(|| BadAnswer::Rows {
+                question: question.clone(),
+                rows: q.rows.len(),
+                points: q.points(),
+                reply: short(),
+            })?;
+            Answer::Rows(rows)
+        }
+        QuestionKind::Ranking => {
+            let order = ranking(q, text).map_err(|missing| BadAnswer::Order {
+                question: question.clone(),
+                options: q.options.len(),
+                missing: missing.join(", "),
+                reply: short(),
+            })?;
+            Answer::Ranking(order)
+        }
     };
     let mut answers = Answers::default();
     answers.values.insert(q.id.clone(), answer);
@@ -363,7 +516,101 @@ mod tests {
         ));
         let c = question("{id: more, text: Anything else?, kind: comment}");
         assert_eq!(read_answer(&c, "None."), Ok(vec![]));
-        let r = question("{id: order, text: Rank them, kind: ranking, options: [a, b]}");
-        assert_eq!(choices(&r), None);
+    }
+
+    #[test]
+    fn a_matrix_is_read_by_statement_numbers_or_in_order() {
+        let q = question(
+            "{id: ux, text: About the assistant, kind: matrix, points: 5, low: Disagree, high: Agree, \
+             rows: [{id: clear, text: It was clear}, {id: quick, text: It was quick}, {id: kind, text: It was kind}]}",
+        );
+        let asked = choices(&q).expect("asked");
+        assert!(
+            asked.contains("1 to 5 (1 = Disagree, 5 = Agree)"),
+            "{asked}"
+        );
+        assert!(
+            asked.ends_with("1. It was clear\n2. It was quick\n3. It was kind"),
+            "{asked}"
+        );
+        let fields = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        // Numbered lines, in any order, with words around them.
+        assert_eq!(
+            read_answer(&q, "3: 2\n1. 5\n2 - I'd say 4").unwrap(),
+            fields(&[("ux.clear", "5"), ("ux.quick", "4"), ("ux.kind", "2")])
+        );
+        // One number per line, in the order listed.
+        assert_eq!(
+            read_answer(&q, "4\n4\n1").unwrap(),
+            fields(&[("ux.clear", "4"), ("ux.quick", "4"), ("ux.kind", "1")])
+        );
+        let optional = question(
+            "{id: more, text: More, kind: matrix, required: false, rows: [{id: a, text: A}, {id: b, text: B}]}",
+        );
+        assert_eq!(
+            read_answer(&optional, " ").unwrap(),
+            fields(&[("more.a", ""), ("more.b", "")])
+        );
+        // A statement left out, a point out of range, or a statement that is not listed.
+        for reply in [
+            "1: 4\n2: 4",
+            "1: 4\n2: 9\n3: 1",
+            "1: 4\n2: 4\n7: 1",
+            "fine",
+            "",
+        ] {
+            assert!(
+                matches!(
+                    read_answer(&q, reply),
+                    Err(BadAnswer::Rows {
+                        rows: 3,
+                        points: 5,
+                        ..
+                    })
+                ),
+                "{reply:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_ranking_names_every_option_once_best_first() {
+        let q = question(
+            "{id: order, text: Rank the replies, kind: ranking, options: [Speed, Tone, Facts]}",
+        );
+        let asked = choices(&q).expect("asked");
+        assert!(asked.ends_with("- Speed\n- Tone\n- Facts"), "{asked}");
+        let fields = |list: &[&str]| -> Vec<(String, String)> {
+            let mut answers = Answers::default();
+            let order = list.iter().map(|o| o.to_string()).collect();
+            answers
+                .values
+                .insert("order".into(), Answer::Ranking(order));
+            answers.to_form(std::slice::from_ref(&q))
+        };
+        assert_eq!(
+            read_answer(&q, "1. facts\n2. Speed\n3. Tone").unwrap(),
+            fields(&["Facts", "Speed", "Tone"])
+        );
+        // Named again further down: the first place stands; all but one: the last is implied.
+        assert_eq!(
+            read_answer(&q, "Tone, Facts, Tone").unwrap(),
+            fields(&["Tone", "Facts", "Speed"])
+        );
+        match read_answer(&q, "Tone is best") {
+            Err(BadAnswer::Order {
+                missing,
+                options: 3,
+                ..
+            }) => {
+                assert_eq!(missing, "Speed, Facts");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -449,6 +449,18 @@ fn a_system_under_test_plays_the_wizard_against_simulated_users_with_goals() {
 /// model writes a number (alone, in a sentence, with the point's label), and a question it does
 /// not know with 1.
 fn chat_answer(prompt: &str) -> String {
+    if prompt.contains("Rate each of these statements") {
+        // A matrix: the statements by number, in an order of the model's own.
+        assert!(
+            prompt.contains("1. It understood me\n2. It was quick"),
+            "{prompt}"
+        );
+        return "2: 2\n1: 5".into();
+    }
+    if prompt.contains("Order these options from best to worst") {
+        // A ranking: all options but one (the last is implied), with the model's numbering.
+        return "1. Suggestions\n2. Opening hours".into();
+    }
     if prompt.contains("answer this question about the conversation") {
         assert!(
             prompt.contains("assistant: ") && prompt.contains("Answer with one number from 1 to 5"),
@@ -595,4 +607,56 @@ fn simulated_users_chat_with_a_chat_studys_systems_through_its_pages() {
     assert_eq!(code, 0, "{err}");
     let table = std::fs::read_to_string(&payments).unwrap();
     assert_eq!(table.lines().count(), 1, "{table}");
+}
+
+/// A matrix and a ranking after the conversation are the simulated user's answers too, read
+/// from the model's lines (`wozkit_core::simulated_users::read_answer`), not the crowd's policy.
+#[test]
+fn simulated_users_answer_a_matrix_and_a_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let yaml = include_str!("../../../wozkit-core/studies/bot-chat-demo/study.yaml")
+        .replace("id: bot-chat-demo", "id: bot-chat-matrix")
+        .replace(
+            "  no_items:\n",
+            "    - id: ux\n      text: About the assistant\n      kind: matrix\n      points: 5\n      \
+             rows: [{id: understood, text: It understood me}, {id: quick, text: It was quick}]\n    \
+             - id: best\n      text: What did it do best?\n      kind: ranking\n      \
+             options: [Borrowing, Suggestions, Opening hours]\n  no_items:\n",
+        );
+    let study = dir.path().join("study.yaml");
+    std::fs::write(&study, yaml).unwrap();
+    let url = common::chat_completions_server(
+        |prompt| json!({"choices": [{"message": {"role": "assistant", "content": chat_answer(prompt)}}]}),
+    );
+    let (code, out, err) = wozkit(&[
+        "simulate-users",
+        study.to_str().unwrap(),
+        "--user",
+        &format!("reader={url}#scripted"),
+        "--dialogues",
+        "2",
+        "--data",
+        data.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["failed"], json!([]), "{summary}");
+    let answered = answers(&data, "bot-chat-matrix");
+    assert_eq!(answered.len(), 2, "{answered:?}");
+    for a in answered {
+        assert_eq!(a["helpful"], json!(4), "{a:?}");
+        // A matrix's rows are stored one key each.
+        assert_eq!(
+            (&a["ux.understood"], &a["ux.quick"]),
+            (&json!(5), &json!(2)),
+            "{a:?}"
+        );
+        assert_eq!(
+            a["best"],
+            json!(["Suggestions", "Opening hours", "Borrowing"]),
+            "{a:?}"
+        );
+    }
 }
