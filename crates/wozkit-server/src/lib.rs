@@ -40,7 +40,6 @@ mod flow;
 mod http;
 mod human;
 pub mod i18n;
-pub mod ledger;
 mod lobby;
 mod metered_store;
 pub mod metrics;

@@ -7,7 +7,7 @@
 //! [`payer_for_study`] work over them. Each bonus is a payment record of
 //! [`wozkit_platforms::once`] in the meta table: the payment table's part beyond the reward under
 //! `pay:mturk:<study>:bonus:<assignment>`, the review bonus under the console's own record of
-//! the participant ([`wozkit_server::review::send::bonus_key`]), so that the console and `pay`
+//! the participant ([`wozkit_data::records::ledger::bonus_key`]), so that the console and `pay`
 //! never both pay it. A SendBonus without a certain answer is looked up with ListBonusPayments
 //! before anything is sent again, also after MTurk's 24 hours of keeping UniqueRequestTokens.
 //! What versions before the records paid (`mturk:<study>:<bonus|review>:<assignment>`, cents)
@@ -21,14 +21,14 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
+use wozkit_data::records::ledger::{StoreLedger, bonus_key, review_bonus_paid};
 use wozkit_data::records::payments::{self, PaymentRow};
+use wozkit_data::records::review_log as review;
 use wozkit_platforms::mturk::{
     self, Assignment, Endpoint, HitSpec, MTurk, RecordedHit, Requirement, SUBMITTED,
 };
 use wozkit_platforms::once::{self, NewPayment, Outcome, Policy, Stage};
 use wozkit_platforms::{Bonus, Payer};
-use wozkit_server::ledger::StoreLedger;
-use wozkit_server::review::{self, send::review_bonus_paid};
 use wozkit_store::Store;
 
 use crate::data_cmds::{Access, open_store};
@@ -710,7 +710,7 @@ impl MturkPay<'_> {
             return Ok(());
         }
         let key = if kind == "review" {
-            review::send::bonus_key(self.id, &row.participant)
+            bonus_key(self.id, &row.participant)
         } else {
             record_key(self.id, &a.id)
         };

@@ -19,12 +19,12 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use wozkit_core::load::{self, LoadedStudy};
+use wozkit_data::records::ledger::{self, StoreLedger, review_bonus_paid};
 use wozkit_data::records::payments::{self, PaymentRow};
+use wozkit_data::records::review_log as review;
 use wozkit_platforms::once::{self, NewPayment, Outcome, Policy, Stage};
 use wozkit_platforms::prolific::{self, AWAITING_REVIEW, Prolific, cents_of};
 use wozkit_platforms::{Bonus, Submission};
-use wozkit_server::ledger::StoreLedger;
-use wozkit_server::review::{self, send::review_bonus_paid};
 use wozkit_store::Store;
 
 use crate::data_cmds::{Access, open_store};
@@ -355,7 +355,9 @@ async fn pay_with(
     let claimant = format!(
         "wozkit prolific pay (process {}, {})",
         std::process::id(),
-        wozkit_server::now_ms()
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
     );
     let bonuses = Bonuses {
         args,
@@ -690,7 +692,7 @@ impl Bonuses<'_> {
         cents: u64,
         runs_surplus: &mut u64,
     ) -> Result<Result<(), Unsettled>> {
-        let key = review::send::bonus_key(self.study, participant);
+        let key = ledger::bonus_key(self.study, participant);
         let Ok(record) = self.settled_review_record(&key, participant).await? else {
             return Ok(Err(Unsettled));
         };

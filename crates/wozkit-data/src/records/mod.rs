@@ -1,8 +1,10 @@
 //! Projections of the store for the researcher: the per-session dialogue log with automatic
-//! metrics ([`export_log`]), and the payment table ([`payments`]). Read-only: they never change
+//! metrics ([`export_log`]), the payment table ([`payments`]), and what was paid
+//! ([`ledger`]). Read-only: they never change
 //! the store. Participants appear by their wozkit id, role and platform; crowd worker ids stay in
 //! the payment table, which is for paying, not for publishing.
 
+pub mod ledger;
 pub mod metrics;
 pub mod payments;
 pub mod review_log;

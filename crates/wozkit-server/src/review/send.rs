@@ -30,7 +30,7 @@ use wozkit_store::{Store, StoreError};
 
 use super::{Reviewed, append, read};
 use crate::app::AppState;
-use crate::ledger::StoreLedger;
+use wozkit_data::records::ledger::{StoreLedger, bonus_key, decision_key, review_bonus_paid};
 
 /// What one press of "send decisions" did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,30 +41,6 @@ pub struct SendReport {
     pub failed: u32,
     /// Decisions the platform's API cannot take, logged `not_sendable` this time.
     pub not_sendable: u32,
-}
-
-/// The meta key of a participant's review bonus payments.
-pub fn bonus_key(study: &str, participant: &str) -> String {
-    format!("pay:review:{study}:{participant}")
-}
-
-/// The meta key of a participant's decision sent (approve, reject).
-pub fn decision_key(study: &str, participant: &str) -> String {
-    format!("pay:review:{study}:{participant}:decision")
-}
-
-/// Cents of a participant's review bonus paid so far: what the log shows was paid before there
-/// were records, plus what the records paid; with an unsettled record, what it may have paid.
-pub fn review_bonus_paid(r: &Reviewed, record: Option<&PaymentRecord>) -> u64 {
-    let before_records = r.bonus_sent_cents.saturating_sub(r.record_sent_cents);
-    before_records
-        + record.map_or(r.record_sent_cents, |rec| {
-            if rec.stage.settled() {
-                rec.total_paid_cents()
-            } else {
-                rec.total_maybe_paid_cents()
-            }
-        })
 }
 
 /// The platform's id of a participant's submission: from the entry link (Prolific's

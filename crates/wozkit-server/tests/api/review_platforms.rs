@@ -1001,8 +1001,8 @@ async fn two_sends_at_once_and_another_payer_pay_once() {
         cents: 40,
         reason: String::new(),
     }];
-    let key = wozkit_server::review::send::bonus_key(STUDY, "a-u");
-    let ledger = wozkit_server::ledger::StoreLedger(app.store.as_ref());
+    let key = wozkit_data::records::ledger::bonus_key(STUDY, "a-u");
+    let ledger = wozkit_data::records::ledger::StoreLedger(app.store.as_ref());
     let other = wozkit_platforms::once::pay_once(
         client.as_ref(),
         &ledger,
