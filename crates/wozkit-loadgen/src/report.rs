@@ -245,7 +245,6 @@ fn write_per_url(s: &mut String, per_url: &[UrlFigures]) {
     }
 }
 
-/// The warning for a window during which the machine was not quiet.
 /// The server's busiest thread and its CPU by thread name, on one line.
 pub fn threads_text(
     busiest: &crate::server_proc::ThreadShare,
@@ -269,6 +268,7 @@ pub fn threads_text(
     )
 }
 
+/// The warning for a window during which the machine was not quiet.
 pub fn not_quiet_warning(m: &MachineFigures) -> String {
     format!(
         "the machine was not quiet during the window: {}; these figures are not comparable \

@@ -2,7 +2,7 @@
 //! `questions`): one prompt per question, showing the goal, the conversation, the question and
 //! what its answer may be; the reply read into the form a participant would post, and checked
 //! by the same rules as a person's answers ([`crate::questions::check`]). A matrix is asked for
-//! one `ROW: POINT` line per statement, a ranking for every option once, best first.
+//! one `STATEMENT: POINT` line per statement, a ranking for every option once, best first.
 
 use super::{SimulatedUser, render, transcript};
 use crate::event::Role;

@@ -1,7 +1,7 @@
 //! Projections of the store for the researcher: the per-session dialogue log with automatic
-//! metrics ([`export_log`]), the payment table ([`payments`]), and what was paid
-//! ([`ledger`]). Read-only: they never change
-//! the store. Participants appear by their wozkit id, role and platform; crowd worker ids stay in
+//! metrics ([`export_log`]) and the payment table ([`payments`]), read-only: they never change
+//! the store; and the ledger of what was paid ([`ledger`]), the one writer here (compare-and-set
+//! records in the store's meta table). Participants appear by their wozkit id, role and platform; crowd worker ids stay in
 //! the payment table, which is for paying, not for publishing.
 
 pub mod ledger;

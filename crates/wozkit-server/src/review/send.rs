@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use wozkit_core::event::{EventKind, ReviewAction, ReviewDecision};
 use wozkit_core::load::LoadedStudy;
+use wozkit_data::records::ledger::{StoreLedger, bonus_key, decision_key, review_bonus_paid};
 use wozkit_platforms::once::{
     self, Decided, DecisionRecord, NewDecision, NewPayment, Outcome, PaymentRecord, Policy, Stage,
 };
@@ -30,7 +31,6 @@ use wozkit_store::{Store, StoreError};
 
 use super::{Reviewed, append, read};
 use crate::app::AppState;
-use wozkit_data::records::ledger::{StoreLedger, bonus_key, decision_key, review_bonus_paid};
 
 /// What one press of "send decisions" did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
