@@ -220,6 +220,8 @@ pub struct CrowdReport {
     pub failed: u64,
     /// Forms the server answered with 422 (a problem in the answers).
     pub rejected_forms: u64,
+    /// Pages shown: loaded (`GET /p`, whose times are the latencies below) or sent by the
+    /// server at the end of a streamed chat turn.
     pub pages: u64,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
@@ -524,11 +526,19 @@ async fn worker(
     let cookie = enter(&mut conn, config, name).await?;
     let mut last_lease = String::new();
     let mut chat: Option<crate::crowd_chat::Convo> = None;
+    // A chat page the server sent at the end of a streamed turn, shown without loading it.
+    let mut drawn: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let res = page(&mut conn, &cookie, tally).await?;
-        let kind = page_kind(&res.body).unwrap_or_default();
+        let html = match drawn.take() {
+            Some(html) => {
+                tally.pages.fetch_add(1, Ordering::Relaxed);
+                html
+            }
+            None => page(&mut conn, &cookie, tally).await?.body,
+        };
+        let kind = page_kind(&html).unwrap_or_default();
         if kind == "chat" || kind == "arena" {
-            let lease = Form::parse(&res.body)
+            let lease = Form::parse(&html)
                 .hidden("lease")
                 .unwrap_or_default()
                 .to_string();
@@ -545,10 +555,10 @@ async fn worker(
                 name,
                 tally,
             };
-            crate::crowd_chat::step(w, &kind, &res.body, &mut chat, rng).await?;
+            drawn = crate::crowd_chat::step(w, &kind, &html, &mut chat, rng).await?;
             continue;
         }
-        let form = Form::parse(&res.body);
+        let form = Form::parse(&html);
         let path = match kind.as_str() {
             "consent" | "instructions" => "/p/next",
             "questions" => "/p/answers",

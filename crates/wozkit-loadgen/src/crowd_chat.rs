@@ -265,31 +265,32 @@ fn maybe_labels(pairs: Vec<(String, String)>, rng: &mut Rng) -> Vec<(String, Str
         .collect()
 }
 
-/// One form on a chat page just loaded (`html`); the caller loads the page again after it.
+/// One form on a chat page just loaded (`html`): the page as the server drew it again when it
+/// sent it at the end of a streamed turn, or `None` (the caller loads the page again).
 pub async fn step(
     w: Worker<'_>,
     kind: &str,
     html: &str,
     convo: &mut Option<Convo>,
     rng: &mut Rng,
-) -> Result<(), Failure> {
+) -> Result<Option<String>, Failure> {
     let page = ChatPage::parse(html);
     if convo.as_ref().is_none_or(|c| c.record.lease != page.lease) {
         *convo = Some(Convo::start(w.name, kind, &page, rng));
     }
     let Some(c) = convo.as_mut() else {
-        return Ok(());
+        return Ok(None);
     };
     let hidden = vec![
         ("step".to_string(), page.step.clone()),
         ("lease".to_string(), page.lease.clone()),
     ];
     if page.ended {
-        return finish(w, kind, html, &page, c, rng).await;
+        return finish(w, kind, html, &page, c, rng).await.map(|()| None);
     }
     if page.pending {
         tokio::time::sleep(PENDING_WAIT).await;
-        return Ok(());
+        return Ok(None);
     }
     // A failure shown beside a reply given since (the retry was answered) is no longer one to
     // retry: asking again would send the system a history that ends with its own reply.
@@ -333,7 +334,7 @@ pub async fn step(
     body.retain(|(n, _)| n != "text");
     let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/end", &body).await?;
     check(w.tally, "/p/chat/end", res)?;
-    Ok(())
+    Ok(None)
 }
 
 impl Convo {
@@ -367,13 +368,13 @@ async fn retry(
     mut body: Vec<(String, String)>,
     side: &str,
     c: &mut Convo,
-) -> Result<(), Failure> {
+) -> Result<Option<String>, Failure> {
     body.push(("side".into(), side.to_string()));
     let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/retry", &body).await?;
-    check(w.tally, "/p/chat/retry", res)?;
+    let drawn = check(w.tally, "/p/chat/retry", res)?.drawn();
     c.record.retried.push(side.to_string());
     w.tally.retries.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    Ok(drawn)
 }
 
 /// A person reads the replies and types: a pause drawn from the configured range.
@@ -395,7 +396,7 @@ async fn speak(
     page: &ChatPage,
     html: &str,
     c: &mut Convo,
-) -> Result<(), Failure> {
+) -> Result<Option<String>, Failure> {
     let turn = SpeakerTurn {
         instructions: &page.instructions,
         said: &page.said,
@@ -411,19 +412,20 @@ async fn speak(
     let Some(text) = spoken.text.filter(|t| !t.trim().is_empty()) else {
         if page.can_end {
             c.finishing = true;
-            return Ok(());
+            return Ok(None);
         }
         c.silent += 1;
         if c.silent >= MAX_SILENT_MOVES {
             return Err(Failure::new(
                 "simulated_user",
                 format!(
-                    "the simulated user ended the conversation {} times after {} messages, but                      the page asks for at least {}",
+                    "the simulated user ended the conversation {} times after {} messages, but \
+                     the page asks for at least {}",
                     c.silent, page.turns, page.min_turns
                 ),
             ));
         }
-        return Ok(());
+        return Ok(None);
     };
     c.silent = 0;
     let text: String = match page.max_chars {
@@ -443,13 +445,14 @@ async fn send(
     c: &mut Convo,
     mut body: Vec<(String, String)>,
     text: String,
-) -> Result<(), Failure> {
+) -> Result<Option<String>, Failure> {
     body.retain(|(n, _)| n != "text");
     body.push(("text".into(), text.clone()));
     let t = Instant::now();
     let res = post(&mut *w.conn, w.cookie, w.config, "/p/chat/send", &body).await?;
     let took = t.elapsed().as_micros() as u64;
-    if check(w.tally, "/p/chat/send", res)? {
+    let posted = check(w.tally, "/p/chat/send", res)?;
+    if let Posted::Taken(_) = posted {
         c.record.sent.push(text);
         w.tally.turns.fetch_add(1, Ordering::Relaxed);
         w.tally
@@ -458,7 +461,7 @@ async fn send(
             .unwrap_or_else(|e| e.into_inner())
             .push(took);
     }
-    Ok(())
+    Ok(posted.drawn())
 }
 
 /// The questions (and the vote) after the conversation, then the reveal page.
@@ -651,28 +654,53 @@ async fn post(
     }
 }
 
-/// Whether a chat form was taken: a 303 (plain post) or a stream with every side's reply or
-/// failure; a refusal (409) is counted as a rejected form.
-fn check(tally: &Tally, path: &str, res: crate::http::Response) -> Result<bool, Failure> {
+/// What a chat form post came back with.
+enum Posted {
+    /// Taken: by a plain post (a 303), or by a stream of every side's reply or failure, which
+    /// may end with the page drawn again.
+    Taken(Option<String>),
+    /// Refused (a 409), counted as a rejected form.
+    Refused,
+}
+
+impl Posted {
+    /// The page the server drew again after the post, if it sent one.
+    fn drawn(self) -> Option<String> {
+        match self {
+            Posted::Taken(page) => page,
+            Posted::Refused => None,
+        }
+    }
+}
+
+/// Whether a chat form was taken (see [`Posted`]); anything else is a failure.
+fn check(tally: &Tally, path: &str, res: crate::http::Response) -> Result<Posted, Failure> {
     match res.status {
-        303 => Ok(true),
+        303 => Ok(Posted::Taken(None)),
         200 => {
-            // A stream: one line per frame. A side that failed shows it on the next page.
+            // A stream: one line per frame. A side that failed shows it on the page.
+            let mut page = None;
             for line in res.body.lines().filter(|l| !l.trim().is_empty()) {
                 let frame: serde_json::Value = serde_json::from_str(line)
                     .map_err(|e| Failure::new("bad_frame", format!("{path}: {e}: {line}")))?;
-                if !matches!(frame["type"].as_str(), Some("delta" | "reply" | "failed")) {
-                    return Err(Failure::new(
-                        "bad_frame",
-                        format!("{path} streamed an unknown frame: {line}"),
-                    ));
+                match frame["type"].as_str() {
+                    Some("delta" | "reply" | "failed") => {}
+                    Some("page") if frame["html"].is_string() => {
+                        page = frame["html"].as_str().map(str::to_string);
+                    }
+                    _ => {
+                        return Err(Failure::new(
+                            "bad_frame",
+                            format!("{path} streamed an unknown frame: {line}"),
+                        ));
+                    }
                 }
             }
-            Ok(true)
+            Ok(Posted::Taken(page))
         }
         409 => {
             tally.rejected.fetch_add(1, Ordering::Relaxed);
-            Ok(false)
+            Ok(Posted::Refused)
         }
         s => Err(Failure::new(
             "http_status",

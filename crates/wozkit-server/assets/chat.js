@@ -1,9 +1,11 @@
 // Chat and arena pages: send a turn without leaving the page and show the replies as they are
-// written. The form works without this script too (the page comes back with the replies).
+// written; the stream ends with the page as the server now draws it (labels, the end button, a
+// failure or the questions), put in place of the old one. The form works without this script
+// too (the page comes back with the replies).
 import { t } from './strings.js';
 
-const main = document.querySelector('main.chat');
-const form = document.getElementById('chat-send');
+let main = null;
+let form = null;
 
 function addLine(side, who, text) {
   const log = document.querySelector(`[data-testid="log-${side}"]`);
@@ -31,11 +33,13 @@ function sides() {
   return [...document.querySelectorAll('section.chat-side')].map((s) => s.dataset.side);
 }
 
+// Shows the replies as they arrive; returns the page the stream ended with, if it did.
 async function streamReplies(response) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   const bubbles = {};
   let buffer = '';
+  let page = null;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
@@ -56,9 +60,27 @@ async function streamReplies(response) {
         if (bubbles[frame.side]) bubbles[frame.side].textContent = frame.text;
       } else if (frame.type === 'failed' || frame.type === 'refused') {
         typing(frame.side, false);
+      } else if (frame.type === 'page') {
+        page = frame.html;
       }
     }
   }
+  return page;
+}
+
+// Puts the page's new drawing in place of the old one (a chat page still: anything else is
+// loaded as a page of its own, with its scripts).
+function show(html) {
+  const next = new DOMParser().parseFromString(html, 'text/html');
+  const fresh = next.querySelector('main.chat');
+  const old = document.querySelector('main.chat');
+  if (!fresh || !old) {
+    location.reload();
+    return;
+  }
+  document.title = next.title;
+  old.replaceWith(document.adoptNode(fresh));
+  bind();
 }
 
 async function post(action, body, showText) {
@@ -84,14 +106,19 @@ async function post(action, body, showText) {
     for (const b of document.querySelectorAll('#chat-send button, #chat-send textarea, form[action^="/p/chat/retry"] button')) b.disabled = false;
     return;
   }
+  let page = null;
   if (response.ok && type.includes('application/x-ndjson')) {
     if (showText) for (const side of sides()) addLine(side, 'user', showText);
     for (const side of sides()) typing(side, true);
-    await streamReplies(response);
+    page = await streamReplies(response);
   }
-  // The page is drawn again from the log: labels, the end button, a failure or the questions.
-  // The message box is emptied first: a browser that restores fields on reload (Firefox) would
-  // otherwise show the message just sent as one still to send.
+  if (page) {
+    show(page);
+    return;
+  }
+  // No page at the end of the stream (an older server, a refusal answered with a page): it is
+  // loaded again. The message box is emptied first: a browser that restores fields on reload
+  // (Firefox) would otherwise show the message just sent as one still to send.
   if (showText && form) {
     const box = form.querySelector('textarea[name="text"]');
     if (box) box.value = '';
@@ -99,7 +126,27 @@ async function post(action, body, showText) {
   location.reload();
 }
 
-if (main && form) {
+// Wires the page as drawn (on load, and each time a turn's stream brings it drawn again).
+function bind() {
+  main = document.querySelector('main.chat');
+  form = document.getElementById('chat-send');
+  bindSend();
+  for (const retryForm of document.querySelectorAll('form[action^="/p/chat/retry"]')) {
+    retryForm.addEventListener('submit', (e) => {
+      e.preventDefault();
+      for (const b of retryForm.querySelectorAll('button')) b.disabled = true;
+      post(retryForm.action, new FormData(retryForm), null).catch(() => location.reload());
+    });
+  }
+  // A reply still being written when the page was drawn (a reload mid-reply): look again soon.
+  if (main && main.dataset.pending === 'true') {
+    for (const b of document.querySelectorAll('#chat-send button, #chat-send textarea')) b.disabled = true;
+    setTimeout(() => location.reload(), 1500);
+  }
+}
+
+function bindSend() {
+  if (!main || !form) return;
   form.addEventListener('submit', (e) => {
     // The end button posts this form elsewhere (with the labels and anything typed): the
     // browser sends it as a plain form and the server answers with the next page.
@@ -124,16 +171,4 @@ if (main && form) {
   }
 }
 
-for (const retryForm of document.querySelectorAll('form[action^="/p/chat/retry"]')) {
-  retryForm.addEventListener('submit', (e) => {
-    e.preventDefault();
-    for (const b of retryForm.querySelectorAll('button')) b.disabled = true;
-    post(retryForm.action, new FormData(retryForm), null).catch(() => location.reload());
-  });
-}
-
-// A reply still being written when the page was drawn (a reload mid-reply): look again soon.
-if (main && main.dataset.pending === 'true') {
-  for (const b of document.querySelectorAll('#chat-send button, #chat-send textarea')) b.disabled = true;
-  setTimeout(() => location.reload(), 1500);
-}
+bind();

@@ -414,6 +414,9 @@ pub enum Frame {
     Reply { side: &'static str, text: String },
     /// The system gave no reply; the participant may send the turn again.
     Failed { side: &'static str, message: String },
+    /// The last frame of a turn: the page as `GET /p` now shows it (the replies stored, the
+    /// labels, the end button or the questions), so the browser need not load it again.
+    Page { html: String },
 }
 
 /// What the participant is told when a system failed: plain words, no internals.

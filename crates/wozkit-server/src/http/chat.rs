@@ -4,7 +4,9 @@
 //! Like every page of the flow, they are plain forms that work without JavaScript: sending a
 //! turn posts the form and the page comes back with the replies. With JavaScript (`chat.js`),
 //! the same form is sent with `Accept: application/x-ndjson` and the replies stream in as they
-//! are written, one JSON object per line (`crate::chat::Frame`).
+//! are written, one JSON object per line (`crate::chat::Frame`); the last line is the page as
+//! it now is, which the script puts in place of the old one: a turn is one request, not a post
+//! and a reload.
 //!
 //! | route | does |
 //! |---|---|
@@ -15,6 +17,8 @@
 //! | `GET /p/chat/reveal` | after a vote: which system was on which side |
 
 use std::convert::Infallible;
+
+use futures_util::StreamExt;
 
 use axum::Form;
 use axum::body::Body;
@@ -41,7 +45,7 @@ use super::judge::{
     Fields, check_justification, field, find_problem, justification_html, own_lease, page_head,
     problem_html, submit_judgment, turn_problem,
 };
-use super::pages::to_page;
+use super::pages::{markup_now, to_page};
 use super::questions::fieldsets;
 use crate::app::{AppState, now_ms};
 use crate::chat::{self, Convo, Frame, Side};
@@ -646,13 +650,21 @@ fn streaming(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.contains("application/x-ndjson"))
 }
 
-/// The replies as they come: one JSON object per line, until every asked side has answered.
-fn frames_response(rx: mpsc::Receiver<Frame>) -> Response {
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+/// The replies as they come, one JSON object per line, until every asked side has answered;
+/// then the page as it now is (`Frame::Page`), drawn once the replies are stored.
+fn frames_response(app: &AppState, me: Asking, rx: mpsc::Receiver<Frame>) -> Response {
+    let app = app.clone();
+    let replies = futures_util::stream::unfold(rx, |mut rx| async move {
         let frame = rx.recv().await?;
-        let line = serde_json::to_string(&frame).unwrap_or_default() + "\n";
-        Some((Ok::<_, Infallible>(line), rx))
+        Some((frame, rx))
     });
+    let page = futures_util::stream::once(async move {
+        markup_now(&app, me).await.map(|html| Frame::Page { html })
+    })
+    .filter_map(std::future::ready);
+    let stream = replies
+        .chain(page)
+        .map(|frame| Ok::<_, Infallible>(serde_json::to_string(&frame).unwrap_or_default() + "\n"));
     (
         [
             (CONTENT_TYPE, "application/x-ndjson"),
@@ -663,8 +675,6 @@ fn frames_response(rx: mpsc::Receiver<Frame>) -> Response {
         .into_response()
 }
 
-/// Asks the given sides for their replies: streamed to a listening browser, or awaited before
-/// the page comes back.
 /// The replies asked for: streamed to a listening browser, or awaited before the page comes
 /// back.
 enum Asked {
@@ -698,15 +708,16 @@ fn ask_sides(
     )
 }
 
-/// What the participant gets once the replies are asked for.
-async fn answer(asked: Asked, seat: Option<&str>) -> Response {
+/// What the participant gets once the replies are asked for: the stream (ending with the page),
+/// or, once every reply is stored, the way back to the page.
+async fn answer(app: &AppState, asked: Asked, me: Asking) -> Response {
     match asked {
-        Asked::Stream(rx) => frames_response(rx),
+        Asked::Stream(rx) => frames_response(app, me, rx),
         Asked::Tasks(tasks) => {
             for t in tasks {
                 let _ = t.await;
             }
-            to_page(seat)
+            to_page(me.seat.as_deref())
         }
     }
 }
@@ -897,6 +908,7 @@ pub async fn send(
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
     let seat = me.seat.clone();
+    let asking = me.clone();
     let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
@@ -964,7 +976,7 @@ pub async fn send(
         }
     }
     let _ = stored.send(Some(true));
-    Ok(answer(asked, seat.as_deref()).await)
+    Ok(answer(&app, asked, asking).await)
 }
 
 #[derive(Deserialize)]
@@ -980,6 +992,7 @@ pub async fn retry(
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
     let seat = me.seat.clone();
+    let asking = me.clone();
     let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
@@ -996,7 +1009,7 @@ pub async fn retry(
         return Ok(to_page(seat.as_deref()));
     }
     let asked = ask_sides(&app, &ctx, &which, streaming(&headers), vec![]);
-    Ok(answer(asked, seat.as_deref()).await)
+    Ok(answer(&app, asked, asking).await)
 }
 
 /// `POST /p/chat/end`: ends the conversation once the fewest turns are reached.

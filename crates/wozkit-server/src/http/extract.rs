@@ -49,6 +49,7 @@ fn seat_of(parts: &Parts) -> Option<String> {
 }
 
 /// The participant asking: who they are, their study, their role and the seat they asked as.
+#[derive(Clone)]
 pub struct Asking {
     pub p: Participant,
     pub study: Arc<LoadedStudy>,

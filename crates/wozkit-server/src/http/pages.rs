@@ -62,6 +62,21 @@ pub async fn current(State(app): State<AppState>, me: Asking) -> Result<Response
     shown_page(&app, &p, &study, role, i, seat.as_deref()).await
 }
 
+/// What `GET /p` would answer the participant now, as the page's markup (their record read
+/// again): a streamed chat turn ends with it, so the browser shows the page without asking for
+/// it. `None` when that answer is not a page (a redirect, an error): the browser then loads `/p`.
+pub async fn markup_now(app: &AppState, me: Asking) -> Option<String> {
+    let p = app.store.participant(&me.p.id).await.ok()??;
+    let res = current(State(app.clone()), Asking { p, ..me }).await.ok()?;
+    if res.status() != StatusCode::OK {
+        return None;
+    }
+    let body = axum::body::to_bytes(res.into_body(), usize::MAX)
+        .await
+        .ok()?;
+    String::from_utf8(body.to_vec()).ok()
+}
+
 /// Moves the participant past the pages not to show from page `i` on: the participant then,
 /// the page reached and, for a judging page, its markup.
 ///

@@ -162,12 +162,38 @@ async fn form_stream(c: &Client, path: &str, s: &Shown, extra: &str) -> Response
     http(c.addr, "POST", path, &headers, &body).await
 }
 
-fn frames(res: &Response) -> Vec<Value> {
+/// Every frame of a streamed post.
+fn all_frames(res: &Response) -> Vec<Value> {
     res.body
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("frame {l:?}: {e}")))
         .collect()
+}
+
+/// The frames of a streamed post about the replies: all but the page it may end with.
+fn frames(res: &Response) -> Vec<Value> {
+    let mut all = all_frames(res);
+    if all.last().is_some_and(|f| f["type"] == "page") {
+        all.pop();
+    }
+    assert!(
+        all.iter().all(|f| f["type"] != "page"),
+        "a page frame before the last: {all:?}"
+    );
+    all
+}
+
+/// The page a streamed post ended with, if it did.
+fn streamed_page(res: &Response) -> Option<String> {
+    let all = all_frames(res);
+    let last = all.last().filter(|f| f["type"] == "page")?;
+    Some(
+        last["html"]
+            .as_str()
+            .expect("a page frame has its html")
+            .to_string(),
+    )
 }
 
 async fn get(c: &Client, path: &str) -> Response {
@@ -429,6 +455,10 @@ async fn streamed_deltas_add_up_to_the_reply_frame_and_the_stored_message() {
             .position(|f| f["type"] == "reply" && f["side"] == side);
         assert!(last_delta < reply_at, "{frames:?}");
     }
+    // The stream ends with the page as `GET /p` now draws it: both replies, nothing pending.
+    let page = streamed_page(&res).expect("the stream ends with the page");
+    assert!(page.contains("data-pending=\"false\""), "{page}");
+    assert_eq!(page, get(&w, "/p").await.body);
     app.stop().await;
 }
 
@@ -491,6 +521,8 @@ async fn failed_then_retried(
     assert!(failed[0].contains("500"), "{failed:?}");
     assert!(failures(&app.events(&good_session).await).is_empty());
 
+    let drawn = streamed_page(&res).expect("the stream ends with the page");
+    assert!(drawn.contains(&format!("data-testid=\"failed-{bad}\"")));
     let page = shown(&w).await;
     assert!(page.body.contains(&format!("data-testid=\"failed-{bad}\"")));
     assert!(
@@ -504,6 +536,7 @@ async fn failed_then_retried(
     let refused = form_stream(&w, "/p/chat/send", &s, "&text=next+question").await;
     assert_eq!(refused.status, 409);
     assert_eq!(frames(&refused)[0]["type"], "refused");
+    assert_eq!(streamed_page(&refused), None, "a refusal keeps the page");
     assert_eq!(
         messages(&app.events(&good_session).await).len(),
         2,

@@ -131,11 +131,11 @@ const LOOK: &str = "const side = (n) => [...document.querySelectorAll(\
      const m = document.querySelector('main.chat');\
      return { count: [l.length, r.length],\
        last: [l.length ? l[l.length - 1].textContent : '', r.length ? r[r.length - 1].textContent : ''],\
-       same_page: window.__sent === true,\
+       same_page: document.querySelector('main')?.__sent === true,\
        pending: !m || m.dataset.pending !== 'false' }";
 
 async fn look(br: &Browser) -> Result<Look> {
-    // The page reloads after the replies.
+    // The page is drawn again after the replies.
     let v = br.js_settled(LOOK, vec![]).await?;
     serde_json::from_value(v).with_context(|| format!("{}: reading the two sides", br.name))
 }
@@ -173,8 +173,9 @@ async fn arena_battle(server: &TestServer, a: &Browser) -> Result<Battle> {
             before.count,
             before.pending
         );
-        // A mark that the page's reload after the replies wipes out.
-        a.js("window.__sent = true", vec![]).await?;
+        // A mark on the page that drawing it again after the replies wipes out.
+        a.js("document.querySelector('main').__sent = true", vec![])
+            .await?;
         a.type_into("chat-text", message).await?;
         a.click("chat-send").await?;
         // Every text the new bubble of each side showed while the reply was written.
@@ -437,7 +438,7 @@ async fn chat_with_labels(server: &TestServer, c: &Browser) -> Result<Chat> {
     c.wait_page("chat").await?;
     let mut chat = Chat::default();
     // The number of replies once the page was drawn again after the last message.
-    let replies = "return window.__sent !== true && document.querySelector('main.chat[data-pending=false]') ? \
+    let replies = "return document.querySelector('main')?.__sent !== true && document.querySelector('main.chat[data-pending=false]') ? \
                    document.querySelectorAll('ol[data-testid=log-chat] li.said.system').length : -1";
     for (n, message) in CHAT_MESSAGES.iter().enumerate() {
         if n == 1 {
@@ -445,7 +446,8 @@ async fn chat_with_labels(server: &TestServer, c: &Browser) -> Result<Chat> {
             chat.labelled = tick_label(c, "the first reply").await?;
             shoot_settled(c, "chat-labels.png").await?;
         }
-        c.js("window.__sent = true", vec![]).await?;
+        c.js("document.querySelector('main').__sent = true", vec![])
+            .await?;
         c.type_into("chat-text", message).await?;
         c.click("chat-send").await?;
         until(&format!("the reply to {message:?}"), WAIT, || async {
@@ -559,13 +561,15 @@ async fn phone_battle(server: &TestServer, chromium: &Path, chromedriver: &Path)
         "phone: the viewport is {size}, not {PHONE:?}"
     );
     phone.type_into("chat-text", ARENA_MESSAGES[0]).await?;
-    // A mark that the page's reload after the replies wipes out.
-    phone.js("window.__sent = true", vec![]).await?;
+    // A mark on the page that drawing it again after the replies wipes out.
+    phone
+        .js("document.querySelector('main').__sent = true", vec![])
+        .await?;
     phone.click("chat-send").await?;
     phone
         .wait_js(
             "both replies, drawn again from the log",
-            "return window.__sent !== true\
+            "return document.querySelector('main')?.__sent !== true\
                && !!document.querySelector('main.chat[data-pending=false]')\
                && document.querySelectorAll('li.said.system .text').length === 2",
             vec![],

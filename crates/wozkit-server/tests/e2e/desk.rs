@@ -153,11 +153,11 @@ const LOOK: &str = "const side = (n) => [...document.querySelectorAll(\
        return !!t && !t.hidden; };\
      const m = document.querySelector('main.chat');\
      return { replies: [side('left'), side('right')], typing: [typing('left'), typing('right')],\
-       same_page: window.__sent === true,\
+       same_page: document.querySelector('main')?.__sent === true,\
        pending: !m || m.dataset.pending !== 'false' }";
 
 async fn look(br: &Browser) -> Result<Look> {
-    // The page reloads after the replies.
+    // The page is drawn again after the replies.
     let v = br.js_settled(LOOK, vec![]).await?;
     serde_json::from_value(v).with_context(|| format!("{}: reading the two sides", br.name))
 }
@@ -458,8 +458,9 @@ async fn send_and_wait_at_desk(
         before.replies,
         before.pending
     );
-    // A mark that the page's reload after the replies wipes out.
-    u.js("window.__sent = true", vec![]).await?;
+    // A mark on the page that drawing it again after the replies wipes out.
+    u.js("document.querySelector('main').__sent = true", vec![])
+        .await?;
     u.type_into("chat-text", MESSAGES[n]).await?;
     u.click("chat-send").await?;
 

@@ -421,8 +421,11 @@ async fn battle(server: &TestServer, arena: &LoadedStudy, d: &Browser) -> Result
         d.keys(&ENTER.to_string()).await?;
         d.wait_js(
             &format!("both replies to message {}", n + 1),
+            // Drawn again after the replies: the message box is enabled again (it is disabled
+            // while they stream in).
             "const m = document.querySelector('main.chat'); \
-             return !!m && m.dataset.pending === 'false' \
+             const box = document.querySelector('[data-testid=chat-text]'); \
+             return !!m && m.dataset.pending === 'false' && (!box || !box.disabled) \
                && document.querySelectorAll('ol[data-testid=log-left] li.said.system').length === arguments[0] \
                && document.querySelectorAll('ol[data-testid=log-right] li.said.system').length === arguments[0]",
             vec![json!(n + 1)],
