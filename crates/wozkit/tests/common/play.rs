@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
@@ -41,6 +41,8 @@ pub struct Via {
     next: Arc<AtomicUsize>,
     /// Milliseconds between two commands, drawn uniformly from this range.
     pace_ms: (u64, u64),
+    /// While set, the wizard keeps talking past its turns instead of saying goodbye.
+    hold: Option<Arc<AtomicBool>>,
 }
 
 impl Via {
@@ -51,7 +53,16 @@ impl Via {
             route: route.to_string(),
             next: Arc::new(AtomicUsize::new(first)),
             pace_ms: (150, 300),
+            hold: None,
         }
+    }
+
+    /// The same, its wizard saying goodbye only once `hold` is cleared (and its turns are
+    /// done): a test that needs every session live at one moment, whatever the machine's speed
+    /// (sessions that start late on a busy machine would otherwise meet ended ones).
+    pub fn held(mut self, hold: Arc<AtomicBool>) -> Via {
+        self.hold = Some(hold);
+        self
     }
 
     /// The same, sending one command every `min`–`max` ms (150–300 by default).
@@ -85,7 +96,7 @@ roles:
 session:
   time_limit_s: 600
   clock_starts: start
-  disconnect_grace_s: 30
+  disconnect_grace_s: 60
 pairing:
   wait_limit_s: 30
   on_timeout: complete
@@ -251,8 +262,10 @@ async fn connect(via: &Via, cookie: &str) -> Option<Ws> {
     let mut req = format!("ws://{addr}/ws").into_client_request().ok()?;
     req.headers_mut().insert("cookie", cookie.parse().ok()?);
     req.headers_mut().insert("x-route", via.route.parse().ok()?);
+    // As long as a browser would wait: a server busy restarting its rooms on a loaded machine
+    // may take seconds to answer, and a client that gives up sooner comes back later and later.
     let (ws, _) = tokio::time::timeout(
-        Duration::from_secs(5),
+        Duration::from_secs(30),
         tokio_tungstenite::connect_async(req),
     )
     .await
@@ -310,6 +323,7 @@ pub async fn participant_until(
             Limits {
                 deadline,
                 pace_ms: via.pace_ms,
+                hold: via.hold.clone(),
             },
         )
         .await;
@@ -366,10 +380,11 @@ pub async fn participant_until(
 
 /// One connection: reads frames, sends a command whenever the previous one was answered and a
 /// When a participant gives up (`deadline`) and how long it pauses between commands.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Limits {
     deadline: Option<Instant>,
     pace_ms: (u64, u64),
+    hold: Option<Arc<AtomicBool>>,
 }
 
 /// short pause has passed. Returns when the session ends or the connection drops.
@@ -380,7 +395,11 @@ async fn room(
     view: &mut Value,
     turns: &mut u32,
     sent: &mut u32,
-    Limits { deadline, pace_ms }: Limits,
+    Limits {
+        deadline,
+        pace_ms,
+        hold,
+    }: Limits,
 ) -> Outcome {
     let mut in_room = false;
     let mut entered = false;
@@ -394,7 +413,8 @@ async fn room(
             () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now).into()),
                 if deadline.is_some() => return Outcome::TimedOut,
             () = tokio::time::sleep(wait), if in_room && pending.is_none() => {
-                let (id, cmd) = next_command(t, view, *turns, *sent);
+                let held = hold.as_ref().is_some_and(|h| h.load(Ordering::Relaxed));
+                let (id, cmd) = next_command(t, view, *turns, *sent, !held);
                 *sent += 1;
                 if let Some(text) = cmd.get("text").and_then(Value::as_str) {
                     t.texts.insert(id.clone(), text.to_string());
@@ -472,8 +492,14 @@ async fn room(
 }
 
 /// The next intent: the user chats; the wizard greets, chats, answers with a fixed option and
-/// moves the robot, and says goodbye after its turns.
-fn next_command(t: &Transcript, view: &Value, turns: u32, sent: u32) -> (String, Value) {
+/// moves the robot, and says goodbye after its turns (when it `may_end`).
+fn next_command(
+    t: &Transcript,
+    view: &Value,
+    turns: u32,
+    sent: u32,
+    may_end: bool,
+) -> (String, Value) {
     let id = format!("{}-{sent}", t.name);
     let text = json!({"cmd": "text", "text": format!("{} says {sent}", t.name)});
     if !t.wizard {
@@ -482,7 +508,7 @@ fn next_command(t: &Transcript, view: &Value, turns: u32, sent: u32) -> (String,
     let state = view["state"].as_str().unwrap_or("start");
     let cmd = if state == "start" {
         json!({"cmd": "say", "state": "greet"})
-    } else if turns >= WIZARD_TURNS {
+    } else if turns >= WIZARD_TURNS && may_end {
         json!({"cmd": "say", "state": "bye"})
     } else {
         match turns % 3 {

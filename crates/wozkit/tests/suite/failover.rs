@@ -3,7 +3,9 @@
 //! SIGKILL under load.
 //!
 //! Scripted pairs (`common/play.rs`, the crash test's participants) enter and play through the
-//! proxy only. Once every pair is in its room, the instance running the most rooms is killed.
+//! proxy only. Once every pair is in its room, the instance running the most rooms is killed
+//! (the wizards keep talking past their turns until the killed instance's rooms have moved, so
+//! that on a slow machine the first pairs are still live when the last ones start).
 //! The test then watches the room leases: every room of the dead instance must be taken over by
 //! a surviving instance once its lease has run out (the measured delay after expiry is printed,
 //! not asserted). The participants reconnect through the proxy and finish their sessions, and
@@ -31,6 +33,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use wozkit_store::testing::{TestDatabase, pg_required};
@@ -43,8 +46,9 @@ const INSTANCES: usize = 3;
 const PAIRS: usize = 24;
 /// Room lease of the instances: short, so the dead instance's rooms move within the run.
 const LEASE_MS: u64 = 2000;
-/// The whole run must be over by then.
-const RUN_LIMIT: Duration = Duration::from_secs(150);
+/// The whole run must be over by then (a bound for a hung run, not a timing: a loaded machine
+/// takes twice as long as a quiet one).
+const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 /// nginx as the current user, in the foreground, with everything it writes in `dir`.
 struct Proxy {
@@ -286,12 +290,14 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
         all
     };
 
-    // Everyone enters through the proxy.
+    // Everyone enters through the proxy. The wizards keep talking until the rooms of the killed
+    // instance have moved: every pair is live at the kill, however slowly the pairs started.
+    let hold = Arc::new(AtomicBool::new(true));
     let mut clients = vec![];
     for i in 0..PAIRS {
         for role in ["user", "wizard"] {
             let name = format!("{role}{i}");
-            let via = Via::new(vec![proxy.addr], 0, &format!("pair{i}"));
+            let via = Via::new(vec![proxy.addr], 0, &format!("pair{i}")).held(hold.clone());
             let cookie = join(&via, &format!("participant={name}&role={role}&pair=f{i}")).await;
             let wizard = role == "wizard";
             clients.push(tokio::spawn(tokio::time::timeout(
@@ -311,8 +317,8 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
             break by_owner;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "only {leased} of {PAIRS} rooms leased after a minute: {by_owner:?}\n{}",
+            started.elapsed() < Duration::from_secs(120),
+            "only {leased} of {PAIRS} rooms leased after two minutes: {by_owner:?}\n{}",
             logs(&instances, &proxy)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -380,6 +386,7 @@ async fn sigkill_of_one_of_three_instances_behind_nginx_loses_nothing() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
+    hold.store(false, Ordering::Relaxed);
     let mut transcripts: Vec<Transcript> = vec![];
     for c in clients {
         match c.await.expect("client task") {
