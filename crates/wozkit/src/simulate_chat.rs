@@ -117,10 +117,7 @@ impl Speaker for ModelSpeaker {
             else {
                 return Ok(None);
             };
-            let Some(prompt) = spec.answer_prompt(turn.instructions, &dialogue(turn.said), q)
-            else {
-                return Ok(None);
-            };
+            let prompt = spec.answer_prompt(turn.instructions, &dialogue(turn.said), q);
             let reply = self.ask(&prompt).await?;
             let fields = read_answer(q, &reply)
                 .map_err(|e| format!("simulated user `{}`: {e}", spec.name))?;

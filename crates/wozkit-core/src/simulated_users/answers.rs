@@ -59,9 +59,8 @@ pub enum BadAnswer {
     },
 }
 
-/// What an answer to `q` may be, in words for the prompt (`None` is kept for a kind a simulated
-/// user could not be asked; every kind is asked today).
-pub fn choices(q: &Question) -> Option<String> {
+/// What an answer to `q` may be, in words for the prompt (every kind of question is asked).
+pub fn choices(q: &Question) -> String {
     let list = |options: &[String]| {
         options
             .iter()
@@ -69,7 +68,7 @@ pub fn choices(q: &Question) -> Option<String> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    Some(match q.kind {
+    match q.kind {
         QuestionKind::Likert => {
             format!(
                 "Answer with one number from 1 to {}{}, and nothing else.",
@@ -136,7 +135,7 @@ pub fn choices(q: &Question) -> Option<String> {
             "Answer in one short sentence, or with the word none if you have nothing to add."
                 .to_string()
         }
-    })
+    }
 }
 
 /// The named points of `q`'s scale, as ` (1 = Low, 5 = High)`, or nothing.
@@ -153,23 +152,17 @@ fn scale(q: &Question) -> String {
 
 impl SimulatedUser {
     /// The prompt asking for the answer to `q` after the conversation `dialogue`, given the
-    /// goal's text; `None` for a question it is not asked (see [`choices`]).
-    pub fn answer_prompt(
-        &self,
-        goal: &str,
-        dialogue: &[(Role, String)],
-        q: &Question,
-    ) -> Option<String> {
-        let choices = choices(q)?;
-        Some(render(
+    /// goal's text.
+    pub fn answer_prompt(&self, goal: &str, dialogue: &[(Role, String)], q: &Question) -> String {
+        render(
             &self.answer_prompt,
             &[
                 ("goal", goal),
                 ("conversation", &transcript(dialogue)),
                 ("question", &q.text),
-                ("choices", &choices),
+                ("choices", &choices(q)),
             ],
-        ))
+        )
     }
 }
 
@@ -436,7 +429,7 @@ mod tests {
         let q = question(
             "{id: helpful, text: How helpful?, kind: likert, points: 5, low: Not at all, high: Very}",
         );
-        let asked = choices(&q).expect("asked");
+        let asked = choices(&q);
         assert_eq!(
             asked,
             "Answer with one number from 1 to 5 (1 = Not at all, 5 = Very), and nothing else."
@@ -524,7 +517,7 @@ mod tests {
             "{id: ux, text: About the assistant, kind: matrix, points: 5, low: Disagree, high: Agree, \
              rows: [{id: clear, text: It was clear}, {id: quick, text: It was quick}, {id: kind, text: It was kind}]}",
         );
-        let asked = choices(&q).expect("asked");
+        let asked = choices(&q);
         assert!(
             asked.contains("1 to 5 (1 = Disagree, 5 = Agree)"),
             "{asked}"
@@ -583,7 +576,7 @@ mod tests {
         let q = question(
             "{id: order, text: Rank the replies, kind: ranking, options: [Speed, Tone, Facts]}",
         );
-        let asked = choices(&q).expect("asked");
+        let asked = choices(&q);
         assert!(asked.ends_with("- Speed\n- Tone\n- Facts"), "{asked}");
         let fields = |list: &[&str]| -> Vec<(String, String)> {
             let mut answers = Answers::default();
