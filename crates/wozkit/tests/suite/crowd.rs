@@ -121,6 +121,29 @@ fn items_short(rt: &tokio::runtime::Runtime, data: &str) -> usize {
     })
 }
 
+/// Waits until no lease of the study is still running (the abandoned ones have expired, by the
+/// clock the server's claims use): a wait on the condition, not on a duration, so a crowd that
+/// took long needs no wait at all. `store` reads the server's data beside it.
+fn until_no_lease_runs(rt: &tokio::runtime::Runtime, store: &dyn wozkit_store::Store) {
+    let start = Instant::now();
+    loop {
+        let leases = rt.block_on(store.leases(STUDY)).expect("leases");
+        let now = now_ms();
+        let running = leases
+            .iter()
+            .filter(|l| l.state == LeaseState::Leased && l.expires_at_ms > now)
+            .count();
+        if running == 0 {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{running} leases still running after two minutes (leases last 10 s)"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_crowd_with_abandoners_leaves_exactly_n_judgments_per_item() {
     let _turn = common::one_load_test_at_a_time();
@@ -155,8 +178,11 @@ fn a_crowd_with_abandoners_leaves_exactly_n_judgments_per_item() {
             round <= MAX_ROUNDS,
             "items still need judgments after {MAX_ROUNDS} more crowds: {reports:?}"
         );
-        // Leases last 10 s: wait until the abandoned ones have expired.
-        std::thread::sleep(Duration::from_secs(11));
+        // Leases last 10 s: the abandoned ones must have expired.
+        let store = rt
+            .block_on(wozkit_store::open_snapshot(&data))
+            .expect("snapshot");
+        until_no_lease_runs(&rt, store.as_ref());
         round += 1;
         let r = crowd(&url, 40, 0.0, round);
         assert_eq!(num(&r, "failed"), 0, "{r}");
@@ -398,7 +424,8 @@ fn an_instance_killed_while_claims_are_in_flight_leaves_exactly_n_judgments_per_
     );
     eprintln!("crowd on the killed instance: {a_report:?}");
 
-    // The killed instance's leases run out (10 s); fresh crowds on the survivor finish the items.
+    // The killed instance's leases run out (10 s); fresh crowds on the survivor finish the items
+    // once they have.
     let mut round = 0;
     let short = |store: &std::sync::Arc<dyn wozkit_store::Store>| {
         rt.block_on(store.item_counts(STUDY, now_ms()))
@@ -413,7 +440,7 @@ fn an_instance_killed_while_claims_are_in_flight_leaves_exactly_n_judgments_per_
             round <= MAX_ROUNDS,
             "items still need judgments after {MAX_ROUNDS} more crowds"
         );
-        std::thread::sleep(Duration::from_secs(11));
+        until_no_lease_runs(&rt, store.as_ref());
         let r = crowd(&url(&servers[1]), 60, 0.0, 30 + round);
         assert_eq!(num(&r, "failed"), 0, "{r}");
     }
