@@ -1,8 +1,9 @@
 //! Projections of the store for the researcher: the per-session dialogue log with automatic
 //! metrics ([`export_log`]) and the payment table ([`payments`]), read-only: they never change
 //! the store; and the ledger of what was paid ([`ledger`]), the one writer here (compare-and-set
-//! records in the store's meta table). Participants appear by their wozkit id, role and platform; crowd worker ids stay in
-//! the payment table, which is for paying, not for publishing.
+//! records in the store's meta table). Participants appear by their wozkit id, role and
+//! platform; crowd worker ids stay in the payment table, which is for paying, not for
+//! publishing.
 
 pub mod ledger;
 pub mod metrics;

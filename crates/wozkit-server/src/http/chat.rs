@@ -18,14 +18,13 @@
 
 use std::convert::Infallible;
 
-use futures_util::StreamExt;
-
 use axum::Form;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
+use futures_util::StreamExt;
 use indexmap::IndexMap;
 use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
@@ -907,8 +906,8 @@ pub async fn send(
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = me.seat.clone();
     let asking = me.clone();
+    let seat = asking.seat.as_deref();
     let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
@@ -918,15 +917,15 @@ pub async fn send(
     let refusal = send_refusal(&ctx, text);
     if ctx.time_up(now_ms()) {
         end_all(&app, &ctx.sides, EndReason::TimeLimit).await?;
-        return Ok(to_page(seat.as_deref()));
+        return Ok(to_page(seat));
     }
     if let Some(message) = refusal {
-        return refuse(&app, &ctx, seat.as_deref(), stream, &message, &fields).await;
+        return refuse(&app, &ctx, seat, stream, &message, &fields).await;
     }
     let posted = posted_labels(&ctx, &fields);
     let problems = label_problems(ctx.words(), ctx.ev(), &posted);
     if !problems.is_empty() {
-        return refuse_labels(&app, &ctx, seat.as_deref(), stream, &problems, &fields).await;
+        return refuse_labels(&app, &ctx, seat, stream, &problems, &fields).await;
     }
     store_labels(&app, &ctx, posted).await?;
     let turn = ctx.turns();
@@ -966,7 +965,7 @@ pub async fn send(
             // The same turn sent twice (a double click, two tabs): the first one stands.
             Ok(None) if n == 0 => {
                 let _ = stored.send(Some(false));
-                return Ok(to_page(seat.as_deref()));
+                return Ok(to_page(seat));
             }
             Ok(None) => {}
             Err(e) => {
@@ -991,8 +990,8 @@ pub async fn retry(
     headers: HeaderMap,
     Form(fields): Form<Fields>,
 ) -> Result<Response, HttpError> {
-    let seat = me.seat.clone();
     let asking = me.clone();
+    let seat = asking.seat.as_deref();
     let ctx = match context(&app, me, &fields).await? {
         Ok(ctx) => ctx,
         Err(r) => return Ok(r),
@@ -1006,7 +1005,7 @@ pub async fn retry(
         .map(|(s, _)| s)
         .collect();
     if which.is_empty() || ctx.ended() {
-        return Ok(to_page(seat.as_deref()));
+        return Ok(to_page(seat));
     }
     let asked = ask_sides(&app, &ctx, &which, streaming(&headers), vec![]);
     Ok(answer(&app, asked, asking).await)

@@ -378,8 +378,8 @@ pub async fn participant_until(
     t
 }
 
-/// One connection: reads frames, sends a command whenever the previous one was answered and a
-/// When a participant gives up (`deadline`) and how long it pauses between commands.
+/// When a participant gives up (`deadline`), how long it pauses between commands, and whether
+/// its wizard is held from saying goodbye (`hold`).
 #[derive(Clone)]
 struct Limits {
     deadline: Option<Instant>,
@@ -387,6 +387,7 @@ struct Limits {
     hold: Option<Arc<AtomicBool>>,
 }
 
+/// One connection: reads frames, sends a command whenever the previous one was answered and a
 /// short pause has passed. Returns when the session ends or the connection drops.
 async fn room(
     ws: &mut Ws,
